@@ -1,0 +1,5 @@
+export * from './types.js';
+export * from './address.js';
+export { validateConfig, formatProblem, type Problem, type ValidationResult } from './validate.js';
+export { ConfigError, EXIT } from './errors.js';
+export { parseConfig, loadConfig } from './load.js';

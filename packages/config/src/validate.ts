@@ -1,0 +1,324 @@
+import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
+import {
+  DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS, serviceKey,
+  type AddressFamily, type AddressRange, type AgentSettings, type Config, type ForwardingMode, type Protocol,
+  type RealServer, type Scheduler, type Service,
+} from './types.js';
+
+/**
+ * Validation at the edge: raw parsed YAML/JSON in, a typed `Config` or the complete list of problems out.
+ * Each problem names the path, the value, the rule it breaks and the fix, so an operator can correct
+ * every mistake in one edit.
+ */
+
+export interface Problem {
+  /** `services[1].realServers[0].weight` */
+  readonly path: string;
+  /** The offending value as found (undefined when missing). */
+  readonly value: unknown;
+  /** What is wrong, phrased to follow the value: `is not an IPv4 or IPv6 address`. */
+  readonly rule: string;
+  /** What to do about it. */
+  readonly fix: string;
+}
+
+export function formatProblem(p: Problem): string {
+  const value = p.value === undefined ? 'missing:' : `${JSON.stringify(p.value)}`;
+  return `${p.path}: ${value} ${p.rule}; ${p.fix}`;
+}
+
+export type ValidationResult = { ok: true; config: Config } | { ok: false; problems: Problem[] };
+
+const SERVICE_FIELDS = [
+  'name', 'vip', 'port', 'protocol', 'mode', 'scheduler', 'persistenceSec', 'localAddresses',
+  'expireOnRemove', 'realServers',
+] as const;
+const REAL_SERVER_FIELDS = ['address', 'port', 'weight'] as const;
+const TOP_FIELDS = ['agent', 'services'] as const;
+const AGENT_FIELDS = ['adminSocket'] as const;
+const NAME_PATTERN = /^[a-z0-9]([a-z0-9_.-]{0,61}[a-z0-9])?$/;
+/** A year: persistence longer than that is a typo, not a policy. */
+const MAX_PERSISTENCE_SEC = 365 * 24 * 3600;
+
+class Collector {
+  readonly problems: Problem[] = [];
+  add(path: string, value: unknown, rule: string, fix: string): void {
+    this.problems.push({ path, value, rule, fix });
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function typeName(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'a mapping';
+  return `a ${typeof v}`;
+}
+
+/** Levenshtein distance, for "did you mean" on unknown field names. */
+function distance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const cur = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1));
+      prev = cur;
+    }
+  }
+  return row[b.length]!;
+}
+
+function checkUnknownFields(c: Collector, path: string, obj: Record<string, unknown>, known: readonly string[]): void {
+  for (const key of Object.keys(obj)) {
+    if (known.includes(key)) continue;
+    const nearest = [...known].sort((x, y) => distance(key, x) - distance(key, y))[0];
+    const hint = nearest !== undefined && distance(key, nearest) <= 3 ? `did you mean "${nearest}"?` : `known fields: ${known.join(', ')}`;
+    c.add(`${path}${path ? '.' : ''}${key}`, obj[key], 'is not a known field', hint);
+  }
+}
+
+function checkPort(c: Collector, path: string, v: unknown): number | undefined {
+  if (v === undefined) {
+    c.add(path, v, 'a port is required', 'give a whole number from 1 to 65535');
+    return undefined;
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 65535) {
+    c.add(path, v, 'is not a port (a whole number from 1 to 65535)', 'give a whole number from 1 to 65535');
+    return undefined;
+  }
+  return v;
+}
+
+function checkEnum<T extends string>(c: Collector, path: string, v: unknown, allowed: readonly T[], dflt: T | undefined, what: string): T | undefined {
+  if (v === undefined) {
+    if (dflt !== undefined) return dflt;
+    c.add(path, v, `a ${what} is required`, `set it to one of: ${allowed.join(', ')}`);
+    return undefined;
+  }
+  if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) {
+    c.add(path, v, `is not a ${what}`, `use one of: ${allowed.join(', ')}`);
+    return undefined;
+  }
+  return v as T;
+}
+
+function checkAddress(c: Collector, path: string, v: unknown, what: string): { address: string; family: AddressFamily } | undefined {
+  if (v === undefined) {
+    c.add(path, v, `${what} is required`, 'give an IPv4 address such as 198.18.0.10 or an IPv6 address such as fd00::10');
+    return undefined;
+  }
+  const family = typeof v === 'string' ? familyOf(v) : null;
+  if (typeof v !== 'string' || family === null) {
+    c.add(path, v, 'is not an IPv4 or IPv6 address', 'give an IPv4 address such as 198.18.0.10 or an IPv6 address such as fd00::10 (no prefix length, no port)');
+    return undefined;
+  }
+  return { address: canonicalAddress(v), family };
+}
+
+/** `localAddresses`: a list of addresses and `first-last` ranges that together form one contiguous range. */
+function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: ForwardingMode | undefined, family: AddressFamily | undefined): AddressRange | null {
+  if (mode === 'nat') {
+    if (v !== undefined && !(Array.isArray(v) && v.length === 0)) {
+      c.add(path, v, 'is set but nat mode does not translate source addresses', 'remove localAddresses, or use mode: fullnat');
+    }
+    return null;
+  }
+  if (mode !== 'fullnat') return null;
+  if (v === undefined || (Array.isArray(v) && v.length === 0)) {
+    c.add(path, v, 'fullnat needs at least one local address (the SNAT pool real servers reply to)', 'add localAddresses: [198.18.2.10] or a range such as 198.18.2.10-198.18.2.13, addresses this director owns');
+    return null;
+  }
+  if (!Array.isArray(v)) {
+    c.add(path, v, `is ${typeName(v)}, not a list`, 'write a list such as [198.18.2.10, 198.18.2.11] or [198.18.2.10-198.18.2.13]');
+    return null;
+  }
+  const spans: { first: bigint; last: bigint; fam: AddressFamily }[] = [];
+  v.forEach((item, i) => {
+    const p = `${path}[${i}]`;
+    const parts = typeof item === 'string' ? item.split('-') : [];
+    const fams = parts.map((x) => familyOf(x.trim()));
+    if (typeof item !== 'string' || parts.length > 2 || fams.some((f) => f === null) || (parts.length === 2 && fams[0] !== fams[1])) {
+      c.add(p, item, 'is not an address or a first-last address range', 'write 198.18.2.10 or 198.18.2.10-198.18.2.13');
+      return;
+    }
+    const fam = fams[0]!;
+    if (family !== undefined && fam !== family) {
+      c.add(p, item, `is IPv${fam} but the vip is IPv${family}; nftables NAT cannot translate between families`, `use IPv${family} local addresses`);
+      return;
+    }
+    const first = addressToBigInt(parts[0]!.trim());
+    const last = addressToBigInt((parts[1] ?? parts[0]!).trim());
+    if (last < first) {
+      c.add(p, item, 'is a range whose last address comes before its first', 'write the lower address first');
+      return;
+    }
+    spans.push({ first, last, fam });
+  });
+  if (spans.length !== v.length || spans.length === 0) return null;
+  spans.sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+  for (let i = 1; i < spans.length; i++) {
+    if (spans[i]!.first !== spans[i - 1]!.last + 1n) {
+      c.add(path, v, 'is not one contiguous range (a real server is translated to one address range)', `use consecutive addresses, e.g. ${bigIntToAddress(spans[0]!.first, spans[0]!.fam)}-${bigIntToAddress(spans[0]!.first + BigInt(v.length - 1), spans[0]!.fam)}`);
+      return null;
+    }
+  }
+  const first = spans[0]!.first;
+  const last = spans[spans.length - 1]!.last;
+  const size = last - first + 1n;
+  return {
+    first: bigIntToAddress(first, spans[0]!.fam),
+    last: bigIntToAddress(last, spans[0]!.fam),
+    size: size > 0xffffffffn ? 0xffffffff : Number(size),
+  };
+}
+
+function checkRealServers(c: Collector, path: string, v: unknown, family: AddressFamily | undefined): RealServer[] | undefined {
+  if (v === undefined) return [];
+  if (!Array.isArray(v)) {
+    c.add(path, v, `is ${typeName(v)}, not a list`, 'write a list of {address, port, weight} entries');
+    return undefined;
+  }
+  const out: RealServer[] = [];
+  const seen = new Map<string, number>();
+  v.forEach((raw, i) => {
+    const p = `${path}[${i}]`;
+    if (!isRecord(raw)) {
+      c.add(p, raw, `is ${typeName(raw)}, not a real server`, 'write {address: 198.18.1.11, port: 8080, weight: 1}');
+      return;
+    }
+    checkUnknownFields(c, p, raw, REAL_SERVER_FIELDS);
+    const addr = checkAddress(c, `${p}.address`, raw.address, 'a real server address');
+    if (addr && family !== undefined && addr.family !== family) {
+      c.add(`${p}.address`, raw.address, `is IPv${addr.family} but the vip is IPv${family}; nftables NAT cannot translate between families`, `use an IPv${family} real server, or put it in a service with an IPv${addr.family} vip`);
+    }
+    const port = checkPort(c, `${p}.port`, raw.port);
+    let weight = 1;
+    if (raw.weight !== undefined) {
+      if (typeof raw.weight !== 'number' || !Number.isInteger(raw.weight) || raw.weight < 0 || raw.weight > MAX_WEIGHT) {
+        c.add(`${p}.weight`, raw.weight, `is not a weight (a whole number from 0 to ${MAX_WEIGHT}; 0 = quiescent)`, `give a whole number from 0 to ${MAX_WEIGHT}`);
+        return;
+      }
+      weight = raw.weight;
+    }
+    if (!addr || port === undefined || (family !== undefined && addr.family !== family)) return;
+    const key = `${addr.address}#${port}`;
+    const first = seen.get(key);
+    if (first !== undefined) {
+      c.add(p, raw, `repeats ${path}[${first}] (same address and port)`, 'list each real server once; change its weight instead of repeating it');
+      return;
+    }
+    seen.set(key, i);
+    out.push({ address: addr.address, port, weight });
+  });
+  return out;
+}
+
+function checkService(c: Collector, path: string, raw: unknown): Service | undefined {
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a service`, 'write a mapping with name, vip, port, protocol, mode and realServers');
+    return undefined;
+  }
+  const before = c.problems.length;
+  checkUnknownFields(c, path, raw, SERVICE_FIELDS);
+
+  let name: string | undefined;
+  if (typeof raw.name !== 'string' || !NAME_PATTERN.test(raw.name)) {
+    c.add(`${path}.name`, raw.name, raw.name === undefined ? 'a service name is required' : 'is not a valid service name',
+      'use 1 to 63 lower-case letters, digits, "-", "_" or ".", starting and ending with a letter or digit');
+  } else {
+    name = raw.name;
+  }
+  const vip = checkAddress(c, `${path}.vip`, raw.vip, 'a vip');
+  const port = checkPort(c, `${path}.port`, raw.port);
+  const protocol = checkEnum<Protocol>(c, `${path}.protocol`, raw.protocol, PROTOCOLS, 'tcp', 'protocol');
+  const mode = checkEnum<ForwardingMode>(c, `${path}.mode`, raw.mode, FORWARDING_MODES, undefined, 'forwarding mode');
+  const scheduler = checkEnum<Scheduler>(c, `${path}.scheduler`, raw.scheduler, SCHEDULERS, 'wrr', 'scheduler');
+
+  let persistenceSec = 0;
+  if (raw.persistenceSec !== undefined) {
+    const v = raw.persistenceSec;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_PERSISTENCE_SEC) {
+      c.add(`${path}.persistenceSec`, v, `is not a persistence time (whole seconds from 0 to ${MAX_PERSISTENCE_SEC}; 0 = off)`, 'give whole seconds, e.g. 300, or 0 for no source-address affinity');
+    } else {
+      persistenceSec = v;
+    }
+  }
+  let expireOnRemove = false;
+  if (raw.expireOnRemove !== undefined) {
+    if (typeof raw.expireOnRemove !== 'boolean') {
+      c.add(`${path}.expireOnRemove`, raw.expireOnRemove, 'is not true or false', 'write true to expire a removed real server\'s connections, false to let them finish');
+    } else {
+      expireOnRemove = raw.expireOnRemove;
+    }
+  }
+  const localAddresses = checkLocalAddresses(c, `${path}.localAddresses`, raw.localAddresses, mode, vip?.family);
+  const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip?.family);
+
+  if (c.problems.length !== before) return undefined;
+  return {
+    name: name!, family: vip!.family, vip: vip!.address, port: port!, protocol: protocol!, mode: mode!,
+    scheduler: scheduler!, persistenceSec, localAddresses, expireOnRemove, realServers: realServers!,
+  };
+}
+
+function checkAgent(c: Collector, raw: unknown): AgentSettings {
+  const settings = { adminSocket: DEFAULT_ADMIN_SOCKET };
+  if (raw === undefined) return settings;
+  if (!isRecord(raw)) {
+    c.add('agent', raw, `is ${typeName(raw)}, not a mapping`, 'write agent: {adminSocket: /run/lbd/admin.sock} or leave it out');
+    return settings;
+  }
+  checkUnknownFields(c, 'agent', raw, AGENT_FIELDS);
+  if (raw.adminSocket !== undefined) {
+    if (typeof raw.adminSocket !== 'string' || !raw.adminSocket.startsWith('/')) {
+      c.add('agent.adminSocket', raw.adminSocket, 'is not an absolute path', 'give an absolute path such as /run/lbd/admin.sock');
+    } else {
+      settings.adminSocket = raw.adminSocket;
+    }
+  }
+  return settings;
+}
+
+/** Validates parsed YAML/JSON. Never throws on bad input: every problem is in the result. */
+export function validateConfig(raw: unknown): ValidationResult {
+  const c = new Collector();
+  if (!isRecord(raw)) {
+    c.add('(top level)', raw, `is ${typeName(raw)}, not a mapping`, 'start the file with "services:" followed by a list of services');
+    return { ok: false, problems: c.problems };
+  }
+  checkUnknownFields(c, '', raw, TOP_FIELDS);
+  const agent = checkAgent(c, raw.agent);
+  const services: Service[] = [];
+  if (raw.services !== undefined && !Array.isArray(raw.services)) {
+    c.add('services', raw.services, `is ${typeName(raw.services)}, not a list`, 'write services as a list, each item starting with "- name:"');
+  } else {
+    const list = (raw.services ?? []) as unknown[];
+    const byKey = new Map<string, { index: number; name: string }>();
+    const byName = new Map<string, number>();
+    list.forEach((item, i) => {
+      const svc = checkService(c, `services[${i}]`, item);
+      if (!svc) return;
+      const key = serviceKey(svc);
+      const other = byKey.get(key);
+      if (other) {
+        c.add(`services[${i}]`, key, `is already defined by services[${other.index}] ("${other.name}")`, 'each vip:port/protocol must be unique: change the vip, port or protocol, or merge the two services');
+        return;
+      }
+      const sameName = byName.get(svc.name);
+      if (sameName !== undefined) {
+        c.add(`services[${i}].name`, svc.name, `is already used by services[${sameName}]`, 'give every service its own name');
+        return;
+      }
+      byKey.set(key, { index: i, name: svc.name });
+      byName.set(svc.name, i);
+      services.push(svc);
+    });
+  }
+  if (c.problems.length > 0) return { ok: false, problems: c.problems };
+  return { ok: true, config: { agent, services } };
+}

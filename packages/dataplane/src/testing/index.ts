@@ -1,0 +1,1 @@
+export { FakeDataPlane } from './fake.js';

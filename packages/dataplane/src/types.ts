@@ -1,0 +1,109 @@
+import type { Protocol, Service } from '@lbd/config';
+
+/**
+ * What the agent asks of the data plane. A desired service is a validated config service after the agent
+ * has merged in what it knows (health, drains): the data plane does not decide, it programs.
+ */
+export interface DesiredState {
+  readonly services: readonly Service[];
+}
+
+export interface ApplyOptions {
+  /** Compute and return the change without touching the kernel. */
+  readonly dryRun?: boolean;
+}
+
+export interface ApplyResult {
+  /** False when the kernel already matched: nothing was written. */
+  readonly changed: boolean;
+  /** The rule diff, one nft command per line, as applied (or as it would be, on a dry run). */
+  readonly operations: readonly string[];
+  /** Whether the whole table was (or would be) rebuilt rather than patched element by element. */
+  readonly fullRebuild: boolean;
+  /** Connections expired because their real server was removed from a service with expireOnRemove. */
+  readonly expiredConnections: number;
+  readonly durationMs: number;
+}
+
+export interface Counters {
+  readonly packets: number;
+  readonly bytes: number;
+}
+
+export interface Endpoint {
+  readonly address: string;
+  readonly port: number;
+}
+
+export interface ObservedRealServer extends Endpoint {
+  /** The id in `ct mark` of this real server's connections in this service. */
+  readonly backendId: number;
+  /** Whether new connections may be scheduled to it (weight > 0). */
+  readonly eligible: boolean;
+  readonly counters: Counters;
+}
+
+export interface ObservedService {
+  /** `198.18.0.10:80/tcp` */
+  readonly key: string;
+  readonly vip: string;
+  readonly port: number;
+  readonly protocol: Protocol;
+  readonly counters: Counters;
+  readonly realServers: readonly ObservedRealServer[];
+}
+
+/** What the kernel has now: used on restart (re-adopt without a drop) and by the `lbadm` views. */
+export interface ObservedState {
+  readonly services: readonly ObservedService[];
+}
+
+export interface Connection {
+  readonly protocol: Protocol;
+  /** conntrack state: ESTABLISHED, SYN_SENT, TIME_WAIT, … (UDP: ASSURED or UNREPLIED). */
+  readonly state: string;
+  readonly client: Endpoint;
+  readonly vip: Endpoint;
+  /** The fullnat source the real server sees; null in nat mode. */
+  readonly localAddress: Endpoint | null;
+  readonly realServer: Endpoint;
+  readonly expiresInSec: number;
+  /** No reply seen yet: in nat mode, the sign of a real server whose replies bypass the director. */
+  readonly unreplied: boolean;
+  readonly backendId: number;
+  /** Service key, when the backend id is one of lbd's. */
+  readonly service: string | null;
+}
+
+export interface ConnectionFilter {
+  /** Only this service's connections (by key, `198.18.0.10:80/tcp`). */
+  readonly service?: string;
+}
+
+/** Kernel facts that `lbadm doctor` reasons about. Gathered by the adapter, judged by the agent. */
+export interface KernelFacts {
+  readonly ipv4Forwarding: boolean;
+  readonly ipv6Forwarding: boolean;
+  /** Effective rp_filter (max of `all` and the interface) per interface: 0 off, 1 strict, 2 loose. */
+  readonly rpFilter: Readonly<Record<string, number>>;
+  /** Packets dropped by reverse-path filtering since boot (TcpExt IPReversePathFilter). */
+  readonly rpFilterDrops: number;
+  readonly conntrackCount: number;
+  readonly conntrackMax: number;
+  /** net.ipv4.ip_local_port_range, the ports SNAT picks from. */
+  readonly localPortRange: readonly [number, number];
+  /** For each real server: can the director open a TCP connection to it (a plain reachability probe)? */
+  readonly realServerReachable: Readonly<Record<string, boolean>>;
+}
+
+/** DataPlane programs forwarding for this director. Applying the same state twice changes nothing. */
+export interface DataPlane {
+  /** Makes the kernel match `desired` in one transaction. */
+  apply(desired: DesiredState, opts?: ApplyOptions): Promise<ApplyResult>;
+  /** What the kernel has now. */
+  observe(): Promise<ObservedState>;
+  /** lbd's connections from conntrack. */
+  connections(filter?: ConnectionFilter): Promise<Connection[]>;
+  /** Facts for doctor; `probeRealServers` are endpoints to test for TCP reachability from the director. */
+  kernelFacts(probeRealServers: readonly Endpoint[]): Promise<KernelFacts>;
+}
