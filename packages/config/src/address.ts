@@ -3,7 +3,12 @@ import type { AddressFamily } from './types.js';
 
 /** Address helpers shared by validation and rendering: parsing, canonical text, arithmetic on ranges. */
 
+/**
+ * 4, 6, or null when `address` is not a plain IP address. Zone indexes (`fe80::1%eth0`), which Node's
+ * isIP accepts, are refused: nftables cannot match them and the arithmetic below would drop them silently.
+ */
 export function familyOf(address: string): AddressFamily | null {
+  if (address.includes('%')) return null;
   const v = isIP(address);
   return v === 4 ? 4 : v === 6 ? 6 : null;
 }

@@ -23,12 +23,17 @@ export class ConfigError extends Error {
     readonly problems: readonly Problem[],
     opts: { cause?: unknown } = {},
   ) {
-    super(ConfigError.render(source, problems), { cause: opts.cause });
+    super(ConfigError.render(source, problems, kind), { cause: opts.cause });
     this.name = 'ConfigError';
   }
 
-  static render(source: string, problems: readonly Problem[]): string {
+  /** A headline naming the source and the kind of failure, then one indented line per problem. */
+  static render(source: string, problems: readonly Problem[], kind: ConfigError['kind'] = 'Invalid'): string {
     const n = problems.length;
-    return [`${source} is invalid (${n} problem${n === 1 ? '' : 's'}):`, ...problems.map((p) => `  ${formatProblem(p)}`)].join('\n');
+    const count = `${n} problem${n === 1 ? '' : 's'}`;
+    const headline = kind === 'Unreadable' ? `${source} cannot be read:`
+      : kind === 'Syntax' ? `${source} is not valid YAML or JSON (${count}):`
+      : `${source} is invalid (${count}):`;
+    return [headline, ...problems.map((p) => `  ${formatProblem(p)}`)].join('\n');
   }
 }

@@ -1,30 +1,56 @@
 import { readFile } from 'node:fs/promises';
-import { parseDocument } from 'yaml';
+import { LineCounter, parseDocument, type YAMLError } from 'yaml';
 import { ConfigError } from './errors.js';
 import type { Config } from './types.js';
-import { validateConfig } from './validate.js';
+import { validateConfig, type Problem } from './validate.js';
 
 /**
  * Parses YAML or JSON text (JSON is YAML) and validates it. `source` names the text in messages.
  * Throws ConfigError listing every problem; returns a Config only when there are none.
  */
 export function parseConfig(text: string, source: string): Config {
-  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true });
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter });
   if (doc.errors.length > 0) {
-    const lines = text.split('\n');
-    throw new ConfigError('Syntax', source, doc.errors.map((e) => {
-      const line = e.linePos?.[0].line;
-      return {
-        path: `line ${line ?? '?'}, column ${e.linePos?.[0].col ?? '?'}`,
-        value: line !== undefined ? (lines[line - 1] ?? '').trim() : '',
-        rule: `is not valid YAML or JSON: ${e.message.split('\n')[0]}`,
-        fix: 'correct the syntax there (indentation, a missing ":" or quote)',
-      };
-    }));
+    const lines = text.split(/\r?\n/);
+    throw new ConfigError('Syntax', source, doc.errors.map((e) => syntaxProblem(e, lines, lineCounter)));
   }
-  const result = validateConfig(doc.toJS());
+  let raw: unknown;
+  try {
+    raw = doc.toJS();
+  } catch (cause) {
+    // The only failure left after parsing: an alias bomb (`maxAliasCount`), refused rather than expanded.
+    throw new ConfigError('Syntax', source, [{
+      path: '(top level)', value: undefined, rule: `cannot be expanded: ${(cause as Error).message.split(';')[0]}`,
+      fix: 'write the values out instead of repeating aliases (*name)',
+    }], { cause });
+  }
+  const result = validateConfig(raw);
   if (!result.ok) throw new ConfigError('Invalid', source, result.problems);
   return result.config;
+}
+
+/** Fixes for the syntax errors operators make most; the rest get the general advice. */
+const SYNTAX_FIXES: Partial<Record<string, { rule?: string; fix: string }>> = {
+  TAB_AS_INDENT: { fix: 'indent with spaces, not tabs' },
+  DUPLICATE_KEY: { fix: 'remove or rename the repeated key' },
+  MULTIPLE_DOCS: { rule: 'the text holds more than one document', fix: 'keep one document: remove the second "---" and what follows it' },
+};
+
+/** `line 3, column 11: "port: : 80" is not valid YAML or JSON: <parser message>; <fix>` */
+function syntaxProblem(e: YAMLError, lines: readonly string[], lineCounter: LineCounter): Problem {
+  const { line, col } = lineCounter.linePos(e.pos[0]);
+  const known = SYNTAX_FIXES[e.code];
+  // The parser's own words, first line and first clause: its messages may advise API calls after a ";".
+  const message = known?.rule ?? e.message.split('\n')[0]!.split(';')[0]!.trim();
+  const text = (lines[line - 1] ?? '').trim();
+  return {
+    path: `line ${line}, column ${col}`,
+    // At the very end of the text (an unclosed quote or bracket) there is no line to show.
+    value: text === '' ? undefined : text,
+    rule: `${text === '' ? 'not' : 'is not'} valid YAML or JSON: ${message}`,
+    fix: known?.fix ?? 'correct the syntax there (indentation, a missing ":" or quote)',
+  };
 }
 
 export async function loadConfig(path: string): Promise<Config> {
@@ -33,10 +59,11 @@ export async function loadConfig(path: string): Promise<Config> {
     text = await readFile(path, 'utf8');
   } catch (cause) {
     const code = (cause as NodeJS.ErrnoException).code ?? 'error';
-    throw new ConfigError('Unreadable', path, [{
-      path: '(file)', value: path, rule: `cannot be read (${code})`,
-      fix: code === 'ENOENT' ? 'check the path, or create the file' : 'check the file\'s permissions',
-    }], { cause });
+    const fix = code === 'ENOENT' ? 'check the path, or create the file'
+      : code === 'EISDIR' ? 'give the path of a file, not a directory'
+      : code === 'EACCES' || code === 'EPERM' ? 'check the file\'s permissions'
+      : 'check the path and the file\'s permissions';
+    throw new ConfigError('Unreadable', path, [{ path: '(file)', value: path, rule: `cannot be read (${code})`, fix }], { cause });
   }
   return parseConfig(text, path);
 }

@@ -1,6 +1,6 @@
 import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
 import {
-  DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS, serviceKey,
+  DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS, hostPort, serviceKey,
   type AddressFamily, type AddressRange, type AgentSettings, type Config, type ForwardingMode, type Protocol,
   type RealServer, type Scheduler, type Service,
 } from './types.js';
@@ -14,17 +14,24 @@ import {
 export interface Problem {
   /** `services[1].realServers[0].weight` */
   readonly path: string;
-  /** The offending value as found (undefined when missing). */
+  /** The offending value as found; undefined when missing (the rule then reads on its own: `a vip is required`). */
   readonly value: unknown;
-  /** What is wrong, phrased to follow the value: `is not an IPv4 or IPv6 address`. */
+  /** What is wrong, phrased to follow the value: `is not an IPv4 or IPv6 address`. Never contains ";". */
   readonly rule: string;
-  /** What to do about it. */
+  /** What to do about it. Never contains ";". */
   readonly fix: string;
 }
 
+/** `path: VALUE rule; fix`, or `path: rule; fix` when the value is missing. One line, no trailing period. */
 export function formatProblem(p: Problem): string {
-  const value = p.value === undefined ? 'missing:' : `${JSON.stringify(p.value)}`;
-  return `${p.path}: ${value} ${p.rule}; ${p.fix}`;
+  return p.value === undefined ? `${p.path}: ${p.rule}; ${p.fix}` : `${p.path}: ${formatValue(p.value)} ${p.rule}; ${p.fix}`;
+}
+
+/** JSON text of a value, except that NaN and ±Infinity (YAML `.nan`, `.inf`) keep their names instead of `null`. */
+function formatValue(v: unknown): string {
+  if (typeof v === 'number' && !Number.isFinite(v)) return String(v);
+  if (typeof v === 'bigint') return v.toString();
+  return JSON.stringify(v, (_k, x: unknown) => (typeof x === 'number' && !Number.isFinite(x) ? String(x) : x)) ?? String(v);
 }
 
 export type ValidationResult = { ok: true; config: Config } | { ok: false; problems: Problem[] };
@@ -52,7 +59,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 }
 
 function typeName(v: unknown): string {
-  if (v === null) return 'null';
+  if (v === null) return 'empty';
   if (Array.isArray(v)) return 'a list';
   if (typeof v === 'object') return 'a mapping';
   return `a ${typeof v}`;
@@ -73,13 +80,36 @@ function distance(a: string, b: string): number {
   return row[b.length]!;
 }
 
+/**
+ * Suggests the nearest known name when it is close enough to be a typo: at most 3 edits, and at most half
+ * the name's length (so `foo` does not become "did you mean vip?"). Case differences cost nothing.
+ */
 function checkUnknownFields(c: Collector, path: string, obj: Record<string, unknown>, known: readonly string[]): void {
   for (const key of Object.keys(obj)) {
     if (known.includes(key)) continue;
     const nearest = [...known].sort((x, y) => distance(key, x) - distance(key, y))[0];
-    const hint = nearest !== undefined && distance(key, nearest) <= 3 ? `did you mean "${nearest}"?` : `known fields: ${known.join(', ')}`;
+    const close = nearest !== undefined && distance(key, nearest) <= Math.min(3, Math.floor(nearest.length / 2));
+    const hint = close ? `did you mean "${nearest}"?` : `known fields: ${known.join(', ')}`;
     c.add(`${path}${path ? '.' : ''}${key}`, obj[key], 'is not a known field', hint);
   }
+}
+
+/** A whole number written in quotes ("80"): the commonest way a number arrives as text. */
+function isQuotedNumber(v: unknown): v is string {
+  return typeof v === 'string' && /^\s*-?\d+\s*$/.test(v);
+}
+
+/** A whole number in [min, max], or a problem with `rule` and `fix` (numbers in quotes get their own). */
+function checkWholeNumber(c: Collector, path: string, v: unknown, min: number, max: number, rule: string, fix: string): number | undefined {
+  if (isQuotedNumber(v)) {
+    c.add(path, v, 'is text, not a number', `write it without quotes: ${v.trim()}`);
+    return undefined;
+  }
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < min || v > max) {
+    c.add(path, v, rule, fix);
+    return undefined;
+  }
+  return v;
 }
 
 function checkPort(c: Collector, path: string, v: unknown): number | undefined {
@@ -87,11 +117,7 @@ function checkPort(c: Collector, path: string, v: unknown): number | undefined {
     c.add(path, v, 'a port is required', 'give a whole number from 1 to 65535');
     return undefined;
   }
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < 1 || v > 65535) {
-    c.add(path, v, 'is not a port (a whole number from 1 to 65535)', 'give a whole number from 1 to 65535');
-    return undefined;
-  }
-  return v;
+  return checkWholeNumber(c, path, v, 1, 65535, 'is not a port (a whole number from 1 to 65535)', 'give a whole number from 1 to 65535');
 }
 
 function checkEnum<T extends string>(c: Collector, path: string, v: unknown, allowed: readonly T[], dflt: T | undefined, what: string): T | undefined {
@@ -101,10 +127,31 @@ function checkEnum<T extends string>(c: Collector, path: string, v: unknown, all
     return undefined;
   }
   if (typeof v !== 'string' || !(allowed as readonly string[]).includes(v)) {
-    c.add(path, v, `is not a ${what}`, `use one of: ${allowed.join(', ')}`);
+    const lower = typeof v === 'string' ? v.toLowerCase() : undefined;
+    const fix = lower !== undefined && (allowed as readonly string[]).includes(lower)
+      ? `write it in lower case: ${lower}` : `use one of: ${allowed.join(', ')}`;
+    c.add(path, v, `is not a supported ${what}`, fix);
     return undefined;
   }
   return v as T;
+}
+
+/**
+ * Why an address cannot be a vip, real server or local address, or null when it can. An IPv4-mapped IPv6
+ * address would also print differently in `nft` output (::ffff:1.2.3.4), so it would never match what we render.
+ */
+function unusableAddress(address: string, family: AddressFamily): { rule: string; fix: string } | null {
+  const n = addressToBigInt(address);
+  const unicast = family === 4 ? 'give a unicast address such as 198.18.0.10' : 'give a unicast address such as fd00::10';
+  if (n === 0n) return { rule: 'is the unspecified address', fix: unicast };
+  if (family === 4) {
+    if (n >> 28n === 0xen) return { rule: 'is a multicast address', fix: unicast };
+    if (n === 0xffffffffn) return { rule: 'is the broadcast address', fix: unicast };
+    return null;
+  }
+  if (n >> 120n === 0xffn) return { rule: 'is a multicast address', fix: unicast };
+  if (n >> 32n === 0xffffn) return { rule: 'is an IPv4-mapped IPv6 address', fix: `write the IPv4 address ${bigIntToAddress(n & 0xffffffffn, 4)} instead` };
+  return null;
 }
 
 function checkAddress(c: Collector, path: string, v: unknown, what: string): { address: string; family: AddressFamily } | undefined {
@@ -114,14 +161,29 @@ function checkAddress(c: Collector, path: string, v: unknown, what: string): { a
   }
   const family = typeof v === 'string' ? familyOf(v) : null;
   if (typeof v !== 'string' || family === null) {
-    c.add(path, v, 'is not an IPv4 or IPv6 address', 'give an IPv4 address such as 198.18.0.10 or an IPv6 address such as fd00::10 (no prefix length, no port)');
+    c.add(path, v, 'is not an IPv4 or IPv6 address', 'give an IPv4 address such as 198.18.0.10 or an IPv6 address such as fd00::10 (no prefix length, port or zone)');
+    return undefined;
+  }
+  const unusable = unusableAddress(v, family);
+  if (unusable) {
+    c.add(path, v, unusable.rule, unusable.fix);
     return undefined;
   }
   return { address: canonicalAddress(v), family };
 }
 
-/** `localAddresses`: a list of addresses and `first-last` ranges that together form one contiguous range. */
-function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: ForwardingMode | undefined, family: AddressFamily | undefined): AddressRange | null {
+/** Examples in the vip's family, so a fix can be copied as it stands. */
+function poolExamples(family: AddressFamily | undefined): { one: string; range: string; two: string } {
+  return family === 6
+    ? { one: 'fd00:2::10', range: 'fd00:2::10-fd00:2::13', two: 'fd00:2::10, fd00:2::11' }
+    : { one: '198.18.2.10', range: '198.18.2.10-198.18.2.13', two: '198.18.2.10, 198.18.2.11' };
+}
+
+/**
+ * `localAddresses`: a list of addresses and `first-last` ranges that together form one contiguous range
+ * (the SNAT pool is rendered as one `snat to FIRST-LAST`). Only fullnat has one.
+ */
+function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: ForwardingMode | undefined, vipFamily: AddressFamily | undefined): AddressRange | null {
   if (mode === 'nat') {
     if (v !== undefined && !(Array.isArray(v) && v.length === 0)) {
       c.add(path, v, 'is set but nat mode does not translate source addresses', 'remove localAddresses, or use mode: fullnat');
@@ -129,41 +191,67 @@ function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: Forwa
     return null;
   }
   if (mode !== 'fullnat') return null;
-  if (v === undefined || (Array.isArray(v) && v.length === 0)) {
-    c.add(path, v, 'fullnat needs at least one local address (the SNAT pool real servers reply to)', 'add localAddresses: [198.18.2.10] or a range such as 198.18.2.10-198.18.2.13, addresses this director owns');
+  const ex = poolExamples(vipFamily);
+  if (v === undefined) {
+    c.add(path, v, 'fullnat needs at least one local address (the SNAT pool real servers reply to)', `add localAddresses: [${ex.one}] or a range such as [${ex.range}], addresses this director owns`);
+    return null;
+  }
+  if (Array.isArray(v) && v.length === 0) {
+    c.add(path, v, 'is empty, but fullnat needs at least one local address (the SNAT pool real servers reply to)', `add an address such as ${ex.one} or a range such as ${ex.range}, addresses this director owns`);
     return null;
   }
   if (!Array.isArray(v)) {
-    c.add(path, v, `is ${typeName(v)}, not a list`, 'write a list such as [198.18.2.10, 198.18.2.11] or [198.18.2.10-198.18.2.13]');
+    c.add(path, v, `is ${typeName(v)}, not a list`, `write a list such as [${ex.two}] or [${ex.range}]`);
     return null;
   }
-  const spans: { first: bigint; last: bigint; fam: AddressFamily }[] = [];
+  const spans: { first: bigint; last: bigint; item: string }[] = [];
+  let family = vipFamily;
   v.forEach((item, i) => {
     const p = `${path}[${i}]`;
-    const parts = typeof item === 'string' ? item.split('-') : [];
-    const fams = parts.map((x) => familyOf(x.trim()));
+    const parts = typeof item === 'string' ? item.split('-').map((x) => x.trim()) : [];
+    const fams = parts.map((x) => familyOf(x));
     if (typeof item !== 'string' || parts.length > 2 || fams.some((f) => f === null) || (parts.length === 2 && fams[0] !== fams[1])) {
-      c.add(p, item, 'is not an address or a first-last address range', 'write 198.18.2.10 or 198.18.2.10-198.18.2.13');
+      c.add(p, item, 'is not an address or a first-last address range', `write ${ex.one} or ${ex.range}`);
       return;
     }
     const fam = fams[0]!;
-    if (family !== undefined && fam !== family) {
-      c.add(p, item, `is IPv${fam} but the vip is IPv${family}; nftables NAT cannot translate between families`, `use IPv${family} local addresses`);
+    family ??= fam;
+    if (fam !== family) {
+      const other = vipFamily !== undefined ? 'the vip' : 'the first local address';
+      c.add(p, item, `is IPv${fam} but ${other} is IPv${family}, and nftables NAT cannot translate between families`, `use IPv${family} local addresses`);
       return;
     }
-    const first = addressToBigInt(parts[0]!.trim());
-    const last = addressToBigInt((parts[1] ?? parts[0]!).trim());
+    const unusable = parts.map((x) => unusableAddress(x, fam)).find((u) => u !== null);
+    if (unusable) {
+      c.add(p, item, unusable.rule, unusable.fix);
+      return;
+    }
+    const first = addressToBigInt(parts[0]!);
+    const last = addressToBigInt(parts[1] ?? parts[0]!);
     if (last < first) {
       c.add(p, item, 'is a range whose last address comes before its first', 'write the lower address first');
       return;
     }
-    spans.push({ first, last, fam });
+    spans.push({ first, last, item });
   });
-  if (spans.length !== v.length || spans.length === 0) return null;
+  if (spans.length !== v.length || family === undefined) return null;
+  const fam = family;
   spans.sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
   for (let i = 1; i < spans.length; i++) {
+    const prev = spans[i - 1]!;
+    const cur = spans[i]!;
+    if (cur.first <= prev.last) {
+      c.add(path, v, `lists ${bigIntToAddress(cur.first, fam)} more than once (in "${prev.item}" and "${cur.item}")`, 'list each local address once');
+      return null;
+    }
+  }
+  for (let i = 1; i < spans.length; i++) {
     if (spans[i]!.first !== spans[i - 1]!.last + 1n) {
-      c.add(path, v, 'is not one contiguous range (a real server is translated to one address range)', `use consecutive addresses, e.g. ${bigIntToAddress(spans[0]!.first, spans[0]!.fam)}-${bigIntToAddress(spans[0]!.first + BigInt(v.length - 1), spans[0]!.fam)}`);
+      const gap = bigIntToAddress(spans[i - 1]!.last + 1n, fam);
+      const total = spans.reduce((n, s) => n + (s.last - s.first + 1n), 0n);
+      const first = spans[0]!.first;
+      c.add(path, v, `is not one contiguous range (${gap} is missing)`,
+        `use consecutive addresses, e.g. ${bigIntToAddress(first, fam)}-${bigIntToAddress(first + total - 1n, fam)}, or add the missing ones`);
       return null;
     }
   }
@@ -171,16 +259,17 @@ function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: Forwa
   const last = spans[spans.length - 1]!.last;
   const size = last - first + 1n;
   return {
-    first: bigIntToAddress(first, spans[0]!.fam),
-    last: bigIntToAddress(last, spans[0]!.fam),
+    first: bigIntToAddress(first, fam),
+    last: bigIntToAddress(last, fam),
     size: size > 0xffffffffn ? 0xffffffff : Number(size),
   };
 }
 
-function checkRealServers(c: Collector, path: string, v: unknown, family: AddressFamily | undefined): RealServer[] | undefined {
+/** Real servers; a missing port means the service's port (as ipvsadm does), a missing weight means 1. */
+function checkRealServers(c: Collector, path: string, v: unknown, family: AddressFamily | undefined, servicePort: number | undefined): RealServer[] | undefined {
   if (v === undefined) return [];
   if (!Array.isArray(v)) {
-    c.add(path, v, `is ${typeName(v)}, not a list`, 'write a list of {address, port, weight} entries');
+    c.add(path, v, `is ${typeName(v)}, not a list`, 'write a list of {address, port, weight} entries, or [] for none');
     return undefined;
   }
   const out: RealServer[] = [];
@@ -194,22 +283,22 @@ function checkRealServers(c: Collector, path: string, v: unknown, family: Addres
     checkUnknownFields(c, p, raw, REAL_SERVER_FIELDS);
     const addr = checkAddress(c, `${p}.address`, raw.address, 'a real server address');
     if (addr && family !== undefined && addr.family !== family) {
-      c.add(`${p}.address`, raw.address, `is IPv${addr.family} but the vip is IPv${family}; nftables NAT cannot translate between families`, `use an IPv${family} real server, or put it in a service with an IPv${addr.family} vip`);
+      c.add(`${p}.address`, raw.address, `is IPv${addr.family} but the vip is IPv${family}, and nftables NAT cannot translate between families`, `use an IPv${family} real server, or put it in a service with an IPv${addr.family} vip`);
     }
-    const port = checkPort(c, `${p}.port`, raw.port);
+    // Without a port of its own, a real server takes the service's; when that one is bad, its problem is already listed.
+    const port = raw.port === undefined ? servicePort : checkPort(c, `${p}.port`, raw.port);
     let weight = 1;
     if (raw.weight !== undefined) {
-      if (typeof raw.weight !== 'number' || !Number.isInteger(raw.weight) || raw.weight < 0 || raw.weight > MAX_WEIGHT) {
-        c.add(`${p}.weight`, raw.weight, `is not a weight (a whole number from 0 to ${MAX_WEIGHT}; 0 = quiescent)`, `give a whole number from 0 to ${MAX_WEIGHT}`);
-        return;
-      }
-      weight = raw.weight;
+      const w = checkWholeNumber(c, `${p}.weight`, raw.weight, 0, MAX_WEIGHT,
+        `is not a weight (a whole number from 0 to ${MAX_WEIGHT}, 0 = quiescent)`, `give a whole number from 0 to ${MAX_WEIGHT}`);
+      if (w === undefined) return;
+      weight = w;
     }
     if (!addr || port === undefined || (family !== undefined && addr.family !== family)) return;
     const key = `${addr.address}#${port}`;
     const first = seen.get(key);
     if (first !== undefined) {
-      c.add(p, raw, `repeats ${path}[${first}] (same address and port)`, 'list each real server once; change its weight instead of repeating it');
+      c.add(p, hostPort(addr.address, port), `repeats ${path}[${first}] (same address and port)`, 'list each real server once (to send it more traffic, raise its weight)');
       return;
     }
     seen.set(key, i);
@@ -241,23 +330,22 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
 
   let persistenceSec = 0;
   if (raw.persistenceSec !== undefined) {
-    const v = raw.persistenceSec;
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > MAX_PERSISTENCE_SEC) {
-      c.add(`${path}.persistenceSec`, v, `is not a persistence time (whole seconds from 0 to ${MAX_PERSISTENCE_SEC}; 0 = off)`, 'give whole seconds, e.g. 300, or 0 for no source-address affinity');
-    } else {
-      persistenceSec = v;
-    }
+    persistenceSec = checkWholeNumber(c, `${path}.persistenceSec`, raw.persistenceSec, 0, MAX_PERSISTENCE_SEC,
+      `is not a persistence time (whole seconds from 0 to ${MAX_PERSISTENCE_SEC}, 0 = off)`,
+      'give whole seconds, e.g. 300, or 0 for no source-address affinity') ?? 0;
   }
   let expireOnRemove = false;
   if (raw.expireOnRemove !== undefined) {
     if (typeof raw.expireOnRemove !== 'boolean') {
-      c.add(`${path}.expireOnRemove`, raw.expireOnRemove, 'is not true or false', 'write true to expire a removed real server\'s connections, false to let them finish');
+      c.add(`${path}.expireOnRemove`, raw.expireOnRemove, 'is not true or false',
+        typeof raw.expireOnRemove === 'string' ? 'write true or false without quotes'
+          : 'write true to expire a removed real server\'s connections, false to let them finish');
     } else {
       expireOnRemove = raw.expireOnRemove;
     }
   }
   const localAddresses = checkLocalAddresses(c, `${path}.localAddresses`, raw.localAddresses, mode, vip?.family);
-  const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip?.family);
+  const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip?.family, port);
 
   if (c.problems.length !== before) return undefined;
   return {
@@ -287,6 +375,11 @@ function checkAgent(c: Collector, raw: unknown): AgentSettings {
 /** Validates parsed YAML/JSON. Never throws on bad input: every problem is in the result. */
 export function validateConfig(raw: unknown): ValidationResult {
   const c = new Collector();
+  if (raw === null || raw === undefined) {
+    // An empty file is refused rather than read as "no services": a truncated write must not flush the data plane.
+    c.add('(top level)', undefined, 'the document is empty', 'write "services:" followed by a list of services, or "services: []" for none');
+    return { ok: false, problems: c.problems };
+  }
   if (!isRecord(raw)) {
     c.add('(top level)', raw, `is ${typeName(raw)}, not a mapping`, 'start the file with "services:" followed by a list of services');
     return { ok: false, problems: c.problems };
@@ -295,7 +388,7 @@ export function validateConfig(raw: unknown): ValidationResult {
   const agent = checkAgent(c, raw.agent);
   const services: Service[] = [];
   if (raw.services !== undefined && !Array.isArray(raw.services)) {
-    c.add('services', raw.services, `is ${typeName(raw.services)}, not a list`, 'write services as a list, each item starting with "- name:"');
+    c.add('services', raw.services, `is ${typeName(raw.services)}, not a list`, 'write services as a list, each item starting with "- name:", or "services: []" for none');
   } else {
     const list = (raw.services ?? []) as unknown[];
     const byKey = new Map<string, { index: number; name: string }>();
