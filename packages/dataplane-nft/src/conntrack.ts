@@ -1,0 +1,70 @@
+import type { Protocol } from '@lbd/config';
+import type { Endpoint } from '@lbd/dataplane';
+
+/** One conntrack entry as `conntrack -L` prints it, before lbd attributes it to a service. */
+export interface ConntrackEntry {
+  readonly protocol: Protocol;
+  readonly state: string;
+  readonly expiresInSec: number;
+  readonly original: { readonly src: Endpoint; readonly dst: Endpoint };
+  readonly reply: { readonly src: Endpoint; readonly dst: Endpoint };
+  readonly unreplied: boolean;
+  readonly assured: boolean;
+  readonly mark: number;
+}
+
+/**
+ * Parses `conntrack -L` text (conntrack prints no JSON). Lines of other protocols than tcp and udp, and
+ * summary lines, are skipped.
+ */
+export function parseConntrack(output: string): ConntrackEntry[] {
+  const out: ConntrackEntry[] = [];
+  for (const line of output.split('\n')) {
+    const tokens = line.trim().split(/\s+/);
+    // With `-o extended` each line starts with the layer-3 name and number.
+    if (tokens[0] === 'ipv4' || tokens[0] === 'ipv6') tokens.splice(0, 2);
+    const protocol = tokens[0];
+    if (protocol !== 'tcp' && protocol !== 'udp') continue;
+    const expiresInSec = Number(tokens[2]);
+    let i = 3;
+    let state = '';
+    if (tokens[i] !== undefined && !tokens[i]!.includes('=') && !tokens[i]!.startsWith('[')) state = tokens[i++]!;
+    const tuples: Array<Record<string, string>> = [{}, {}];
+    let t = 0;
+    let unreplied = false;
+    let assured = false;
+    let mark = 0;
+    for (; i < tokens.length; i++) {
+      const tok = tokens[i]!;
+      if (tok === '[UNREPLIED]') { unreplied = true; continue; }
+      if (tok === '[ASSURED]') { assured = true; continue; }
+      const eq = tok.indexOf('=');
+      if (eq < 0) continue;
+      const k = tok.slice(0, eq);
+      const v = tok.slice(eq + 1);
+      if (k === 'mark') { mark = Number(v); continue; }
+      if (k === 'src' || k === 'dst' || k === 'sport' || k === 'dport') {
+        if (tuples[t]![k] !== undefined) t = 1;
+        if (t < 2) tuples[t]![k] = v;
+      }
+    }
+    const [o, r] = tuples as [Record<string, string>, Record<string, string>];
+    if (!o.src || !o.dst || !r.src || !r.dst) continue;
+    const ep = (tuple: Record<string, string>, a: 'src' | 'dst'): Endpoint => ({
+      address: tuple[a]!, port: Number(tuple[a === 'src' ? 'sport' : 'dport'] ?? 0),
+    });
+    if (protocol === 'udp') state = unreplied ? 'UNREPLIED' : assured ? 'ASSURED' : 'REPLIED';
+    out.push({
+      protocol, state, expiresInSec, unreplied, assured, mark,
+      original: { src: ep(o, 'src'), dst: ep(o, 'dst') },
+      reply: { src: ep(r, 'src'), dst: ep(r, 'dst') },
+    });
+  }
+  return out;
+}
+
+/** `conntrack -D` prints "N flow entries have been deleted." on stderr. */
+export function parseDeletedCount(stderr: string): number {
+  const m = /(\d+) flow entr(?:y|ies) ha(?:ve|s) been deleted/.exec(stderr);
+  return m ? Number(m[1]) : 0;
+}

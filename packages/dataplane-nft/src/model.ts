@@ -1,0 +1,293 @@
+import { serviceKey, type AddressFamily, type Service } from '@lbd/config';
+import { buildSlotTable, type Selector } from './schedule.js';
+
+/**
+ * The kernel model: what lbd's nftables table holds, as plain data. `renderTables` (pure) turns desired
+ * services into models; `parseTable` turns `nft -j list table` into the same form; `diffTables` turns two
+ * models into the nft commands that move one into the other. Element keys and values are kept in nft's
+ * text syntax, canonicalised the same way on both paths, so "unchanged" is plain string equality.
+ *
+ * The table (one per family, `ip lbd` and `ip6 lbd`):
+ *   prerouting/output (nat): `daddr . l4proto . dport vmap @dispatch` → a shared scheduling chain
+ *   scheduling chain (one per selector × slot-table length × persistence, shared by all services alike):
+ *       [persistence hit on an eligible backend → dnat] ;
+ *       ct mark set daddr . l4proto . dport . <selector> map @slots (one element per slot); dnat to ct mark map @backend_dnat
+ *   postrouting (nat): fullnat services `snat to ct mark & 0xffff0000 map @service_snat` (an explicit pool,
+ *       never masquerade)
+ *   forward (filter): per-backend and per-service counters, on elements of sets keyed by ct mark.
+ * NAT rules only see a flow's first packet, so no map change ever moves an established connection.
+ * Why shared chains and maps rather than a chain per service: loading 10 000 services takes seconds with a
+ * chain each and a fraction of a second as map elements, and per-packet cost stays one lookup per map.
+ */
+
+export type NftFamily = 'ip' | 'ip6';
+export const TABLE_NAME = 'lbd';
+/** Bump when the skeleton (maps, base chains, rule shapes) changes: an older table is then rebuilt whole. */
+export const SCHEMA_VERSION = 1;
+/** Every jhash gets this fixed seed, so a reload or another director maps a flow to the same real server. */
+export const HASH_SEED = 0x4c424431;
+
+export const MAP_NAMES = ['dispatch', 'slots', 'eligible', 'service_snat', 'backend_dnat', 'service_tuple'] as const;
+export type MapName = (typeof MAP_NAMES)[number];
+/** Sets among MAP_NAMES: their elements have no value (stored as ''). */
+const SETS: ReadonlySet<MapName> = new Set(['eligible']);
+
+export type Elements = { readonly [M in MapName]: ReadonlyMap<string, string> };
+
+/**
+ * Everything one service puts into its family's table. The table is the union of its services'
+ * fragments; keeping them apart lets a change to one service be rendered and diffed without touching
+ * the other 9 999.
+ */
+export interface ServiceFragment {
+  /** The desired service it was rendered from; null when read back from the kernel. */
+  readonly source: Service | null;
+  /** `198.18.0.10:80/tcp` */
+  readonly key: string;
+  readonly serviceId: number;
+  /** backendKey → mark, for this service's real servers. */
+  readonly backends: ReadonlyMap<string, number>;
+  readonly chain: string;
+  readonly elements: Elements;
+}
+
+export interface TableModel {
+  readonly family: NftFamily;
+  readonly schema: number;
+  /** By service key. */
+  readonly services: ReadonlyMap<string, ServiceFragment>;
+}
+
+/**
+ * Marks. A backend is a real server within a service; its mark (in `ct mark` of every connection it
+ * serves) is `serviceId << 16 | realServerId`, both from 1 to 65535. The service id in the high half lets
+ * one per-packet lookup of `ct mark & 0xffff0000` count per service, so counters need no named objects
+ * (40 000 counter objects make every later nft command slow to start).
+ */
+export const SERVICE_MARK_SHIFT = 16;
+export const MAX_MARK_ID = 0xffff;
+
+const SERVICE_MASK = `0x${(MAX_MARK_ID * 2 ** SERVICE_MARK_SHIFT).toString(16)}`;
+
+export function serviceMark(serviceId: number): number {
+  return serviceId * 2 ** SERVICE_MARK_SHIFT;
+}
+
+export function familyName(f: AddressFamily): NftFamily {
+  return f === 4 ? 'ip' : 'ip6';
+}
+
+/** Identity of a backend (a real server within a service). */
+export function backendKey(service: string, address: string, port: number): string {
+  return `${service}|${address}#${port}`;
+}
+
+function selectorExpr(family: NftFamily, selector: Selector, length: number): string {
+  const seed = `seed 0x${HASH_SEED.toString(16)}`;
+  switch (selector) {
+    case 'numgen':
+      return `numgen inc mod ${length}`;
+    case 'srchash':
+      return `jhash ${family} saddr mod ${length} ${seed}`;
+    case 'flowhash':
+      return `jhash ${family} saddr . th sport mod ${length} ${seed}`;
+  }
+}
+
+export const NO_SERVER_CHAIN = 'no_server';
+
+export function schedulingChainName(selector: Selector, length: number, persistenceSec: number): string {
+  if (length === 0) return NO_SERVER_CHAIN;
+  return `${selector}_${length}${persistenceSec > 0 ? `_p${persistenceSec}` : ''}`;
+}
+
+export function schedulingChainRules(family: NftFamily, selector: Selector, length: number, persistenceSec: number): string[] {
+  if (length === 0) return ['drop'];
+  const f = family;
+  const flowKey = `${f} saddr . ${f} daddr . meta l4proto . th dport`;
+  const dnat = `meta l4proto { tcp, udp } dnat ${f} to ct mark map @backend_dnat`;
+  const rules: string[] = [];
+  if (persistenceSec > 0) {
+    rules.push(`ct mark set ${flowKey} map @persist`);
+    rules.push(`meta l4proto { tcp, udp } ct mark @eligible dnat ${f} to ct mark map @backend_dnat`);
+  }
+  rules.push(`ct mark set ${f} daddr . meta l4proto . th dport . ${selectorExpr(f, selector, length)} map @slots`);
+  if (persistenceSec > 0) rules.push(`update @persist { ${flowKey} timeout ${persistenceSec}s : ct mark }`);
+  rules.push(dnat);
+  // Reached only when the lookups above miss: never forward a new flow un-translated to the vip.
+  rules.push('drop');
+  return rules;
+}
+
+/** The fixed part of the table: map declarations and base chains. */
+export function renderSkeleton(family: NftFamily): string[] {
+  const addr = family === 'ip' ? 'ipv4_addr' : 'ipv6_addr';
+  const f = family;
+  return [
+    `  set schema {`, `    type mark`, `    elements = { ${SCHEMA_VERSION} }`, `  }`,
+    `  map dispatch {`, `    type ${addr} . inet_proto . inet_service : verdict`, `  }`,
+    `  map slots {`, `    typeof ${f} daddr . meta l4proto . th dport . numgen inc mod 2 : ct mark`, `  }`,
+    `  set eligible {`, `    type mark`, `  }`,
+    `  map persist {`, `    typeof ${f} saddr . ${f} daddr . meta l4proto . th dport : ct mark`, `    size 1048576`,
+    `    flags dynamic,timeout`, `    timeout 300s`, `  }`,
+    `  map backend_dnat {`, `    type mark : ${addr} . inet_service`, `  }`,
+    // Keyed by service mark (`ct mark & 0xffff0000`): one element per service, not per real server.
+    // Interval data without `flags interval`: an interval-keyed set makes nft fetch all its elements
+    // before every later command, which costs a third of a second at 10 000 services.
+    `  map service_snat {`, `    typeof ct mark : interval ${f} saddr`, `  }`,
+    // Which service a service mark stands for: how a restarted agent recognises its own marks.
+    `  map service_tuple {`, `    type mark : ${addr} . inet_proto . inet_service`, `  }`,
+    // Counters live on dynamic set elements that packets create and update: no objects to manage.
+    `  set backend_stats {`, `    type mark`, `    size 1048576`, `    flags dynamic`, `    counter`, `  }`,
+    `  set service_stats {`, `    type mark`, `    size 1048576`, `    flags dynamic`, `    counter`, `  }`,
+    `  chain prerouting {`, `    type nat hook prerouting priority dstnat; policy accept;`,
+    `    ${f} daddr . meta l4proto . th dport vmap @dispatch`, `  }`,
+    `  chain output {`, `    type nat hook output priority -100; policy accept;`,
+    `    ${f} daddr . meta l4proto . th dport vmap @dispatch`, `  }`,
+    `  chain postrouting {`, `    type nat hook postrouting priority srcnat; policy accept;`,
+    `    ct mark != 0 snat ${f} to ct mark & ${SERVICE_MASK} map @service_snat`, `  }`,
+    `  chain forward {`, `    type filter hook forward priority filter; policy accept;`,
+    `    ct mark != 0 update @backend_stats { ct mark }`,
+    `    ct mark != 0 update @service_stats { ct mark & ${SERVICE_MASK} }`, `  }`,
+  ];
+}
+
+function emptyMaps(): { [M in MapName]: Map<string, string> } {
+  return Object.fromEntries(MAP_NAMES.map((m) => [m, new Map<string, string>()])) as { [M in MapName]: Map<string, string> };
+}
+
+/** The scheduling chains a table needs, with their rules. */
+export function tableChains(model: TableModel): Map<string, readonly string[]> {
+  const chains = new Map<string, readonly string[]>();
+  for (const frag of model.services.values()) {
+    if (!chains.has(frag.chain)) chains.set(frag.chain, chainRulesByName(model.family, frag.chain));
+  }
+  return chains;
+}
+
+/** `numgen_6_p300` → its rules; unknown names get a marker that never equals a rendered chain. */
+export function chainRulesByName(family: NftFamily, name: string): readonly string[] {
+  if (name === NO_SERVER_CHAIN) return schedulingChainRules(family, 'numgen', 0, 0);
+  const m = /^(numgen|srchash|flowhash)_(\d+)(?:_p(\d+))?$/.exec(name);
+  if (!m) return ['# not an lbd scheduling chain'];
+  return schedulingChainRules(family, m[1] as Selector, Number(m[2]), Number(m[3] ?? 0));
+}
+
+/**
+ * One service's fragment. Pure: the same service and marks give the same fragment on every director.
+ * `marks` maps each of the service's backendKeys to its mark.
+ */
+export function renderService(svc: Service, serviceId: number, marks: ReadonlyMap<string, number>): ServiceFragment {
+  const key = serviceKey(svc);
+  const maps = emptyMaps();
+  const svcTuple = `${svc.vip} . ${svc.protocol} . ${svc.port}`;
+  const table = buildSlotTable(svc);
+  const chain = schedulingChainName(table.selector, table.length, svc.persistenceSec);
+  maps.dispatch.set(svcTuple, `jump ${chain}`);
+  const svcMark = String(serviceMark(serviceId));
+  maps.service_tuple.set(svcMark, svcTuple);
+  if (svc.localAddresses) maps.service_snat.set(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`);
+  const ids = svc.realServers.map((rs) => {
+    const mark = marks.get(backendKey(key, rs.address, rs.port));
+    if (mark === undefined) throw new Error(`no mark for ${backendKey(key, rs.address, rs.port)}`);
+    const id = String(mark);
+    maps.backend_dnat.set(id, `${rs.address} . ${rs.port}`);
+    // Only persistence needs the eligible set (to refuse affinity to a quiesced real server); elsewhere
+    // a real server is eligible exactly when it owns slots.
+    if (rs.weight > 0 && svc.persistenceSec > 0) maps.eligible.set(id, '');
+    return id;
+  });
+  // One exact element per slot, not interval runs: a hash lookup is cheaper than an interval lookup
+  // per new flow, and nft 1.0.6 prints some concatenated ranges byte-swapped, which would defeat re-adoption.
+  table.slots.forEach((server, slot) => maps.slots.set(`${svcTuple} . ${slot}`, ids[server]!));
+  return { source: svc, key, serviceId, backends: marks, chain, elements: maps };
+}
+
+export function emptyTable(family: NftFamily): TableModel {
+  return { family, schema: SCHEMA_VERSION, services: new Map() };
+}
+
+function elementText(map: MapName, key: string, value: string): string {
+  return SETS.has(map) ? key : `${key} : ${value}`;
+}
+
+/** Elements in chunks, one statement per chunk: nft parses a few large statements much faster than many small. */
+function elementStatements(verb: 'add' | 'delete', family: NftFamily, map: MapName, items: ReadonlyArray<readonly [string, string]>): string[] {
+  const out: string[] = [];
+  const CHUNK = 2000;
+  for (let i = 0; i < items.length; i += CHUNK) {
+    const chunk = items.slice(i, i + CHUNK);
+    const body = chunk.map(([k, v]) => (verb === 'delete' ? k : elementText(map, k, v))).join(', ');
+    out.push(`${verb} element ${family} ${TABLE_NAME} ${map} { ${body} }`);
+  }
+  return out;
+}
+
+/** Dependency order for adding elements: what a map refers to exists before the reference. */
+const ADD_ORDER: readonly MapName[] = ['service_tuple', 'backend_dnat', 'service_snat', 'eligible', 'slots', 'dispatch'];
+const DELETE_ORDER: readonly MapName[] = [...ADD_ORDER].reverse();
+
+/** A whole table, created fresh: replaces any previous `lbd` table of the family in the same transaction. */
+export function renderFullScript(model: TableModel, replaceExisting: boolean): string[] {
+  const f = model.family;
+  const lines: string[] = [];
+  if (replaceExisting) {
+    // `add` then `delete` makes the delete valid whether or not the table exists; all in one transaction.
+    lines.push(`add table ${f} ${TABLE_NAME}`, `delete table ${f} ${TABLE_NAME}`);
+  }
+  lines.push(`table ${f} ${TABLE_NAME} {`);
+  lines.push(...renderSkeleton(f));
+  for (const [name, rules] of [...tableChains(model)].sort(([a], [b]) => a.localeCompare(b))) {
+    lines.push(`  chain ${name} {`, ...rules.map((r) => `    ${r}`), `  }`);
+  }
+  lines.push('}');
+  const frags = [...model.services.values()];
+  for (const map of ADD_ORDER) lines.push(...elementStatements('add', f, map, frags.flatMap((fr) => [...fr.elements[map]])));
+  return lines;
+}
+
+/**
+ * The commands that turn `from` into `to` (same family), element by element. Empty when they are equal:
+ * applying an unchanged state writes nothing. Services whose fragment is the same object are skipped
+ * without looking inside, which is what makes a one-server change cheap at 10 000 services.
+ */
+export function diffTables(from: TableModel, to: TableModel): string[] {
+  const f = to.family;
+  const t = `${f} ${TABLE_NAME}`;
+  const gone = Object.fromEntries(MAP_NAMES.map((m) => [m, [] as Array<[string, string]>])) as Record<MapName, Array<[string, string]>>;
+  const added = Object.fromEntries(MAP_NAMES.map((m) => [m, [] as Array<[string, string]>])) as Record<MapName, Array<[string, string]>>;
+  const changed: Array<[ServiceFragment | undefined, ServiceFragment | undefined]> = [];
+  for (const [key, a] of from.services) {
+    const b = to.services.get(key);
+    if (a !== b) changed.push([a, b]);
+  }
+  for (const [key, b] of to.services) if (!from.services.has(key)) changed.push([undefined, b]);
+  let chainsMayChange = false;
+  for (const [a, b] of changed) {
+    if (a?.chain !== b?.chain) chainsMayChange = true;
+    for (const map of MAP_NAMES) {
+      const old = a?.elements[map] ?? new Map<string, string>();
+      const now = b?.elements[map] ?? new Map<string, string>();
+      for (const [k, v] of old) {
+        const nv = now.get(k);
+        if (nv === undefined || nv !== v) gone[map].push([k, v]);
+      }
+      for (const [k, v] of now) if (old.get(k) !== v) added[map].push([k, v]);
+    }
+  }
+  const ops: string[] = [];
+  const fromChains = chainsMayChange ? tableChains(from) : new Map<string, readonly string[]>();
+  const toChains = chainsMayChange ? tableChains(to) : new Map<string, readonly string[]>();
+  for (const [name, rules] of toChains) {
+    if (fromChains.has(name)) continue;
+    ops.push(`add chain ${t} ${name}`, ...rules.map((r) => `add rule ${t} ${name} ${r}`));
+  }
+  for (const map of DELETE_ORDER) ops.push(...elementStatements('delete', f, map, gone[map]));
+  for (const map of ADD_ORDER) ops.push(...elementStatements('add', f, map, added[map]));
+  for (const name of fromChains.keys()) {
+    if (!toChains.has(name)) ops.push(`flush chain ${t} ${name}`, `delete chain ${t} ${name}`);
+  }
+  return ops;
+}
+
+export { emptyMaps as _emptyMaps };

@@ -1,0 +1,267 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { hostPort, type Protocol } from '@lbd/config';
+import {
+  DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
+  type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState,
+} from '@lbd/dataplane';
+import { parseConntrack, parseDeletedCount } from './conntrack.js';
+import { diffTables, renderFullScript, serviceMark, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
+import { parseTable, persistEntriesFor, tableSchema } from './parse.js';
+import { planTables, type Leaving } from './plan.js';
+import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
+
+const FAMILIES: readonly NftFamily[] = ['ip', 'ip6'];
+
+export interface NftDataPlaneOptions {
+  readonly runner?: CommandRunner;
+  /** Called on transitions worth a log line (re-adoption, rebuilds, expiries). */
+  readonly onEvent?: (msg: string, fields: Record<string, unknown>) => void;
+}
+
+/** What lbd last wrote to (or read from) the kernel; null per family when there is no usable table. */
+interface KernelState {
+  models: Record<NftFamily, TableModel | null>;
+}
+
+/**
+ * Linux nftables implementation of DataPlane. Renders and applies; it does not decide what to program
+ * (that is the agent's reconcile loop) and never touches tables it does not own (`ip lbd`, `ip6 lbd`).
+ * On first use it reads what the kernel has and patches from there, so a restarted agent re-adopts its
+ * table without writing anything when nothing changed, and never starts from empty.
+ */
+export class NftDataPlane implements DataPlane {
+  private readonly runner: CommandRunner;
+  private readonly onEvent: (msg: string, fields: Record<string, unknown>) => void;
+  private state: KernelState | null = null;
+  /** Applies are serialised: each diff is computed against the state the previous one left. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(opts: NftDataPlaneOptions = {}) {
+    this.runner = opts.runner ?? localRunner();
+    this.onEvent = opts.onEvent ?? (() => {});
+  }
+
+  apply(desired: DesiredState, opts: ApplyOptions = {}): Promise<ApplyResult> {
+    const run = this.queue.then(() => this.applyNow(desired, opts));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async applyNow(desired: DesiredState, opts: ApplyOptions): Promise<ApplyResult> {
+    const started = performance.now();
+    const state = this.state ?? (await this.readKernel());
+    this.state = state;
+    const { models: target, leaving } = planTables(desired.services, state.models);
+    const ops: string[] = [];
+    let fullRebuild = false;
+    for (const f of FAMILIES) {
+      const current = state.models[f];
+      if (current === null) {
+        fullRebuild = true;
+        ops.push(...renderFullScript(target[f], true));
+      } else {
+        ops.push(...diffTables(current, target[f]));
+      }
+    }
+    ops.push(...(await this.cleanupOps(state, leaving)));
+    const result = (changed: boolean, expiredConnections = 0): ApplyResult => ({
+      changed, operations: ops, fullRebuild, expiredConnections, durationMs: performance.now() - started,
+    });
+    if (opts.dryRun) return result(ops.length > 0);
+    if (ops.length > 0) {
+      await this.nftScript(ops, 'apply');
+      if (fullRebuild) this.onEvent('nft table created', { families: FAMILIES.filter((f) => state.models[f] === null) });
+    }
+    this.state = { models: target };
+    const expired = await this.expireConnections(leaving.expire);
+    return result(ops.length > 0, expired);
+  }
+
+  /**
+   * Forgets what leaving backends left in kernel-managed sets: their counters (a mark may be reused
+   * later) and persistence entries pointing at them. Each element is added, then deleted, in the same
+   * transaction: the add makes the delete valid even if the element never existed or just timed out.
+   */
+  private async cleanupOps(state: KernelState, leaving: Leaving): Promise<string[]> {
+    const ops: string[] = [];
+    for (const f of FAMILIES) {
+      if (state.models[f] === null) continue; // a rebuilt table starts empty
+      const t = `${f} ${TABLE_NAME}`;
+      const addDelete = (set: string, elems: string[]): void => {
+        if (elems.length === 0) return;
+        ops.push(`add element ${t} ${set} { ${elems.join(', ')} }`, `delete element ${t} ${set} { ${elems.map((e) => e.split(' : ')[0]).join(', ')} }`);
+      };
+      addDelete('backend_stats', [...leaving.removed[f]].map(String));
+      addDelete('service_stats', [...leaving.removedServices[f]].map(String));
+      if (leaving.affinity[f].size > 0) {
+        const res = await this.runner.run('nft', ['-j', 'list', 'map', f, TABLE_NAME, 'persist']);
+        if (res.code !== 0) throw nftError('list persistence', res);
+        addDelete('persist', persistEntriesFor(res.stdout, leaving.affinity[f]).map(([k, v]) => `${k} : ${v}`));
+      }
+    }
+    return ops;
+  }
+
+  /** Runs a script as one `nft -f` transaction (nft cannot read a script from a pipe under Node's spawn). */
+  private async nftScript(lines: readonly string[], op: string): Promise<void> {
+    const dir = await mkdtemp(join(tmpdir(), 'lbd-nft-'));
+    const file = join(dir, 'ruleset.nft');
+    try {
+      await writeFile(file, lines.join('\n') + '\n', { mode: 0o600 });
+      const res = await this.runner.run('nft', ['-f', file]);
+      if (res.code !== 0) throw nftError(op, res);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }
+
+  private async listTable(family: NftFamily): Promise<string | null> {
+    const res = await this.runner.run('nft', ['-j', 'list', 'table', family, TABLE_NAME]);
+    if (res.code !== 0) {
+      if (/No such file or directory|does not exist/i.test(res.stderr)) return null;
+      throw nftError('observe', res);
+    }
+    return res.stdout;
+  }
+
+  /** What the kernel has: each family's table, or null if absent or of another schema. */
+  private async readKernel(): Promise<KernelState> {
+    const models: Record<NftFamily, TableModel | null> = { ip: null, ip6: null };
+    for (const f of FAMILIES) {
+      const json = await this.listTable(f);
+      if (json === null) continue;
+      const parsed = parseTable(f, json);
+      if (parsed === null) {
+        this.onEvent('nft table has another schema; it will be rebuilt', { family: f, schema: tableSchema(json) });
+        continue;
+      }
+      models[f] = parsed.model;
+      this.onEvent('re-adopted existing nft table', { family: f, services: parsed.model.services.size });
+    }
+    return { models };
+  }
+
+  private async expireConnections(ids: readonly number[]): Promise<number> {
+    let total = 0;
+    for (const id of ids) {
+      for (const fam of ['ipv4', 'ipv6']) {
+        const res = await this.runner.run('conntrack', ['-D', '-f', fam, '--mark', String(id)]);
+        total += parseDeletedCount(res.stderr);
+      }
+    }
+    if (ids.length > 0) this.onEvent('expired removed real servers\' connections', { backends: ids, connections: total });
+    return total;
+  }
+
+  async observe(): Promise<ObservedState> {
+    const services: ObservedService[] = [];
+    for (const f of FAMILIES) {
+      const json = await this.listTable(f);
+      const parsed = json === null ? null : parseTable(f, json);
+      if (!parsed) continue;
+      for (const frag of parsed.model.services.values()) {
+        const [vip, protocol, port] = [...frag.elements.dispatch.keys()][0]!.split(' . ') as [string, Protocol, string];
+        const inSlots = new Set(frag.elements.slots.values());
+        const realServers: ObservedRealServer[] = [...frag.elements.backend_dnat].map(([mark, rs]) => {
+          const [address, rsPort] = rs.split(' . ');
+          return {
+            address: address!, port: Number(rsPort), backendId: Number(mark), eligible: inSlots.has(mark),
+            counters: parsed.backendStats.get(Number(mark)) ?? { packets: 0, bytes: 0 },
+          };
+        }).sort((a, b) => a.backendId - b.backendId);
+        services.push({
+          key: frag.key, vip, port: Number(port), protocol, realServers,
+          counters: parsed.serviceStats.get(serviceMark(frag.serviceId)) ?? { packets: 0, bytes: 0 },
+        });
+      }
+    }
+    return { services };
+  }
+
+  async connections(filter: ConnectionFilter = {}): Promise<Connection[]> {
+    const state = this.state ?? (await this.readKernel());
+    this.state ??= state;
+    const owner = new Map<number, string>();
+    for (const model of [state.models.ip, state.models.ip6]) {
+      for (const frag of model?.services.values() ?? []) for (const mark of frag.backends.values()) owner.set(mark, frag.key);
+    }
+    const out: Connection[] = [];
+    for (const fam of ['ipv4', 'ipv6']) {
+      const res = await this.runner.run('conntrack', ['-L', '-f', fam]);
+      if (res.code !== 0) {
+        if (res.code === 127) throw new DataPlaneError('CommandMissing', 'connections', { detail: res.stderr.trim() });
+        throw new DataPlaneError('Unknown', 'connections', { detail: res.stderr.trim() });
+      }
+      for (const e of parseConntrack(res.stdout)) {
+        const service = owner.get(e.mark);
+        if (service === undefined) continue;
+        if (filter.service !== undefined && filter.service !== service) continue;
+        const fullnat = e.reply.dst.address !== e.original.src.address;
+        out.push({
+          protocol: e.protocol, state: e.state, client: e.original.src, vip: e.original.dst,
+          localAddress: fullnat ? e.reply.dst : null, realServer: e.reply.src, expiresInSec: e.expiresInSec,
+          unreplied: e.unreplied, backendId: e.mark, service,
+        });
+      }
+    }
+    return out;
+  }
+
+  async kernelFacts(probeRealServers: readonly Endpoint[]): Promise<KernelFacts> {
+    const sysctl = async (...keys: string[]): Promise<string[]> => {
+      const res = await this.runner.run('sysctl', ['-n', ...keys]);
+      return res.stdout.trim().split('\n');
+    };
+    const [fwd4 = '0', fwd6 = '0', ctMax = '0', portRange = '32768 60999'] = await sysctl(
+      'net.ipv4.ip_forward', 'net.ipv6.conf.all.forwarding', 'net.netfilter.nf_conntrack_max', 'net.ipv4.ip_local_port_range');
+    const countRes = await this.runner.run('cat', ['/proc/sys/net/netfilter/nf_conntrack_count']);
+    const rp = await this.runner.run('sysctl', ['-a', '-r', '\\.rp_filter$']);
+    const perIf = new Map<string, number>();
+    for (const line of rp.stdout.split('\n')) {
+      const m = /^net\.ipv4\.conf\.(.+)\.rp_filter = (\d+)/.exec(line.trim());
+      if (m) perIf.set(m[1]!, Number(m[2]));
+    }
+    const all = perIf.get('all') ?? 0;
+    const rpFilter: Record<string, number> = {};
+    for (const [iface, v] of perIf) if (iface !== 'all' && iface !== 'default') rpFilter[iface] = Math.max(all, v);
+    const netstat = await this.runner.run('cat', ['/proc/net/netstat']);
+    const reachable: Record<string, boolean> = {};
+    await Promise.all(probeRealServers.map(async (rs) => {
+      // A TCP connect from the director's own namespace: bash's /dev/tcp needs no extra tool.
+      const res = await this.runner.run('timeout', ['1', 'bash', '-c', `exec 3<>/dev/tcp/${rs.address}/${rs.port}`]);
+      reachable[hostPort(rs.address, rs.port)] = res.code === 0;
+    }));
+    const [lo = 32768, hi = 60999] = portRange.split(/\s+/).map(Number);
+    return {
+      ipv4Forwarding: fwd4.trim() === '1',
+      ipv6Forwarding: fwd6.trim() === '1',
+      rpFilter,
+      rpFilterDrops: netstatValue(netstat.stdout, 'TcpExt', 'IPReversePathFilter'),
+      conntrackCount: Number(countRes.stdout.trim()) || 0,
+      conntrackMax: Number(ctMax) || 0,
+      localPortRange: [lo, hi],
+      realServerReachable: reachable,
+    };
+  }
+}
+
+function nftError(op: string, res: CommandResult): DataPlaneError {
+  const detail = res.stderr.trim().split('\n').slice(0, 12).join('\n');
+  if (res.code === 127) return new DataPlaneError('CommandMissing', op, { detail: 'nft not found: install the nftables package' });
+  if (/Operation not permitted|Permission denied/i.test(res.stderr)) {
+    return new DataPlaneError('PermissionDenied', op, { detail: `${detail} (lbd-agent needs CAP_NET_ADMIN)` });
+  }
+  return new DataPlaneError('InvalidRuleset', op, { detail });
+}
+
+function netstatValue(text: string, section: string, field: string): number {
+  const lines = text.split('\n').filter((l) => l.startsWith(`${section}:`));
+  if (lines.length < 2) return 0;
+  const names = lines[0]!.split(/\s+/);
+  const values = lines[1]!.split(/\s+/);
+  const i = names.indexOf(field);
+  return i < 0 ? 0 : Number(values[i]) || 0;
+}
+

@@ -1,0 +1,179 @@
+import { bigIntToAddress, addressToBigInt, canonicalAddress, familyOf, serviceKey, type Protocol } from '@lbd/config';
+import {
+  _emptyMaps, backendKey, MAP_NAMES, SCHEMA_VERSION, SERVICE_MARK_SHIFT, serviceMark,
+  type MapName, type NftFamily, type ServiceFragment, type TableModel,
+} from './model.js';
+
+/**
+ * Reads `nft -j list table <family> lbd` back into the kernel model, canonicalising every key and value
+ * exactly as `renderTables` writes them. This is how a restarted agent re-adopts what the kernel has.
+ */
+
+export interface Counters {
+  readonly packets: number;
+  readonly bytes: number;
+}
+
+export interface ParsedTable {
+  readonly model: TableModel;
+  /** Per-backend counters by mark, and per-service counters by service mark (`id << 16`). */
+  readonly backendStats: ReadonlyMap<number, Counters>;
+  readonly serviceStats: ReadonlyMap<number, Counters>;
+}
+
+/** Elements of a `counter` set: `{"elem": {"val": 65537, "counter": {"packets": 1, "bytes": 60}}}`. */
+function statsEntries(elems: Json[]): Map<number, Counters> {
+  const out = new Map<number, Counters>();
+  for (const e of elems) {
+    const inner = isObj(e) && isObj(e.elem) ? e.elem : null;
+    if (!inner) continue;
+    const c = isObj(inner.counter) ? inner.counter : {};
+    out.set(Number(text(inner.val)), { packets: Number(c.packets ?? 0), bytes: Number(c.bytes ?? 0) });
+  }
+  return out;
+}
+
+type Json = unknown;
+
+function isObj(v: Json): v is Record<string, Json> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function text(v: Json): string {
+  if (typeof v === 'number') return String(v);
+  if (typeof v === 'string') return familyOf(v) !== null ? canonicalAddress(v) : v;
+  if (Array.isArray(v)) return v.map(text).join(' . ');
+  if (isObj(v)) {
+    if (Array.isArray(v.concat)) return v.concat.map(text).join(' . ');
+    if (Array.isArray(v.range)) {
+      const [a, b] = v.range.map(text);
+      return a === b ? a! : `${a}-${b}`;
+    }
+    if (isObj(v.prefix)) {
+      const addr = String(v.prefix.addr);
+      const fam = familyOf(addr);
+      if (fam === null) throw new Error(`unexpected prefix ${JSON.stringify(v)}`);
+      const bits = fam === 4 ? 32 : 128;
+      const hostBits = BigInt(bits - Number(v.prefix.len));
+      const first = (addressToBigInt(addr) >> hostBits) << hostBits;
+      const last = first + (1n << hostBits) - 1n;
+      return `${bigIntToAddress(first, fam)}-${bigIntToAddress(last, fam)}`;
+    }
+    if (isObj(v.jump)) return `jump ${String(v.jump.target)}`;
+    if (isObj(v.goto)) return `goto ${String(v.goto.target)}`;
+    if (isObj(v.elem)) return text(v.elem.val);
+  }
+  throw new Error(`unexpected nft JSON value ${JSON.stringify(v)}`);
+}
+
+/** A single address in an interval value is printed as a /32 or /128 prefix; lbd writes `a-a`. */
+function rangeText(v: Json): string {
+  const t = text(v);
+  return t.includes('-') ? t : `${t}-${t}`;
+}
+
+function elementEntry(map: MapName, elem: Json): [string, string] {
+  if (map === 'eligible') return [text(elem), ''];
+  if (!Array.isArray(elem) || elem.length !== 2) throw new Error(`unexpected ${map} element ${JSON.stringify(elem)}`);
+  const [k, v] = elem;
+  const value = map === 'service_snat' ? rangeText(v) : text(v);
+  return [text(k), value];
+}
+
+/** Parses nft's JSON listing of one lbd table. Returns null when there is no table or it has another schema. */
+export function parseTable(family: NftFamily, json: string): ParsedTable | null {
+  const doc = JSON.parse(json) as { nftables?: Json[] };
+  const maps = _emptyMaps();
+  let backendStats = new Map<number, Counters>();
+  let serviceStats = new Map<number, Counters>();
+  let schema = -1;
+  let sawTable = false;
+  for (const item of doc.nftables ?? []) {
+    if (!isObj(item)) continue;
+    if (isObj(item.table)) sawTable = true;
+    const set = isObj(item.set) ? item.set : isObj(item.map) ? item.map : null;
+    if (!set) continue;
+    const name = String(set.name);
+    const elems = Array.isArray(set.elem) ? set.elem : [];
+    if (name === 'schema') schema = elems.length === 1 ? Number(text(elems[0])) : -1;
+    else if (name === 'backend_stats') backendStats = statsEntries(elems);
+    else if (name === 'service_stats') serviceStats = statsEntries(elems);
+    else if ((MAP_NAMES as readonly string[]).includes(name)) {
+      // (persist holds kernel-managed flows, not desired state, and is not read here.)
+      const target = maps[name as MapName];
+      for (const e of elems) {
+        const [k, v] = elementEntry(name as MapName, e);
+        target.set(k, v);
+      }
+    }
+  }
+  if (!sawTable || schema !== SCHEMA_VERSION) return null;
+  return { model: groupByService(family, maps), backendStats, serviceStats };
+}
+
+/** Splits the flat maps read from the kernel into per-service fragments, as `renderService` makes them. */
+function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, string> }): TableModel {
+  type Draft = { chain: string; elements: { [M in MapName]: Map<string, string> }; backends: Map<string, number>; serviceId: number };
+  const byTuple = new Map<string, Draft>();
+  for (const [tuple, verdict] of maps.dispatch) {
+    const elements = _emptyMaps();
+    elements.dispatch.set(tuple, verdict);
+    byTuple.set(tuple, { chain: verdict.replace(/^jump /, ''), elements, backends: new Map(), serviceId: 0 });
+  }
+  for (const [k, v] of maps.slots) byTuple.get(k.slice(0, k.lastIndexOf(' . ')))?.elements.slots.set(k, v);
+  const byServiceMark = new Map<number, [string, Draft]>();
+  for (const [svcMark, tuple] of maps.service_tuple) {
+    const draft = byTuple.get(tuple);
+    if (!draft) continue;
+    draft.serviceId = Number(svcMark) >>> SERVICE_MARK_SHIFT;
+    draft.elements.service_tuple.set(svcMark, tuple);
+    const snat = maps.service_snat.get(svcMark);
+    if (snat !== undefined) draft.elements.service_snat.set(svcMark, snat);
+    byServiceMark.set(Number(svcMark), [tuple, draft]);
+  }
+  for (const [mark, rs] of maps.backend_dnat) {
+    const owner = byServiceMark.get(serviceMark(Number(mark) >>> SERVICE_MARK_SHIFT));
+    if (!owner) continue;
+    const [tuple, draft] = owner;
+    const [address, port] = rs.split(' . ');
+    draft.backends.set(backendKey(tupleToServiceKey(tuple), address!, Number(port)), Number(mark));
+    draft.elements.backend_dnat.set(mark, rs);
+    if (maps.eligible.has(mark)) draft.elements.eligible.set(mark, '');
+  }
+  const services = new Map<string, ServiceFragment>();
+  for (const [tuple, f] of byTuple) {
+    const key = tupleToServiceKey(tuple);
+    services.set(key, { source: null, key, serviceId: f.serviceId, backends: f.backends, chain: f.chain, elements: f.elements });
+  }
+  return { family, schema: SCHEMA_VERSION, services };
+}
+
+/** `fd00::10 . tcp . 80` → `[fd00::10]:80/tcp` */
+export function tupleToServiceKey(tuple: string): string {
+  const [vip, protocol, port] = tuple.split(' . ') as [string, Protocol, string];
+  return serviceKey({ vip, port: Number(port), protocol });
+}
+
+/** Persist-map elements (key, value) whose mark is in `marks`: the affinity to drop when a backend leaves. */
+export function persistEntriesFor(json: string, marks: ReadonlySet<number>): Array<[string, string]> {
+  const doc = JSON.parse(json) as { nftables?: Json[] };
+  const entries: Array<[string, string]> = [];
+  for (const item of doc.nftables ?? []) {
+    if (!isObj(item) || !isObj(item.map) || item.map.name !== 'persist') continue;
+    for (const e of Array.isArray(item.map.elem) ? item.map.elem : []) {
+      if (!Array.isArray(e) || e.length !== 2) continue;
+      const mark = text(e[1]);
+      if (marks.has(Number(mark))) entries.push([text(e[0]), mark]);
+    }
+  }
+  return entries;
+}
+
+/** A table that exists but cannot be re-adopted (another schema) is reported so the caller can log it. */
+export function tableSchema(json: string): number | null {
+  const doc = JSON.parse(json) as { nftables?: Json[] };
+  for (const item of doc.nftables ?? []) {
+    if (isObj(item) && isObj(item.set) && item.set.name === 'schema' && Array.isArray(item.set.elem)) return Number(text(item.set.elem[0]));
+  }
+  return null;
+}
