@@ -45,7 +45,9 @@ function hash64(text: string, salt: string): bigint {
  */
 export function buildMaglevTable(backends: readonly MaglevBackend[], size: number): Int32Array {
   const table = new Int32Array(size).fill(-1);
-  const live = backends.map((b, i) => ({ ...b, index: i })).filter((b) => b.weight > 0);
+  // Sorted by name: the table must not depend on the order real servers are listed in.
+  const live = backends.map((b, i) => ({ ...b, index: i })).filter((b) => b.weight > 0)
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   if (live.length === 0) return table;
   const m = BigInt(size);
   const perm = live.map((b) => ({

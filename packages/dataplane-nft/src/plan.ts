@@ -84,6 +84,8 @@ export function planTables(services: readonly Service[], previous: Record<NftFam
       if (id > 0) usedServiceIds.add(id);
     }
     const serviceIds = new IdAllocator(usedServiceIds, 'services');
+    // In key order, so that every director gives the same services the same ids whatever the config order.
+    pending.sort(([, a], [, b]) => (a < b ? -1 : a > b ? 1 : 0));
     for (const [svc, key, p] of pending) next[familyName(svc.family)].set(key, renderAnew(svc, key, p, serviceIds));
   }
   const models = {

@@ -1,0 +1,165 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { parseConfig, type Service } from '@lbd/config';
+import { diffTables, renderFullScript } from './model.js';
+import { planTables } from './plan.js';
+
+/** The sample services behind the golden rulesets (testdata/*.nft); also loaded by the privileged tests. */
+export const GOLDEN_CONFIG = `
+services:
+  - name: web
+    vip: 198.18.0.10
+    port: 80
+    mode: fullnat
+    scheduler: wrr
+    localAddresses: [198.19.1.100-198.19.1.103]
+    realServers:
+      - { address: 198.19.1.11, port: 8080, weight: 1 }
+      - { address: 198.19.1.12, port: 8080, weight: 2 }
+      - { address: 198.19.1.13, port: 8080, weight: 0 }
+  - name: web-nat
+    vip: 198.18.0.11
+    port: 80
+    mode: nat
+    scheduler: rr
+    persistenceSec: 300
+    realServers:
+      - { address: 198.19.1.11, port: 8080 }
+      - { address: 198.19.1.12, port: 8080 }
+  - name: dns
+    vip: 198.18.0.10
+    port: 53
+    protocol: udp
+    mode: fullnat
+    scheduler: sh
+    localAddresses: [198.19.1.100]
+    realServers:
+      - { address: 198.19.1.11, port: 5353 }
+      - { address: 198.19.1.12, port: 5353 }
+  - name: web6
+    vip: fd00:0:0:10::10
+    port: 80
+    mode: fullnat
+    scheduler: mh
+    localAddresses: [fd00:0:0:2::100]
+    realServers:
+      - { address: fd00:0:0:2::11, port: 8080 }
+      - { address: fd00:0:0:2::12, port: 8080 }
+  - name: empty
+    vip: 198.18.0.12
+    port: 443
+    mode: nat
+    realServers: []
+`;
+
+export function goldenServices(): readonly Service[] {
+  return parseConfig(GOLDEN_CONFIG, 'golden').services;
+}
+
+const golden = (name: string): URL => new URL(`../testdata/${name}`, import.meta.url);
+
+function checkGolden(name: string, text: string): void {
+  if (process.env.UPDATE_GOLDEN === '1') writeFileSync(golden(name), text);
+  assert.equal(text, readFileSync(golden(name), 'utf8'), `${name} differs from the golden file (UPDATE_GOLDEN=1 to rewrite it after review)`);
+}
+
+const none = { ip: null, ip6: null };
+
+function withWeight(services: readonly Service[], name: string, index: number, weight: number): Service[] {
+  return services.map((s) => (s.name !== name ? s : { ...s, realServers: s.realServers.map((rs, i) => (i === index ? { ...rs, weight } : rs)) }));
+}
+
+describe('rendering', () => {
+  it('renders the golden rulesets (IPv4 and IPv6)', () => {
+    const { models } = planTables(goldenServices(), none);
+    checkGolden('golden-ip.nft', renderFullScript(models.ip, false).join('\n') + '\n');
+    checkGolden('golden-ip6.nft', renderFullScript(models.ip6, false).join('\n') + '\n');
+  });
+
+  it('renders the same table whatever the order of services (same marks, same elements)', () => {
+    const a = planTables(goldenServices(), none).models;
+    const b = planTables([...goldenServices()].reverse(), none).models;
+    assert.deepEqual(renderFullScript(b.ip, false).sort(), renderFullScript(a.ip, false).sort());
+  });
+
+  it('writes nothing when nothing changed, even for freshly parsed equal services', () => {
+    const first = planTables(goldenServices(), none).models;
+    const again = planTables(goldenServices(), first).models;
+    assert.deepEqual(diffTables(first.ip, again.ip), []);
+    assert.deepEqual(diffTables(first.ip6, again.ip6), []);
+    assert.equal(again.ip.services.get('198.18.0.10:80/tcp'), first.ip.services.get('198.18.0.10:80/tcp'));
+  });
+
+  const diffCases: Array<{ name: string; change: (s: readonly Service[]) => Service[]; ops: string[] }> = [
+    {
+      name: 'quiescing a real server (weight 0) only changes its slots',
+      change: (s) => withWeight(s, 'web', 1, 0),
+      ops: [
+        'add chain ip lbd numgen_1',
+        'add rule ip lbd numgen_1 ct mark set ip daddr . meta l4proto . th dport . numgen inc mod 1 map @slots',
+        'add rule ip lbd numgen_1 meta l4proto { tcp, udp } dnat ip to ct mark map @backend_dnat',
+        'add rule ip lbd numgen_1 drop',
+        'delete element ip lbd dispatch { 198.18.0.10 . tcp . 80 }',
+        'delete element ip lbd slots { 198.18.0.10 . tcp . 80 . 0, 198.18.0.10 . tcp . 80 . 1, 198.18.0.10 . tcp . 80 . 2 }',
+        'add element ip lbd slots { 198.18.0.10 . tcp . 80 . 0 : 131073 }',
+        'add element ip lbd dispatch { 198.18.0.10 . tcp . 80 : jump numgen_1 }',
+        'flush chain ip lbd numgen_3',
+        'delete chain ip lbd numgen_3',
+      ],
+    },
+    {
+      name: 'a weight change within the same cycle length only rewrites slots',
+      change: (s) => withWeight(withWeight(s, 'web', 0, 2), 'web', 1, 1),
+      ops: [
+        'delete element ip lbd slots { 198.18.0.10 . tcp . 80 . 0, 198.18.0.10 . tcp . 80 . 1, 198.18.0.10 . tcp . 80 . 2 }',
+        'add element ip lbd slots { 198.18.0.10 . tcp . 80 . 0 : 131073, 198.18.0.10 . tcp . 80 . 1 : 131074, 198.18.0.10 . tcp . 80 . 2 : 131073 }',
+      ],
+    },
+    {
+      name: 'removing a real server deletes its elements; the others keep their marks',
+      change: (s) => s.map((svc) => (svc.name !== 'web-nat' ? svc : { ...svc, realServers: svc.realServers.slice(1) })),
+      ops: [
+        'add chain ip lbd numgen_1_p300',
+        'add rule ip lbd numgen_1_p300 ct mark set ip saddr . ip daddr . meta l4proto . th dport map @persist',
+        'add rule ip lbd numgen_1_p300 meta l4proto { tcp, udp } ct mark @eligible dnat ip to ct mark map @backend_dnat',
+        'add rule ip lbd numgen_1_p300 ct mark set ip daddr . meta l4proto . th dport . numgen inc mod 1 map @slots',
+        'add rule ip lbd numgen_1_p300 update @persist { ip saddr . ip daddr . meta l4proto . th dport timeout 300s : ct mark }',
+        'add rule ip lbd numgen_1_p300 meta l4proto { tcp, udp } dnat ip to ct mark map @backend_dnat',
+        'add rule ip lbd numgen_1_p300 drop',
+        'delete element ip lbd dispatch { 198.18.0.11 . tcp . 80 }',
+        'delete element ip lbd slots { 198.18.0.11 . tcp . 80 . 0, 198.18.0.11 . tcp . 80 . 1 }',
+        'delete element ip lbd eligible { 196609 }',
+        'delete element ip lbd backend_dnat { 196609 }',
+        'add element ip lbd slots { 198.18.0.11 . tcp . 80 . 0 : 196610 }',
+        'add element ip lbd dispatch { 198.18.0.11 . tcp . 80 : jump numgen_1_p300 }',
+        'flush chain ip lbd numgen_2_p300',
+        'delete chain ip lbd numgen_2_p300',
+      ],
+    },
+  ];
+  for (const c of diffCases) {
+    it(c.name, () => {
+      const before = planTables(goldenServices(), none).models;
+      const after = planTables(c.change(goldenServices()), before).models;
+      assert.deepEqual(diffTables(before.ip, after.ip), c.ops);
+      assert.deepEqual(diffTables(before.ip6, after.ip6), []);
+    });
+  }
+
+  it('adds a new real server with the smallest free mark and reports removed ones as leaving', () => {
+    const before = planTables(goldenServices(), none);
+    const removed = goldenServices().map((s) => (s.name !== 'web' ? s : { ...s, expireOnRemove: true, realServers: s.realServers.slice(1) }));
+    const mid = planTables(removed, before.models);
+    assert.deepEqual([...mid.leaving.removed.ip], [131073]);
+    assert.deepEqual(mid.leaving.expire, [131073]);
+    const readded = planTables(goldenServices(), mid.models);
+    assert.equal(readded.models.ip.services.get('198.18.0.10:80/tcp')!.backends.get('198.18.0.10:80/tcp|198.19.1.11#8080'), 131073);
+  });
+
+  it('drops persistence to a real server quiesced in a persistent service', () => {
+    const before = planTables(goldenServices(), none);
+    const after = planTables(withWeight(goldenServices(), 'web-nat', 0, 0), before.models);
+    assert.deepEqual([...after.leaving.affinity.ip], [196609]);
+    assert.deepEqual(after.leaving.expire, []);
+  });
+});
