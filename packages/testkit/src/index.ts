@@ -1,0 +1,23 @@
+/**
+ * @lbd/testkit: private test infrastructure. Network-namespace topologies, the standard director topology
+ * and its addresses, the privileged-test gate, and the test servers and clients that run inside the
+ * namespaces. Never imported by production packages.
+ */
+export { BackgroundProcess, CommandError, formatCommand, parseJsonObject, runCommand } from './exec.js';
+export type { ExecOptions, ExecResult, OutputStream, ProcessExit, SpawnOptions } from './exec.js';
+export { BRIDGE, Topology, deleteNamespace, listNamespaces, namespacePids, removeOrphans, removeStale, runPrefix } from './netns.js';
+export type { HostOptions, LinkEnd } from './netns.js';
+export { privilegeProblem, requireRoot } from './privileged.js';
+export type { PrivilegeOptions } from './privileged.js';
+export {
+  BYPASS_GATEWAY, CLIENT, CLIENT_NET, DIRECTOR, HOSTS, LOCAL_ADDRESSES, MAX_REAL_SERVERS, SERVER_NET, SERVER_PORTS, VIPS,
+  directorTopology, realServer,
+} from './director-topology.js';
+export type { DirectorTopology, DirectorTopologyOptions, RealServerHost } from './director-topology.js';
+export { TESTCLIENT_BIN, TESTSERVER_BIN, runTestClient, spawnTestClient, startTestServers } from './processes.js';
+export type { ServerPorts } from './processes.js';
+export { STREAM_INTERVAL_MS, startTestServer } from './testserver.js';
+export type { RunningTestServer, ServerAnswer, TestServerConfig } from './testserver.js';
+export type { Counts, HttpResult, ReadyReport, StreamResult, TcpOnceResult, UdpResult } from './testclient.js';
+export { StreamChecker } from './stream-check.js';
+export type { StreamReport } from './stream-check.js';

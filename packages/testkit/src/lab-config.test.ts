@@ -1,0 +1,29 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { LOCAL_ADDRESSES, SERVER_PORTS, VIPS, realServer } from './director-topology.js';
+
+/**
+ * deploy/lab/lab.yaml must speak of the addresses the lab topology creates; this catches the two drifting
+ * apart (the config package validates the file's shape, not whether the lab has those addresses).
+ */
+describe('deploy/lab/lab.yaml matches the lab topology', () => {
+  const text = readFileSync(fileURLToPath(new URL('../../../deploy/lab/lab.yaml', import.meta.url)), 'utf8')
+    .split('\n').map((l) => l.replace(/#.*$/, '')).join('\n');
+  const rs = [1, 2, 3].map(realServer);
+
+  it('uses only vips, local addresses and real servers of the topology', () => {
+    const known = new Set<string>([
+      ...Object.values(VIPS), ...LOCAL_ADDRESSES.ipv4, ...LOCAL_ADDRESSES.ipv6, ...rs.flatMap((r) => [r.ipv4, r.ipv6]),
+    ]);
+    const found = text.match(/\b(?:\d{1,3}\.){3}\d{1,3}\b|\bfd00:[0-9a-f:]+/g) ?? [];
+    assert.ok(found.length > 10, 'no addresses found: has the file moved?');
+    for (const a of found) assert.ok(known.has(a), `${a} is not an address of the lab topology`);
+  });
+
+  it('points real servers at the ports lbd-testserver listens on', () => {
+    const ports = [...text.matchAll(/address: [^,]+, port: (\d+)/g)].map((m) => Number(m[1]));
+    assert.ok(ports.length > 0);
+    for (const p of ports) assert.ok((Object.values(SERVER_PORTS) as number[]).includes(p), `port ${p} is not one of ${Object.values(SERVER_PORTS).join(', ')}`);
+  });
+});

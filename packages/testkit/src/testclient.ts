@@ -1,0 +1,363 @@
+import { createSocket } from 'node:dgram';
+import { Agent, request } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import type { HostPort, HttpCommand, StreamCommand, TcpOnceCommand, UdpCommand } from './args.js';
+import { StreamChecker, type StreamReport } from './stream-check.js';
+
+/**
+ * The client side of tests and the lab, run inside the client namespace by lbd-testclient. Each run is
+ * bounded in count and time, and returns one JSON-able result counting which real servers answered.
+ */
+
+export type Counts = Record<string, number>;
+
+export interface HttpResult {
+  readonly ok: number;
+  readonly failed: number;
+  /** Answers per real server name. */
+  readonly servers: Counts;
+  /** Answers per peer address the servers saw (a local address in fullnat, the client in nat). */
+  readonly peers: Counts;
+  /** Failures per kind (`ECONNREFUSED`, `timeout`, `HTTP 503`). */
+  readonly errors: Counts;
+  readonly bytes: number;
+  readonly durationMs: number;
+}
+
+export interface ReadyReport {
+  /** True when every connection received its first line. */
+  readonly ready: boolean;
+  readonly connections: number;
+  readonly started: number;
+  readonly failed: number;
+  readonly servers: Counts;
+}
+
+export interface StreamResult {
+  readonly connections: number;
+  readonly intact: number;
+  readonly broken: number;
+  readonly servers: Counts;
+  readonly perConnection: readonly StreamReport[];
+}
+
+export interface UdpResult {
+  readonly ok: number;
+  readonly failed: number;
+  readonly servers: Counts;
+  readonly peers: Counts;
+  readonly errors: Counts;
+}
+
+export interface TcpOnceResult {
+  readonly ok: number;
+  readonly failed: number;
+  readonly servers: Counts;
+  /** Server of each connection in order; null where it failed. */
+  readonly sequence: readonly (string | null)[];
+  readonly errors: Counts;
+}
+
+/** Bodies larger than this are counted, not parsed (they are `/bytes` payloads, not answers). */
+const MAX_ANSWER_BYTES = 4096;
+
+function bump(c: Counts, key: string): void {
+  c[key] = (c[key] ?? 0) + 1;
+}
+
+function errorKind(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  return err.code ?? err.message ?? String(e);
+}
+
+/** Parses a server answer; undefined when it is not one. */
+function parseAnswer(text: string): { server: string; peer?: string } | undefined {
+  try {
+    const v = JSON.parse(text) as { server?: unknown; peer?: unknown };
+    if (typeof v.server !== 'string') return undefined;
+    return { server: v.server, ...(typeof v.peer === 'string' ? { peer: v.peer } : {}) };
+  } catch {
+    return undefined;
+  }
+}
+
+// ---- http -----------------------------------------------------------------------------------------
+
+export async function runHttp(cmd: HttpCommand): Promise<HttpResult> {
+  const started = Date.now();
+  const servers: Counts = {};
+  const peers: Counts = {};
+  const errors: Counts = {};
+  let ok = 0;
+  let failed = 0;
+  let bytes = 0;
+  // keep-alive: at most `concurrency` connections, reused; --new-connection: a fresh one per request.
+  const agent = cmd.newConnection ? undefined : new Agent({ keepAlive: true, maxSockets: cmd.concurrency });
+  let issued = 0;
+  const one = async (): Promise<void> => {
+    try {
+      const { status, body, size } = await httpGet(cmd.url, agent, cmd.timeoutMs);
+      bytes += size;
+      if (status !== 200) throw new Error(`HTTP ${status}`);
+      ok++;
+      const a = body === undefined ? undefined : parseAnswer(body);
+      if (a) {
+        bump(servers, a.server);
+        if (a.peer !== undefined) bump(peers, a.peer);
+      }
+    } catch (e) {
+      failed++;
+      bump(errors, errorKind(e));
+    }
+  };
+  const worker = async (): Promise<void> => {
+    while (issued < cmd.count) {
+      issued++;
+      await one();
+    }
+  };
+  try {
+    await Promise.all(Array.from({ length: Math.min(cmd.concurrency, cmd.count) }, worker));
+  } finally {
+    agent?.destroy();
+  }
+  return { ok, failed, servers, peers, errors, bytes, durationMs: Date.now() - started };
+}
+
+function httpGet(url: URL, agent: Agent | undefined, timeoutMs: number): Promise<{ status: number; body: string | undefined; size: number }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { agent: agent ?? false, headers: agent ? {} : { connection: 'close' } }, (res) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size <= MAX_ANSWER_BYTES) chunks.push(c);
+      });
+      res.on('end', () => {
+        clearTimeout(timer);
+        resolve({ status: res.statusCode ?? 0, body: size <= MAX_ANSWER_BYTES ? Buffer.concat(chunks).toString('utf8') : undefined, size });
+      });
+      res.on('error', fail);
+    });
+    const fail = (e: unknown): void => {
+      clearTimeout(timer);
+      reject(e);
+    };
+    // One timer for the whole exchange (connect, headers, body): a stuck transfer is a failure too.
+    const timer = setTimeout(() => req.destroy(Object.assign(new Error('timeout'), { code: 'timeout' })), timeoutMs);
+    req.on('error', fail);
+    req.end();
+  });
+}
+
+// ---- stream ---------------------------------------------------------------------------------------
+
+export interface StreamHooks {
+  /** Called once every connection has its first line or has failed. */
+  onReady?(report: ReadyReport): void;
+  /** Ends the run early (SIGTERM/SIGINT in the bin). */
+  signal?: AbortSignal;
+}
+
+export async function runStream(cmd: StreamCommand, hooks: StreamHooks = {}): Promise<StreamResult> {
+  const conns = Array.from({ length: cmd.connections }, () => openStream(cmd.target, cmd.timeoutMs));
+  await Promise.all(conns.map((c) => c.settled));
+  const servers: Counts = {};
+  for (const c of conns) if (c.checker.started) bump(servers, c.checker.report().server!);
+  const started = conns.filter((c) => c.checker.started).length;
+  hooks.onReady?.({ ready: started === conns.length, connections: conns.length, started, failed: conns.length - started, servers });
+
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(done, cmd.durationMs);
+    function done(): void {
+      clearTimeout(timer);
+      hooks.signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    if (hooks.signal?.aborted) done();
+    else hooks.signal?.addEventListener('abort', done);
+  });
+
+  const now = Date.now();
+  const perConnection = conns.map((c) => {
+    c.closing = true;
+    const report = c.checker.finish(now, cmd.stallMs);
+    c.socket.destroy();
+    return report;
+  });
+  const intact = perConnection.filter((r) => r.error === null).length;
+  return { connections: conns.length, intact, broken: conns.length - intact, servers, perConnection };
+}
+
+interface StreamConnection {
+  readonly socket: Socket;
+  readonly checker: StreamChecker;
+  /** Resolves once the first line arrived or the connection failed. */
+  readonly settled: Promise<void>;
+  closing: boolean;
+}
+
+function openStream(target: HostPort, firstLineTimeoutMs: number): StreamConnection {
+  const checker = new StreamChecker();
+  const socket = connect({ host: target.host, port: target.port });
+  let settle!: () => void;
+  const settled = new Promise<void>((resolve) => { settle = resolve; });
+  const conn: StreamConnection = { socket, checker, settled, closing: false };
+  const timer = setTimeout(() => {
+    if (!checker.started) checker.fail(`no first line within ${firstLineTimeoutMs} ms`);
+    settle();
+  }, firstLineTimeoutMs);
+  socket.setEncoding('utf8');
+  socket.on('data', (text: string) => {
+    checker.feed(text, Date.now());
+    if (checker.started) {
+      clearTimeout(timer);
+      settle();
+    }
+  });
+  socket.on('error', (e) => checker.fail(`${errorKind(e)} after ${checker.report().lines} lines`));
+  socket.on('close', () => {
+    if (!conn.closing) checker.fail(`closed by the other end after ${checker.report().lines} lines`);
+    clearTimeout(timer);
+    settle();
+  });
+  return conn;
+}
+
+// ---- udp ------------------------------------------------------------------------------------------
+
+export async function runUdp(cmd: UdpCommand): Promise<UdpResult> {
+  const servers: Counts = {};
+  const peers: Counts = {};
+  const errors: Counts = {};
+  let ok = 0;
+  let failed = 0;
+  const type = cmd.target.family === 6 ? 'udp6' : 'udp4';
+  // With --source-port every datagram is the same flow; otherwise each comes from a fresh socket (port).
+  const shared = cmd.sourcePort === undefined ? undefined : await openUdp(type, cmd.sourcePort);
+  try {
+    for (let i = 0; i < cmd.count; i++) {
+      const sock = shared ?? (await openUdp(type, 0));
+      try {
+        const reply = await udpExchange(sock, cmd.target, `lbd-testclient ${process.pid} ${i}`, cmd.timeoutMs);
+        const a = parseAnswer(reply);
+        if (!a) throw new Error('not a server answer');
+        ok++;
+        bump(servers, a.server);
+        if (a.peer !== undefined) bump(peers, a.peer);
+      } catch (e) {
+        failed++;
+        bump(errors, errorKind(e));
+      } finally {
+        if (!shared) sock.close();
+      }
+    }
+  } finally {
+    shared?.close();
+  }
+  return { ok, failed, servers, peers, errors };
+}
+
+type UdpSock = ReturnType<typeof createSocket>;
+
+function openUdp(type: 'udp4' | 'udp6', port: number): Promise<UdpSock> {
+  return new Promise((resolve, reject) => {
+    const sock = createSocket({ type, reuseAddr: true });
+    sock.once('error', reject);
+    sock.bind(port, () => {
+      sock.off('error', reject);
+      resolve(sock);
+    });
+  });
+}
+
+/** Sends `payload` and resolves with the reply that echoes it (late replies to earlier requests are skipped). */
+function udpExchange(sock: UdpSock, target: HostPort, payload: string, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const done = (fn: () => void): void => {
+      clearTimeout(timer);
+      sock.off('message', onMessage);
+      sock.off('error', onError);
+      fn();
+    };
+    const onMessage = (msg: Buffer): void => {
+      const text = msg.toString('utf8');
+      try {
+        if ((JSON.parse(text) as { request?: unknown }).request !== payload) return;
+      } catch {
+        return;
+      }
+      done(() => resolve(text));
+    };
+    const onError = (e: Error): void => done(() => reject(e));
+    const timer = setTimeout(() => done(() => reject(Object.assign(new Error('timeout'), { code: 'timeout' }))), timeoutMs);
+    sock.on('message', onMessage);
+    sock.on('error', onError);
+    sock.send(payload, target.port, target.host);
+  });
+}
+
+// ---- tcp-once -------------------------------------------------------------------------------------
+
+/** Attempts per connection when the fixed source port is briefly still in use. */
+const SOURCE_PORT_RETRIES = 5;
+const SOURCE_PORT_RETRY_MS = 100;
+
+export async function runTcpOnce(cmd: TcpOnceCommand): Promise<TcpOnceResult> {
+  const servers: Counts = {};
+  const errors: Counts = {};
+  const sequence: (string | null)[] = [];
+  for (let i = 0; i < cmd.count; i++) {
+    try {
+      const server = await firstLineServer(cmd.target, cmd.sourcePort, cmd.timeoutMs);
+      sequence.push(server);
+      bump(servers, server);
+    } catch (e) {
+      sequence.push(null);
+      bump(errors, errorKind(e));
+    }
+  }
+  const failed = sequence.filter((s) => s === null).length;
+  return { ok: sequence.length - failed, failed, servers, sequence, errors };
+}
+
+async function firstLineServer(target: HostPort, sourcePort: number | undefined, timeoutMs: number): Promise<string> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await firstLineOnce(target, sourcePort, timeoutMs);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (sourcePort === undefined || attempt >= SOURCE_PORT_RETRIES || (code !== 'EADDRINUSE' && code !== 'EADDRNOTAVAIL')) throw e;
+      await new Promise((resolve) => setTimeout(resolve, SOURCE_PORT_RETRY_MS));
+    }
+  }
+}
+
+function firstLineOnce(target: HostPort, sourcePort: number | undefined, timeoutMs: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    // libuv sets SO_REUSEADDR before binding localPort.
+    const socket = connect({ host: target.host, port: target.port, ...(sourcePort !== undefined ? { localPort: sourcePort } : {}) });
+    const checker = new StreamChecker();
+    let finished = false;
+    const finish = (fn: () => void): void => {
+      if (finished) return;
+      finished = true;
+      clearTimeout(timer);
+      // With a fixed source port, close with RST: a FIN would leave this side in TIME_WAIT and the next
+      // connection from the same port could not reuse the 4-tuple.
+      if (sourcePort !== undefined) socket.resetAndDestroy();
+      else socket.destroy();
+      fn();
+    };
+    const timer = setTimeout(() => finish(() => reject(Object.assign(new Error('timeout'), { code: 'timeout' }))), timeoutMs);
+    socket.setEncoding('utf8');
+    socket.on('data', (text: string) => {
+      checker.feed(text, Date.now());
+      const r = checker.report();
+      if (r.server !== null) finish(() => resolve(r.server!));
+      else if (r.error !== null) finish(() => reject(new Error(r.error!)));
+    });
+    socket.on('error', (e) => finish(() => reject(e)));
+    socket.on('close', () => finish(() => reject(Object.assign(new Error('closed before the first line'), { code: 'closed' }))));
+  });
+}

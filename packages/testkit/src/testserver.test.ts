@@ -1,0 +1,96 @@
+import assert from 'node:assert/strict';
+import { get } from 'node:http';
+import { createServer, type AddressInfo } from 'node:net';
+import type { HttpCommand, StreamCommand, TcpOnceCommand, UdpCommand } from './args.js';
+import { runHttp, runStream, runTcpOnce, runUdp, type ReadyReport } from './testclient.js';
+import { plainAddress, startTestServer, type RunningTestServer } from './testserver.js';
+
+/** The test servers and clients against each other over loopback (no namespaces, no root). */
+describe('testserver and testclient over loopback', () => {
+  let server: RunningTestServer;
+  const v4 = (port: number | undefined) => ({ host: '127.0.0.1', port: port!, family: 4 as const });
+
+  before(async () => {
+    server = await startTestServer({ name: 'rsx', bind: '::', http: 0, stream: 0, udp: 0 });
+  });
+  after(async () => {
+    await server?.close();
+  });
+
+  it('shows IPv4-mapped peers as plain IPv4', () => {
+    assert.equal(plainAddress('::ffff:198.19.1.100'), '198.19.1.100');
+    assert.equal(plainAddress('fd00:0:0:2::100'), 'fd00:0:0:2::100');
+  });
+
+  it('answers HTTP with its name and the peer it saw, with and without keep-alive', async () => {
+    for (const newConnection of [false, true]) {
+      const cmd: HttpCommand = { mode: 'http', url: new URL(`http://127.0.0.1:${server.ports.http}/`), count: 20, concurrency: 3, newConnection, timeoutMs: 2000 };
+      const r = await runHttp(cmd);
+      assert.deepEqual([r.ok, r.failed, r.servers, r.peers, r.errors], [20, 0, { rsx: 20 }, { '127.0.0.1': 20 }, {}]);
+    }
+  });
+
+  it('serves IPv6 on the same socket', async () => {
+    const r = await runHttp({ mode: 'http', url: new URL(`http://[::1]:${server.ports.http}/`), count: 2, concurrency: 1, newConnection: false, timeoutMs: 2000 });
+    assert.deepEqual(r.peers, { '::1': 2 });
+  });
+
+  it('serves /bytes?n=N and refuses a bad n', async () => {
+    const r = await runHttp({ mode: 'http', url: new URL(`http://127.0.0.1:${server.ports.http}/bytes?n=1000000`), count: 2, concurrency: 1, newConnection: false, timeoutMs: 2000 });
+    assert.deepEqual([r.ok, r.bytes, r.servers], [2, 2_000_000, {}]);
+    const status = await new Promise<number | undefined>((resolve, reject) => {
+      get(`http://127.0.0.1:${server.ports.http}/bytes?n=-1`, (res) => { res.resume(); resolve(res.statusCode); }).on('error', reject);
+    });
+    assert.equal(status, 400);
+  });
+
+  it('counts failures by kind', async () => {
+    const r = await runHttp({ mode: 'http', url: new URL('http://127.0.0.1:1/'), count: 3, concurrency: 1, newConnection: true, timeoutMs: 500 });
+    assert.deepEqual([r.ok, r.failed, r.errors], [0, 3, { ECONNREFUSED: 3 }]);
+  });
+
+  it('streams contiguous sequences, ready first, until stopped', async () => {
+    const cmd: StreamCommand = { mode: 'stream', target: v4(server.ports.stream), connections: 5, durationMs: 10_000, timeoutMs: 2000, stallMs: 1000 };
+    const stop = new AbortController();
+    let ready: ReadyReport | undefined;
+    const result = runStream(cmd, { signal: stop.signal, onReady: (r) => { ready = r; setTimeout(() => stop.abort(), 300); } });
+    const r = await result;
+    assert.deepEqual(ready, { ready: true, connections: 5, started: 5, failed: 0, servers: { rsx: 5 } });
+    assert.deepEqual([r.connections, r.intact, r.broken, r.servers], [5, 5, 0, { rsx: 5 }]);
+    for (const c of r.perConnection) assert.ok(c.lines >= 5 && c.error === null && c.server === 'rsx', JSON.stringify(c));
+  });
+
+  it('reports a stream that never starts as not ready and broken', async () => {
+    const r = await runStream({ mode: 'stream', target: v4(1), connections: 2, durationMs: 50, timeoutMs: 500, stallMs: 1000 }, {
+      onReady: (ready) => assert.deepEqual([ready.ready, ready.failed], [false, 2]),
+    });
+    assert.deepEqual([r.intact, r.broken], [0, 2]);
+    assert.match(r.perConnection[0]!.error!, /ECONNREFUSED/);
+  });
+
+  it('answers UDP from fresh sockets and from one source port', async () => {
+    const base: UdpCommand = { mode: 'udp', target: v4(server.ports.udp), count: 5, timeoutMs: 1000 };
+    const fresh = await runUdp(base);
+    assert.deepEqual([fresh.ok, fresh.failed, fresh.servers, fresh.peers], [5, 0, { rsx: 5 }, { '127.0.0.1': 5 }]);
+    const pinned = await runUdp({ ...base, sourcePort: 0 });
+    assert.equal(pinned.ok, 5);
+  });
+
+  it('tells which server answered each connection, also from a fixed source port', async () => {
+    const base: TcpOnceCommand = { mode: 'tcp-once', target: v4(server.ports.stream), count: 5, timeoutMs: 2000 };
+    assert.deepEqual((await runTcpOnce(base)).sequence, ['rsx', 'rsx', 'rsx', 'rsx', 'rsx']);
+    const port = await freePort();
+    const pinned = await runTcpOnce({ ...base, sourcePort: port });
+    assert.deepEqual([pinned.ok, pinned.failed, pinned.errors], [5, 0, {}]);
+  });
+});
+
+/** A TCP port free right now on 127.0.0.1 (the kernel picks it). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as AddressInfo;
+      s.close(() => resolve(port));
+    }).on('error', reject);
+  });
+}
