@@ -1,0 +1,382 @@
+import { EventEmitter } from 'node:events';
+import { ConfigError, formatProblem, parseConfig, type Config, type Problem } from '@lbd/config';
+import { DataPlaneError, type ApplyResult, type DataPlane, type DesiredState } from '@lbd/dataplane';
+import type {
+  ApplyRecord as WireApplyRecord, Connection as WireConnection, Finding as WireFinding, GetStatsResponse,
+  GetStatusResponse,
+} from '@lbd/proto';
+import { AdminServer, type AdminBackend, type ApplyOutcome } from './admin-server.js';
+import { readConfigText, sha256, stageFile } from './config-file.js';
+import { AgentError } from './errors.js';
+import { diagnose, probeTargets } from './doctor.js';
+import { silentLogger, type Logger } from './log.js';
+import { resolveService, serviceStats, serviceStatuses, toWireConnection, wireProblem } from './views.js';
+import { watchConfigFile, type ConfigWatcher } from './watch.js';
+
+/**
+ * The director agent: keeps the data plane programmed to the config file, takes new configs from the
+ * file (on change or SIGHUP) and from the Apply RPC, and answers the admin API. It decides what the
+ * kernel should have; the DataPlane decides how to get there and re-adopts what the kernel already has,
+ * so the agent never flushes or starts from empty: it only ever asks for the whole desired state.
+ *
+ * A config that fails validation is rejected whole and the running one stays; an apply the data plane
+ * refuses leaves the previous state (its apply is one transaction). Stopping the agent never touches
+ * the data plane: the kernel keeps forwarding without it.
+ */
+
+export type Trigger = 'start' | 'sighup' | 'file-change' | 'apply-rpc';
+export type ApplyResultWord = 'applied' | 'unchanged' | 'rejected' | 'failed';
+
+/** One apply attempt, as logged and as status reports it. */
+export interface ApplyRecord {
+  readonly time: Date;
+  readonly trigger: Trigger;
+  readonly result: ApplyResultWord;
+  /** For `failed`: the data plane's error. */
+  readonly error: string;
+  /** For `rejected`: every problem. */
+  readonly problems: readonly Problem[];
+  readonly operations: number;
+  readonly fullRebuild: boolean;
+  readonly durationMs: number;
+  readonly source: string;
+  readonly sha256: string;
+}
+
+interface Running {
+  readonly config: Config;
+  readonly sha256: string;
+  readonly source: string;
+  readonly revision: number;
+}
+
+export interface AgentOptions {
+  /** The config file: read at start, watched, and where applied configs are persisted. */
+  readonly configPath: string;
+  readonly dataPlane: DataPlane;
+  /** The admin socket; default: `agent.adminSocket` from the config. */
+  readonly adminSocket?: string;
+  /** Serve the admin API (default true). */
+  readonly serve?: boolean;
+  /** Re-apply when the config file changes (default true). */
+  readonly watch?: boolean;
+  /** Quiet time after the last file event before the file is read (default 200 ms). */
+  readonly debounceMs?: number;
+  readonly log?: Logger;
+  readonly now?: () => Date;
+  /** The config text and its validated form, when the caller has already read it (lbd-agent's main). */
+  readonly initial?: { readonly text: string; readonly config: Config };
+}
+
+type AgentEvents = {
+  /** Every apply attempt, whatever its result: tests and future metrics wait on it. */
+  apply: [ApplyRecord];
+};
+
+/** Marks a file state that has no content hash (unreadable), so the same failure is not logged twice. */
+const UNREADABLE = 'unreadable:';
+
+export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
+  readonly configPath: string;
+  readonly adminSocket: string;
+  readonly startedAt: Date;
+  private readonly dataPlane: DataPlane;
+  private readonly log: Logger;
+  private readonly now: () => Date;
+  private running: Running;
+  private lastApply: ApplyRecord | null = null;
+  /** Hash of the file content last acted on (applied or rejected): a file event with the same content does nothing. */
+  private fileSha: string;
+  private queue: Promise<unknown> = Promise.resolve();
+  private watcher: ConfigWatcher | null = null;
+  private admin: AdminServer | null = null;
+  private stopped = false;
+
+  private constructor(opts: AgentOptions, config: Config, text: string) {
+    super();
+    this.configPath = opts.configPath;
+    this.dataPlane = opts.dataPlane;
+    this.log = opts.log ?? silentLogger;
+    this.now = opts.now ?? (() => new Date());
+    this.startedAt = this.now();
+    this.adminSocket = opts.adminSocket ?? config.agent.adminSocket;
+    this.fileSha = sha256(text);
+    // Revision 0 until the first apply succeeds; `start` never returns an agent in that state.
+    this.running = { config, sha256: this.fileSha, source: opts.configPath, revision: 0 };
+  }
+
+  /**
+   * Loads and validates the config, applies it, then watches the file and serves the admin API.
+   * Throws ConfigError when the config is invalid (nothing is applied), DataPlaneError when the data
+   * plane refuses it, AgentError when another agent serves the socket.
+   */
+  static async start(opts: AgentOptions): Promise<Agent> {
+    let initial = opts.initial;
+    if (!initial) {
+      const text = await readConfigText(opts.configPath);
+      initial = { text, config: parseConfig(text, opts.configPath) };
+    }
+    const agent = new Agent(opts, initial.config, initial.text);
+    // Checked before applying: a second agent must not reprogram the kernel under a running one.
+    if (opts.serve !== false) await AdminServer.checkSocketFree(agent.adminSocket);
+    await agent.serialize(() => agent.applyConfig(initial.config, agent.fileSha, 'start', opts.configPath));
+    if (opts.watch !== false) {
+      agent.watcher = watchConfigFile(opts.configPath, () => {
+        agent.reload('file-change').catch((err: unknown) => agent.log.error('reload failed', { trigger: 'file-change', error: err }));
+      }, {
+        debounceMs: opts.debounceMs ?? 200,
+        onError: (err) => agent.log.warn('cannot watch the config file; SIGHUP still reloads it', { path: opts.configPath, error: err }),
+      });
+    }
+    if (opts.serve !== false) {
+      try {
+        agent.admin = await AdminServer.listen(agent.adminSocket, agent, agent.log);
+      } catch (err) {
+        agent.watcher?.close();
+        throw err;
+      }
+    }
+    agent.log.info('started', {
+      config: opts.configPath, adminSocket: opts.serve === false ? null : agent.adminSocket,
+      services: initial.config.services.length, pid: process.pid,
+    });
+    return agent;
+  }
+
+  /** The running config (the last one applied successfully). */
+  get config(): Config {
+    return this.running.config;
+  }
+
+  get revision(): number {
+    return this.running.revision;
+  }
+
+  get lastApplyRecord(): ApplyRecord | null {
+    return this.lastApply;
+  }
+
+  /**
+   * Re-reads the config file and applies it. `file-change` does nothing when the content is what was
+   * last acted on; `sighup` always applies, which also repairs a kernel someone changed by hand (the
+   * data plane writes nothing when it already matches). Resolves to the attempt, or null when nothing
+   * was attempted. Never throws for a bad config or a refused apply: those are records.
+   */
+  reload(trigger: 'sighup' | 'file-change'): Promise<ApplyRecord | null> {
+    return this.serialize(async () => {
+      if (this.stopped) return null;
+      let text: string;
+      try {
+        text = await readConfigText(this.configPath);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        const marker = `${UNREADABLE}${err.problems[0]?.rule ?? ''}`;
+        // A deleted file is not an empty config: keep running, say so once.
+        if (trigger === 'file-change' && this.fileSha === marker) return null;
+        this.fileSha = marker;
+        return this.reject(err, trigger, this.configPath, '');
+      }
+      const sha = sha256(text);
+      if (trigger === 'file-change' && sha === this.fileSha) return null;
+      let config: Config;
+      try {
+        config = parseConfig(text, this.configPath);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        this.fileSha = sha;
+        return this.reject(err, trigger, this.configPath, sha);
+      }
+      try {
+        const { record } = await this.applyConfig(config, sha, trigger, this.configPath);
+        this.fileSha = sha;
+        return record;
+      } catch (err) {
+        // Leaves fileSha alone, so the next file event or SIGHUP tries again.
+        if (err instanceof DataPlaneError) return this.lastApply;
+        throw err;
+      }
+    });
+  }
+
+  /**
+   * The Apply RPC: validates `text`; on a dry run returns the data plane's diff and changes nothing;
+   * otherwise applies it and persists it to the config file (staged before applying, so a config that
+   * cannot be persisted is not applied either; renamed into place after). A rejected config applies
+   * nothing and is returned, not thrown.
+   */
+  applyText(text: string, source: string, dryRun: boolean): Promise<ApplyOutcome> {
+    return this.serialize(async (): Promise<ApplyOutcome> => {
+      if (this.stopped) throw new AgentError('Stopped', 'the agent is shutting down');
+      const sha = sha256(text);
+      let config: Config;
+      try {
+        config = parseConfig(text, source);
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        // A dry run is a question, not an attempt: it leaves no record and no log line.
+        if (!dryRun) this.reject(err, 'apply-rpc', source, sha);
+        return { ok: false, error: err, sha256: sha };
+      }
+      if (dryRun) {
+        const result = await this.dataPlane.apply(desiredState(config), { dryRun: true });
+        return { ok: true, result, serviceCount: config.services.length, sha256: sha };
+      }
+      let staged: Awaited<ReturnType<typeof stageFile>>;
+      try {
+        staged = await stageFile(this.configPath, text);
+      } catch (cause) {
+        const code = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
+        throw new AgentError('CannotPersist', `cannot write the new config next to ${this.configPath} (${code}); nothing was applied`, { cause });
+      }
+      let result: ApplyResult;
+      try {
+        ({ result } = await this.applyConfig(config, sha, 'apply-rpc', source));
+      } catch (err) {
+        await staged.discard();
+        throw err;
+      }
+      try {
+        await staged.commit();
+        // The rename fires a file event; with this hash it is recognised as ours and does nothing.
+        this.fileSha = sha;
+      } catch (cause) {
+        await staged.discard();
+        const code = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
+        this.log.error('config applied but not persisted', { path: this.configPath, error: cause });
+        throw new AgentError('NotPersisted', `the config was applied but could not be saved to ${this.configPath} (${code}): a restart would bring back the previous config`, { cause });
+      }
+      return { ok: true, result, serviceCount: config.services.length, sha256: sha };
+    });
+  }
+
+  async status(): Promise<GetStatusResponse> {
+    const [observed, conns] = await Promise.all([this.dataPlane.observe(), this.dataPlane.connections()]);
+    const r = this.running;
+    return {
+      agent: {
+        configPath: this.configPath,
+        configSource: r.source,
+        configSha256: r.sha256,
+        configRevision: r.revision,
+        serviceCount: r.config.services.length,
+        adminSocket: this.adminSocket,
+        pid: process.pid,
+        startedAt: this.startedAt.toISOString(),
+        lastApply: this.lastApply ? wireApplyRecord(this.lastApply) : null,
+      },
+      services: serviceStatuses(r.config, observed, conns),
+    };
+  }
+
+  async stats(): Promise<GetStatsResponse> {
+    const [observed, conns] = await Promise.all([this.dataPlane.observe(), this.dataPlane.connections()]);
+    return { sampledAtUnixMs: Date.now(), services: serviceStats(this.running.config, observed, conns) };
+  }
+
+  async connections(service: string): Promise<WireConnection[]> {
+    let key: string | undefined;
+    if (service !== '') {
+      const resolved = resolveService(this.running.config, service);
+      if (resolved === null) {
+        throw new AgentError('NotFound', `service: "${service}" is neither the key nor the name of a configured service`);
+      }
+      key = resolved;
+    }
+    const conns = await this.dataPlane.connections(key === undefined ? {} : { service: key });
+    return conns.map(toWireConnection);
+  }
+
+  async doctor(): Promise<WireFinding[]> {
+    const config = this.running.config;
+    const [facts, conns] = await Promise.all([this.dataPlane.kernelFacts(probeTargets(config)), this.dataPlane.connections()]);
+    return diagnose(config, facts, conns).map((f) => ({ ...f }));
+  }
+
+  /**
+   * Stops serving and watching. Never touches the data plane: the kernel keeps forwarding, and the
+   * next agent re-adopts what it finds.
+   */
+  async stop(reason = 'stop requested'): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.log.info('shutting down', { reason, note: 'the kernel keeps forwarding; nothing is removed' });
+    this.watcher?.close();
+    await this.admin?.close();
+    // Let an apply in flight finish: the kernel transaction is atomic, but its record and file rename are not.
+    await this.queue.catch(() => {});
+  }
+
+  /** Runs `fn` after every earlier apply or reload: applies never interleave. */
+  private serialize<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async applyConfig(config: Config, sha: string, trigger: Trigger, source: string): Promise<{ record: ApplyRecord; result: ApplyResult }> {
+    const time = this.now();
+    let result: ApplyResult;
+    try {
+      result = await this.dataPlane.apply(desiredState(config));
+    } catch (err) {
+      if (!(err instanceof DataPlaneError)) throw err;
+      this.record({
+        time, trigger, result: 'failed', error: err.message, problems: [], operations: 0, fullRebuild: false,
+        durationMs: this.now().getTime() - time.getTime(), source, sha256: sha,
+      });
+      this.log.error('apply failed', {
+        trigger, source, sha256: short(sha), kind: err.kind, error: err.message, note: 'the previous state stays in the kernel',
+      });
+      throw err;
+    }
+    const previous = this.running;
+    const isNew = previous.revision === 0 || previous.sha256 !== sha;
+    this.running = { config, sha256: sha, source, revision: isNew ? previous.revision + 1 : previous.revision };
+    const record = this.record({
+      time, trigger, result: result.changed ? 'applied' : 'unchanged', error: '', problems: [],
+      operations: result.operations.length, fullRebuild: result.fullRebuild, durationMs: result.durationMs, source, sha256: sha,
+    });
+    this.log.info(result.changed ? 'config applied' : 'config unchanged: the kernel already matches', {
+      trigger, source, sha256: short(sha), revision: this.running.revision, services: config.services.length,
+      operations: result.operations.length, fullRebuild: result.fullRebuild,
+      expiredConnections: result.expiredConnections, durationMs: result.durationMs,
+    });
+    if (previous.revision > 0 && previous.config.agent.adminSocket !== config.agent.adminSocket) {
+      this.log.warn('agent.adminSocket changed; it takes effect when lbd-agent restarts', { serving: this.adminSocket });
+    }
+    return { record, result };
+  }
+
+  private reject(err: ConfigError, trigger: Trigger, source: string, sha: string): ApplyRecord {
+    const record = this.record({
+      time: this.now(), trigger, result: 'rejected', error: '', problems: err.problems, operations: 0, fullRebuild: false,
+      durationMs: 0, source, sha256: sha,
+    });
+    // One line holding every problem, so a log search for the rejection finds all of them.
+    this.log.warn('config rejected; the running config stays', {
+      trigger, source, kind: err.kind, problems: err.problems.map(formatProblem), runningRevision: this.running.revision,
+    });
+    return record;
+  }
+
+  private record(r: ApplyRecord): ApplyRecord {
+    this.lastApply = r;
+    this.emit('apply', r);
+    return r;
+  }
+}
+
+function desiredState(config: Config): DesiredState {
+  return { services: config.services };
+}
+
+function short(sha: string): string {
+  return sha.slice(0, 12);
+}
+
+function wireApplyRecord(r: ApplyRecord): WireApplyRecord {
+  return {
+    time: r.time.toISOString(), trigger: r.trigger, result: r.result, error: r.error, problems: r.problems.map(wireProblem),
+    operations: r.operations, fullRebuild: r.fullRebuild, durationMs: r.durationMs, source: r.source, configSha256: r.sha256,
+  };
+}

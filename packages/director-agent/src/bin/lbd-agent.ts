@@ -1,0 +1,4 @@
+#!/usr/bin/env node
+import { main } from '../main.js';
+
+void main();

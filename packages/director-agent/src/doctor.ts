@@ -1,0 +1,264 @@
+import { addressToBigInt, bigIntToAddress, hostPort, serviceKey, type Config, type RealServer, type Service } from '@lbd/config';
+import type { Connection, Endpoint, KernelFacts } from '@lbd/dataplane';
+
+/**
+ * `lbadm doctor`'s judgement: known ways a director fails silently, recognised from kernel facts and
+ * conntrack. Pure (config, facts, connections in; findings out), so every rule is a table-driven test;
+ * gathering the facts is the data plane's job. Every finding names the thing, the evidence and the fix;
+ * a check that finds nothing wrong says so once, so "ok" means "checked", not "not looked at".
+ */
+
+export type Severity = 'error' | 'warning' | 'ok';
+export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable';
+
+export interface Finding {
+  readonly severity: Severity;
+  readonly check: CheckId;
+  /** The thing the finding is about: a real server in a service, a sysctl. */
+  readonly subject: string;
+  /** What is wrong with the evidence, or for `ok` what was checked. */
+  readonly problem: string;
+  /** What to do; empty for `ok`. */
+  readonly fix: string;
+}
+
+/** Thresholds, named so the tests and the messages agree with the code. */
+export const CONNTRACK_WARN = 0.8;
+export const CONNTRACK_ERROR = 0.95;
+export const PORTS_WARN = 0.5;
+export const PORTS_ERROR = 0.9;
+
+/**
+ * Endpoints whose reachability doctor wants probed: the real servers of TCP services. The data plane's
+ * probe is a TCP connect, which says nothing about a UDP server (a refused connect to a port that only
+ * speaks UDP looks like a dead host), so UDP real servers are not probed.
+ */
+export function probeTargets(config: Config): Endpoint[] {
+  const seen = new Map<string, Endpoint>();
+  for (const svc of config.services) {
+    if (svc.protocol !== 'tcp') continue;
+    for (const rs of svc.realServers) seen.set(hostPort(rs.address, rs.port), { address: rs.address, port: rs.port });
+  }
+  return [...seen.values()];
+}
+
+export function diagnose(config: Config, facts: KernelFacts, connections: readonly Connection[]): Finding[] {
+  return [
+    ...checkNatReturnPath(config, facts, connections),
+    ...checkForwarding(config, facts),
+    ...checkRpFilter(facts),
+    ...checkConntrackTable(facts),
+    ...checkFullnatPorts(config, facts, connections),
+    ...checkReachability(config, facts),
+  ];
+}
+
+function rsSubject(svc: Service, rs: RealServer): string {
+  return `real server ${hostPort(rs.address, rs.port)} of service "${svc.name}" (${serviceKey(svc)})`;
+}
+
+function sameEndpoint(e: Endpoint, rs: RealServer): boolean {
+  return e.address === rs.address && e.port === rs.port;
+}
+
+function percent(ratio: number): string {
+  return `${Math.floor(ratio * 100)}%`;
+}
+
+function reachableOf(facts: KernelFacts, rs: RealServer): boolean | undefined {
+  return facts.realServerReachable[hostPort(rs.address, rs.port)];
+}
+
+/**
+ * (a) The classic NAT failure (shared/seeds): in nat mode the real server must send its replies back
+ * through the director, which un-DNATs them. When its default route points elsewhere, the replies go
+ * straight to the client from the real server's address; the client drops them, and on the director the
+ * connections stay UNREPLIED (SYN_SENT for TCP). A server that is down looks the same in conntrack, so
+ * it is an error only when the director can reach the server; with no probe result (UDP) it is a
+ * warning. A few unreplied entries next to many answered ones are handshakes in flight, so the rule is
+ * "at least half of its connections are unreplied".
+ */
+function checkNatReturnPath(config: Config, facts: KernelFacts, connections: readonly Connection[]): Finding[] {
+  const out: Finding[] = [];
+  let checked = 0;
+  for (const svc of config.services) {
+    if (svc.mode !== 'nat') continue;
+    const key = serviceKey(svc);
+    for (const rs of svc.realServers) {
+      checked++;
+      const conns = connections.filter((c) => c.service === key && sameEndpoint(c.realServer, rs));
+      const stuck = conns.filter((c) => c.unreplied);
+      if (stuck.length === 0 || stuck.length * 2 < conns.length) continue;
+      const reachable = reachableOf(facts, rs);
+      if (reachable === false) continue; // A dead server, not a routing problem: check (f) reports it.
+      const states = [...new Set(stuck.map((c) => c.state))].sort().join(', ');
+      const evidence = `${stuck.length} of its ${conns.length} connections are unreplied in conntrack (${states}: no reply has come back through the director)`;
+      out.push({
+        severity: reachable === true ? 'error' : 'warning',
+        check: 'nat-return-path',
+        subject: rsSubject(svc, rs),
+        problem: reachable === true
+          ? `${evidence}, yet the director can reach it: in nat mode its replies must return through the director, and they do not, so clients drop them`
+          : `${evidence}; the director could not probe it (${svc.protocol}), so it is either down or its replies bypass the director (in nat mode they must return through it)`,
+        fix: 'route the real server\'s replies via the director (make the director its default gateway, e.g. `ip route replace default via <director address>` on the real server) or use mode: fullnat',
+      });
+    }
+  }
+  if (out.length === 0) {
+    out.push(ok('nat-return-path', 'nat-mode real servers', checked === 0
+      ? 'no service uses nat mode'
+      : `none of the ${checked} nat-mode real servers has mostly unreplied connections`));
+  }
+  return out;
+}
+
+/** (b) Without forwarding the director receives connections and never passes them on. */
+function checkForwarding(config: Config, facts: KernelFacts): Finding[] {
+  const out: Finding[] = [];
+  const v4 = config.services.filter((s) => s.family === 4).length;
+  const v6 = config.services.filter((s) => s.family === 6).length;
+  if (!facts.ipv4Forwarding) {
+    out.push({
+      severity: 'error', check: 'ip-forward', subject: 'net.ipv4.ip_forward',
+      problem: `is 0: the director does not forward IPv4 packets, so connections to its ${v4} IPv4 service${v4 === 1 ? '' : 's'} never reach a real server`,
+      fix: 'sysctl -w net.ipv4.ip_forward=1, and put net.ipv4.ip_forward = 1 in /etc/sysctl.d/ so it survives a reboot',
+    });
+  }
+  if (v6 > 0 && !facts.ipv6Forwarding) {
+    out.push({
+      severity: 'error', check: 'ip-forward', subject: 'net.ipv6.conf.all.forwarding',
+      problem: `is 0: the director does not forward IPv6 packets, so connections to its ${v6} IPv6 service${v6 === 1 ? '' : 's'} never reach a real server`,
+      fix: 'sysctl -w net.ipv6.conf.all.forwarding=1, and put net.ipv6.conf.all.forwarding = 1 in /etc/sysctl.d/ so it survives a reboot',
+    });
+  }
+  if (out.length === 0) {
+    out.push(ok('ip-forward', 'ip forwarding', v6 > 0 ? 'IPv4 and IPv6 forwarding are on' : 'IPv4 forwarding is on'));
+  }
+  return out;
+}
+
+/**
+ * (c) Strict reverse-path filtering drops packets whose source is not routed back out of the interface
+ * they came in on: asymmetric paths (ECMP, vips reached over one link, replies over another) break.
+ * Loose mode (2) keeps the spoofing check without requiring symmetry. It is an error once the kernel
+ * has counted drops. `lo` is skipped: the kernel never filters loopback traffic.
+ */
+function checkRpFilter(facts: KernelFacts): Finding[] {
+  const strict = Object.entries(facts.rpFilter).filter(([iface, v]) => v === 1 && iface !== 'lo').map(([iface]) => iface).sort();
+  const dropped = facts.rpFilterDrops > 0;
+  const evidence = dropped
+    ? `the kernel has dropped ${facts.rpFilterDrops} packets by reverse-path filtering since boot (TcpExt IPReversePathFilter)`
+    : 'no drops counted yet';
+  const out: Finding[] = strict.map((iface) => ({
+    severity: dropped ? 'error' : 'warning',
+    check: 'rp-filter',
+    subject: `net.ipv4.conf.${iface}.rp_filter`,
+    problem: `is 1 (strict) on ${iface}: packets whose source is not routed back out of ${iface} are dropped, which breaks asymmetric paths; ${evidence}`,
+    fix: `sysctl -w net.ipv4.conf.${iface}.rp_filter=2 (loose), and persist it in /etc/sysctl.d/`,
+  }));
+  if (out.length === 0) {
+    const n = Object.keys(facts.rpFilter).length;
+    out.push(ok('rp-filter', 'rp_filter', `no interface has strict rp_filter (${n} interface${n === 1 ? '' : 's'} checked)`));
+  }
+  return out;
+}
+
+/** (d) A full conntrack table drops new connections ("nf_conntrack: table full, dropping packet"). */
+function checkConntrackTable(facts: KernelFacts): Finding[] {
+  const subject = 'net.netfilter.nf_conntrack_max';
+  if (facts.conntrackMax <= 0) {
+    return [{
+      severity: 'warning', check: 'conntrack-table', subject,
+      problem: 'could not be read, so the conntrack table\'s use is unknown',
+      fix: 'check that the nf_conntrack module is loaded (lsmod | grep nf_conntrack) and that lbd-agent can read /proc/sys/net/netfilter',
+    }];
+  }
+  const ratio = facts.conntrackCount / facts.conntrackMax;
+  const usage = `the conntrack table is ${percent(ratio)} full (${facts.conntrackCount} of ${facts.conntrackMax} entries)`;
+  if (ratio < CONNTRACK_WARN) return [ok('conntrack-table', subject, usage)];
+  return [{
+    severity: ratio >= CONNTRACK_ERROR ? 'error' : 'warning', check: 'conntrack-table', subject,
+    problem: `${usage}: when it is full the kernel drops new connections`,
+    fix: `raise nf_conntrack_max, e.g. sysctl -w net.netfilter.nf_conntrack_max=${facts.conntrackMax * 2} (and persist it in /etc/sysctl.d/), or find what fills the table with conntrack -L`,
+  }];
+}
+
+/**
+ * (e) fullnat SNATs every connection to one of the service's local addresses and a port from
+ * ip_local_port_range; towards one real server each (local address, port) pair can be used once, so a
+ * real server can hold at most pool size × range size connections from this director. Connections from
+ * other services to the same real server through the same local addresses share that space, so all of
+ * them count.
+ */
+function checkFullnatPorts(config: Config, facts: KernelFacts, connections: readonly Connection[]): Finding[] {
+  const [lo, hi] = facts.localPortRange;
+  const ports = Math.max(0, hi - lo + 1);
+  const out: Finding[] = [];
+  let worst: { ratio: number; text: string } | undefined;
+  for (const svc of config.services) {
+    const pool = svc.localAddresses;
+    if (svc.mode !== 'fullnat' || pool === null) continue;
+    const first = addressToBigInt(pool.first);
+    const last = addressToBigInt(pool.last);
+    const capacity = pool.size * ports;
+    for (const rs of svc.realServers) {
+      const used = connections.filter((c) => c.protocol === svc.protocol && sameEndpoint(c.realServer, rs) && c.localAddress !== null
+        && inRange(c.localAddress.address, first, last)).length;
+      const ratio = capacity === 0 ? 1 : used / capacity;
+      if (worst === undefined || ratio > worst.ratio) {
+        worst = { ratio, text: `highest use is ${percent(ratio)} (${used} of ${capacity}) for ${hostPort(rs.address, rs.port)} of service "${svc.name}"` };
+      }
+      if (ratio < PORTS_WARN) continue;
+      const bigger = bigIntToAddress(first + BigInt(pool.size) * 2n - 1n, svc.family);
+      out.push({
+        severity: ratio >= PORTS_ERROR ? 'error' : 'warning',
+        check: 'fullnat-ports',
+        subject: rsSubject(svc, rs),
+        problem: `${used} connections to it use ${percent(ratio)} of the ${capacity} source (address, port) pairs its local addresses ${pool.first}-${pool.last} (${pool.size}) × ports ${lo}-${hi} (net.ipv4.ip_local_port_range) allow; when they run out, new connections to it fail`,
+        fix: `add local addresses to service "${svc.name}", e.g. localAddresses: [${pool.first}-${bigger}] (addresses this director owns), or widen net.ipv4.ip_local_port_range`,
+      });
+    }
+  }
+  if (out.length === 0) {
+    out.push(ok('fullnat-ports', 'fullnat local addresses', worst === undefined ? 'no service uses fullnat' : `source ports are plentiful: ${worst.text}`));
+  }
+  return out;
+}
+
+function inRange(address: string, first: bigint, last: bigint): boolean {
+  try {
+    const v = addressToBigInt(address);
+    return v >= first && v <= last;
+  } catch {
+    return false;
+  }
+}
+
+/** (f) A real server the director cannot connect to fails every connection scheduled to it. */
+function checkReachability(config: Config, facts: KernelFacts): Finding[] {
+  const out: Finding[] = [];
+  const probed = new Set<string>();
+  for (const svc of config.services) {
+    for (const rs of svc.realServers) {
+      const reachable = reachableOf(facts, rs);
+      if (reachable === undefined) continue;
+      probed.add(hostPort(rs.address, rs.port));
+      if (reachable) continue;
+      out.push({
+        severity: 'warning', check: 'real-server-reachable', subject: rsSubject(svc, rs),
+        problem: 'the director cannot open a TCP connection to it (refused or timed out): connections scheduled to it fail',
+        fix: `check that it is up and listening on port ${rs.port} and that the director has a route to ${rs.address}; set its weight to 0 while it is down`,
+      });
+    }
+  }
+  if (out.length === 0) {
+    out.push(ok('real-server-reachable', 'real servers', probed.size === 0
+      ? 'no real server was probed (only TCP real servers are)'
+      : `the director can connect to all ${probed.size} probed real servers`));
+  }
+  return out;
+}
+
+function ok(check: CheckId, subject: string, problem: string): Finding {
+  return { severity: 'ok', check, subject, problem, fix: '' };
+}

@@ -1,0 +1,164 @@
+import { constants } from 'node:fs';
+import { access, readFile, stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { ConfigError, EXIT, loadConfig } from '@lbd/config';
+import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf } from '@lbd/proto';
+import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
+import { describeFailure } from './errors.js';
+import { computeRates, formatApply, formatConns, formatDoctor, formatProblems, formatRates, formatStats, formatStatus } from './format.js';
+
+/**
+ * lbadm's commands. `main` takes argv and an Io and returns the exit code, so tests run the real CLI
+ * in-process with captured output; only bin/lbadm.ts touches the process.
+ */
+
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Waits between the two samples of `stats --rate`. */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** How long lbadm waits for the agent; doctor probes every real server, so it gets longer. */
+const TIMEOUT_MS = 30_000;
+const DOCTOR_TIMEOUT_MS = 90_000;
+
+export async function main(argv: readonly string[], io: Io): Promise<number> {
+  let inv: Invocation;
+  try {
+    inv = parseArgs(argv, io.env ?? {});
+  } catch (err) {
+    if (!(err instanceof UsageError)) throw err;
+    io.stderr(`lbadm: ${err.message}\n${USAGE}\nRun lbadm --help for the commands and their flags.\n`);
+    return EXIT.usage;
+  }
+  if (inv.command === 'help') {
+    io.stdout(`${HELP}\n`);
+    return EXIT.ok;
+  }
+  if (inv.command === 'validate') return validate(inv, io);
+
+  let configText: string | undefined;
+  if (inv.command === 'apply') {
+    const read = await readConfigFile(inv.file!, io);
+    if (typeof read === 'number') return read;
+    configText = read;
+  }
+  const unusable = await checkSocket(inv.socket);
+  if (unusable) {
+    io.stderr(`${unusable.message}\n`);
+    return unusable.exit;
+  }
+  const api = new AdminApi(inv.socket);
+  try {
+    switch (inv.command) {
+      case 'status': {
+        const s = await api.getStatus({ timeoutMs: TIMEOUT_MS });
+        io.stdout(inv.json ? json(s) : formatStatus(s));
+        return EXIT.ok;
+      }
+      case 'stats': {
+        const first = await api.getStats({ timeoutMs: TIMEOUT_MS });
+        if (!inv.rate) {
+          io.stdout(inv.json ? json(first) : formatStats(first));
+          return EXIT.ok;
+        }
+        await (io.sleep ?? ((ms: number) => delay(ms)))(inv.intervalMs);
+        const second = await api.getStats({ timeoutMs: TIMEOUT_MS });
+        const rates = computeRates(first, second);
+        io.stdout(inv.json ? json(rates) : formatRates(rates));
+        return EXIT.ok;
+      }
+      case 'conns': {
+        const conns = await api.listConnections(inv.service ?? '', { timeoutMs: TIMEOUT_MS });
+        io.stdout(inv.json ? json({ connections: conns }) : formatConns(conns));
+        return EXIT.ok;
+      }
+      case 'apply':
+        return await apply(api, inv, configText!, io);
+      case 'doctor': {
+        const { findings } = await api.doctor({ timeoutMs: DOCTOR_TIMEOUT_MS });
+        const errors = findings.filter((f) => f.severity === 'error').length;
+        const warnings = findings.filter((f) => f.severity === 'warning').length;
+        io.stdout(inv.json ? json({ errors, warnings, findings }) : formatDoctor(findings));
+        // Documented: doctor fails when anything needs attention, so scripts and monitors can use it.
+        return errors + warnings > 0 ? EXIT.failure : EXIT.ok;
+      }
+    }
+  } catch (err) {
+    const failure = describeFailure(err, inv.socket);
+    io.stderr(`${failure.message}\n`);
+    return failure.exit;
+  } finally {
+    api.close();
+  }
+}
+
+async function validate(inv: Invocation, io: Io): Promise<number> {
+  const file = inv.file!;
+  try {
+    const config = await loadConfig(file);
+    const n = config.services.length;
+    io.stdout(inv.json ? json({ file, valid: true, services: n, problems: [] })
+      : `${file} is valid: ${n} service${n === 1 ? '' : 's'}\n`);
+    return EXIT.ok;
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    if (inv.json) io.stdout(json({ file, valid: false, kind: err.kind, problems: err.problems }));
+    else io.stderr(`lbadm: ${err.message}\n`);
+    return EXIT.config;
+  }
+}
+
+/** The config text, or an exit code after saying why the file cannot be sent. */
+async function readConfigFile(file: string, io: Io): Promise<string | number> {
+  try {
+    const text = await readFile(file, 'utf8');
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > MAX_CONFIG_TEXT_BYTES) {
+      io.stderr(`lbadm: ${file} is ${bytes} bytes; the agent accepts at most ${MAX_CONFIG_TEXT_BYTES} (4 MiB)\n`);
+      return EXIT.config;
+    }
+    return text;
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? String(err);
+    io.stderr(`lbadm: cannot read ${file} (${code}); check the path and the file's permissions\n`);
+    return EXIT.config;
+  }
+}
+
+async function apply(api: AdminApi, inv: Invocation, text: string, io: Io): Promise<number> {
+  // The absolute path: the agent records it as the running config's source, where a relative one means nothing.
+  const source = resolve(inv.file!);
+  try {
+    const res = await api.apply({ configText: text, source, dryRun: inv.dryRun }, { timeoutMs: TIMEOUT_MS });
+    io.stdout(inv.json ? json({ valid: true, applied: !res.dryRun, ...res }) : formatApply(res));
+    return EXIT.ok;
+  } catch (err) {
+    const problems = applyProblemsOf(err);
+    if (problems === null) throw err;
+    if (inv.json) io.stdout(json({ valid: false, applied: false, dryRun: inv.dryRun, problems }));
+    else io.stderr(`lbadm: ${formatProblems(inv.file!, problems)}nothing was applied\n`);
+    return EXIT.config;
+  }
+}
+
+/**
+ * Checks the socket before dialing: grpc-js retries a missing socket until the deadline and then
+ * reports it vaguely, while the file system says at once whether it is absent or root-only.
+ */
+async function checkSocket(socket: string): Promise<{ exit: number; message: string } | null> {
+  try {
+    await access(socket, constants.R_OK | constants.W_OK);
+    if (!(await stat(socket)).isSocket()) return describeFailure(Object.assign(new Error('not a socket'), { code: 'ENOTSOCK' }), socket);
+    return null;
+  } catch (err) {
+    return describeFailure(err, socket);
+  }
+}
+
+function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
+}

@@ -1,0 +1,224 @@
+import { hostPort } from '@lbd/config';
+import type {
+  ApplyResponse__Output, Connection__Output, Endpoint__Output, Finding__Output, GetStatsResponse__Output,
+  GetStatusResponse__Output, Problem__Output,
+} from '@lbd/proto';
+
+/**
+ * lbadm's human views, as pure functions of the admin API's answers (golden-tested). They follow
+ * ipvsadm's layouts, which operators of LVS directors read without a legend; columns widen for IPv6.
+ * Every function returns the whole text, ending in a newline.
+ */
+
+function endpoint(e: Endpoint__Output | null): string {
+  return e === null ? '-' : hostPort(e.address, e.port);
+}
+
+/** Left-aligned columns: each as wide as its widest cell (at least `min`), one space apart. */
+function columns(rows: readonly (readonly string[])[], min: readonly number[] = []): string[] {
+  const widths: number[] = [];
+  for (const row of rows) row.forEach((cell, i) => { widths[i] = Math.max(widths[i] ?? 0, cell.length, min[i] ?? 0); });
+  return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join(' ').trimEnd());
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+export function formatStatus(s: GetStatusResponse__Output): string {
+  const lines: string[] = [];
+  const a = s.agent;
+  if (a) {
+    lines.push(`lbd-agent pid ${a.pid}: config ${a.configPath} (revision ${a.configRevision}, sha256 ${a.configSha256.slice(0, 12)}, from ${a.configSource})`);
+    const last = a.lastApply;
+    if (last) {
+      const head = `last apply ${last.time} (${last.trigger}):`;
+      if (last.result === 'failed') {
+        lines.push(`${head} FAILED: ${last.error}; the previous state stays`);
+      } else if (last.result === 'rejected') {
+        lines.push(`${head} REJECTED ${last.source}, ${plural(last.problems.length, 'problem')}; the running config stays`);
+        for (const p of last.problems) lines.push(`  ${p.text}`);
+      } else {
+        lines.push(`${head} ${last.result}, ${plural(last.operations, 'operation')}${last.fullRebuild ? ' (full rebuild)' : ''}`);
+      }
+    }
+  }
+  const addrWidth = Math.max(
+    26,
+    ...s.services.flatMap((svc) => svc.realServers.map((rs) => hostPort(rs.address, rs.port).length)),
+  );
+  lines.push('Prot LocalAddress:Port Scheduler Mode Flags');
+  lines.push(`  -> ${'RemoteAddress:Port'.padEnd(addrWidth)} Weight ActiveConn InActConn`);
+  for (const svc of s.services) {
+    const words = [svc.protocol.toUpperCase().padEnd(4), hostPort(svc.vip, svc.port)];
+    if (svc.scheduler) words.push(svc.scheduler);
+    if (svc.mode) words.push(svc.mode);
+    if (svc.persistenceSec > 0) words.push(`persistent ${svc.persistenceSec}`);
+    words.push(...svc.flags);
+    const about = [svc.name, svc.localAddresses ? `local ${svc.localAddresses.first}-${svc.localAddresses.last}` : ''].filter(Boolean);
+    if (about.length > 0) words.push(`(${about.join('; ')})`);
+    lines.push(words.join(' '));
+    for (const rs of svc.realServers) {
+      const marks = [...(rs.eligible ? [] : ['quiescent']), ...rs.flags];
+      lines.push([
+        `  -> ${hostPort(rs.address, rs.port).padEnd(addrWidth)}`,
+        String(rs.weight).padEnd(6),
+        String(rs.activeConnections).padEnd(10),
+        marks.length > 0 ? String(rs.inactiveConnections).padEnd(9) : String(rs.inactiveConnections),
+        ...marks,
+      ].join(' '));
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** `TCP  198.18.0.10:80` from the key `198.18.0.10:80/tcp`: ipvsadm's service column. */
+function serviceLabel(key: string): string {
+  const slash = key.lastIndexOf('/');
+  return `${key.slice(slash + 1).toUpperCase().padEnd(4)} ${key.slice(0, slash)}`;
+}
+
+/** Right-aligned numbers after a left-aligned name column. */
+function numberTable(header: readonly string[], rows: readonly (readonly string[])[]): string[] {
+  const all = [header, ...rows];
+  const widths = header.map((_, i) => Math.max(...all.map((r) => (r[i] ?? '').length)));
+  return all.map((r) => r.map((cell, i) => (i === 0 ? cell.padEnd(widths[0]!) : cell.padStart(Math.max(widths[i]!, 8)))).join(' ').trimEnd());
+}
+
+export function formatStats(s: GetStatsResponse__Output): string {
+  const rows: string[][] = [];
+  for (const svc of s.services) {
+    const c = svc.counters;
+    rows.push([serviceLabel(svc.key), String(c?.connections ?? 0), String(c?.packets ?? 0), String(c?.bytes ?? 0)]);
+    for (const rs of svc.realServers) {
+      const r = rs.counters;
+      rows.push([`  -> ${hostPort(rs.address, rs.port)}`, String(r?.connections ?? 0), String(r?.packets ?? 0), String(r?.bytes ?? 0)]);
+    }
+  }
+  return `${numberTable(['Prot LocalAddress:Port', 'Conns', 'Packets', 'Bytes'], rows).join('\n')}\n`;
+}
+
+export interface Rate {
+  /** Current connections (a gauge: not a rate). */
+  readonly connections: number;
+  /** null when the counter went backwards between samples (reset by a rebuild or restart). */
+  readonly packetsPerSec: number | null;
+  readonly bytesPerSec: number | null;
+}
+
+export interface RealServerRate extends Rate {
+  readonly address: string;
+  readonly port: number;
+}
+
+export interface ServiceRate extends Rate {
+  readonly name: string;
+  readonly key: string;
+  readonly realServers: readonly RealServerRate[];
+}
+
+export interface Rates {
+  readonly intervalMs: number;
+  readonly services: readonly ServiceRate[];
+}
+
+/**
+ * Per-second rates between two samples, over the agent's own sample times (not lbadm's), so call
+ * latency does not distort them. Services or servers missing from the first sample count from zero.
+ */
+export function computeRates(a: GetStatsResponse__Output, b: GetStatsResponse__Output): Rates {
+  const intervalMs = Math.max(1, b.sampledAtUnixMs - a.sampledAtUnixMs);
+  const perSec = (before: number, after: number): number | null => (after < before ? null : ((after - before) * 1000) / intervalMs);
+  const earlier = new Map(a.services.map((s) => [s.key, s]));
+  return {
+    intervalMs,
+    services: b.services.map((svc): ServiceRate => {
+      const prev = earlier.get(svc.key);
+      const prevRs = new Map((prev?.realServers ?? []).map((r) => [hostPort(r.address, r.port), r]));
+      return {
+        name: svc.name, key: svc.key, connections: svc.counters?.connections ?? 0,
+        packetsPerSec: perSec(prev?.counters?.packets ?? 0, svc.counters?.packets ?? 0),
+        bytesPerSec: perSec(prev?.counters?.bytes ?? 0, svc.counters?.bytes ?? 0),
+        realServers: svc.realServers.map((rs): RealServerRate => {
+          const p = prevRs.get(hostPort(rs.address, rs.port));
+          return {
+            address: rs.address, port: rs.port, connections: rs.counters?.connections ?? 0,
+            packetsPerSec: perSec(p?.counters?.packets ?? 0, rs.counters?.packets ?? 0),
+            bytesPerSec: perSec(p?.counters?.bytes ?? 0, rs.counters?.bytes ?? 0),
+          };
+        }),
+      };
+    }),
+  };
+}
+
+function rate(v: number | null): string {
+  if (v === null) return 'reset';
+  return v >= 100 ? String(Math.round(v)) : v.toFixed(1);
+}
+
+export function formatRates(r: Rates): string {
+  const rows: string[][] = [];
+  for (const svc of r.services) {
+    rows.push([serviceLabel(svc.key), String(svc.connections), rate(svc.packetsPerSec), rate(svc.bytesPerSec)]);
+    for (const rs of svc.realServers) {
+      rows.push([`  -> ${hostPort(rs.address, rs.port)}`, String(rs.connections), rate(rs.packetsPerSec), rate(rs.bytesPerSec)]);
+    }
+  }
+  const table = numberTable(['Prot LocalAddress:Port', 'Conns', 'Pkts/s', 'Bytes/s'], rows);
+  return `${table.join('\n')}\nrates over ${(r.intervalMs / 1000).toFixed(1)} s; Conns is the current count\n`;
+}
+
+/** mm:ss, as ipvsadm -Lnc prints expiry. */
+function expiry(sec: number): string {
+  return `${String(Math.floor(sec / 60)).padStart(2, '0')}:${String(sec % 60).padStart(2, '0')}`;
+}
+
+export function formatConns(conns: readonly Connection__Output[]): string {
+  const rows = [
+    ['pro', 'expire', 'state', 'source', 'virtual', 'local', 'destination'],
+    ...conns.map((c) => [
+      c.protocol.toUpperCase(), expiry(c.expiresInSec), c.state, endpoint(c.client), endpoint(c.vip),
+      endpoint(c.localAddress), endpoint(c.realServer),
+    ]),
+  ];
+  return `${columns(rows).join('\n')}\n`;
+}
+
+export function formatApply(r: ApplyResponse__Output): string {
+  const lines: string[] = [];
+  if (!r.changed) {
+    lines.push('no changes: the kernel already matches this config');
+  } else {
+    lines.push(...r.operations);
+    const what = `${plural(r.operations.length, 'operation')}${r.fullRebuild ? ' (full rebuild)' : ''}`;
+    lines.push(r.dryRun ? `dry run: ${what} would be applied` : `applied: ${what} for ${plural(r.serviceCount, 'service')}`);
+    if (!r.dryRun && r.expiredConnections > 0) lines.push(`expired ${plural(r.expiredConnections, 'connection')} of removed real servers`);
+  }
+  if (r.dryRun) lines.push('dry run: nothing was applied');
+  return `${lines.join('\n')}\n`;
+}
+
+export function formatProblems(source: string, problems: readonly Problem__Output[]): string {
+  return `${source} is invalid (${plural(problems.length, 'problem')}):\n${problems.map((p) => `  ${p.text}\n`).join('')}`;
+}
+
+const SEVERITY_ORDER = ['error', 'warning', 'ok'] as const;
+const SEVERITY_TITLE: Record<string, string> = { error: 'errors', warning: 'warnings', ok: 'ok' };
+
+/** Findings grouped by severity, worst first; fixes under their finding; a count line last. */
+export function formatDoctor(findings: readonly Finding__Output[]): string {
+  const lines: string[] = [];
+  for (const sev of SEVERITY_ORDER) {
+    const group = findings.filter((f) => f.severity === sev);
+    if (group.length === 0) continue;
+    lines.push(`${SEVERITY_TITLE[sev]} (${group.length}):`);
+    for (const f of group) {
+      lines.push(`  [${f.check}] ${f.subject}: ${f.problem}`);
+      if (f.fix) lines.push(`    fix: ${f.fix}`);
+    }
+  }
+  const count = (sev: string): number => findings.filter((f) => f.severity === sev).length;
+  lines.push(`${plural(count('error'), 'error')}, ${plural(count('warning'), 'warning')}, ${count('ok')} ok`);
+  return `${lines.join('\n')}\n`;
+}

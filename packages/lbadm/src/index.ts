@@ -1,0 +1,8 @@
+/** lbadm: the operator's CLI for lbd-agent. `main(argv, io)` runs it in-process (tests, embedding). */
+export { main, type Io } from './cli.js';
+export { parseArgs, UsageError, COMMANDS, USAGE, HELP, type Command, type Invocation } from './args.js';
+export { describeFailure, type Failure } from './errors.js';
+export {
+  formatStatus, formatStats, formatRates, formatConns, formatApply, formatProblems, formatDoctor, computeRates,
+  type Rates, type ServiceRate, type RealServerRate, type Rate,
+} from './format.js';

@@ -1,0 +1,66 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+import type * as grpc from '@grpc/grpc-js';
+import type { MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { AddressRange as _lbd_admin_v1_AddressRange, AddressRange__Output as _lbd_admin_v1_AddressRange__Output } from './lbd/admin/v1/AddressRange.js';
+import type { AdminClient as _lbd_admin_v1_AdminClient, AdminDefinition as _lbd_admin_v1_AdminDefinition } from './lbd/admin/v1/Admin.js';
+import type { AgentInfo as _lbd_admin_v1_AgentInfo, AgentInfo__Output as _lbd_admin_v1_AgentInfo__Output } from './lbd/admin/v1/AgentInfo.js';
+import type { ApplyRecord as _lbd_admin_v1_ApplyRecord, ApplyRecord__Output as _lbd_admin_v1_ApplyRecord__Output } from './lbd/admin/v1/ApplyRecord.js';
+import type { ApplyRequest as _lbd_admin_v1_ApplyRequest, ApplyRequest__Output as _lbd_admin_v1_ApplyRequest__Output } from './lbd/admin/v1/ApplyRequest.js';
+import type { ApplyResponse as _lbd_admin_v1_ApplyResponse, ApplyResponse__Output as _lbd_admin_v1_ApplyResponse__Output } from './lbd/admin/v1/ApplyResponse.js';
+import type { Connection as _lbd_admin_v1_Connection, Connection__Output as _lbd_admin_v1_Connection__Output } from './lbd/admin/v1/Connection.js';
+import type { Counters as _lbd_admin_v1_Counters, Counters__Output as _lbd_admin_v1_Counters__Output } from './lbd/admin/v1/Counters.js';
+import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from './lbd/admin/v1/DoctorRequest.js';
+import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from './lbd/admin/v1/DoctorResponse.js';
+import type { Endpoint as _lbd_admin_v1_Endpoint, Endpoint__Output as _lbd_admin_v1_Endpoint__Output } from './lbd/admin/v1/Endpoint.js';
+import type { Finding as _lbd_admin_v1_Finding, Finding__Output as _lbd_admin_v1_Finding__Output } from './lbd/admin/v1/Finding.js';
+import type { GetStatsRequest as _lbd_admin_v1_GetStatsRequest, GetStatsRequest__Output as _lbd_admin_v1_GetStatsRequest__Output } from './lbd/admin/v1/GetStatsRequest.js';
+import type { GetStatsResponse as _lbd_admin_v1_GetStatsResponse, GetStatsResponse__Output as _lbd_admin_v1_GetStatsResponse__Output } from './lbd/admin/v1/GetStatsResponse.js';
+import type { GetStatusRequest as _lbd_admin_v1_GetStatusRequest, GetStatusRequest__Output as _lbd_admin_v1_GetStatusRequest__Output } from './lbd/admin/v1/GetStatusRequest.js';
+import type { GetStatusResponse as _lbd_admin_v1_GetStatusResponse, GetStatusResponse__Output as _lbd_admin_v1_GetStatusResponse__Output } from './lbd/admin/v1/GetStatusResponse.js';
+import type { ListConnectionsRequest as _lbd_admin_v1_ListConnectionsRequest, ListConnectionsRequest__Output as _lbd_admin_v1_ListConnectionsRequest__Output } from './lbd/admin/v1/ListConnectionsRequest.js';
+import type { ListConnectionsResponse as _lbd_admin_v1_ListConnectionsResponse, ListConnectionsResponse__Output as _lbd_admin_v1_ListConnectionsResponse__Output } from './lbd/admin/v1/ListConnectionsResponse.js';
+import type { Problem as _lbd_admin_v1_Problem, Problem__Output as _lbd_admin_v1_Problem__Output } from './lbd/admin/v1/Problem.js';
+import type { RealServerStats as _lbd_admin_v1_RealServerStats, RealServerStats__Output as _lbd_admin_v1_RealServerStats__Output } from './lbd/admin/v1/RealServerStats.js';
+import type { RealServerStatus as _lbd_admin_v1_RealServerStatus, RealServerStatus__Output as _lbd_admin_v1_RealServerStatus__Output } from './lbd/admin/v1/RealServerStatus.js';
+import type { ServiceStats as _lbd_admin_v1_ServiceStats, ServiceStats__Output as _lbd_admin_v1_ServiceStats__Output } from './lbd/admin/v1/ServiceStats.js';
+import type { ServiceStatus as _lbd_admin_v1_ServiceStatus, ServiceStatus__Output as _lbd_admin_v1_ServiceStatus__Output } from './lbd/admin/v1/ServiceStatus.js';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  lbd: {
+    admin: {
+      v1: {
+        AddressRange: MessageTypeDefinition<_lbd_admin_v1_AddressRange, _lbd_admin_v1_AddressRange__Output>
+        Admin: SubtypeConstructor<typeof grpc.Client, _lbd_admin_v1_AdminClient> & { service: _lbd_admin_v1_AdminDefinition }
+        AgentInfo: MessageTypeDefinition<_lbd_admin_v1_AgentInfo, _lbd_admin_v1_AgentInfo__Output>
+        ApplyRecord: MessageTypeDefinition<_lbd_admin_v1_ApplyRecord, _lbd_admin_v1_ApplyRecord__Output>
+        ApplyRequest: MessageTypeDefinition<_lbd_admin_v1_ApplyRequest, _lbd_admin_v1_ApplyRequest__Output>
+        ApplyResponse: MessageTypeDefinition<_lbd_admin_v1_ApplyResponse, _lbd_admin_v1_ApplyResponse__Output>
+        Connection: MessageTypeDefinition<_lbd_admin_v1_Connection, _lbd_admin_v1_Connection__Output>
+        Counters: MessageTypeDefinition<_lbd_admin_v1_Counters, _lbd_admin_v1_Counters__Output>
+        DoctorRequest: MessageTypeDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorRequest__Output>
+        DoctorResponse: MessageTypeDefinition<_lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorResponse__Output>
+        Endpoint: MessageTypeDefinition<_lbd_admin_v1_Endpoint, _lbd_admin_v1_Endpoint__Output>
+        Finding: MessageTypeDefinition<_lbd_admin_v1_Finding, _lbd_admin_v1_Finding__Output>
+        GetStatsRequest: MessageTypeDefinition<_lbd_admin_v1_GetStatsRequest, _lbd_admin_v1_GetStatsRequest__Output>
+        GetStatsResponse: MessageTypeDefinition<_lbd_admin_v1_GetStatsResponse, _lbd_admin_v1_GetStatsResponse__Output>
+        GetStatusRequest: MessageTypeDefinition<_lbd_admin_v1_GetStatusRequest, _lbd_admin_v1_GetStatusRequest__Output>
+        GetStatusResponse: MessageTypeDefinition<_lbd_admin_v1_GetStatusResponse, _lbd_admin_v1_GetStatusResponse__Output>
+        ListConnectionsRequest: MessageTypeDefinition<_lbd_admin_v1_ListConnectionsRequest, _lbd_admin_v1_ListConnectionsRequest__Output>
+        ListConnectionsResponse: MessageTypeDefinition<_lbd_admin_v1_ListConnectionsResponse, _lbd_admin_v1_ListConnectionsResponse__Output>
+        Problem: MessageTypeDefinition<_lbd_admin_v1_Problem, _lbd_admin_v1_Problem__Output>
+        RealServerStats: MessageTypeDefinition<_lbd_admin_v1_RealServerStats, _lbd_admin_v1_RealServerStats__Output>
+        RealServerStatus: MessageTypeDefinition<_lbd_admin_v1_RealServerStatus, _lbd_admin_v1_RealServerStatus__Output>
+        ServiceStats: MessageTypeDefinition<_lbd_admin_v1_ServiceStats, _lbd_admin_v1_ServiceStats__Output>
+        ServiceStatus: MessageTypeDefinition<_lbd_admin_v1_ServiceStatus, _lbd_admin_v1_ServiceStatus__Output>
+      }
+    }
+  }
+}
+

@@ -1,0 +1,150 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Original file: ../../proto/lbd/admin/v1/admin.proto
+
+import type * as grpc from '@grpc/grpc-js'
+import type { MethodDefinition } from '@grpc/proto-loader'
+import type { ApplyRequest as _lbd_admin_v1_ApplyRequest, ApplyRequest__Output as _lbd_admin_v1_ApplyRequest__Output } from '../../../lbd/admin/v1/ApplyRequest.js';
+import type { ApplyResponse as _lbd_admin_v1_ApplyResponse, ApplyResponse__Output as _lbd_admin_v1_ApplyResponse__Output } from '../../../lbd/admin/v1/ApplyResponse.js';
+import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from '../../../lbd/admin/v1/DoctorRequest.js';
+import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from '../../../lbd/admin/v1/DoctorResponse.js';
+import type { GetStatsRequest as _lbd_admin_v1_GetStatsRequest, GetStatsRequest__Output as _lbd_admin_v1_GetStatsRequest__Output } from '../../../lbd/admin/v1/GetStatsRequest.js';
+import type { GetStatsResponse as _lbd_admin_v1_GetStatsResponse, GetStatsResponse__Output as _lbd_admin_v1_GetStatsResponse__Output } from '../../../lbd/admin/v1/GetStatsResponse.js';
+import type { GetStatusRequest as _lbd_admin_v1_GetStatusRequest, GetStatusRequest__Output as _lbd_admin_v1_GetStatusRequest__Output } from '../../../lbd/admin/v1/GetStatusRequest.js';
+import type { GetStatusResponse as _lbd_admin_v1_GetStatusResponse, GetStatusResponse__Output as _lbd_admin_v1_GetStatusResponse__Output } from '../../../lbd/admin/v1/GetStatusResponse.js';
+import type { ListConnectionsRequest as _lbd_admin_v1_ListConnectionsRequest, ListConnectionsRequest__Output as _lbd_admin_v1_ListConnectionsRequest__Output } from '../../../lbd/admin/v1/ListConnectionsRequest.js';
+import type { ListConnectionsResponse as _lbd_admin_v1_ListConnectionsResponse, ListConnectionsResponse__Output as _lbd_admin_v1_ListConnectionsResponse__Output } from '../../../lbd/admin/v1/ListConnectionsResponse.js';
+
+export interface AdminClient extends grpc.Client {
+  /**
+   * Validates a config text and, unless dry_run, applies it and persists it to the agent's config file.
+   * Sends exactly one ApplyResponse, then the status. An invalid config sends an ApplyResponse whose
+   * `problems` lists every problem, then ends with INVALID_ARGUMENT (the status message repeats the
+   * first problems in words); nothing is applied. It is a stream only for that: a unary call cannot
+   * carry a message and an error status together, and trailing metadata (the other place for
+   * structured errors) is capped near 64 KiB by HTTP/2 header limits, which a few hundred problems
+   * exceed.
+   */
+  Apply(argument: _lbd_admin_v1_ApplyRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ApplyResponse__Output>;
+  Apply(argument: _lbd_admin_v1_ApplyRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ApplyResponse__Output>;
+  /**
+   * Validates a config text and, unless dry_run, applies it and persists it to the agent's config file.
+   * Sends exactly one ApplyResponse, then the status. An invalid config sends an ApplyResponse whose
+   * `problems` lists every problem, then ends with INVALID_ARGUMENT (the status message repeats the
+   * first problems in words); nothing is applied. It is a stream only for that: a unary call cannot
+   * carry a message and an error status together, and trailing metadata (the other place for
+   * structured errors) is capped near 64 KiB by HTTP/2 header limits, which a few hundred problems
+   * exceed.
+   */
+  apply(argument: _lbd_admin_v1_ApplyRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ApplyResponse__Output>;
+  apply(argument: _lbd_admin_v1_ApplyRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ApplyResponse__Output>;
+  
+  /**
+   * Checks the director for known misconfigurations (the nat return path, forwarding, rp_filter,
+   * conntrack table, fullnat port exhaustion, real server reachability).
+   */
+  Doctor(argument: _lbd_admin_v1_DoctorRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  Doctor(argument: _lbd_admin_v1_DoctorRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  Doctor(argument: _lbd_admin_v1_DoctorRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  Doctor(argument: _lbd_admin_v1_DoctorRequest, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Checks the director for known misconfigurations (the nat return path, forwarding, rp_filter,
+   * conntrack table, fullnat port exhaustion, real server reachability).
+   */
+  doctor(argument: _lbd_admin_v1_DoctorRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  doctor(argument: _lbd_admin_v1_DoctorRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  doctor(argument: _lbd_admin_v1_DoctorRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  doctor(argument: _lbd_admin_v1_DoctorRequest, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Packet, byte and connection counts per service and real server, with the time they were sampled,
+   * so a client computes rates from two samples.
+   */
+  GetStats(argument: _lbd_admin_v1_GetStatsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetStatsResponse__Output>): grpc.ClientUnaryCall;
+  GetStats(argument: _lbd_admin_v1_GetStatsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_GetStatsResponse__Output>): grpc.ClientUnaryCall;
+  GetStats(argument: _lbd_admin_v1_GetStatsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetStatsResponse__Output>): grpc.ClientUnaryCall;
+  GetStats(argument: _lbd_admin_v1_GetStatsRequest, callback: grpc.requestCallback<_lbd_admin_v1_GetStatsResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Packet, byte and connection counts per service and real server, with the time they were sampled,
+   * so a client computes rates from two samples.
+   */
+  getStats(argument: _lbd_admin_v1_GetStatsRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetStatsResponse__Output>): grpc.ClientUnaryCall;
+  getStats(argument: _lbd_admin_v1_GetStatsRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_GetStatsResponse__Output>): grpc.ClientUnaryCall;
+  getStats(argument: _lbd_admin_v1_GetStatsRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetStatsResponse__Output>): grpc.ClientUnaryCall;
+  getStats(argument: _lbd_admin_v1_GetStatsRequest, callback: grpc.requestCallback<_lbd_admin_v1_GetStatsResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Services and real servers as configured, joined with what the kernel has and live connection counts
+   * (ipvsadm -Ln), plus which config the agent runs and how its last apply went.
+   */
+  GetStatus(argument: _lbd_admin_v1_GetStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  GetStatus(argument: _lbd_admin_v1_GetStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  GetStatus(argument: _lbd_admin_v1_GetStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  GetStatus(argument: _lbd_admin_v1_GetStatusRequest, callback: grpc.requestCallback<_lbd_admin_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Services and real servers as configured, joined with what the kernel has and live connection counts
+   * (ipvsadm -Ln), plus which config the agent runs and how its last apply went.
+   */
+  getStatus(argument: _lbd_admin_v1_GetStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  getStatus(argument: _lbd_admin_v1_GetStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  getStatus(argument: _lbd_admin_v1_GetStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  getStatus(argument: _lbd_admin_v1_GetStatusRequest, callback: grpc.requestCallback<_lbd_admin_v1_GetStatusResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * lbd's conntrack entries (ipvsadm -Lnc). Streamed in batches: a busy director has millions.
+   */
+  ListConnections(argument: _lbd_admin_v1_ListConnectionsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ListConnectionsResponse__Output>;
+  ListConnections(argument: _lbd_admin_v1_ListConnectionsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ListConnectionsResponse__Output>;
+  /**
+   * lbd's conntrack entries (ipvsadm -Lnc). Streamed in batches: a busy director has millions.
+   */
+  listConnections(argument: _lbd_admin_v1_ListConnectionsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ListConnectionsResponse__Output>;
+  listConnections(argument: _lbd_admin_v1_ListConnectionsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ListConnectionsResponse__Output>;
+  
+}
+
+export interface AdminHandlers extends grpc.UntypedServiceImplementation {
+  /**
+   * Validates a config text and, unless dry_run, applies it and persists it to the agent's config file.
+   * Sends exactly one ApplyResponse, then the status. An invalid config sends an ApplyResponse whose
+   * `problems` lists every problem, then ends with INVALID_ARGUMENT (the status message repeats the
+   * first problems in words); nothing is applied. It is a stream only for that: a unary call cannot
+   * carry a message and an error status together, and trailing metadata (the other place for
+   * structured errors) is capped near 64 KiB by HTTP/2 header limits, which a few hundred problems
+   * exceed.
+   */
+  Apply: grpc.handleServerStreamingCall<_lbd_admin_v1_ApplyRequest__Output, _lbd_admin_v1_ApplyResponse>;
+  
+  /**
+   * Checks the director for known misconfigurations (the nat return path, forwarding, rp_filter,
+   * conntrack table, fullnat port exhaustion, real server reachability).
+   */
+  Doctor: grpc.handleUnaryCall<_lbd_admin_v1_DoctorRequest__Output, _lbd_admin_v1_DoctorResponse>;
+  
+  /**
+   * Packet, byte and connection counts per service and real server, with the time they were sampled,
+   * so a client computes rates from two samples.
+   */
+  GetStats: grpc.handleUnaryCall<_lbd_admin_v1_GetStatsRequest__Output, _lbd_admin_v1_GetStatsResponse>;
+  
+  /**
+   * Services and real servers as configured, joined with what the kernel has and live connection counts
+   * (ipvsadm -Ln), plus which config the agent runs and how its last apply went.
+   */
+  GetStatus: grpc.handleUnaryCall<_lbd_admin_v1_GetStatusRequest__Output, _lbd_admin_v1_GetStatusResponse>;
+  
+  /**
+   * lbd's conntrack entries (ipvsadm -Lnc). Streamed in batches: a busy director has millions.
+   */
+  ListConnections: grpc.handleServerStreamingCall<_lbd_admin_v1_ListConnectionsRequest__Output, _lbd_admin_v1_ListConnectionsResponse>;
+  
+}
+
+export interface AdminDefinition extends grpc.ServiceDefinition {
+  Apply: MethodDefinition<_lbd_admin_v1_ApplyRequest, _lbd_admin_v1_ApplyResponse, _lbd_admin_v1_ApplyRequest__Output, _lbd_admin_v1_ApplyResponse__Output>
+  Doctor: MethodDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorRequest__Output, _lbd_admin_v1_DoctorResponse__Output>
+  GetStats: MethodDefinition<_lbd_admin_v1_GetStatsRequest, _lbd_admin_v1_GetStatsResponse, _lbd_admin_v1_GetStatsRequest__Output, _lbd_admin_v1_GetStatsResponse__Output>
+  GetStatus: MethodDefinition<_lbd_admin_v1_GetStatusRequest, _lbd_admin_v1_GetStatusResponse, _lbd_admin_v1_GetStatusRequest__Output, _lbd_admin_v1_GetStatusResponse__Output>
+  ListConnections: MethodDefinition<_lbd_admin_v1_ListConnectionsRequest, _lbd_admin_v1_ListConnectionsResponse, _lbd_admin_v1_ListConnectionsRequest__Output, _lbd_admin_v1_ListConnectionsResponse__Output>
+}

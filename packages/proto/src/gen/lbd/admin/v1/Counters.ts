@@ -1,0 +1,24 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Original file: ../../proto/lbd/admin/v1/admin.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface Counters {
+  'packets'?: (number | string | Long);
+  'bytes'?: (number | string | Long);
+  /**
+   * Current conntrack entries: a gauge, not a running total.
+   */
+  'connections'?: (number | string | Long);
+}
+
+export interface Counters__Output {
+  'packets': (number);
+  'bytes': (number);
+  /**
+   * Current conntrack entries: a gauge, not a running total.
+   */
+  'connections': (number);
+}

@@ -1,0 +1,17 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Original file: ../../proto/lbd/admin/v1/admin.proto
+
+import type { AgentInfo as _lbd_admin_v1_AgentInfo, AgentInfo__Output as _lbd_admin_v1_AgentInfo__Output } from '../../../lbd/admin/v1/AgentInfo.js';
+import type { ServiceStatus as _lbd_admin_v1_ServiceStatus, ServiceStatus__Output as _lbd_admin_v1_ServiceStatus__Output } from '../../../lbd/admin/v1/ServiceStatus.js';
+
+export interface GetStatusResponse {
+  'agent'?: (_lbd_admin_v1_AgentInfo | null);
+  'services'?: (_lbd_admin_v1_ServiceStatus)[];
+}
+
+export interface GetStatusResponse__Output {
+  'agent': (_lbd_admin_v1_AgentInfo__Output | null);
+  'services': (_lbd_admin_v1_ServiceStatus__Output)[];
+}

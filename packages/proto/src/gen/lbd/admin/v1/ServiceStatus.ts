@@ -1,0 +1,61 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Original file: ../../proto/lbd/admin/v1/admin.proto
+
+import type { AddressRange as _lbd_admin_v1_AddressRange, AddressRange__Output as _lbd_admin_v1_AddressRange__Output } from '../../../lbd/admin/v1/AddressRange.js';
+import type { RealServerStatus as _lbd_admin_v1_RealServerStatus, RealServerStatus__Output as _lbd_admin_v1_RealServerStatus__Output } from '../../../lbd/admin/v1/RealServerStatus.js';
+
+export interface ServiceStatus {
+  'name'?: (string);
+  /**
+   * "198.18.0.10:80/tcp", "[fd00::10]:80/tcp": the one way a service is named.
+   */
+  'key'?: (string);
+  'vip'?: (string);
+  'port'?: (number);
+  'protocol'?: (string);
+  'mode'?: (string);
+  'scheduler'?: (string);
+  /**
+   * Seconds of source-address affinity; 0 = off.
+   */
+  'persistenceSec'?: (number);
+  /**
+   * The fullnat SNAT pool; unset in nat mode.
+   */
+  'localAddresses'?: (_lbd_admin_v1_AddressRange | null);
+  /**
+   * Words such as "expire-on-remove"; "not-in-kernel" when the kernel lacks a configured service (the
+   * last apply failed) and "not-in-config" for a service the kernel has but the config does not.
+   */
+  'flags'?: (string)[];
+  'realServers'?: (_lbd_admin_v1_RealServerStatus)[];
+}
+
+export interface ServiceStatus__Output {
+  'name': (string);
+  /**
+   * "198.18.0.10:80/tcp", "[fd00::10]:80/tcp": the one way a service is named.
+   */
+  'key': (string);
+  'vip': (string);
+  'port': (number);
+  'protocol': (string);
+  'mode': (string);
+  'scheduler': (string);
+  /**
+   * Seconds of source-address affinity; 0 = off.
+   */
+  'persistenceSec': (number);
+  /**
+   * The fullnat SNAT pool; unset in nat mode.
+   */
+  'localAddresses': (_lbd_admin_v1_AddressRange__Output | null);
+  /**
+   * Words such as "expire-on-remove"; "not-in-kernel" when the kernel lacks a configured service (the
+   * last apply failed) and "not-in-config" for a service the kernel has but the config does not.
+   */
+  'flags': (string)[];
+  'realServers': (_lbd_admin_v1_RealServerStatus__Output)[];
+}

@@ -1,0 +1,178 @@
+/**
+ * The admin API's wire contract for TypeScript: loads proto/lbd/admin/v1/admin.proto at run time with
+ * @grpc/proto-loader and gives typed client and server helpers. The message and service types under
+ * ./gen are generated (see scripts/gen.mjs); this file is the only hand-written part, and it holds no
+ * behaviour of the agent or of lbadm: limits both sides must agree on, and transport plumbing.
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import * as grpc from '@grpc/grpc-js';
+import * as protoLoader from '@grpc/proto-loader';
+import type {
+  AdminClient, AdminDefinition, ApplyRequest, ApplyResponse__Output, Connection__Output,
+  DoctorResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output, ListConnectionsResponse__Output,
+  Problem__Output, ProtoGrpcType,
+} from './gen/index.js';
+
+export type * from './gen/index.js';
+
+/**
+ * Must match the flags in scripts/gen.mjs: the generated types describe what these options produce.
+ * Longs as numbers: counters come from the data plane as JS numbers already.
+ */
+export const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: false, longs: Number, enums: String, defaults: true, oneofs: true,
+};
+
+export const ADMIN_PROTO_FILE = 'lbd/admin/v1/admin.proto';
+
+/** The largest config text Apply accepts; a real config of 10 000 services is well under 2 MiB. */
+export const MAX_CONFIG_TEXT_BYTES = 4 * 1024 * 1024;
+/** The largest Apply `source`. */
+export const MAX_SOURCE_CHARS = 256;
+/** Connections per ListConnections message: large enough to be cheap, small enough to stream. */
+export const CONNECTIONS_PER_MESSAGE = 1000;
+
+/**
+ * Channel options. The server accepts a maximal config text plus framing; replies can be large (status
+ * of 10 000 services, the problem list of a broken 4 MiB config), so the client's receive limit is
+ * generous.
+ */
+export const SERVER_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.max_receive_message_length': MAX_CONFIG_TEXT_BYTES + 64 * 1024,
+  'grpc.max_send_message_length': 256 * 1024 * 1024,
+};
+export const CLIENT_CHANNEL_OPTIONS: grpc.ChannelOptions = {
+  'grpc.max_receive_message_length': 256 * 1024 * 1024,
+};
+
+/**
+ * Where admin.proto is. Both candidates are relative to this module, which sits one level below the
+ * package directory both as src/index.ts and as dist/index.js: a copy inside the package (for a
+ * package used outside the repo) first, then the repo's proto/ directory.
+ */
+export function protoIncludeDir(): string {
+  const candidates = [new URL('../proto/', import.meta.url), new URL('../../../proto/', import.meta.url)].map((u) => fileURLToPath(u));
+  const found = candidates.find((dir) => existsSync(`${dir}${ADMIN_PROTO_FILE}`));
+  if (found === undefined) {
+    throw new Error(`${ADMIN_PROTO_FILE} not found; looked in ${candidates.join(' and ')}`);
+  }
+  return found;
+}
+
+let loaded: { proto: ProtoGrpcType; definition: protoLoader.PackageDefinition } | undefined;
+
+function load(): { proto: ProtoGrpcType; definition: protoLoader.PackageDefinition } {
+  if (!loaded) {
+    const definition = protoLoader.loadSync(ADMIN_PROTO_FILE, { ...LOADER_OPTIONS, includeDirs: [protoIncludeDir()] });
+    loaded = { proto: grpc.loadPackageDefinition(definition) as unknown as ProtoGrpcType, definition };
+  }
+  return loaded;
+}
+
+/** The loaded `lbd.admin.v1` package (message types and the Admin client constructor). */
+export function adminProto(): ProtoGrpcType['lbd']['admin']['v1'] {
+  return load().proto.lbd.admin.v1;
+}
+
+/** The Admin service definition, for `server.addService(adminServiceDefinition(), handlers)`. */
+export function adminServiceDefinition(): AdminDefinition {
+  return adminProto().Admin.service;
+}
+
+/** grpc-js target for a unix socket path. */
+export function unixTarget(socketPath: string): string {
+  return `unix:${socketPath}`;
+}
+
+/** A raw generated client on a unix socket; prefer AdminApi, which returns promises. */
+export function createAdminClient(socketPath: string, options: grpc.ChannelOptions = {}): AdminClient {
+  const Admin = adminProto().Admin;
+  return new Admin(unixTarget(socketPath), grpc.credentials.createInsecure(), { ...CLIENT_CHANNEL_OPTIONS, ...options });
+}
+
+/** A failed Apply: the gRPC error, with the ApplyResponse that came before it (a rejection's problems). */
+export type ApplyError = grpc.ServiceError & { readonly applyResponse?: ApplyResponse__Output };
+
+/** Every problem of a rejected Apply, or null when `err` is not such a rejection. */
+export function applyProblemsOf(err: unknown): Problem__Output[] | null {
+  if (!isServiceError(err) || err.code !== grpc.status.INVALID_ARGUMENT) return null;
+  const problems = (err as ApplyError).applyResponse?.problems;
+  return problems && problems.length > 0 ? problems : null;
+}
+
+export function isServiceError(err: unknown): err is grpc.ServiceError {
+  return err instanceof Error && typeof (err as Partial<grpc.ServiceError>).code === 'number' && 'metadata' in err;
+}
+
+export interface CallOptions {
+  /** Milliseconds until the call is abandoned with DEADLINE_EXCEEDED. */
+  readonly timeoutMs?: number;
+}
+
+type Unary<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb: grpc.requestCallback<Res>) => grpc.ClientUnaryCall;
+
+/** The Admin API with promises; one instance per channel. Close it, or the channel keeps the process alive. */
+export class AdminApi {
+  readonly client: AdminClient;
+
+  constructor(readonly socketPath: string, options: grpc.ChannelOptions = {}) {
+    this.client = createAdminClient(socketPath, options);
+  }
+
+  getStatus(opts: CallOptions = {}): Promise<GetStatusResponse__Output> {
+    return this.unary(this.client.getStatus, {}, opts);
+  }
+
+  getStats(opts: CallOptions = {}): Promise<GetStatsResponse__Output> {
+    return this.unary(this.client.getStats, {}, opts);
+  }
+
+  /**
+   * Resolves to the response; rejects with an ApplyError, whose `applyResponse` holds a rejected config's
+   * problems (see the proto: Apply streams one message, then the status).
+   */
+  async apply(req: ApplyRequest, opts: CallOptions = {}): Promise<ApplyResponse__Output> {
+    const stream = this.client.apply(req, callOptions(opts));
+    let response: ApplyResponse__Output | undefined;
+    try {
+      for await (const message of stream as AsyncIterable<ApplyResponse__Output>) response = message;
+    } catch (err) {
+      if (response !== undefined && isServiceError(err)) Object.assign(err, { applyResponse: response });
+      throw err;
+    }
+    if (response === undefined) throw new Error('Apply ended without a response');
+    return response;
+  }
+
+  doctor(opts: CallOptions = {}): Promise<DoctorResponse__Output> {
+    return this.unary(this.client.doctor, {}, opts);
+  }
+
+  /** Every matching connection, gathered from the stream. */
+  async listConnections(service = '', opts: CallOptions = {}): Promise<Connection__Output[]> {
+    const stream = this.client.listConnections({ service }, callOptions(opts));
+    const out: Connection__Output[] = [];
+    for await (const message of stream as AsyncIterable<ListConnectionsResponse__Output>) {
+      out.push(...message.connections);
+    }
+    return out;
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  private unary<Req, Res>(method: Unary<Req, Res>, req: Req, opts: CallOptions): Promise<Res> {
+    return new Promise((resolve, reject) => {
+      method.call(this.client, req, new grpc.Metadata(), callOptions(opts), (err, res) => {
+        if (err) reject(err);
+        else resolve(res as Res);
+      });
+    });
+  }
+}
+
+function callOptions(opts: CallOptions): grpc.CallOptions {
+  return opts.timeoutMs === undefined ? {} : { deadline: Date.now() + opts.timeoutMs };
+}
