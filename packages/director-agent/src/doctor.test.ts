@@ -1,0 +1,254 @@
+import assert from 'node:assert/strict';
+import { parseConfig, type Config } from '@lbd/config';
+import type { Connection, KernelFacts } from '@lbd/dataplane';
+import { diagnose, probeTargets, type Finding } from './doctor.js';
+
+const CONFIG = parseConfig(`
+services:
+  - name: web
+    vip: 198.18.0.10
+    port: 80
+    mode: fullnat
+    localAddresses: [198.18.2.10-198.18.2.11]
+    realServers:
+      - { address: 198.19.1.11, port: 8080 }
+  - name: app
+    vip: 198.18.0.20
+    port: 80
+    mode: nat
+    realServers:
+      - { address: 198.19.1.21, port: 8080 }
+      - { address: 198.19.1.22, port: 8080 }
+  - name: dns
+    vip: 198.18.0.53
+    port: 53
+    protocol: udp
+    mode: nat
+    realServers:
+      - { address: 198.19.1.53, port: 53 }
+`, 'test.yaml');
+
+const V6_CONFIG = parseConfig(`
+services:
+  - { name: v6, vip: "fd00::10", port: 80, mode: nat, realServers: [{ address: "fd00:1::11", port: 80 }] }
+`, 'v6.yaml');
+
+const NO_SERVICES = parseConfig('services: []\n', 'empty.yaml');
+
+const HEALTHY: KernelFacts = {
+  ipv4Forwarding: true, ipv6Forwarding: true, rpFilter: { eth0: 2, eth1: 0, lo: 1 }, rpFilterDrops: 0,
+  conntrackCount: 100, conntrackMax: 1000, localPortRange: [32768, 60999],
+  realServerReachable: { '198.19.1.11:8080': true, '198.19.1.21:8080': true, '198.19.1.22:8080': true },
+};
+
+const WEB = '198.18.0.10:80/tcp';
+const APP = '198.18.0.20:80/tcp';
+const DNS = '198.18.0.53:53/udp';
+
+function conn(service: string, rs: string, state: string, unreplied: boolean, opts: { local?: string; protocol?: 'tcp' | 'udp'; clientPort?: number } = {}): Connection {
+  const [address, port] = rs.split(':') as [string, string];
+  const [vip, vport] = service.split('/')[0]!.split(':') as [string, string];
+  return {
+    protocol: opts.protocol ?? 'tcp', state, client: { address: '198.18.9.1', port: opts.clientPort ?? 50000 },
+    vip: { address: vip, port: Number(vport) },
+    localAddress: opts.local ? { address: opts.local, port: 40000 } : null,
+    realServer: { address, port: Number(port) }, expiresInSec: 100, unreplied, backendId: 1, service,
+  };
+}
+
+function times<T>(n: number, f: (i: number) => T): T[] {
+  return Array.from({ length: n }, (_, i) => f(i));
+}
+
+/** The findings of one check, as `severity subject` lines: what the table asserts. */
+function summary(findings: readonly Finding[], check: Finding['check']): string[] {
+  return findings.filter((f) => f.check === check).map((f) => `${f.severity} ${f.subject}`);
+}
+
+interface Case {
+  readonly name: string;
+  readonly config?: Config;
+  readonly facts?: Partial<KernelFacts>;
+  readonly conns?: readonly Connection[];
+  readonly check: Finding['check'];
+  readonly want: readonly string[];
+  /** Substrings the first finding of the check must contain (problem or fix). */
+  readonly mentions?: readonly string[];
+}
+
+const CASES: readonly Case[] = [
+  // (a) nat return path
+  {
+    name: 'nat: all connections to a reachable server unreplied -> error naming server and service',
+    conns: times(3, (i) => conn(APP, '198.19.1.22:8080', 'SYN_SENT', true, { clientPort: 50000 + i })),
+    check: 'nat-return-path',
+    want: ['error real server 198.19.1.22:8080 of service "app" (198.18.0.20:80/tcp)'],
+    mentions: ['3 of its 3 connections are unreplied', 'SYN_SENT', 'ip route replace default via <director address>', 'mode: fullnat'],
+  },
+  {
+    name: 'nat: unreplied but the server is unreachable -> not a routing problem',
+    facts: { realServerReachable: { ...HEALTHY.realServerReachable, '198.19.1.22:8080': false } },
+    conns: times(3, () => conn(APP, '198.19.1.22:8080', 'SYN_SENT', true)),
+    check: 'nat-return-path',
+    want: ['ok nat-mode real servers'],
+  },
+  {
+    name: 'nat: a handshake in flight among answered connections -> ok',
+    conns: [conn(APP, '198.19.1.21:8080', 'SYN_SENT', true), ...times(5, () => conn(APP, '198.19.1.21:8080', 'ESTABLISHED', false))],
+    check: 'nat-return-path',
+    want: ['ok nat-mode real servers'],
+  },
+  {
+    name: 'nat: half unreplied -> error',
+    conns: [...times(2, () => conn(APP, '198.19.1.21:8080', 'SYN_SENT', true)), ...times(2, () => conn(APP, '198.19.1.21:8080', 'ESTABLISHED', false))],
+    check: 'nat-return-path',
+    want: ['error real server 198.19.1.21:8080 of service "app" (198.18.0.20:80/tcp)'],
+  },
+  {
+    name: 'nat: unreplied UDP, server not probed -> warning',
+    conns: times(2, () => conn(DNS, '198.19.1.53:53', 'UNREPLIED', true, { protocol: 'udp' })),
+    check: 'nat-return-path',
+    want: ['warning real server 198.19.1.53:53 of service "dns" (198.18.0.53:53/udp)'],
+    mentions: ['could not probe it (udp)'],
+  },
+  {
+    name: 'fullnat: unreplied connections are not the nat return-path failure',
+    conns: times(3, () => conn(WEB, '198.19.1.11:8080', 'SYN_SENT', true, { local: '198.18.2.10' })),
+    check: 'nat-return-path',
+    want: ['ok nat-mode real servers'],
+  },
+  {
+    name: 'nat: no nat services -> ok saying so',
+    config: parseConfig('services: [{ name: w, vip: 198.18.0.10, port: 80, mode: fullnat, localAddresses: [198.18.2.10] }]\n', 'x'),
+    check: 'nat-return-path',
+    want: ['ok nat-mode real servers'],
+    mentions: ['no service uses nat mode'],
+  },
+  // (b) forwarding
+  {
+    name: 'ip_forward off -> error with the sysctl',
+    facts: { ipv4Forwarding: false },
+    check: 'ip-forward',
+    want: ['error net.ipv4.ip_forward'],
+    mentions: ['sysctl -w net.ipv4.ip_forward=1', '3 IPv4 services'],
+  },
+  {
+    name: 'IPv6 forwarding off without IPv6 services -> ok',
+    facts: { ipv6Forwarding: false },
+    check: 'ip-forward',
+    want: ['ok ip forwarding'],
+  },
+  {
+    name: 'IPv6 forwarding off with an IPv6 service -> error',
+    config: V6_CONFIG,
+    facts: { ipv6Forwarding: false },
+    check: 'ip-forward',
+    want: ['error net.ipv6.conf.all.forwarding'],
+    mentions: ['sysctl -w net.ipv6.conf.all.forwarding=1'],
+  },
+  {
+    name: 'both off with an IPv6 service -> two errors',
+    config: V6_CONFIG,
+    facts: { ipv4Forwarding: false, ipv6Forwarding: false },
+    check: 'ip-forward',
+    want: ['error net.ipv4.ip_forward', 'error net.ipv6.conf.all.forwarding'],
+  },
+  // (c) rp_filter
+  {
+    name: 'strict rp_filter without drops -> warning per interface, lo ignored',
+    facts: { rpFilter: { eth1: 1, eth0: 1, lo: 1, eth2: 2 } },
+    check: 'rp-filter',
+    want: ['warning net.ipv4.conf.eth0.rp_filter', 'warning net.ipv4.conf.eth1.rp_filter'],
+    mentions: ['sysctl -w net.ipv4.conf.eth0.rp_filter=2', 'no drops counted yet'],
+  },
+  {
+    name: 'strict rp_filter with drops -> error',
+    facts: { rpFilter: { eth0: 1 }, rpFilterDrops: 17 },
+    check: 'rp-filter',
+    want: ['error net.ipv4.conf.eth0.rp_filter'],
+    mentions: ['dropped 17 packets'],
+  },
+  {
+    name: 'loose rp_filter everywhere -> ok',
+    check: 'rp-filter',
+    want: ['ok rp_filter'],
+  },
+  // (d) conntrack table
+  { name: 'conntrack 79% -> ok', facts: { conntrackCount: 790 }, check: 'conntrack-table', want: ['ok net.netfilter.nf_conntrack_max'] },
+  {
+    name: 'conntrack 80% -> warning', facts: { conntrackCount: 800 }, check: 'conntrack-table',
+    want: ['warning net.netfilter.nf_conntrack_max'], mentions: ['80% full (800 of 1000 entries)', 'nf_conntrack_max=2000'],
+  },
+  { name: 'conntrack 94% -> warning', facts: { conntrackCount: 949 }, check: 'conntrack-table', want: ['warning net.netfilter.nf_conntrack_max'] },
+  { name: 'conntrack 95% -> error', facts: { conntrackCount: 950 }, check: 'conntrack-table', want: ['error net.netfilter.nf_conntrack_max'] },
+  { name: 'conntrack max unknown -> warning', facts: { conntrackMax: 0 }, check: 'conntrack-table', want: ['warning net.netfilter.nf_conntrack_max'] },
+  // (e) fullnat ports: 2 local addresses x 10 ports = 20 pairs
+  {
+    name: 'fullnat ports 45% -> ok', facts: { localPortRange: [40000, 40009] },
+    conns: times(9, () => conn(WEB, '198.19.1.11:8080', 'ESTABLISHED', false, { local: '198.18.2.10' })),
+    check: 'fullnat-ports', want: ['ok fullnat local addresses'], mentions: ['45% (9 of 20)'],
+  },
+  {
+    name: 'fullnat ports 50% -> warning naming the pool and the fix', facts: { localPortRange: [40000, 40009] },
+    conns: times(10, (i) => conn(WEB, '198.19.1.11:8080', 'ESTABLISHED', false, { local: i % 2 ? '198.18.2.10' : '198.18.2.11' })),
+    check: 'fullnat-ports', want: ['warning real server 198.19.1.11:8080 of service "web" (198.18.0.10:80/tcp)'],
+    mentions: ['198.18.2.10-198.18.2.11 (2)', 'ports 40000-40009', 'add local addresses to service "web"', '198.18.2.10-198.18.2.13'],
+  },
+  {
+    name: 'fullnat ports 90% -> error', facts: { localPortRange: [40000, 40009] },
+    conns: times(18, () => conn(WEB, '198.19.1.11:8080', 'ESTABLISHED', false, { local: '198.18.2.10' })),
+    check: 'fullnat-ports', want: ['error real server 198.19.1.11:8080 of service "web" (198.18.0.10:80/tcp)'],
+  },
+  {
+    name: 'fullnat ports: connections through other local addresses do not count', facts: { localPortRange: [40000, 40009] },
+    conns: times(18, () => conn(WEB, '198.19.1.11:8080', 'ESTABLISHED', false, { local: '198.18.3.1' })),
+    check: 'fullnat-ports', want: ['ok fullnat local addresses'],
+  },
+  {
+    name: 'fullnat ports: no fullnat services -> ok saying so', config: V6_CONFIG,
+    check: 'fullnat-ports', want: ['ok fullnat local addresses'], mentions: ['no service uses fullnat'],
+  },
+  // (f) reachability
+  {
+    name: 'unreachable real server -> warning',
+    facts: { realServerReachable: { ...HEALTHY.realServerReachable, '198.19.1.11:8080': false } },
+    check: 'real-server-reachable', want: ['warning real server 198.19.1.11:8080 of service "web" (198.18.0.10:80/tcp)'],
+    mentions: ['listening on port 8080'],
+  },
+  {
+    name: 'all reachable -> ok with the count', check: 'real-server-reachable', want: ['ok real servers'],
+    mentions: ['all 3 probed real servers'],
+  },
+  {
+    name: 'nothing probed -> ok saying so', config: NO_SERVICES, facts: { realServerReachable: {} },
+    check: 'real-server-reachable', want: ['ok real servers'], mentions: ['no real server was probed'],
+  },
+];
+
+describe('diagnose', () => {
+  for (const c of CASES) {
+    it(c.name, () => {
+      const findings = diagnose(c.config ?? CONFIG, { ...HEALTHY, ...c.facts }, c.conns ?? []);
+      assert.deepEqual(summary(findings, c.check), c.want);
+      const first = findings.find((f) => f.check === c.check)!;
+      for (const m of c.mentions ?? []) assert.ok(`${first.problem} ${first.fix}`.includes(m), `"${m}" not in: ${first.problem} / ${first.fix}`);
+      if (first.severity === 'ok') assert.equal(first.fix, '');
+      else assert.notEqual(first.fix, '');
+    });
+  }
+
+  it('a healthy director gets exactly one ok finding per check', () => {
+    const findings = diagnose(CONFIG, HEALTHY, []);
+    assert.deepEqual(findings.map((f) => `${f.severity} ${f.check}`), [
+      'ok nat-return-path', 'ok ip-forward', 'ok rp-filter', 'ok conntrack-table', 'ok fullnat-ports', 'ok real-server-reachable',
+    ]);
+  });
+});
+
+describe('probeTargets', () => {
+  it('lists the real servers of TCP services once each, and no UDP ones', () => {
+    assert.deepEqual(probeTargets(CONFIG), [
+      { address: '198.19.1.11', port: 8080 }, { address: '198.19.1.21', port: 8080 }, { address: '198.19.1.22', port: 8080 },
+    ]);
+  });
+});
