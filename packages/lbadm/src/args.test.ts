@@ -1,0 +1,52 @@
+import assert from 'node:assert/strict';
+import { parseArgs, UsageError } from './args.js';
+
+describe('parseArgs', () => {
+  const ok: [string[], Record<string, string | undefined>, string][] = [
+    [['status'], {}, 'status /run/lbd/admin.sock json=false'],
+    [['status'], { LBD_ADMIN_SOCKET: '/tmp/env.sock' }, 'status /tmp/env.sock json=false'],
+    [['--socket', '/tmp/a.sock', 'status'], { LBD_ADMIN_SOCKET: '/tmp/env.sock' }, 'status /tmp/a.sock json=false'],
+    [['status', '--json', '--socket=/tmp/b.sock'], {}, 'status /tmp/b.sock json=true'],
+    [['stats'], {}, 'stats /run/lbd/admin.sock json=false rate=false interval=1000'],
+    [['stats', '--rate', '--interval-ms', '250'], {}, 'stats /run/lbd/admin.sock json=false rate=true interval=250'],
+    [['conns', '--service', 'web'], {}, 'conns /run/lbd/admin.sock json=false service=web'],
+    [['conns', '--service=198.18.0.10:80/tcp'], {}, 'conns /run/lbd/admin.sock json=false service=198.18.0.10:80/tcp'],
+    [['validate', '-f', 'lbd.yaml'], {}, 'validate /run/lbd/admin.sock json=false file=lbd.yaml'],
+    [['apply', '--file', 'x.yaml', '--dry-run'], {}, 'apply /run/lbd/admin.sock json=false file=x.yaml dry-run'],
+    [['doctor', '--json'], {}, 'doctor /run/lbd/admin.sock json=true'],
+    [['--help'], {}, 'help /run/lbd/admin.sock json=false'],
+    [['apply', '-h'], {}, 'help /run/lbd/admin.sock json=false'],
+  ];
+  for (const [argv, env, want] of ok) {
+    it(`${argv.join(' ')} -> ${want}`, () => {
+      const i = parseArgs(argv, env);
+      const parts = [i.command, i.socket, `json=${i.json}`];
+      if (i.command === 'stats') parts.push(`rate=${i.rate}`, `interval=${i.intervalMs}`);
+      if (i.service !== undefined) parts.push(`service=${i.service}`);
+      if (i.file !== undefined) parts.push(`file=${i.file}`);
+      if (i.dryRun) parts.push('dry-run');
+      assert.equal(parts.join(' '), want);
+    });
+  }
+
+  const bad: [string[], string][] = [
+    [[], 'no command given'],
+    [['list'], 'unknown command "list"; commands: status, stats, conns, validate, apply, doctor'],
+    [['status', '--verbose'], 'unknown flag --verbose'],
+    [['status', 'extra'], 'unexpected argument "extra" after command status'],
+    [['status', '--socket'], '--socket needs a value'],
+    [['status', '--json=yes'], '--json takes no value'],
+    [['status', '--rate'], '--rate is not a flag of "lbadm status" (it belongs to lbadm stats)'],
+    [['validate', '--dry-run', '-f', 'x'], '--dry-run is not a flag of "lbadm validate" (it belongs to lbadm apply)'],
+    [['apply'], 'lbadm apply needs -f FILE'],
+    [['validate'], 'lbadm validate needs -f FILE'],
+    [['stats', '--interval-ms', '500'], '--interval-ms only makes sense with --rate'],
+    [['stats', '--rate', '--interval-ms', '5'], '--interval-ms: "5" is not a whole number of milliseconds from 100 to 60000'],
+    [['stats', '--rate', '--interval-ms', '1e3'], '--interval-ms: "1e3" is not a whole number of milliseconds from 100 to 60000'],
+  ];
+  for (const [argv, message] of bad) {
+    it(`${argv.join(' ') || '(nothing)'} -> usage error`, () => {
+      assert.throws(() => parseArgs(argv, {}), (err: unknown) => err instanceof UsageError && err.message === message);
+    });
+  }
+});

@@ -1,0 +1,207 @@
+import assert from 'node:assert/strict';
+import type {
+  ApplyResponse__Output, Connection__Output, Finding__Output, GetStatsResponse__Output, GetStatusResponse__Output,
+} from '@lbd/proto';
+import { computeRates, formatApply, formatConns, formatDoctor, formatProblems, formatRates, formatStats, formatStatus } from './format.js';
+
+/** Golden strings: the layout is part of lbadm's interface (people read it, scripts grep it). */
+
+const STATUS: GetStatusResponse__Output = {
+  agent: {
+    configPath: '/etc/lbd/lbd.yaml', configSource: '/etc/lbd/lbd.yaml', configSha256: '6389edf8d9c8a96f21bbf9704226c5b258e280528c4f20ced979696a66fda7bf',
+    configRevision: 3, serviceCount: 3, adminSocket: '/run/lbd/admin.sock', pid: 4242, startedAt: '2026-01-01T00:00:00.000Z',
+    lastApply: {
+      time: '2026-01-01T00:05:00.000Z', trigger: 'file-change', result: 'rejected', error: '', operations: 0, fullRebuild: false,
+      durationMs: 0, source: '/etc/lbd/lbd.yaml', configSha256: 'ab',
+      problems: [{ path: 'services[0].vip', value: '"1.2.3"', rule: 'is not an IPv4 or IPv6 address', fix: 'give an address', text: 'services[0].vip: "1.2.3" is not an IPv4 or IPv6 address; give an address' }],
+    },
+  },
+  services: [
+    {
+      name: 'web', key: '198.18.0.10:80/tcp', vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
+      persistenceSec: 300, localAddresses: { first: '198.18.2.10', last: '198.18.2.13', size: 4 }, flags: ['expire-on-remove'],
+      realServers: [
+        { address: '198.19.1.11', port: 8080, weight: 3, eligible: true, activeConnections: 12, inactiveConnections: 4, packets: 1, bytes: 2, flags: [] },
+        { address: '198.19.1.12', port: 8080, weight: 0, eligible: false, activeConnections: 1, inactiveConnections: 0, packets: 1, bytes: 2, flags: [] },
+      ],
+    },
+    {
+      name: 'dns6', key: '[fd00::53]:53/udp', vip: 'fd00::53', port: 53, protocol: 'udp', mode: 'nat', scheduler: 'sh',
+      persistenceSec: 0, localAddresses: null, flags: [],
+      realServers: [
+        { address: 'fd00:1234:5678:9abc::1:53', port: 5353, weight: 1, eligible: true, activeConnections: 0, inactiveConnections: 7, packets: 0, bytes: 0, flags: [] },
+      ],
+    },
+    {
+      name: 'new', key: '198.18.0.20:443/tcp', vip: '198.18.0.20', port: 443, protocol: 'tcp', mode: 'nat', scheduler: 'mh',
+      persistenceSec: 0, localAddresses: null, flags: ['not-in-kernel'],
+      realServers: [
+        { address: '198.19.1.21', port: 443, weight: 1, eligible: false, activeConnections: 0, inactiveConnections: 0, packets: 0, bytes: 0, flags: ['not-in-kernel'] },
+      ],
+    },
+  ],
+};
+
+const STATS_A: GetStatsResponse__Output = {
+  sampledAtUnixMs: 1_000_000,
+  services: [{
+    name: 'web', key: '198.18.0.10:80/tcp', counters: { packets: 1000, bytes: 150000, connections: 13 },
+    realServers: [
+      { address: '198.19.1.11', port: 8080, counters: { packets: 900, bytes: 140000, connections: 12 } },
+      { address: '198.19.1.12', port: 8080, counters: { packets: 100, bytes: 10000, connections: 1 } },
+    ],
+  }],
+};
+
+const STATS_B: GetStatsResponse__Output = {
+  sampledAtUnixMs: 1_002_000,
+  services: [
+    {
+      name: 'web', key: '198.18.0.10:80/tcp', counters: { packets: 1500, bytes: 350000, connections: 20 },
+      realServers: [
+        { address: '198.19.1.11', port: 8080, counters: { packets: 1401, bytes: 340000, connections: 19 } },
+        // Counter reset between the samples (the table was rebuilt).
+        { address: '198.19.1.12', port: 8080, counters: { packets: 5, bytes: 500, connections: 1 } },
+      ],
+    },
+    { name: 'dns6', key: '[fd00::53]:53/udp', counters: { packets: 3, bytes: 300, connections: 0 }, realServers: [] },
+  ],
+};
+
+const CONNS: Connection__Output[] = [
+  {
+    protocol: 'tcp', state: 'ESTABLISHED', client: { address: '198.18.9.1', port: 51234 }, vip: { address: '198.18.0.10', port: 80 },
+    localAddress: { address: '198.18.2.10', port: 40001 }, realServer: { address: '198.19.1.11', port: 8080 }, expiresInSec: 899,
+    unreplied: false, backendId: 1, service: '198.18.0.10:80/tcp',
+  },
+  {
+    protocol: 'udp', state: 'UNREPLIED', client: { address: 'fd00:9::1', port: 5353 }, vip: { address: 'fd00::53', port: 53 },
+    localAddress: null, realServer: { address: 'fd00:1::11', port: 53 }, expiresInSec: 29, unreplied: true, backendId: 3, service: '[fd00::53]:53/udp',
+  },
+];
+
+const APPLY: ApplyResponse__Output = {
+  changed: true, operations: ['add element inet lbd backends { 3 : 198.19.1.13 . 8080 }', 'flush map inet lbd rr_1'], fullRebuild: false,
+  dryRun: false, expiredConnections: 0, durationMs: 3, serviceCount: 2, configSha256: 'ab', problems: [],
+};
+
+const FINDINGS: Finding__Output[] = [
+  { severity: 'ok', check: 'ip-forward', subject: 'ip forwarding', problem: 'IPv4 forwarding is on', fix: '' },
+  { severity: 'warning', check: 'rp-filter', subject: 'net.ipv4.conf.eth0.rp_filter', problem: 'is 1 (strict) on eth0', fix: 'sysctl -w net.ipv4.conf.eth0.rp_filter=2' },
+  { severity: 'error', check: 'nat-return-path', subject: 'real server 198.19.1.22:8080 of service "app" (198.18.0.20:80/tcp)', problem: '3 of its 3 connections are unreplied', fix: 'route its replies via the director' },
+];
+
+describe('formatStatus', () => {
+  it('prints ipvsadm -Ln style lines, widening for IPv6 and marking quiescent servers', () => {
+    assert.equal(formatStatus(STATUS), [
+      'lbd-agent pid 4242: config /etc/lbd/lbd.yaml (revision 3, sha256 6389edf8d9c8, from /etc/lbd/lbd.yaml)',
+      'last apply 2026-01-01T00:05:00.000Z (file-change): REJECTED /etc/lbd/lbd.yaml, 1 problem; the running config stays',
+      '  services[0].vip: "1.2.3" is not an IPv4 or IPv6 address; give an address',
+      'Prot LocalAddress:Port Scheduler Mode Flags',
+      '  -> RemoteAddress:Port               Weight ActiveConn InActConn',
+      'TCP  198.18.0.10:80 wrr fullnat persistent 300 expire-on-remove (web; local 198.18.2.10-198.18.2.13)',
+      '  -> 198.19.1.11:8080                 3      12         4',
+      '  -> 198.19.1.12:8080                 0      1          0         quiescent',
+      'UDP  [fd00::53]:53 sh nat (dns6)',
+      '  -> [fd00:1234:5678:9abc::1:53]:5353 1      0          7',
+      'TCP  198.18.0.20:443 mh nat not-in-kernel (new)',
+      '  -> 198.19.1.21:443                  1      0          0         quiescent not-in-kernel',
+      '',
+    ].join('\n'));
+  });
+
+  it('says when the last apply failed or succeeded', () => {
+    const failed = { ...STATUS, services: [], agent: { ...STATUS.agent!, lastApply: { ...STATUS.agent!.lastApply!, result: 'failed', error: 'apply: PermissionDenied', problems: [] } } };
+    assert.match(formatStatus(failed), /\(file-change\): FAILED: apply: PermissionDenied; the previous state stays\n/);
+    const ok = { ...STATUS, services: [], agent: { ...STATUS.agent!, lastApply: { ...STATUS.agent!.lastApply!, result: 'applied', operations: 1, fullRebuild: true, problems: [] } } };
+    assert.match(formatStatus(ok), /\(file-change\): applied, 1 operation \(full rebuild\)\n/);
+  });
+});
+
+describe('formatStats and rates', () => {
+  it('prints counters with right-aligned numbers', () => {
+    assert.equal(formatStats(STATS_A), [
+      'Prot LocalAddress:Port    Conns  Packets    Bytes',
+      'TCP  198.18.0.10:80          13     1000   150000',
+      '  -> 198.19.1.11:8080        12      900   140000',
+      '  -> 198.19.1.12:8080         1      100    10000',
+      '',
+    ].join('\n'));
+  });
+
+  it('computes per-second rates over the agent\'s sample times, marking counter resets', () => {
+    const r = computeRates(STATS_A, STATS_B);
+    assert.equal(r.intervalMs, 2000);
+    assert.deepEqual(r.services[0]!.realServers.map((x) => [x.packetsPerSec, x.bytesPerSec]), [[250.5, 100000], [null, null]]);
+    assert.deepEqual([r.services[1]!.packetsPerSec, r.services[1]!.connections], [1.5, 0], 'a new service counts from zero');
+    assert.equal(formatRates(r), [
+      'Prot LocalAddress:Port    Conns   Pkts/s  Bytes/s',
+      'TCP  198.18.0.10:80          20      250   100000',
+      '  -> 198.19.1.11:8080        19      251   100000',
+      '  -> 198.19.1.12:8080         1    reset    reset',
+      'UDP  [fd00::53]:53            0      1.5      150',
+      'rates over 2.0 s; Conns is the current count',
+      '',
+    ].join('\n'));
+  });
+});
+
+describe('formatConns', () => {
+  it('prints ipvsadm -Lnc style columns with "-" as the local address in nat mode', () => {
+    assert.equal(formatConns(CONNS), [
+      'pro expire state       source           virtual        local             destination',
+      'TCP 14:59  ESTABLISHED 198.18.9.1:51234 198.18.0.10:80 198.18.2.10:40001 198.19.1.11:8080',
+      'UDP 00:29  UNREPLIED   [fd00:9::1]:5353 [fd00::53]:53  -                 [fd00:1::11]:53',
+      '',
+    ].join('\n'));
+  });
+
+  it('prints the header alone when there are no connections', () => {
+    assert.equal(formatConns([]), 'pro expire state source virtual local destination\n');
+  });
+});
+
+describe('formatApply', () => {
+  it('prints the rule diff and a summary', () => {
+    assert.equal(formatApply(APPLY), [
+      'add element inet lbd backends { 3 : 198.19.1.13 . 8080 }',
+      'flush map inet lbd rr_1',
+      'applied: 2 operations for 2 services',
+      '',
+    ].join('\n'));
+  });
+
+  it('says a dry run applied nothing', () => {
+    assert.equal(formatApply({ ...APPLY, dryRun: true, fullRebuild: true }), [
+      'add element inet lbd backends { 3 : 198.19.1.13 . 8080 }',
+      'flush map inet lbd rr_1',
+      'dry run: 2 operations (full rebuild) would be applied',
+      'dry run: nothing was applied',
+      '',
+    ].join('\n'));
+    assert.equal(formatApply({ ...APPLY, changed: false, operations: [], dryRun: true }),
+      'no changes: the kernel already matches this config\ndry run: nothing was applied\n');
+  });
+
+  it('lists every problem of a rejected config', () => {
+    assert.equal(formatProblems('new.yaml', STATUS.agent!.lastApply!.problems),
+      'new.yaml is invalid (1 problem):\n  services[0].vip: "1.2.3" is not an IPv4 or IPv6 address; give an address\n');
+  });
+});
+
+describe('formatDoctor', () => {
+  it('groups findings by severity, worst first, with each fix under its finding', () => {
+    assert.equal(formatDoctor(FINDINGS), [
+      'errors (1):',
+      '  [nat-return-path] real server 198.19.1.22:8080 of service "app" (198.18.0.20:80/tcp): 3 of its 3 connections are unreplied',
+      '    fix: route its replies via the director',
+      'warnings (1):',
+      '  [rp-filter] net.ipv4.conf.eth0.rp_filter: is 1 (strict) on eth0',
+      '    fix: sysctl -w net.ipv4.conf.eth0.rp_filter=2',
+      'ok (1):',
+      '  [ip-forward] ip forwarding: IPv4 forwarding is on',
+      '1 error, 1 warning, 1 ok',
+      '',
+    ].join('\n'));
+  });
+});
