@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { lstat, mkdtemp, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
@@ -334,9 +334,13 @@ describe('Agent', () => {
   it('replaces a stale socket left by an agent that died', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'lbd-stale-'));
     const socket = join(dir, 'admin.sock');
-    // A process that binds the socket and dies without cleaning up, as after kill -9.
-    const child = spawn(process.execPath, ['-e', `require('net').createServer().listen(${JSON.stringify(socket)}, () => process.kill(process.pid, 'SIGKILL'))`]);
-    await once(child, 'exit');
+    // What an agent killed with -9 leaves: a socket file nobody listens on. (Node removes the file when a
+    // server closes, so bind elsewhere, move the file into place, then close.)
+    const server = createServer().listen(join(dir, 'other.sock'));
+    await once(server, 'listening');
+    await rename(join(dir, 'other.sock'), socket);
+    server.close();
+    await once(server, 'close');
     assert.ok((await lstat(socket)).isSocket());
     await writeFile(join(dir, 'lbd.yaml'), V1);
     h = { dir, configPath: join(dir, 'lbd.yaml'), socket, dp: new FakeDataPlane(), logs: [], agent: undefined as unknown as Agent };

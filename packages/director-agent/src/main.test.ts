@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFile } from 'node:child_process';
 import { EventEmitter, once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { EXIT } from '@lbd/config';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import type { Agent } from './agent.js';
@@ -88,15 +85,5 @@ describe('lbd-agent run()', () => {
     assert.equal(signals.listenerCount('SIGHUP'), 0, 'run() removes its signal handlers');
     const msgs = logs.map((l) => (JSON.parse(l) as { msg: string }).msg);
     assert.ok(msgs.includes('started') && msgs.includes('shutting down'), msgs.join(', '));
-  });
-
-  it('the built bin exits 78 on a bad config', async () => {
-    await writeFile(join(dir, 'lbd.yaml'), BAD);
-    const bin = fileURLToPath(new URL('./bin/lbd-agent.js', import.meta.url));
-    const err = await promisify(execFile)(process.execPath, [bin, '--config', join(dir, 'lbd.yaml')]).then(() => null, (e: unknown) => e);
-    const e = err as { code: number; stderr: string; stdout: string };
-    assert.equal(e.code, EXIT.config);
-    assert.match(e.stderr, /^lbd-agent: .*lbd\.yaml is invalid \(3 problems\)/);
-    assert.equal(e.stdout, '');
   });
 });

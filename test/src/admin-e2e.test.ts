@@ -5,17 +5,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { Metadata, status } from '@grpc/grpc-js';
 import { EXIT } from '@lbd/config';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { Agent } from '@lbd/director-agent';
-import { main } from './cli.js';
-import { describeFailure } from './errors.js';
+import { main } from '@lbd/lbadm';
 
 /**
- * lbadm against a real agent (FakeDataPlane, temp config and socket), through the real CLI entry point
- * with captured output, plus one spawned run of the built bin.
+ * lbadm against a real lbd-agent (FakeDataPlane, temp config and socket), through lbadm's CLI entry point
+ * with captured output, plus spawned runs of both built bins. It lives here, not in packages/lbadm,
+ * because only test/ may import both programs (see .dependency-cruiser.cjs).
  */
+
+const LBADM_BIN = fileURLToPath(new URL('../../packages/lbadm/dist/bin/lbadm.js', import.meta.url));
+const AGENT_BIN = fileURLToPath(new URL('../../packages/director-agent/dist/bin/lbd-agent.js', import.meta.url));
 
 const CONFIG = `services:
   - name: web
@@ -37,7 +39,7 @@ const CONFIG = `services:
 
 interface Run { code: number; out: string; err: string }
 
-describe('lbadm end to end', () => {
+describe('lbadm against lbd-agent (end to end)', () => {
   let dir: string;
   let socket: string;
   let configPath: string;
@@ -195,31 +197,17 @@ describe('lbadm end to end', () => {
   });
 
   it('the built bin runs against the agent', async () => {
-    const bin = fileURLToPath(new URL('./bin/lbadm.js', import.meta.url));
-    const { stdout } = await promisify(execFile)(process.execPath, [bin, 'status', '--json'], { env: { ...process.env, LBD_ADMIN_SOCKET: socket } });
+    const { stdout } = await promisify(execFile)(process.execPath, [LBADM_BIN, 'status', '--json'], { env: { ...process.env, LBD_ADMIN_SOCKET: socket } });
     assert.deepEqual((JSON.parse(stdout) as { services: { key: string }[] }).services.map((s) => s.key), ['198.18.0.10:80/tcp', '198.18.0.20:80/tcp']);
   });
-});
 
-describe('describeFailure', () => {
-  const socket = '/run/lbd/admin.sock';
-  const grpcError = (code: status, details: string): Error => Object.assign(new Error(details), { code, details, metadata: new Metadata() });
-  const cases: [string, unknown, number, RegExp][] = [
-    ['EACCES on the socket', Object.assign(new Error('x'), { code: 'EACCES' }), EXIT.noPermission, /permission denied on \/run\/lbd\/admin\.sock: .*run lbadm as root/],
-    ['ENOENT', Object.assign(new Error('x'), { code: 'ENOENT' }), EXIT.unavailable, /no admin socket at \/run\/lbd\/admin\.sock/],
-    ['refused connect', grpcError(status.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED /run/lbd/admin.sock'), EXIT.unavailable, /nothing is listening on/],
-    ['EACCES via gRPC', grpcError(status.UNAVAILABLE, 'connect EACCES /run/lbd/admin.sock'), EXIT.noPermission, /run lbadm as root/],
-    ['deadline', grpcError(status.DEADLINE_EXCEEDED, 'Deadline exceeded'), EXIT.unavailable, /did not answer in time/],
-    ['data plane refused', grpcError(status.FAILED_PRECONDITION, 'the data plane refused: apply: PermissionDenied'), EXIT.failure, /^lbadm: the agent cannot do that now: the data plane refused/],
-    ['bad request field', grpcError(status.INVALID_ARGUMENT, 'source: is required'), EXIT.usage, /^lbadm: the agent refused the request: source: is required$/],
-    ['internal', grpcError(status.INTERNAL, 'boom'), EXIT.failure, /^lbadm: lbd-agent failed: boom$/],
-    ['unimplemented', grpcError(status.UNIMPLEMENTED, 'x'), EXIT.failure, /older than lbadm/],
-  ];
-  for (const [name, err, exit, message] of cases) {
-    it(`${name} -> ${exit}`, () => {
-      const f = describeFailure(err, socket);
-      assert.equal(f.exit, exit);
-      assert.match(f.message, message);
-    });
-  }
+  it('the built lbd-agent bin exits 78 on a bad config, applying nothing', async () => {
+    const bad = join(dir, 'agent-bad.yaml');
+    await writeFile(bad, 'services:\n  - { name: web, vip: 198.18.0.300, port: 0, mode: nat, realServers: [{ address: 198.19.1.11, port: 8080, weight: -1 }] }\n');
+    const err = await promisify(execFile)(process.execPath, [AGENT_BIN, '--config', bad, '--admin-socket', join(dir, 'agent.sock')]).then(() => null, (e: unknown) => e);
+    const e = err as { code: number; stderr: string; stdout: string };
+    assert.equal(e.code, EXIT.config);
+    assert.match(e.stderr, /^lbd-agent: .*agent-bad\.yaml is invalid \(3 problems\):\n {2}services\[0\]\.vip: .*\n {2}services\[0\]\.port: .*\n {2}services\[0\]\.realServers\[0\]\.weight: /);
+    assert.equal(e.stdout, '', 'nothing started, nothing logged');
+  });
 });
