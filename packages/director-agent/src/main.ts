@@ -4,7 +4,7 @@ import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
 import { createDefaultDataPlane } from './default-dataplane.js';
 import { AgentError } from './errors.js';
-import { createLogger, type LogLevel } from './log.js';
+import { createLogger, type Logger, type LogLevel } from './log.js';
 
 /**
  * lbd-agent's command line: flags, start-up order, signals and exit codes. `run` returns the exit code
@@ -65,7 +65,7 @@ export function parseAgentArgs(argv: readonly string[]): ParsedArgs {
 
 export interface RunDeps {
   /** Default: the nftables data plane. */
-  readonly createDataPlane?: () => Promise<DataPlane>;
+  readonly createDataPlane?: (log: Logger) => Promise<DataPlane>;
   /** Log lines (JSON); default stdout. */
   readonly writeLog?: (line: string) => void;
   /** Human messages for start-up failures; default stderr. */
@@ -118,7 +118,7 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
       }
       throw err;
     }
-    const dataPlane = await (deps.createDataPlane ?? createDefaultDataPlane)();
+    const dataPlane = await (deps.createDataPlane ?? createDefaultDataPlane)(log);
     try {
       agent = await Agent.start({ configPath, dataPlane, adminSocket, log, initial });
     } catch (err) {
