@@ -228,10 +228,14 @@ export class NftDataPlane implements DataPlane {
     for (const [iface, v] of perIf) if (iface !== 'all' && iface !== 'default') rpFilter[iface] = Math.max(all, v);
     const netstat = await this.runner.run('cat', ['/proc/net/netstat']);
     const reachable: Record<string, boolean> = {};
+    const towards: Record<string, string> = {};
     await Promise.all(probeRealServers.map(async (rs) => {
       // A TCP connect from the director's own namespace: bash's /dev/tcp needs no extra tool.
       const res = await this.runner.run('timeout', ['1', 'bash', '-c', `exec 3<>/dev/tcp/${rs.address}/${rs.port}`]);
       reachable[hostPort(rs.address, rs.port)] = res.code === 0;
+      const route = await this.runner.run('ip', ['route', 'get', rs.address]);
+      const src = / src (\S+)/.exec(route.stdout)?.[1];
+      if (src) towards[rs.address] = src;
     }));
     const [lo = 32768, hi = 60999] = portRange.split(/\s+/).map(Number);
     return {
@@ -243,6 +247,7 @@ export class NftDataPlane implements DataPlane {
       conntrackMax: Number(ctMax) || 0,
       localPortRange: [lo, hi],
       realServerReachable: reachable,
+      directorAddressTowards: towards,
     };
   }
 }

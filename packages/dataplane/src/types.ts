@@ -94,6 +94,8 @@ export interface KernelFacts {
   readonly localPortRange: readonly [number, number];
   /** For each real server: can the director open a TCP connection to it (a plain reachability probe)? */
   readonly realServerReachable: Readonly<Record<string, boolean>>;
+  /** For each probed real server's address: the director's own address on the route to it (`ip route get`). */
+  readonly directorAddressTowards: Readonly<Record<string, string>>;
 }
 
 /** DataPlane programs forwarding for this director. Applying the same state twice changes nothing. */

@@ -39,6 +39,7 @@ const HEALTHY: KernelFacts = {
   ipv4Forwarding: true, ipv6Forwarding: true, rpFilter: { eth0: 2, eth1: 0, lo: 1 }, rpFilterDrops: 0,
   conntrackCount: 100, conntrackMax: 1000, localPortRange: [32768, 60999],
   realServerReachable: { '198.19.1.11:8080': true, '198.19.1.21:8080': true, '198.19.1.22:8080': true },
+  directorAddressTowards: { '198.19.1.11': '198.19.1.1', '198.19.1.21': '198.19.1.1', '198.19.1.22': '198.19.1.1' },
 };
 
 const WEB = '198.18.0.10:80/tcp';
@@ -83,7 +84,7 @@ const CASES: readonly Case[] = [
     conns: times(3, (i) => conn(APP, '198.19.1.22:8080', 'SYN_SENT', true, { clientPort: 50000 + i })),
     check: 'nat-return-path',
     want: ['error real server 198.19.1.22:8080 of service "app" (198.18.0.20:80/tcp)'],
-    mentions: ['3 of its 3 connections are unreplied', 'SYN_SENT', 'ip route replace default via <director address>', 'mode: fullnat'],
+    mentions: ['3 of its 3 connections are unreplied', 'SYN_SENT', 'ip route replace default via 198.19.1.1', 'mode: fullnat'],
   },
   {
     name: 'nat: unreplied but the server is unreachable -> not a routing problem',

@@ -100,7 +100,7 @@ function checkNatReturnPath(config: Config, facts: KernelFacts, connections: rea
         problem: reachable === true
           ? `${evidence}, yet the director can reach it: in nat mode its replies must return through the director, and they do not, so clients drop them`
           : `${evidence}; the director could not probe it (${svc.protocol}), so it is either down or its replies bypass the director (in nat mode they must return through it)`,
-        fix: 'route the real server\'s replies via the director (make the director its default gateway, e.g. `ip route replace default via <director address>` on the real server) or use mode: fullnat',
+        fix: `route the real server's replies via the director (make the director its default gateway: \`ip route replace default via ${facts.directorAddressTowards[rs.address] ?? '<director address>'}\` on the real server) or use mode: fullnat`,
       });
     }
   }
