@@ -109,6 +109,24 @@ describe('data plane forwarding in namespaces @privileged', function () {
     assert.ok(seen.size > 1, `all flows went to ${[...seen].join(', ')}`);
   });
 
+  it('persistence keeps a client on one server, and lets go when that server is quiesced', async () => {
+    const svc = (w: number[]): Svc => ({
+      name: 'sticky', vip: VIPS.ipv4Nat, port: 80, mode: 'nat', scheduler: 'rr', persistenceSec: 300, realServers: weights(w),
+    });
+    await dp.apply({ services: services([svc([1, 1, 1])]) });
+    const first = await http(`http://${VIPS.ipv4Nat}/`, 12, ['--new-connection']);
+    assert.equal(first.ok, 12);
+    const servers = Object.keys(first.servers);
+    assert.equal(servers.length, 1, `persistence spread one client over ${JSON.stringify(first.servers)}`);
+    const sticky = Number(servers[0]!.slice(2));
+    const quiesced = [1, 1, 1].map((w, i) => (i + 1 === sticky ? 0 : w));
+    await dp.apply({ services: services([svc(quiesced)]) });
+    const after = await http(`http://${VIPS.ipv4Nat}/`, 12, ['--new-connection']);
+    assert.equal(after.ok, 12);
+    assert.equal(after.servers[`rs${sticky}`], undefined, 'the quiesced server kept its persistent client');
+    assert.equal(Object.keys(after.servers).length, 1, `the client was not re-pinned: ${JSON.stringify(after.servers)}`);
+  });
+
   describe('changes never move or break established connections', () => {
     const streamService = (w: number[], rs = [1, 2, 3]): Svc => ({
       name: 'stream', vip: VIPS.ipv4, port: STREAM, mode: 'fullnat', scheduler: 'rr', localAddresses: [LOCAL_ADDRESSES.ipv4Range],
