@@ -36,12 +36,14 @@ const WANT_OK: Config = {
     {
       name: 'web', family: 4, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
       persistenceSec: 0, localAddresses: { first: '198.18.2.10', last: '198.18.2.11', size: 2 }, expireOnRemove: false,
-      realServers: [{ address: '198.19.1.11', port: 8080, weight: 2 }, { address: '198.19.1.12', port: 8080, weight: 1 }],
+      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null,
+      realServers: [{ address: '198.19.1.11', port: 8080, weight: 2, healthCheck: null }, { address: '198.19.1.12', port: 8080, weight: 1, healthCheck: null }],
     },
     {
       name: 'web6', family: 6, vip: 'fd00:0:0:1::10', port: 80, protocol: 'tcp', mode: 'nat', scheduler: 'mh',
       persistenceSec: 0, localAddresses: null, expireOnRemove: false,
-      realServers: [{ address: 'fd00:3::11', port: 80, weight: 1 }],
+      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null,
+      realServers: [{ address: 'fd00:3::11', port: 80, weight: 1, healthCheck: null }],
     },
   ],
 };
@@ -180,7 +182,7 @@ describe('loadConfig', () => {
       assert.ok(e instanceof ConfigError);
       assert.equal(e.kind, 'Invalid');
       assert.equal(e.message, `${path} is invalid (1 problem):\n`
-        + '  services[0].colour: "blue" is not a known field; known fields: name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers');
+        + '  services[0].colour: "blue" is not a known field; known fields: name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer');
       return true;
     });
   });

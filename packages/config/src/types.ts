@@ -15,11 +15,73 @@ export const SCHEDULERS: readonly Scheduler[] = ['rr', 'wrr', 'sh', 'mh'];
 /** Highest real-server weight, as in IPVS. Weight 0 = quiescent: no new connections, old ones live on. */
 export const MAX_WEIGHT = 65535;
 
+export type HealthCheckKind = 'tcp' | 'http' | 'https' | 'icmp' | 'udp' | 'exec';
+export const HEALTH_CHECK_KINDS: readonly HealthCheckKind[] = ['tcp', 'http', 'https', 'icmp', 'udp', 'exec'];
+export type HealthState = 'up' | 'down';
+/** What a failed real server becomes: quiescent (weight 0, connections live on) or removed (connections expired). */
+export type OnDown = 'quiesce' | 'remove';
+export const ON_DOWN: readonly OnDown[] = ['quiesce', 'remove'];
+/** When every real server of a service is down: drop new connections, reset them at once, keep sending to the last ones, or use a sorry server. */
+export type Fallback = 'drop' | 'reject' | 'keep-last' | 'sorry-server';
+export const FALLBACKS: readonly Fallback[] = ['drop', 'reject', 'keep-last', 'sorry-server'];
+export const HTTP_METHODS: readonly string[] = ['GET', 'HEAD', 'POST', 'PUT', 'OPTIONS'];
+
+/**
+ * A real server's effective health check: the service's check with the real server's overrides applied
+ * (merged once, at validation).
+ */
+export interface HealthCheck {
+  readonly kind: HealthCheckKind;
+  readonly intervalMs: number;
+  /** Less than intervalMs. */
+  readonly timeoutMs: number;
+  /** Consecutive successes that bring a down server up. */
+  readonly rise: number;
+  /** Consecutive failures that take an up server down. */
+  readonly fall: number;
+  /** Up to this much is added to each interval, so checks do not march in step. */
+  readonly jitterMs: number;
+  /** The state a new real server starts in, before its first results. */
+  readonly startState: HealthState;
+  /** Probe this address / port instead of the real server's own (a health port); null = the real server's. */
+  readonly address: string | null;
+  readonly port: number | null;
+  /** tcp (optional) and udp (required): bytes to send; expect: a substring the reply must contain. */
+  readonly send: string | null;
+  readonly expect: string | null;
+  /** http / https */
+  readonly method: string;
+  readonly path: string;
+  readonly host: string | null;
+  /** Inclusive status ranges that count as up. */
+  readonly expectStatus: ReadonlyArray<readonly [number, number]>;
+  /** A regular expression the body must match. */
+  readonly bodyPattern: string | null;
+  readonly tlsVerify: boolean;
+  readonly sni: string | null;
+  /** exec: argv of a command whose exit status 0 means up (like keepalived's MISC_CHECK). */
+  readonly command: readonly string[] | null;
+}
+
+export const HEALTH_DEFAULTS = {
+  intervalMs: 1000,
+  timeoutMs: 500,
+  rise: 2,
+  fall: 3,
+  startState: 'up' as HealthState,
+  method: 'GET',
+  path: '/',
+  expectStatus: [[200, 399]] as ReadonlyArray<readonly [number, number]>,
+  tlsVerify: true,
+};
+
 export interface RealServer {
   /** Canonical text form (IPv6 compressed, lower case). */
   readonly address: string;
   readonly port: number;
   readonly weight: number;
+  /** Effective health check; null = not checked (always up). */
+  readonly healthCheck: HealthCheck | null;
 }
 
 /** An inclusive, contiguous address range: the fullnat SNAT pool of one service. */
@@ -45,6 +107,14 @@ export interface Service {
   /** Expire a removed real server's connections (IPVS expire_nodest_conn); off by default. */
   readonly expireOnRemove: boolean;
   readonly realServers: readonly RealServer[];
+  /** What a real server that fails its health check becomes. */
+  readonly onDown: OnDown;
+  /** Ramp a recovered real server's weight up over this long; 0 = at once. */
+  readonly slowStartMs: number;
+  /** What happens to new connections when every real server is down. */
+  readonly fallback: Fallback;
+  /** With fallback sorry-server: where new connections go when every real server is down. */
+  readonly sorryServer: { readonly address: string; readonly port: number } | null;
 }
 
 export interface AgentSettings {

@@ -35,7 +35,8 @@ function typed(over: Partial<Service> = {}): Service {
   return {
     name: 'web', family: 4, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
     persistenceSec: 0, localAddresses: { first: '198.18.2.10', last: '198.18.2.10', size: 1 }, expireOnRemove: false,
-    realServers: [{ address: '198.19.1.11', port: 8080, weight: 1 }],
+    onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null,
+    realServers: [{ address: '198.19.1.11', port: 8080, weight: 1, healthCheck: null }],
     ...over,
   };
 }
@@ -48,7 +49,7 @@ const WEIGHT = 'is not a weight (a whole number from 0 to 65535, 0 = quiescent);
 const PERSIST = 'is not a persistence time (whole seconds from 0 to 31536000, 0 = off); give whole seconds, e.g. 300, or 0 for no source-address affinity';
 const NAME_FIX = 'use 1 to 63 lower-case letters, digits, "-", "_" or ".", starting and ending with a letter or digit';
 const FAMILY = 'and nftables NAT cannot translate between families';
-const SERVICE_FIELDS = 'name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers';
+const SERVICE_FIELDS = 'name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer';
 
 interface Bad { name: string; raw: unknown; want: string[] }
 
@@ -323,7 +324,7 @@ const invalid: Bad[] = [
   {
     name: 'duplicate real server spelled two ways (IPv6)',
     raw: one({ vip: 'fd00::10', localAddresses: ['fd00:2::10'], realServers: [
-      { address: 'fd00:3::11', port: 8080 }, { address: 'fd00:3::12', port: 8080 }, { address: 'FD00:3:0::11', port: 8080, weight: 5 },
+      { address: 'fd00:3::11', port: 8080 }, { address: 'fd00:3::12', port: 8080 }, { address: 'FD00:3:0::11', port: 8080, weight: 5, healthCheck: null },
     ] }),
     want: ['services[0].realServers[2]: "[fd00:3::11]:8080" repeats services[0].realServers[0] (same address and port); list each real server once (to send it more traffic, raise its weight)'],
   },
@@ -365,7 +366,7 @@ const invalid: Bad[] = [
     raw: {
       agent: { adminSocket: 'lbd.sock' },
       services: [
-        svc({ vip: '10.0.0.300', protocol: 'icmp', realServers: [{ address: '198.19.1.11', port: 0, weight: 70000 }] }),
+        svc({ vip: '10.0.0.300', protocol: 'icmp', realServers: [{ address: '198.19.1.11', port: 0, weight: 70000, healthCheck: null }] }),
         svc({ name: 'ok', port: 443 }),
         svc({ name: 'nat', mode: 'nat', localAddresses: ['198.18.2.10'], scheduler: 'lc', extra: true }),
       ],
@@ -396,7 +397,7 @@ const valid: Good[] = [
   {
     name: 'real server without a port takes the service port',
     raw: one({ realServers: [{ address: '198.19.1.11' }] }),
-    want: { agent: AGENT, services: [typed({ realServers: [{ address: '198.19.1.11', port: 80, weight: 1 }] })] },
+    want: { agent: AGENT, services: [typed({ realServers: [{ address: '198.19.1.11', port: 80, weight: 1, healthCheck: null }] })] },
   },
   {
     name: 'every field set, at the edges of their ranges',
@@ -404,14 +405,14 @@ const valid: Good[] = [
       agent: { adminSocket: '/run/lbd/other.sock' },
       services: [svc({
         port: 65535, protocol: 'udp', scheduler: 'mh', persistenceSec: 31536000, expireOnRemove: true,
-        realServers: [{ address: '198.19.1.11', port: 1, weight: 0 }, { address: '198.19.1.12', port: 65535, weight: 65535 }],
+        realServers: [{ address: '198.19.1.11', port: 1, weight: 0, healthCheck: null }, { address: '198.19.1.12', port: 65535, weight: 65535, healthCheck: null }],
       })],
     },
     want: {
       agent: { adminSocket: '/run/lbd/other.sock' },
       services: [typed({
         port: 65535, protocol: 'udp', scheduler: 'mh', persistenceSec: 31536000, expireOnRemove: true,
-        realServers: [{ address: '198.19.1.11', port: 1, weight: 0 }, { address: '198.19.1.12', port: 65535, weight: 65535 }],
+        realServers: [{ address: '198.19.1.11', port: 1, weight: 0, healthCheck: null }, { address: '198.19.1.12', port: 65535, weight: 65535, healthCheck: null }],
       })],
     },
   },
@@ -424,11 +425,11 @@ const valid: Good[] = [
     name: 'IPv6 addresses are canonicalised (RFC 5952) everywhere',
     raw: one({
       vip: 'FD00:0:0:1:0:0:0:10', localAddresses: ['fd00:2:0::10-FD00:2::13'],
-      realServers: [{ address: 'FD00:0003:0000:0000:0000:0000:0000:0011', port: 8080, weight: 3 }],
+      realServers: [{ address: 'FD00:0003:0000:0000:0000:0000:0000:0011', port: 8080, weight: 3, healthCheck: null }],
     }),
     want: { agent: AGENT, services: [typed({
       family: 6, vip: 'fd00:0:0:1::10', localAddresses: { first: 'fd00:2::10', last: 'fd00:2::13', size: 4 },
-      realServers: [{ address: 'fd00:3::11', port: 8080, weight: 3 }],
+      realServers: [{ address: 'fd00:3::11', port: 8080, weight: 3, healthCheck: null }],
     })] },
   },
   {

@@ -1,8 +1,10 @@
 import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
 import {
-  DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS, hostPort, serviceKey,
-  type AddressFamily, type AddressRange, type AgentSettings, type Config, type ForwardingMode, type Protocol,
-  type RealServer, type Scheduler, type Service,
+  DEFAULT_ADMIN_SOCKET, FALLBACKS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
+  PROTOCOLS, SCHEDULERS, hostPort, serviceKey,
+  type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type ForwardingMode,
+  type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
+  type Service,
 } from './types.js';
 
 /**
@@ -38,9 +40,9 @@ export type ValidationResult = { ok: true; config: Config } | { ok: false; probl
 
 const SERVICE_FIELDS = [
   'name', 'vip', 'port', 'protocol', 'mode', 'scheduler', 'persistenceSec', 'localAddresses',
-  'expireOnRemove', 'realServers',
+  'expireOnRemove', 'realServers', 'healthCheck', 'onDown', 'slowStartMs', 'fallback', 'sorryServer',
 ] as const;
-const REAL_SERVER_FIELDS = ['address', 'port', 'weight'] as const;
+const REAL_SERVER_FIELDS = ['address', 'port', 'weight', 'healthCheck'] as const;
 const TOP_FIELDS = ['agent', 'services'] as const;
 const AGENT_FIELDS = ['adminSocket'] as const;
 const NAME_PATTERN = /^[a-z0-9]([a-z0-9_.-]{0,61}[a-z0-9])?$/;
@@ -266,7 +268,158 @@ function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: Forwa
 }
 
 /** Real servers; a missing port means the service's port (as ipvsadm does), a missing weight means 1. */
-function checkRealServers(c: Collector, path: string, v: unknown, family: AddressFamily | undefined, servicePort: number | undefined): RealServer[] | undefined {
+const HEALTH_FIELDS = [
+  'kind', 'intervalMs', 'timeoutMs', 'rise', 'fall', 'jitterMs', 'startState', 'address', 'port', 'send', 'expect',
+  'method', 'path', 'host', 'expectStatus', 'bodyPattern', 'tlsVerify', 'sni', 'command',
+] as const;
+/** Fields that only some kinds of check use: giving one to another kind is a mistake worth naming. */
+const KIND_ONLY: Partial<Record<(typeof HEALTH_FIELDS)[number], readonly HealthCheckKind[]>> = {
+  port: ['tcp', 'http', 'https', 'udp'],
+  send: ['tcp', 'udp'], expect: ['tcp', 'udp'],
+  method: ['http', 'https'], path: ['http', 'https'], host: ['http', 'https'], expectStatus: ['http', 'https'], bodyPattern: ['http', 'https'],
+  tlsVerify: ['https'], sni: ['https'],
+  command: ['exec'],
+};
+const MIN_INTERVAL_MS = 50;
+const MAX_INTERVAL_MS = 3_600_000;
+const MAX_RISE_FALL = 100;
+
+function checkText(c: Collector, path: string, v: unknown, what: string): string | undefined {
+  if (typeof v !== 'string' || v.length === 0 || v.length > 4096) {
+    c.add(path, v, `is not ${what}`, 'write it as non-empty text (quote it if it starts with a special character)');
+    return undefined;
+  }
+  return v;
+}
+
+/** expectStatus: [200, "200-399", 301]: codes and inclusive ranges of HTTP status codes. */
+function checkStatusList(c: Collector, path: string, v: unknown): Array<[number, number]> | undefined {
+  const fix = 'write a list of status codes and ranges, e.g. [200, "300-399"]';
+  if (!Array.isArray(v) || v.length === 0) {
+    c.add(path, v, 'is not a list of HTTP status codes', fix);
+    return undefined;
+  }
+  const out: Array<[number, number]> = [];
+  for (const [i, item] of v.entries()) {
+    const m = typeof item === 'string' ? /^\s*(\d{3})\s*-\s*(\d{3})\s*$/.exec(item) : null;
+    const range: [number, number] | null = typeof item === 'number' && Number.isInteger(item) ? [item, item]
+      : m ? [Number(m[1]), Number(m[2])] : typeof item === 'string' && /^\s*\d{3}\s*$/.test(item) ? [Number(item), Number(item)] : null;
+    if (!range || range[0] < 100 || range[1] > 599 || range[1] < range[0]) {
+      c.add(`${path}[${i}]`, item, 'is not an HTTP status code (100-599) or a "first-last" range of them', fix);
+      return undefined;
+    }
+    out.push(range);
+  }
+  return out;
+}
+
+/**
+ * A health check: the service's (`base` null) or a real server's overrides on top of the service's.
+ * Returns null for "no check", undefined when there were problems (all of them added to `c`).
+ */
+function checkHealthCheck(c: Collector, path: string, raw: unknown, base: HealthCheck | null): HealthCheck | null | undefined {
+  if (raw === undefined || raw === null) return base;
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a health check`, 'write a mapping such as {kind: http, path: /healthz, intervalMs: 1000}');
+    return undefined;
+  }
+  const before = c.problems.length;
+  checkUnknownFields(c, path, raw, HEALTH_FIELDS);
+  const kind = checkEnum<HealthCheckKind>(c, `${path}.kind`, raw.kind, HEALTH_CHECK_KINDS, base?.kind, 'health check kind');
+  const num = (field: 'intervalMs' | 'timeoutMs' | 'rise' | 'fall' | 'jitterMs', min: number, max: number, rule: string, fix: string, dflt: number): number => {
+    if (raw[field] === undefined) return dflt;
+    return checkWholeNumber(c, `${path}.${field}`, raw[field], min, max, rule, fix) ?? dflt;
+  };
+  const intervalMs = num('intervalMs', MIN_INTERVAL_MS, MAX_INTERVAL_MS, `is not an interval (whole milliseconds from ${MIN_INTERVAL_MS} to ${MAX_INTERVAL_MS})`,
+    'give whole milliseconds, e.g. 1000', base?.intervalMs ?? HEALTH_DEFAULTS.intervalMs);
+  const timeoutMs = num('timeoutMs', 1, MAX_INTERVAL_MS, 'is not a timeout (whole milliseconds, at least 1)', 'give whole milliseconds, less than intervalMs, e.g. 500',
+    base?.timeoutMs ?? Math.min(HEALTH_DEFAULTS.timeoutMs, Math.floor(intervalMs / 2)));
+  const rise = num('rise', 1, MAX_RISE_FALL, `is not a count of successes (a whole number from 1 to ${MAX_RISE_FALL})`, 'give a whole number, e.g. 2', base?.rise ?? HEALTH_DEFAULTS.rise);
+  const fall = num('fall', 1, MAX_RISE_FALL, `is not a count of failures (a whole number from 1 to ${MAX_RISE_FALL})`, 'give a whole number, e.g. 3', base?.fall ?? HEALTH_DEFAULTS.fall);
+  const jitterMs = num('jitterMs', 0, MAX_INTERVAL_MS, 'is not a jitter (whole milliseconds, 0 or more)', `give whole milliseconds up to half of intervalMs, e.g. ${Math.floor(intervalMs / 10)}`,
+    raw.intervalMs === undefined && base ? base.jitterMs : Math.floor(intervalMs / 10));
+  if (raw.timeoutMs !== undefined || raw.intervalMs !== undefined) {
+    if (timeoutMs >= intervalMs && c.problems.length === before) {
+      c.add(`${path}.timeoutMs`, timeoutMs, `must be less than intervalMs (${intervalMs})`, `lower timeoutMs below ${intervalMs} or raise intervalMs above ${timeoutMs}`);
+    }
+  }
+  if (jitterMs > intervalMs / 2 && raw.jitterMs !== undefined) {
+    c.add(`${path}.jitterMs`, jitterMs, `must be at most half of intervalMs (${intervalMs})`, `lower jitterMs to ${Math.floor(intervalMs / 2)} or less`);
+  }
+  const startState = checkEnum<HealthState>(c, `${path}.startState`, raw.startState, ['up', 'down'], base?.startState ?? HEALTH_DEFAULTS.startState, 'start state');
+  let address = base?.address ?? null;
+  if (raw.address !== undefined) address = checkAddress(c, `${path}.address`, raw.address, 'a health check address')?.address ?? null;
+  let port = base?.port ?? null;
+  if (raw.port !== undefined) port = checkPort(c, `${path}.port`, raw.port) ?? null;
+
+  if (kind !== undefined) {
+    for (const [field, kinds] of Object.entries(KIND_ONLY)) {
+      if (raw[field] !== undefined && !kinds.includes(kind)) {
+        c.add(`${path}.${field}`, raw[field], `is not used by ${kind} checks (only by ${kinds.join(', ')})`, `remove it, or use kind: ${kinds[0]}`);
+      }
+    }
+  }
+  const sameKind = base !== null && base.kind === kind;
+  const inherit = <K extends keyof HealthCheck>(k: K, dflt: HealthCheck[K]): HealthCheck[K] => (sameKind ? base![k] : dflt);
+  let send = inherit('send', null);
+  if (raw.send !== undefined) send = checkText(c, `${path}.send`, raw.send, 'text to send') ?? null;
+  let expect = inherit('expect', null);
+  if (raw.expect !== undefined) expect = checkText(c, `${path}.expect`, raw.expect, 'text to expect in the reply') ?? null;
+  let method = inherit('method', HEALTH_DEFAULTS.method);
+  if (raw.method !== undefined) method = checkEnum(c, `${path}.method`, raw.method, HTTP_METHODS, undefined, 'HTTP method') ?? method;
+  let httpPath = inherit('path', HEALTH_DEFAULTS.path);
+  if (raw.path !== undefined) {
+    if (typeof raw.path !== 'string' || !raw.path.startsWith('/') || /\s/.test(raw.path)) {
+      c.add(`${path}.path`, raw.path, 'is not an HTTP path (it starts with "/" and has no spaces)', 'write a path such as /healthz');
+    } else {
+      httpPath = raw.path;
+    }
+  }
+  let host = inherit('host', null);
+  if (raw.host !== undefined) host = checkText(c, `${path}.host`, raw.host, 'a Host header value') ?? null;
+  let expectStatus = inherit('expectStatus', HEALTH_DEFAULTS.expectStatus);
+  if (raw.expectStatus !== undefined) expectStatus = checkStatusList(c, `${path}.expectStatus`, raw.expectStatus) ?? expectStatus;
+  let bodyPattern = inherit('bodyPattern', null);
+  if (raw.bodyPattern !== undefined) {
+    const text = checkText(c, `${path}.bodyPattern`, raw.bodyPattern, 'a regular expression');
+    if (text !== undefined) {
+      try {
+        new RegExp(text);
+        bodyPattern = text;
+      } catch (e) {
+        c.add(`${path}.bodyPattern`, raw.bodyPattern, `is not a valid regular expression (${(e as Error).message.replace(/^Invalid regular expression: /, '')})`, 'escape special characters with \\, or write a plain word');
+      }
+    }
+  }
+  let tlsVerify = inherit('tlsVerify', HEALTH_DEFAULTS.tlsVerify);
+  if (raw.tlsVerify !== undefined) {
+    if (typeof raw.tlsVerify !== 'boolean') c.add(`${path}.tlsVerify`, raw.tlsVerify, 'is not true or false', 'write true to verify the real server\'s certificate, false to accept any');
+    else tlsVerify = raw.tlsVerify;
+  }
+  let sni = inherit('sni', null);
+  if (raw.sni !== undefined) sni = checkText(c, `${path}.sni`, raw.sni, 'a TLS server name') ?? null;
+  let command = inherit('command', null);
+  if (raw.command !== undefined) {
+    if (!Array.isArray(raw.command) || raw.command.length === 0 || raw.command.some((a) => typeof a !== 'string' || a.length === 0)) {
+      c.add(`${path}.command`, raw.command, 'is not a command (a list: the program, then its arguments)', 'write e.g. [/usr/local/bin/check-db, --quick]; the real server is in $LBD_RS_ADDRESS and $LBD_RS_PORT');
+    } else {
+      command = raw.command as string[];
+    }
+  }
+  if (kind === 'udp' && send === null && c.problems.length === before) {
+    c.add(`${path}.send`, undefined, 'a udp check needs something to send', 'add send: the datagram the real server answers, and optionally expect');
+  }
+  if (kind === 'exec' && command === null && c.problems.length === before) {
+    c.add(`${path}.command`, undefined, 'an exec check needs a command', 'add command: [/path/to/check, arg...]; exit status 0 means up');
+  }
+  if (c.problems.length !== before || kind === undefined) return undefined;
+  return {
+    kind, intervalMs, timeoutMs, rise, fall, jitterMs, startState: startState!, address, port, send, expect, method, path: httpPath,
+    host, expectStatus, bodyPattern, tlsVerify, sni, command,
+  };
+}
+
+function checkRealServers(c: Collector, path: string, v: unknown, family: AddressFamily | undefined, servicePort: number | undefined, serviceCheck: HealthCheck | null): RealServer[] | undefined {
   if (v === undefined) return [];
   if (!Array.isArray(v)) {
     c.add(path, v, `is ${typeName(v)}, not a list`, 'write a list of {address, port, weight} entries, or [] for none');
@@ -294,7 +447,8 @@ function checkRealServers(c: Collector, path: string, v: unknown, family: Addres
       if (w === undefined) return;
       weight = w;
     }
-    if (!addr || port === undefined || (family !== undefined && addr.family !== family)) return;
+    const healthCheck = checkHealthCheck(c, `${p}.healthCheck`, raw.healthCheck, serviceCheck);
+    if (!addr || port === undefined || healthCheck === undefined || (family !== undefined && addr.family !== family)) return;
     const key = `${addr.address}#${port}`;
     const first = seen.get(key);
     if (first !== undefined) {
@@ -302,7 +456,7 @@ function checkRealServers(c: Collector, path: string, v: unknown, family: Addres
       return;
     }
     seen.set(key, i);
-    out.push({ address: addr.address, port, weight });
+    out.push({ address: addr.address, port, weight, healthCheck });
   });
   return out;
 }
@@ -345,12 +499,39 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
     }
   }
   const localAddresses = checkLocalAddresses(c, `${path}.localAddresses`, raw.localAddresses, mode, vip?.family);
-  const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip?.family, port);
+  const serviceCheck = checkHealthCheck(c, `${path}.healthCheck`, raw.healthCheck, null);
+  const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip?.family, port, serviceCheck ?? null);
+  const onDown = checkEnum<OnDown>(c, `${path}.onDown`, raw.onDown, ON_DOWN, 'quiesce', 'onDown action');
+  const slowStartMs = raw.slowStartMs === undefined ? 0 : checkWholeNumber(c, `${path}.slowStartMs`, raw.slowStartMs, 0, MAX_INTERVAL_MS,
+    `is not a slow-start time (whole milliseconds from 0 to ${MAX_INTERVAL_MS}, 0 = off)`, 'give whole milliseconds, e.g. 10000, or 0 to restore full weight at once');
+  const fallback = checkEnum<Fallback>(c, `${path}.fallback`, raw.fallback, FALLBACKS, 'drop', 'fallback');
+  let sorryServer: Service['sorryServer'] = null;
+  if (raw.sorryServer !== undefined) {
+    if (!isRecord(raw.sorryServer)) {
+      c.add(`${path}.sorryServer`, raw.sorryServer, `is ${typeName(raw.sorryServer)}, not a server`, 'write {address: 198.19.1.99, port: 8080}');
+    } else {
+      checkUnknownFields(c, `${path}.sorryServer`, raw.sorryServer, ['address', 'port']);
+      const a = checkAddress(c, `${path}.sorryServer.address`, raw.sorryServer.address, 'a sorry server address');
+      const sp = raw.sorryServer.port === undefined ? port : checkPort(c, `${path}.sorryServer.port`, raw.sorryServer.port);
+      if (a && vip && a.family !== vip.family) {
+        c.add(`${path}.sorryServer.address`, raw.sorryServer.address, `is IPv${a.family} but the vip is IPv${vip.family}, and nftables NAT cannot translate between families`, `use an IPv${vip.family} sorry server`);
+      } else if (a && sp !== undefined) {
+        sorryServer = { address: a.address, port: sp };
+      }
+    }
+  }
+  if (fallback === 'sorry-server' && raw.sorryServer === undefined) {
+    c.add(`${path}.sorryServer`, undefined, 'fallback sorry-server needs a sorry server', 'add sorryServer: {address: ..., port: ...}, or choose another fallback: drop, reject, keep-last');
+  } else if (fallback !== 'sorry-server' && raw.sorryServer !== undefined) {
+    c.add(`${path}.sorryServer`, raw.sorryServer, `is set but fallback is ${fallback ?? 'invalid'}`, 'set fallback: sorry-server to use it, or remove sorryServer');
+  }
+  if (slowStartMs === undefined || onDown === undefined || fallback === undefined) return undefined;
 
   if (c.problems.length !== before) return undefined;
   return {
     name: name!, family: vip!.family, vip: vip!.address, port: port!, protocol: protocol!, mode: mode!,
     scheduler: scheduler!, persistenceSec, localAddresses, expireOnRemove, realServers: realServers!,
+    onDown, slowStartMs, fallback, sorryServer,
   };
 }
 

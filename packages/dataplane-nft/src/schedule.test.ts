@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import type { RealServer, Scheduler } from '@lbd/config';
 import { buildSlotTable, MAX_WEIGHTED_CYCLE, reduceWeights, smoothWeightedSequence } from './schedule.js';
 
-const rs = (weights: number[]): RealServer[] => weights.map((weight, i) => ({ address: `198.19.1.${11 + i}`, port: 8080, weight }));
+const rs = (weights: number[]): RealServer[] => weights.map((weight, i) => ({ address: `198.19.1.${11 + i}`, port: 8080, weight, healthCheck: null }));
 
 function counts(slots: readonly number[], n: number): number[] {
   const c = new Array<number>(n).fill(0);
