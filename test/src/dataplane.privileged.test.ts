@@ -19,7 +19,8 @@ const UDP = SERVER_PORTS.udp;
 
 interface Svc {
   name: string; vip: string; port: number; protocol?: 'tcp' | 'udp'; mode: 'fullnat' | 'nat'; scheduler: string;
-  persistenceSec?: number; expireOnRemove?: boolean; localAddresses?: string[]; realServers: Array<{ address: string; port: number; weight?: number }>;
+  persistenceSec?: number; expireOnRemove?: boolean; fallback?: string; sorryServer?: { address: string; port: number };
+  localAddresses?: string[]; realServers: Array<{ address: string; port: number; weight?: number }>;
 }
 
 function services(list: Svc[]): readonly Service[] {
@@ -125,6 +126,28 @@ describe('data plane forwarding in namespaces @privileged', function () {
     assert.equal(after.ok, 12);
     assert.equal(after.servers[`rs${sticky}`], undefined, 'the quiesced server kept its persistent client');
     assert.equal(Object.keys(after.servers).length, 1, `the client was not re-pinned: ${JSON.stringify(after.servers)}`);
+  });
+
+  it('fallback reject resets new connections at once when no real server may take them', async () => {
+    await dp.apply({ services: services([{ name: 'down', vip: VIPS.ipv4, port: 80, mode: 'fullnat', scheduler: 'wrr', fallback: 'reject', localAddresses: [LOCAL_ADDRESSES.ipv4Range], realServers: weights([0, 0, 0]) }]) });
+    const r = await http(`http://${VIPS.ipv4}/`, 5, ['--new-connection']);
+    assert.equal(r.failed, 5);
+    assert.deepEqual(r.errors, { ECONNREFUSED: 5 }, 'a reset, not a timeout');
+    assert.ok(r.durationMs < 1000, `refusing took ${r.durationMs} ms`);
+    await dp.apply({ services: services([{ name: 'down', vip: VIPS.ipv4, port: 80, mode: 'fullnat', scheduler: 'wrr', fallback: 'reject', localAddresses: [LOCAL_ADDRESSES.ipv4Range], realServers: weights([0, 1, 0]) }]) });
+    const back = await http(`http://${VIPS.ipv4}/`, 5, ['--new-connection']);
+    assert.deepEqual(back.servers, { rs2: 5 });
+  });
+
+  it('fallback sorry-server sends new connections to the sorry server only while every real server is out', async () => {
+    const svc = (w: number[]): Svc => ({
+      name: 'sorry', vip: VIPS.ipv4, port: 80, mode: 'fullnat', scheduler: 'wrr', fallback: 'sorry-server', sorryServer: { address: rsV4(3), port: HTTP },
+      localAddresses: [LOCAL_ADDRESSES.ipv4Range], realServers: weights(w),
+    });
+    await dp.apply({ services: services([svc([0, 0])]) });
+    assert.deepEqual((await http(`http://${VIPS.ipv4}/`, 6, ['--new-connection'])).servers, { rs3: 6 });
+    await dp.apply({ services: services([svc([1, 0])]) });
+    assert.deepEqual((await http(`http://${VIPS.ipv4}/`, 6, ['--new-connection'])).servers, { rs1: 6 });
   });
 
   describe('changes never move or break established connections', () => {

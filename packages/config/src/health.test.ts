@@ -128,6 +128,11 @@ describe('health check config', () => {
         'services[1].sorryServer: {"address":"198.19.1.99","port":80} is set but fallback is drop; set fallback: sorry-server to use it, or remove sorryServer',
       ],
     },
+    {
+      name: 'a sorry server that is also a real server',
+      raw: config({ fallback: 'sorry-server', sorryServer: { address: '198.19.1.11', port: 8080 } }),
+      want: ['services[0].sorryServer: "198.19.1.11:8080" is also one of the real servers; give a sorry server that is not in realServers (it only serves when they are all down)'],
+    },
   ];
   for (const c of invalid) {
     it(`rejects: ${c.name}`, () => {

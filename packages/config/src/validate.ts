@@ -516,7 +516,11 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
       if (a && vip && a.family !== vip.family) {
         c.add(`${path}.sorryServer.address`, raw.sorryServer.address, `is IPv${a.family} but the vip is IPv${vip.family}, and nftables NAT cannot translate between families`, `use an IPv${vip.family} sorry server`);
       } else if (a && sp !== undefined) {
-        sorryServer = { address: a.address, port: sp };
+        if (realServers?.some((rs) => rs.address === a.address && rs.port === sp)) {
+          c.add(`${path}.sorryServer`, hostPort(a.address, sp), 'is also one of the real servers', 'give a sorry server that is not in realServers (it only serves when they are all down)');
+        } else {
+          sorryServer = { address: a.address, port: sp };
+        }
       }
     }
   }

@@ -50,6 +50,21 @@ services:
     port: 443
     mode: nat
     realServers: []
+  - name: refused
+    vip: 198.18.0.12
+    port: 80
+    mode: nat
+    fallback: reject
+    realServers:
+      - { address: 198.19.1.11, port: 8080, weight: 0 }
+  - name: sorry
+    vip: 198.18.0.12
+    port: 8000
+    mode: nat
+    fallback: sorry-server
+    sorryServer: { address: 198.19.1.99, port: 8080 }
+    realServers:
+      - { address: 198.19.1.11, port: 8080, weight: 0 }
 `;
 
 export function goldenServices(): readonly Service[] {
@@ -95,10 +110,6 @@ describe('rendering', () => {
       name: 'quiescing a real server (weight 0) only changes its slots',
       change: (s) => withWeight(s, 'web', 1, 0),
       ops: [
-        'add chain ip lbd numgen_1',
-        'add rule ip lbd numgen_1 ct mark set ip daddr . meta l4proto . th dport . numgen inc mod 1 map @slots',
-        'add rule ip lbd numgen_1 meta l4proto { tcp, udp } dnat ip to ct mark map @backend_dnat',
-        'add rule ip lbd numgen_1 drop',
         'delete element ip lbd dispatch { 198.18.0.10 . tcp . 80 }',
         'delete element ip lbd slots { 198.18.0.10 . tcp . 80 . 0, 198.18.0.10 . tcp . 80 . 1, 198.18.0.10 . tcp . 80 . 2 }',
         'add element ip lbd slots { 198.18.0.10 . tcp . 80 . 0 : 131073 }',

@@ -23,7 +23,7 @@ import { buildSlotTable, type Selector } from './schedule.js';
 export type NftFamily = 'ip' | 'ip6';
 export const TABLE_NAME = 'lbd';
 /** Bump when the skeleton (maps, base chains, rule shapes) changes: an older table is then rebuilt whole. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 /** Every jhash gets this fixed seed, so a reload or another director maps a flow to the same real server. */
 export const HASH_SEED = 0x4c424431;
 
@@ -95,9 +95,16 @@ function selectorExpr(family: NftFamily, selector: Selector, length: number): st
 }
 
 export const NO_SERVER_CHAIN = 'no_server';
+/** A service with no real server to take new connections and fallback reject. */
+export const REJECT_CHAIN = 'reject_new';
+/**
+ * The mark of a new connection to be refused: service id 0 is never given out, so no backend has it.
+ * The input chain turns it into a TCP reset (or ICMP port unreachable): reject is not allowed in NAT chains.
+ */
+export const REJECT_MARK = 0xffff;
 
-export function schedulingChainName(selector: Selector, length: number, persistenceSec: number): string {
-  if (length === 0) return NO_SERVER_CHAIN;
+export function schedulingChainName(selector: Selector, length: number, persistenceSec: number, fallback: Service['fallback'] = 'drop'): string {
+  if (length === 0) return fallback === 'reject' ? REJECT_CHAIN : NO_SERVER_CHAIN;
   return `${selector}_${length}${persistenceSec > 0 ? `_p${persistenceSec}` : ''}`;
 }
 
@@ -146,6 +153,9 @@ export function renderSkeleton(family: NftFamily): string[] {
     `    ${f} daddr . meta l4proto . th dport vmap @dispatch`, `  }`,
     `  chain postrouting {`, `    type nat hook postrouting priority srcnat; policy accept;`,
     `    ct mark != 0 snat ${f} to ct mark & ${SERVICE_MASK} map @service_snat`, `  }`,
+    `  chain input {`, `    type filter hook input priority filter; policy accept;`,
+    `    ct mark ${REJECT_MARK} meta l4proto tcp reject with tcp reset`,
+    `    ct mark ${REJECT_MARK} reject`, `  }`,
     `  chain forward {`, `    type filter hook forward priority filter; policy accept;`,
     `    ct mark != 0 update @backend_stats { ct mark }`,
     `    ct mark != 0 update @service_stats { ct mark & ${SERVICE_MASK} }`, `  }`,
@@ -168,6 +178,7 @@ export function tableChains(model: TableModel): Map<string, readonly string[]> {
 /** `numgen_6_p300` → its rules; unknown names get a marker that never equals a rendered chain. */
 export function chainRulesByName(family: NftFamily, name: string): readonly string[] {
   if (name === NO_SERVER_CHAIN) return schedulingChainRules(family, 'numgen', 0, 0);
+  if (name === REJECT_CHAIN) return [`ct mark set ${REJECT_MARK}`];
   const m = /^(numgen|srchash|flowhash)_(\d+)(?:_p(\d+))?$/.exec(name);
   if (!m) return ['# not an lbd scheduling chain'];
   return schedulingChainRules(family, m[1] as Selector, Number(m[2]), Number(m[3] ?? 0));
@@ -177,17 +188,27 @@ export function chainRulesByName(family: NftFamily, name: string): readonly stri
  * One service's fragment. Pure: the same service and marks give the same fragment on every director.
  * `marks` maps each of the service's backendKeys to its mark.
  */
+/**
+ * The real servers to program: the configured ones, plus the sorry server when none of them may take new
+ * connections and the service's fallback says so.
+ */
+export function effectiveRealServers(svc: Service): Service['realServers'] {
+  if (svc.fallback !== 'sorry-server' || svc.sorryServer === null || svc.realServers.some((rs) => rs.weight > 0)) return svc.realServers;
+  return [...svc.realServers, { address: svc.sorryServer.address, port: svc.sorryServer.port, weight: 1, healthCheck: null }];
+}
+
 export function renderService(svc: Service, serviceId: number, marks: ReadonlyMap<string, number>): ServiceFragment {
   const key = serviceKey(svc);
   const maps = emptyMaps();
   const svcTuple = `${svc.vip} . ${svc.protocol} . ${svc.port}`;
-  const table = buildSlotTable(svc);
-  const chain = schedulingChainName(table.selector, table.length, svc.persistenceSec);
+  const realServers = effectiveRealServers(svc);
+  const table = buildSlotTable({ scheduler: svc.scheduler, realServers });
+  const chain = schedulingChainName(table.selector, table.length, svc.persistenceSec, svc.fallback);
   maps.dispatch.set(svcTuple, `jump ${chain}`);
   const svcMark = String(serviceMark(serviceId));
   maps.service_tuple.set(svcMark, svcTuple);
   if (svc.localAddresses) maps.service_snat.set(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`);
-  const ids = svc.realServers.map((rs) => {
+  const ids = realServers.map((rs) => {
     const mark = marks.get(backendKey(key, rs.address, rs.port));
     if (mark === undefined) throw new Error(`no mark for ${backendKey(key, rs.address, rs.port)}`);
     const id = String(mark);

@@ -1,7 +1,7 @@
 import { serviceKey, type Service } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
 import {
-  backendKey, emptyTable, familyName, MAX_MARK_ID, renderService, SCHEMA_VERSION, serviceMark,
+  backendKey, effectiveRealServers, emptyTable, familyName, MAX_MARK_ID, renderService, SCHEMA_VERSION, serviceMark,
   type NftFamily, type ServiceFragment, type TableModel,
 } from './model.js';
 
@@ -103,7 +103,7 @@ function renderAnew(svc: Service, key: string, p: ServiceFragment | undefined, s
   const marks = new Map<string, number>();
   const used = new Set<number>();
   const fresh: string[] = [];
-  for (const rs of svc.realServers) {
+  for (const rs of effectiveRealServers(svc)) {
     const bk = backendKey(key, rs.address, rs.port);
     const old = p?.backends.get(bk);
     if (old !== undefined) {
