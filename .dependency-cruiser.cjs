@@ -109,10 +109,10 @@ module.exports = {
       },
     },
     {
-      name: 'child-process-only-in-dataplane-nft-testkit-test',
+      name: 'child-process-only-in-dataplane-nft-health-checker-testkit-test',
       severity: 'error',
-      comment: 'Only the data-plane adapter runs kernel commands (and the test harness starts processes). Inject a command runner elsewhere.',
-      from: { pathNot: '^(packages/(dataplane-nft|testkit)/|test/)' },
+      comment: 'Only the data-plane adapter runs kernel commands, the health checker runs exec checks and ping, and the test harness starts processes. Inject a command runner elsewhere.',
+      from: { pathNot: '^(packages/(dataplane-nft|health-checker|testkit)/|test/)' },
       to: { path: '^(node:)?child_process$' },
     },
     {
@@ -146,6 +146,7 @@ module.exports = {
     onlyImports('config', [], 'config is the core: it imports no other lbd package.'),
     onlyImports('dataplane', ['config'], 'The DataPlane interface depends on config only.'),
     onlyImports('dataplane-nft', ['config', 'dataplane'], 'The nftables adapter implements dataplane from config; it knows nothing of the agent.'),
+    onlyImports('health-checker', ['config'], 'The health checker probes targets and decides up/down; it knows nothing of the data plane, coordination or the agent (the agent wires it in).'),
     {
       name: 'lbadm-no-kernel-access',
       severity: 'error',
