@@ -7,6 +7,7 @@
 export type { CheckKind, ProbeOptions, ProbeReason, ProbeResult, ProbeTarget, Prober } from './types.js';
 export { CHECK_KINDS } from './types.js';
 export { describeTarget, endpoint } from './attempt.js';
+export { checkSpecFor } from './from-config.js';
 export { systemClock, type Clock, type TimerHandle } from './clock.js';
 export {
   DEFAULT_FLAP_POLICY, formatDuration, initialHealth, nextHealth, slowStartWeight,

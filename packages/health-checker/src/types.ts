@@ -26,7 +26,7 @@ export interface ProbeTarget {
   /** http/https: Host header (default: none set by us, so undici sends address:port). */
   host?: string;
   /** http/https: accepted status codes and inclusive ranges; default [[200, 399]]. */
-  expectStatus?: Array<number | [number, number]>;
+  expectStatus?: ReadonlyArray<number | readonly [number, number]>;
   /** http/https: a regular expression (source) that the first 64 KiB of the body must match. */
   bodyPattern?: string;
   /** https: verify the server certificate chain and name (default true). */
@@ -34,7 +34,7 @@ export interface ProbeTarget {
   /** https: TLS server name (SNI, and the name verified); default `host` when set, else none. */
   sni?: string;
   /** exec: argv (no shell); the environment gets LBD_RS_ADDRESS and LBD_RS_PORT. */
-  command?: string[];
+  command?: readonly string[];
 }
 
 /**

@@ -83,14 +83,14 @@ export class HttpProber implements Prober {
   }
 }
 
-export const DEFAULT_STATUS: Array<number | [number, number]> = [[200, 399]];
+export const DEFAULT_STATUS: ReadonlyArray<readonly [number, number]> = [[200, 399]];
 
-export function statusMatches(code: number, want: ReadonlyArray<number | [number, number]>): boolean {
+export function statusMatches(code: number, want: ReadonlyArray<number | readonly [number, number]>): boolean {
   return want.some((w) => (typeof w === 'number' ? code === w : code >= w[0] && code <= w[1]));
 }
 
 /** '200-399', '200, 204', '200 or 300-302'. */
-export function formatStatus(want: ReadonlyArray<number | [number, number]>): string {
+export function formatStatus(want: ReadonlyArray<number | readonly [number, number]>): string {
   const parts = want.map((w) => (typeof w === 'number' ? String(w) : w[0] === w[1] ? String(w[0]) : `${w[0]}-${w[1]}`));
   return parts.length <= 1 ? (parts[0] ?? 'none') : `${parts.slice(0, -1).join(', ')} or ${parts[parts.length - 1]}`;
 }
