@@ -94,20 +94,23 @@ export interface TestServerOptions {
   readonly udp?: number;
   /** Address to listen on; `::` (the default) takes IPv4 and IPv6. */
   readonly bind: string;
+  /** A file whose content breaks HTTP answers on purpose (see FAULTS in testserver.ts). */
+  readonly faultFile?: string;
 }
 
 export const TESTSERVER_USAGE =
-  'usage: lbd-testserver --name NAME [--http PORT] [--stream PORT] [--udp PORT] [--bind ADDRESS]';
+  'usage: lbd-testserver --name NAME [--http PORT] [--stream PORT] [--udp PORT] [--bind ADDRESS] [--fault-file PATH]';
 
 export function parseTestServerArgs(argv: readonly string[]): TestServerOptions {
-  const f = parseFlags(argv, { name: 'string', http: 'int', stream: 'int', udp: 'int', bind: 'string' });
+  const f = parseFlags(argv, { name: 'string', http: 'int', stream: 'int', udp: 'int', bind: 'string', 'fault-file': 'string' });
   const name = str(f, 'name');
   if (name === undefined) throw new UsageError('--name is required');
   // The name is what clients report and parse from `<name> <seq>` lines: no spaces.
   if (!/^[A-Za-z0-9_.-]{1,32}$/.test(name)) throw new UsageError(`--name ${JSON.stringify(name)} must be 1-32 letters, digits, "_", "." or "-"`);
   const bind = str(f, 'bind') ?? '::';
   if (isIP(bind) === 0) throw new UsageError(`--bind ${JSON.stringify(bind)} is not an IPv4 or IPv6 address`);
-  const opts = { name, bind, http: optionalPort(f, 'http'), stream: optionalPort(f, 'stream'), udp: optionalPort(f, 'udp') };
+  const faultFile = str(f, 'fault-file');
+  const opts = { name, bind, http: optionalPort(f, 'http'), stream: optionalPort(f, 'stream'), udp: optionalPort(f, 'udp'), ...(faultFile ? { faultFile } : {}) };
   if (opts.http === undefined && opts.stream === undefined && opts.udp === undefined) {
     throw new UsageError('nothing to serve: give at least one of --http, --stream, --udp');
   }

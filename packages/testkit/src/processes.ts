@@ -22,9 +22,11 @@ export interface ServerPorts {
  * Starts one lbd-testserver per host, named after the host, and resolves once each has logged that it is
  * listening. The topology stops them on `destroy()`.
  */
-export async function startTestServers(topology: Topology, hosts: readonly string[], ports: ServerPorts = SERVER_PORTS, timeoutMs = 10_000): Promise<BackgroundProcess[]> {
+export async function startTestServers(topology: Topology, hosts: readonly string[], ports: ServerPorts = SERVER_PORTS, timeoutMs = 10_000, faultDir?: string): Promise<BackgroundProcess[]> {
   const args = Object.entries(ports).filter(([, p]) => p !== undefined).flatMap(([k, p]) => [`--${k}`, String(p)]);
-  const procs = hosts.map((host) => topology.spawn(host, process.execPath, [TESTSERVER_BIN, '--name', host, ...args], { label: `${host}:testserver` }));
+  // With faultDir, writing 500, body, hang or close to <faultDir>/<host>.fault breaks that server's HTTP answers.
+  const fault = (host: string): string[] => (faultDir ? ['--fault-file', `${faultDir}/${host}.fault`] : []);
+  const procs = hosts.map((host) => topology.spawn(host, process.execPath, [TESTSERVER_BIN, '--name', host, ...args, ...fault(host)], { label: `${host}:testserver` }));
   await Promise.all(procs.map((p) => p.waitForJson((v) => v.msg === 'lbd-testserver listening', timeoutMs, 'stderr')));
   return procs;
 }

@@ -94,3 +94,35 @@ function freePort(): Promise<number> {
     }).on('error', reject);
   });
 }
+
+describe('testserver faults', () => {
+  it('breaks HTTP answers as the fault file says, and mends them when it is emptied', async () => {
+    const { mkdtemp, rm, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'lbd-fault-'));
+    const faultFile = join(dir, 'rs1.fault');
+    const server = await startTestServer({ name: 'rs1', http: 0, bind: '127.0.0.1', faultFile });
+    const fetchOnce = (): Promise<{ status: number; body: string }> => new Promise((resolve, reject) => {
+      get({ host: '127.0.0.1', port: server.ports.http, path: '/', agent: false }, (res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => { body += d.toString(); });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      }).on('error', reject);
+    });
+    try {
+      assert.equal((await fetchOnce()).status, 200);
+      await writeFile(faultFile, '500\n');
+      assert.equal((await fetchOnce()).status, 500);
+      await writeFile(faultFile, 'body');
+      assert.deepEqual(await fetchOnce(), { status: 200, body: 'maintenance\n' });
+      await writeFile(faultFile, 'close');
+      await assert.rejects(fetchOnce());
+      await writeFile(faultFile, '');
+      assert.match((await fetchOnce()).body, /"server":"rs1"/);
+    } finally {
+      await server.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

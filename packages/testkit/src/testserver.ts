@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { once } from 'node:events';
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
@@ -17,6 +18,26 @@ export interface TestServerConfig {
   readonly udp?: number;
   /** `::` (default) serves IPv4 and IPv6. */
   readonly bind?: string;
+  /** Read before every HTTP answer: its first word breaks the answer on purpose (FAULTS). */
+  readonly faultFile?: string;
+}
+
+/**
+ * Ways to break a real server's HTTP answers on purpose, for health-check tests and the lab:
+ * `echo 500 > FILE` answers 500, `body` answers 200 with an unexpected body, `hang` accepts and never
+ * answers, `close` closes the connection at once; an empty or missing file answers normally.
+ */
+export const FAULTS = ['500', 'body', 'hang', 'close'] as const;
+export type Fault = (typeof FAULTS)[number];
+
+function currentFault(file: string | undefined): Fault | null {
+  if (file === undefined) return null;
+  try {
+    const word = readFileSync(file, 'utf8').trim().split(/\s+/)[0] ?? '';
+    return (FAULTS as readonly string[]).includes(word) ? (word as Fault) : null;
+  } catch {
+    return null;
+  }
 }
 
 export interface RunningTestServer {
@@ -66,7 +87,7 @@ export async function startTestServer(cfg: TestServerConfig): Promise<RunningTes
   };
   try {
     if (cfg.http !== undefined) {
-      const s = httpServer(cfg.name);
+      const s = httpServer(cfg.name, cfg.faultFile);
       ports.http = await listenTcp(s, cfg.http, bind);
       closers.push(() => closeTcp(s));
     }
@@ -87,9 +108,23 @@ export async function startTestServer(cfg: TestServerConfig): Promise<RunningTes
   return { ports, close };
 }
 
-function httpServer(name: string): HttpServer {
+function httpServer(name: string, faultFile: string | undefined): HttpServer {
   const server = createHttpServer((req: IncomingMessage, res: ServerResponse) => {
     req.resume(); // bodies are not used, but must be drained for keep-alive
+    switch (currentFault(faultFile)) {
+      case '500':
+        res.writeHead(500, { 'content-type': 'text/plain' });
+        return void res.end(`${name}: failing on purpose\n`);
+      case 'body':
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        return void res.end('maintenance\n');
+      case 'hang':
+        return; // the socket stays open and silent until the client gives up
+      case 'close':
+        return void req.socket.destroy();
+      case null:
+        break;
+    }
     const url = new URL(req.url ?? '/', 'http://server');
     if (url.pathname === '/bytes') return sendBytes(res, url.searchParams.get('n'));
     const s = req.socket;
