@@ -6,9 +6,10 @@ import * as grpc from '@grpc/grpc-js';
 import type { ConfigError } from '@lbd/config';
 import type { ApplyResult } from '@lbd/dataplane';
 import {
-  CONNECTIONS_PER_MESSAGE, MAX_CONFIG_TEXT_BYTES, MAX_SOURCE_CHARS, SERVER_CHANNEL_OPTIONS, adminServiceDefinition, unixTarget,
+  CONNECTIONS_PER_MESSAGE, MAX_CONFIG_TEXT_BYTES, MAX_PENDING_HEALTH_EVENTS, MAX_SOURCE_CHARS, SERVER_CHANNEL_OPTIONS,
+  adminServiceDefinition, unixTarget,
   type AdminHandlers, type ApplyResponse, type Connection as WireConnection, type Finding as WireFinding,
-  type GetStatsResponse, type GetStatusResponse,
+  type GetHealthResponse, type GetStatsResponse, type GetStatusResponse, type HealthEvent as WireHealthEvent,
 } from '@lbd/proto';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
 import type { Logger } from './log.js';
@@ -24,6 +25,13 @@ export type ApplyOutcome =
   | { readonly ok: true; readonly result: ApplyResult; readonly serviceCount: number; readonly sha256: string }
   | { readonly ok: false; readonly error: ConfigError; readonly sha256: string };
 
+/** Where a WatchHealth call receives events. */
+export interface HealthSink {
+  event(e: WireHealthEvent): void;
+  /** No more events will come (the agent is stopping). */
+  end(): void;
+}
+
 export interface AdminBackend {
   status(): Promise<GetStatusResponse>;
   stats(): Promise<GetStatsResponse>;
@@ -31,6 +39,10 @@ export interface AdminBackend {
   connections(service: string): Promise<WireConnection[]>;
   applyText(text: string, source: string, dryRun: boolean): Promise<ApplyOutcome>;
   doctor(): Promise<WireFinding[]>;
+  /** `service`: a key or name, '' for all. */
+  healthStatus(service: string): Promise<GetHealthResponse>;
+  /** Sends the kept transitions at or after `sinceUnixMs`, then live ones; returns the unsubscribe. */
+  watchHealth(sinceUnixMs: number, sink: HealthSink): () => void;
 }
 
 /** Lines of problems in a rejected Apply's status message; the response message carries all of them. */
@@ -122,6 +134,52 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
     GetStatus: unary('GetStatus', () => backend.status()),
     GetStats: unary('GetStats', () => backend.stats()),
     Doctor: unary('Doctor', async () => ({ findings: await backend.doctor() })),
+    GetHealth: unary('GetHealth', (req: { service: string }) => backend.healthStatus(checkText('service', req.service, MAX_SERVICE_FILTER_CHARS, false))),
+
+    WatchHealth: (call) => {
+      // Writes are queued while the client's flow control says wait: events come from the health checker
+      // at their own pace, and a reader that falls too far behind is cut off rather than buffered without end.
+      const pending: WireHealthEvent[] = [];
+      let waiting = false;
+      let done = false;
+      let unsubscribe = (): void => {};
+      const finish = (status?: Partial<grpc.StatusObject>): void => {
+        if (done) return;
+        done = true;
+        unsubscribe();
+        if (status) call.emit('error', status);
+        else call.end();
+      };
+      const flush = (): void => {
+        waiting = false;
+        for (let e = pending.shift(); !done && e !== undefined; e = pending.shift()) {
+          if (!call.write(e)) {
+            waiting = true;
+            call.once('drain', flush);
+            return;
+          }
+        }
+      };
+      call.on('cancelled', () => { done = true; unsubscribe(); });
+      call.on('error', () => { done = true; unsubscribe(); });
+      unsubscribe = backend.watchHealth(call.request.sinceUnixMs, {
+        event(e) {
+          if (done) return;
+          if (pending.length >= MAX_PENDING_HEALTH_EVENTS) {
+            finish({ code: grpc.status.RESOURCE_EXHAUSTED, details: `the client read too slowly: ${MAX_PENDING_HEALTH_EVENTS} health events waited unsent; watch again` });
+            return;
+          }
+          pending.push(e);
+          if (!waiting) flush();
+        },
+        end() {
+          // The agent is stopping: end after what is queued has been written.
+          if (waiting) call.once('drain', () => finish());
+          else finish();
+        },
+      });
+      if (done) unsubscribe(); // the call went away (or the agent stopped) while subscribing
+    },
 
     ListConnections: (call) => {
       void (async () => {

@@ -1,16 +1,21 @@
 import { EventEmitter } from 'node:events';
 import { ConfigError, formatProblem, parseConfig, type Config, type Problem } from '@lbd/config';
-import { DataPlaneError, type ApplyResult, type DataPlane, type DesiredState } from '@lbd/dataplane';
+import { DataPlaneError, type ApplyResult, type DataPlane, type ObservedState } from '@lbd/dataplane';
+import { ProberSet, systemClock, type Clock, type FlapPolicy, type Prober } from '@lbd/health-checker';
 import type {
-  ApplyRecord as WireApplyRecord, Connection as WireConnection, Finding as WireFinding, GetStatsResponse,
+  ApplyRecord as WireApplyRecord, Connection as WireConnection, Finding as WireFinding, GetHealthResponse, GetStatsResponse,
   GetStatusResponse,
 } from '@lbd/proto';
-import { AdminServer, type AdminBackend, type ApplyOutcome } from './admin-server.js';
+import { AdminServer, type AdminBackend, type ApplyOutcome, type HealthSink } from './admin-server.js';
 import { readConfigText, sha256, stageFile } from './config-file.js';
 import { AgentError } from './errors.js';
+import type { Merge } from './desired.js';
 import { diagnose, probeTargets } from './doctor.js';
+import { HealthManager } from './health.js';
 import { silentLogger, type Logger } from './log.js';
-import { resolveService, serviceStats, serviceStatuses, toWireConnection, wireProblem } from './views.js';
+import {
+  healthResponse, resolveService, serviceStats, serviceStatuses, toWireConnection, wireHealthEvent, wireProblem,
+} from './views.js';
 import { watchConfigFile, type ConfigWatcher } from './watch.js';
 
 /**
@@ -22,6 +27,10 @@ import { watchConfigFile, type ConfigWatcher } from './watch.js';
  * A config that fails validation is rejected whole and the running one stays; an apply the data plane
  * refuses leaves the previous state (its apply is one transaction). Stopping the agent never touches
  * the data plane: the kernel keeps forwarding without it.
+ *
+ * Health: what it applies is the config merged with health (HealthManager, desired.ts). Transitions are
+ * batched (those within `batchMs`) into one apply of the whole desired state, serialised with config
+ * applies; a failed one is logged and retried on the next change, or after a backoff if none comes.
  */
 
 export type Trigger = 'start' | 'sighup' | 'file-change' | 'apply-rpc';
@@ -66,12 +75,41 @@ export interface AgentOptions {
   readonly now?: () => Date;
   /** The config text and its validated form, when the caller has already read it (lbd-agent's main). */
   readonly initial?: { readonly text: string; readonly config: Config };
+  readonly health?: HealthOptions;
+}
+
+export interface HealthOptions {
+  /** Default: the real probers (tcp, http/https, icmp, udp, exec). */
+  readonly prober?: Prober;
+  /** Health intervals, batching and slow start run on this clock (default: the system's). */
+  readonly clock?: Clock;
+  /** Probes running at once (default: the scheduler's, 256). */
+  readonly maxConcurrent?: number;
+  readonly flap?: FlapPolicy;
+  /** Transitions within this long are applied together (default 20 ms). */
+  readonly batchMs?: number;
+  /** Transitions kept for WatchHealth (default 1000). */
+  readonly historyLimit?: number;
+}
+
+/** One apply of health changes (config applies are ApplyRecords). */
+export interface HealthApplyRecord {
+  /** applied: the data plane changed; unchanged: it already matched; skipped: the desired state was what was last applied. */
+  readonly result: 'applied' | 'unchanged' | 'skipped' | 'failed';
+  readonly error: string;
+  readonly operations: number;
 }
 
 type AgentEvents = {
   /** Every apply attempt, whatever its result: tests and future metrics wait on it. */
   apply: [ApplyRecord];
+  /** Every apply of health changes. */
+  healthApply: [HealthApplyRecord];
 };
+
+const DEFAULT_BATCH_MS = 20;
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
 
 /** Marks a file state that has no content hash (unreadable), so the same failure is not logged twice. */
 const UNREADABLE = 'unreadable:';
@@ -91,6 +129,16 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   private watcher: ConfigWatcher | null = null;
   private admin: AdminServer | null = null;
   private stopped = false;
+  readonly health: HealthManager;
+  private readonly clock: Clock;
+  private readonly batchMs: number;
+  private healthTimer: unknown = null;
+  /** Whether healthTimer is a retry after a failure (a new change then applies at once instead). */
+  private healthTimerRetry = false;
+  /** After a failed health apply: the next retry's delay. */
+  private retryMs = RETRY_FIRST_MS;
+  /** The services last applied successfully: a health apply that would pass the same objects is skipped. */
+  private lastApplied: readonly Config['services'][number][] | null = null;
 
   private constructor(opts: AgentOptions, config: Config, text: string) {
     super();
@@ -98,6 +146,16 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.dataPlane = opts.dataPlane;
     this.log = opts.log ?? silentLogger;
     this.now = opts.now ?? (() => new Date());
+    const h = opts.health ?? {};
+    this.clock = h.clock ?? systemClock;
+    this.batchMs = h.batchMs ?? DEFAULT_BATCH_MS;
+    this.health = new HealthManager({
+      prober: h.prober ?? new ProberSet(), clock: this.clock, log: this.log,
+      ...(h.maxConcurrent === undefined ? {} : { maxConcurrent: h.maxConcurrent }),
+      ...(h.flap === undefined ? {} : { flap: h.flap }),
+      ...(h.historyLimit === undefined ? {} : { historyLimit: h.historyLimit }),
+    });
+    this.health.on('change', () => this.scheduleHealthApply(this.batchMs));
     this.startedAt = this.now();
     this.adminSocket = opts.adminSocket ?? config.agent.adminSocket;
     this.fileSha = sha256(text);
@@ -117,9 +175,15 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       initial = { text, config: parseConfig(text, opts.configPath) };
     }
     const agent = new Agent(opts, initial.config, initial.text);
-    // Checked before applying: a second agent must not reprogram the kernel under a running one.
-    if (opts.serve !== false) await AdminServer.checkSocketFree(agent.adminSocket);
-    await agent.serialize(() => agent.applyConfig(initial.config, agent.fileSha, 'start', opts.configPath));
+    try {
+      // Checked before applying: a second agent must not reprogram the kernel under a running one.
+      if (opts.serve !== false) await AdminServer.checkSocketFree(agent.adminSocket);
+      await agent.startHealth(initial.config);
+      await agent.serialize(() => agent.applyConfig(initial.config, agent.fileSha, 'start', opts.configPath));
+    } catch (err) {
+      agent.health.stop();
+      throw err;
+    }
     if (opts.watch !== false) {
       agent.watcher = watchConfigFile(opts.configPath, () => {
         agent.reload('file-change').catch((err: unknown) => agent.log.error('reload failed', { trigger: 'file-change', error: err }));
@@ -133,6 +197,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
         agent.admin = await AdminServer.listen(agent.adminSocket, agent, agent.log);
       } catch (err) {
         agent.watcher?.close();
+        agent.health.stop();
         throw err;
       }
     }
@@ -218,7 +283,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
         return { ok: false, error: err, sha256: sha };
       }
       if (dryRun) {
-        const result = await this.dataPlane.apply(desiredState(config), { dryRun: true });
+        const result = await this.dataPlane.apply({ services: this.health.merge(config).services }, { dryRun: true });
         return { ok: true, result, serviceCount: config.services.length, sha256: sha };
       }
       let staged: Awaited<ReturnType<typeof stageFile>>;
@@ -252,6 +317,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   async status(): Promise<GetStatusResponse> {
     const [observed, conns] = await Promise.all([this.dataPlane.observe(), this.dataPlane.connections()]);
     const r = this.running;
+    const merge = this.health.merge(r.config);
     return {
       agent: {
         configPath: this.configPath,
@@ -264,7 +330,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
         startedAt: this.startedAt.toISOString(),
         lastApply: this.lastApply ? wireApplyRecord(this.lastApply) : null,
       },
-      services: serviceStatuses(r.config, observed, conns),
+      services: serviceStatuses(r.config, observed, conns, merge),
     };
   }
 
@@ -286,6 +352,21 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     return conns.map(toWireConnection);
   }
 
+  async healthStatus(service: string): Promise<GetHealthResponse> {
+    const config = this.running.config;
+    let entries = this.health.entries(config);
+    if (service !== '') {
+      const key = resolveService(config, service);
+      if (key === null) throw new AgentError('NotFound', `service: "${service}" is neither the key nor the name of a configured service`);
+      entries = entries.filter((e) => e.serviceKey === key);
+    }
+    return healthResponse(entries, this.health.merge(config), this.health.stats(), this.health.now());
+  }
+
+  watchHealth(sinceUnixMs: number, sink: HealthSink): () => void {
+    return this.health.watch(sinceUnixMs, { event: (e) => sink.event(wireHealthEvent(e)), end: () => sink.end() });
+  }
+
   async doctor(): Promise<WireFinding[]> {
     const config = this.running.config;
     const [facts, conns] = await Promise.all([this.dataPlane.kernelFacts(probeTargets(config)), this.dataPlane.connections()]);
@@ -301,6 +382,10 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.stopped = true;
     this.log.info('shutting down', { reason, note: 'the kernel keeps forwarding; nothing is removed' });
     this.watcher?.close();
+    if (this.healthTimer !== null) this.clock.clearTimeout(this.healthTimer);
+    this.healthTimer = null;
+    // Before the admin server: it ends the WatchHealth streams, which would otherwise hold up its shutdown.
+    this.health.stop();
     await this.admin?.close();
     // Let an apply in flight finish: the kernel transaction is atomic, but its record and file rename are not.
     await this.queue.catch(() => {});
@@ -313,11 +398,80 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     return run;
   }
 
+  /**
+   * Health at start: the checks of the config, and what the kernel has for them. A restarted agent keeps
+   * the kernel's real server states until the first results, so a restart flaps nothing.
+   */
+  private async startHealth(config: Config): Promise<void> {
+    let observed: ObservedState | null = null;
+    if (HealthManager.anyChecks(config)) {
+      try {
+        observed = await this.dataPlane.observe();
+      } catch (err) {
+        this.log.warn('cannot read the kernel\'s real server states; health checks start in their startState', { error: err });
+      }
+    }
+    this.health.set(config);
+    if (observed !== null) this.health.adoptKernel(config, observed);
+  }
+
+  /**
+   * Applies health changes after `delayMs` (transitions within it are applied together). A change while
+   * a retry waits out its backoff applies after the batch delay instead.
+   */
+  private scheduleHealthApply(delayMs: number, retry = false): void {
+    if (this.stopped) return;
+    if (this.healthTimer !== null) {
+      if (retry || !this.healthTimerRetry) return;
+      this.clock.clearTimeout(this.healthTimer);
+    }
+    this.healthTimerRetry = retry;
+    this.healthTimer = this.clock.setTimeout(() => {
+      this.healthTimer = null;
+      void this.serialize(() => this.applyHealth());
+    }, delayMs);
+  }
+
+  private async applyHealth(): Promise<void> {
+    if (this.stopped || this.running.revision === 0) return;
+    const config = this.running.config;
+    let merge: Merge;
+    let result: ApplyResult;
+    try {
+      merge = this.health.merge(config);
+      const last = this.lastApplied;
+      if (last !== null && last.length === merge.services.length && merge.services.every((s, i) => s === last[i])) {
+        this.health.commit(config, merge);
+        this.emit('healthApply', { result: 'skipped', error: '', operations: 0 });
+        return;
+      }
+      result = await this.dataPlane.apply({ services: merge.services });
+    } catch (err) {
+      const delay = this.retryMs;
+      this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+      this.log.error('health apply failed', {
+        error: err, kind: err instanceof DataPlaneError ? err.kind : undefined, retryInMs: delay,
+        note: 'the previous state stays in the kernel; retried on the next change',
+      });
+      this.scheduleHealthApply(delay, true);
+      this.emit('healthApply', { result: 'failed', error: err instanceof Error ? err.message : String(err), operations: 0 });
+      return;
+    }
+    this.retryMs = RETRY_FIRST_MS;
+    this.lastApplied = merge.services;
+    this.health.commit(config, merge);
+    this.log.debug('health applied', {
+      changed: result.changed, operations: result.operations.length, expiredConnections: result.expiredConnections, durationMs: result.durationMs,
+    });
+    this.emit('healthApply', { result: result.changed ? 'applied' : 'unchanged', error: '', operations: result.operations.length });
+  }
+
   private async applyConfig(config: Config, sha: string, trigger: Trigger, source: string): Promise<{ record: ApplyRecord; result: ApplyResult }> {
     const time = this.now();
     let result: ApplyResult;
+    const merge = this.health.merge(config);
     try {
-      result = await this.dataPlane.apply(desiredState(config));
+      result = await this.dataPlane.apply({ services: merge.services });
     } catch (err) {
       if (!(err instanceof DataPlaneError)) throw err;
       this.record({
@@ -332,6 +486,11 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     const previous = this.running;
     const isNew = previous.revision === 0 || previous.sha256 !== sha;
     this.running = { config, sha256: sha, source, revision: isNew ? previous.revision + 1 : previous.revision };
+    // Checks that stay keep their records; new ones start in the startState the merge assumed.
+    this.health.set(config);
+    this.lastApplied = merge.services;
+    this.retryMs = RETRY_FIRST_MS;
+    this.health.commit(config, merge);
     const record = this.record({
       time, trigger, result: result.changed ? 'applied' : 'unchanged', error: '', problems: [],
       operations: result.operations.length, fullRebuild: result.fullRebuild, durationMs: result.durationMs, source, sha256: sha,
@@ -364,10 +523,6 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.emit('apply', r);
     return r;
   }
-}
-
-function desiredState(config: Config): DesiredState {
-  return { services: config.services };
 }
 
 function short(sha: string): string {

@@ -1,8 +1,12 @@
 import { formatProblem, hostPort, serviceKey, type Config, type Problem, type Service } from '@lbd/config';
 import type { Connection, Counters, ObservedRealServer, ObservedService, ObservedState } from '@lbd/dataplane';
+import { describeTarget, type SchedulerStats } from '@lbd/health-checker';
 import type {
-  Connection as WireConnection, Problem as WireProblem, RealServerStats, RealServerStatus, ServiceStats, ServiceStatus,
+  Connection as WireConnection, GetHealthResponse, HealthEvent as WireHealthEvent, Problem as WireProblem, RealServerHealth,
+  RealServerStats, RealServerStatus, ServiceStats, ServiceStatus,
 } from '@lbd/proto';
+import type { Merge, MergedRealServer } from './desired.js';
+import { targetText, type HealthEntry, type HealthEvent } from './health.js';
 
 /**
  * The admin API's views, built from the running config, what the kernel has (observe) and conntrack.
@@ -76,12 +80,30 @@ function presenceFlags(configured: boolean, inKernel: boolean): string[] {
   return [];
 }
 
-export function serviceStatuses(config: Config, observed: ObservedState, conns: readonly Connection[]): ServiceStatus[] {
+/** Health's words for a real server: down, held-down, removed, kept, ramping. */
+export function healthFlags(m: MergedRealServer | undefined): string[] {
+  if (m === undefined) return [];
+  const flags: string[] = [];
+  if (m.health === 'down') flags.push('down');
+  if (m.heldDown) flags.push('held-down');
+  if (m.removed) flags.push('removed');
+  if (m.kept) flags.push('kept');
+  if (m.ramping) flags.push('ramping');
+  return flags;
+}
+
+/**
+ * `merge`: the config merged with health (what the agent programs); without it, real servers are shown
+ * as configured, with no health.
+ */
+export function serviceStatuses(config: Config, observed: ObservedState, conns: readonly Connection[], merge?: Merge): ServiceStatus[] {
   const counts = countConnections(conns);
   return join(config, observed).map((j) => {
     const svc = j.configured;
     const flags = presenceFlags(svc !== undefined, j.observed !== undefined);
     if (svc?.expireOnRemove) flags.unshift('expire-on-remove');
+    const merged = merge?.byKey.get(j.key);
+    if (merged?.allDown) flags.push('all-down', `fallback-${merged.fallback}`);
     return {
       name: svc?.name ?? '',
       key: j.key,
@@ -94,8 +116,12 @@ export function serviceStatuses(config: Config, observed: ObservedState, conns: 
       localAddresses: svc?.localAddresses ? { ...svc.localAddresses } : null,
       flags,
       realServers: j.realServers.map((rs): RealServerStatus => {
-        const n = counts.get(`${j.key}|${hostPort(rs.address, rs.port)}`) ?? { active: 0, inactive: 0 };
+        const server = hostPort(rs.address, rs.port);
+        const n = counts.get(`${j.key}|${server}`) ?? { active: 0, inactive: 0 };
         const counters = rs.observed?.counters ?? ZERO;
+        const m = rs.weight === undefined ? undefined : merged?.realServers.get(server);
+        // A server left out on purpose (down, onDown remove) is not "missing" from the kernel.
+        const presence = presenceFlags(rs.weight !== undefined, rs.observed !== undefined || m?.removed === true);
         return {
           address: rs.address,
           port: rs.port,
@@ -106,7 +132,9 @@ export function serviceStatuses(config: Config, observed: ObservedState, conns: 
           inactiveConnections: n.inactive,
           packets: counters.packets,
           bytes: counters.bytes,
-          flags: presenceFlags(rs.weight !== undefined, rs.observed !== undefined),
+          flags: [...healthFlags(m), ...presence],
+          health: m?.health ?? '',
+          effectiveWeight: m?.weight ?? rs.weight ?? 0,
         };
       }),
     };
@@ -159,5 +187,52 @@ export function wireProblem(p: Problem): WireProblem {
     rule: p.rule,
     fix: p.fix,
     text: formatProblem(p),
+  };
+}
+
+/** GetHealth's answer: every checked (service, real server), with what the agent programs for it. */
+export function healthResponse(entries: readonly HealthEntry[], merge: Merge, stats: SchedulerStats, now: number): GetHealthResponse {
+  return {
+    sampledAtUnixMs: Math.round(now),
+    realServers: entries.map((e): RealServerHealth => {
+      const server = hostPort(e.rs.address, e.rs.port);
+      const m = merge.byKey.get(e.serviceKey)?.realServers.get(server);
+      const r = e.record;
+      const held = r.holdDownUntil !== null && r.holdDownUntil > now ? r.holdDownUntil : 0;
+      return {
+        service: e.serviceKey,
+        serviceName: e.service.name,
+        address: e.rs.address,
+        port: e.rs.port,
+        check: {
+          kind: e.check.kind, target: targetText(e.target), description: describeTarget(e.target), key: e.key,
+          intervalMs: e.check.intervalMs, timeoutMs: e.check.timeoutMs, rise: e.check.rise, fall: e.check.fall,
+        },
+        state: r.state,
+        sinceUnixMs: Math.round(r.since),
+        successes: r.successes,
+        failures: r.failures,
+        lastResult: r.lastResult
+          ? { ok: r.lastResult.ok, reason: r.lastResult.reason, message: r.lastResult.message, latencyMs: r.lastResult.durationMs }
+          : null,
+        heldDownUntilUnixMs: Math.round(held),
+        flags: healthFlags(m),
+        weight: e.rs.weight,
+        effectiveWeight: m?.weight ?? e.rs.weight,
+      };
+    }),
+    scheduler: {
+      checks: stats.checks, running: stats.running, waiting: stats.waiting, started: stats.started, completed: stats.completed,
+      timedOut: stats.timedOut, late: stats.late, skipped: stats.skipped,
+      startDelayP50Ms: stats.dueToStartDelayMs.p50, startDelayP99Ms: stats.dueToStartDelayMs.p99, startDelayMaxMs: stats.dueToStartDelayMs.max,
+    },
+  };
+}
+
+export function wireHealthEvent(e: HealthEvent): WireHealthEvent {
+  return {
+    seq: e.seq, timeUnixMs: Math.round(e.time), service: e.service, serviceName: e.serviceName, address: e.address, port: e.port,
+    checkKind: e.checkKind, from: e.from, to: e.to, reason: e.reason, probeReason: e.probeReason, latencyMs: e.latencyMs,
+    heldDownUntilUnixMs: e.heldDownUntil === null ? 0 : Math.round(e.heldDownUntil), action: e.action,
   };
 }

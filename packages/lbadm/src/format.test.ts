@@ -21,22 +21,22 @@ const STATUS: GetStatusResponse__Output = {
       name: 'web', key: '198.18.0.10:80/tcp', vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
       persistenceSec: 300, localAddresses: { first: '198.18.2.10', last: '198.18.2.13', size: 4 }, flags: ['expire-on-remove'],
       realServers: [
-        { address: '198.19.1.11', port: 8080, weight: 3, eligible: true, activeConnections: 12, inactiveConnections: 4, packets: 1, bytes: 2, flags: [] },
-        { address: '198.19.1.12', port: 8080, weight: 0, eligible: false, activeConnections: 1, inactiveConnections: 0, packets: 1, bytes: 2, flags: [] },
+        { address: '198.19.1.11', port: 8080, weight: 3, eligible: true, activeConnections: 12, inactiveConnections: 4, packets: 1, bytes: 2, flags: [], health: '', effectiveWeight: 3 },
+        { address: '198.19.1.12', port: 8080, weight: 0, eligible: false, activeConnections: 1, inactiveConnections: 0, packets: 1, bytes: 2, flags: [], health: '', effectiveWeight: 0 },
       ],
     },
     {
       name: 'dns6', key: '[fd00::53]:53/udp', vip: 'fd00::53', port: 53, protocol: 'udp', mode: 'nat', scheduler: 'sh',
       persistenceSec: 0, localAddresses: null, flags: [],
       realServers: [
-        { address: 'fd00:1234:5678:9abc::1:53', port: 5353, weight: 1, eligible: true, activeConnections: 0, inactiveConnections: 7, packets: 0, bytes: 0, flags: [] },
+        { address: 'fd00:1234:5678:9abc::1:53', port: 5353, weight: 1, eligible: true, activeConnections: 0, inactiveConnections: 7, packets: 0, bytes: 0, flags: [], health: '', effectiveWeight: 1 },
       ],
     },
     {
       name: 'new', key: '198.18.0.20:443/tcp', vip: '198.18.0.20', port: 443, protocol: 'tcp', mode: 'nat', scheduler: 'mh',
       persistenceSec: 0, localAddresses: null, flags: ['not-in-kernel'],
       realServers: [
-        { address: '198.19.1.21', port: 443, weight: 1, eligible: false, activeConnections: 0, inactiveConnections: 0, packets: 0, bytes: 0, flags: ['not-in-kernel'] },
+        { address: '198.19.1.21', port: 443, weight: 1, eligible: false, activeConnections: 0, inactiveConnections: 0, packets: 0, bytes: 0, flags: ['not-in-kernel'], health: '', effectiveWeight: 1 },
       ],
     },
   ],

@@ -10,8 +10,8 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type {
   AdminClient, AdminDefinition, ApplyRequest, ApplyResponse__Output, Connection__Output,
-  DoctorResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output, ListConnectionsResponse__Output,
-  Problem__Output, ProtoGrpcType,
+  DoctorResponse__Output, GetHealthResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output, HealthEvent__Output,
+  ListConnectionsResponse__Output, Problem__Output, ProtoGrpcType,
 } from './gen/index.js';
 
 export type * from './gen/index.js';
@@ -28,6 +28,8 @@ export const ADMIN_PROTO_FILE = 'lbd/admin/v1/admin.proto';
 
 /** The largest config text Apply accepts; a real config of 10 000 services is well under 2 MiB. */
 export const MAX_CONFIG_TEXT_BYTES = 4 * 1024 * 1024;
+/** Events a WatchHealth stream may hold unsent for a slow reader before the agent ends it (RESOURCE_EXHAUSTED). */
+export const MAX_PENDING_HEALTH_EVENTS = 10_000;
 /** The largest Apply `source`. */
 export const MAX_SOURCE_CHARS = 256;
 /** Connections per ListConnections message: large enough to be cheap, small enough to stream. */
@@ -147,6 +149,33 @@ export class AdminApi {
 
   doctor(opts: CallOptions = {}): Promise<DoctorResponse__Output> {
     return this.unary(this.client.doctor, {}, opts);
+  }
+
+  /** `service`: a key or name; '' for every service. */
+  getHealth(service = '', opts: CallOptions = {}): Promise<GetHealthResponse__Output> {
+    return this.unary(this.client.getHealth, { service }, opts);
+  }
+
+  /**
+   * Health transitions: the kept ones at or after `sinceUnixMs` (0: all), then live ones, until `signal`
+   * aborts (the iteration then simply ends) or the agent ends the stream. Other failures are thrown as
+   * the call's gRPC error.
+   */
+  async *watchHealth(sinceUnixMs = 0, opts: { signal?: AbortSignal } = {}): AsyncGenerator<HealthEvent__Output, void, undefined> {
+    const call = this.client.watchHealth({ sinceUnixMs });
+    const cancel = (): void => call.cancel();
+    if (opts.signal?.aborted) cancel();
+    opts.signal?.addEventListener('abort', cancel, { once: true });
+    try {
+      for await (const event of call as AsyncIterable<HealthEvent__Output>) yield event;
+    } catch (err) {
+      if (opts.signal?.aborted && isServiceError(err) && err.code === grpc.status.CANCELLED) return;
+      throw err;
+    } finally {
+      opts.signal?.removeEventListener('abort', cancel);
+      // A consumer that stops iterating early ends the call too.
+      call.cancel();
+    }
   }
 
   /** Every matching connection, gathered from the stream. */

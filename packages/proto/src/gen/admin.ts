@@ -16,17 +16,25 @@ import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Outpu
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from './lbd/admin/v1/DoctorResponse.js';
 import type { Endpoint as _lbd_admin_v1_Endpoint, Endpoint__Output as _lbd_admin_v1_Endpoint__Output } from './lbd/admin/v1/Endpoint.js';
 import type { Finding as _lbd_admin_v1_Finding, Finding__Output as _lbd_admin_v1_Finding__Output } from './lbd/admin/v1/Finding.js';
+import type { GetHealthRequest as _lbd_admin_v1_GetHealthRequest, GetHealthRequest__Output as _lbd_admin_v1_GetHealthRequest__Output } from './lbd/admin/v1/GetHealthRequest.js';
+import type { GetHealthResponse as _lbd_admin_v1_GetHealthResponse, GetHealthResponse__Output as _lbd_admin_v1_GetHealthResponse__Output } from './lbd/admin/v1/GetHealthResponse.js';
 import type { GetStatsRequest as _lbd_admin_v1_GetStatsRequest, GetStatsRequest__Output as _lbd_admin_v1_GetStatsRequest__Output } from './lbd/admin/v1/GetStatsRequest.js';
 import type { GetStatsResponse as _lbd_admin_v1_GetStatsResponse, GetStatsResponse__Output as _lbd_admin_v1_GetStatsResponse__Output } from './lbd/admin/v1/GetStatsResponse.js';
 import type { GetStatusRequest as _lbd_admin_v1_GetStatusRequest, GetStatusRequest__Output as _lbd_admin_v1_GetStatusRequest__Output } from './lbd/admin/v1/GetStatusRequest.js';
 import type { GetStatusResponse as _lbd_admin_v1_GetStatusResponse, GetStatusResponse__Output as _lbd_admin_v1_GetStatusResponse__Output } from './lbd/admin/v1/GetStatusResponse.js';
+import type { HealthCheckInfo as _lbd_admin_v1_HealthCheckInfo, HealthCheckInfo__Output as _lbd_admin_v1_HealthCheckInfo__Output } from './lbd/admin/v1/HealthCheckInfo.js';
+import type { HealthEvent as _lbd_admin_v1_HealthEvent, HealthEvent__Output as _lbd_admin_v1_HealthEvent__Output } from './lbd/admin/v1/HealthEvent.js';
+import type { HealthSchedulerStats as _lbd_admin_v1_HealthSchedulerStats, HealthSchedulerStats__Output as _lbd_admin_v1_HealthSchedulerStats__Output } from './lbd/admin/v1/HealthSchedulerStats.js';
 import type { ListConnectionsRequest as _lbd_admin_v1_ListConnectionsRequest, ListConnectionsRequest__Output as _lbd_admin_v1_ListConnectionsRequest__Output } from './lbd/admin/v1/ListConnectionsRequest.js';
 import type { ListConnectionsResponse as _lbd_admin_v1_ListConnectionsResponse, ListConnectionsResponse__Output as _lbd_admin_v1_ListConnectionsResponse__Output } from './lbd/admin/v1/ListConnectionsResponse.js';
+import type { ProbeResultInfo as _lbd_admin_v1_ProbeResultInfo, ProbeResultInfo__Output as _lbd_admin_v1_ProbeResultInfo__Output } from './lbd/admin/v1/ProbeResultInfo.js';
 import type { Problem as _lbd_admin_v1_Problem, Problem__Output as _lbd_admin_v1_Problem__Output } from './lbd/admin/v1/Problem.js';
+import type { RealServerHealth as _lbd_admin_v1_RealServerHealth, RealServerHealth__Output as _lbd_admin_v1_RealServerHealth__Output } from './lbd/admin/v1/RealServerHealth.js';
 import type { RealServerStats as _lbd_admin_v1_RealServerStats, RealServerStats__Output as _lbd_admin_v1_RealServerStats__Output } from './lbd/admin/v1/RealServerStats.js';
 import type { RealServerStatus as _lbd_admin_v1_RealServerStatus, RealServerStatus__Output as _lbd_admin_v1_RealServerStatus__Output } from './lbd/admin/v1/RealServerStatus.js';
 import type { ServiceStats as _lbd_admin_v1_ServiceStats, ServiceStats__Output as _lbd_admin_v1_ServiceStats__Output } from './lbd/admin/v1/ServiceStats.js';
 import type { ServiceStatus as _lbd_admin_v1_ServiceStatus, ServiceStatus__Output as _lbd_admin_v1_ServiceStatus__Output } from './lbd/admin/v1/ServiceStatus.js';
+import type { WatchHealthRequest as _lbd_admin_v1_WatchHealthRequest, WatchHealthRequest__Output as _lbd_admin_v1_WatchHealthRequest__Output } from './lbd/admin/v1/WatchHealthRequest.js';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -48,17 +56,25 @@ export interface ProtoGrpcType {
         DoctorResponse: MessageTypeDefinition<_lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorResponse__Output>
         Endpoint: MessageTypeDefinition<_lbd_admin_v1_Endpoint, _lbd_admin_v1_Endpoint__Output>
         Finding: MessageTypeDefinition<_lbd_admin_v1_Finding, _lbd_admin_v1_Finding__Output>
+        GetHealthRequest: MessageTypeDefinition<_lbd_admin_v1_GetHealthRequest, _lbd_admin_v1_GetHealthRequest__Output>
+        GetHealthResponse: MessageTypeDefinition<_lbd_admin_v1_GetHealthResponse, _lbd_admin_v1_GetHealthResponse__Output>
         GetStatsRequest: MessageTypeDefinition<_lbd_admin_v1_GetStatsRequest, _lbd_admin_v1_GetStatsRequest__Output>
         GetStatsResponse: MessageTypeDefinition<_lbd_admin_v1_GetStatsResponse, _lbd_admin_v1_GetStatsResponse__Output>
         GetStatusRequest: MessageTypeDefinition<_lbd_admin_v1_GetStatusRequest, _lbd_admin_v1_GetStatusRequest__Output>
         GetStatusResponse: MessageTypeDefinition<_lbd_admin_v1_GetStatusResponse, _lbd_admin_v1_GetStatusResponse__Output>
+        HealthCheckInfo: MessageTypeDefinition<_lbd_admin_v1_HealthCheckInfo, _lbd_admin_v1_HealthCheckInfo__Output>
+        HealthEvent: MessageTypeDefinition<_lbd_admin_v1_HealthEvent, _lbd_admin_v1_HealthEvent__Output>
+        HealthSchedulerStats: MessageTypeDefinition<_lbd_admin_v1_HealthSchedulerStats, _lbd_admin_v1_HealthSchedulerStats__Output>
         ListConnectionsRequest: MessageTypeDefinition<_lbd_admin_v1_ListConnectionsRequest, _lbd_admin_v1_ListConnectionsRequest__Output>
         ListConnectionsResponse: MessageTypeDefinition<_lbd_admin_v1_ListConnectionsResponse, _lbd_admin_v1_ListConnectionsResponse__Output>
+        ProbeResultInfo: MessageTypeDefinition<_lbd_admin_v1_ProbeResultInfo, _lbd_admin_v1_ProbeResultInfo__Output>
         Problem: MessageTypeDefinition<_lbd_admin_v1_Problem, _lbd_admin_v1_Problem__Output>
+        RealServerHealth: MessageTypeDefinition<_lbd_admin_v1_RealServerHealth, _lbd_admin_v1_RealServerHealth__Output>
         RealServerStats: MessageTypeDefinition<_lbd_admin_v1_RealServerStats, _lbd_admin_v1_RealServerStats__Output>
         RealServerStatus: MessageTypeDefinition<_lbd_admin_v1_RealServerStatus, _lbd_admin_v1_RealServerStatus__Output>
         ServiceStats: MessageTypeDefinition<_lbd_admin_v1_ServiceStats, _lbd_admin_v1_ServiceStats__Output>
         ServiceStatus: MessageTypeDefinition<_lbd_admin_v1_ServiceStatus, _lbd_admin_v1_ServiceStatus__Output>
+        WatchHealthRequest: MessageTypeDefinition<_lbd_admin_v1_WatchHealthRequest, _lbd_admin_v1_WatchHealthRequest__Output>
       }
     }
   }

@@ -9,12 +9,16 @@ import type { ApplyRequest as _lbd_admin_v1_ApplyRequest, ApplyRequest__Output a
 import type { ApplyResponse as _lbd_admin_v1_ApplyResponse, ApplyResponse__Output as _lbd_admin_v1_ApplyResponse__Output } from '../../../lbd/admin/v1/ApplyResponse.js';
 import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from '../../../lbd/admin/v1/DoctorRequest.js';
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from '../../../lbd/admin/v1/DoctorResponse.js';
+import type { GetHealthRequest as _lbd_admin_v1_GetHealthRequest, GetHealthRequest__Output as _lbd_admin_v1_GetHealthRequest__Output } from '../../../lbd/admin/v1/GetHealthRequest.js';
+import type { GetHealthResponse as _lbd_admin_v1_GetHealthResponse, GetHealthResponse__Output as _lbd_admin_v1_GetHealthResponse__Output } from '../../../lbd/admin/v1/GetHealthResponse.js';
 import type { GetStatsRequest as _lbd_admin_v1_GetStatsRequest, GetStatsRequest__Output as _lbd_admin_v1_GetStatsRequest__Output } from '../../../lbd/admin/v1/GetStatsRequest.js';
 import type { GetStatsResponse as _lbd_admin_v1_GetStatsResponse, GetStatsResponse__Output as _lbd_admin_v1_GetStatsResponse__Output } from '../../../lbd/admin/v1/GetStatsResponse.js';
 import type { GetStatusRequest as _lbd_admin_v1_GetStatusRequest, GetStatusRequest__Output as _lbd_admin_v1_GetStatusRequest__Output } from '../../../lbd/admin/v1/GetStatusRequest.js';
 import type { GetStatusResponse as _lbd_admin_v1_GetStatusResponse, GetStatusResponse__Output as _lbd_admin_v1_GetStatusResponse__Output } from '../../../lbd/admin/v1/GetStatusResponse.js';
+import type { HealthEvent as _lbd_admin_v1_HealthEvent, HealthEvent__Output as _lbd_admin_v1_HealthEvent__Output } from '../../../lbd/admin/v1/HealthEvent.js';
 import type { ListConnectionsRequest as _lbd_admin_v1_ListConnectionsRequest, ListConnectionsRequest__Output as _lbd_admin_v1_ListConnectionsRequest__Output } from '../../../lbd/admin/v1/ListConnectionsRequest.js';
 import type { ListConnectionsResponse as _lbd_admin_v1_ListConnectionsResponse, ListConnectionsResponse__Output as _lbd_admin_v1_ListConnectionsResponse__Output } from '../../../lbd/admin/v1/ListConnectionsResponse.js';
+import type { WatchHealthRequest as _lbd_admin_v1_WatchHealthRequest, WatchHealthRequest__Output as _lbd_admin_v1_WatchHealthRequest__Output } from '../../../lbd/admin/v1/WatchHealthRequest.js';
 
 export interface AdminClient extends grpc.Client {
   /**
@@ -56,6 +60,23 @@ export interface AdminClient extends grpc.Client {
   doctor(argument: _lbd_admin_v1_DoctorRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
   doctor(argument: _lbd_admin_v1_DoctorRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
   doctor(argument: _lbd_admin_v1_DoctorRequest, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Every checked real server of every service (or of one): its check, health state and last result,
+   * plus the health scheduler's figures.
+   */
+  GetHealth(argument: _lbd_admin_v1_GetHealthRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetHealthResponse__Output>): grpc.ClientUnaryCall;
+  GetHealth(argument: _lbd_admin_v1_GetHealthRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_GetHealthResponse__Output>): grpc.ClientUnaryCall;
+  GetHealth(argument: _lbd_admin_v1_GetHealthRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetHealthResponse__Output>): grpc.ClientUnaryCall;
+  GetHealth(argument: _lbd_admin_v1_GetHealthRequest, callback: grpc.requestCallback<_lbd_admin_v1_GetHealthResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Every checked real server of every service (or of one): its check, health state and last result,
+   * plus the health scheduler's figures.
+   */
+  getHealth(argument: _lbd_admin_v1_GetHealthRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetHealthResponse__Output>): grpc.ClientUnaryCall;
+  getHealth(argument: _lbd_admin_v1_GetHealthRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_GetHealthResponse__Output>): grpc.ClientUnaryCall;
+  getHealth(argument: _lbd_admin_v1_GetHealthRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetHealthResponse__Output>): grpc.ClientUnaryCall;
+  getHealth(argument: _lbd_admin_v1_GetHealthRequest, callback: grpc.requestCallback<_lbd_admin_v1_GetHealthResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * Packet, byte and connection counts per service and real server, with the time they were sampled,
@@ -102,6 +123,23 @@ export interface AdminClient extends grpc.Client {
   listConnections(argument: _lbd_admin_v1_ListConnectionsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ListConnectionsResponse__Output>;
   listConnections(argument: _lbd_admin_v1_ListConnectionsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ListConnectionsResponse__Output>;
   
+  /**
+   * Health transitions: first those in the agent's history (its last 1000) at or after
+   * since_unix_ms, then each new one as it happens. The stream stays open until the client cancels
+   * it; the agent ends it when it shuts down, and ends it with RESOURCE_EXHAUSTED when the client
+   * reads too slowly to keep up.
+   */
+  WatchHealth(argument: _lbd_admin_v1_WatchHealthRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_HealthEvent__Output>;
+  WatchHealth(argument: _lbd_admin_v1_WatchHealthRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_HealthEvent__Output>;
+  /**
+   * Health transitions: first those in the agent's history (its last 1000) at or after
+   * since_unix_ms, then each new one as it happens. The stream stays open until the client cancels
+   * it; the agent ends it when it shuts down, and ends it with RESOURCE_EXHAUSTED when the client
+   * reads too slowly to keep up.
+   */
+  watchHealth(argument: _lbd_admin_v1_WatchHealthRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_HealthEvent__Output>;
+  watchHealth(argument: _lbd_admin_v1_WatchHealthRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_HealthEvent__Output>;
+  
 }
 
 export interface AdminHandlers extends grpc.UntypedServiceImplementation {
@@ -123,6 +161,12 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
   Doctor: grpc.handleUnaryCall<_lbd_admin_v1_DoctorRequest__Output, _lbd_admin_v1_DoctorResponse>;
   
   /**
+   * Every checked real server of every service (or of one): its check, health state and last result,
+   * plus the health scheduler's figures.
+   */
+  GetHealth: grpc.handleUnaryCall<_lbd_admin_v1_GetHealthRequest__Output, _lbd_admin_v1_GetHealthResponse>;
+  
+  /**
    * Packet, byte and connection counts per service and real server, with the time they were sampled,
    * so a client computes rates from two samples.
    */
@@ -139,12 +183,22 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
    */
   ListConnections: grpc.handleServerStreamingCall<_lbd_admin_v1_ListConnectionsRequest__Output, _lbd_admin_v1_ListConnectionsResponse>;
   
+  /**
+   * Health transitions: first those in the agent's history (its last 1000) at or after
+   * since_unix_ms, then each new one as it happens. The stream stays open until the client cancels
+   * it; the agent ends it when it shuts down, and ends it with RESOURCE_EXHAUSTED when the client
+   * reads too slowly to keep up.
+   */
+  WatchHealth: grpc.handleServerStreamingCall<_lbd_admin_v1_WatchHealthRequest__Output, _lbd_admin_v1_HealthEvent>;
+  
 }
 
 export interface AdminDefinition extends grpc.ServiceDefinition {
   Apply: MethodDefinition<_lbd_admin_v1_ApplyRequest, _lbd_admin_v1_ApplyResponse, _lbd_admin_v1_ApplyRequest__Output, _lbd_admin_v1_ApplyResponse__Output>
   Doctor: MethodDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorRequest__Output, _lbd_admin_v1_DoctorResponse__Output>
+  GetHealth: MethodDefinition<_lbd_admin_v1_GetHealthRequest, _lbd_admin_v1_GetHealthResponse, _lbd_admin_v1_GetHealthRequest__Output, _lbd_admin_v1_GetHealthResponse__Output>
   GetStats: MethodDefinition<_lbd_admin_v1_GetStatsRequest, _lbd_admin_v1_GetStatsResponse, _lbd_admin_v1_GetStatsRequest__Output, _lbd_admin_v1_GetStatsResponse__Output>
   GetStatus: MethodDefinition<_lbd_admin_v1_GetStatusRequest, _lbd_admin_v1_GetStatusResponse, _lbd_admin_v1_GetStatusRequest__Output, _lbd_admin_v1_GetStatusResponse__Output>
   ListConnections: MethodDefinition<_lbd_admin_v1_ListConnectionsRequest, _lbd_admin_v1_ListConnectionsResponse, _lbd_admin_v1_ListConnectionsRequest__Output, _lbd_admin_v1_ListConnectionsResponse__Output>
+  WatchHealth: MethodDefinition<_lbd_admin_v1_WatchHealthRequest, _lbd_admin_v1_HealthEvent, _lbd_admin_v1_WatchHealthRequest__Output, _lbd_admin_v1_HealthEvent__Output>
 }

@@ -8,6 +8,9 @@ import type { Long } from '@grpc/proto-loader';
 export interface RealServerStatus {
   'address'?: (string);
   'port'?: (number);
+  /**
+   * As configured.
+   */
   'weight'?: (number);
   /**
    * New connections may be scheduled to it (weight > 0 and in the kernel); false = quiescent.
@@ -24,14 +27,29 @@ export interface RealServerStatus {
   'packets'?: (number | string | Long);
   'bytes'?: (number | string | Long);
   /**
-   * Words as in ServiceStatus.flags.
+   * Words as in ServiceStatus.flags, and from health checking: "down" (failed its check), "held-down"
+   * (down and held there for flapping), "ramping" (slow start after coming up), "removed" (down in a
+   * service with onDown remove, so left out of the kernel on purpose), "kept" (down, but kept at its
+   * weight by fallback keep-last).
    */
   'flags'?: (string)[];
+  /**
+   * "up" | "down"; empty for a real server without a health check (always up).
+   */
+  'health'?: (string);
+  /**
+   * The weight the agent programs now: the configured weight, 0 while down (quiesced or removed),
+   * less while ramping up after slow start.
+   */
+  'effectiveWeight'?: (number);
 }
 
 export interface RealServerStatus__Output {
   'address': (string);
   'port': (number);
+  /**
+   * As configured.
+   */
   'weight': (number);
   /**
    * New connections may be scheduled to it (weight > 0 and in the kernel); false = quiescent.
@@ -48,7 +66,19 @@ export interface RealServerStatus__Output {
   'packets': (number);
   'bytes': (number);
   /**
-   * Words as in ServiceStatus.flags.
+   * Words as in ServiceStatus.flags, and from health checking: "down" (failed its check), "held-down"
+   * (down and held there for flapping), "ramping" (slow start after coming up), "removed" (down in a
+   * service with onDown remove, so left out of the kernel on purpose), "kept" (down, but kept at its
+   * weight by fallback keep-last).
    */
   'flags': (string)[];
+  /**
+   * "up" | "down"; empty for a real server without a health check (always up).
+   */
+  'health': (string);
+  /**
+   * The weight the agent programs now: the configured weight, 0 while down (quiesced or removed),
+   * less while ramping up after slow start.
+   */
+  'effectiveWeight': (number);
 }

@@ -28,6 +28,8 @@ export interface ServiceStatus {
   /**
    * Words such as "expire-on-remove"; "not-in-kernel" when the kernel lacks a configured service (the
    * last apply failed) and "not-in-config" for a service the kernel has but the config does not.
+   * While every checked real server is down: "all-down" and the fallback in force, "fallback-drop",
+   * "fallback-reject", "fallback-sorry-server" or "fallback-keep-last".
    */
   'flags'?: (string)[];
   'realServers'?: (_lbd_admin_v1_RealServerStatus)[];
@@ -55,6 +57,8 @@ export interface ServiceStatus__Output {
   /**
    * Words such as "expire-on-remove"; "not-in-kernel" when the kernel lacks a configured service (the
    * last apply failed) and "not-in-config" for a service the kernel has but the config does not.
+   * While every checked real server is down: "all-down" and the fallback in force, "fallback-drop",
+   * "fallback-reject", "fallback-sorry-server" or "fallback-keep-last".
    */
   'flags': (string)[];
   'realServers': (_lbd_admin_v1_RealServerStatus__Output)[];

@@ -1,0 +1,19 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Original file: ../../proto/lbd/admin/v1/admin.proto
+
+
+export interface GetHealthRequest {
+  /**
+   * A service key ("198.18.0.10:80/tcp") or name; empty = every service.
+   */
+  'service'?: (string);
+}
+
+export interface GetHealthRequest__Output {
+  /**
+   * A service key ("198.18.0.10:80/tcp") or name; empty = every service.
+   */
+  'service': (string);
+}
