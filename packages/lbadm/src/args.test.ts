@@ -11,6 +11,8 @@ describe('parseArgs', () => {
     [['stats', '--rate', '--interval-ms', '250'], {}, 'stats /run/lbd/admin.sock json=false rate=true interval=250'],
     [['conns', '--service', 'web'], {}, 'conns /run/lbd/admin.sock json=false service=web'],
     [['conns', '--service=198.18.0.10:80/tcp'], {}, 'conns /run/lbd/admin.sock json=false service=198.18.0.10:80/tcp'],
+    [['health'], {}, 'health /run/lbd/admin.sock json=false'],
+    [['health', '--watch', '--json', '--service', 'web'], {}, 'health /run/lbd/admin.sock json=true service=web watch'],
     [['validate', '-f', 'lbd.yaml'], {}, 'validate /run/lbd/admin.sock json=false file=lbd.yaml'],
     [['apply', '--file', 'x.yaml', '--dry-run'], {}, 'apply /run/lbd/admin.sock json=false file=x.yaml dry-run'],
     [['doctor', '--json'], {}, 'doctor /run/lbd/admin.sock json=true'],
@@ -25,13 +27,16 @@ describe('parseArgs', () => {
       if (i.service !== undefined) parts.push(`service=${i.service}`);
       if (i.file !== undefined) parts.push(`file=${i.file}`);
       if (i.dryRun) parts.push('dry-run');
+      if (i.watch) parts.push('watch');
       assert.equal(parts.join(' '), want);
     });
   }
 
   const bad: [string[], string][] = [
     [[], 'no command given'],
-    [['list'], 'unknown command "list"; commands: status, stats, conns, validate, apply, doctor'],
+    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor'],
+    [['status', '--watch'], '--watch is not a flag of "lbadm status" (it belongs to lbadm health)'],
+    [['status', '--service', 'web'], '--service is not a flag of "lbadm status" (it belongs to lbadm conns, lbadm health)'],
     [['status', '--verbose'], 'unknown flag --verbose'],
     [['status', 'extra'], 'unexpected argument "extra" after command status'],
     [['status', '--socket'], '--socket needs a value'],

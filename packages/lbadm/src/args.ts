@@ -5,7 +5,7 @@ import { DEFAULT_ADMIN_SOCKET } from '@lbd/config';
  * flag and the fix; nothing here touches the agent.
  */
 
-export const COMMANDS = ['status', 'stats', 'conns', 'validate', 'apply', 'doctor'] as const;
+export const COMMANDS = ['status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 export interface Invocation {
@@ -19,11 +19,13 @@ export interface Invocation {
   /** stats */
   readonly rate: boolean;
   readonly intervalMs: number;
-  /** conns: a service key or name */
+  /** conns, health: a service key or name */
   readonly service: string | undefined;
+  /** health: stream transitions until interrupted */
+  readonly watch: boolean;
 }
 
-export const USAGE = 'usage: lbadm [--socket PATH] [--json] COMMAND [flags]   (COMMAND: status, stats, conns, validate, apply, doctor)';
+export const USAGE = 'usage: lbadm [--socket PATH] [--json] COMMAND [flags]   (COMMAND: status, stats, conns, health, validate, apply, doctor)';
 
 export const HELP = `${USAGE}
 
@@ -35,6 +37,10 @@ commands:
                                   packets, bytes and connections per service and real server;
                                   --rate samples twice, N ms apart (default 1000), and prints rates
   conns [--service KEY|NAME]      connections from conntrack, ipvsadm -Lnc style
+  health [--service KEY|NAME] [--watch]
+                                  each checked real server: its check, state, since when, the last
+                                  result and its latency. --watch prints each transition as it
+                                  happens (with --json: one JSON event per line) until Ctrl-C
   validate -f FILE                checks a config file locally (no agent needed)
   apply -f FILE [--dry-run]       sends a config to the agent, which applies and saves it;
                                   prints the rule diff. --dry-run applies nothing
@@ -78,7 +84,8 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--dry-run': { value: false, commands: ['apply'] },
   '--rate': { value: false, commands: ['stats'] },
   '--interval-ms': { value: true, commands: ['stats'] },
-  '--service': { value: true, commands: ['conns'] },
+  '--service': { value: true, commands: ['conns', 'health'] },
+  '--watch': { value: false, commands: ['health'] },
 };
 const ALIASES: Readonly<Record<string, string>> = { '-f': '--file', '-h': '--help' };
 
@@ -140,6 +147,6 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
   const socket = str('--socket') ?? (env.LBD_ADMIN_SOCKET || DEFAULT_ADMIN_SOCKET);
   return {
     command, socket, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
-    rate: seen.has('--rate'), intervalMs, service: str('--service'),
+    rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'),
   };
 }

@@ -3,10 +3,13 @@ import { access, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigError, EXIT, loadConfig } from '@lbd/config';
-import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf } from '@lbd/proto';
+import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, type HealthEvent__Output } from '@lbd/proto';
 import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
 import { describeFailure } from './errors.js';
-import { computeRates, formatApply, formatConns, formatDoctor, formatProblems, formatRates, formatStats, formatStatus } from './format.js';
+import {
+  computeRates, formatApply, formatConns, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates, formatStats,
+  formatStatus,
+} from './format.js';
 
 /**
  * lbadm's commands. `main` takes argv and an Io and returns the exit code, so tests run the real CLI
@@ -19,6 +22,10 @@ export interface Io {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Waits between the two samples of `stats --rate`. */
   readonly sleep?: (ms: number) => Promise<void>;
+  /** Aborts on an interrupt (SIGINT): ends `health --watch` cleanly. */
+  readonly interrupt?: AbortSignal;
+  /** For `health --watch`: the time from which kept transitions are shown (default: now, so only live ones). */
+  readonly now?: () => number;
 }
 
 /** How long lbadm waits for the agent; doctor probes every real server, so it gets longer. */
@@ -76,6 +83,13 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         io.stdout(inv.json ? json({ connections: conns }) : formatConns(conns));
         return EXIT.ok;
       }
+      case 'health': {
+        // Also checks the service filter, so that --watch refuses an unknown service at once.
+        const h = await api.getHealth(inv.service ?? '', { timeoutMs: TIMEOUT_MS });
+        if (inv.watch) return await watchHealth(api, inv, h.realServers[0]?.service, io);
+        io.stdout(inv.json ? json(h) : formatHealth(h));
+        return EXIT.ok;
+      }
       case 'apply':
         return await apply(api, inv, configText!, io);
       case 'doctor': {
@@ -94,6 +108,24 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   } finally {
     api.close();
   }
+}
+
+/**
+ * `health --watch`: one line (or JSON object) per transition until interrupted, which is a clean exit (0).
+ * `serviceKey` is the filter's service when --service named one that has checked servers.
+ */
+async function watchHealth(api: AdminApi, inv: Invocation, serviceKey: string | undefined, io: Io): Promise<number> {
+  const filter = inv.service;
+  const wanted = (e: HealthEvent__Output): boolean => filter === undefined || e.service === filter || e.serviceName === filter || e.service === serviceKey;
+  if (!inv.json) io.stderr(`lbadm: watching health transitions${filter === undefined ? '' : ` of ${filter}`}; Ctrl-C ends\n`);
+  const since = (io.now ?? Date.now)();
+  for await (const e of api.watchHealth(since, io.interrupt ? { signal: io.interrupt } : {})) {
+    if (!wanted(e)) continue;
+    io.stdout(inv.json ? `${JSON.stringify(e)}\n` : formatHealthEvent(e));
+  }
+  if (io.interrupt?.aborted) return EXIT.ok;
+  io.stderr(`lbadm: lbd-agent at ${inv.socket} ended the watch (it is shutting down?)\n`);
+  return EXIT.unavailable;
 }
 
 async function validate(inv: Invocation, io: Io): Promise<number> {

@@ -1,8 +1,12 @@
 import assert from 'node:assert/strict';
 import type {
-  ApplyResponse__Output, Connection__Output, Finding__Output, GetStatsResponse__Output, GetStatusResponse__Output,
+  ApplyResponse__Output, Connection__Output, Finding__Output, GetHealthResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output,
+  HealthEvent__Output,
 } from '@lbd/proto';
-import { computeRates, formatApply, formatConns, formatDoctor, formatProblems, formatRates, formatStats, formatStatus } from './format.js';
+import {
+  computeRates, formatAge, formatApply, formatConns, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates,
+  formatStats, formatStatus,
+} from './format.js';
 
 /** Golden strings: the layout is part of lbadm's interface (people read it, scripts grep it). */
 
@@ -21,8 +25,9 @@ const STATUS: GetStatusResponse__Output = {
       name: 'web', key: '198.18.0.10:80/tcp', vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
       persistenceSec: 300, localAddresses: { first: '198.18.2.10', last: '198.18.2.13', size: 4 }, flags: ['expire-on-remove'],
       realServers: [
-        { address: '198.19.1.11', port: 8080, weight: 3, eligible: true, activeConnections: 12, inactiveConnections: 4, packets: 1, bytes: 2, flags: [], health: '', effectiveWeight: 3 },
-        { address: '198.19.1.12', port: 8080, weight: 0, eligible: false, activeConnections: 1, inactiveConnections: 0, packets: 1, bytes: 2, flags: [], health: '', effectiveWeight: 0 },
+        { address: '198.19.1.11', port: 8080, weight: 3, eligible: true, activeConnections: 12, inactiveConnections: 4, packets: 1, bytes: 2, flags: [], health: 'up', effectiveWeight: 3 },
+        { address: '198.19.1.12', port: 8080, weight: 2, eligible: false, activeConnections: 1, inactiveConnections: 0, packets: 1, bytes: 2, flags: ['down', 'held-down'], health: 'down', effectiveWeight: 0 },
+        { address: '198.19.1.13', port: 8080, weight: 4, eligible: true, activeConnections: 0, inactiveConnections: 0, packets: 0, bytes: 0, flags: ['ramping'], health: 'up', effectiveWeight: 2 },
       ],
     },
     {
@@ -92,7 +97,7 @@ const FINDINGS: Finding__Output[] = [
 ];
 
 describe('formatStatus', () => {
-  it('prints ipvsadm -Ln style lines, widening for IPv6 and marking quiescent servers', () => {
+  it('prints ipvsadm -Ln style lines, widening for IPv6, with the programmed weight and marks for quiescent and down servers', () => {
     assert.equal(formatStatus(STATUS), [
       'lbd-agent pid 4242: config /etc/lbd/lbd.yaml (revision 3, sha256 6389edf8d9c8, from /etc/lbd/lbd.yaml)',
       'last apply 2026-01-01T00:05:00.000Z (file-change): REJECTED /etc/lbd/lbd.yaml, 1 problem; the running config stays',
@@ -101,7 +106,8 @@ describe('formatStatus', () => {
       '  -> RemoteAddress:Port               Weight ActiveConn InActConn',
       'TCP  198.18.0.10:80 wrr fullnat persistent 300 expire-on-remove (web; local 198.18.2.10-198.18.2.13)',
       '  -> 198.19.1.11:8080                 3      12         4',
-      '  -> 198.19.1.12:8080                 0      1          0         quiescent',
+      '  -> 198.19.1.12:8080                 0      1          0         quiescent down held-down',
+      '  -> 198.19.1.13:8080                 2      0          0         ramping',
       'UDP  [fd00::53]:53 sh nat (dns6)',
       '  -> [fd00:1234:5678:9abc::1:53]:5353 1      0          7',
       'TCP  198.18.0.20:443 mh nat not-in-kernel (new)',
@@ -115,6 +121,82 @@ describe('formatStatus', () => {
     assert.match(formatStatus(failed), /\(file-change\): FAILED: apply: PermissionDenied; the previous state stays\n/);
     const ok = { ...STATUS, services: [], agent: { ...STATUS.agent!, lastApply: { ...STATUS.agent!.lastApply!, result: 'applied', operations: 1, fullRebuild: true, problems: [] } } };
     assert.match(formatStatus(ok), /\(file-change\): applied, 1 operation \(full rebuild\)\n/);
+  });
+});
+
+const T0 = Date.UTC(2026, 0, 1, 0, 10, 0);
+const CHECK = { kind: 'http', target: '198.19.1.11:8080', description: 'http GET /', key: 'http 198.19.1.11:8080 0a1b2c3d', intervalMs: 1000, timeoutMs: 500, rise: 2, fall: 2 };
+const HEALTH: GetHealthResponse__Output = {
+  sampledAtUnixMs: T0,
+  realServers: [
+    {
+      service: '198.18.0.10:80/tcp', serviceName: 'web', address: '198.19.1.11', port: 8080, check: CHECK, state: 'up', sinceUnixMs: T0 - 303_000,
+      successes: 250, failures: 0, lastResult: { ok: true, reason: 'ok', message: 'http GET /: got 200', latencyMs: 1.24 }, heldDownUntilUnixMs: 0,
+      flags: [], weight: 1, effectiveWeight: 1,
+    },
+    {
+      service: '198.18.0.10:80/tcp', serviceName: 'web', address: '198.19.1.12', port: 8080,
+      check: { ...CHECK, target: '198.19.1.12:8080', key: 'http 198.19.1.12:8080 0a1b2c3e' }, state: 'down', sinceUnixMs: T0 - 12_400,
+      successes: 0, failures: 12, lastResult: { ok: false, reason: 'status', message: 'http GET /: got 500, want 200-399', latencyMs: 13.4 },
+      heldDownUntilUnixMs: T0 + 4_200, flags: ['down', 'held-down'], weight: 2, effectiveWeight: 0,
+    },
+    {
+      service: '198.18.0.10:80/tcp', serviceName: 'web', address: '198.19.1.13', port: 8080,
+      check: { ...CHECK, target: '198.19.1.13:8080', key: 'http 198.19.1.13:8080 0a1b2c3f' }, state: 'up', sinceUnixMs: T0 - 2_000,
+      successes: 4, failures: 0, lastResult: { ok: true, reason: 'ok', message: 'http GET /: got 200', latencyMs: 2 }, heldDownUntilUnixMs: 0,
+      flags: ['ramping'], weight: 3, effectiveWeight: 1,
+    },
+    {
+      service: '198.18.0.10:9000/tcp', serviceName: 'stream', address: '198.19.1.11', port: 9000,
+      check: { ...CHECK, kind: 'tcp', target: '198.19.1.11:9001', description: 'tcp connect to 198.19.1.11:9001', key: 'tcp 198.19.1.11:9001 00ff00ff' },
+      state: 'down', sinceUnixMs: T0 - 7_384_000, successes: 0, failures: 3,
+      lastResult: { ok: false, reason: 'refused', message: 'tcp connect to 198.19.1.11:9001: refused', latencyMs: 0.3 }, heldDownUntilUnixMs: 0,
+      flags: ['down', 'removed'], weight: 1, effectiveWeight: 0,
+    },
+    {
+      service: '198.18.0.10:53/udp', serviceName: 'dns', address: '198.19.1.11', port: 5353,
+      check: { ...CHECK, kind: 'udp', target: '198.19.1.11:5353', description: 'udp 198.19.1.11:5353', key: 'udp 198.19.1.11:5353 12345678' },
+      state: 'up', sinceUnixMs: T0 - 200, successes: 0, failures: 0, lastResult: null, heldDownUntilUnixMs: 0, flags: [], weight: 1, effectiveWeight: 1,
+    },
+  ],
+  scheduler: {
+    checks: 5, running: 1, waiting: 0, started: 1234, completed: 1233, timedOut: 7, late: 0, skipped: 1,
+    startDelayP50Ms: 0.4, startDelayP99Ms: 2.25, startDelayMaxMs: 9,
+  },
+};
+
+describe('formatHealth', () => {
+  it('prints one line per checked real server, with why a state is not plain, then the scheduler\'s figures', () => {
+    assert.equal(formatHealth(HEALTH), [
+      'SERVICE SERVER           CHECK                 STATE            SINCE LAST RESULT                              LATENCY',
+      'web     198.19.1.11:8080 http GET /            up               5m03s http GET /: got 200                      1.2 ms',
+      'web     198.19.1.12:8080 http GET /            down (held 5s)   12s   http GET /: got 500, want 200-399        13 ms',
+      'web     198.19.1.13:8080 http GET /            up (ramping 1/3) 2s    http GET /: got 200                      2 ms',
+      'stream  198.19.1.11:9000 tcp @198.19.1.11:9001 down (removed)   2h03m tcp connect to 198.19.1.11:9001: refused 0.3 ms',
+      'dns     198.19.1.11:5353 udp                   up               0s    no result yet                            -',
+      '',
+      'scheduler: 5 checks; probes started 1234, timed out 7, late 0, skipped 1; start delay p50 0.4 ms, p99 2.3 ms',
+      '',
+    ].join('\n'));
+  });
+
+  it('says so when nothing is checked', () => {
+    assert.equal(formatHealth({ ...HEALTH, realServers: [] }), 'no real server has a health check\n');
+  });
+
+  it('prints a transition as one line', () => {
+    const e: HealthEvent__Output = {
+      seq: 7, timeUnixMs: T0, service: '198.18.0.10:80/tcp', serviceName: 'web', address: '198.19.1.12', port: 8080, checkKind: 'http',
+      from: 'up', to: 'down', reason: 'http GET /: got 500, want 200-399 (2 failures)', probeReason: 'status', latencyMs: 3, heldDownUntilUnixMs: 0,
+      action: 'quiesced (weight 0)',
+    };
+    assert.equal(formatHealthEvent(e),
+      '2026-01-01T00:10:00.000Z web 198.19.1.12:8080 up -> down: http GET /: got 500, want 200-399 (2 failures) [3 ms]; quiesced (weight 0)\n');
+    assert.match(formatHealthEvent({ ...e, heldDownUntilUnixMs: T0 + 5000 }), /\[3 ms\]; held down until 2026-01-01T00:10:05\.000Z; quiesced/);
+  });
+
+  it('ages', () => {
+    assert.deepEqual([0, 59_999, 60_000, 3_599_000, 3_600_000, 86_400_000 + 3_600_000].map(formatAge), ['0s', '59s', '1m00s', '59m59s', '1h00m', '1d01h']);
   });
 });
 

@@ -1,7 +1,7 @@
 import { hostPort } from '@lbd/config';
 import type {
-  ApplyResponse__Output, Connection__Output, Endpoint__Output, Finding__Output, GetStatsResponse__Output,
-  GetStatusResponse__Output, Problem__Output,
+  ApplyResponse__Output, Connection__Output, Endpoint__Output, Finding__Output, GetHealthResponse__Output, GetStatsResponse__Output,
+  GetStatusResponse__Output, HealthEvent__Output, Problem__Output, RealServerHealth__Output,
 } from '@lbd/proto';
 
 /**
@@ -59,10 +59,12 @@ export function formatStatus(s: GetStatusResponse__Output): string {
     if (about.length > 0) words.push(`(${about.join('; ')})`);
     lines.push(words.join(' '));
     for (const rs of svc.realServers) {
+      // Health's words (down, held-down, ramping, removed, kept) come in the flags.
       const marks = [...(rs.eligible ? [] : ['quiescent']), ...rs.flags];
       lines.push([
         `  -> ${hostPort(rs.address, rs.port).padEnd(addrWidth)}`,
-        String(rs.weight).padEnd(6),
+        // What is programmed, as ipvsadm shows the kernel's weight: 0 while down, less while ramping.
+        String(rs.effectiveWeight).padEnd(6),
         String(rs.activeConnections).padEnd(10),
         marks.length > 0 ? String(rs.inactiveConnections).padEnd(9) : String(rs.inactiveConnections),
         ...marks,
@@ -221,4 +223,73 @@ export function formatDoctor(findings: readonly Finding__Output[]): string {
   const count = (sev: string): number => findings.filter((f) => f.severity === sev).length;
   lines.push(`${plural(count('error'), 'error')}, ${plural(count('warning'), 'warning')}, ${count('ok')} ok`);
   return `${lines.join('\n')}\n`;
+}
+
+/** An age for people: 12s, 5m03s, 2h05m, 3d04h. */
+export function formatAge(ms: number): string {
+  const sec = Math.max(0, Math.floor(ms / 1000));
+  const two = (n: number): string => String(n).padStart(2, '0');
+  if (sec < 60) return `${sec}s`;
+  if (sec < 3600) return `${Math.floor(sec / 60)}m${two(sec % 60)}s`;
+  if (sec < 86_400) return `${Math.floor(sec / 3600)}h${two(Math.floor((sec % 3600) / 60))}m`;
+  return `${Math.floor(sec / 86_400)}d${two(Math.floor((sec % 86_400) / 3600))}h`;
+}
+
+function latency(ms: number): string {
+  return ms < 10 ? `${Number(ms.toFixed(1))} ms` : `${Math.round(ms)} ms`;
+}
+
+/** The check in a few words; the probed endpoint only when it is not the real server itself (a health port). */
+function checkLabel(rs: RealServerHealth__Output): string {
+  const c = rs.check;
+  if (c === null) return '-';
+  let label: string;
+  if (c.kind === 'http' || c.kind === 'https' || c.kind === 'exec') label = c.description;
+  else label = c.kind;
+  const own = c.kind === 'icmp' ? rs.address : hostPort(rs.address, rs.port);
+  return c.kind === 'exec' || c.target === own ? label : `${label} @${c.target}`;
+}
+
+/** up, down, and why it is not simply so: held down (for how long), removed, kept, ramping (to what). */
+function stateLabel(rs: RealServerHealth__Output, now: number): string {
+  const notes: string[] = [];
+  if (rs.heldDownUntilUnixMs > now) notes.push(`held ${formatAge(Math.ceil((rs.heldDownUntilUnixMs - now) / 1000) * 1000)}`);
+  if (rs.flags.includes('removed')) notes.push('removed');
+  if (rs.flags.includes('kept')) notes.push('kept');
+  if (rs.flags.includes('ramping')) notes.push(`ramping ${rs.effectiveWeight}/${rs.weight}`);
+  return notes.length > 0 ? `${rs.state} (${notes.join(', ')})` : rs.state;
+}
+
+/** `lbadm health`: one line per checked real server per service, then the scheduler's figures. */
+export function formatHealth(h: GetHealthResponse__Output): string {
+  if (h.realServers.length === 0) return 'no real server has a health check\n';
+  const now = h.sampledAtUnixMs;
+  const rows = [
+    ['SERVICE', 'SERVER', 'CHECK', 'STATE', 'SINCE', 'LAST RESULT', 'LATENCY'],
+    ...h.realServers.map((rs) => [
+      rs.serviceName || rs.service,
+      hostPort(rs.address, rs.port),
+      checkLabel(rs),
+      stateLabel(rs, now),
+      formatAge(now - rs.sinceUnixMs),
+      rs.lastResult?.message ?? 'no result yet',
+      rs.lastResult ? latency(rs.lastResult.latencyMs) : '-',
+    ]),
+  ];
+  const lines = columns(rows);
+  const s = h.scheduler;
+  if (s) {
+    // The scheduler's figures are the director's, whatever --service shows: a shared check counts once.
+    lines.push('');
+    lines.push(`scheduler: ${plural(s.checks, 'check')}; probes started ${s.started}, timed out ${s.timedOut}, late ${s.late}, `
+      + `skipped ${s.skipped}; start delay p50 ${latency(s.startDelayP50Ms)}, p99 ${latency(s.startDelayP99Ms)}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** One transition as one line (`lbadm health --watch`). */
+export function formatHealthEvent(e: HealthEvent__Output): string {
+  const held = e.heldDownUntilUnixMs > 0 ? `; held down until ${new Date(e.heldDownUntilUnixMs).toISOString()}` : '';
+  return `${new Date(e.timeUnixMs).toISOString()} ${e.serviceName || e.service} ${hostPort(e.address, e.port)} ${e.from} -> ${e.to}: `
+    + `${e.reason} [${latency(e.latencyMs)}]${held}; ${e.action}\n`;
 }

@@ -4,5 +4,6 @@ export { parseArgs, UsageError, COMMANDS, USAGE, HELP, type Command, type Invoca
 export { describeFailure, type Failure } from './errors.js';
 export {
   formatStatus, formatStats, formatRates, formatConns, formatApply, formatProblems, formatDoctor, computeRates,
+  formatHealth, formatHealthEvent, formatAge,
   type Rates, type ServiceRate, type RealServerRate, type Rate,
 } from './format.js';

@@ -1,9 +1,27 @@
 #!/usr/bin/env node
+import { parseArgs } from '../args.js';
 import { main } from '../cli.js';
 
+const argv = process.argv.slice(2);
+
+// Ctrl-C ends `lbadm health --watch` cleanly (exit 0), so a script can watch for a while and stop it.
+// Every other command keeps the default: Ctrl-C kills it at once.
+const interrupt = new AbortController();
+if (watches(argv)) process.once('SIGINT', () => interrupt.abort());
+
 // exitCode rather than exit(): output piped to another program is flushed before the process ends.
-process.exitCode = await main(process.argv.slice(2), {
+process.exitCode = await main(argv, {
   stdout: (text) => { process.stdout.write(text); },
   stderr: (text) => { process.stderr.write(text); },
   env: process.env,
+  interrupt: interrupt.signal,
 });
+
+function watches(args: readonly string[]): boolean {
+  try {
+    const inv = parseArgs(args, process.env);
+    return inv.command === 'health' && inv.watch;
+  } catch {
+    return false; // main reports the usage error
+  }
+}
