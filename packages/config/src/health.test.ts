@@ -11,7 +11,7 @@ function config(service: Record<string, unknown>, realServers: Array<Record<stri
 const HTTP: HealthCheck = {
   kind: 'http', intervalMs: 1000, timeoutMs: 500, rise: 2, fall: 3, jitterMs: 100, startState: 'up', address: null, port: null,
   send: null, expect: null, method: 'GET', path: '/', host: null, expectStatus: HEALTH_DEFAULTS.expectStatus, bodyPattern: null,
-  tlsVerify: true, sni: null, command: null,
+  tlsVerify: true, sni: null, command: null, flapDamping: HEALTH_DEFAULTS.flapDamping,
 };
 
 describe('health check config', () => {
@@ -31,6 +31,15 @@ describe('health check config', () => {
       name: 'a server with a check of another kind inherits timings, not the other kind\'s fields',
       raw: config({ healthCheck: { kind: 'http', path: '/x', rise: 4 } }, [{ address: '198.19.1.11', port: 8080, healthCheck: { kind: 'tcp', send: 'PING\r\n', expect: '+PONG' } }]),
       want: [{ ...HTTP, kind: 'tcp', rise: 4, send: 'PING\r\n', expect: '+PONG' }],
+    },
+    {
+      name: 'flap damping: defaults, a service setting, a server override merged field by field',
+      raw: config({ healthCheck: { kind: 'tcp', flapDamping: { maxTransitions: 0 } } },
+        [{ address: '198.19.1.11', port: 8080 }, { address: '198.19.1.12', port: 8080, healthCheck: { flapDamping: { maxTransitions: 6, holdDownMs: 1000 } } }]),
+      want: [
+        { ...HTTP, kind: 'tcp', flapDamping: { ...HEALTH_DEFAULTS.flapDamping, maxTransitions: 0 } },
+        { ...HTTP, kind: 'tcp', flapDamping: { ...HEALTH_DEFAULTS.flapDamping, maxTransitions: 6, holdDownMs: 1000 } },
+      ],
     },
     {
       name: 'exec and udp checks, a health address',
@@ -126,6 +135,14 @@ describe('health check config', () => {
         'services[1].onDown: "delete" is not a supported onDown action; use one of: quiesce, remove',
         'services[1].slowStartMs: -1 is not a slow-start time (whole milliseconds from 0 to 3600000, 0 = off); give whole milliseconds, e.g. 10000, or 0 to restore full weight at once',
         'services[1].sorryServer: {"address":"198.19.1.99","port":80} is set but fallback is drop; set fallback: sorry-server to use it, or remove sorryServer',
+      ],
+    },
+    {
+      name: 'flap damping out of range',
+      raw: config({ healthCheck: { kind: 'tcp', flapDamping: { holdDownMs: 10000, maxHoldDownMs: 5000, decay: 1 } } }),
+      want: [
+        'services[0].healthCheck.flapDamping.decay: 1 is not a known field; known fields: windowMs, maxTransitions, holdDownMs, maxHoldDownMs',
+        'services[0].healthCheck.flapDamping.maxHoldDownMs: 5000 must be at least holdDownMs (10000); raise maxHoldDownMs to 10000 or more',
       ],
     },
     {

@@ -61,6 +61,16 @@ export interface HealthCheck {
   readonly sni: string | null;
   /** exec: argv of a command whose exit status 0 means up (like keepalived's MISC_CHECK). */
   readonly command: readonly string[] | null;
+  /** Flap damping: `maxTransitions` state changes within `windowMs` hold a server down (0 = off). */
+  readonly flapDamping: FlapDamping;
+}
+
+export interface FlapDamping {
+  readonly windowMs: number;
+  readonly maxTransitions: number;
+  /** The first hold-down; each further one within the window doubles, up to maxHoldDownMs. */
+  readonly holdDownMs: number;
+  readonly maxHoldDownMs: number;
 }
 
 export const HEALTH_DEFAULTS = {
@@ -73,6 +83,7 @@ export const HEALTH_DEFAULTS = {
   path: '/',
   expectStatus: [[200, 399]] as ReadonlyArray<readonly [number, number]>,
   tlsVerify: true,
+  flapDamping: { windowMs: 60_000, maxTransitions: 4, holdDownMs: 5_000, maxHoldDownMs: 300_000 } as FlapDamping,
 };
 
 export interface RealServer {

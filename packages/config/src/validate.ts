@@ -2,7 +2,7 @@ import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './
 import {
   DEFAULT_ADMIN_SOCKET, FALLBACKS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
   PROTOCOLS, SCHEDULERS, hostPort, serviceKey,
-  type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type ForwardingMode,
+  type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
   type Service,
 } from './types.js';
@@ -270,8 +270,30 @@ function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: Forwa
 /** Real servers; a missing port means the service's port (as ipvsadm does), a missing weight means 1. */
 const HEALTH_FIELDS = [
   'kind', 'intervalMs', 'timeoutMs', 'rise', 'fall', 'jitterMs', 'startState', 'address', 'port', 'send', 'expect',
-  'method', 'path', 'host', 'expectStatus', 'bodyPattern', 'tlsVerify', 'sni', 'command',
+  'method', 'path', 'host', 'expectStatus', 'bodyPattern', 'tlsVerify', 'sni', 'command', 'flapDamping',
 ] as const;
+const FLAP_FIELDS = ['windowMs', 'maxTransitions', 'holdDownMs', 'maxHoldDownMs'] as const;
+
+function checkFlapDamping(c: Collector, path: string, raw: unknown, base: FlapDamping): FlapDamping {
+  if (raw === undefined) return base;
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, 'write {windowMs: 60000, maxTransitions: 4, holdDownMs: 5000, maxHoldDownMs: 300000}');
+    return base;
+  }
+  checkUnknownFields(c, path, raw, FLAP_FIELDS);
+  const field = (k: (typeof FLAP_FIELDS)[number], min: number, rule: string, fix: string): number =>
+    raw[k] === undefined ? base[k] : checkWholeNumber(c, `${path}.${k}`, raw[k], min, MAX_INTERVAL_MS * 24, rule, fix) ?? base[k];
+  const out = {
+    windowMs: field('windowMs', 1, 'is not a window (whole milliseconds, at least 1)', 'give whole milliseconds, e.g. 60000'),
+    maxTransitions: field('maxTransitions', 0, 'is not a count of state changes (a whole number, 0 = no damping)', 'give a whole number, e.g. 4'),
+    holdDownMs: field('holdDownMs', 1, 'is not a hold-down time (whole milliseconds, at least 1)', 'give whole milliseconds, e.g. 5000'),
+    maxHoldDownMs: field('maxHoldDownMs', 1, 'is not a hold-down time (whole milliseconds, at least 1)', 'give whole milliseconds, e.g. 300000'),
+  };
+  if (out.maxHoldDownMs < out.holdDownMs) {
+    c.add(`${path}.maxHoldDownMs`, out.maxHoldDownMs, `must be at least holdDownMs (${out.holdDownMs})`, `raise maxHoldDownMs to ${out.holdDownMs} or more`);
+  }
+  return out;
+}
 /** Fields that only some kinds of check use: giving one to another kind is a mistake worth naming. */
 const KIND_ONLY: Partial<Record<(typeof HEALTH_FIELDS)[number], readonly HealthCheckKind[]>> = {
   port: ['tcp', 'http', 'https', 'udp'],
@@ -406,6 +428,7 @@ function checkHealthCheck(c: Collector, path: string, raw: unknown, base: Health
       command = raw.command as string[];
     }
   }
+  const flapDamping = checkFlapDamping(c, `${path}.flapDamping`, raw.flapDamping, base?.flapDamping ?? HEALTH_DEFAULTS.flapDamping);
   if (kind === 'udp' && send === null && c.problems.length === before) {
     c.add(`${path}.send`, undefined, 'a udp check needs something to send', 'add send: the datagram the real server answers, and optionally expect');
   }
@@ -415,7 +438,7 @@ function checkHealthCheck(c: Collector, path: string, raw: unknown, base: Health
   if (c.problems.length !== before || kind === undefined) return undefined;
   return {
     kind, intervalMs, timeoutMs, rise, fall, jitterMs, startState: startState!, address, port, send, expect, method, path: httpPath,
-    host, expectStatus, bodyPattern, tlsVerify, sni, command,
+    host, expectStatus, bodyPattern, tlsVerify, sni, command, flapDamping,
   };
 }
 

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { hostPort, serviceKey, type Config, type HealthCheck, type RealServer, type Service } from '@lbd/config';
 import type { ObservedState } from '@lbd/dataplane';
 import {
-  DEFAULT_FLAP_POLICY, HealthScheduler, checkSpecFor, endpoint, formatDuration, slowStartWeight,
+  HealthScheduler, checkSpecFor, endpoint, formatDuration, slowStartWeight,
   type CheckSpec, type Clock, type FlapPolicy, type HealthRecord, type ProbeResult, type ProbeTarget, type Prober,
   type SchedulerStats, type TransitionEvent,
 } from '@lbd/health-checker';
@@ -94,7 +94,8 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
   private readonly scheduler: HealthScheduler;
   private readonly clock: Clock;
   private readonly log: Logger;
-  private readonly flap: FlapPolicy;
+  /** Overrides every check's configured flap damping (tests). */
+  private readonly flap: FlapPolicy | undefined;
   private readonly historyLimit: number;
   /** Per real-server object: its spec (a RealServer object fully defines its check). */
   private readonly specs = new WeakMap<RealServer, CheckSpec>();
@@ -115,7 +116,7 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
     super();
     this.clock = opts.clock;
     this.log = opts.log;
-    this.flap = opts.flap ?? DEFAULT_FLAP_POLICY;
+    this.flap = opts.flap;
     this.historyLimit = Math.max(1, opts.historyLimit ?? DEFAULT_HISTORY_LIMIT);
     this.scheduler = new HealthScheduler({
       prober: opts.prober, clock: opts.clock, ...(opts.maxConcurrent === undefined ? {} : { maxConcurrent: opts.maxConcurrent }),
