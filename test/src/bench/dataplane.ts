@@ -175,6 +175,8 @@ interface Sample {
   /** Foreign CPU during the kept run, as a share of one CPU. */
   readonly foreign: number;
   readonly disturbed: boolean;
+  /** Busy share of each CPU during the kept run (everything: wrk, nginx, softirq, haproxy, others). */
+  readonly cpuBusy: readonly number[];
 }
 
 /**
@@ -198,15 +200,17 @@ class Sampler {
     for (let attempt = 0; ; attempt++) {
       await this.waitQuiet();
       const before = await this.foreign.snapshot();
+      const cpuBefore = await perCpuTimes();
       const result = await runWrk(this.ctx.topology, CLIENT.host, this.ctx.wrkScript, { ...run, cpus: PLACEMENT.client });
+      const cpuBusy = busyBetween(cpuBefore, await perCpuTimes());
       const after = await this.foreign.snapshot();
       const share = ForeignLoad.between(before, after) / result.durationSec;
-      if (share <= FOREIGN_LIMIT) return { result, foreign: share, disturbed: false };
+      if (share <= FOREIGN_LIMIT) return { result, foreign: share, disturbed: false, cpuBusy };
       const who = `${(share * 100).toFixed(0)}% of a CPU: ${ForeignLoad.describe(before, after)}`;
       if (attempt >= 2 || this.repeatBudget <= 0) {
         this.flagged++;
         log(`other processes ran beside this run (${who}); keeping it, flagged`);
-        return { result, foreign: share, disturbed: true };
+        return { result, foreign: share, disturbed: true, cpuBusy };
       }
       this.repeatBudget--;
       this.repeated++;
@@ -328,7 +332,12 @@ async function throughput(ctx: Context, s: Settings): Promise<void> {
         const warm = await runWrk(topology, CLIENT.host, ctx.wrkScript, { url: url(p.host, SMALL_OBJECT), connections: 2, durationSec: 1, closeEach: false, cpus: PLACEMENT.client });
         if (warm.requests === 0 || errorCount(warm) > 0) throw new Error(`path ${p.label} does not work: ${warm.requests} requests, errors: ${describeErrors(warm)}`);
         for (const w of WORKLOADS) {
-          const { result: r, disturbed: d } = await ctx.sampler.run({ url: url(p.host, w.object), connections: w.connections, durationSec: s.durationSec, closeEach: w.closeEach });
+          const { result: r, disturbed: d, cpuBusy, foreign } = await ctx.sampler.run({ url: url(p.host, w.object), connections: w.connections, durationSec: s.durationSec, closeEach: w.closeEach });
+          cpuBusy.forEach((b, i) => push(samples, `${p.id}/${w.id}/cpu${i}`, b));
+          const units = w.id === 'bulk' ? r.bytes / 2 ** 20 : r.requests;
+          // All CPUs' busy time, less what other processes used beside the run.
+          const ownCpuSec = Math.max(0, cpuBusy.reduce((a, b) => a + b, 0) - foreign) * r.durationSec;
+          push(samples, `${p.id}/${w.id}/cpuPerUnit`, ownCpuSec / units);
           if (errorCount(r) > 0) problems.push(`${p.label}, ${w.label}, run ${rep + 1}: ${r.requests} requests, errors: ${describeErrors(r)}`);
           push(samples, `${p.id}/${w.id}`, w.value(r));
           if (d) disturbed.add(`${p.id}/${w.id}`);
@@ -353,13 +362,47 @@ async function throughput(ctx: Context, s: Settings): Promise<void> {
   out(`(${ctx.sampler.repeated} so far). ${disturbed.size === 0 ? 'No figure includes a disturbed run.' : '*: at least one run of this figure was still disturbed after repeating; treat it with care.'}`);
   out();
 
+  // Where the time goes: with wrk and nginx pinned, CPU 0 carries the client and the softirq work of
+  // every packet it sends (the director's forwarding of requests included), CPU 1 the server and replies.
+  const ncpu = cpus().length;
+  const cpuCell = (p: PathId, w: Workload['id']): string =>
+    Array.from({ length: Math.min(ncpu, 4) }, (_, i) => `${(median(samples.get(`${p}/${w}/cpu${i}`) ?? []) * 100).toFixed(0)}`).join(' / ');
+  out(`CPU busy % during the runs (median; ${ncpu >= 2 ? `CPU ${PLACEMENT.client} client / CPU ${PLACEMENT.servers} server${ncpu > 2 ? ' / others' : ''}` : 'one CPU'}):`);
+  out(table(['path', ...WORKLOADS.map((w) => w.label)], paths.map((p) => [p.label, ...WORKLOADS.map((w) => cpuCell(p.id, w.id))])));
+  out();
+
+  // Throughput ratios depend on which CPU saturates first; CPU time per request does not, and shows what
+  // each path costs in all (client + director + server), and beyond direct (the director's share).
+  const perUnit = (p: PathId, w: Workload['id']): number => median(samples.get(`${p}/${w}/cpuPerUnit`) ?? []);
+  const perUnitCell = (p: PathId, w: Workload['id']): string => {
+    const v = perUnit(p, w) * 1e6;
+    if (p === 'direct') return v.toFixed(0);
+    const d = (perUnit(p, w) - perUnit('direct', w)) * 1e6;
+    return `${v.toFixed(0)} (${d >= 0 ? '+' : '−'}${Math.abs(d).toFixed(0)})`;
+  };
+  out('CPU time per request or per MiB in µs, all CPUs together, less other processes (in brackets: the extra over direct, i.e.');
+  out('what the path itself costs; a negative extra is noise, or work that saturation moved elsewhere):');
+  out(table(['path', ...WORKLOADS.map((w) => `${w.label} µs/${w.id === 'bulk' ? 'MiB' : 'req'}`)], paths.map((p) => [p.label, ...WORKLOADS.map((w) => perUnitCell(p.id, w.id))])));
+  const extra = (p: PathId, w: Workload['id']): number => perUnit(p, w) - perUnit('direct', w);
+  out(`haproxy's extra CPU ÷ lbd fullnat's: ${WORKLOADS.map((w) => {
+    const lbdExtra = extra('lbd-fullnat', w.id);
+    // An extra within 5% of direct's own cost cannot be told from noise: no ratio then.
+    return `${w.label} ${lbdExtra > 0.05 * perUnit('direct', w.id) ? `${formatRatio(extra('haproxy', w.id) / lbdExtra)}×` : 'n/a (lbd fullnat costs no measurable extra)'}`;
+  }).join(', ')}`);
+  out();
+
   // The real server must not be what limits the director paths.
   for (const w of WORKLOADS) {
     const others = paths.filter((p) => p.id !== 'direct');
     const best = others.reduce((a, b) => (med(b.id, w.id) > med(a.id, w.id) ? b : a));
     const headroom = med('direct', w.id) / med(best.id, w.id);
-    out(`server headroom, ${w.label}: direct is ${formatRatio(headroom)}× the fastest director path (${best.label})${headroom >= 1.03
-      ? '' : ' -- WARNING: the real server or the client may be the bottleneck, or the figures are noise'}`);
+    const serverBusy = PLACEMENT.servers === undefined ? undefined : median(samples.get(`direct/${w.id}/cpu${PLACEMENT.servers}`) ?? []);
+    const saturated = serverBusy !== undefined && serverBusy >= 0.95;
+    const note = headroom >= 1.03 ? '' : saturated
+      ? ' -- WARNING: the real server\'s CPU is saturated in direct runs; this column measures the server, not the paths'
+      : ' (plain forwarding costs little in this workload)';
+    out(`server headroom, ${w.label}: direct is ${formatRatio(headroom)}× the fastest director path (${best.label})${
+      serverBusy === undefined ? '' : `; the server's CPU was ${(serverBusy * 100).toFixed(0)}% busy in direct runs`}${note}`);
   }
   if (problems.length > 0) {
     out('wrk reported errors:');
@@ -576,4 +619,21 @@ async function cpuBusy(ms: number): Promise<number> {
   const b = await sample();
   const total = b.total - a.total;
   return total > 0 ? 1 - (b.idle - a.idle) / total : 0;
+}
+
+/** Cumulative [busy, total] jiffies per CPU from /proc/stat. */
+async function perCpuTimes(): Promise<[number, number][]> {
+  const lines = (await readFile('/proc/stat', 'utf8')).split('\n').filter((l) => /^cpu\d+ /.test(l));
+  return lines.map((l) => {
+    const f = l.trim().split(/\s+/).slice(1).map(Number);
+    const total = f.slice(0, 8).reduce((a, b) => a + b, 0); // user..steal; guest time is already in user
+    return [total - (f[3] ?? 0) - (f[4] ?? 0), total];
+  });
+}
+
+function busyBetween(a: readonly [number, number][], b: readonly [number, number][]): number[] {
+  return b.map(([busy, total], i) => {
+    const dt = total - (a[i]?.[1] ?? 0);
+    return dt > 0 ? (busy - (a[i]?.[0] ?? 0)) / dt : 0;
+  });
 }
