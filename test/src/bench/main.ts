@@ -3,6 +3,7 @@
  * in the same run; none asserts speed (that is not what tests are for).
  */
 import { benchDataplane } from './dataplane.js';
+import { benchHealth } from './health.js';
 
 const EXIT_USAGE = 64;
 
@@ -11,6 +12,8 @@ const USAGE = `usage: pnpm bench <benchmark> [--quick]
 benchmarks:
   dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
               rule scale at 1 .. 10 000 services (about 8 minutes; needs root, wrk, nginx, haproxy)
+  health      5 000 tcp checks at 1 s: the agent's CPU, due -> start delay, detection latency of
+              100 targets failing at once (about 2 minutes; needs root, nft)
 
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough
@@ -22,6 +25,7 @@ interface Bench {
 
 const BENCHES: Record<string, Bench> = {
   dataplane: { run: benchDataplane },
+  health: { run: benchHealth },
 };
 
 async function main(argv: readonly string[]): Promise<number> {
