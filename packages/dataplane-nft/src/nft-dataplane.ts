@@ -10,7 +10,11 @@ import { parseConntrack, parseDeletedCount } from './conntrack.js';
 import { diffTables, renderFullScript, serviceMark, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
 import { parseTable, persistEntriesFor, tableSchema } from './parse.js';
 import { planTables, type Leaving } from './plan.js';
+import { NftSession } from './nft-session.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
+
+/** Changes up to this size go through the `nft -i` session, as one line; larger ones as a script file. */
+const SESSION_MAX_BYTES = 3500;
 
 const FAMILIES: readonly NftFamily[] = ['ip', 'ip6'];
 
@@ -35,12 +39,15 @@ export class NftDataPlane implements DataPlane {
   private readonly runner: CommandRunner;
   private readonly onEvent: (msg: string, fields: Record<string, unknown>) => void;
   private state: KernelState | null = null;
+  private readonly session: NftSession | null;
   /** Applies are serialised: each diff is computed against the state the previous one left. */
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(opts: NftDataPlaneOptions = {}) {
     this.runner = opts.runner ?? localRunner();
     this.onEvent = opts.onEvent ?? (() => {});
+    const spawnFn = this.runner.spawn?.bind(this.runner);
+    this.session = spawnFn ? new NftSession(() => spawnFn('nft', ['-i'])) : null;
   }
 
   apply(desired: DesiredState, opts: ApplyOptions = {}): Promise<ApplyResult> {
@@ -71,7 +78,7 @@ export class NftDataPlane implements DataPlane {
     });
     if (opts.dryRun) return result(ops.length > 0);
     if (ops.length > 0) {
-      await this.nftScript(ops, 'apply');
+      await this.transaction(ops, fullRebuild);
       if (fullRebuild) this.onEvent('nft table created', { families: FAMILIES.filter((f) => state.models[f] === null) });
     }
     this.state = { models: target };
@@ -102,6 +109,28 @@ export class NftDataPlane implements DataPlane {
       }
     }
     return ops;
+  }
+
+  /**
+   * Applies ops as one transaction: small patches through the long-lived `nft -i` session (no process
+   * start per change), everything else as an `nft -f` script.
+   */
+  private async transaction(ops: readonly string[], fullRebuild: boolean): Promise<void> {
+    const size = ops.reduce((n, l) => n + l.length + 2, 0);
+    if (this.session && !fullRebuild && size <= SESSION_MAX_BYTES) {
+      let err: string;
+      try {
+        err = await this.session.run(ops);
+      } catch (e) {
+        // The session died: say so once and fall back to a script for this change.
+        this.onEvent('nft -i session ended; using nft -f', { error: String(e) });
+        this.session.close();
+        return this.nftScript(ops, 'apply');
+      }
+      if (err !== '') throw nftError('apply', { code: 1, stdout: '', stderr: err });
+      return;
+    }
+    return this.nftScript(ops, 'apply');
   }
 
   /** Runs a script as one `nft -f` transaction (nft cannot read a script from a pipe under Node's spawn). */

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 
 export interface CommandResult {
   readonly code: number;
@@ -13,6 +13,8 @@ export interface CommandResult {
  */
 export interface CommandRunner {
   run(command: string, args: readonly string[]): Promise<CommandResult>;
+  /** A long-running process with pipes (for `nft -i`); runners without it make every change start nft. */
+  spawn?(command: string, args: readonly string[]): ChildProcessWithoutNullStreams;
 }
 
 const MAX_OUTPUT = 512 * 1024 * 1024;
@@ -28,9 +30,12 @@ function execRun(command: string, args: readonly string[]): Promise<CommandResul
 }
 
 export function localRunner(): CommandRunner {
-  return { run: execRun };
+  return { run: execRun, spawn: (command, args) => spawn(command, [...args], { stdio: 'pipe' }) };
 }
 
 export function netnsRunner(namespace: string): CommandRunner {
-  return { run: (command, args) => execRun('ip', ['netns', 'exec', namespace, command, ...args]) };
+  return {
+    run: (command, args) => execRun('ip', ['netns', 'exec', namespace, command, ...args]),
+    spawn: (command, args) => spawn('ip', ['netns', 'exec', namespace, command, ...args], { stdio: 'pipe' }),
+  };
 }

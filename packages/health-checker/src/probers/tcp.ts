@@ -13,8 +13,14 @@ export class TcpProber implements Prober {
     return attempt(target, opts, (ctx) => {
       ctx.setPhase('connecting');
       const socket = connect({ host: target.address, port: target.port, noDelay: true });
-      // destroy(), not end(): a probe never waits for a polite close, and a hung server must not keep it open.
-      ctx.onCleanup(() => socket.destroy());
+      // Closed with a reset, not a FIN (as HAProxy's checks do): a probe never waits for a polite close, a
+      // hung server cannot keep it open, and no TIME_WAIT is left behind. That matters because the
+      // director's conntrack tracks every probe: a FIN close keeps each entry 120 s (600 000 entries at
+      // 5 000 probes/s, more than a default table holds), a reset 10 s.
+      ctx.onCleanup(() => {
+        if (socket.readyState === 'open' || socket.readyState === 'readOnly' || socket.readyState === 'writeOnly') socket.resetAndDestroy();
+        else socket.destroy();
+      });
       let reply = '';
       let bytes = 0;
       socket.once('connect', () => {

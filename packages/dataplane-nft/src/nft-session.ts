@@ -1,0 +1,76 @@
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { TABLE_NAME } from './model.js';
+
+/**
+ * One long-lived `nft -i` for small changes. Starting `nft` and the kernel's cleanup when its netlink
+ * socket closes cost about 15 ms per process; a one-server change itself takes about 1 ms. Each line
+ * written to `nft -i` is parsed as one batch, so a change sent as one line (its commands joined by `;`)
+ * is still one atomic transaction.
+ *
+ * How a change's end is known: after the change line a sentinel line lists lbd's small `schema` set;
+ * nft handles lines in order and writes a failed line's error to stderr before it reads the next one,
+ * so once the sentinel's listing is complete every error of the change has been written.
+ * Large changes (full rebuilds, long element lists) still go through `nft -f FILE`.
+ */
+export class NftSession {
+  private child: ChildProcessWithoutNullStreams | null = null;
+  private stdout = '';
+  private stderr = '';
+  private waiter: { done: () => void; fail: (e: Error) => void } | null = null;
+
+  constructor(private readonly start: () => ChildProcessWithoutNullStreams) {}
+
+  /** Applies `commands` as one transaction; resolves with nft's error text ('' on success). */
+  async run(commands: readonly string[]): Promise<string> {
+    const child = this.ensure();
+    this.stdout = '';
+    this.stderr = '';
+    const sentinelEnd = '}\n}\n';
+    const finished = new Promise<void>((done, fail) => {
+      this.waiter = { done, fail };
+    });
+    child.stdin.write(`${commands.join('; ')}\nlist set ip ${TABLE_NAME} schema\n`);
+    const check = (): void => {
+      if (this.stdout.endsWith(sentinelEnd)) this.waiter?.done();
+    };
+    const onData = (): void => check();
+    child.stdout.on('data', onData);
+    try {
+      check();
+      await finished;
+    } finally {
+      child.stdout.off('data', onData);
+      this.waiter = null;
+    }
+    // Errors written before the sentinel's listing may be delivered in the same turn, after it.
+    await new Promise((r) => setImmediate(r));
+    return this.stderr.trim();
+  }
+
+  close(): void {
+    this.child?.stdin.end();
+    this.child = null;
+  }
+
+  private ensure(): ChildProcessWithoutNullStreams {
+    if (this.child) return this.child;
+    const child = this.start();
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (d: string) => { this.stdout += d; });
+    child.stderr.on('data', (d: string) => { this.stderr += d; });
+    const gone = (why: string): void => {
+      if (this.child === child) this.child = null;
+      this.waiter?.fail(new Error(`nft -i ${why}: ${this.stderr.trim()}`));
+    };
+    child.on('exit', (code) => gone(`exited (${code})`));
+    child.on('error', (e) => gone(`failed to start (${e.message})`));
+    // The agent must not wait for this helper process to end before it can exit.
+    child.unref();
+    (child.stdin as unknown as { unref?: () => void }).unref?.();
+    (child.stdout as unknown as { unref?: () => void }).unref?.();
+    (child.stderr as unknown as { unref?: () => void }).unref?.();
+    this.child = child;
+    return child;
+  }
+}
