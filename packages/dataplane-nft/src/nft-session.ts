@@ -23,6 +23,8 @@ export class NftSession {
   /** Applies `commands` as one transaction; resolves with nft's error text ('' on success). */
   async run(commands: readonly string[]): Promise<string> {
     const child = this.ensure();
+    // Held while a change is in flight (the process must not exit awaiting nft), released when idle.
+    setRef(child, true);
     this.stdout = '';
     this.stderr = '';
     const sentinelEnd = '}\n}\n';
@@ -41,6 +43,7 @@ export class NftSession {
     } finally {
       child.stdout.off('data', onData);
       this.waiter = null;
+      setRef(child, false);
     }
     // Errors written before the sentinel's listing may be delivered in the same turn, after it.
     await new Promise((r) => setImmediate(r));
@@ -65,12 +68,18 @@ export class NftSession {
     };
     child.on('exit', (code) => gone(`exited (${code})`));
     child.on('error', (e) => gone(`failed to start (${e.message})`));
-    // The agent must not wait for this helper process to end before it can exit.
-    child.unref();
-    (child.stdin as unknown as { unref?: () => void }).unref?.();
-    (child.stdout as unknown as { unref?: () => void }).unref?.();
-    (child.stderr as unknown as { unref?: () => void }).unref?.();
+    // An idle session must not keep the agent (or a test) from exiting.
+    setRef(child, false);
     this.child = child;
     return child;
+  }
+}
+
+type Refable = { ref?: () => void; unref?: () => void };
+
+function setRef(child: ChildProcessWithoutNullStreams, on: boolean): void {
+  for (const h of [child, child.stdin, child.stdout, child.stderr] as unknown as Refable[]) {
+    if (on) h.ref?.();
+    else h.unref?.();
   }
 }
