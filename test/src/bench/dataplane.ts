@@ -1,10 +1,11 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { BenchScope } from './scope.js';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateConfig, type Service } from '@lbd/config';
 import { NftDataPlane, netnsRunner } from '@lbd/dataplane-nft';
 import {
-  CLIENT, DIRECTOR, HOSTS, LOCAL_ADDRESSES, VIPS, directorTopology, realServer, removeOrphans, removeStale, runCommand, runPrefix,
+  CLIENT, DIRECTOR, HOSTS, LOCAL_ADDRESSES, VIPS, directorTopology, realServer, removeOrphans, runCommand, runPrefix,
   type BackgroundProcess, type RealServerHost, type Topology,
 } from '@lbd/testkit';
 import { ForeignLoad } from './foreign-load.js';
@@ -110,32 +111,14 @@ export async function benchDataplane(opts: DataplaneBenchOptions): Promise<numbe
   if (stale.length > 0) log(`removed namespaces left by an earlier run: ${stale.join(', ')}`);
 
   const prefix = runPrefix('lbdb');
-  let topology: Topology | undefined;
-  let tmp: string | undefined;
-  let cleaned: Promise<void> | undefined;
-  const cleanup = (): Promise<void> => (cleaned ??= (async () => {
-    await topology?.destroy().catch((e: unknown) => log(`destroy: ${String(e)}`));
-    // Also whatever a half-built topology left (a signal during directorTopology()); twice, because a
-    // step of the build that was already running may add a namespace after the first sweep.
-    for (const pause of [0, 500]) {
-      await new Promise((r) => setTimeout(r, pause));
-      await removeStale(prefix).catch((e: unknown) => log(`remove namespaces: ${String(e)}`));
-    }
-    if (tmp !== undefined) await rm(tmp, { recursive: true, force: true });
-  })());
-  const onSignal = (sig: NodeJS.Signals): void => {
-    log(`${sig}: removing namespaces and processes`);
-    void cleanup().finally(() => process.exit(sig === 'SIGINT' ? 130 : 143));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  const scope = new BenchScope(prefix, log);
 
   const started = performance.now();
   try {
-    tmp = await mkdtemp(join(tmpdir(), 'lbd-bench-'));
+    const tmp = (scope.tmp = await mkdtemp(join(tmpdir(), 'lbd-bench-')));
     log(`building namespaces (${prefix}*)`);
     const built = await directorTopology({ prefix, realServers: 3 });
-    topology = built.topology;
+    const topology = (scope.topology = built.topology);
     const ctx = await prepare(topology, built.realServers, tmp, { repeats: settings.retryBudget, waitMs: settings.waitBudgetMs });
     out(`lbd data-plane benchmark${opts.quick ? ' (--quick smoke run: 1 repetition, 2 s runs, up to 1 000 services; not for comparisons)' : ''}`);
     out(`kernel ${await kernelRelease(topology)}, ${cpus().length} CPUs shared by client, director and real servers; ${PLACEMENT.client === undefined
@@ -152,10 +135,7 @@ export async function benchDataplane(opts: DataplaneBenchOptions): Promise<numbe
     out(`total time ${((performance.now() - started) / 1000).toFixed(0)} s`);
     return 0;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    log('removing namespaces and processes');
-    await cleanup();
+    await scope.close();
   }
 }
 

@@ -1,10 +1,11 @@
 import { readFile, rm, writeFile, mkdtemp } from 'node:fs/promises';
+import { BenchScope } from './scope.js';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { formatProblem, validateConfig } from '@lbd/config';
 import { AdminApi, type HealthEvent__Output, type HealthSchedulerStats__Output } from '@lbd/proto';
-import { Topology, parseJsonObject, removeOrphans, removeStale, runCommand, runPrefix, type BackgroundProcess } from '@lbd/testkit';
+import { Topology, parseJsonObject, removeOrphans, runCommand, runPrefix, type BackgroundProcess } from '@lbd/testkit';
 import { ForeignLoad } from './foreign-load.js';
 import { formatMs, formatNumber, median, passMiss, table } from './report.js';
 
@@ -107,35 +108,20 @@ export async function benchHealth(opts: HealthBenchOptions): Promise<number> {
   if (stale.length > 0) log(`removed namespaces left by an earlier run: ${stale.join(', ')}`);
 
   const prefix = runPrefix('lbdb');
-  let topology: Topology | undefined;
-  let tmp: string | undefined;
   let api: AdminApi | undefined;
   const stopWatch = new AbortController();
-  let cleaned: Promise<void> | undefined;
-  const cleanup = (): Promise<void> => (cleaned ??= (async () => {
+  const scope = new BenchScope(prefix, log);
+  scope.onCleanup(() => {
     stopWatch.abort();
     api?.close();
-    await topology?.destroy().catch((e: unknown) => log(`destroy: ${String(e)}`));
-    // Also whatever a half-built topology left; twice, as a step already running may add a namespace late.
-    for (const pause of [0, 500]) {
-      await sleep(pause);
-      await removeStale(prefix).catch((e: unknown) => log(`remove namespaces: ${String(e)}`));
-    }
-    if (tmp !== undefined) await rm(tmp, { recursive: true, force: true });
-  })());
-  const onSignal = (sig: NodeJS.Signals): void => {
-    log(`${sig}: removing namespaces and processes`);
-    void cleanup().finally(() => process.exit(sig === 'SIGINT' ? 130 : 143));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
+  });
 
   const started = performance.now();
   try {
-    tmp = await mkdtemp(join(tmpdir(), 'lbd-bench-health-'));
+    const tmp = (scope.tmp = await mkdtemp(join(tmpdir(), 'lbd-bench-health-')));
     const addresses = Array.from({ length: s.targets / PORTS_PER_ADDRESS }, (_, i) => targetAddress(i));
     log(`building namespaces (${prefix}${DIRECTOR}, ${prefix}${TARGETS})`);
-    topology = new Topology(prefix);
+    const topology = (scope.topology = new Topology(prefix));
     await buildTopology(topology, addresses);
 
     log(`starting ${s.targets} target listeners`);
@@ -157,7 +143,7 @@ export async function benchHealth(opts: HealthBenchOptions): Promise<number> {
     const watch = new EventLog(api, stopWatch.signal);
     const ctx: Context = {
       s, topology, api, agent, agentPid, targetsPid, watch, addresses, tck: await clockTicks(), agentStart,
-      foreign: await ForeignLoad.create(topology.hostNames.map((h) => topology!.ns(h))),
+      foreign: await ForeignLoad.create(topology.hostNames.map((h) => topology.ns(h))),
     };
 
     log(`warming up for ${s.warmupSec} s`);
@@ -202,10 +188,7 @@ export async function benchHealth(opts: HealthBenchOptions): Promise<number> {
     out(`total time ${((performance.now() - started) / 1000).toFixed(0)} s`);
     return 0;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-    log('removing namespaces and processes');
-    await cleanup();
+    await scope.close();
   }
 }
 
