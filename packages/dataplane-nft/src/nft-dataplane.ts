@@ -78,7 +78,14 @@ export class NftDataPlane implements DataPlane {
     });
     if (opts.dryRun) return result(ops.length > 0);
     if (ops.length > 0) {
-      await this.transaction(ops, fullRebuild);
+      try {
+        await this.transaction(ops, fullRebuild);
+      } catch (err) {
+        // A failed transaction changed nothing, but whatever made it fail (someone else's change, a
+        // session that died half-way) may mean the kernel is not what we think: read it again next time.
+        this.state = null;
+        throw err;
+      }
       if (fullRebuild) this.onEvent('nft table created', { families: FAMILIES.filter((f) => state.models[f] === null) });
     }
     this.state = { models: target };
