@@ -21,3 +21,5 @@ export type { RunningTestServer, ServerAnswer, TestServerConfig } from './testse
 export type { Counts, HttpResult, ReadyReport, StreamResult, TcpOnceResult, UdpResult } from './testclient.js';
 export { StreamChecker } from './stream-check.js';
 export type { StreamReport } from './stream-check.js';
+export { startEtcd } from './etcd.js';
+export type { EtcdOptions, RunningEtcd } from './etcd.js';
