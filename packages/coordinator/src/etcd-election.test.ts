@@ -7,10 +7,12 @@ interface Candidate {
   readonly election: EtcdElection;
   readonly stop: AbortController;
   leading: AbortSignal | undefined;
+  /** The leader this candidate last saw, when following. */
+  following: string | undefined;
   run: Promise<void>;
 }
 
-/** Resolves when `pred` holds, checked on every election event; rejects after `ms`. */
+/** Resolves when `pred` holds (polled every 10 ms, bounded); rejects after `ms`. */
 function waitFor(pred: () => boolean, ms: number, what: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const deadline = Date.now() + ms;
@@ -33,7 +35,7 @@ describe('EtcdElection (real etcd on loopback)', function () {
   function candidate(id: string): Candidate {
     const c: Candidate = {
       id, election: new EtcdElection({ endpoints: etcd!.endpoints, prefix: '/lbd-test', group: 'g1', id }),
-      stop: new AbortController(), leading: undefined, run: Promise.resolve(),
+      stop: new AbortController(), leading: undefined, following: undefined, run: Promise.resolve(),
     };
     c.run = c.election.run({
       signal: c.stop.signal,
@@ -41,7 +43,7 @@ describe('EtcdElection (real etcd on loopback)', function () {
         if (believers().length > 0) violations++;
         c.leading = leading;
       },
-      onFollowing: () => undefined,
+      onFollowing: (leader) => { c.following = leader; },
     });
     candidates.push(c);
     return c;
@@ -60,7 +62,7 @@ describe('EtcdElection (real etcd on loopback)', function () {
     const a = candidate('a');
     await waitFor(() => believers().length === 1, 5000, 'a to lead');
     const b = candidate('b');
-    await new Promise((r) => setTimeout(r, 300)); // b has joined and sees a
+    await waitFor(() => b.following === 'a', 5000, 'b to follow a');
     assert.deepEqual(believers().map((c) => c.id), ['a']);
 
     // resign: a stops campaigning, revokes its lease; b leads quickly
@@ -84,6 +86,7 @@ describe('EtcdElection (real etcd on loopback)', function () {
 
     await etcd!.resume();
     await waitFor(() => believers().length === 1, 10_000, 'one leader after resume');
+    // Not waiting for an event: watching for half a second that no second leader appears.
     await new Promise((r) => setTimeout(r, 500));
     assert.equal(believers().length, 1);
     assert.equal(violations, 0, 'two leaders at once');
