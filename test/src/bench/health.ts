@@ -31,9 +31,9 @@ import { formatMs, formatNumber, median, passMiss, table } from './report.js';
  *    back after the rule is flushed.
  * 3. Sustained: everything left running for another minute, counting false downs, timeouts and
  *    conntrack drops. The agent's nat rules turn on conntrack in the director namespace, and every
- *    probe's entry lingers for the TIME-WAIT timeout (120 s): at 5 000 probes/s that overflows the
- *    default table about 50 s after the start, so phases 1 and 2 are kept short enough to end before
- *    that, and phase 3 shows what happens after it. The conntrack figures are printed in every phase.
+ *    probe gets an entry: tcp probes end with a reset, so it lingers for the CLOSE timeout (10 s); when
+ *    they ended with a FIN it stayed for TIME-WAIT (120 s) and 5 000 probes/s overflowed the default
+ *    table after about 50 s. The conntrack figures are printed in every phase.
  *
  * Namespaces are `lbdb<pid>-…`, removed on every exit path (SIGINT too). Progress goes to stderr, the
  * report to stdout. No assertions: the PASS/MISS column compares with the issue's targets.
@@ -184,7 +184,7 @@ export async function benchHealth(opts: HealthBenchOptions): Promise<number> {
     out();
     reportSustained(s, sustained, (sustained.endAt - agentStart) / 1000);
     out();
-    out(`director namespace at the end: ${count(timeWait)} TCP sockets in TIME-WAIT (the probes close first)`);
+    out(`director namespace at the end: ${count(timeWait)} TCP sockets in TIME-WAIT (the probes close with a reset, so none are expected)`);
     out(`total time ${((performance.now() - started) / 1000).toFixed(0)} s`);
     return 0;
   } finally {
@@ -212,23 +212,25 @@ interface Context {
 
 /**
  * The director namespace's connection tracking. The agent's nat rules turn conntrack on there, so each
- * probe (a locally made connection) gets an entry too, which stays for the TIME-WAIT timeout (120 s by
- * default) after the probe closes: at 5 000 probes/s that is 600 000 entries, more than the default
- * table holds. When the table is full the kernel drops new connections: probes and clients alike.
+ * probe (a locally made connection) gets an entry too. tcp probes end with a reset, so it stays for the
+ * CLOSE timeout (10 s by default); a FIN close would keep it for TIME-WAIT (120 s): 600 000 entries at
+ * 5 000 probes/s, more than the default table holds. When the table is full the kernel drops new
+ * connections: probes and clients alike.
  */
 interface Conntrack {
   readonly count: number;
   readonly max: number;
-  readonly timeWaitSec: number;
+  /** nf_conntrack_tcp_timeout_close: how long a probe's entry stays after its reset. */
+  readonly closeSec: number;
   /** Packets dropped because the table was full (or an insert failed), since the namespace was made. */
   readonly drops: number;
 }
 
 async function conntrack(t: Topology): Promise<Conntrack> {
-  const files = ['nf_conntrack_count', 'nf_conntrack_max', 'nf_conntrack_tcp_timeout_time_wait'].map((f) => `/proc/sys/net/netfilter/${f}`);
+  const files = ['nf_conntrack_count', 'nf_conntrack_max', 'nf_conntrack_tcp_timeout_close'].map((f) => `/proc/sys/net/netfilter/${f}`);
   const { stdout } = await t.exec(DIRECTOR, 'cat', [...files, '/proc/net/stat/nf_conntrack'], { allowFailure: true });
   const lines = stdout.split('\n').filter((l) => l.trim() !== '');
-  const [count, max, timeWaitSec] = lines.slice(0, 3).map(Number);
+  const [count, max, closeSec] = lines.slice(0, 3).map(Number);
   // Per-CPU rows of hexadecimal counters under a header naming them.
   const header = (lines[3] ?? '').trim().split(/\s+/);
   let drops = 0;
@@ -236,7 +238,7 @@ async function conntrack(t: Topology): Promise<Conntrack> {
     const v = row.trim().split(/\s+/).map((x) => Number.parseInt(x, 16));
     for (const name of ['drop', 'early_drop', 'insert_failed']) drops += v[header.indexOf(name)] ?? 0;
   }
-  return { count: count ?? Number.NaN, max: max ?? Number.NaN, timeWaitSec: timeWaitSec ?? Number.NaN, drops };
+  return { count: count ?? Number.NaN, max: max ?? Number.NaN, closeSec: closeSec ?? Number.NaN, drops };
 }
 
 async function buildTopology(t: Topology, addresses: readonly string[]): Promise<void> {
@@ -415,7 +417,7 @@ async function samplingCost(ctx: Context): Promise<number> {
 function reportSteady(s: Settings, r: Steady, perCallSec: number): void {
   const samplingCores = (perCallSec * r.delay.samples) / r.wallSec;
   const rate = s.targets / (CHECK.intervalMs / 1000);
-  const projected = r.probesPerSec * r.conntrack.end.timeWaitSec;
+  const projected = r.probesPerSec * r.conntrack.end.closeSec;
   const full = s.targets === CPU_TARGET_RATE;
   out(`== Steady state: ${r.wallSec.toFixed(0)} s window after ${s.warmupSec} s of warm-up (${r.startSec.toFixed(0)}-${(r.startSec + r.wallSec).toFixed(0)} s after the agent started), every target up ==`);
   out(table(['figure', 'value', 'target', 'result'], [
@@ -436,10 +438,10 @@ function reportSteady(s: Settings, r: Steady, perCallSec: number): void {
     ['conntrack drops (table full)', count(r.conntrack.end.drops - r.conntrack.start.drops), '0', passMiss(r.conntrack.end.drops === r.conntrack.start.drops)],
     ['conntrack entries at the end', `${count(r.conntrack.end.count)} of ${count(r.conntrack.end.max)}`, '', ''],
     ['  growth', `${formatNumber(r.conntrack.growthPerSec)}/s`, '', ''],
-    ['  projected (probes/s x TIME-WAIT)', count(projected), `<= ${count(r.conntrack.end.max)} (nf_conntrack_max)`, passMiss(projected <= r.conntrack.end.max)],
+    ['  projected (probes/s x CLOSE timeout)', count(projected), `<= ${count(r.conntrack.end.max)} (nf_conntrack_max)`, passMiss(projected <= r.conntrack.end.max)],
   ]));
   if (projected > r.conntrack.end.max) {
-    out(`WARNING: every probe leaves a conntrack entry in the director namespace for nf_conntrack_tcp_timeout_time_wait = ${r.conntrack.end.timeWaitSec} s;`);
+    out(`WARNING: every probe leaves a conntrack entry in the director namespace for nf_conntrack_tcp_timeout_close = ${r.conntrack.end.closeSec} s;`);
     out(`at ${formatNumber(r.probesPerSec)} probes/s that is ${count(projected)} entries, more than the table holds (${count(r.conntrack.end.max)}): it fills about `
       + `${formatNumber(r.conntrack.end.max / Math.max(1, r.probesPerSec))} s after the agent starts, and then the kernel drops new connections,`);
     out('health probes and client connections through the director alike (see the sustained phase below).');
