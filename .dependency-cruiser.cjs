@@ -125,8 +125,8 @@ module.exports = {
     {
       name: 'testing-exports-only-in-tests',
       severity: 'error',
-      comment: 'Fakes (@lbd/*/testing) are for tests: a production import of one is a bug. Inject the real implementation.',
-      from: { path: '^(packages/[^/]+)/', pathNot: TESTS },
+      comment: 'Fakes (@lbd/*/testing) are for tests: a production import of one is a bug. Inject the real implementation. (A package\'s own fakes may build on another\'s: FakeProber on FakeClock.)',
+      from: { path: '^(packages/[^/]+)/', pathNot: [...TESTS, '^packages/[^/]+/src/testing/'] },
       to: { path: '^(packages/[^/]+/(src|dist)/testing/|@lbd/[^/]+/testing(/|$))', pathNot: '^$1/' },
     },
     {
@@ -146,7 +146,9 @@ module.exports = {
     onlyImports('config', [], 'config is the core: it imports no other lbd package.'),
     onlyImports('dataplane', ['config'], 'The DataPlane interface depends on config only.'),
     onlyImports('dataplane-nft', ['config', 'dataplane'], 'The nftables adapter implements dataplane from config; it knows nothing of the agent.'),
-    onlyImports('health-checker', ['config'], 'The health checker probes targets and decides up/down; it knows nothing of the data plane, coordination or the agent (the agent wires it in).'),
+    onlyImports('clock', [], 'Time, injected: the smallest core, imported by whatever schedules.'),
+    onlyImports('coordinator', ['config', 'clock'], 'The coordinator elects and fences through etcd; it knows nothing of the data plane or the agent.'),
+    onlyImports('health-checker', ['config', 'clock'], 'The health checker probes targets and decides up/down; it knows nothing of the data plane, coordination or the agent (the agent wires it in).'),
     {
       name: 'lbadm-no-kernel-access',
       severity: 'error',

@@ -1,5 +1,5 @@
 import { Etcd3, type Lease } from 'etcd3';
-import { systemClock, type Clock } from './clock.js';
+import { systemClock, type Clock } from '@lbd/clock';
 import type { Election } from './election.js';
 import { Fence } from './fence.js';
 import { checkTiming, keepaliveIntervalOf, type FenceTiming } from './timing.js';

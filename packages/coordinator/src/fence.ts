@@ -1,4 +1,4 @@
-import type { Clock, TimerHandle } from './clock.js';
+import type { Clock, TimerHandle } from '@lbd/clock';
 
 /**
  * The self-fence: proves the lease alive from the holder's own clock. `sent()` when a renewal goes out,

@@ -9,5 +9,4 @@ export type { EtcdElectionOptions } from './etcd-election.js';
 export { Fence } from './fence.js';
 export { MIN_TTL_MS, checkTiming, keepaliveIntervalOf, timingProblems, worstCaseTakeoverMs } from './timing.js';
 export type { FenceTiming } from './timing.js';
-export { systemClock } from './clock.js';
-export type { Clock, TimerHandle } from './clock.js';
+export { systemClock, type Clock, type TimerHandle } from '@lbd/clock';

@@ -162,7 +162,8 @@ export function renderSkeleton(family: NftFamily): string[] {
   ];
 }
 
-function emptyMaps(): { [M in MapName]: Map<string, string> } {
+/** One empty element map per MapName (renderService fills them; parse.ts groups the kernel's into them). */
+export function emptyMaps(): { [M in MapName]: Map<string, string> } {
   return Object.fromEntries(MAP_NAMES.map((m) => [m, new Map<string, string>()])) as { [M in MapName]: Map<string, string> };
 }
 
@@ -311,4 +312,3 @@ export function diffTables(from: TableModel, to: TableModel): string[] {
   return ops;
 }
 
-export { emptyMaps as _emptyMaps };

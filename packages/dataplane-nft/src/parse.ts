@@ -1,6 +1,6 @@
 import { bigIntToAddress, addressToBigInt, canonicalAddress, familyOf, serviceKey, type Protocol } from '@lbd/config';
 import {
-  _emptyMaps, backendKey, MAP_NAMES, SCHEMA_VERSION, SERVICE_MARK_SHIFT, serviceMark,
+  emptyMaps, backendKey, MAP_NAMES, SCHEMA_VERSION, SERVICE_MARK_SHIFT, serviceMark,
   type MapName, type NftFamily, type ServiceFragment, type TableModel,
 } from './model.js';
 
@@ -83,7 +83,7 @@ function elementEntry(map: MapName, elem: Json): [string, string] {
 /** Parses nft's JSON listing of one lbd table. Returns null when there is no table or it has another schema. */
 export function parseTable(family: NftFamily, json: string): ParsedTable | null {
   const doc = JSON.parse(json) as { nftables?: Json[] };
-  const maps = _emptyMaps();
+  const maps = emptyMaps();
   let backendStats = new Map<number, Counters>();
   let serviceStats = new Map<number, Counters>();
   let schema = -1;
@@ -116,7 +116,7 @@ function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, s
   type Draft = { chain: string; elements: { [M in MapName]: Map<string, string> }; backends: Map<string, number>; serviceId: number };
   const byTuple = new Map<string, Draft>();
   for (const [tuple, verdict] of maps.dispatch) {
-    const elements = _emptyMaps();
+    const elements = emptyMaps();
     elements.dispatch.set(tuple, verdict);
     byTuple.set(tuple, { chain: verdict.replace(/^jump /, ''), elements, backends: new Map(), serviceId: 0 });
   }

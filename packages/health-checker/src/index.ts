@@ -8,7 +8,7 @@ export type { CheckKind, ProbeOptions, ProbeReason, ProbeResult, ProbeTarget, Pr
 export { CHECK_KINDS } from './types.js';
 export { describeTarget, endpoint } from './attempt.js';
 export { checkSpecFor } from './from-config.js';
-export { systemClock, type Clock, type TimerHandle } from './clock.js';
+export { systemClock, type Clock, type TimerHandle } from '@lbd/clock';
 export {
   DEFAULT_FLAP_POLICY, formatDuration, initialHealth, nextHealth, slowStartWeight,
   type FlapPolicy, type HealthRecord, type HealthState, type HealthTransition, type Thresholds,

@@ -1,2 +1,2 @@
 /** Fakes for tests of code that uses the coordinator. Never imported by production code. */
-export { FakeClock } from './fake-clock.js';
+export { FakeClock } from '@lbd/clock/testing';

@@ -1,6 +1,6 @@
 import { abortedOutcome, endpoint } from '../attempt.js';
 import type { ProbeOptions, ProbeReason, ProbeResult, ProbeTarget, Prober } from '../types.js';
-import type { FakeClock } from './fake-clock.js';
+import type { FakeClock } from '@lbd/clock/testing';
 
 /**
  * What a FakeProber answers: a success or a failure (after `delayMs` of FakeClock time, default 0), or

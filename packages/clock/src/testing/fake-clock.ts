@@ -9,7 +9,7 @@ interface Timer {
 /**
  * A Clock for tests: time moves only when the test says. `advance(ms)` runs every timer that falls due, in
  * time order (ties in the order they were set), also timers set by those timers while advancing; after each
- * timer it lets pending promise callbacks run, so work started by a timer (a keepalive, its answer) happens at
+ * timer it lets pending promise callbacks run, so work started by a timer (a probe and its result, a keepalive and its answer) happens at
  * that timer's simulated time, not at the end of the advance.
  */
 export class FakeClock implements Clock {

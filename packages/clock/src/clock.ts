@@ -1,11 +1,11 @@
 import { performance } from 'node:perf_hooks';
 
 /**
- * Time, injected. The scheduler reads the time and sets its one timer only through a Clock, so its tests run
- * on a FakeClock (`@lbd/health-checker/testing`) in simulated time, with no sleeps.
+ * Time, injected. The health scheduler and the election's fence read the time and set timers only through
+ * a Clock, so their tests run on a FakeClock (`@lbd/clock/testing`) in simulated time, with no sleeps.
  */
 export interface Clock {
-  /** Milliseconds; only differences and `now % interval` (probe phases) matter. */
+  /** Milliseconds; only differences and `now % interval` (health-probe phases) matter. */
   now(): number;
   setTimeout(fn: () => void, ms: number): TimerHandle;
   clearTimeout(handle: TimerHandle): void;

@@ -1,0 +1,1 @@
+export { systemClock, type Clock, type TimerHandle } from './clock.js';
