@@ -76,4 +76,27 @@ describe('NftDataPlane in a namespace @privileged', function () {
     // …and the data plane still knows the kernel state: an unchanged apply writes nothing.
     assert.equal((await dp.apply({ services: goldenServices() })).changed, false);
   });
+
+  it('a connection is listed under the service whose vip it was sent to, not one that reused its mark', async () => {
+    const dp = new NftDataPlane({ runner: netnsRunner(ns) });
+    await dp.apply({ services: goldenServices() });
+    const web = (await dp.observe()).services.find((s) => s.key === '198.18.0.10:80/tcp')!;
+    const mark = String(web.realServers[0]!.backendId);
+    const insert = (vip: string, sport: number): void => {
+      execFileSync('ip', ['netns', 'exec', ns, 'conntrack', '-I', '-p', 'tcp', '-s', '198.18.0.2', '-d', vip,
+        '--sport', String(sport), '--dport', '80', '-r', '198.19.1.11', '-q', '198.19.1.100',
+        '--reply-port-src', '8080', '--reply-port-dst', String(sport), '--state', 'ESTABLISHED', '-u', 'ASSURED',
+        '-t', '100', '-m', mark], { stdio: 'ignore' });
+    };
+    // Service ids are reused once free, and a removed service's connections stay in conntrack until
+    // they end: one sent to another vip with the same mark belongs to that old service, not to web.
+    insert('198.18.0.10', 40000);
+    insert('198.18.0.99', 40001);
+    try {
+      const conns = await dp.connections({ service: web.key });
+      assert.deepEqual(conns.map((c) => [c.vip.address, c.client.port]), [['198.18.0.10', 40000]]);
+    } finally {
+      execFileSync('ip', ['netns', 'exec', ns, 'conntrack', '-F'], { stdio: 'ignore' });
+    }
+  });
 });

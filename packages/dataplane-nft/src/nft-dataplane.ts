@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hostPort, type Protocol } from '@lbd/config';
+import { hostPort, serviceKey, type Protocol } from '@lbd/config';
 import {
   DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
   type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState,
@@ -232,7 +232,9 @@ export class NftDataPlane implements DataPlane {
       }
       for (const e of parseConntrack(res.stdout)) {
         const service = owner.get(e.mark);
-        if (service === undefined) continue;
+        // Service ids are reused once free, while a removed service's connections live on until they
+        // end: a connection is this service's only if it was also sent to this service's vip and port.
+        if (service === undefined || service !== serviceKey({ vip: e.original.dst.address, port: e.original.dst.port, protocol: e.protocol })) continue;
         if (filter.service !== undefined && filter.service !== service) continue;
         const fullnat = e.reply.dst.address !== e.original.src.address;
         out.push({
