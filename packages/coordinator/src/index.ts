@@ -1,12 +1,15 @@
 /**
- * @lbd/coordinator: the only package that talks to etcd. For now: the Election interface and EtcdElection
- * with fenced leadership (timing rule in timing.ts). Registration, priorities, preemption and cluster
- * config come next (issue 4).
+ * @lbd/coordinator: the only package that talks to etcd. Registration of directors, one election per vip
+ * group with fenced leadership, priorities and preemption (group-election.ts, rule in timing.ts), planned
+ * switchovers, and the cluster config with its history (config-store.ts).
  */
-export type { Election } from './election.js';
-export { DEFAULT_TIMING, EtcdElection } from './etcd-election.js';
-export type { EtcdElectionOptions } from './etcd-election.js';
-export { Fence } from './fence.js';
-export { MIN_TTL_MS, checkTiming, keepaliveIntervalOf, timingProblems, worstCaseTakeoverMs } from './timing.js';
-export type { FenceTiming } from './timing.js';
+export { ConfigStore } from './config-store.js';
+export type { ConfigWrite, StoredConfig } from './config-store.js';
+export { Coordinator } from './coordinator.js';
+export type { ClusterStatus, CoordinatorOptions, GroupStatus } from './coordinator.js';
+export { GroupElection } from './group-election.js';
+export type { GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
+export type { ConfigRecord, DirectorRecord, GroupRole, GroupView, LeaderRecord, PreemptPolicy } from './records.js';
+export { TIMING_PROFILES, checkTiming, timingProblems, worstCaseTakeoverMs } from './timing.js';
+export type { ElectionTiming, TimingProfile } from './timing.js';
 export { systemClock, type Clock, type TimerHandle } from '@lbd/clock';

@@ -1,59 +1,81 @@
 /**
- * The fencing timing rule, in one place. A leader holds an etcd lease of `ttlMs`; the client renews it every
- * `keepaliveIntervalMs` (etcd3 renews at ttl/3). The leader records the time it *sent* each renewal that
- * etcd then confirmed (`lastSuccessfulKeepalive`, on its own clock; the send time is conservative: etcd
- * extends the lease when it processes the renewal, which is later). It stops leading (aborts `leading`)
- * once `now − lastSuccessfulKeepalive > safetyWindowMs`.
+ * The fencing timing rule, in one place (docs: README "High availability").
  *
- * etcd deletes the election key, and so lets another director win, no earlier than
- * `lastSuccessfulKeepalive + ttlMs` measured on etcd's clock; an etcd leader change only extends leases.
- * Clocks run at slightly different rates: `maxClockDriftMs` bounds how far the two clocks can drift apart
- * over one ttl. The rule
+ * Leadership of a vip group is a record in etcd (`groups/<g>/leader`) that only changes by compare-and-swap
+ * on its revision. The leader *beats*: every `beatIntervalMs` it rewrites the record, conditioned on the
+ * revision it wrote last. It records the time it SENT each beat that etcd then confirmed
+ * (`lastConfirmedSend`, on its own monotonic clock), and acts as leader only while
  *
- *     keepaliveIntervalMs < safetyWindowMs < ttlMs − maxClockDriftMs − keepaliveIntervalMs
+ *     now − lastConfirmedSend < safetyWindowMs            (or while every peer has promised not to take over)
  *
- * keeps the leader's fence strictly before any takeover, with at least one keepalive interval left over for
- * the leader to release what it holds (vips, local addresses) and for a late fence timer; the lower bound
- * keeps a healthy leader from fencing between two renewals.
+ * after which it releases its vips and local addresses, within `maxReleaseMs`.
  *
- * Worst-case takeover after the leader dies (box death): its last renewal was no later than the death, so
- * etcd expires the lease at most `ttlMs` (+ drift) after it, and the standby, watching the key, wins at once.
- * Priorities and preemption are the next step of issue 4; this bound is for equal priorities.
+ * A standby takes over only by compare-and-swap on the revision R it last saw, and only after it has seen R
+ * unchanged for `takeoverAfterMs`, measured from when it RECEIVED R. If that swap succeeds, R was the
+ * leader's last confirmed beat: it was sent no later than it was committed, which is no later than the
+ * standby received it. So the standby acts at least `takeoverAfterMs` after the leader's last confirmed send,
+ * and the leader stopped at most `safetyWindowMs + fenceCheckMs + maxReleaseMs` after it. The rule
+ *
+ *     takeoverAfterMs ≥ safetyWindowMs + fenceCheckMs + maxReleaseMs + maxClockDriftMs
+ *     beatIntervalMs × 2 < safetyWindowMs
+ *
+ * keeps the two apart; the second gives a healthy leader two beats per window. No etcd lease is involved, so
+ * an etcd leader change (which extends leases) cannot break it: it only delays beats, which fences early.
+ * What the rule cannot cover is a leader whose process stalls (a frozen event loop) longer than the margin;
+ * the address lifetime backstop and the agent-death watchdog (dataplane-nft addresses.ts) bound that case.
+ *
+ * A new leader's first act is a beat too (the takeover swap, or a swap on a handed-over record), so every
+ * leader, new or old, is fenced from a beat it sent itself.
  */
-export interface FenceTiming {
-  /** Lease TTL; etcd grants whole seconds and at least 2 s with default timers (TOOLCHAIN.md). */
-  readonly ttlMs: number;
+export interface ElectionTiming {
+  readonly beatIntervalMs: number;
   readonly safetyWindowMs: number;
+  readonly takeoverAfterMs: number;
+  /** Bound on releasing a group's addresses once the fence fires. */
+  readonly maxReleaseMs: number;
+  /** How often leaders check their fence and standbys their takeover condition. */
+  readonly fenceCheckMs: number;
+  /** Bound on how far two directors' monotonic clocks drift apart over one takeover interval. */
   readonly maxClockDriftMs: number;
-  /** Default ttlMs / 3: what etcd3 uses. */
-  readonly keepaliveIntervalMs?: number;
 }
 
-export const MIN_TTL_MS = 2000;
+/** Named timing profiles: `default` for ordinary networks and loaded boxes, `fast` for quiet dedicated ones. */
+export const TIMING_PROFILES = {
+  default: { beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 330, maxReleaseMs: 50, fenceCheckMs: 10, maxClockDriftMs: 5 },
+  fast: { beatIntervalMs: 20, safetyWindowMs: 60, takeoverAfterMs: 100, maxReleaseMs: 20, fenceCheckMs: 5, maxClockDriftMs: 5 },
+} as const satisfies Record<string, ElectionTiming>;
 
-export function keepaliveIntervalOf(t: FenceTiming): number {
-  return t.keepaliveIntervalMs ?? t.ttlMs / 3;
-}
+export type TimingProfile = keyof typeof TIMING_PROFILES;
 
 /** Every violation of the rule above, as messages; empty when the timing is safe. */
-export function timingProblems(t: FenceTiming): string[] {
+export function timingProblems(t: ElectionTiming): string[] {
   const out: string[] = [];
-  const ka = keepaliveIntervalOf(t);
-  if (!Number.isInteger(t.ttlMs / 1000) || t.ttlMs < MIN_TTL_MS) out.push(`ttlMs ${t.ttlMs}: must be a whole number of seconds, at least ${MIN_TTL_MS}`);
-  if (!(t.maxClockDriftMs >= 0)) out.push(`maxClockDriftMs ${t.maxClockDriftMs}: must be >= 0`);
-  if (!(t.safetyWindowMs > ka)) out.push(`safetyWindowMs ${t.safetyWindowMs}: must exceed the keepalive interval ${ka} ms, or a healthy leader fences itself`);
-  const max = t.ttlMs - t.maxClockDriftMs - ka;
-  if (!(t.safetyWindowMs < max)) out.push(`safetyWindowMs ${t.safetyWindowMs}: must be < ttlMs − maxClockDriftMs − keepaliveIntervalMs = ${max}`);
+  for (const [k, v] of Object.entries(t)) {
+    if (!(typeof v === 'number' && Number.isFinite(v) && v >= 0)) out.push(`${k} ${String(v)}: must be a number >= 0`);
+  }
+  if (out.length > 0) return out;
+  if (!(t.beatIntervalMs > 0 && t.fenceCheckMs > 0)) out.push('beatIntervalMs and fenceCheckMs must be > 0');
+  if (!(t.beatIntervalMs * 2 < t.safetyWindowMs)) {
+    out.push(`safetyWindowMs ${t.safetyWindowMs}: must exceed 2 × beatIntervalMs = ${t.beatIntervalMs * 2}, or a healthy leader fences itself after one slow beat`);
+  }
+  const min = t.safetyWindowMs + t.fenceCheckMs + t.maxReleaseMs + t.maxClockDriftMs;
+  if (!(t.takeoverAfterMs >= min)) {
+    out.push(`takeoverAfterMs ${t.takeoverAfterMs}: must be >= safetyWindowMs + fenceCheckMs + maxReleaseMs + maxClockDriftMs = ${min}, or a standby could act before the leader has released`);
+  }
   return out;
 }
 
 /** Throws a RangeError listing every problem. */
-export function checkTiming(t: FenceTiming): void {
+export function checkTiming(t: ElectionTiming): void {
   const problems = timingProblems(t);
   if (problems.length > 0) throw new RangeError(`unsafe election timing: ${problems.join('; ')}`);
 }
 
-/** Worst case from the leader's death to a standby leading (equal priorities; see the rule above). */
-export function worstCaseTakeoverMs(t: FenceTiming): number {
-  return t.ttlMs + t.maxClockDriftMs;
+/**
+ * Worst case from the leader's death to a standby leading: the leader dies just after a beat the standby
+ * receives at once; the standby swaps `takeoverAfterMs` later, found by a check at most `fenceCheckMs` late.
+ * Add one etcd write and the address claim (a few ms each on a healthy cluster).
+ */
+export function worstCaseTakeoverMs(t: ElectionTiming): number {
+  return t.takeoverAfterMs + t.fenceCheckMs;
 }

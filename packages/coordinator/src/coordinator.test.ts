@@ -1,0 +1,274 @@
+import assert from 'node:assert/strict';
+import { createConnection, createServer, type Server, type Socket } from 'node:net';
+import { startEtcd, type RunningEtcd } from '@lbd/testkit';
+import { Coordinator } from './coordinator.js';
+import type { PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
+import type { PreemptPolicy } from './records.js';
+import { TIMING_PROFILES } from './timing.js';
+
+/**
+ * Coordinators against a real etcd on loopback. Each director reaches etcd through its own TCP proxy, so a
+ * test can cut one director from etcd (a black hole: packets vanish, nothing is reset) while the other still
+ * reaches it; peers talk through an in-memory transport that can be cut too. Address ownership is a map
+ * checked on every claim: two holders at once is a violation, whatever the test is about.
+ */
+
+const timing = TIMING_PROFILES.default;
+
+/** A TCP proxy that can black-hole its traffic (sockets stay open, bytes stop flowing both ways). */
+class CutProxy {
+  private readonly sockets = new Set<Socket>();
+  private holed = false;
+  private server: Server | undefined;
+  port = 0;
+  constructor(private readonly target: { host: string; port: number }) {}
+
+  async start(): Promise<void> {
+    this.server = createServer((client) => {
+      const upstream = createConnection(this.target);
+      for (const s of [client, upstream]) {
+        this.sockets.add(s);
+        s.on('close', () => this.sockets.delete(s));
+        s.on('error', () => undefined);
+      }
+      client.on('data', (b) => { if (!this.holed) upstream.write(b); });
+      upstream.on('data', (b) => { if (!this.holed) client.write(b); });
+      client.on('close', () => upstream.destroy());
+      upstream.on('close', () => client.destroy());
+    });
+    await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
+    const a = this.server.address();
+    this.port = typeof a === 'object' && a ? a.port : 0;
+  }
+
+  cut(): void { this.holed = true; }
+  restore(): void {
+    // Bytes dropped while cut leave the HTTP/2 streams corrupt: a restored link is a fresh connection.
+    this.holed = false;
+    for (const s of this.sockets) s.destroy();
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.sockets) s.destroy();
+    await new Promise<void>((r) => (this.server ? this.server.close(() => r()) : r()));
+  }
+}
+
+class MemoryTransport implements PeerTransport {
+  readonly nodes = new Map<string, Coordinator>();
+  readonly cut = new Set<string>();
+  async requestPromise(peerId: string, req: PromiseRequest, timeoutMs: number): Promise<PromiseReply> {
+    const peer = this.nodes.get(peerId);
+    if (!peer || this.cut.has(peerId) || this.cut.has(req.from)) {
+      await new Promise((r) => setTimeout(r, timeoutMs));
+      throw new Error('peer unreachable');
+    }
+    return peer.answerPromise(req);
+  }
+}
+
+function waitFor(pred: () => boolean, ms: number, what: string): Promise<number> {
+  const start = Date.now();
+  return new Promise((resolve, reject) => {
+    const tick = (): void => {
+      if (pred()) return resolve(Date.now() - start);
+      if (Date.now() - start > ms) return reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
+      setTimeout(tick, 2);
+    };
+    tick();
+  });
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('Coordinator: fenced election per vip group (real etcd on loopback)', function () {
+  this.timeout(60_000);
+  let etcd: RunningEtcd;
+  let prefixN = 0;
+  let prefix = '';
+  const transport = new MemoryTransport();
+  const running: Array<{ c: Coordinator; proxy: CutProxy }> = [];
+  const holders = new Map<string, Set<string>>();
+  const violations: string[] = [];
+  const transitions: Array<Transition & { id: string }> = [];
+  const health = new Map<string, { ok: boolean; problems: string[] }>();
+
+  const held = (group = 'g'): string[] => [...(holders.get(group) ?? [])];
+
+  async function director(id: string, priority: number, opts: { preempt?: PreemptPolicy; preemptDelayMs?: number; peers?: string[] } = {}): Promise<{ c: Coordinator; proxy: CutProxy }> {
+    const url = new URL(etcd.endpoints[0]!);
+    const proxy = new CutProxy({ host: url.hostname, port: Number(url.port) });
+    await proxy.start();
+    health.set(id, { ok: true, problems: [] });
+    const c = new Coordinator({
+      id, endpoints: [`http://127.0.0.1:${proxy.port}`], prefix, timing, peers: opts.peers ?? ['a', 'b'].filter((p) => p !== id),
+      peerAddress: `${id}:7411`, version: 'test', transport,
+      hooks: {
+        claim: async (g) => {
+          const set = holders.get(g) ?? new Set<string>();
+          if (set.size > 0 && !set.has(id)) violations.push(`${id} claimed ${g} while ${[...set].join(',')} held it`);
+          set.add(id);
+          holders.set(g, set);
+        },
+        release: async (g) => { holders.get(g)?.delete(id); },
+      },
+      health: () => health.get(id)!,
+      onTransition: (t) => transitions.push({ ...t, id }),
+    });
+    transport.nodes.set(id, c);
+    await c.start();
+    await c.setGroups([{ name: 'g', priority, preempt: opts.preempt ?? 'never', preemptDelayMs: opts.preemptDelayMs ?? 0 }]);
+    const d = { c, proxy };
+    running.push(d);
+    return d;
+  }
+
+  before(async () => { etcd = await startEtcd(); });
+  beforeEach(() => {
+    prefix = `/lbd-test-${++prefixN}`;
+    holders.clear();
+    violations.length = 0;
+    transitions.length = 0;
+    transport.cut.clear();
+  });
+  afterEach(async () => {
+    await etcd.resume();
+    for (const { c, proxy } of running.splice(0)) {
+      proxy.restore();
+      await c.close({ vacate: false });
+      await proxy.stop();
+    }
+    transport.nodes.clear();
+  });
+  after(async () => { await etcd?.stop(); });
+
+  it('the higher priority leads; a planned failover moves the group within milliseconds, never to two holders', async () => {
+    const b = await director('b', 100);
+    const a = await director('a', 150);
+    await waitFor(() => held().length === 1, 3000, 'a leader');
+    const first = held()[0];
+    const other = first === 'a' ? a : b;
+    const res = await (first === 'a' ? a : b).c.failover('g');
+    assert.equal(res.to, first === 'a' ? 'b' : 'a');
+    await waitFor(() => held().length === 1 && held()[0] === res.to, 2000, 'the new leader to claim');
+    assert.ok(res.tookMs < 1000, `switchover took ${res.tookMs} ms`);
+    const status = await other.c.status();
+    assert.equal(status.groups[0]!.record?.director, res.to);
+    assert.deepEqual(violations, []);
+  });
+
+  it('a leader cut from etcd (but not from its peer) releases within its window; the standby takes over; never two', async () => {
+    const a = await director('a', 150);
+    await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
+    await director('b', 100);
+    await sleep(300);
+    a.proxy.cut();
+    const released = await waitFor(() => !held().includes('a'), 3000, 'a to release');
+    const tookOver = await waitFor(() => held()[0] === 'b', 3000, 'b to take over');
+    assert.ok(released <= timing.safetyWindowMs + timing.fenceCheckMs + 50, `a released ${released} ms after the cut`);
+    const t = transitions.find((x) => x.id === 'a' && x.to === 'standby');
+    assert.match(t?.reason ?? '', /fenced: no etcd confirmation/);
+    assert.match(t?.reason ?? '', /not every peer vouches \(b\)/);
+    assert.deepEqual(violations, []);
+    console.log(`      (cut → a released after ${released} ms, b leading ${tookOver} ms after that)`);
+  });
+
+  it('the whole etcd frozen: the leader keeps the group (fail-static, its peer vouches), nothing moves, all is well after', async () => {
+    await director('a', 150);
+    await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
+    await director('b', 100);
+    await sleep(300);
+    await etcd.pause();
+    await waitFor(() => transitions.some((t) => t.id === 'a' && t.to === 'fail-static'), 3000, 'a to go fail-static');
+    await sleep(2000);
+    assert.deepEqual(held(), ['a']);
+    assert.match(transitions.find((t) => t.to === 'fail-static')!.reason, /peers b cannot reach it either/);
+    await etcd.resume();
+    await waitFor(() => transitions.some((t) => t.id === 'a' && t.to === 'leader' && /again/.test(t.reason)), 5000, 'a to lead on etcd again');
+    await sleep(1000);
+    assert.deepEqual(held(), ['a']);
+    assert.ok(!transitions.some((t) => t.id === 'b' && t.to === 'leader'), 'b never led');
+    assert.deepEqual(violations, []);
+  });
+
+  it('a leader cut from its peer only keeps the group: nothing moves', async () => {
+    await director('a', 150);
+    await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
+    await director('b', 100);
+    transport.cut.add('a');
+    await sleep(1500);
+    assert.deepEqual(held(), ['a']);
+    assert.ok(!transitions.some((t) => t.id === 'a' && t.to !== 'leader'));
+    assert.deepEqual(violations, []);
+  });
+
+  it('a dead leader (frozen: no beats, no release) is replaced after takeoverAfterMs by a standby, and only then', async () => {
+    const a = await director('a', 150);
+    await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
+    await director('b', 100);
+    await sleep(300);
+    // Box death: a's links go down, so it holds nothing any more, and it sends nothing.
+    a.proxy.cut();
+    transport.cut.add('a');
+    holders.get('g')!.delete('a');
+    const dead = Date.now();
+    await waitFor(() => held()[0] === 'b', 3000, 'b to take over');
+    const took = Date.now() - dead;
+    assert.ok(took >= timing.takeoverAfterMs - timing.beatIntervalMs, `b took over after ${took} ms`);
+    console.log(`      (box death → b leading after ${took} ms; worst case ${timing.takeoverAfterMs + timing.fenceCheckMs} ms + etcd)`);
+  });
+
+  it('an unhealthy leader resigns at once and the standby takes the vacant group without waiting', async () => {
+    await director('a', 150);
+    await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
+    const b = await director('b', 100);
+    await sleep(200);
+    health.set('a', { ok: false, problems: ['interface eth0 down'] });
+    const at = Date.now();
+    running[0]!.c.healthChanged();
+    await waitFor(() => held()[0] === 'b', 2000, 'b to lead');
+    assert.ok(Date.now() - at < timing.takeoverAfterMs, `b led ${Date.now() - at} ms after a resigned`);
+    const st = await b.c.status();
+    assert.equal(st.directors.find((d) => d.id === 'a')?.healthy, false);
+    assert.match(transitions.find((t) => t.id === 'a' && t.to === 'unhealthy')?.reason ?? '', /interface eth0 down/);
+    assert.deepEqual(violations, []);
+  });
+
+  it('preemption: after-delay takes the group back after the delay; never leaves it', async () => {
+    await director('b', 100);
+    await waitFor(() => held()[0] === 'b', 3000, 'b to lead');
+    await director('a', 150, { preempt: 'after-delay', preemptDelayMs: 500 });
+    await sleep(300);
+    assert.deepEqual(held(), ['b'], 'not before the delay');
+    await waitFor(() => held()[0] === 'a', 3000, 'a to preempt');
+    assert.match(transitions.find((t) => t.id === 'a' && t.to === 'leader')?.reason ?? '', /preempt: priority 150 > 100/);
+    assert.deepEqual(violations, []);
+  });
+
+  it('preemption never: a returning higher priority stays standby', async () => {
+    await director('b', 100);
+    await waitFor(() => held()[0] === 'b', 3000, 'b to lead');
+    await director('a', 150, { preempt: 'never' });
+    await sleep(1000);
+    assert.deepEqual(held(), ['b']);
+  });
+
+  it('config: writes swap on the revision, a concurrent write loses cleanly, history and rollback', async () => {
+    const a = await director('a', 100);
+    const store = a.c.config;
+    assert.equal(await store.current(), null);
+    assert.deepEqual(await store.write({ text: 'services: []\n', author: 't', at: 1, comment: 'first' }, 0), { ok: true, revision: 1 });
+    const [x, y] = await Promise.all([
+      store.write({ text: 'x', author: 't', at: 2, comment: '' }, 1),
+      store.write({ text: 'y', author: 't', at: 2, comment: '' }, 1),
+    ]);
+    assert.equal([x, y].filter((r) => r.ok).length, 1);
+    const lost = [x, y].find((r) => !r.ok);
+    assert.deepEqual(lost, { ok: false, reason: 'conflict', current: 2 });
+    const hist = await store.history();
+    assert.deepEqual(hist.map((h) => h.revision), [1, 2]);
+    const old = await store.at(1);
+    assert.equal((await store.write({ ...old!, comment: 'rollback to 1' }, 2)).ok, true);
+    assert.equal((await store.current())?.text, 'services: []\n');
+  });
+});

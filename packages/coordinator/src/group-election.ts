@@ -1,0 +1,452 @@
+import type { Clock, TimerHandle } from '@lbd/clock';
+import type { Watcher } from 'etcd3';
+import type { Kv } from './kv.js';
+import {
+  isHandoff, isLeaderRecord, parseJson, type DirectorRecord, type GroupRole, type GroupView, type HandoffRequest, type LeaderRecord,
+  type PreemptPolicy,
+} from './records.js';
+import type { ElectionTiming } from './timing.js';
+
+/** What the agent does when this director gains or loses a group: claim or release its addresses. */
+export interface GroupHooks {
+  claim(group: string): Promise<void>;
+  release(group: string): Promise<void>;
+}
+
+export interface PromiseRequest {
+  readonly from: string;
+  readonly group: string;
+  readonly term: number;
+  readonly durationMs: number;
+}
+
+export interface PromiseReply {
+  readonly granted: boolean;
+  readonly etcdReachable: boolean;
+  readonly reason: string;
+}
+
+/** How a leader reaches its peers when etcd does not answer (gRPC in the agent; in memory in tests). */
+export interface PeerTransport {
+  requestPromise(peerId: string, req: PromiseRequest, timeoutMs: number): Promise<PromiseReply>;
+}
+
+export interface GroupSettings {
+  readonly name: string;
+  readonly priority: number;
+  readonly preempt: PreemptPolicy;
+  readonly preemptDelayMs: number;
+}
+
+export interface Transition {
+  readonly group: string;
+  readonly from: GroupRole;
+  readonly to: GroupRole;
+  readonly reason: string;
+}
+
+export interface GroupElectionDeps {
+  readonly self: string;
+  readonly kv: Kv;
+  readonly clock: Clock;
+  readonly timing: ElectionTiming;
+  readonly keys: { leader(g: string): string; handoff(g: string): string };
+  readonly hooks: GroupHooks;
+  readonly transport: PeerTransport;
+  /** This director's configured peers (ids). */
+  peers(): readonly string[];
+  /** The registered directors, as last seen. */
+  directors(): ReadonlyMap<string, DirectorRecord>;
+  /** This director's own health: an unhealthy director leads nothing and takes nothing over. */
+  health(): { ok: boolean; problems: readonly string[] };
+  onTransition(t: Transition): void;
+}
+
+interface Observed {
+  readonly rev: string;
+  readonly record: LeaderRecord | null;
+  /** When this revision was first received, on our clock. */
+  readonly at: number;
+}
+
+/**
+ * One vip group's election, as described in timing.ts: the leader beats by compare-and-swap, fences itself
+ * when its beats stop being confirmed (unless every peer promises it cannot take over: fail-static), and
+ * standbys take over by swapping a revision they have seen unchanged for `takeoverAfterMs`. Planned
+ * switchovers (handoff) release first and then name the new leader, who claims at once.
+ */
+export class GroupElection {
+  private role: GroupRole = 'standby';
+  private settings: GroupSettings;
+  private observed: Observed | null = null;
+  /** Our own revision while leading (or resuming). */
+  private myRev: string | null = null;
+  private myRecord: LeaderRecord | null = null;
+  private lastConfirmedSend = 0;
+  private beatInFlight = false;
+  private lastBeatAt = 0;
+  /** peer id → time (our clock) until which it promised not to take over. */
+  private readonly coverage = new Map<string, number>();
+  private lastPromiseAsk = 0;
+  /** Until when we promised a leader not to take over (our clock). */
+  private promisedUntil = 0;
+  /** When our etcd contact last came back after failing; staleness is never counted across an outage. */
+  private etcdBackAt = 0;
+  private etcdFailing = false;
+  private vacantSince: number | null = null;
+  private preemptSince: number | null = null;
+  private attempting = false;
+  private handingOver = false;
+  private transitions: { at: number; reason: string } | null = null;
+  private timer: TimerHandle | undefined;
+  private leaderWatch: Watcher | undefined;
+  private handoffWatch: Watcher | undefined;
+  private stopped = false;
+  private busy: Promise<void> = Promise.resolve();
+
+  constructor(settings: GroupSettings, private readonly d: GroupElectionDeps) {
+    this.settings = settings;
+  }
+
+  get name(): string {
+    return this.settings.name;
+  }
+
+  update(settings: GroupSettings): void {
+    this.settings = settings;
+  }
+
+  view(): GroupView {
+    const leader = this.role === 'leader' || this.role === 'fail-static' ? this.d.self : (this.observed?.record?.director ?? null);
+    return { role: this.role, leader, priority: this.settings.priority, lastTransition: this.transitions };
+  }
+
+  /** Time since our last confirmed beat, while leading. */
+  beatAgeMs(): number | null {
+    return this.role === 'leader' || this.role === 'fail-static' ? this.d.clock.now() - this.lastConfirmedSend : null;
+  }
+
+  async start(): Promise<void> {
+    this.etcdBackAt = this.d.clock.now();
+    await this.refresh();
+    this.leaderWatch = await this.d.kv.watchKey(this.d.keys.leader(this.name));
+    this.leaderWatch
+      .on('put', (kv) => this.see(kv.mod_revision, kv.value.toString()))
+      .on('delete', () => { this.observed = { rev: '0', record: null, at: this.d.clock.now() }; })
+      .on('connected', () => { this.etcdBack(); void this.refresh(); })
+      .on('disconnected', () => { this.etcdFailing = true; })
+      .on('error', () => { this.etcdFailing = true; });
+    this.handoffWatch = await this.d.kv.watchKey(this.d.keys.handoff(this.name));
+    this.handoffWatch.on('put', (kv) => {
+      const req = parseJson<HandoffRequest>(kv.value.toString(), isHandoff);
+      if (req) this.serialize(() => this.handOver(req));
+    });
+    this.tick();
+  }
+
+  /** Stops; `vacate` also releases and marks the group vacant so a standby takes over at once. */
+  async stop(opts: { vacate: boolean }): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) this.d.clock.clearTimeout(this.timer);
+    await this.busy;
+    if (opts.vacate && (this.role === 'leader' || this.role === 'fail-static')) await this.stepDown('agent stopping', { vacate: true });
+    await this.leaderWatch?.cancel().catch(() => undefined);
+    await this.handoffWatch?.cancel().catch(() => undefined);
+  }
+
+  /** Leave leadership (or refuse it) because this director is unhealthy; called on a health change. */
+  healthChanged(): void {
+    this.serialize(async () => {
+      const h = this.d.health();
+      if (!h.ok && (this.role === 'leader' || this.role === 'fail-static')) {
+        await this.stepDown(`unhealthy: ${h.problems.join(', ')}`, { vacate: true });
+      }
+      if (!h.ok && this.role === 'standby') this.setRole('unhealthy', `unhealthy: ${h.problems.join(', ')}`);
+      if (h.ok && this.role === 'unhealthy') this.setRole('standby', 'healthy again');
+    });
+  }
+
+  /** A leader asks us (a standby) to promise not to take over while etcd is unreachable. */
+  async answerPromise(req: PromiseRequest): Promise<PromiseReply> {
+    if (this.role === 'leader' || this.role === 'fail-static') {
+      return { granted: false, etcdReachable: !this.etcdFailing, reason: `${this.d.self} leads ${this.name} itself` };
+    }
+    const reachable = await this.d.kv.reachable(Math.max(10, Math.floor(this.d.timing.safetyWindowMs / 3)));
+    if (reachable) {
+      return { granted: false, etcdReachable: true, reason: `${this.d.self} reaches etcd: the leader is the one cut off` };
+    }
+    this.etcdFailing = true;
+    this.promisedUntil = Math.max(this.promisedUntil, this.d.clock.now() + req.durationMs);
+    return { granted: true, etcdReachable: false, reason: `${this.d.self} cannot reach etcd either` };
+  }
+
+  private see(rev: string, value: string): void {
+    if (this.observed?.rev === rev) return;
+    if (this.etcdFailing) this.etcdBack();
+    this.observed = { rev, record: parseJson<LeaderRecord>(value, isLeaderRecord), at: this.d.clock.now() };
+  }
+
+  private etcdBack(): void {
+    this.etcdFailing = false;
+    this.etcdBackAt = this.d.clock.now();
+  }
+
+  private async refresh(): Promise<void> {
+    try {
+      const e = await this.d.kv.get(this.d.keys.leader(this.name));
+      if (e === null) this.observed = { rev: '0', record: null, at: this.d.clock.now() };
+      else this.see(e.rev, e.value);
+    } catch {
+      this.etcdFailing = true;
+    }
+  }
+
+  private tick(): void {
+    if (this.stopped) return;
+    this.timer = this.d.clock.setTimeout(() => {
+      this.step();
+      this.tick();
+    }, this.d.timing.fenceCheckMs);
+  }
+
+  /** Runs `fn` after whatever transition is in progress, one at a time. */
+  private serialize(fn: () => Promise<void>): void {
+    this.busy = this.busy.then(fn).catch(() => undefined);
+  }
+
+  private leading(): boolean {
+    return this.role === 'leader' || this.role === 'fail-static';
+  }
+
+  private step(): void {
+    const now = this.d.clock.now();
+    if (this.leading()) {
+      if (this.handingOver) return;
+      this.checkFence(now);
+      if (this.leading() && !this.beatInFlight && now - this.lastBeatAt >= this.d.timing.beatIntervalMs) void this.beat();
+      return;
+    }
+    if (this.attempting || this.role === 'unhealthy') return;
+    const obs = this.observed;
+    if (obs === null) return;
+    const rec = obs.record;
+    if (rec !== null && rec.director === this.d.self) {
+      // Named leader (handed over to us, or we restarted): the first beat decides, and fences from its send.
+      // Not while we have promised a fail-static leader to stay away.
+      if (now >= this.promisedUntil) this.attempt(obs.rev, rec, 'resumed', rec.beat === 0 ? rec.reason : 'named leader');
+      return;
+    }
+    if (rec === null || rec.director === null) {
+      this.vacantSince ??= now;
+      if (now - this.vacantSince >= this.rankDelay(null) && now >= this.promisedUntil) this.attempt(obs.rev === '0' ? null : obs.rev, rec, 'elected', rec === null ? 'no leader yet' : `vacant: ${rec.reason}`);
+      return;
+    }
+    this.vacantSince = null;
+    this.considerPreempt(now, rec);
+    if (!rec.peers.includes(this.d.self)) return; // only the leader's peers may take over from it
+    const since = Math.max(obs.at, this.etcdBackAt);
+    if (now - since >= this.d.timing.takeoverAfterMs + this.rankDelay(rec.director) && now >= this.promisedUntil) {
+      this.attempt(obs.rev, rec, 'took over', `no beat from ${rec.director} for ${now - since} ms`);
+    }
+  }
+
+  /** Lower-priority candidates wait a little longer, so the best one usually wins the swap. */
+  private rankDelay(leader: string | null): number {
+    const mine = this.settings.priority;
+    let better = 0;
+    for (const [id, r] of this.d.directors()) {
+      if (id === this.d.self || id === leader || !r.healthy) continue;
+      const p = r.priorities[this.name];
+      if (p !== undefined && (p > mine || (p === mine && id < this.d.self))) better++;
+    }
+    return better * this.d.timing.beatIntervalMs * 2;
+  }
+
+  private attempt(expectRev: string | null, prev: LeaderRecord | null, verb: string, why: string): void {
+    if (!this.d.health().ok) return;
+    this.attempting = true;
+    this.serialize(async () => {
+      try {
+        if (this.stopped || this.leading()) return;
+        const resumed = prev !== null && prev.director === this.d.self;
+        const record: LeaderRecord = {
+          director: this.d.self, term: resumed ? prev.term : (prev?.term ?? 0) + 1, beat: (prev?.beat ?? 0) + 1,
+          peers: [...this.d.peers()], priority: this.settings.priority, since: resumed ? prev.since : Date.now(), reason: why,
+        };
+        let res;
+        try {
+          // A swap sent to an etcd that does not answer can still land when it comes back; asking first
+          // keeps a standby that lost etcd from leaving such a swap behind (a needless failover later).
+          if (!(await this.d.kv.reachable(Math.max(10, Math.floor(this.d.timing.safetyWindowMs / 3))))) {
+            this.etcdFailing = true;
+            return;
+          }
+        } catch {
+          return;
+        }
+        const sent = this.d.clock.now();
+        try {
+          res = await this.d.kv.swap(this.d.keys.leader(this.name), expectRev, JSON.stringify(record), this.d.timing.safetyWindowMs);
+        } catch {
+          this.etcdFailing = true;
+          return;
+        }
+        if (!res.ok) {
+          if (res.current) this.see(res.current.rev, res.current.value);
+          return;
+        }
+        this.see(res.rev, JSON.stringify(record));
+        // The swap landed after we promised a fail-static leader to stay away: lead only once that promise
+        // has run out (the named-leader branch of step() resumes then, with a fresh beat).
+        if (this.d.clock.now() < this.promisedUntil) return;
+        await this.becomeLeader(res.rev, record, sent, `${verb}: ${why}`);
+      } finally {
+        this.attempting = false;
+      }
+    });
+  }
+
+  private async becomeLeader(rev: string, record: LeaderRecord, sent: number, reason: string): Promise<void> {
+    this.myRev = rev;
+    this.myRecord = record;
+    this.lastConfirmedSend = sent;
+    this.lastBeatAt = sent;
+    this.coverage.clear();
+    this.preemptSince = null;
+    this.setRole('leader', reason);
+    try {
+      await this.d.hooks.claim(this.name);
+    } catch (err) {
+      await this.stepDown(`claim failed: ${(err as Error).message}`, { vacate: true });
+    }
+  }
+
+  private async beat(): Promise<void> {
+    const rec = this.myRecord;
+    if (rec === null || this.myRev === null) return;
+    this.beatInFlight = true;
+    const sent = this.d.clock.now();
+    this.lastBeatAt = sent;
+    const next: LeaderRecord = { ...rec, beat: rec.beat + 1, peers: [...this.d.peers()], priority: this.settings.priority };
+    try {
+      const res = await this.d.kv.swap(this.d.keys.leader(this.name), this.myRev, JSON.stringify(next), this.d.timing.safetyWindowMs);
+      if (!this.leading() || this.handingOver) return;
+      if (res.ok) {
+        this.myRev = res.rev;
+        this.myRecord = next;
+        if (sent > this.lastConfirmedSend) this.lastConfirmedSend = sent;
+        if (this.etcdFailing) this.etcdBack();
+        if (this.role === 'fail-static') this.setRole('leader', 'etcd confirms beats again');
+        return;
+      }
+      const cur = res.current ? parseJson<LeaderRecord>(res.current.value, isLeaderRecord) : null;
+      if (cur && res.current && cur.director === this.d.self && cur.term === rec.term) {
+        // A beat of ours that timed out here but landed there: ours still, adopt its revision.
+        this.myRev = res.current.rev;
+        this.myRecord = cur;
+        return;
+      }
+      this.serialize(() => this.stepDown(`superseded: ${cur?.director ?? 'nobody'} holds the record now`, { vacate: false }));
+    } catch {
+      this.etcdFailing = true;
+    } finally {
+      this.beatInFlight = false;
+    }
+  }
+
+  private checkFence(now: number): void {
+    const age = now - this.lastConfirmedSend;
+    const t = this.d.timing;
+    if (age > t.beatIntervalMs * 2) this.askPromises(now);
+    if (age < t.safetyWindowMs) return;
+    const peers = this.d.peers();
+    const covered = peers.length > 0 && peers.every((p) => (this.coverage.get(p) ?? 0) > now);
+    if (covered) {
+      if (this.role !== 'fail-static') this.setRole('fail-static', `etcd unreachable for ${age} ms; peers ${peers.join(', ')} cannot reach it either, keeping the vips`);
+      return;
+    }
+    const why = peers.length === 0 ? 'no peers to vouch' : `not every peer vouches (${peers.filter((p) => !((this.coverage.get(p) ?? 0) > now)).join(', ')})`;
+    this.role = 'standby'; // stop beating at once; the release follows immediately
+    this.serialize(() => this.stepDown(`fenced: no etcd confirmation for ${age} ms, ${why}`, { vacate: false }));
+  }
+
+  private askPromises(now: number): void {
+    if (now - this.lastPromiseAsk < this.d.timing.beatIntervalMs) return;
+    this.lastPromiseAsk = now;
+    const rec = this.myRecord;
+    const durationMs = this.d.timing.safetyWindowMs;
+    for (const peer of this.d.peers()) {
+      const sent = this.d.clock.now();
+      this.d.transport.requestPromise(peer, { from: this.d.self, group: this.name, term: rec?.term ?? 0, durationMs }, this.d.timing.beatIntervalMs * 2)
+        .then((r) => { if (r.granted) this.coverage.set(peer, Math.max(this.coverage.get(peer) ?? 0, sent + durationMs)); })
+        .catch(() => undefined);
+    }
+  }
+
+  private considerPreempt(now: number, rec: LeaderRecord): void {
+    const s = this.settings;
+    if (s.preempt === 'never' || rec.priority >= s.priority || !this.d.health().ok) {
+      this.preemptSince = null;
+      return;
+    }
+    this.preemptSince ??= now;
+    if (now - this.preemptSince < s.preemptDelayMs) return;
+    this.preemptSince = now; // ask again after another delay if the leader does not answer
+    const req: HandoffRequest = { to: this.d.self, reason: `preempt: priority ${s.priority} > ${rec.priority} of ${rec.director ?? '?'} (${s.preempt})`, at: Date.now() };
+    this.d.kv.client.put(this.d.keys.handoff(this.name)).value(JSON.stringify(req)).exec().catch(() => undefined);
+  }
+
+  /** Planned switchover: release first, then name the new leader, who claims on seeing it. */
+  private async handOver(req: HandoffRequest): Promise<void> {
+    await this.d.kv.delete(this.d.keys.handoff(this.name)).catch(() => undefined);
+    if (!this.leading() || this.myRev === null || this.myRecord === null || req.to === this.d.self) return;
+    const target = this.d.directors().get(req.to);
+    if (!target?.healthy || target.priorities[this.name] === undefined || !this.d.peers().includes(req.to)) {
+      this.transitions = { at: Date.now(), reason: `refused handoff to ${req.to}: not a healthy registered peer serving ${this.name}` };
+      this.d.onTransition({ group: this.name, from: this.role, to: this.role, reason: this.transitions.reason });
+      return;
+    }
+    this.handingOver = true;
+    while (this.beatInFlight) await new Promise((r) => setTimeout(r, 2));
+    const from = this.role;
+    try {
+      await this.d.hooks.release(this.name);
+      const rec = this.myRecord;
+      const next: LeaderRecord = { director: req.to, term: rec.term + 1, beat: 0, peers: [], priority: target.priorities[this.name] ?? 0, since: Date.now(), reason: `handed over by ${this.d.self}: ${req.reason}` };
+      await this.d.kv.swap(this.d.keys.leader(this.name), this.myRev, JSON.stringify(next), this.d.timing.safetyWindowMs).catch(() => undefined);
+    } finally {
+      this.handingOver = false;
+      this.myRev = null;
+      this.myRecord = null;
+      this.role = 'standby';
+      this.note(from, 'standby', `handed over to ${req.to}: ${req.reason}`);
+    }
+  }
+
+  private async stepDown(reason: string, opts: { vacate: boolean }): Promise<void> {
+    const from = this.role === 'standby' ? 'leader' : this.role;
+    this.role = 'standby';
+    const rev = this.myRev;
+    const rec = this.myRecord;
+    this.myRev = null;
+    this.myRecord = null;
+    await this.d.hooks.release(this.name).catch(() => undefined);
+    this.note(from, this.d.health().ok ? 'standby' : 'unhealthy', reason);
+    if (!this.d.health().ok) this.role = 'unhealthy';
+    if (opts.vacate && rev !== null && rec !== null) {
+      const vacant: LeaderRecord = { ...rec, director: null, beat: rec.beat + 1, reason: `${this.d.self} resigned: ${reason}` };
+      await this.d.kv.swap(this.d.keys.leader(this.name), rev, JSON.stringify(vacant), this.d.timing.safetyWindowMs).catch(() => undefined);
+    }
+  }
+
+  private setRole(to: GroupRole, reason: string): void {
+    const from = this.role;
+    this.role = to;
+    this.note(from, to, reason);
+  }
+
+  private note(from: GroupRole, to: GroupRole, reason: string): void {
+    this.transitions = { at: Date.now(), reason };
+    this.d.onTransition({ group: this.name, from, to, reason });
+  }
+}

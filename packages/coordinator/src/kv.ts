@@ -1,0 +1,82 @@
+import { Etcd3, type Lease, type Watcher } from 'etcd3';
+
+/**
+ * The few etcd operations lbd needs, over etcd3 1.1.2, each with its own deadline: a read or a swap that
+ * cannot finish within it fails instead of queueing behind an unreachable etcd (a late swap must never
+ * land after the caller has given up on it and acted on that).
+ */
+export interface Entry {
+  readonly value: string;
+  /** etcd mod revision, as a decimal string (int64). */
+  readonly rev: string;
+}
+
+export type SwapResult = { readonly ok: true; readonly rev: string } | { readonly ok: false; readonly current: Entry | null };
+
+export class Kv {
+  readonly client: Etcd3;
+
+  constructor(endpoints: readonly string[], private readonly callTimeoutMs: number) {
+    this.client = new Etcd3({
+      hosts: [...endpoints],
+      dialTimeout: callTimeoutMs,
+      defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
+    });
+  }
+
+  async get(key: string, timeoutMs = this.callTimeoutMs): Promise<Entry | null> {
+    const res = await this.client.get(key).options({ deadline: Date.now() + timeoutMs }).exec();
+    const kv = res.kvs[0];
+    return kv === undefined ? null : { value: kv.value.toString(), rev: kv.mod_revision };
+  }
+
+  async list(prefix: string): Promise<Array<{ key: string } & Entry>> {
+    const res = await this.client.getAll().prefix(prefix).exec();
+    return res.kvs.map((kv) => ({ key: kv.key.toString(), value: kv.value.toString(), rev: kv.mod_revision }));
+  }
+
+  /**
+   * Writes `value` if the key's mod revision is still `expectRev` (`null`: the key must not exist). On a
+   * lost swap returns what is there now.
+   */
+  async swap(key: string, expectRev: string | null, value: string, timeoutMs = this.callTimeoutMs, also?: { key: string; value: string }): Promise<SwapResult> {
+    const deadline = { deadline: Date.now() + timeoutMs };
+    const cond = expectRev === null ? this.client.if(key, 'Create', '==', 0) : this.client.if(key, 'Mod', '==', expectRev);
+    const puts = [this.client.put(key).value(value)];
+    if (also) puts.push(this.client.put(also.key).value(also.value));
+    const res = await cond.options(deadline).then(...puts).else(this.client.get(key)).commit();
+    if (res.succeeded) return { ok: true, rev: res.header.revision };
+    const kv = res.responses[0]?.response_range?.kvs[0];
+    return { ok: false, current: kv === undefined ? null : { value: kv.value.toString(), rev: kv.mod_revision } };
+  }
+
+  async delete(key: string): Promise<void> {
+    await this.client.delete().key(key).exec();
+  }
+
+  /** Whether etcd answers a linearizable read (which needs a raft leader) within `timeoutMs`. */
+  async reachable(timeoutMs: number): Promise<boolean> {
+    try {
+      await this.client.get('lbd-reachable').options({ deadline: Date.now() + timeoutMs }).exec();
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  watchKey(key: string): Promise<Watcher> {
+    return this.client.watch().key(key).create();
+  }
+
+  watchPrefix(prefix: string): Promise<Watcher> {
+    return this.client.watch().prefix(prefix).create();
+  }
+
+  lease(ttlSec: number): Lease {
+    return this.client.lease(ttlSec, { autoKeepAlive: true });
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
