@@ -1,11 +1,18 @@
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { get } from 'node:http';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ETCD_MEMBERS, etcdMember, type EtcdMember } from './cluster-topology.js';
+import type { BackgroundProcess, ExecOptions, ExecResult } from './exec.js';
+import type { Topology } from './netns.js';
 
 /**
+ * etcd for tests: `startEtcd`, one member on loopback, and `startEtcdCluster`, three members in the
+ * namespaces of a cluster topology.
+ *
  * One etcd member on loopback for tests: random free client and peer ports, a temp data dir, and the
  * `etcd` binary (Debian `etcd-server`). Only spawns the process and waits for `/health` over plain HTTP:
  * the testkit does not talk the etcd API (that is the coordinator's job). `pause()`/`resume()` freeze and
@@ -112,4 +119,183 @@ export async function startEtcd(opts: EtcdOptions = {}): Promise<RunningEtcd> {
     pause: async () => { if (!exited && !paused) { child.kill('SIGSTOP'); paused = true; } },
     resume: async () => { if (!exited && paused) { child.kill('SIGCONT'); paused = false; } },
   };
+}
+
+// ---- a three-member cluster in a cluster topology ---------------------------------------------------
+
+/** Options of one cluster member's command line (shared by tests and the lab). */
+export interface EtcdMemberTiming {
+  /** etcd `--heartbeat-interval` (default 100). */
+  readonly heartbeatMs?: number;
+  /** etcd `--election-timeout` (default 1000). */
+  readonly electionMs?: number;
+}
+
+export interface EtcdClusterOptions extends EtcdMemberTiming {
+  /** Parent of the members' data dirs. Default: a fresh dir under /dev/shm (cheap fsync), removed by stop(). */
+  readonly dataDir?: string;
+  /** How long to wait for every member to be healthy (default 30 s). */
+  readonly startTimeoutMs?: number;
+}
+
+/** Three etcd members, each in its own namespace of a cluster topology (etcd1..etcd3 on the mgmt switch). */
+export interface RunningEtcdCluster {
+  /** Client URLs in member order: http://198.18.3.11:2379, ... */
+  readonly endpoints: string[];
+  readonly members: readonly EtcdMember[];
+  /** Parent of the members' data dirs (`<dataDir>/etcdK`). */
+  readonly dataDir: string;
+  /** SIGKILLs member k (1-based), like a crash; its data dir stays. Idempotent. */
+  stopMember(k: number): Promise<void>;
+  /** Starts member k again on its data dir (it rejoins) and waits until it is healthy. No-op if running. */
+  startMember(k: number): Promise<void>;
+  /** The raft leader's member number; waits (bounded by timeoutMs, default 10 s) while an election runs. */
+  leader(timeoutMs?: number): Promise<number>;
+  /** Runs `etcdctl --endpoints <all> ARGS` in member 1's namespace (any namespace on the mgmt switch would do). */
+  etcdctl(args: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
+  /** SIGSTOP every running member: a whole-cluster outage that loses no data. */
+  pause(): Promise<void>;
+  /** SIGCONT every paused member. */
+  resume(): Promise<void>;
+  /** Kills every member and removes a data dir this launcher created. Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** Bound on one etcdctl call: a paused or cut member must not stall a health poll. */
+const ETCDCTL_TIMEOUT_MS = 3000;
+
+/** The etcd command line (without `etcd`) of cluster member k, with its data in `<dataRoot>/etcdK`. */
+export function etcdMemberArgs(k: number, dataRoot: string, opts: EtcdMemberTiming = {}): string[] {
+  const m = etcdMember(k);
+  const cluster = Array.from({ length: ETCD_MEMBERS }, (_, i) => etcdMember(i + 1)).map((x) => `${x.host}=${x.peerUrl}`).join(',');
+  return [
+    '--name', m.host, '--data-dir', join(dataRoot, m.host),
+    '--listen-client-urls', m.clientUrl, '--advertise-client-urls', m.clientUrl,
+    '--listen-peer-urls', m.peerUrl, '--initial-advertise-peer-urls', m.peerUrl,
+    // Ignored once the data dir holds a member: a restarted member rejoins with what it has.
+    '--initial-cluster', cluster, '--initial-cluster-state', 'new', '--initial-cluster-token', 'lbd-cluster',
+    '--heartbeat-interval', String(opts.heartbeatMs ?? 100), '--election-timeout', String(opts.electionMs ?? 1000),
+    '--logger', 'zap', '--log-level', 'warn',
+  ];
+}
+
+/** Runs etcdctl (API v3) in `host`'s namespace against `endpoints`. */
+export function etcdctlIn(topology: Topology, host: string, endpoints: readonly string[], args: readonly string[], opts: ExecOptions = {}): Promise<ExecResult> {
+  return topology.exec(host, 'etcdctl', ['--endpoints', endpoints.join(','), '--command-timeout', '1s', ...args], {
+    timeoutMs: ETCDCTL_TIMEOUT_MS, ...opts, env: { ...process.env, ETCDCTL_API: '3', ...opts.env },
+  });
+}
+
+/** Whether member m answers `endpoint health` (a quorum read, so false while it has no leader). */
+async function memberHealthy(topology: Topology, m: EtcdMember): Promise<boolean> {
+  const r = await etcdctlIn(topology, m.host, [m.clientUrl], ['endpoint', 'health'], { allowFailure: true }).catch(() => undefined);
+  return r?.code === 0;
+}
+
+/** `[member_id, leader]` as decimal strings (they are uint64: JSON.parse would round them). */
+async function memberStatus(topology: Topology, m: EtcdMember): Promise<[string, string] | undefined> {
+  const r = await etcdctlIn(topology, m.host, [m.clientUrl], ['endpoint', 'status', '-w', 'json'], { allowFailure: true }).catch(() => undefined);
+  const id = /"member_id":(\d+)/.exec(r?.stdout ?? '')?.[1];
+  const leader = /"leader":(\d+)/.exec(r?.stdout ?? '')?.[1];
+  return r?.code === 0 && id !== undefined && leader !== undefined ? [id, leader] : undefined;
+}
+
+/** A fresh temp dir, in /dev/shm when there is one: etcd fsyncs every write, which is cheap in tmpfs. */
+async function freshDataRoot(): Promise<string> {
+  const base = existsSync('/dev/shm') ? '/dev/shm' : tmpdir();
+  return mkdtemp(join(base, 'lbd-etcd-'));
+}
+
+/**
+ * Starts the three members in a cluster topology (`clusterTopology`) and waits until each is healthy. On
+ * failure it stops what it started and rethrows. The topology's `destroy()` also kills the members, but
+ * only `stop()` removes the data.
+ */
+export async function startEtcdCluster(topology: Topology, opts: EtcdClusterOptions = {}): Promise<RunningEtcdCluster> {
+  const members = Array.from({ length: ETCD_MEMBERS }, (_, i) => etcdMember(i + 1));
+  const ownDir = opts.dataDir === undefined;
+  const dataRoot = opts.dataDir ?? (await freshDataRoot());
+  const procs = new Map<number, BackgroundProcess>();
+  let paused = false;
+
+  const member = (k: number): EtcdMember => {
+    const m = members[k - 1];
+    if (m === undefined) throw new Error(`etcd member ${k} is not in 1..${members.length}`);
+    return m;
+  };
+  const spawnMember = (k: number): void => {
+    const m = member(k);
+    procs.set(k, topology.spawn(m.host, 'etcd', etcdMemberArgs(k, dataRoot, opts), { label: `${m.host}:etcd` }));
+  };
+  const waitHealthy = async (ks: readonly number[], timeoutMs: number): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    let pending = [...ks];
+    while (pending.length > 0) {
+      for (const k of pending) {
+        const p = procs.get(k);
+        if (p === undefined || !p.running) throw new Error(`etcd member ${k} exited before it was healthy: ${p?.stderr.trim().slice(-2000) || 'no output'}`);
+      }
+      const ok = await Promise.all(pending.map((k) => memberHealthy(topology, member(k))));
+      pending = pending.filter((_, i) => !ok[i]);
+      if (pending.length === 0) return;
+      if (Date.now() > deadline) throw new Error(`etcd members ${pending.join(', ')} not healthy after ${timeoutMs} ms: ${pending.map((k) => procs.get(k)?.stderr.trim().slice(-500)).join(' | ')}`);
+      await delay(100);
+    }
+  };
+  const stopMember = async (k: number): Promise<void> => {
+    const p = procs.get(member(k).k);
+    if (p === undefined) return;
+    p.signal('SIGCONT');
+    p.signal('SIGKILL');
+    await p.exited;
+    procs.delete(k);
+  };
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> => (stopped ??= (async () => {
+    await Promise.all(members.map((m) => stopMember(m.k)));
+    if (ownDir) await rm(dataRoot, { recursive: true, force: true });
+  })());
+
+  const timeoutMs = opts.startTimeoutMs ?? 30_000;
+  try {
+    for (const m of members) spawnMember(m.k);
+    await waitHealthy(members.map((m) => m.k), timeoutMs);
+  } catch (e) {
+    await stop();
+    throw e;
+  }
+  const endpoints = members.map((m) => m.clientUrl);
+  return {
+    endpoints,
+    members,
+    dataDir: dataRoot,
+    stopMember,
+    startMember: async (k) => {
+      if (procs.get(member(k).k)?.running) return;
+      spawnMember(k);
+      await waitHealthy([k], timeoutMs);
+    },
+    leader: (ms = 10_000) => findLeader(topology, members.filter((m) => procs.get(m.k)?.running), ms),
+    etcdctl: (args, execOpts) => etcdctlIn(topology, members[0]!.host, endpoints, args, execOpts),
+    pause: async () => { for (const p of procs.values()) p.signal('SIGSTOP'); paused = true; },
+    resume: async () => { if (paused) for (const p of procs.values()) p.signal('SIGCONT'); paused = false; },
+    stop,
+  };
+}
+
+/** Polls the running members' status until one of them is the leader they agree on. */
+async function findLeader(topology: Topology, running: readonly EtcdMember[], timeoutMs: number): Promise<number> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const statuses = await Promise.all(running.map((m) => memberStatus(topology, m)));
+    const leaderIds = new Set(statuses.map((s) => s?.[1]).filter((id) => id !== undefined && id !== '0'));
+    const k = running.findIndex((_, i) => leaderIds.size === 1 && leaderIds.has(statuses[i]?.[0]));
+    if (k >= 0) return running[k]!.k;
+    if (Date.now() > deadline) throw new Error(`no etcd leader among members ${running.map((m) => m.k).join(', ')} after ${timeoutMs} ms`);
+    await delay(100);
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }

@@ -21,5 +21,12 @@ export type { RunningTestServer, ServerAnswer, TestServerConfig } from './testse
 export type { Counts, HttpResult, ReadyReport, StreamResult, TcpOnceResult, UdpResult } from './testclient.js';
 export { StreamChecker } from './stream-check.js';
 export type { StreamReport } from './stream-check.js';
-export { startEtcd } from './etcd.js';
-export type { EtcdOptions, RunningEtcd } from './etcd.js';
+export {
+  CLUSTER, CUT_TARGETS, DIRECTOR_NAMES, ETCD_ENDPOINTS, ETCD_MEMBERS, FLOATING_ADDRESSES,
+  clusterDirector, clusterHostNames, clusterTopology, etcdMember, holdsAddress, openClusterTopology,
+} from './cluster-topology.js';
+export type {
+  ClusterDirector, ClusterTopology, ClusterTopologyOptions, CutTarget, DirectorName, EtcdMember, FloatingAddress,
+} from './cluster-topology.js';
+export { etcdMemberArgs, etcdctlIn, startEtcd, startEtcdCluster } from './etcd.js';
+export type { EtcdClusterOptions, EtcdMemberTiming, EtcdOptions, RunningEtcd, RunningEtcdCluster } from './etcd.js';

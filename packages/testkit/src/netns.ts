@@ -63,6 +63,16 @@ export class Topology {
     if (opts.forwarding) await this.setForwarding(host, true);
   }
 
+  /**
+   * Records a host whose namespace an earlier process built (the lab bin acting on a running lab), so this
+   * topology may address it and `destroy()` removes it. Rejects when the namespace does not exist.
+   */
+  async adoptHost(host: string, opts: { isSwitch?: boolean } = {}): Promise<void> {
+    if (!(await listNamespaces()).includes(this.ns(host))) throw new Error(`namespace ${this.ns(host)} does not exist`);
+    this.hosts.add(host);
+    if (opts.isSwitch) this.switches.add(host);
+  }
+
   /** Creates a namespace holding one bridge (`br0`): an L2 segment hosts attach to with `attach()`. */
   async addSwitch(name: string): Promise<void> {
     await this.addHost(name);
@@ -100,6 +110,15 @@ export class Topology {
     await this.ip(host, 'addr', 'add', cidr, 'dev', ifname, ...extra);
   }
 
+  /**
+   * Like addAddress, but a no-op when the address is already there: restoring a link puts back what a
+   * link-down removed (Linux drops a link's IPv6 addresses when it is set down) without failing on the rest.
+   */
+  async ensureAddress(host: string, ifname: string, cidr: string, opts: { serviceAddress?: boolean } = {}): Promise<void> {
+    const extra = cidr.includes(':') ? ['nodad', ...(opts.serviceAddress ? ['preferred_lft', '0'] : [])] : [];
+    await this.ip(host, 'addr', 'replace', cidr, 'dev', ifname, ...extra);
+  }
+
   async removeAddress(host: string, ifname: string, cidr: string): Promise<void> {
     await this.ip(host, 'addr', 'del', cidr, 'dev', ifname);
   }
@@ -121,6 +140,20 @@ export class Topology {
   async setForwarding(host: string, on: boolean): Promise<void> {
     await this.sysctl(host, 'net.ipv4.ip_forward', on ? '1' : '0');
     await this.sysctl(host, 'net.ipv6.conf.all.forwarding', on ? '1' : '0');
+  }
+
+  /**
+   * Sends `sig` to every process in the host's namespace (spawned here or not) and, for SIGKILL, waits
+   * (bounded by `timeoutMs`) until none is left. Returns the pids signalled.
+   */
+  async killAll(host: string, sig: NodeJS.Signals = 'SIGKILL', timeoutMs = STOP_GRACE_MS): Promise<number[]> {
+    const ns = this.ns(this.known(host));
+    const pids = await namespacePids(ns);
+    signalAll(pids, sig);
+    if (sig !== 'SIGKILL') return pids;
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && (await namespacePids(ns)).some((p) => pids.includes(p))) await delay(10);
+    return pids;
   }
 
   /** Writes a sysctl inside the host's namespace (`net.*` keys are per namespace). */
