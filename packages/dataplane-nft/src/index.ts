@@ -9,3 +9,4 @@ export { buildSlotTable, reduceWeights, smoothWeightedSequence, type SlotTable, 
 export { buildMaglevTable, maglevTableSize, nextPrime, type MaglevBackend } from './maglev.js';
 export { parseConntrack, type ConntrackEntry } from './conntrack.js';
 export { planTables, type Plan, type Leaving } from './plan.js';
+export { KernelAddressOwner, type KernelAddressOwnerOptions } from './addresses.js';

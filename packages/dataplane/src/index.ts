@@ -1,2 +1,3 @@
 export * from './types.js';
 export { DataPlaneError } from './errors.js';
+export type { AddressOwner, Announce, FloatingAddress } from './addresses.js';

@@ -1,1 +1,2 @@
 export { FakeDataPlane } from './fake.js';
+export { FakeAddressOwner, type AddressCall } from './addresses.js';

@@ -1,0 +1,496 @@
+import { type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { canonicalAddress, familyOf } from '@lbd/config';
+import { DataPlaneError, type AddressOwner, type Announce, type FloatingAddress } from '@lbd/dataplane';
+import { localRunner, type CommandRunner } from './runner.js';
+
+/**
+ * Floating addresses of vip groups, on the kernel: `ip` for the addresses, `arping` and a raw ICMPv6
+ * socket for the announcements, a watchdog process for crash safety, address lifetimes as the backstop.
+ *
+ * Announcements (tested on Linux 6.18, neighbour = a Linux router with default sysctls):
+ * - IPv4: `arping -U` (unsolicited ARP request, sender ip = target ip = the vip). A Linux neighbour treats it
+ *   as gratuitous ARP, which overrides an existing entry even within `locktime` (`-A` does too; without
+ *   `arp_accept` neither creates an entry, which is fine: a neighbour without one resolves afresh).
+ *   `arping -c 1` sends at once but then waits a second, so each announcement is one short-lived process,
+ *   spawned without awaiting; the agent's timers pace the rounds, so nothing announces after the agent dies.
+ * - IPv6: the kernel does NOT announce an address added with `nodad`, even with `ndisc_notify=1` (that knob
+ *   only covers link up and a link-layer address change; observed: no NA on the wire). `ndisc6` only
+ *   solicits. So the owner sends the unsolicited NA itself (Override flag, target link-layer option, to
+ *   ff02::1, hop limit 255, as keepalived does) from a raw ICMPv6 socket in a few lines of perl: perl-base is
+ *   Essential in Debian, so no package is needed, and the kernel fills in the ICMPv6 checksum.
+ *   A Linux neighbour replaces the lladdr of its existing entry (state STALE).
+ *
+ * Lifetimes: addresses are added with `valid_lft`/`preferred_lft` = lifetimeSec and refreshed every
+ * lifetimeSec/3, so if the agent and its watchdog both die the kernel drops them. Observed expiry granularity
+ * is about one second (an address with valid_lft 3 went at 3.2 s, IPv4 and IPv6 alike). Consequence: an agent
+ * that closes without releaseAll (a restart) must claim again within lifetimeSec or the addresses expire.
+ */
+
+export interface KernelAddressOwnerOptions {
+  readonly runner?: CommandRunner;
+  /** Called on transitions worth a log line; never per steady-state tick. */
+  readonly onEvent?: (msg: string, fields: Record<string, unknown>) => void;
+  /** Lifetime of claimed addresses in seconds (refreshed every third of it). Default 10. */
+  readonly lifetimeSec?: number;
+  /** Where the held-address files live (one owner per directory). Default /run/lbd. */
+  readonly stateDir?: string;
+  /** Start the crash watchdog. Default true (turn off only in tests of other things). */
+  readonly watchdog?: boolean;
+}
+
+interface Held {
+  readonly addresses: readonly FloatingAddress[];
+  /** Found in the state file of a previous (gracefully closed) owner: released on request, never refreshed. */
+  readonly adopted: boolean;
+}
+
+interface LinkInfo {
+  readonly ifname: string;
+  readonly flags?: readonly string[];
+  readonly operstate?: string;
+  readonly addr_info?: ReadonlyArray<{ readonly local?: string; readonly prefixlen?: number; readonly tentative?: boolean; readonly dadfailed?: boolean }>;
+}
+
+const IFNAME = /^[A-Za-z0-9_.:@-]{1,15}$/;
+const key = (a: FloatingAddress): string => `${a.address}%${a.ifname}`;
+const prefix = (a: FloatingAddress): string => `${a.address}/${familyOf(a.address) === 6 ? 128 : 32}`;
+
+/** The watchdog: ignores signals (systemd's stop sends TERM to the whole cgroup at once), waits for EOF on
+ *  stdin; a `keep` line first means a deliberate close: leave everything. Otherwise deletes what the file lists. */
+const WATCHDOG = `trap '' HUP INT TERM PIPE
+while IFS= read -r line; do [ "$line" = keep ] && exit 0; done
+ip -force -batch "$1" >/dev/null 2>&1
+rm -f "$1" "$2"`;
+
+/** Sends one unsolicited neighbour advertisement per IF=ADDR argument (see the comment at the top). */
+const SEND_NA = `use strict; use Socket qw(:DEFAULT inet_pton pack_sockaddr_in6);
+my $rc = 0;
+for my $t (@ARGV) {
+  my ($if, $addr) = split /=/, $t, 2;
+  my ($idx, $mac);
+  if (open my $f, '<', "/sys/class/net/$if/ifindex") { $idx = 0 + <$f>; } else { warn "no interface $if\\n"; $rc = 1; next; }
+  if (open my $f, '<', "/sys/class/net/$if/address") { my $m = <$f>; chomp $m; $mac = pack 'H12', join '', split /:/, $m; }
+  socket(my $s, AF_INET6, SOCK_RAW, 58) or die "socket: $!\\n";
+  setsockopt($s, 41, 16, pack 'i', 255); setsockopt($s, 41, 18, pack 'i', 255); setsockopt($s, 41, 17, pack 'i', $idx);
+  my $pkt = pack('CCnN', 136, 0, 0, 0x20000000) . inet_pton(AF_INET6, $addr) . pack('CC', 2, 1) . $mac;
+  send($s, $pkt, 0, pack_sockaddr_in6(0, inet_pton(AF_INET6, 'ff02::1'), $idx)) or do { warn "send $addr: $!\\n"; $rc = 1; };
+}
+exit $rc;`;
+
+/** One long-lived `ip -j -force -batch -`: every request is some lines plus `addr show`, whose one JSON line
+ *  is the answer (so completion is known, and the answer is the kernel's state right after the changes). */
+class IpBatch {
+  private child: ChildProcessWithoutNullStreams | null = null;
+  private pending: Array<{ resolve: (links: LinkInfo[]) => void; reject: (e: Error) => void }> = [];
+  private buffer = '';
+  stderr = '';
+
+  constructor(private readonly spawnIp: (() => ChildProcessWithoutNullStreams) | null, private readonly runner: CommandRunner,
+    private readonly onEvent: (msg: string, fields: Record<string, unknown>) => void) {}
+
+  async exec(lines: readonly string[]): Promise<LinkInfo[]> {
+    if (this.spawnIp) {
+      try {
+        return await this.viaSession(lines);
+      } catch (e) {
+        // The session died under this request: its lines are idempotent, so do them once more, one by one.
+        this.onEvent('ip -batch session ended; running ip per command', { error: String(e) });
+      }
+    }
+    return this.viaRun(lines);
+  }
+
+  private viaSession(lines: readonly string[]): Promise<LinkInfo[]> {
+    const child = this.child ?? this.start();
+    return new Promise((resolve, reject) => {
+      this.pending.push({ resolve, reject });
+      child.stdin.write(`${[...lines, 'addr show'].join('\n')}\n`);
+    });
+  }
+
+  private start(): ChildProcessWithoutNullStreams {
+    const child = this.spawnIp!();
+    this.child = child;
+    this.buffer = '';
+    child.stdout.setEncoding('utf8');
+    child.stderr.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      this.buffer += chunk;
+      for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {
+        const line = this.buffer.slice(0, nl);
+        this.buffer = this.buffer.slice(nl + 1);
+        const waiter = this.pending.shift();
+        if (!waiter) continue;
+        try {
+          waiter.resolve(JSON.parse(line) as LinkInfo[]);
+        } catch (e) {
+          waiter.reject(new Error(`unparsable ip -j output: ${line.slice(0, 200)}`, { cause: e }));
+        }
+      }
+    });
+    child.stderr.on('data', (chunk: string) => { this.stderr = (this.stderr + chunk).slice(-4096); });
+    const ended = (why: string): void => {
+      if (this.child !== child) return;
+      this.child = null;
+      for (const w of this.pending.splice(0)) w.reject(new Error(`ip -batch ${why}`));
+    };
+    child.on('error', (e) => ended(`failed: ${e.message}`));
+    child.on('exit', (code, signal) => ended(`exited (${signal ?? code})`));
+    child.stdin.on('error', () => ended('stdin closed'));
+    return child;
+  }
+
+  private async viaRun(lines: readonly string[]): Promise<LinkInfo[]> {
+    for (const line of lines) {
+      const r = await this.runner.run('ip', line.split(' '));
+      if (r.code !== 0) this.stderr = (this.stderr + r.stderr).slice(-4096);
+    }
+    const r = await this.runner.run('ip', ['-j', 'addr', 'show']);
+    if (r.code === 127) throw new DataPlaneError('CommandMissing', 'ip addr', { detail: r.stderr });
+    if (r.code !== 0) throw new DataPlaneError(/not permitted/i.test(r.stderr) ? 'PermissionDenied' : 'Unknown', 'ip addr', { detail: r.stderr.trim() });
+    return JSON.parse(r.stdout) as LinkInfo[];
+  }
+
+  takeStderr(): string {
+    const s = this.stderr.trim();
+    this.stderr = '';
+    return s;
+  }
+
+  close(): void {
+    const child = this.child;
+    this.child = null;
+    if (child) child.stdin.end();
+    for (const w of this.pending.splice(0)) w.reject(new Error('closed'));
+  }
+}
+
+export class KernelAddressOwner implements AddressOwner {
+  private readonly runner: CommandRunner;
+  private readonly onEvent: (msg: string, fields: Record<string, unknown>) => void;
+  private readonly lifetimeSec: number;
+  private readonly stateDir: string;
+  private readonly batch: IpBatch;
+  private readonly held = new Map<string, Held>();
+  /** Being removed right now: still listed for the watchdog until the kernel confirms. */
+  private readonly leaving = new Map<string, FloatingAddress>();
+  private readonly announcers = new Map<string, { timer: NodeJS.Timeout | null; children: Set<ChildProcessWithoutNullStreams>; cancelled: boolean }>();
+  private watchdog: ChildProcessWithoutNullStreams | null = null;
+  private refreshTimer: NodeJS.Timeout | null = null;
+  /** Addresses found missing by a refresh (so that the event is logged once, not per tick). */
+  private missing = new Set<string>();
+  /** All changes are serialised. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly ready: Promise<void>;
+  private closed = false;
+  private readonly written: { batch: string | null; state: string | null } = { batch: null, state: null };
+
+  constructor(opts: KernelAddressOwnerOptions = {}) {
+    this.runner = opts.runner ?? localRunner();
+    this.onEvent = opts.onEvent ?? (() => {});
+    this.lifetimeSec = Math.max(3, Math.round(opts.lifetimeSec ?? 10));
+    this.stateDir = opts.stateDir ?? '/run/lbd';
+    const spawnFn = this.runner.spawn?.bind(this.runner);
+    this.batch = new IpBatch(spawnFn ? () => spawnFn('ip', ['-j', '-force', '-batch', '-']) : null, this.runner, this.onEvent);
+    this.ready = this.start(opts.watchdog !== false);
+    this.ready.catch(() => {}); // reported by the first call that awaits it
+  }
+
+  get batchFile(): string { return join(this.stateDir, 'floating-addresses.batch'); }
+  get stateFile(): string { return join(this.stateDir, 'floating-addresses.json'); }
+
+  /** Process id of the watchdog (tests kill it to exercise the lifetime backstop). */
+  get watchdogPid(): number | undefined { return this.watchdog?.pid; }
+
+  private async start(watchdog: boolean): Promise<void> {
+    await mkdir(this.stateDir, { recursive: true, mode: 0o700 });
+    // A previous owner that closed without releasing (a restart) left what it held: adopt it, so that a
+    // release of one of its groups removes its addresses, and so that our watchdog covers them.
+    try {
+      const previous = JSON.parse(await readFile(this.stateFile, 'utf8')) as Record<string, FloatingAddress[]>;
+      for (const [group, addresses] of Object.entries(previous)) this.held.set(group, { addresses, adopted: true });
+      if (this.held.size > 0) this.onEvent('adopted floating addresses of a previous owner', { groups: [...this.held.keys()] });
+    } catch { /* none */ }
+    await this.writeState();
+    if (watchdog && this.runner.spawn) this.startWatchdog();
+  }
+
+  private startWatchdog(): void {
+    // setsid: its own session, so a signal to the agent's process group does not reach it.
+    const child = this.runner.spawn!('setsid', ['sh', '-c', WATCHDOG, 'lbd-address-watchdog', this.batchFile, this.stateFile]);
+    child.on('error', (e) => this.onEvent('address watchdog failed', { error: e.message }));
+    child.on('exit', (code, signal) => {
+      if (this.watchdog !== child) return;
+      this.watchdog = null;
+      if (this.closed) return;
+      // Someone killed it: start another, at most once a second (the lifetime backstop covers the gap).
+      this.onEvent('address watchdog exited; restarting it', { code, signal });
+      setTimeout(() => { if (!this.closed && !this.watchdog) this.startWatchdog(); }, 1000).unref();
+    });
+    child.stdin.on('error', () => {});
+    child.stdout.resume();
+    child.stderr.resume();
+    this.watchdog = child;
+  }
+
+  claim(group: string, addresses: readonly FloatingAddress[], announce: Announce): Promise<void> {
+    const wanted = dedupe(addresses.map(normalise));
+    return this.serialise(async () => {
+      const before = this.held.get(group)?.addresses ?? [];
+      const wantedKeys = new Set(wanted.map(key));
+      this.held.set(group, { addresses: wanted, adopted: false });
+      const leaving = before.filter((a) => !wantedKeys.has(key(a)) && !this.heldElsewhere(a, group));
+      for (const a of leaving) this.leaving.set(key(a), a);
+      this.cancelAnnouncements(group);
+      // The watchdog's list first: an agent that dies half-way through this claim is still cleaned up after.
+      await this.writeState();
+      const links = await this.batch.exec([...wanted.map((a) => this.addLine('replace', a)), ...leaving.map(delLine)]);
+      const present = presentKeys(links);
+      const notAdded = wanted.filter((a) => !present.has(key(a)));
+      const notRemoved = leaving.filter((a) => present.has(key(a)));
+      for (const a of leaving) if (!present.has(key(a))) this.leaving.delete(key(a));
+      for (const a of wanted) this.missing.delete(key(a));
+      await this.writeState();
+      const stderr = this.batch.takeStderr();
+      if (notAdded.length > 0 || notRemoved.length > 0) {
+        throw new DataPlaneError('Unknown', `claim ${group}`, {
+          detail: `${notAdded.length ? `not added: ${notAdded.map(key).join(' ')}` : ''}${notRemoved.length ? ` not removed: ${notRemoved.map(key).join(' ')}` : ''}${stderr ? ` (${stderr})` : ''}`.trim(),
+        });
+      }
+      this.ensureRefresh();
+      if (announce.count > 0 && wanted.length > 0) setImmediate(() => this.announce(group, wanted, announce));
+    });
+  }
+
+  release(group: string): Promise<void> {
+    return this.serialise(async () => {
+      this.cancelAnnouncements(group);
+      const held = this.held.get(group);
+      if (!held) return;
+      const leaving = held.addresses.filter((a) => !this.heldElsewhere(a, group));
+      for (const a of leaving) this.leaving.set(key(a), a);
+      this.held.delete(group);
+      await this.remove(leaving, `release ${group}`);
+    });
+  }
+
+  async present(addresses: readonly FloatingAddress[]): Promise<FloatingAddress[]> {
+    await this.ready;
+    if (this.closed) throw new Error('address owner is closed');
+    const present = presentKeys(await this.batch.exec([]));
+    return addresses.filter((a) => present.has(key(normalise(a))));
+  }
+
+  async linkUp(ifname: string): Promise<boolean> {
+    await this.ready;
+    if (this.closed) throw new Error('address owner is closed');
+    const link = (await this.batch.exec([])).find((l) => l.ifname === ifname);
+    if (!link) return false;
+    const flags = link.flags ?? [];
+    return flags.includes('UP') && flags.includes('LOWER_UP') && link.operstate !== 'DOWN' && link.operstate !== 'LOWERLAYERDOWN';
+  }
+
+  async close(opts: { releaseAll?: boolean } = {}): Promise<void> {
+    if (this.closed) return;
+    await this.serialise(async () => {
+      this.closed = true;
+      if (this.refreshTimer) clearInterval(this.refreshTimer);
+      this.refreshTimer = null;
+      for (const group of [...this.announcers.keys()]) this.cancelAnnouncements(group);
+      if (opts.releaseAll) {
+        const all = this.allHeld();
+        for (const a of all) this.leaving.set(key(a), a);
+        this.held.clear();
+        await this.remove(all, 'close');
+      }
+    });
+    this.batch.close();
+    const watchdog = this.watchdog;
+    this.watchdog = null;
+    if (watchdog && watchdog.exitCode === null) {
+      // A deliberate close: the watchdog must leave the addresses (a restarting agent resumes its leadership).
+      const exited = new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, 1000);
+        watchdog.once('exit', () => { clearTimeout(t); resolve(); });
+      });
+      watchdog.stdin.end('keep\n');
+      await exited;
+    }
+  }
+
+  // ---- internals ------------------------------------------------------------------------------------
+
+  private serialise<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(async () => {
+      await this.ready;
+      if (this.closed) throw new Error('address owner is closed');
+      return fn();
+    });
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async remove(leaving: readonly FloatingAddress[], op: string): Promise<void> {
+    if (leaving.length === 0) {
+      await this.writeState();
+      return;
+    }
+    const present = presentKeys(await this.batch.exec(leaving.map(delLine)));
+    const stuck = leaving.filter((a) => present.has(key(a)));
+    for (const a of leaving) if (!present.has(key(a))) this.leaving.delete(key(a));
+    await this.writeState();
+    const stderr = this.batch.takeStderr();
+    if (stuck.length > 0) throw new DataPlaneError('Unknown', op, { detail: `not removed: ${stuck.map(key).join(' ')}${stderr ? ` (${stderr})` : ''}` });
+    if (this.allHeld().length === 0 && this.refreshTimer) {
+      clearInterval(this.refreshTimer);
+      this.refreshTimer = null;
+    }
+  }
+
+  private heldElsewhere(a: FloatingAddress, group: string): boolean {
+    for (const [g, h] of this.held) if (g !== group && h.addresses.some((b) => key(b) === key(a))) return true;
+    return false;
+  }
+
+  private allHeld(): FloatingAddress[] {
+    return dedupe([...this.held.values()].flatMap((h) => h.addresses));
+  }
+
+  private addLine(verb: 'replace' | 'change', a: FloatingAddress): string {
+    const lft = `valid_lft ${this.lifetimeSec} preferred_lft ${this.lifetimeSec}`;
+    return `addr ${verb} ${prefix(a)} dev ${a.ifname}${familyOf(a.address) === 6 ? ' nodad' : ''} ${lft}`;
+  }
+
+  /** The watchdog's delete list and the group map, each written atomically (temporary file + rename). */
+  private async writeState(): Promise<void> {
+    const groups: Record<string, readonly FloatingAddress[]> = {};
+    for (const [g, h] of this.held) groups[g] = h.addresses;
+    const all = dedupe([...this.allHeld(), ...this.leaving.values()]);
+    const batch = all.map((a) => `${delLine(a)}\n`).join('');
+    const state = `${JSON.stringify(groups)}\n`;
+    // Unchanged files are not rewritten (a claim of addresses already held costs no write).
+    if (batch !== this.written.batch) await atomicWrite(this.batchFile, batch);
+    this.written.batch = batch;
+    if (state !== this.written.state) await atomicWrite(this.stateFile, state);
+    this.written.state = state;
+  }
+
+  private ensureRefresh(): void {
+    if (this.refreshTimer) return;
+    this.refreshTimer = setInterval(() => {
+      void this.serialise(() => this.refresh()).catch((e) => this.onEvent('floating address refresh failed', { error: String(e) }));
+    }, (this.lifetimeSec * 1000) / 3);
+    this.refreshTimer.unref();
+  }
+
+  /** Extends the lifetime of every claimed (not adopted) address; `change` never re-adds a removed one. */
+  private async refresh(): Promise<void> {
+    const claimed = dedupe([...this.held.values()].filter((h) => !h.adopted).flatMap((h) => h.addresses));
+    if (claimed.length === 0) return;
+    const present = presentKeys(await this.batch.exec(claimed.map((a) => this.addLine('change', a))));
+    this.batch.takeStderr();
+    const gone = claimed.filter((a) => !present.has(key(a)) && !this.missing.has(key(a)));
+    for (const a of claimed) if (present.has(key(a))) this.missing.delete(key(a));
+    for (const a of gone) this.missing.add(key(a));
+    if (gone.length > 0) this.onEvent('claimed floating addresses are missing from their interfaces', { addresses: gone.map(key) });
+  }
+
+  /** count rounds, intervalMs apart; each round announces every address at once (one process per IPv4
+   *  address, one for all IPv6 ones). Paced by our timers, so nothing is announced after we stop or die. */
+  private announce(group: string, addresses: readonly FloatingAddress[], announce: Announce): void {
+    if (this.closed || this.held.get(group)?.addresses !== addresses) return; // released or re-claimed meanwhile
+    const state = { timer: null as NodeJS.Timeout | null, children: new Set<ChildProcessWithoutNullStreams>(), cancelled: false };
+    this.announcers.set(group, state);
+    let failed = false;
+    const fail = (what: string, detail: string): void => {
+      if (failed || state.cancelled) return;
+      failed = true;
+      this.onEvent('floating address announcement failed', { group, what, detail });
+    };
+    const v4 = addresses.filter((a) => familyOf(a.address) === 4);
+    const v6 = addresses.filter((a) => familyOf(a.address) === 6);
+    const send = (command: string, args: string[]): void => {
+      if (!this.runner.spawn) {
+        void this.runner.run(command, args).then((r) => { if (r.code !== 0) fail(command, r.stderr.trim()); });
+        return;
+      }
+      const child = this.runner.spawn(command, args);
+      state.children.add(child);
+      let stderr = '';
+      child.stdout.resume();
+      child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr += d; });
+      child.on('error', (e) => fail(command, e.message));
+      child.on('exit', (code) => {
+        state.children.delete(child);
+        if (code !== 0 && code !== null) fail(command, stderr.trim());
+      });
+    };
+    let round = 0;
+    const fire = (): void => {
+      state.timer = null;
+      if (state.cancelled) return;
+      round++;
+      // arping -c 1 has sent its one packet within milliseconds; it lingers a second waiting for replies.
+      for (const a of v4) send('arping', ['-q', '-U', '-c', '1', '-I', a.ifname, a.address]);
+      if (v6.length > 0) send('perl', ['-e', SEND_NA, ...v6.map((a) => `${a.ifname}=${a.address}`)]);
+      if (round < announce.count) {
+        state.timer = setTimeout(fire, Math.max(0, announce.intervalMs));
+        state.timer.unref();
+      } else if (this.announcers.get(group) === state) {
+        this.announcers.delete(group);
+      }
+    };
+    fire();
+  }
+
+  private cancelAnnouncements(group: string): void {
+    const state = this.announcers.get(group);
+    if (!state) return;
+    state.cancelled = true;
+    if (state.timer) clearTimeout(state.timer);
+    for (const child of state.children) child.kill();
+    this.announcers.delete(group);
+  }
+}
+
+function normalise(a: FloatingAddress): FloatingAddress {
+  const address = a.address.replace(/\/(32|128)$/, '');
+  if (familyOf(address) === null) throw new DataPlaneError('Unknown', 'claim', { detail: `not a host address: ${a.address}` });
+  if (!IFNAME.test(a.ifname)) throw new DataPlaneError('Unknown', 'claim', { detail: `not an interface name: ${a.ifname}` });
+  return { address: canonicalAddress(address), ifname: a.ifname };
+}
+
+function dedupe(list: readonly FloatingAddress[]): FloatingAddress[] {
+  const seen = new Map<string, FloatingAddress>();
+  for (const a of list) seen.set(key(a), a);
+  return [...seen.values()];
+}
+
+const delLine = (a: FloatingAddress): string => `addr del ${prefix(a)} dev ${a.ifname}`;
+
+/** Host addresses (/32, /128) usable on each interface, as `address%ifname` keys. */
+function presentKeys(links: readonly LinkInfo[]): Set<string> {
+  const out = new Set<string>();
+  for (const link of links) {
+    for (const ai of link.addr_info ?? []) {
+      if (!ai.local || ai.tentative || ai.dadfailed) continue;
+      if (ai.prefixlen !== (familyOf(ai.local) === 6 ? 128 : 32)) continue;
+      out.add(`${canonicalAddress(ai.local)}%${link.ifname}`);
+    }
+  }
+  return out;
+}
+
+let tmpCounter = 0;
+async function atomicWrite(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.${++tmpCounter}.tmp`;
+  try {
+    await writeFile(tmp, text, { mode: 0o600 });
+    await rename(tmp, file);
+  } catch (e) {
+    await rm(tmp, { force: true });
+    throw e;
+  }
+}
