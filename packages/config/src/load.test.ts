@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from './errors.js';
 import { loadConfig, parseConfig } from './load.js';
-import { DEFAULT_ADMIN_SOCKET, type Config } from './types.js';
+import { DEFAULT_ADMIN_SOCKET, VIP_GROUP_DEFAULTS, type Config } from './types.js';
 
 /**
  * parseConfig / loadConfig: text in, typed Config or one ConfigError out. The whole message is asserted,
@@ -31,18 +31,19 @@ services:
 `;
 
 const WANT_OK: Config = {
-  agent: { adminSocket: DEFAULT_ADMIN_SOCKET },
+  agent: { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null },
+  vipGroups: [{ name: 'default', ...VIP_GROUP_DEFAULTS, announce: { ...VIP_GROUP_DEFAULTS.announce }, gateways: [] }],
   services: [
     {
       name: 'web', family: 4, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
       persistenceSec: 0, localAddresses: { first: '198.18.2.10', last: '198.18.2.11', size: 2 }, expireOnRemove: false,
-      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null,
+      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default',
       realServers: [{ address: '198.19.1.11', port: 8080, weight: 2, healthCheck: null }, { address: '198.19.1.12', port: 8080, weight: 1, healthCheck: null }],
     },
     {
       name: 'web6', family: 6, vip: 'fd00:0:0:1::10', port: 80, protocol: 'tcp', mode: 'nat', scheduler: 'mh',
       persistenceSec: 0, localAddresses: null, expireOnRemove: false,
-      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null,
+      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default',
       realServers: [{ address: 'fd00:3::11', port: 80, weight: 1, healthCheck: null }],
     },
   ],
@@ -182,7 +183,7 @@ describe('loadConfig', () => {
       assert.ok(e instanceof ConfigError);
       assert.equal(e.kind, 'Invalid');
       assert.equal(e.message, `${path} is invalid (1 problem):\n`
-        + '  services[0].colour: "blue" is not a known field; known fields: name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer');
+        + '  services[0].colour: "blue" is not a known field; known fields: name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer, vipGroup');
       return true;
     });
   });

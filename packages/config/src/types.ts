@@ -126,15 +126,59 @@ export interface Service {
   readonly fallback: Fallback;
   /** With fallback sorry-server: where new connections go when every real server is down. */
   readonly sorryServer: { readonly address: string; readonly port: number } | null;
+  /** The vip group whose leader serves it (default `default`): vips of one group fail over together. */
+  readonly vipGroup: string;
 }
 
 export interface AgentSettings {
   /** Path of the root-only admin unix socket. */
   readonly adminSocket: string;
+  /** Set when this director is one of a cluster (the desired config then lives in etcd); null when alone. */
+  readonly cluster: ClusterSettings | null;
 }
+
+export const PREEMPT_POLICIES = ['never', 'after-delay', 'after-sync'] as const;
+export type PreemptPolicy = (typeof PREEMPT_POLICIES)[number];
+export const TIMING_PROFILE_NAMES = ['default', 'fast'] as const;
+export type TimingProfileName = (typeof TIMING_PROFILE_NAMES)[number];
+
+/** This director's part in a cluster: director-local, so it stays in its own file, never in etcd. */
+export interface ClusterSettings {
+  /** This director's id: unique in the cluster. */
+  readonly director: string;
+  readonly etcd: readonly string[];
+  /** The cluster's etcd key prefix, e.g. /lbd/prod. */
+  readonly prefix: string;
+  /** host:port this director's peer service listens on (heartbeats and promises). */
+  readonly peerListen: { readonly address: string; readonly port: number };
+  /** Every other director of the cluster: the only ones that may take over from this one. */
+  readonly peers: readonly { readonly id: string; readonly address: string; readonly port: number }[];
+  /** Where floating addresses go: vips on `vip`, local addresses and gateways on `local`. */
+  readonly interfaces: { readonly vip: string; readonly local: string };
+  /** Priority per vip group (1..255, higher leads); groups not listed get 100. */
+  readonly priorities: Readonly<Record<string, number>>;
+  readonly timing: TimingProfileName;
+}
+
+/** Group settings shared by every director (they live in the cluster config). */
+export interface VipGroup {
+  readonly name: string;
+  readonly preempt: PreemptPolicy;
+  readonly preemptDelayMs: number;
+  /** Gratuitous ARPs / unsolicited neighbour advertisements sent on every claim. */
+  readonly announce: { readonly count: number; readonly intervalMs: number };
+  /** Extra floating addresses on the server side, e.g. the real servers' gateway for nat mode. */
+  readonly gateways: readonly string[];
+}
+
+export const DEFAULT_VIP_GROUP = 'default';
+export const DEFAULT_PRIORITY = 100;
+export const VIP_GROUP_DEFAULTS = { preempt: 'after-delay', preemptDelayMs: 10_000, announce: { count: 3, intervalMs: 200 } } as const;
 
 export interface Config {
   readonly agent: AgentSettings;
+  /** Every group a service names or the config lists, with its settings (defaults filled in). */
+  readonly vipGroups: readonly VipGroup[];
   readonly services: readonly Service[];
 }
 

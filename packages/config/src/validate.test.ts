@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { formatProblem, validateConfig } from './validate.js';
-import { DEFAULT_ADMIN_SOCKET, type Config, type Service } from './types.js';
+import { DEFAULT_ADMIN_SOCKET, VIP_GROUP_DEFAULTS, type Config, type Service, type VipGroup } from './types.js';
 
 /**
  * Table-driven tests of validateConfig: every rule, each asserted by its exact one-line message, and valid
@@ -35,13 +35,18 @@ function typed(over: Partial<Service> = {}): Service {
   return {
     name: 'web', family: 4, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
     persistenceSec: 0, localAddresses: { first: '198.18.2.10', last: '198.18.2.10', size: 1 }, expireOnRemove: false,
-    onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null,
+    onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default',
     realServers: [{ address: '198.19.1.11', port: 8080, weight: 1, healthCheck: null }],
     ...over,
   };
 }
 
-const AGENT = { adminSocket: DEFAULT_ADMIN_SOCKET };
+/** The vip groups validation fills in for services that name no declared group. */
+function defaultGroups(services: readonly Service[]): VipGroup[] {
+  return [...new Set(services.map((x) => x.vipGroup))].map((name) => ({ name, ...VIP_GROUP_DEFAULTS, announce: { ...VIP_GROUP_DEFAULTS.announce }, gateways: [] }));
+}
+
+const AGENT = { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null };
 
 const VIP_FIX = 'give an IPv4 address such as 198.18.0.10 or an IPv6 address such as fd00::10 (no prefix length, port or zone)';
 const PORT = 'is not a port (a whole number from 1 to 65535); give a whole number from 1 to 65535';
@@ -49,7 +54,7 @@ const WEIGHT = 'is not a weight (a whole number from 0 to 65535, 0 = quiescent);
 const PERSIST = 'is not a persistence time (whole seconds from 0 to 31536000, 0 = off); give whole seconds, e.g. 300, or 0 for no source-address affinity';
 const NAME_FIX = 'use 1 to 63 lower-case letters, digits, "-", "_" or ".", starting and ending with a letter or digit';
 const FAMILY = 'and nftables NAT cannot translate between families';
-const SERVICE_FIELDS = 'name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer';
+const SERVICE_FIELDS = 'name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer, vipGroup';
 
 interface Bad { name: string; raw: unknown; want: string[] }
 
@@ -384,7 +389,7 @@ const invalid: Bad[] = [
   },
 ];
 
-interface Good { name: string; raw: unknown; want: Config }
+interface Good { name: string; raw: unknown; want: Omit<Config, 'vipGroups'> }
 
 const valid: Good[] = [
   { name: 'empty mapping: no services, default agent settings', raw: {}, want: { agent: AGENT, services: [] } },
@@ -409,7 +414,7 @@ const valid: Good[] = [
       })],
     },
     want: {
-      agent: { adminSocket: '/run/lbd/other.sock' },
+      agent: { adminSocket: '/run/lbd/other.sock', cluster: null },
       services: [typed({
         port: 65535, protocol: 'udp', scheduler: 'mh', persistenceSec: 31536000, expireOnRemove: true,
         realServers: [{ address: '198.19.1.11', port: 1, weight: 0, healthCheck: null }, { address: '198.19.1.12', port: 65535, weight: 65535, healthCheck: null }],
@@ -469,7 +474,7 @@ describe('validateConfig', () => {
     for (const tc of valid) {
       it(tc.name, () => {
         const result = validateConfig(tc.raw);
-        assert.deepEqual(result, { ok: true, config: tc.want });
+        assert.deepEqual(result, { ok: true, config: { ...tc.want, vipGroups: defaultGroups(tc.want.services) } });
       });
     }
   });

@@ -1,10 +1,10 @@
 import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
 import {
-  DEFAULT_ADMIN_SOCKET, FALLBACKS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
+  DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
   PROTOCOLS, SCHEDULERS, hostPort, serviceKey,
   type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
-  type Service,
+  type Service, type ClusterSettings, type PreemptPolicy, type TimingProfileName, type VipGroup,
 } from './types.js';
 
 /**
@@ -40,11 +40,15 @@ export type ValidationResult = { ok: true; config: Config } | { ok: false; probl
 
 const SERVICE_FIELDS = [
   'name', 'vip', 'port', 'protocol', 'mode', 'scheduler', 'persistenceSec', 'localAddresses',
-  'expireOnRemove', 'realServers', 'healthCheck', 'onDown', 'slowStartMs', 'fallback', 'sorryServer',
+  'expireOnRemove', 'realServers', 'healthCheck', 'onDown', 'slowStartMs', 'fallback', 'sorryServer', 'vipGroup',
 ] as const;
 const REAL_SERVER_FIELDS = ['address', 'port', 'weight', 'healthCheck'] as const;
-const TOP_FIELDS = ['agent', 'services'] as const;
-const AGENT_FIELDS = ['adminSocket'] as const;
+const TOP_FIELDS = ['agent', 'vipGroups', 'services'] as const;
+const AGENT_FIELDS = ['adminSocket', 'cluster'] as const;
+const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing'] as const;
+const VIP_GROUP_FIELDS = ['name', 'preempt', 'preemptDelayMs', 'announce', 'gateways'] as const;
+/** Linux interface names: at most 15 bytes, no "/" or whitespace. */
+const IFNAME_PATTERN = /^[A-Za-z0-9_.:-]{1,15}$/;
 const NAME_PATTERN = /^[a-z0-9]([a-z0-9_.-]{0,61}[a-z0-9])?$/;
 /** A year: persistence longer than that is a typo, not a policy. */
 const MAX_PERSISTENCE_SEC = 365 * 24 * 3600;
@@ -552,18 +556,118 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
   } else if (fallback !== 'sorry-server' && raw.sorryServer !== undefined) {
     c.add(`${path}.sorryServer`, raw.sorryServer, `is set but fallback is ${fallback ?? 'invalid'}`, 'set fallback: sorry-server to use it, or remove sorryServer');
   }
-  if (slowStartMs === undefined || onDown === undefined || fallback === undefined) return undefined;
+  let vipGroup: string | undefined = DEFAULT_VIP_GROUP;
+  if (raw.vipGroup !== undefined) {
+    vipGroup = checkName(c, `${path}.vipGroup`, raw.vipGroup, 'vip group name');
+  }
+  if (slowStartMs === undefined || onDown === undefined || fallback === undefined || vipGroup === undefined) return undefined;
 
   if (c.problems.length !== before) return undefined;
   return {
     name: name!, family: vip!.family, vip: vip!.address, port: port!, protocol: protocol!, mode: mode!,
     scheduler: scheduler!, persistenceSec, localAddresses, expireOnRemove, realServers: realServers!,
-    onDown, slowStartMs, fallback, sorryServer,
+    onDown, slowStartMs, fallback, sorryServer, vipGroup: vipGroup!,
   };
 }
 
+function checkName(c: Collector, path: string, v: unknown, what: string): string | undefined {
+  if (typeof v !== 'string' || !NAME_PATTERN.test(v)) {
+    c.add(path, v, v === undefined ? `a ${what} is required` : `is not a valid ${what}`,
+      'use 1 to 63 lower-case letters, digits, "-", "_" or ".", starting and ending with a letter or digit');
+    return undefined;
+  }
+  return v;
+}
+
+/** `host:port` with an IPv4 or bracketed IPv6 address. */
+function checkHostPort(c: Collector, path: string, v: unknown): { address: string; port: number } | undefined {
+  const m = typeof v === 'string' ? /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d+)$/.exec(v) : null;
+  const fix = 'write address:port, e.g. 198.18.4.1:7411 or [fd00::1]:7411';
+  if (!m) {
+    c.add(path, v, v === undefined ? 'an address:port is required' : 'is not address:port', fix);
+    return undefined;
+  }
+  const address = checkAddress(c, path, m[1] ?? m[2], 'an address');
+  const port = Number(m[3]);
+  if (!(port >= 1 && port <= 65535)) {
+    c.add(path, v, 'has a port outside 1 to 65535', fix);
+    return undefined;
+  }
+  return address ? { address: address.address, port } : undefined;
+}
+
+function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
+  const path = 'agent.cluster';
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, 'write cluster: {director: dir1, etcd: [http://...:2379], prefix: /lbd/prod, peerListen: ..., peers: [...], interfaces: {vip: eth0, local: eth1}}');
+    return null;
+  }
+  const before = c.problems.length;
+  checkUnknownFields(c, path, raw, CLUSTER_FIELDS);
+  const director = checkName(c, `${path}.director`, raw.director, 'director id');
+  const etcd: string[] = [];
+  if (!Array.isArray(raw.etcd) || raw.etcd.length === 0) {
+    c.add(`${path}.etcd`, raw.etcd, 'is not a list of etcd client URLs', 'list every member, e.g. [http://198.18.3.11:2379, http://198.18.3.12:2379, http://198.18.3.13:2379]');
+  } else {
+    raw.etcd.forEach((u: unknown, i: number) => {
+      let ok = false;
+      try { ok = typeof u === 'string' && ['http:', 'https:'].includes(new URL(u).protocol); } catch { ok = false; }
+      if (!ok) c.add(`${path}.etcd[${i}]`, u, 'is not an http:// or https:// URL', 'give a client URL such as http://198.18.3.11:2379');
+      else etcd.push(u as string);
+    });
+  }
+  let prefix: string | undefined;
+  if (typeof raw.prefix !== 'string' || !/^\/[A-Za-z0-9_.\/-]*[A-Za-z0-9_.-]$/.test(raw.prefix)) {
+    c.add(`${path}.prefix`, raw.prefix, raw.prefix === undefined ? 'an etcd key prefix is required' : 'is not an etcd key prefix', 'give an absolute path without a trailing slash, e.g. /lbd/prod (every director of the cluster uses the same)');
+  } else prefix = raw.prefix;
+  const peerListen = checkHostPort(c, `${path}.peerListen`, raw.peerListen);
+  const peers: Array<{ id: string; address: string; port: number }> = [];
+  const peerIds = new Set<string>();
+  if (raw.peers !== undefined && !Array.isArray(raw.peers)) {
+    c.add(`${path}.peers`, raw.peers, `is ${typeName(raw.peers)}, not a list`, 'list the other directors: [{id: dir2, address: 198.18.4.2:7411}], or [] for a cluster of one');
+  } else {
+    ((raw.peers ?? []) as unknown[]).forEach((p, i) => {
+      const pp = `${path}.peers[${i}]`;
+      if (!isRecord(p)) { c.add(pp, p, `is ${typeName(p)}, not a peer`, 'write {id: dir2, address: 198.18.4.2:7411}'); return; }
+      checkUnknownFields(c, pp, p, ['id', 'address']);
+      const id = checkName(c, `${pp}.id`, p.id, 'director id');
+      const hp = checkHostPort(c, `${pp}.address`, p.address);
+      if (id !== undefined && id === director) c.add(`${pp}.id`, id, 'is this director itself', 'list only the other directors');
+      else if (id !== undefined && peerIds.has(id)) c.add(`${pp}.id`, id, 'is listed twice', 'list every peer once');
+      else if (id !== undefined && hp) peers.push({ id, ...hp });
+      if (id !== undefined) peerIds.add(id);
+    });
+  }
+  const interfaces = { vip: '', local: '' };
+  if (!isRecord(raw.interfaces)) {
+    c.add(`${path}.interfaces`, raw.interfaces, raw.interfaces === undefined ? 'interfaces are required' : `is ${typeName(raw.interfaces)}, not a mapping`, 'write interfaces: {vip: eth0, local: eth1} (where vips and where local addresses go)');
+  } else {
+    checkUnknownFields(c, `${path}.interfaces`, raw.interfaces, ['vip', 'local']);
+    for (const k of ['vip', 'local'] as const) {
+      const v = raw.interfaces[k];
+      if (typeof v !== 'string' || !IFNAME_PATTERN.test(v)) c.add(`${path}.interfaces.${k}`, v, v === undefined ? 'an interface name is required' : 'is not an interface name', 'give a Linux interface name such as eth0 (at most 15 characters)');
+      else interfaces[k] = v;
+    }
+  }
+  const priorities: Record<string, number> = {};
+  if (raw.priorities !== undefined) {
+    if (!isRecord(raw.priorities)) {
+      c.add(`${path}.priorities`, raw.priorities, `is ${typeName(raw.priorities)}, not a mapping`, 'write priorities: {default: 150} (vip group: priority from 1 to 255)');
+    } else {
+      for (const [g, v] of Object.entries(raw.priorities)) {
+        const gname = checkName(c, `${path}.priorities`, g, 'vip group name');
+        const n = checkWholeNumber(c, `${path}.priorities.${g}`, v, 1, 255, 'is not a priority (a whole number from 1 to 255)', 'give a whole number from 1 to 255; the highest healthy director leads');
+        if (gname !== undefined && n !== undefined) priorities[gname] = n;
+      }
+    }
+  }
+  const timing = checkEnum<TimingProfileName>(c, `${path}.timing`, raw.timing, TIMING_PROFILE_NAMES, 'default', 'timing profile');
+  if (c.problems.length !== before || director === undefined || prefix === undefined || !peerListen || timing === undefined) return null;
+  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing };
+}
+
 function checkAgent(c: Collector, raw: unknown): AgentSettings {
-  const settings = { adminSocket: DEFAULT_ADMIN_SOCKET };
+  const settings: { adminSocket: string; cluster: ClusterSettings | null } = { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null };
   if (raw === undefined) return settings;
   if (!isRecord(raw)) {
     c.add('agent', raw, `is ${typeName(raw)}, not a mapping`, 'write agent: {adminSocket: /run/lbd/admin.sock} or leave it out');
@@ -577,7 +681,58 @@ function checkAgent(c: Collector, raw: unknown): AgentSettings {
       settings.adminSocket = raw.adminSocket;
     }
   }
+  if (raw.cluster !== undefined) settings.cluster = checkCluster(c, raw.cluster);
   return settings;
+}
+
+function checkVipGroups(c: Collector, raw: unknown, services: readonly Service[]): VipGroup[] {
+  const out = new Map<string, VipGroup>();
+  const seen = new Set<string>();
+  if (raw !== undefined && !Array.isArray(raw)) {
+    c.add('vipGroups', raw, `is ${typeName(raw)}, not a list`, 'write vipGroups as a list, each item starting with "- name:"');
+  } else {
+    ((raw ?? []) as unknown[]).forEach((g, i) => {
+      const path = `vipGroups[${i}]`;
+      if (!isRecord(g)) { c.add(path, g, `is ${typeName(g)}, not a vip group`, 'write {name: default, preempt: after-delay, preemptDelayMs: 10000}'); return; }
+      checkUnknownFields(c, path, g, VIP_GROUP_FIELDS);
+      const name = checkName(c, `${path}.name`, g.name, 'vip group name');
+      const preempt = checkEnum<PreemptPolicy>(c, `${path}.preempt`, g.preempt, PREEMPT_POLICIES, VIP_GROUP_DEFAULTS.preempt, 'preemption policy');
+      const preemptDelayMs = g.preemptDelayMs === undefined ? VIP_GROUP_DEFAULTS.preemptDelayMs
+        : checkWholeNumber(c, `${path}.preemptDelayMs`, g.preemptDelayMs, 0, 3_600_000, 'is not a delay (whole milliseconds from 0 to 3600000)', 'give whole milliseconds, e.g. 10000');
+      if (preempt === 'never' && g.preemptDelayMs !== undefined) {
+        c.add(`${path}.preemptDelayMs`, g.preemptDelayMs, 'is set but preempt is never', 'remove preemptDelayMs, or choose preempt: after-delay');
+      }
+      let announce: { count: number; intervalMs: number } | undefined = { ...VIP_GROUP_DEFAULTS.announce };
+      if (g.announce !== undefined) {
+        if (!isRecord(g.announce)) {
+          c.add(`${path}.announce`, g.announce, `is ${typeName(g.announce)}, not a mapping`, 'write announce: {count: 3, intervalMs: 200}');
+          announce = undefined;
+        } else {
+          checkUnknownFields(c, `${path}.announce`, g.announce, ['count', 'intervalMs']);
+          const count = g.announce.count === undefined ? VIP_GROUP_DEFAULTS.announce.count : checkWholeNumber(c, `${path}.announce.count`, g.announce.count, 1, 100, 'is not an announcement count (1 to 100)', 'give a whole number from 1 to 100, e.g. 3');
+          const intervalMs = g.announce.intervalMs === undefined ? VIP_GROUP_DEFAULTS.announce.intervalMs : checkWholeNumber(c, `${path}.announce.intervalMs`, g.announce.intervalMs, 10, 60_000, 'is not an interval (10 to 60000 ms)', 'give whole milliseconds, e.g. 200');
+          announce = count !== undefined && intervalMs !== undefined ? { count, intervalMs } : undefined;
+        }
+      }
+      const gateways: string[] = [];
+      if (g.gateways !== undefined && !Array.isArray(g.gateways)) {
+        c.add(`${path}.gateways`, g.gateways, `is ${typeName(g.gateways)}, not a list`, 'list addresses, e.g. [198.19.1.250]');
+      } else {
+        ((g.gateways ?? []) as unknown[]).forEach((a, j) => {
+          const addr = checkAddress(c, `${path}.gateways[${j}]`, a, 'a gateway address');
+          if (addr) gateways.push(addr.address);
+        });
+      }
+      if (name !== undefined && seen.has(name)) { c.add(`${path}.name`, name, 'is already defined by an earlier vip group', 'give every vip group its own name'); return; }
+      if (name !== undefined) seen.add(name);
+      if (name === undefined || preempt === undefined || preemptDelayMs === undefined || announce === undefined) return;
+      out.set(name, { name, preempt, preemptDelayMs, announce, gateways });
+    });
+  }
+  for (const s of services) {
+    if (!out.has(s.vipGroup)) out.set(s.vipGroup, { name: s.vipGroup, ...VIP_GROUP_DEFAULTS, announce: { ...VIP_GROUP_DEFAULTS.announce }, gateways: [] });
+  }
+  return [...out.values()];
 }
 
 /** Validates parsed YAML/JSON. Never throws on bad input: every problem is in the result. */
@@ -620,6 +775,7 @@ export function validateConfig(raw: unknown): ValidationResult {
       services.push(svc);
     });
   }
+  const vipGroups = checkVipGroups(c, raw.vipGroups, services);
   if (c.problems.length > 0) return { ok: false, problems: c.problems };
-  return { ok: true, config: { agent, services } };
+  return { ok: true, config: { agent, vipGroups, services } };
 }

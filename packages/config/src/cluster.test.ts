@@ -1,0 +1,65 @@
+import assert from 'node:assert/strict';
+import { formatProblem, validateConfig } from './validate.js';
+
+/** Cluster settings (agent.cluster, director-local) and vip groups (shared, in the cluster config). */
+
+const CLUSTER = {
+  director: 'dir1', etcd: ['http://198.18.3.11:2379', 'http://198.18.3.12:2379'], prefix: '/lbd/lab',
+  peerListen: '198.18.4.1:7411', peers: [{ id: 'dir2', address: '198.18.4.2:7411' }], interfaces: { vip: 'eth0', local: 'eth1' },
+  priorities: { default: 150 },
+};
+
+function problems(raw: unknown): string[] {
+  const r = validateConfig(raw);
+  return r.ok ? [] : r.problems.map(formatProblem);
+}
+
+describe('cluster settings and vip groups', () => {
+  it('a director of a cluster: settings typed, timing default, groups filled in for the services that name them', () => {
+    const r = validateConfig({
+      agent: { adminSocket: '/run/lbd/dir1.sock', cluster: CLUSTER },
+      vipGroups: [{ name: 'front', preempt: 'never', gateways: ['198.19.1.250'], announce: { count: 5 } }],
+      services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'fullnat', localAddresses: ['198.19.1.100'], vipGroup: 'front', realServers: [{ address: '198.19.1.11' }] },
+        { name: 'dns', vip: '198.18.0.11', port: 53, protocol: 'udp', mode: 'nat', realServers: [{ address: '198.19.1.11' }] }],
+    });
+    assert.ok(r.ok);
+    assert.deepEqual(r.config.agent.cluster, {
+      director: 'dir1', etcd: CLUSTER.etcd, prefix: '/lbd/lab', peerListen: { address: '198.18.4.1', port: 7411 },
+      peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default',
+    });
+    assert.deepEqual(r.config.vipGroups, [
+      { name: 'front', preempt: 'never', preemptDelayMs: 10000, announce: { count: 5, intervalMs: 200 }, gateways: ['198.19.1.250'] },
+      { name: 'default', preempt: 'after-delay', preemptDelayMs: 10000, announce: { count: 3, intervalMs: 200 }, gateways: [] },
+    ]);
+  });
+
+  it('every problem of a bad cluster section, each with its path, value, rule and fix', () => {
+    assert.deepEqual(problems({
+      agent: { cluster: { ...CLUSTER, director: 'Dir 1', etcd: ['etcd:2379'], prefix: 'lbd/', peerListen: '198.18.4.1', peers: [{ id: 'dir2', address: '198.18.4.2:99999' }, { id: 'dir2', address: '198.18.4.3:7411' }], interfaces: { vip: 'a-very-long-interface-name' }, priorities: { default: 300 }, timing: 'turbo' } },
+    }), [
+      'agent.cluster.director: "Dir 1" is not a valid director id; use 1 to 63 lower-case letters, digits, "-", "_" or ".", starting and ending with a letter or digit',
+      'agent.cluster.etcd[0]: "etcd:2379" is not an http:// or https:// URL; give a client URL such as http://198.18.3.11:2379',
+      'agent.cluster.prefix: "lbd/" is not an etcd key prefix; give an absolute path without a trailing slash, e.g. /lbd/prod (every director of the cluster uses the same)',
+      'agent.cluster.peerListen: "198.18.4.1" is not address:port; write address:port, e.g. 198.18.4.1:7411 or [fd00::1]:7411',
+      'agent.cluster.peers[0].address: "198.18.4.2:99999" has a port outside 1 to 65535; write address:port, e.g. 198.18.4.1:7411 or [fd00::1]:7411',
+      'agent.cluster.peers[1].id: "dir2" is listed twice; list every peer once',
+      'agent.cluster.interfaces.vip: "a-very-long-interface-name" is not an interface name; give a Linux interface name such as eth0 (at most 15 characters)',
+      'agent.cluster.interfaces.local: an interface name is required; give a Linux interface name such as eth0 (at most 15 characters)',
+      'agent.cluster.priorities.default: 300 is not a priority (a whole number from 1 to 255); give a whole number from 1 to 255; the highest healthy director leads',
+      'agent.cluster.timing: "turbo" is not a supported timing profile; use one of: default, fast',
+    ]);
+  });
+
+  it('bad vip groups and a bad service vipGroup', () => {
+    assert.deepEqual(problems({
+      vipGroups: [{ name: 'front', preempt: 'always', announce: { count: 0 } }, { name: 'front', preempt: 'never', preemptDelayMs: 5 }],
+      services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', vipGroup: 'Front!', realServers: [{ address: '198.19.1.11' }] }],
+    }), [
+      'services[0].vipGroup: "Front!" is not a valid vip group name; use 1 to 63 lower-case letters, digits, "-", "_" or ".", starting and ending with a letter or digit',
+      'vipGroups[0].preempt: "always" is not a supported preemption policy; use one of: never, after-delay, after-sync',
+      'vipGroups[0].announce.count: 0 is not an announcement count (1 to 100); give a whole number from 1 to 100, e.g. 3',
+      'vipGroups[1].preemptDelayMs: 5 is set but preempt is never; remove preemptDelayMs, or choose preempt: after-delay',
+      'vipGroups[1].name: "front" is already defined by an earlier vip group; give every vip group its own name',
+    ]);
+  });
+});
