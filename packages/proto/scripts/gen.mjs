@@ -11,7 +11,7 @@ const pkg = join(dirname(fileURLToPath(import.meta.url)), '..');
 // Relative paths (run from the package directory) keep absolute checkout paths out of the generated code.
 const protoRoot = join('..', '..', 'proto');
 const outDir = join('src', 'gen');
-const files = ['lbd/admin/v1/admin.proto'];
+const files = ['lbd/admin/v1/admin.proto', 'lbd/peer/v1/peer.proto'];
 const args = [
   '--keepCase=false', '--longs=Number', '--enums=String', '--defaults', '--oneofs', '--includeComments',
   '--grpcLib=@grpc/grpc-js', '--importFileExtension=.js', '-I', protoRoot, '-O', outDir, ...files,
@@ -30,9 +30,10 @@ const header = [
 ].join('\n');
 const walk = (dir) => readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? walk(join(dir, n)) : [join(dir, n)]));
 // One module that re-exports every generated type, so src/index.ts need not list them.
-const modules = walk(outDir).filter((f) => f !== join(outDir, 'admin.ts')).sort();
+const modules = walk(outDir).filter((f) => f !== join(outDir, 'admin.ts') && f !== join(outDir, 'peer.ts')).sort();
 writeFileSync(join(outDir, 'index.ts'), [
   "export type { ProtoGrpcType } from './admin.js';",
+  "export type { ProtoGrpcType as PeerProtoGrpcType } from './peer.js';",
   ...modules.map((f) => `export type * from './${f.slice(outDir.length + 1).replace(/\.ts$/, '.js')}';`),
   '',
 ].join('\n'));

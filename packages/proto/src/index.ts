@@ -9,9 +9,10 @@ import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type {
-  AdminClient, AdminDefinition, ApplyRequest, ApplyResponse__Output, Connection__Output,
+  AdminClient, AdminDefinition, ApplyRequest, ApplyResponse__Output, ClusterStatus__Output, ConfigHistoryResponse__Output,
+  Connection__Output, FailoverResponse__Output, RollbackResponse__Output,
   DoctorResponse__Output, GetHealthResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output, HealthEvent__Output,
-  ListConnectionsResponse__Output, Problem__Output, ProtoGrpcType,
+  ListConnectionsResponse__Output, PeerClient, PeerDefinition, PeerProtoGrpcType, Problem__Output, ProtoGrpcType,
 } from './gen/index.js';
 
 export type * from './gen/index.js';
@@ -80,6 +81,32 @@ export function adminProto(): ProtoGrpcType['lbd']['admin']['v1'] {
 /** The Admin service definition, for `server.addService(adminServiceDefinition(), handlers)`. */
 export function adminServiceDefinition(): AdminDefinition {
   return adminProto().Admin.service;
+}
+
+export const PEER_PROTO_FILE = 'lbd/peer/v1/peer.proto';
+
+let peerLoaded: PeerProtoGrpcType | undefined;
+
+/** The loaded `lbd.peer.v1` package: director-to-director calls over the peer link. */
+export function peerProto(): PeerProtoGrpcType['lbd']['peer']['v1'] {
+  peerLoaded ??= grpc.loadPackageDefinition(
+    protoLoader.loadSync(PEER_PROTO_FILE, { ...LOADER_OPTIONS, includeDirs: [protoIncludeDir()] }),
+  ) as unknown as PeerProtoGrpcType;
+  return peerLoaded.lbd.peer.v1;
+}
+
+/** The Peer service definition, for `server.addService(peerServiceDefinition(), handlers)`. */
+export function peerServiceDefinition(): PeerDefinition {
+  return peerProto().Peer.service;
+}
+
+/** A Peer client for `host:port` (plain TCP on the peer link). */
+export function createPeerClient(address: string, port: number): PeerClient {
+  const host = address.includes(':') ? `[${address}]` : address;
+  return new (peerProto().Peer)(`${host}:${port}`, grpc.credentials.createInsecure(), {
+    // Promises are asked for when things go wrong: fail fast instead of waiting on reconnect backoff.
+    'grpc.initial_reconnect_backoff_ms': 50, 'grpc.max_reconnect_backoff_ms': 500,
+  });
 }
 
 /** grpc-js target for a unix socket path. */
@@ -176,6 +203,23 @@ export class AdminApi {
       // A consumer that stops iterating early ends the call too.
       call.cancel();
     }
+  }
+
+  getClusterStatus(opts: CallOptions = {}): Promise<ClusterStatus__Output> {
+    return this.unary(this.client.getClusterStatus, {}, opts);
+  }
+
+  /** `to`: '' for the best other director. */
+  failover(group: string, to = '', opts: CallOptions = {}): Promise<FailoverResponse__Output> {
+    return this.unary(this.client.failover, { group, to }, opts);
+  }
+
+  configHistory(opts: CallOptions = {}): Promise<ConfigHistoryResponse__Output> {
+    return this.unary(this.client.configHistory, {}, opts);
+  }
+
+  rollback(revision: number, author: string, opts: CallOptions = {}): Promise<RollbackResponse__Output> {
+    return this.unary(this.client.rollback, { revision, author }, opts);
   }
 
   /** Every matching connection, gathered from the stream. */

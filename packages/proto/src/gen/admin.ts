@@ -1,6 +1,6 @@
 // GENERATED CODE: do not edit by hand.
-// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
-// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto
 import type * as grpc from '@grpc/grpc-js';
 import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
@@ -10,18 +10,28 @@ import type { AgentInfo as _lbd_admin_v1_AgentInfo, AgentInfo__Output as _lbd_ad
 import type { ApplyRecord as _lbd_admin_v1_ApplyRecord, ApplyRecord__Output as _lbd_admin_v1_ApplyRecord__Output } from './lbd/admin/v1/ApplyRecord.js';
 import type { ApplyRequest as _lbd_admin_v1_ApplyRequest, ApplyRequest__Output as _lbd_admin_v1_ApplyRequest__Output } from './lbd/admin/v1/ApplyRequest.js';
 import type { ApplyResponse as _lbd_admin_v1_ApplyResponse, ApplyResponse__Output as _lbd_admin_v1_ApplyResponse__Output } from './lbd/admin/v1/ApplyResponse.js';
+import type { ClusterStatus as _lbd_admin_v1_ClusterStatus, ClusterStatus__Output as _lbd_admin_v1_ClusterStatus__Output } from './lbd/admin/v1/ClusterStatus.js';
+import type { ConfigHistoryRequest as _lbd_admin_v1_ConfigHistoryRequest, ConfigHistoryRequest__Output as _lbd_admin_v1_ConfigHistoryRequest__Output } from './lbd/admin/v1/ConfigHistoryRequest.js';
+import type { ConfigHistoryResponse as _lbd_admin_v1_ConfigHistoryResponse, ConfigHistoryResponse__Output as _lbd_admin_v1_ConfigHistoryResponse__Output } from './lbd/admin/v1/ConfigHistoryResponse.js';
+import type { ConfigVersion as _lbd_admin_v1_ConfigVersion, ConfigVersion__Output as _lbd_admin_v1_ConfigVersion__Output } from './lbd/admin/v1/ConfigVersion.js';
 import type { Connection as _lbd_admin_v1_Connection, Connection__Output as _lbd_admin_v1_Connection__Output } from './lbd/admin/v1/Connection.js';
 import type { Counters as _lbd_admin_v1_Counters, Counters__Output as _lbd_admin_v1_Counters__Output } from './lbd/admin/v1/Counters.js';
+import type { DirectorGroup as _lbd_admin_v1_DirectorGroup, DirectorGroup__Output as _lbd_admin_v1_DirectorGroup__Output } from './lbd/admin/v1/DirectorGroup.js';
+import type { DirectorStatus as _lbd_admin_v1_DirectorStatus, DirectorStatus__Output as _lbd_admin_v1_DirectorStatus__Output } from './lbd/admin/v1/DirectorStatus.js';
 import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from './lbd/admin/v1/DoctorRequest.js';
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from './lbd/admin/v1/DoctorResponse.js';
 import type { Endpoint as _lbd_admin_v1_Endpoint, Endpoint__Output as _lbd_admin_v1_Endpoint__Output } from './lbd/admin/v1/Endpoint.js';
+import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest__Output as _lbd_admin_v1_FailoverRequest__Output } from './lbd/admin/v1/FailoverRequest.js';
+import type { FailoverResponse as _lbd_admin_v1_FailoverResponse, FailoverResponse__Output as _lbd_admin_v1_FailoverResponse__Output } from './lbd/admin/v1/FailoverResponse.js';
 import type { Finding as _lbd_admin_v1_Finding, Finding__Output as _lbd_admin_v1_Finding__Output } from './lbd/admin/v1/Finding.js';
+import type { GetClusterStatusRequest as _lbd_admin_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _lbd_admin_v1_GetClusterStatusRequest__Output } from './lbd/admin/v1/GetClusterStatusRequest.js';
 import type { GetHealthRequest as _lbd_admin_v1_GetHealthRequest, GetHealthRequest__Output as _lbd_admin_v1_GetHealthRequest__Output } from './lbd/admin/v1/GetHealthRequest.js';
 import type { GetHealthResponse as _lbd_admin_v1_GetHealthResponse, GetHealthResponse__Output as _lbd_admin_v1_GetHealthResponse__Output } from './lbd/admin/v1/GetHealthResponse.js';
 import type { GetStatsRequest as _lbd_admin_v1_GetStatsRequest, GetStatsRequest__Output as _lbd_admin_v1_GetStatsRequest__Output } from './lbd/admin/v1/GetStatsRequest.js';
 import type { GetStatsResponse as _lbd_admin_v1_GetStatsResponse, GetStatsResponse__Output as _lbd_admin_v1_GetStatsResponse__Output } from './lbd/admin/v1/GetStatsResponse.js';
 import type { GetStatusRequest as _lbd_admin_v1_GetStatusRequest, GetStatusRequest__Output as _lbd_admin_v1_GetStatusRequest__Output } from './lbd/admin/v1/GetStatusRequest.js';
 import type { GetStatusResponse as _lbd_admin_v1_GetStatusResponse, GetStatusResponse__Output as _lbd_admin_v1_GetStatusResponse__Output } from './lbd/admin/v1/GetStatusResponse.js';
+import type { GroupStatus as _lbd_admin_v1_GroupStatus, GroupStatus__Output as _lbd_admin_v1_GroupStatus__Output } from './lbd/admin/v1/GroupStatus.js';
 import type { HealthCheckInfo as _lbd_admin_v1_HealthCheckInfo, HealthCheckInfo__Output as _lbd_admin_v1_HealthCheckInfo__Output } from './lbd/admin/v1/HealthCheckInfo.js';
 import type { HealthEvent as _lbd_admin_v1_HealthEvent, HealthEvent__Output as _lbd_admin_v1_HealthEvent__Output } from './lbd/admin/v1/HealthEvent.js';
 import type { HealthSchedulerStats as _lbd_admin_v1_HealthSchedulerStats, HealthSchedulerStats__Output as _lbd_admin_v1_HealthSchedulerStats__Output } from './lbd/admin/v1/HealthSchedulerStats.js';
@@ -32,6 +42,8 @@ import type { Problem as _lbd_admin_v1_Problem, Problem__Output as _lbd_admin_v1
 import type { RealServerHealth as _lbd_admin_v1_RealServerHealth, RealServerHealth__Output as _lbd_admin_v1_RealServerHealth__Output } from './lbd/admin/v1/RealServerHealth.js';
 import type { RealServerStats as _lbd_admin_v1_RealServerStats, RealServerStats__Output as _lbd_admin_v1_RealServerStats__Output } from './lbd/admin/v1/RealServerStats.js';
 import type { RealServerStatus as _lbd_admin_v1_RealServerStatus, RealServerStatus__Output as _lbd_admin_v1_RealServerStatus__Output } from './lbd/admin/v1/RealServerStatus.js';
+import type { RollbackRequest as _lbd_admin_v1_RollbackRequest, RollbackRequest__Output as _lbd_admin_v1_RollbackRequest__Output } from './lbd/admin/v1/RollbackRequest.js';
+import type { RollbackResponse as _lbd_admin_v1_RollbackResponse, RollbackResponse__Output as _lbd_admin_v1_RollbackResponse__Output } from './lbd/admin/v1/RollbackResponse.js';
 import type { ServiceStats as _lbd_admin_v1_ServiceStats, ServiceStats__Output as _lbd_admin_v1_ServiceStats__Output } from './lbd/admin/v1/ServiceStats.js';
 import type { ServiceStatus as _lbd_admin_v1_ServiceStatus, ServiceStatus__Output as _lbd_admin_v1_ServiceStatus__Output } from './lbd/admin/v1/ServiceStatus.js';
 import type { WatchHealthRequest as _lbd_admin_v1_WatchHealthRequest, WatchHealthRequest__Output as _lbd_admin_v1_WatchHealthRequest__Output } from './lbd/admin/v1/WatchHealthRequest.js';
@@ -50,18 +62,28 @@ export interface ProtoGrpcType {
         ApplyRecord: MessageTypeDefinition<_lbd_admin_v1_ApplyRecord, _lbd_admin_v1_ApplyRecord__Output>
         ApplyRequest: MessageTypeDefinition<_lbd_admin_v1_ApplyRequest, _lbd_admin_v1_ApplyRequest__Output>
         ApplyResponse: MessageTypeDefinition<_lbd_admin_v1_ApplyResponse, _lbd_admin_v1_ApplyResponse__Output>
+        ClusterStatus: MessageTypeDefinition<_lbd_admin_v1_ClusterStatus, _lbd_admin_v1_ClusterStatus__Output>
+        ConfigHistoryRequest: MessageTypeDefinition<_lbd_admin_v1_ConfigHistoryRequest, _lbd_admin_v1_ConfigHistoryRequest__Output>
+        ConfigHistoryResponse: MessageTypeDefinition<_lbd_admin_v1_ConfigHistoryResponse, _lbd_admin_v1_ConfigHistoryResponse__Output>
+        ConfigVersion: MessageTypeDefinition<_lbd_admin_v1_ConfigVersion, _lbd_admin_v1_ConfigVersion__Output>
         Connection: MessageTypeDefinition<_lbd_admin_v1_Connection, _lbd_admin_v1_Connection__Output>
         Counters: MessageTypeDefinition<_lbd_admin_v1_Counters, _lbd_admin_v1_Counters__Output>
+        DirectorGroup: MessageTypeDefinition<_lbd_admin_v1_DirectorGroup, _lbd_admin_v1_DirectorGroup__Output>
+        DirectorStatus: MessageTypeDefinition<_lbd_admin_v1_DirectorStatus, _lbd_admin_v1_DirectorStatus__Output>
         DoctorRequest: MessageTypeDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorRequest__Output>
         DoctorResponse: MessageTypeDefinition<_lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorResponse__Output>
         Endpoint: MessageTypeDefinition<_lbd_admin_v1_Endpoint, _lbd_admin_v1_Endpoint__Output>
+        FailoverRequest: MessageTypeDefinition<_lbd_admin_v1_FailoverRequest, _lbd_admin_v1_FailoverRequest__Output>
+        FailoverResponse: MessageTypeDefinition<_lbd_admin_v1_FailoverResponse, _lbd_admin_v1_FailoverResponse__Output>
         Finding: MessageTypeDefinition<_lbd_admin_v1_Finding, _lbd_admin_v1_Finding__Output>
+        GetClusterStatusRequest: MessageTypeDefinition<_lbd_admin_v1_GetClusterStatusRequest, _lbd_admin_v1_GetClusterStatusRequest__Output>
         GetHealthRequest: MessageTypeDefinition<_lbd_admin_v1_GetHealthRequest, _lbd_admin_v1_GetHealthRequest__Output>
         GetHealthResponse: MessageTypeDefinition<_lbd_admin_v1_GetHealthResponse, _lbd_admin_v1_GetHealthResponse__Output>
         GetStatsRequest: MessageTypeDefinition<_lbd_admin_v1_GetStatsRequest, _lbd_admin_v1_GetStatsRequest__Output>
         GetStatsResponse: MessageTypeDefinition<_lbd_admin_v1_GetStatsResponse, _lbd_admin_v1_GetStatsResponse__Output>
         GetStatusRequest: MessageTypeDefinition<_lbd_admin_v1_GetStatusRequest, _lbd_admin_v1_GetStatusRequest__Output>
         GetStatusResponse: MessageTypeDefinition<_lbd_admin_v1_GetStatusResponse, _lbd_admin_v1_GetStatusResponse__Output>
+        GroupStatus: MessageTypeDefinition<_lbd_admin_v1_GroupStatus, _lbd_admin_v1_GroupStatus__Output>
         HealthCheckInfo: MessageTypeDefinition<_lbd_admin_v1_HealthCheckInfo, _lbd_admin_v1_HealthCheckInfo__Output>
         HealthEvent: MessageTypeDefinition<_lbd_admin_v1_HealthEvent, _lbd_admin_v1_HealthEvent__Output>
         HealthSchedulerStats: MessageTypeDefinition<_lbd_admin_v1_HealthSchedulerStats, _lbd_admin_v1_HealthSchedulerStats__Output>
@@ -72,6 +94,8 @@ export interface ProtoGrpcType {
         RealServerHealth: MessageTypeDefinition<_lbd_admin_v1_RealServerHealth, _lbd_admin_v1_RealServerHealth__Output>
         RealServerStats: MessageTypeDefinition<_lbd_admin_v1_RealServerStats, _lbd_admin_v1_RealServerStats__Output>
         RealServerStatus: MessageTypeDefinition<_lbd_admin_v1_RealServerStatus, _lbd_admin_v1_RealServerStatus__Output>
+        RollbackRequest: MessageTypeDefinition<_lbd_admin_v1_RollbackRequest, _lbd_admin_v1_RollbackRequest__Output>
+        RollbackResponse: MessageTypeDefinition<_lbd_admin_v1_RollbackResponse, _lbd_admin_v1_RollbackResponse__Output>
         ServiceStats: MessageTypeDefinition<_lbd_admin_v1_ServiceStats, _lbd_admin_v1_ServiceStats__Output>
         ServiceStatus: MessageTypeDefinition<_lbd_admin_v1_ServiceStatus, _lbd_admin_v1_ServiceStatus__Output>
         WatchHealthRequest: MessageTypeDefinition<_lbd_admin_v1_WatchHealthRequest, _lbd_admin_v1_WatchHealthRequest__Output>

@@ -1,25 +1,36 @@
 // GENERATED CODE: do not edit by hand.
-// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
-// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto
 export type { ProtoGrpcType } from './admin.js';
+export type { ProtoGrpcType as PeerProtoGrpcType } from './peer.js';
 export type * from './lbd/admin/v1/AddressRange.js';
 export type * from './lbd/admin/v1/Admin.js';
 export type * from './lbd/admin/v1/AgentInfo.js';
 export type * from './lbd/admin/v1/ApplyRecord.js';
 export type * from './lbd/admin/v1/ApplyRequest.js';
 export type * from './lbd/admin/v1/ApplyResponse.js';
+export type * from './lbd/admin/v1/ClusterStatus.js';
+export type * from './lbd/admin/v1/ConfigHistoryRequest.js';
+export type * from './lbd/admin/v1/ConfigHistoryResponse.js';
+export type * from './lbd/admin/v1/ConfigVersion.js';
 export type * from './lbd/admin/v1/Connection.js';
 export type * from './lbd/admin/v1/Counters.js';
+export type * from './lbd/admin/v1/DirectorGroup.js';
+export type * from './lbd/admin/v1/DirectorStatus.js';
 export type * from './lbd/admin/v1/DoctorRequest.js';
 export type * from './lbd/admin/v1/DoctorResponse.js';
 export type * from './lbd/admin/v1/Endpoint.js';
+export type * from './lbd/admin/v1/FailoverRequest.js';
+export type * from './lbd/admin/v1/FailoverResponse.js';
 export type * from './lbd/admin/v1/Finding.js';
+export type * from './lbd/admin/v1/GetClusterStatusRequest.js';
 export type * from './lbd/admin/v1/GetHealthRequest.js';
 export type * from './lbd/admin/v1/GetHealthResponse.js';
 export type * from './lbd/admin/v1/GetStatsRequest.js';
 export type * from './lbd/admin/v1/GetStatsResponse.js';
 export type * from './lbd/admin/v1/GetStatusRequest.js';
 export type * from './lbd/admin/v1/GetStatusResponse.js';
+export type * from './lbd/admin/v1/GroupStatus.js';
 export type * from './lbd/admin/v1/HealthCheckInfo.js';
 export type * from './lbd/admin/v1/HealthEvent.js';
 export type * from './lbd/admin/v1/HealthSchedulerStats.js';
@@ -30,6 +41,13 @@ export type * from './lbd/admin/v1/Problem.js';
 export type * from './lbd/admin/v1/RealServerHealth.js';
 export type * from './lbd/admin/v1/RealServerStats.js';
 export type * from './lbd/admin/v1/RealServerStatus.js';
+export type * from './lbd/admin/v1/RollbackRequest.js';
+export type * from './lbd/admin/v1/RollbackResponse.js';
 export type * from './lbd/admin/v1/ServiceStats.js';
 export type * from './lbd/admin/v1/ServiceStatus.js';
 export type * from './lbd/admin/v1/WatchHealthRequest.js';
+export type * from './lbd/peer/v1/Peer.js';
+export type * from './lbd/peer/v1/PingReply.js';
+export type * from './lbd/peer/v1/PingRequest.js';
+export type * from './lbd/peer/v1/PromiseReply.js';
+export type * from './lbd/peer/v1/PromiseRequest.js';

@@ -1,14 +1,20 @@
 // GENERATED CODE: do not edit by hand.
-// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
-// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto
 // Original file: ../../proto/lbd/admin/v1/admin.proto
 
 import type * as grpc from '@grpc/grpc-js'
 import type { MethodDefinition } from '@grpc/proto-loader'
 import type { ApplyRequest as _lbd_admin_v1_ApplyRequest, ApplyRequest__Output as _lbd_admin_v1_ApplyRequest__Output } from '../../../lbd/admin/v1/ApplyRequest.js';
 import type { ApplyResponse as _lbd_admin_v1_ApplyResponse, ApplyResponse__Output as _lbd_admin_v1_ApplyResponse__Output } from '../../../lbd/admin/v1/ApplyResponse.js';
+import type { ClusterStatus as _lbd_admin_v1_ClusterStatus, ClusterStatus__Output as _lbd_admin_v1_ClusterStatus__Output } from '../../../lbd/admin/v1/ClusterStatus.js';
+import type { ConfigHistoryRequest as _lbd_admin_v1_ConfigHistoryRequest, ConfigHistoryRequest__Output as _lbd_admin_v1_ConfigHistoryRequest__Output } from '../../../lbd/admin/v1/ConfigHistoryRequest.js';
+import type { ConfigHistoryResponse as _lbd_admin_v1_ConfigHistoryResponse, ConfigHistoryResponse__Output as _lbd_admin_v1_ConfigHistoryResponse__Output } from '../../../lbd/admin/v1/ConfigHistoryResponse.js';
 import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from '../../../lbd/admin/v1/DoctorRequest.js';
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from '../../../lbd/admin/v1/DoctorResponse.js';
+import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest__Output as _lbd_admin_v1_FailoverRequest__Output } from '../../../lbd/admin/v1/FailoverRequest.js';
+import type { FailoverResponse as _lbd_admin_v1_FailoverResponse, FailoverResponse__Output as _lbd_admin_v1_FailoverResponse__Output } from '../../../lbd/admin/v1/FailoverResponse.js';
+import type { GetClusterStatusRequest as _lbd_admin_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _lbd_admin_v1_GetClusterStatusRequest__Output } from '../../../lbd/admin/v1/GetClusterStatusRequest.js';
 import type { GetHealthRequest as _lbd_admin_v1_GetHealthRequest, GetHealthRequest__Output as _lbd_admin_v1_GetHealthRequest__Output } from '../../../lbd/admin/v1/GetHealthRequest.js';
 import type { GetHealthResponse as _lbd_admin_v1_GetHealthResponse, GetHealthResponse__Output as _lbd_admin_v1_GetHealthResponse__Output } from '../../../lbd/admin/v1/GetHealthResponse.js';
 import type { GetStatsRequest as _lbd_admin_v1_GetStatsRequest, GetStatsRequest__Output as _lbd_admin_v1_GetStatsRequest__Output } from '../../../lbd/admin/v1/GetStatsRequest.js';
@@ -18,6 +24,8 @@ import type { GetStatusResponse as _lbd_admin_v1_GetStatusResponse, GetStatusRes
 import type { HealthEvent as _lbd_admin_v1_HealthEvent, HealthEvent__Output as _lbd_admin_v1_HealthEvent__Output } from '../../../lbd/admin/v1/HealthEvent.js';
 import type { ListConnectionsRequest as _lbd_admin_v1_ListConnectionsRequest, ListConnectionsRequest__Output as _lbd_admin_v1_ListConnectionsRequest__Output } from '../../../lbd/admin/v1/ListConnectionsRequest.js';
 import type { ListConnectionsResponse as _lbd_admin_v1_ListConnectionsResponse, ListConnectionsResponse__Output as _lbd_admin_v1_ListConnectionsResponse__Output } from '../../../lbd/admin/v1/ListConnectionsResponse.js';
+import type { RollbackRequest as _lbd_admin_v1_RollbackRequest, RollbackRequest__Output as _lbd_admin_v1_RollbackRequest__Output } from '../../../lbd/admin/v1/RollbackRequest.js';
+import type { RollbackResponse as _lbd_admin_v1_RollbackResponse, RollbackResponse__Output as _lbd_admin_v1_RollbackResponse__Output } from '../../../lbd/admin/v1/RollbackResponse.js';
 import type { WatchHealthRequest as _lbd_admin_v1_WatchHealthRequest, WatchHealthRequest__Output as _lbd_admin_v1_WatchHealthRequest__Output } from '../../../lbd/admin/v1/WatchHealthRequest.js';
 
 export interface AdminClient extends grpc.Client {
@@ -45,6 +53,21 @@ export interface AdminClient extends grpc.Client {
   apply(argument: _lbd_admin_v1_ApplyRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ApplyResponse__Output>;
   
   /**
+   * Every accepted cluster config, oldest first.
+   */
+  ConfigHistory(argument: _lbd_admin_v1_ConfigHistoryRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_ConfigHistoryResponse__Output>): grpc.ClientUnaryCall;
+  ConfigHistory(argument: _lbd_admin_v1_ConfigHistoryRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_ConfigHistoryResponse__Output>): grpc.ClientUnaryCall;
+  ConfigHistory(argument: _lbd_admin_v1_ConfigHistoryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_ConfigHistoryResponse__Output>): grpc.ClientUnaryCall;
+  ConfigHistory(argument: _lbd_admin_v1_ConfigHistoryRequest, callback: grpc.requestCallback<_lbd_admin_v1_ConfigHistoryResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Every accepted cluster config, oldest first.
+   */
+  configHistory(argument: _lbd_admin_v1_ConfigHistoryRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_ConfigHistoryResponse__Output>): grpc.ClientUnaryCall;
+  configHistory(argument: _lbd_admin_v1_ConfigHistoryRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_ConfigHistoryResponse__Output>): grpc.ClientUnaryCall;
+  configHistory(argument: _lbd_admin_v1_ConfigHistoryRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_ConfigHistoryResponse__Output>): grpc.ClientUnaryCall;
+  configHistory(argument: _lbd_admin_v1_ConfigHistoryRequest, callback: grpc.requestCallback<_lbd_admin_v1_ConfigHistoryResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
    * Checks the director for known misconfigurations (the nat return path, forwarding, rp_filter,
    * conntrack table, fullnat port exhaustion, real server reachability).
    */
@@ -60,6 +83,42 @@ export interface AdminClient extends grpc.Client {
   doctor(argument: _lbd_admin_v1_DoctorRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
   doctor(argument: _lbd_admin_v1_DoctorRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
   doctor(argument: _lbd_admin_v1_DoctorRequest, callback: grpc.requestCallback<_lbd_admin_v1_DoctorResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Planned switchover of a vip group: the leader releases, then names the target, which claims at
+   * once. FAILED_PRECONDITION (with the reason) when the target cannot take it.
+   */
+  Failover(argument: _lbd_admin_v1_FailoverRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_FailoverResponse__Output>): grpc.ClientUnaryCall;
+  Failover(argument: _lbd_admin_v1_FailoverRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_FailoverResponse__Output>): grpc.ClientUnaryCall;
+  Failover(argument: _lbd_admin_v1_FailoverRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_FailoverResponse__Output>): grpc.ClientUnaryCall;
+  Failover(argument: _lbd_admin_v1_FailoverRequest, callback: grpc.requestCallback<_lbd_admin_v1_FailoverResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Planned switchover of a vip group: the leader releases, then names the target, which claims at
+   * once. FAILED_PRECONDITION (with the reason) when the target cannot take it.
+   */
+  failover(argument: _lbd_admin_v1_FailoverRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_FailoverResponse__Output>): grpc.ClientUnaryCall;
+  failover(argument: _lbd_admin_v1_FailoverRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_FailoverResponse__Output>): grpc.ClientUnaryCall;
+  failover(argument: _lbd_admin_v1_FailoverRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_FailoverResponse__Output>): grpc.ClientUnaryCall;
+  failover(argument: _lbd_admin_v1_FailoverRequest, callback: grpc.requestCallback<_lbd_admin_v1_FailoverResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * The cluster as this director sees it: directors, their health and role per vip group, who leads each
+   * group and why, etcd's health and the computed worst-case takeover. A director without
+   * agent.cluster answers with clustered = false.
+   */
+  GetClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  GetClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  GetClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  GetClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  /**
+   * The cluster as this director sees it: directors, their health and role per vip group, who leads each
+   * group and why, etcd's health and the computed worst-case takeover. A director without
+   * agent.cluster answers with clustered = false.
+   */
+  getClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  getClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  getClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  getClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
   
   /**
    * Every checked real server of every service (or of one): its check, health state and last result,
@@ -124,6 +183,23 @@ export interface AdminClient extends grpc.Client {
   listConnections(argument: _lbd_admin_v1_ListConnectionsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ListConnectionsResponse__Output>;
   
   /**
+   * Writes an earlier cluster config again, as a new revision (swapped on the current revision like
+   * any apply).
+   */
+  Rollback(argument: _lbd_admin_v1_RollbackRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
+  Rollback(argument: _lbd_admin_v1_RollbackRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
+  Rollback(argument: _lbd_admin_v1_RollbackRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
+  Rollback(argument: _lbd_admin_v1_RollbackRequest, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Writes an earlier cluster config again, as a new revision (swapped on the current revision like
+   * any apply).
+   */
+  rollback(argument: _lbd_admin_v1_RollbackRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
+  rollback(argument: _lbd_admin_v1_RollbackRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
+  rollback(argument: _lbd_admin_v1_RollbackRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
+  rollback(argument: _lbd_admin_v1_RollbackRequest, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
    * Health transitions: first those in the agent's history (its last 1000) at or after
    * since_unix_ms, then each new one as it happens. The stream stays open until the client cancels
    * it; the agent ends it when it shuts down, and ends it with RESOURCE_EXHAUSTED when the client
@@ -155,10 +231,28 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
   Apply: grpc.handleServerStreamingCall<_lbd_admin_v1_ApplyRequest__Output, _lbd_admin_v1_ApplyResponse>;
   
   /**
+   * Every accepted cluster config, oldest first.
+   */
+  ConfigHistory: grpc.handleUnaryCall<_lbd_admin_v1_ConfigHistoryRequest__Output, _lbd_admin_v1_ConfigHistoryResponse>;
+  
+  /**
    * Checks the director for known misconfigurations (the nat return path, forwarding, rp_filter,
    * conntrack table, fullnat port exhaustion, real server reachability).
    */
   Doctor: grpc.handleUnaryCall<_lbd_admin_v1_DoctorRequest__Output, _lbd_admin_v1_DoctorResponse>;
+  
+  /**
+   * Planned switchover of a vip group: the leader releases, then names the target, which claims at
+   * once. FAILED_PRECONDITION (with the reason) when the target cannot take it.
+   */
+  Failover: grpc.handleUnaryCall<_lbd_admin_v1_FailoverRequest__Output, _lbd_admin_v1_FailoverResponse>;
+  
+  /**
+   * The cluster as this director sees it: directors, their health and role per vip group, who leads each
+   * group and why, etcd's health and the computed worst-case takeover. A director without
+   * agent.cluster answers with clustered = false.
+   */
+  GetClusterStatus: grpc.handleUnaryCall<_lbd_admin_v1_GetClusterStatusRequest__Output, _lbd_admin_v1_ClusterStatus>;
   
   /**
    * Every checked real server of every service (or of one): its check, health state and last result,
@@ -184,6 +278,12 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
   ListConnections: grpc.handleServerStreamingCall<_lbd_admin_v1_ListConnectionsRequest__Output, _lbd_admin_v1_ListConnectionsResponse>;
   
   /**
+   * Writes an earlier cluster config again, as a new revision (swapped on the current revision like
+   * any apply).
+   */
+  Rollback: grpc.handleUnaryCall<_lbd_admin_v1_RollbackRequest__Output, _lbd_admin_v1_RollbackResponse>;
+  
+  /**
    * Health transitions: first those in the agent's history (its last 1000) at or after
    * since_unix_ms, then each new one as it happens. The stream stays open until the client cancels
    * it; the agent ends it when it shuts down, and ends it with RESOURCE_EXHAUSTED when the client
@@ -195,10 +295,14 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
 
 export interface AdminDefinition extends grpc.ServiceDefinition {
   Apply: MethodDefinition<_lbd_admin_v1_ApplyRequest, _lbd_admin_v1_ApplyResponse, _lbd_admin_v1_ApplyRequest__Output, _lbd_admin_v1_ApplyResponse__Output>
+  ConfigHistory: MethodDefinition<_lbd_admin_v1_ConfigHistoryRequest, _lbd_admin_v1_ConfigHistoryResponse, _lbd_admin_v1_ConfigHistoryRequest__Output, _lbd_admin_v1_ConfigHistoryResponse__Output>
   Doctor: MethodDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorRequest__Output, _lbd_admin_v1_DoctorResponse__Output>
+  Failover: MethodDefinition<_lbd_admin_v1_FailoverRequest, _lbd_admin_v1_FailoverResponse, _lbd_admin_v1_FailoverRequest__Output, _lbd_admin_v1_FailoverResponse__Output>
+  GetClusterStatus: MethodDefinition<_lbd_admin_v1_GetClusterStatusRequest, _lbd_admin_v1_ClusterStatus, _lbd_admin_v1_GetClusterStatusRequest__Output, _lbd_admin_v1_ClusterStatus__Output>
   GetHealth: MethodDefinition<_lbd_admin_v1_GetHealthRequest, _lbd_admin_v1_GetHealthResponse, _lbd_admin_v1_GetHealthRequest__Output, _lbd_admin_v1_GetHealthResponse__Output>
   GetStats: MethodDefinition<_lbd_admin_v1_GetStatsRequest, _lbd_admin_v1_GetStatsResponse, _lbd_admin_v1_GetStatsRequest__Output, _lbd_admin_v1_GetStatsResponse__Output>
   GetStatus: MethodDefinition<_lbd_admin_v1_GetStatusRequest, _lbd_admin_v1_GetStatusResponse, _lbd_admin_v1_GetStatusRequest__Output, _lbd_admin_v1_GetStatusResponse__Output>
   ListConnections: MethodDefinition<_lbd_admin_v1_ListConnectionsRequest, _lbd_admin_v1_ListConnectionsResponse, _lbd_admin_v1_ListConnectionsRequest__Output, _lbd_admin_v1_ListConnectionsResponse__Output>
+  Rollback: MethodDefinition<_lbd_admin_v1_RollbackRequest, _lbd_admin_v1_RollbackResponse, _lbd_admin_v1_RollbackRequest__Output, _lbd_admin_v1_RollbackResponse__Output>
   WatchHealth: MethodDefinition<_lbd_admin_v1_WatchHealthRequest, _lbd_admin_v1_HealthEvent, _lbd_admin_v1_WatchHealthRequest__Output, _lbd_admin_v1_HealthEvent__Output>
 }

@@ -1,8 +1,9 @@
 // GENERATED CODE: do not edit by hand.
-// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
-// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto
 // Original file: ../../proto/lbd/admin/v1/admin.proto
 
+import type { Long } from '@grpc/proto-loader';
 
 export interface ApplyRequest {
   /**
@@ -17,6 +18,16 @@ export interface ApplyRequest {
    * Validate and compute the rule diff only; change nothing.
    */
   'dryRun'?: (boolean);
+  /**
+   * Cluster mode: apply only if the cluster config is still at expect_revision (0: none yet);
+   * otherwise the apply swaps on whatever revision this director has now.
+   */
+  'checkRevision'?: (boolean);
+  'expectRevision'?: (number | string | Long);
+  /**
+   * Who applies (user@host), recorded in the cluster config history.
+   */
+  'author'?: (string);
 }
 
 export interface ApplyRequest__Output {
@@ -32,4 +43,14 @@ export interface ApplyRequest__Output {
    * Validate and compute the rule diff only; change nothing.
    */
   'dryRun': (boolean);
+  /**
+   * Cluster mode: apply only if the cluster config is still at expect_revision (0: none yet);
+   * otherwise the apply swaps on whatever revision this director has now.
+   */
+  'checkRevision': (boolean);
+  'expectRevision': (number);
+  /**
+   * Who applies (user@host), recorded in the cluster config history.
+   */
+  'author': (string);
 }

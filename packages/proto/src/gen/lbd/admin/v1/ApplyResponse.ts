@@ -1,9 +1,10 @@
 // GENERATED CODE: do not edit by hand.
-// Generated from proto/lbd/admin/v1/admin.proto by `pnpm --filter @lbd/proto run gen`, which runs
-// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto
 // Original file: ../../proto/lbd/admin/v1/admin.proto
 
 import type { Problem as _lbd_admin_v1_Problem, Problem__Output as _lbd_admin_v1_Problem__Output } from '../../../lbd/admin/v1/Problem.js';
+import type { Long } from '@grpc/proto-loader';
 
 export interface ApplyResponse {
   /**
@@ -30,6 +31,10 @@ export interface ApplyResponse {
    * Every problem of an invalid config (the call then ends with INVALID_ARGUMENT); empty otherwise.
    */
   'problems'?: (_lbd_admin_v1_Problem)[];
+  /**
+   * Cluster mode: the revision the config was written at (0 on a dry run or a single director).
+   */
+  'clusterRevision'?: (number | string | Long);
 }
 
 export interface ApplyResponse__Output {
@@ -57,4 +62,8 @@ export interface ApplyResponse__Output {
    * Every problem of an invalid config (the call then ends with INVALID_ARGUMENT); empty otherwise.
    */
   'problems': (_lbd_admin_v1_Problem__Output)[];
+  /**
+   * Cluster mode: the revision the config was written at (0 on a dry run or a single director).
+   */
+  'clusterRevision': (number);
 }

@@ -1,0 +1,70 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto
+// Original file: ../../proto/lbd/admin/v1/admin.proto
+
+import type { DirectorStatus as _lbd_admin_v1_DirectorStatus, DirectorStatus__Output as _lbd_admin_v1_DirectorStatus__Output } from '../../../lbd/admin/v1/DirectorStatus.js';
+import type { GroupStatus as _lbd_admin_v1_GroupStatus, GroupStatus__Output as _lbd_admin_v1_GroupStatus__Output } from '../../../lbd/admin/v1/GroupStatus.js';
+import type { Long } from '@grpc/proto-loader';
+
+export interface ClusterStatus {
+  /**
+   * False for a single director with a config file (no etcd); every other field is then empty.
+   */
+  'clustered'?: (boolean);
+  /**
+   * The director that answered.
+   */
+  'self'?: (string);
+  'etcdReachable'?: (boolean);
+  'etcdEndpoints'?: (string)[];
+  /**
+   * Worst case from a leader's death to a standby leading, from the timing rule (plus one etcd write
+   * and the address claim).
+   */
+  'worstCaseTakeoverMs'?: (number);
+  /**
+   * "default" | "fast"
+   */
+  'timingProfile'?: (string);
+  'beatIntervalMs'?: (number);
+  'safetyWindowMs'?: (number);
+  'takeoverAfterMs'?: (number);
+  'directors'?: (_lbd_admin_v1_DirectorStatus)[];
+  'groups'?: (_lbd_admin_v1_GroupStatus)[];
+  /**
+   * The cluster config revision this director runs (0: none yet).
+   */
+  'configRevision'?: (number | string | Long);
+}
+
+export interface ClusterStatus__Output {
+  /**
+   * False for a single director with a config file (no etcd); every other field is then empty.
+   */
+  'clustered': (boolean);
+  /**
+   * The director that answered.
+   */
+  'self': (string);
+  'etcdReachable': (boolean);
+  'etcdEndpoints': (string)[];
+  /**
+   * Worst case from a leader's death to a standby leading, from the timing rule (plus one etcd write
+   * and the address claim).
+   */
+  'worstCaseTakeoverMs': (number);
+  /**
+   * "default" | "fast"
+   */
+  'timingProfile': (string);
+  'beatIntervalMs': (number);
+  'safetyWindowMs': (number);
+  'takeoverAfterMs': (number);
+  'directors': (_lbd_admin_v1_DirectorStatus__Output)[];
+  'groups': (_lbd_admin_v1_GroupStatus__Output)[];
+  /**
+   * The cluster config revision this director runs (0: none yet).
+   */
+  'configRevision': (number);
+}
