@@ -6,9 +6,11 @@ import { validateConfig, type Problem } from './validate.js';
 
 /**
  * Parses YAML or JSON text (JSON is YAML) and validates it. `source` names the text in messages.
- * Throws ConfigError listing every problem; returns a Config only when there are none.
+ * Throws ConfigError listing every problem; returns a Config only when there are none. `cluster`: the
+ * text is a cluster config (services and vip groups, kept in etcd), which must not carry director-local
+ * agent settings.
  */
-export function parseConfig(text: string, source: string): Config {
+export function parseConfig(text: string, source: string, opts: { cluster?: boolean } = {}): Config {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { prettyErrors: false, uniqueKeys: true, lineCounter });
   if (doc.errors.length > 0) {
@@ -26,7 +28,15 @@ export function parseConfig(text: string, source: string): Config {
     }], { cause });
   }
   const result = validateConfig(raw);
-  if (!result.ok) throw new ConfigError('Invalid', source, result.problems);
+  const problems = result.ok ? [] : [...result.problems];
+  if (opts.cluster && typeof raw === 'object' && raw !== null && 'agent' in raw) {
+    // The cluster config is shared by every director; agent settings are each director's own.
+    problems.unshift({
+      path: 'agent', value: undefined, rule: 'is per director and cannot be part of the cluster config',
+      fix: "remove the agent section; each director keeps its own in the file lbd-agent --config reads",
+    });
+  }
+  if (problems.length > 0 || !result.ok) throw new ConfigError('Invalid', source, problems);
   return result.config;
 }
 

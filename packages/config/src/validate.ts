@@ -776,6 +776,15 @@ export function validateConfig(raw: unknown): ValidationResult {
     });
   }
   const vipGroups = checkVipGroups(c, raw.vipGroups, services);
+  if (agent.cluster !== null) {
+    // Two sources of services would disagree sooner or later: a clustered director takes them from etcd.
+    for (const k of ['services', 'vipGroups'] as const) {
+      if (Array.isArray(raw[k]) && raw[k].length > 0) {
+        c.add(k, undefined, 'cannot be in a director\'s own file when agent.cluster is set: the cluster config in etcd holds them',
+          `move ${k} to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here`);
+      }
+    }
+  }
   if (c.problems.length > 0) return { ok: false, problems: c.problems };
   return { ok: true, config: { agent, vipGroups, services } };
 }

@@ -233,7 +233,7 @@ export class GroupElection {
     if (rec !== null && rec.director === this.d.self) {
       // Named leader (handed over to us, or we restarted): the first beat decides, and fences from its send.
       // Not while we have promised a fail-static leader to stay away.
-      if (now >= this.promisedUntil) this.attempt(obs.rev, rec, 'resumed', rec.beat === 0 ? rec.reason : 'named leader');
+      if (now >= this.promisedUntil) this.attempt(obs.rev, rec, rec.beat === 0 ? 'took over' : 'resumed', rec.beat === 0 ? rec.reason : 'named leader in etcd');
       return;
     }
     if (rec === null || rec.director === null) {
@@ -246,7 +246,7 @@ export class GroupElection {
     if (!rec.peers.includes(this.d.self)) return; // only the leader's peers may take over from it
     const since = Math.max(obs.at, this.etcdBackAt);
     if (now - since >= this.d.timing.takeoverAfterMs + this.rankDelay(rec.director) && now >= this.promisedUntil) {
-      this.attempt(obs.rev, rec, 'took over', `no beat from ${rec.director} for ${now - since} ms`);
+      this.attempt(obs.rev, rec, 'took over', `no beat from ${rec.director} for ${Math.round(now - since)} ms`);
     }
   }
 
@@ -362,12 +362,12 @@ export class GroupElection {
     const peers = this.d.peers();
     const covered = peers.length > 0 && peers.every((p) => (this.coverage.get(p) ?? 0) > now);
     if (covered) {
-      if (this.role !== 'fail-static') this.setRole('fail-static', `etcd unreachable for ${age} ms; peers ${peers.join(', ')} cannot reach it either, keeping the vips`);
+      if (this.role !== 'fail-static') this.setRole('fail-static', `etcd unreachable for ${Math.round(age)} ms; peers ${peers.join(', ')} cannot reach it either, keeping the vips`);
       return;
     }
     const why = peers.length === 0 ? 'no peers to vouch' : `not every peer vouches (${peers.filter((p) => !((this.coverage.get(p) ?? 0) > now)).join(', ')})`;
     this.role = 'standby'; // stop beating at once; the release follows immediately
-    this.serialize(() => this.stepDown(`fenced: no etcd confirmation for ${age} ms, ${why}`, { vacate: false }));
+    this.serialize(() => this.stepDown(`fenced: no etcd confirmation for ${Math.round(age)} ms, ${why}`, { vacate: false }));
   }
 
   private askPromises(now: number): void {

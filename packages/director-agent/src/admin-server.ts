@@ -10,6 +10,7 @@ import {
   adminServiceDefinition, unixTarget,
   type AdminHandlers, type ApplyResponse, type Connection as WireConnection, type Finding as WireFinding,
   type GetHealthResponse, type GetStatsResponse, type GetStatusResponse, type HealthEvent as WireHealthEvent,
+  type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse,
 } from '@lbd/proto';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
 import type { Logger } from './log.js';
@@ -22,7 +23,7 @@ import { wireProblem } from './views.js';
  */
 
 export type ApplyOutcome =
-  | { readonly ok: true; readonly result: ApplyResult; readonly serviceCount: number; readonly sha256: string }
+  | { readonly ok: true; readonly result: ApplyResult; readonly serviceCount: number; readonly sha256: string; readonly clusterRevision?: number }
   | { readonly ok: false; readonly error: ConfigError; readonly sha256: string };
 
 /** Where a WatchHealth call receives events. */
@@ -32,17 +33,28 @@ export interface HealthSink {
   end(): void;
 }
 
+export interface ApplyOptions {
+  /** Cluster mode: the config revision the caller based the change on. */
+  readonly expectRevision?: number;
+  readonly author?: string;
+}
+
 export interface AdminBackend {
   status(): Promise<GetStatusResponse>;
   stats(): Promise<GetStatsResponse>;
   /** `service`: a key or name, '' for all. */
   connections(service: string): Promise<WireConnection[]>;
-  applyText(text: string, source: string, dryRun: boolean): Promise<ApplyOutcome>;
+  applyText(text: string, source: string, dryRun: boolean, opts?: ApplyOptions): Promise<ApplyOutcome>;
   doctor(): Promise<WireFinding[]>;
   /** `service`: a key or name, '' for all. */
   healthStatus(service: string): Promise<GetHealthResponse>;
   /** Sends the kept transitions at or after `sinceUnixMs`, then live ones; returns the unsubscribe. */
   watchHealth(sinceUnixMs: number, sink: HealthSink): () => void;
+  clusterStatus(): Promise<ClusterStatus>;
+  failover(group: string, to: string): Promise<FailoverResponse>;
+  configHistory(): Promise<ConfigHistoryResponse>;
+  /** Returns the new revision. */
+  rollback(revision: number, author: string): Promise<number>;
 }
 
 /** Lines of problems in a rejected Apply's status message; the response message carries all of them. */
@@ -134,6 +146,14 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
     GetStatus: unary('GetStatus', () => backend.status()),
     GetStats: unary('GetStats', () => backend.stats()),
     Doctor: unary('Doctor', async () => ({ findings: await backend.doctor() })),
+    GetClusterStatus: unary('GetClusterStatus', () => backend.clusterStatus()),
+    Failover: unary('Failover', (req: { group: string; to: string }) => backend.failover(
+      checkText('group', req.group, MAX_SERVICE_FILTER_CHARS, true), checkText('to', req.to, MAX_SERVICE_FILTER_CHARS, false))),
+    ConfigHistory: unary('ConfigHistory', () => backend.configHistory()),
+    Rollback: unary('Rollback', async (req: { revision: number; author: string }) => {
+      if (!(req.revision >= 1)) throw new RequestError(grpc.status.INVALID_ARGUMENT, 'revision', `${req.revision} is not a config revision (1 or more; see lbadm config history)`);
+      return { revision: await backend.rollback(req.revision, checkText('author', req.author, MAX_SOURCE_CHARS, false)) };
+    }),
     GetHealth: unary('GetHealth', (req: { service: string }) => backend.healthStatus(checkText('service', req.service, MAX_SERVICE_FILTER_CHARS, false))),
 
     WatchHealth: (call) => {
@@ -208,9 +228,12 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
             throw new RequestError(grpc.status.INVALID_ARGUMENT, 'config_text', `${bytes} bytes is more than the limit of ${MAX_CONFIG_TEXT_BYTES} (4 MiB); split the config or remove what it does not need`);
           }
           const source = checkText('source', req.source, MAX_SOURCE_CHARS, true);
-          const outcome = await backend.applyText(req.configText, source, req.dryRun);
+          const author = checkText('author', req.author, MAX_SOURCE_CHARS, false);
+          const outcome = await backend.applyText(req.configText, source, req.dryRun, {
+            ...(req.checkRevision ? { expectRevision: req.expectRevision } : {}), ...(author === '' ? {} : { author }),
+          });
           if (outcome.ok) {
-            call.write(applyResponse(outcome.result, req.dryRun, outcome.serviceCount, outcome.sha256));
+            call.write({ ...applyResponse(outcome.result, req.dryRun, outcome.serviceCount, outcome.sha256), clusterRevision: outcome.clusterRevision ?? 0 });
             call.end();
             return;
           }
@@ -243,6 +266,7 @@ function applyResponse(result: ApplyResult, dryRun: boolean, serviceCount: numbe
   return {
     changed: result.changed, operations: [...result.operations], fullRebuild: result.fullRebuild, dryRun,
     expiredConnections: result.expiredConnections, durationMs: result.durationMs, serviceCount, configSha256: sha256, problems: [],
+    clusterRevision: 0,
   };
 }
 

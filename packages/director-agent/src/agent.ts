@@ -1,12 +1,14 @@
 import { EventEmitter } from 'node:events';
 import { ConfigError, formatProblem, parseConfig, type Config, type Problem } from '@lbd/config';
-import { DataPlaneError, type ApplyResult, type DataPlane, type ObservedState } from '@lbd/dataplane';
+import type { StoredConfig } from '@lbd/coordinator';
+import { DataPlaneError, type AddressOwner, type ApplyResult, type DataPlane, type ObservedState } from '@lbd/dataplane';
 import { ProberSet, systemClock, type Clock, type FlapPolicy, type Prober } from '@lbd/health-checker';
 import type {
-  ApplyRecord as WireApplyRecord, Connection as WireConnection, Finding as WireFinding, GetHealthResponse, GetStatsResponse,
-  GetStatusResponse,
+  ApplyRecord as WireApplyRecord, ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, FailoverResponse,
+  Finding as WireFinding, GetHealthResponse, GetStatsResponse, GetStatusResponse,
 } from '@lbd/proto';
-import { AdminServer, type AdminBackend, type ApplyOutcome, type HealthSink } from './admin-server.js';
+import { AdminServer, type AdminBackend, type ApplyOptions, type ApplyOutcome, type HealthSink } from './admin-server.js';
+import { ClusterMember } from './cluster.js';
 import { readConfigText, sha256, stageFile } from './config-file.js';
 import { AgentError } from './errors.js';
 import type { Merge } from './desired.js';
@@ -33,7 +35,7 @@ import { watchConfigFile, type ConfigWatcher } from './watch.js';
  * applies; a failed one is logged and retried on the next change, or after a backoff if none comes.
  */
 
-export type Trigger = 'start' | 'sighup' | 'file-change' | 'apply-rpc';
+export type Trigger = 'start' | 'sighup' | 'file-change' | 'apply-rpc' | 'cluster';
 export type ApplyResultWord = 'applied' | 'unchanged' | 'rejected' | 'failed';
 
 /** One apply attempt, as logged and as status reports it. */
@@ -76,6 +78,10 @@ export interface AgentOptions {
   /** The config text and its validated form, when the caller has already read it (lbd-agent's main). */
   readonly initial?: { readonly text: string; readonly config: Config };
   readonly health?: HealthOptions;
+  /** Floating addresses (vips, local addresses): required when the config has agent.cluster. */
+  readonly addressOwner?: AddressOwner;
+  /** Reported to the cluster (default: the package version). */
+  readonly version?: string;
 }
 
 export interface HealthOptions {
@@ -139,6 +145,13 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   private retryMs = RETRY_FIRST_MS;
   /** The services last applied successfully: a health apply that would pass the same objects is skipped. */
   private lastApplied: readonly Config['services'][number][] | null = null;
+  /** Set when the config file has agent.cluster: the desired config then comes from etcd. */
+  readonly cluster: ClusterMember | null = null;
+  /** The director's own agent settings (the file's), which cluster configs never change. */
+  private readonly fileAgent: Config['agent'];
+  private lastHealthApplyFailed: string | null = null;
+  /** The data plane's answer to the last config apply (operations included), for the Apply RPC in a cluster. */
+  private lastResult: ApplyResult | null = null;
 
   private constructor(opts: AgentOptions, config: Config, text: string) {
     super();
@@ -161,6 +174,22 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.fileSha = sha256(text);
     // Revision 0 until the first apply succeeds; `start` never returns an agent in that state.
     this.running = { config, sha256: this.fileSha, source: opts.configPath, revision: 0 };
+    this.fileAgent = config.agent;
+    const cluster = config.agent.cluster;
+    if (cluster !== null) {
+      if (!opts.addressOwner) throw new AgentError('Stopped', 'a clustered director needs an address owner (internal: AgentOptions.addressOwner)');
+      this.cluster = new ClusterMember({
+        settings: cluster, version: opts.version ?? '0.1.0', owner: opts.addressOwner, log: this.log,
+        onConfig: (c) => { void this.serialize(() => this.applyFromCluster(c)).catch(() => undefined); },
+        dataPlaneProblem: () => this.dataPlaneProblem(),
+      });
+    }
+  }
+
+  /** Why this director cannot program its kernel right now, or null: a director in that state must not lead. */
+  private dataPlaneProblem(): string | null {
+    if (this.lastApply?.result === 'failed') return `data plane apply failed: ${this.lastApply.error}`;
+    return this.lastHealthApplyFailed === null ? null : `data plane apply failed: ${this.lastHealthApplyFailed}`;
   }
 
   /**
@@ -179,12 +208,14 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       // Checked before applying: a second agent must not reprogram the kernel under a running one.
       if (opts.serve !== false) await AdminServer.checkSocketFree(agent.adminSocket);
       await agent.startHealth(initial.config);
-      await agent.serialize(() => agent.applyConfig(initial.config, agent.fileSha, 'start', opts.configPath));
+      // A clustered director applies nothing until it has the cluster config: an empty file config
+      // must not flush a kernel that is forwarding.
+      if (agent.cluster === null) await agent.serialize(() => agent.applyConfig(initial.config, agent.fileSha, 'start', opts.configPath));
     } catch (err) {
       agent.health.stop();
       throw err;
     }
-    if (opts.watch !== false) {
+    if (opts.watch !== false && agent.cluster === null) {
       agent.watcher = watchConfigFile(opts.configPath, () => {
         agent.reload('file-change').catch((err: unknown) => agent.log.error('reload failed', { trigger: 'file-change', error: err }));
       }, {
@@ -201,9 +232,18 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
         throw err;
       }
     }
+    if (agent.cluster !== null) {
+      try {
+        await agent.cluster.start();
+      } catch (err) {
+        await agent.stop('cluster start failed');
+        throw err;
+      }
+    }
     agent.log.info('started', {
       config: opts.configPath, adminSocket: opts.serve === false ? null : agent.adminSocket,
       services: initial.config.services.length, pid: process.pid,
+      cluster: agent.cluster === null ? null : { director: agent.cluster.settings.director, prefix: agent.cluster.settings.prefix },
     });
     return agent;
   }
@@ -230,6 +270,13 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   reload(trigger: 'sighup' | 'file-change'): Promise<ApplyRecord | null> {
     return this.serialize(async () => {
       if (this.stopped) return null;
+      if (this.cluster !== null) {
+        // The file holds only this director's agent settings (they take effect on restart); SIGHUP
+        // re-applies the running cluster config, which repairs a kernel someone changed by hand.
+        if (this.running.revision === 0) return null;
+        const r = this.running;
+        return (await this.applyConfig(r.config, r.sha256, trigger, r.source, r.revision)).record;
+      }
       let text: string;
       try {
         text = await readConfigText(this.configPath);
@@ -269,7 +316,8 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
    * cannot be persisted is not applied either; renamed into place after). A rejected config applies
    * nothing and is returned, not thrown.
    */
-  applyText(text: string, source: string, dryRun: boolean): Promise<ApplyOutcome> {
+  applyText(text: string, source: string, dryRun: boolean, opts: ApplyOptions = {}): Promise<ApplyOutcome> {
+    if (this.cluster !== null) return this.applyToCluster(text, source, dryRun, opts);
     return this.serialize(async (): Promise<ApplyOutcome> => {
       if (this.stopped) throw new AgentError('Stopped', 'the agent is shutting down');
       const sha = sha256(text);
@@ -312,6 +360,129 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       }
       return { ok: true, result, serviceCount: config.services.length, sha256: sha };
     });
+  }
+
+  /**
+   * Apply in a cluster: validated here (every problem, nothing written), then written to etcd by
+   * compare-and-swap on the revision the caller based it on (or the one this director runs). Every
+   * director, this one included, applies it from its watch; the answer waits for this director's apply.
+   */
+  private async applyToCluster(text: string, source: string, dryRun: boolean, opts: ApplyOptions): Promise<ApplyOutcome> {
+    const cluster = this.cluster!;
+    if (this.stopped) throw new AgentError('Stopped', 'the agent is shutting down');
+    const sha = sha256(text);
+    let parsed: Config;
+    try {
+      parsed = parseConfig(text, source, { cluster: true });
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      if (!dryRun) this.reject(err, 'apply-rpc', source, sha);
+      return { ok: false, error: err, sha256: sha };
+    }
+    const config: Config = { ...parsed, agent: this.fileAgent };
+    if (dryRun) {
+      const result = await this.serialize(() => this.dataPlane.apply({ services: this.health.merge(config).services }, { dryRun: true }));
+      return { ok: true, result, serviceCount: config.services.length, sha256: sha, clusterRevision: 0 };
+    }
+    const expect = opts.expectRevision ?? this.running.revision;
+    const noChange: ApplyResult = { changed: false, operations: [], fullRebuild: false, expiredConnections: 0, durationMs: 0 };
+    const applied = new Promise<ApplyResult>((resolve) => {
+      const onApply = (r: ApplyRecord): void => {
+        if (r.trigger !== 'cluster' || r.sha256 !== sha) return;
+        this.off('apply', onApply);
+        resolve(r.result === 'applied' || r.result === 'unchanged' ? (this.lastResult ?? noChange) : noChange);
+      };
+      this.on('apply', onApply);
+      // The write is done either way; if this director is slow to apply, the answer says what it knows.
+      setTimeout(() => { this.off('apply', onApply); resolve(noChange); }, 10_000).unref();
+    });
+    let write;
+    try {
+      write = await cluster.coordinator.config.write({ text, author: opts.author ?? 'unknown', at: Date.now(), comment: source }, expect);
+    } catch (cause) {
+      throw new AgentError('EtcdUnavailable', `cannot write the cluster config to etcd (${(cause as Error).message}); nothing was changed`, { cause });
+    }
+    if (!write.ok) {
+      throw new AgentError('Conflict', `the cluster config is at revision ${write.current}, not ${expect} as this apply expected: someone applied in between; look at lbadm config history, then apply again`);
+    }
+    const result = await applied;
+    return { ok: true, result, serviceCount: config.services.length, sha256: sha, clusterRevision: write.revision };
+  }
+
+  /** A cluster config arrived from etcd: apply it here, then let the cluster member follow it. */
+  private async applyFromCluster(c: StoredConfig): Promise<void> {
+    if (this.stopped || this.cluster === null) return;
+    const sha = sha256(c.text);
+    const source = `etcd revision ${c.revision}`;
+    let parsed: Config;
+    try {
+      parsed = parseConfig(c.text, source, { cluster: true });
+    } catch (err) {
+      // Written by an lbd of another version, or by hand: keep running what runs, and say so.
+      if (err instanceof ConfigError) { this.reject(err, 'cluster', source, sha); return; }
+      throw err;
+    }
+    const config: Config = { ...parsed, agent: this.fileAgent };
+    try {
+      await this.applyConfig(config, sha, 'cluster', source, c.revision);
+    } catch (err) {
+      this.cluster.healthMayHaveChanged();
+      if (err instanceof DataPlaneError) return;
+      throw err;
+    }
+    this.cluster.healthMayHaveChanged();
+    await this.cluster.configApplied(config);
+  }
+
+  async clusterStatus(): Promise<ClusterStatus> {
+    if (this.cluster === null) {
+      return {
+        clustered: false, self: '', etcdReachable: false, etcdEndpoints: [], worstCaseTakeoverMs: 0, timingProfile: '', beatIntervalMs: 0,
+        safetyWindowMs: 0, takeoverAfterMs: 0, directors: [], groups: [], configRevision: this.running.revision,
+      };
+    }
+    return this.cluster.status(this.running.revision);
+  }
+
+  async failover(group: string, to: string): Promise<FailoverResponse> {
+    const cluster = this.requireCluster('failover');
+    try {
+      const r = await cluster.coordinator.failover(group, to === '' ? undefined : to);
+      this.log.info('planned failover', { group, from: r.from, to: r.to, tookMs: r.tookMs });
+      return { from: r.from, to: r.to, tookMs: r.tookMs };
+    } catch (err) {
+      throw new AgentError('Refused', `failover of ${group}: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  async configHistory(): Promise<ConfigHistoryResponse> {
+    const cluster = this.requireCluster('config history');
+    const versions = await cluster.coordinator.config.history();
+    return {
+      current: this.running.revision,
+      versions: versions.map((v) => {
+        let services = 0;
+        try { services = parseConfig(v.text, 'history', { cluster: true }).services.length; } catch { services = 0; }
+        return { revision: v.revision, author: v.author, atUnixMs: v.at, comment: v.comment, configSha256: sha256(v.text), serviceCount: services };
+      }),
+    };
+  }
+
+  async rollback(revision: number, author: string): Promise<number> {
+    const cluster = this.requireCluster('config rollback');
+    const old = await cluster.coordinator.config.at(revision);
+    if (old === null) throw new AgentError('NotFound', `revision: ${revision} is not in the cluster config history; see lbadm config history`);
+    const current = (await cluster.coordinator.config.current())?.revision ?? 0;
+    const outcome = await this.applyToCluster(old.text, `rollback to revision ${revision}`, false, { expectRevision: current, author });
+    if (!outcome.ok) throw outcome.error;
+    return outcome.clusterRevision ?? 0;
+  }
+
+  private requireCluster(what: string): ClusterMember {
+    if (this.cluster === null) {
+      throw new AgentError('NotClustered', `${what} needs a cluster: this director has no agent.cluster in ${this.configPath} (a single director keeps its config in that file)`);
+    }
+    return this.cluster;
   }
 
   async status(): Promise<GetStatusResponse> {
@@ -380,8 +551,11 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   async stop(reason = 'stop requested'): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
-    this.log.info('shutting down', { reason, note: 'the kernel keeps forwarding; nothing is removed' });
+    this.log.info('shutting down', {
+      reason, note: this.cluster === null ? 'the kernel keeps forwarding; nothing is removed' : 'releasing vip groups to the standbys; the kernel keeps its rules',
+    });
     this.watcher?.close();
+    await this.cluster?.stop().catch((err: unknown) => this.log.error('leaving the cluster failed', { error: err }));
     if (this.healthTimer !== null) this.clock.clearTimeout(this.healthTimer);
     this.healthTimer = null;
     // Before the admin server: it ends the WatchHealth streams, which would otherwise hold up its shutdown.
@@ -454,19 +628,23 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
         note: 'the previous state stays in the kernel; retried on the next change',
       });
       this.scheduleHealthApply(delay, true);
+      this.lastHealthApplyFailed = err instanceof Error ? err.message : String(err);
+      this.cluster?.healthMayHaveChanged();
       this.emit('healthApply', { result: 'failed', error: err instanceof Error ? err.message : String(err), operations: 0 });
       return;
     }
     this.retryMs = RETRY_FIRST_MS;
     this.lastApplied = merge.services;
     this.health.commit(config, merge);
+    if (this.lastHealthApplyFailed !== null) { this.lastHealthApplyFailed = null; this.cluster?.healthMayHaveChanged(); }
     this.log.debug('health applied', {
       changed: result.changed, operations: result.operations.length, expiredConnections: result.expiredConnections, durationMs: result.durationMs,
     });
     this.emit('healthApply', { result: result.changed ? 'applied' : 'unchanged', error: '', operations: result.operations.length });
   }
 
-  private async applyConfig(config: Config, sha: string, trigger: Trigger, source: string): Promise<{ record: ApplyRecord; result: ApplyResult }> {
+  /** `revision`: the cluster config revision it is (cluster mode); otherwise counted here. */
+  private async applyConfig(config: Config, sha: string, trigger: Trigger, source: string, revision?: number): Promise<{ record: ApplyRecord; result: ApplyResult }> {
     const time = this.now();
     let result: ApplyResult;
     const merge = this.health.merge(config);
@@ -483,9 +661,10 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       });
       throw err;
     }
+    this.lastResult = result;
     const previous = this.running;
     const isNew = previous.revision === 0 || previous.sha256 !== sha;
-    this.running = { config, sha256: sha, source, revision: isNew ? previous.revision + 1 : previous.revision };
+    this.running = { config, sha256: sha, source, revision: revision ?? (isNew ? previous.revision + 1 : previous.revision) };
     // Checks that stay keep their records; new ones start in the startState the merge assumed.
     this.health.set(config);
     this.lastApplied = merge.services;

@@ -5,7 +5,7 @@ import { DataPlaneError } from '@lbd/dataplane';
 /** Failures of the agent itself (not of the config or the data plane), each mapped to one gRPC status. */
 export class AgentError extends Error {
   constructor(
-    readonly kind: 'NotFound' | 'CannotPersist' | 'NotPersisted' | 'SocketInUse' | 'Stopped',
+    readonly kind: 'NotFound' | 'CannotPersist' | 'NotPersisted' | 'SocketInUse' | 'Stopped' | 'Conflict' | 'NotClustered' | 'Refused' | 'EtcdUnavailable',
     message: string,
     opts: { cause?: unknown } = {},
   ) {
@@ -38,6 +38,11 @@ export function toGrpcStatus(err: unknown): Pick<StatusObject, 'code' | 'details
       NotPersisted: status.INTERNAL,
       SocketInUse: status.UNAVAILABLE,
       Stopped: status.UNAVAILABLE,
+      // Another apply won the swap: read, then try again.
+      Conflict: status.ABORTED,
+      NotClustered: status.FAILED_PRECONDITION,
+      Refused: status.FAILED_PRECONDITION,
+      EtcdUnavailable: status.UNAVAILABLE,
     }[err.kind];
     return { code, details: err.message, unexpected: false };
   }

@@ -1,8 +1,8 @@
 import { ConfigError, EXIT, parseConfig } from '@lbd/config';
-import { DataPlaneError, type DataPlane } from '@lbd/dataplane';
+import { DataPlaneError, type AddressOwner, type DataPlane } from '@lbd/dataplane';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
-import { createDefaultDataPlane } from './default-dataplane.js';
+import { createDefaultAddressOwner, createDefaultDataPlane } from './default-dataplane.js';
 import { AgentError } from './errors.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
 
@@ -18,6 +18,10 @@ Programs this director's nftables data plane from the config file and keeps it t
 re-applies on SIGHUP and when the file changes, serves the admin API (lbadm) on a root-only
 unix socket, and logs JSON lines to stdout. SIGTERM/SIGINT stop the agent; the kernel keeps
 forwarding.
+
+With agent.cluster in the file, the director is one of a cluster: the services come from etcd
+(lbadm apply -f), it takes part in the election of every vip group, and claims the group's
+vips and local addresses while it leads. Stopping it then hands its groups to the standbys.
 
   --config PATH         the config file (YAML or JSON); applied configs are persisted here
   --admin-socket PATH   the admin socket (default: agent.adminSocket from the config,
@@ -66,6 +70,8 @@ export function parseAgentArgs(argv: readonly string[]): ParsedArgs {
 export interface RunDeps {
   /** Default: the nftables data plane. */
   readonly createDataPlane?: (log: Logger) => Promise<DataPlane>;
+  /** Default: the kernel's (ip, arping); only a clustered director has one. */
+  readonly createAddressOwner?: (log: Logger, director: string) => Promise<AddressOwner>;
   /** Log lines (JSON); default stdout. */
   readonly writeLog?: (line: string) => void;
   /** Human messages for start-up failures; default stderr. */
@@ -119,8 +125,10 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
       throw err;
     }
     const dataPlane = await (deps.createDataPlane ?? createDefaultDataPlane)(log);
+    const cluster = initial.config.agent.cluster;
+    const addressOwner = cluster === null ? undefined : await (deps.createAddressOwner ?? createDefaultAddressOwner)(log, cluster.director);
     try {
-      agent = await Agent.start({ configPath, dataPlane, adminSocket, log, initial });
+      agent = await Agent.start({ configPath, dataPlane, adminSocket, log, initial, ...(addressOwner ? { addressOwner } : {}) });
     } catch (err) {
       return startFailure(err, writeError);
     }

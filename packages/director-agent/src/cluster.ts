@@ -1,0 +1,254 @@
+import * as grpc from '@grpc/grpc-js';
+import {
+  DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, type ClusterSettings, type Config, type VipGroup,
+} from '@lbd/config';
+import {
+  Coordinator, TIMING_PROFILES, type ClusterStatus as CoordinatorStatus, type GroupSettings, type PeerTransport, type PromiseReply,
+  type PromiseRequest, type StoredConfig, type Transition,
+} from '@lbd/coordinator';
+import type { AddressOwner, FloatingAddress } from '@lbd/dataplane';
+import {
+  createPeerClient, peerServiceDefinition, type ClusterStatus, type PeerClient, type PeerHandlers,
+} from '@lbd/proto';
+import type { Logger } from './log.js';
+
+/**
+ * This director's membership of a cluster: the coordinator (election per vip group, registration, the
+ * cluster config in etcd), the floating addresses it claims and releases on the coordinator's word, the
+ * peer gRPC service (promises for fail-static, pings), and this director's own health as the election
+ * sees it. The Agent stays in charge of the data plane; this class tells it which config to run.
+ */
+
+export interface ClusterMemberOptions {
+  readonly settings: ClusterSettings;
+  readonly version: string;
+  readonly owner: AddressOwner;
+  readonly log: Logger;
+  /** Called with every cluster config (text and revision) this director should run. */
+  onConfig(c: StoredConfig): void;
+  /** Whether the last data-plane apply failed (a director that cannot program its kernel must not lead). */
+  dataPlaneProblem(): string | null;
+}
+
+/** Bound on expanding a local-address range into floating addresses (validation allows bigger IPv6 ranges). */
+const MAX_FLOATING_PER_RANGE = 1024;
+/** How often links are checked: a leader whose vip interface goes down resigns within this. */
+const LINK_CHECK_MS = 100;
+
+export class ClusterMember {
+  readonly coordinator: Coordinator;
+  private readonly peers = new Map<string, PeerClient>();
+  private server: grpc.Server | undefined;
+  private config: Config | null = null;
+  private groups = new Map<string, VipGroup>();
+  private readonly leading = new Set<string>();
+  private linkProblems: string[] = [];
+  private linkTimer: ReturnType<typeof setInterval> | undefined;
+  private stopConfigWatch: (() => Promise<void>) | undefined;
+  private lastHealthKey = '';
+  private closed = false;
+
+  constructor(private readonly o: ClusterMemberOptions) {
+    const s = o.settings;
+    for (const p of s.peers) this.peers.set(p.id, createPeerClient(p.address, p.port));
+    this.coordinator = new Coordinator({
+      id: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers.map((p) => p.id),
+      peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, version: o.version, transport: this.transport(),
+      hooks: { claim: (g) => this.claim(g), release: (g) => this.release(g) },
+      health: () => this.health(), onTransition: (t) => this.onTransition(t),
+    });
+  }
+
+  get settings(): ClusterSettings {
+    return this.o.settings;
+  }
+
+  /** Serves the peer service, registers, and starts following the cluster config. */
+  async start(): Promise<void> {
+    await this.listenPeers();
+    await this.checkLinks();
+    this.linkTimer = setInterval(() => { void this.checkLinks(); }, LINK_CHECK_MS);
+    await this.coordinator.start();
+    this.stopConfigWatch = await this.coordinator.config.watch((c) => {
+      if (c === null) {
+        this.o.log.warn('no cluster config in etcd yet; apply one with lbadm apply -f FILE', { prefix: this.o.settings.prefix });
+        return;
+      }
+      this.o.onConfig(c);
+    });
+  }
+
+  /**
+   * The config the agent now runs (after its data-plane apply): elections for its groups start or stop to
+   * match, and groups this director leads claim their new address set.
+   */
+  async configApplied(config: Config): Promise<void> {
+    const first = this.config === null;
+    this.config = config;
+    this.groups = new Map(config.vipGroups.map((g) => [g.name, g]));
+    if (first) {
+      // Whatever a previous life of this agent left (it crashed and its watchdog was killed too, say) goes
+      // first: addresses are only ever held on the election's word.
+      for (const g of this.groups.keys()) await this.o.owner.release(g).catch(() => undefined);
+    }
+    const settings: GroupSettings[] = config.vipGroups.map((g) => ({
+      name: g.name, priority: this.o.settings.priorities[g.name] ?? DEFAULT_PRIORITY, preempt: g.preempt, preemptDelayMs: g.preemptDelayMs,
+    }));
+    await this.coordinator.setGroups(settings);
+    for (const g of this.leading) await this.claim(g).catch((err: unknown) => this.o.log.error('re-claim failed', { group: g, error: err }));
+  }
+
+  /** Leaves the cluster: releases every group (the standbys take over at once) and stops serving peers. */
+  async stop(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.linkTimer !== undefined) clearInterval(this.linkTimer);
+    await this.stopConfigWatch?.();
+    await this.coordinator.close({ vacate: true });
+    await this.o.owner.close({ releaseAll: true });
+    for (const c of this.peers.values()) c.close();
+    await new Promise<void>((resolve) => {
+      if (!this.server) return resolve();
+      const t = setTimeout(() => { this.server?.forceShutdown(); resolve(); }, 1000);
+      this.server.tryShutdown(() => { clearTimeout(t); resolve(); });
+    });
+  }
+
+  /** The floating addresses of `group` under the running config. */
+  addressesOf(group: string): FloatingAddress[] {
+    const c = this.config;
+    if (c === null) return [];
+    const { vip, local } = this.o.settings.interfaces;
+    const seen = new Set<string>();
+    const out: FloatingAddress[] = [];
+    const add = (address: string, ifname: string): void => {
+      if (!seen.has(address)) { seen.add(address); out.push({ address, ifname }); }
+    };
+    for (const s of c.services) {
+      if (s.vipGroup !== group) continue;
+      add(s.vip, vip);
+      if (s.localAddresses) {
+        const first = addressToBigInt(s.localAddresses.first);
+        const n = Math.min(s.localAddresses.size, MAX_FLOATING_PER_RANGE);
+        for (let i = 0; i < n; i++) add(bigIntToAddress(first + BigInt(i), s.family), local);
+      }
+    }
+    for (const gw of this.groups.get(group)?.gateways ?? []) add(gw, local);
+    return out;
+  }
+
+  async status(configRevision: number): Promise<ClusterStatus> {
+    const st: CoordinatorStatus = await this.coordinator.status();
+    const reach = new Map<string, boolean>();
+    await Promise.all([...this.peers].map(async ([id, client]) => {
+      reach.set(id, await new Promise<boolean>((resolve) => {
+        client.Ping({ from: this.o.settings.director }, { deadline: Date.now() + 300 }, (err) => resolve(!err));
+      }));
+    }));
+    const t = st.timing;
+    return {
+      clustered: true, self: st.self, etcdReachable: st.etcd.reachable, etcdEndpoints: [...st.etcd.endpoints],
+      worstCaseTakeoverMs: st.worstCaseTakeoverMs, timingProfile: this.o.settings.timing,
+      beatIntervalMs: t.beatIntervalMs, safetyWindowMs: t.safetyWindowMs, takeoverAfterMs: t.takeoverAfterMs,
+      configRevision,
+      directors: st.directors.map((d) => ({
+        id: d.id, version: d.version, healthy: d.healthy, problems: [...d.problems], priorities: { ...d.priorities },
+        leaseLeftMs: d.leaseLeftMs ?? -1, peerAddress: d.peerAddress, peerReachable: d.id === st.self || reach.get(d.id) === true,
+        groups: Object.entries(d.groups).map(([group, v]) => ({
+          group, role: v.role, reason: v.lastTransition?.reason ?? '', atUnixMs: v.lastTransition?.at ?? 0,
+        })),
+      })),
+      groups: st.groups.map((g) => {
+        const vg = this.groups.get(g.name);
+        return {
+          name: g.name, leader: g.record?.director ?? '', term: g.record?.term ?? 0, sinceUnixMs: g.record?.since ?? 0,
+          reason: g.record?.reason ?? '', addresses: this.addressesOf(g.name).map((a) => a.address), role: g.view.role,
+          beatAgeMs: g.beatAgeMs === null ? -1 : Math.round(g.beatAgeMs), preempt: vg?.preempt ?? '', preemptDelayMs: vg?.preemptDelayMs ?? 0,
+        };
+      }),
+    };
+  }
+
+  private health(): { ok: boolean; problems: string[] } {
+    const problems = [...this.linkProblems];
+    const dp = this.o.dataPlaneProblem();
+    if (dp !== null) problems.push(dp);
+    return { ok: problems.length === 0, problems };
+  }
+
+  private async checkLinks(): Promise<void> {
+    const { vip, local } = this.o.settings.interfaces;
+    const problems: string[] = [];
+    for (const ifname of new Set([vip, local])) {
+      const up = await this.o.owner.linkUp(ifname).catch(() => false);
+      if (!up) problems.push(`interface ${ifname} is down`);
+    }
+    this.linkProblems = problems;
+    const key = [...problems, this.o.dataPlaneProblem() ?? ''].join('|');
+    if (key !== this.lastHealthKey) {
+      this.lastHealthKey = key;
+      this.coordinator.healthChanged();
+    }
+  }
+
+  /** Called by the agent when its data-plane health may have changed. */
+  healthMayHaveChanged(): void {
+    void this.checkLinks();
+  }
+
+  private async claim(group: string): Promise<void> {
+    this.leading.add(group);
+    const g = this.groups.get(group);
+    const started = performance.now();
+    const addresses = this.addressesOf(group);
+    await this.o.owner.claim(group, addresses, g?.announce ?? { count: 3, intervalMs: 200 });
+    this.o.log.info('claimed vip group', { group, addresses: addresses.map((a) => a.address), durationMs: Math.round((performance.now() - started) * 10) / 10 });
+  }
+
+  private async release(group: string): Promise<void> {
+    this.leading.delete(group);
+    await this.o.owner.release(group);
+  }
+
+  private onTransition(t: Transition): void {
+    this.o.log.info('vip group transition', { group: t.group, from: t.from, to: t.to, reason: t.reason });
+  }
+
+  private transport(): PeerTransport {
+    return {
+      requestPromise: (peerId: string, req: PromiseRequest, timeoutMs: number) => new Promise<PromiseReply>((resolve, reject) => {
+        const client = this.peers.get(peerId);
+        if (!client) return reject(new Error(`unknown peer ${peerId}`));
+        client.RequestPromise({ from: req.from, group: req.group, term: req.term, durationMs: req.durationMs }, { deadline: Date.now() + timeoutMs }, (err, res) => {
+          if (err || !res) return reject(err ?? new Error('no reply'));
+          resolve({ granted: res.granted, etcdReachable: res.etcdReachable, reason: res.reason });
+        });
+      }),
+    };
+  }
+
+  private async listenPeers(): Promise<void> {
+    const server = new grpc.Server();
+    const known = new Set(this.o.settings.peers.map((p) => p.id));
+    const handlers: PeerHandlers = {
+      RequestPromise: (call, cb) => {
+        const r = call.request;
+        if (!known.has(r.from)) {
+          // Only configured peers may pin this director's takeover: anyone else is refused, loudly.
+          cb({ code: grpc.status.PERMISSION_DENIED, details: `${r.from} is not in ${this.o.settings.director}'s agent.cluster.peers` });
+          return;
+        }
+        this.coordinator.answerPromise({ from: r.from, group: r.group, term: Number(r.term), durationMs: Math.min(r.durationMs, 10_000) })
+          .then((res) => cb(null, res), (err: unknown) => cb({ code: grpc.status.INTERNAL, details: String(err) }));
+      },
+      Ping: (_call, cb) => cb(null, { director: this.o.settings.director, version: this.o.version }),
+    };
+    server.addService(peerServiceDefinition(), handlers);
+    const { address, port } = this.o.settings.peerListen;
+    const host = address.includes(':') ? `[${address}]` : address;
+    await new Promise<void>((resolve, reject) => {
+      server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+    });
+    this.server = server;
+  }
+}
