@@ -18,6 +18,11 @@ describe('parseArgs', () => {
     [['doctor', '--json'], {}, 'doctor /run/lbd/admin.sock json=true'],
     [['--help'], {}, 'help /run/lbd/admin.sock json=false'],
     [['apply', '-h'], {}, 'help /run/lbd/admin.sock json=false'],
+    [['cluster', 'status', '--json'], {}, 'cluster /run/lbd/admin.sock json=true args=status'],
+    [['config', 'rollback', '3'], {}, 'config /run/lbd/admin.sock json=false args=rollback,3'],
+    [['failover', '--group', 'default', '--to', 'dir2'], {}, 'failover /run/lbd/admin.sock json=false group=default to=dir2'],
+    [['apply', '-f', 'x', '--expect-revision', '0'], {}, 'apply /run/lbd/admin.sock json=false file=x expect=0'],
+    [['drill', 'failover', '--mode', 'box-death', '--count', '20'], {}, 'drill /run/lbd/admin.sock json=false args=failover mode=box-death count=20'],
   ];
   for (const [argv, env, want] of ok) {
     it(`${argv.join(' ')} -> ${want}`, () => {
@@ -28,13 +33,29 @@ describe('parseArgs', () => {
       if (i.file !== undefined) parts.push(`file=${i.file}`);
       if (i.dryRun) parts.push('dry-run');
       if (i.watch) parts.push('watch');
+      if (i.args.length > 0) parts.push(`args=${i.args.join(',')}`);
+      if (i.group !== undefined) parts.push(`group=${i.group}`);
+      if (i.to !== undefined) parts.push(`to=${i.to}`);
+      if (i.expectRevision !== undefined) parts.push(`expect=${i.expectRevision}`);
+      if (i.mode !== undefined) parts.push(`mode=${i.mode}`, `count=${i.count}`);
       assert.equal(parts.join(' '), want);
     });
   }
 
   const bad: [string[], string][] = [
     [[], 'no command given'],
-    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor'],
+    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, drill'],
+    [['cluster'], 'lbadm cluster needs one of: cluster status'],
+    [['cluster', 'show'], 'lbadm cluster needs one of: cluster status (not "show")'],
+    [['cluster', 'status', 'now'], 'unexpected argument "now" after lbadm cluster status'],
+    [['config', 'rollback'], 'lbadm config rollback needs one revision number (see lbadm config history), not none'],
+    [['config', 'rollback', 'x'], 'lbadm config rollback needs one revision number (see lbadm config history), not "x"'],
+    [['failover'], 'lbadm failover needs --group G (lbadm cluster status lists the vip groups)'],
+    [['failover', '--to', 'dir2'], 'lbadm failover needs --group G (lbadm cluster status lists the vip groups)'],
+    [['apply', '-f', 'x', '--expect-revision', '-1'], '--expect-revision: "-1" is not a config revision (0 or more)'],
+    [['drill', 'failover'], 'lbadm drill failover needs --mode, one of: switchover, kill-agent, box-death, etcd-partition, peer-partition, etcd-outage'],
+    [['drill', 'failover', '--mode', 'meteor'], '--mode: "meteor" is not one of switchover, kill-agent, box-death, etcd-partition, peer-partition, etcd-outage'],
+    [['drill', 'failover', '--mode', 'box-death', '--count', '0'], '--count: "0" is not a whole number from 1 to 1000'],
     [['status', '--watch'], '--watch is not a flag of "lbadm status" (it belongs to lbadm health)'],
     [['status', '--service', 'web'], '--service is not a flag of "lbadm status" (it belongs to lbadm conns, lbadm health)'],
     [['status', '--verbose'], 'unknown flag --verbose'],

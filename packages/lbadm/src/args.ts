@@ -5,7 +5,7 @@ import { DEFAULT_ADMIN_SOCKET } from '@lbd/config';
  * flag and the fix; nothing here touches the agent.
  */
 
-export const COMMANDS = ['status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor'] as const;
+export const COMMANDS = ['status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'config', 'drill'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 export interface Invocation {
@@ -23,9 +23,21 @@ export interface Invocation {
   readonly service: string | undefined;
   /** health: stream transitions until interrupted */
   readonly watch: boolean;
+  /** Words after the command: `cluster status`, `config history`, `config rollback 3`, `drill failover`. */
+  readonly args: readonly string[];
+  /** failover */
+  readonly group: string | undefined;
+  readonly to: string | undefined;
+  /** apply (cluster): the config revision the change is based on */
+  readonly expectRevision: number | undefined;
+  /** drill */
+  readonly mode: string | undefined;
+  readonly count: number;
 }
 
-export const USAGE = 'usage: lbadm [--socket PATH] [--json] COMMAND [flags]   (COMMAND: status, stats, conns, health, validate, apply, doctor)';
+export const DRILL_MODES = ['switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage'] as const;
+
+export const USAGE = 'usage: lbadm [--socket PATH] [--json] COMMAND [flags]   (COMMAND: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, drill)';
 
 export const HELP = `${USAGE}
 
@@ -42,9 +54,22 @@ commands:
                                   result and its latency. --watch prints each transition as it
                                   happens (with --json: one JSON event per line) until Ctrl-C
   validate -f FILE                checks a config file locally (no agent needed)
-  apply -f FILE [--dry-run]       sends a config to the agent, which applies and saves it;
-                                  prints the rule diff. --dry-run applies nothing
+  apply -f FILE [--dry-run] [--expect-revision N]
+                                  sends a config to the agent, which applies and saves it;
+                                  prints the rule diff. --dry-run applies nothing. In a cluster the
+                                  agent writes it to etcd (swapped on revision N, default the one it
+                                  runs) and every director applies it
   doctor                          looks for known misconfigurations and says how to fix them
+  cluster status                  directors, their health and role per vip group, who leads each
+                                  group and why, etcd health, worst-case takeover
+  failover --group G [--to D]     planned switchover of vip group G (to D, or the best other director)
+  config history                  every cluster config applied, with its revision and author
+  config rollback REV             applies cluster config revision REV again, as a new revision
+  drill failover --mode MODE [--count N]
+                                  in the lab (deploy/lab/lab up): runs a client load through the vip,
+                                  causes MODE (${DRILL_MODES.join(', ')}) N times (default 1)
+                                  and reports time without service, failed requests, broken
+                                  connections and whether two directors ever held the vip
 
 global flags:
   --socket PATH   the agent's admin socket (default $LBD_ADMIN_SOCKET, else ${DEFAULT_ADMIN_SOCKET})
@@ -86,15 +111,28 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--interval-ms': { value: true, commands: ['stats'] },
   '--service': { value: true, commands: ['conns', 'health'] },
   '--watch': { value: false, commands: ['health'] },
+  '--group': { value: true, commands: ['failover'] },
+  '--to': { value: true, commands: ['failover'] },
+  '--expect-revision': { value: true, commands: ['apply'] },
+  '--mode': { value: true, commands: ['drill'] },
+  '--count': { value: true, commands: ['drill'] },
 };
+
+/** Commands that take words after them, and what those may be. */
+const SUBCOMMANDS: Partial<Record<Command, readonly string[]>> = { cluster: ['status'], config: ['history', 'rollback'], drill: ['failover'] };
 const ALIASES: Readonly<Record<string, string>> = { '-f': '--file', '-h': '--help' };
 
 export function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): Invocation {
   let command: Command | undefined;
+  const words: string[] = [];
   const seen = new Map<string, string | true>();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (!arg.startsWith('-')) {
+      if (command !== undefined && SUBCOMMANDS[command] !== undefined) {
+        words.push(arg);
+        continue;
+      }
       if (command !== undefined) throw new UsageError(`unexpected argument "${arg}" after command ${command}`);
       if (!(COMMANDS as readonly string[]).includes(arg)) {
         throw new UsageError(`unknown command "${arg}"; commands: ${COMMANDS.join(', ')}`);
@@ -128,10 +166,24 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     throw new UsageError(`lbadm ${command} needs -f FILE`);
   }
   if (seen.has('--interval-ms') && !seen.has('--rate')) throw new UsageError('--interval-ms only makes sense with --rate');
-  return invocation(command, seen, env);
+  const subs = SUBCOMMANDS[command];
+  if (subs !== undefined) {
+    const sub = words[0];
+    if (sub === undefined || !subs.includes(sub)) {
+      throw new UsageError(`lbadm ${command} needs one of: ${subs.map((x) => `${command} ${x}`).join(', ')}${sub === undefined ? '' : ` (not "${sub}")`}`);
+    }
+    const wantsRev = command === 'config' && sub === 'rollback';
+    if (wantsRev && (words.length !== 2 || !/^[1-9]\d{0,15}$/.test(words[1]!))) {
+      throw new UsageError(`lbadm config rollback needs one revision number (see lbadm config history), not ${words.length === 1 ? 'none' : `"${words.slice(1).join(' ')}"`}`);
+    }
+    if (!wantsRev && words.length > 1) throw new UsageError(`unexpected argument "${words[1]}" after lbadm ${command} ${sub}`);
+  }
+  if (command === 'failover' && !seen.has('--group')) throw new UsageError('lbadm failover needs --group G (lbadm cluster status lists the vip groups)');
+  if (command === 'drill' && !seen.has('--mode')) throw new UsageError(`lbadm drill failover needs --mode, one of: ${DRILL_MODES.join(', ')}`);
+  return invocation(command, seen, env, words);
 }
 
-function invocation(command: Command | 'help', seen: ReadonlyMap<string, string | true>, env: Readonly<Record<string, string | undefined>>): Invocation {
+function invocation(command: Command | 'help', seen: ReadonlyMap<string, string | true>, env: Readonly<Record<string, string | undefined>>, args: readonly string[] = []): Invocation {
   const str = (name: string): string | undefined => {
     const v = seen.get(name);
     return typeof v === 'string' ? v : undefined;
@@ -145,8 +197,16 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
     }
   }
   const socket = str('--socket') ?? (env.LBD_ADMIN_SOCKET || DEFAULT_ADMIN_SOCKET);
+  const expect = str('--expect-revision');
+  if (expect !== undefined && !/^\d{1,15}$/.test(expect)) throw new UsageError(`--expect-revision: "${expect}" is not a config revision (0 or more)`);
+  const mode = str('--mode');
+  if (mode !== undefined && !(DRILL_MODES as readonly string[]).includes(mode)) throw new UsageError(`--mode: "${mode}" is not one of ${DRILL_MODES.join(', ')}`);
+  const countText = str('--count') ?? '1';
+  const count = Number(countText);
+  if (!/^\d+$/.test(countText) || count < 1 || count > 1000) throw new UsageError(`--count: "${countText}" is not a whole number from 1 to 1000`);
   return {
     command, socket, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
-    rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'),
+    rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
+    group: str('--group'), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode, count,
   };
 }

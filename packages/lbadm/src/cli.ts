@@ -1,13 +1,15 @@
 import { constants } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
 import { access, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigError, EXIT, loadConfig } from '@lbd/config';
 import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, type HealthEvent__Output } from '@lbd/proto';
 import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
+import { drill } from './drill.js';
 import { describeFailure } from './errors.js';
 import {
-  computeRates, formatApply, formatConns, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates, formatStats,
+  computeRates, formatApply, formatClusterStatus, formatConfigHistory, formatConns, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates, formatStats,
   formatStatus,
 } from './format.js';
 
@@ -46,6 +48,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return EXIT.ok;
   }
   if (inv.command === 'validate') return validate(inv, io);
+  if (inv.command === 'drill') return drill(inv, io);
 
   let configText: string | undefined;
   if (inv.command === 'apply') {
@@ -92,6 +95,26 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       }
       case 'apply':
         return await apply(api, inv, configText!, io);
+      case 'cluster': {
+        const c = await api.getClusterStatus({ timeoutMs: TIMEOUT_MS });
+        io.stdout(inv.json ? json(c) : formatClusterStatus(c, (io.now ?? Date.now)()));
+        return EXIT.ok;
+      }
+      case 'failover': {
+        const r = await api.failover(inv.group!, inv.to ?? '', { timeoutMs: TIMEOUT_MS });
+        io.stdout(inv.json ? json(r) : `vip group ${inv.group} moved from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms\n`);
+        return EXIT.ok;
+      }
+      case 'config': {
+        if (inv.args[0] === 'history') {
+          const h = await api.configHistory({ timeoutMs: TIMEOUT_MS });
+          io.stdout(inv.json ? json(h) : formatConfigHistory(h, (io.now ?? Date.now)()));
+          return EXIT.ok;
+        }
+        const r = await api.rollback(Number(inv.args[1]), author(), { timeoutMs: TIMEOUT_MS });
+        io.stdout(inv.json ? json(r) : `rolled back to revision ${inv.args[1]}: the cluster now runs it as revision ${r.revision}\n`);
+        return EXIT.ok;
+      }
       case 'doctor': {
         const { findings } = await api.doctor({ timeoutMs: DOCTOR_TIMEOUT_MS });
         const errors = findings.filter((f) => f.severity === 'error').length;
@@ -165,7 +188,10 @@ async function apply(api: AdminApi, inv: Invocation, text: string, io: Io): Prom
   // The absolute path: the agent records it as the running config's source, where a relative one means nothing.
   const source = resolve(inv.file!);
   try {
-    const res = await api.apply({ configText: text, source, dryRun: inv.dryRun }, { timeoutMs: TIMEOUT_MS });
+    const res = await api.apply({
+      configText: text, source, dryRun: inv.dryRun, author: author(),
+      checkRevision: inv.expectRevision !== undefined, expectRevision: inv.expectRevision ?? 0,
+    }, { timeoutMs: TIMEOUT_MS });
     io.stdout(inv.json ? json({ valid: true, applied: !res.dryRun, ...res }) : formatApply(res));
     return EXIT.ok;
   } catch (err) {
@@ -175,6 +201,13 @@ async function apply(api: AdminApi, inv: Invocation, text: string, io: Io): Prom
     else io.stderr(`lbadm: ${formatProblems(inv.file!, problems)}nothing was applied\n`);
     return EXIT.config;
   }
+}
+
+/** Who applies, for the cluster config history: user@host. */
+function author(): string {
+  let user = 'unknown';
+  try { user = userInfo().username; } catch { /* no passwd entry */ }
+  return `${user}@${hostname()}`;
 }
 
 /**

@@ -87,7 +87,7 @@ const CONNS: Connection__Output[] = [
 
 const APPLY: ApplyResponse__Output = {
   changed: true, operations: ['add element inet lbd backends { 3 : 198.19.1.13 . 8080 }', 'flush map inet lbd rr_1'], fullRebuild: false,
-  dryRun: false, expiredConnections: 0, durationMs: 3, serviceCount: 2, configSha256: 'ab', problems: [],
+  dryRun: false, expiredConnections: 0, durationMs: 3, serviceCount: 2, configSha256: 'ab', problems: [], clusterRevision: 0,
 };
 
 const FINDINGS: Finding__Output[] = [

@@ -1,6 +1,6 @@
 import { hostPort } from '@lbd/config';
 import type {
-  ApplyResponse__Output, Connection__Output, Endpoint__Output, Finding__Output, GetHealthResponse__Output, GetStatsResponse__Output,
+  ApplyResponse__Output, ClusterStatus__Output, ConfigHistoryResponse__Output, Connection__Output, Endpoint__Output, Finding__Output, GetHealthResponse__Output, GetStatsResponse__Output,
   GetStatusResponse__Output, HealthEvent__Output, Problem__Output, RealServerHealth__Output,
 } from '@lbd/proto';
 
@@ -198,7 +198,52 @@ export function formatApply(r: ApplyResponse__Output): string {
     if (!r.dryRun && r.expiredConnections > 0) lines.push(`expired ${plural(r.expiredConnections, 'connection')} of removed real servers`);
   }
   if (r.dryRun) lines.push('dry run: nothing was applied');
+  if (r.clusterRevision > 0) lines.push(`written to the cluster as config revision ${r.clusterRevision}; every director applies it`);
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * `lbadm cluster status`: the cluster line (etcd, timing, worst-case takeover), one line per vip group
+ * (leader, why, addresses), one line per director and group (role, priority, health, lease, peer link).
+ */
+export function formatClusterStatus(c: ClusterStatus__Output, now: number): string {
+  if (!c.clustered) return `not clustered: this director runs config revision ${c.configRevision} from its own file (no agent.cluster)\n`;
+  const lines: string[] = [];
+  lines.push(`cluster seen from ${c.self}: etcd ${c.etcdReachable ? 'reachable' : 'UNREACHABLE'} (${c.etcdEndpoints.join(', ')}), config revision ${c.configRevision}`);
+  lines.push(`timing ${c.timingProfile}: beat ${c.beatIntervalMs} ms, safety window ${c.safetyWindowMs} ms, takeover after ${c.takeoverAfterMs} ms; worst-case takeover ${c.worstCaseTakeoverMs} ms + one etcd write and the address claim`);
+  lines.push('');
+  const groupRows: string[][] = [['GROUP', 'LEADER', 'SINCE', 'PREEMPT', 'ADDRESSES', 'WHY']];
+  for (const g of c.groups) {
+    groupRows.push([
+      g.name, g.leader === '' ? '(none)' : g.leader, g.sinceUnixMs > 0 ? formatAge(now - g.sinceUnixMs) : '-',
+      g.preempt === 'after-delay' ? `after ${g.preemptDelayMs} ms` : g.preempt, g.addresses.join(',') || '-', g.reason || '-',
+    ]);
+  }
+  lines.push(...columns(groupRows));
+  lines.push('');
+  const dirRows: string[][] = [['DIRECTOR', 'GROUP', 'ROLE', 'PRIO', 'HEALTH', 'LEASE', 'PEER LINK', 'LAST TRANSITION']];
+  for (const d of c.directors) {
+    const health = d.healthy ? 'ok' : `unhealthy: ${d.problems.join('; ')}`;
+    const lease = d.leaseLeftMs >= 0 ? `${(d.leaseLeftMs / 1000).toFixed(0)}s` : '-';
+    const peer = d.id === c.self ? '(self)' : d.peerReachable ? 'up' : 'DOWN';
+    const groups = d.groups.length > 0 ? d.groups : [{ group: '-', role: '-', reason: '', atUnixMs: 0 }];
+    for (const g of groups) {
+      const last = g.atUnixMs > 0 ? `${formatAge(now - g.atUnixMs)} ago: ${g.reason}` : '-';
+      dirRows.push([d.id, g.group, g.role, String(d.priorities[g.group] ?? '-'), health, lease, peer, last]);
+    }
+  }
+  lines.push(...columns(dirRows));
+  return `${lines.join('\n')}\n`;
+}
+
+/** `lbadm config history`: oldest first, the running revision marked. */
+export function formatConfigHistory(h: ConfigHistoryResponse__Output, now: number): string {
+  if (h.versions.length === 0) return 'no cluster config yet: lbadm apply -f FILE writes the first\n';
+  const rows: string[][] = [['REV', 'WHEN', 'AUTHOR', 'SERVICES', 'SHA256', 'SOURCE']];
+  for (const v of h.versions) {
+    rows.push([`${v.revision}${v.revision === h.current ? '*' : ''}`, `${formatAge(now - v.atUnixMs)} ago`, v.author || '-', String(v.serviceCount), v.configSha256.slice(0, 12), v.comment || '-']);
+  }
+  return `${columns(rows).join('\n')}\n(* the revision this director runs)\n`;
 }
 
 export function formatProblems(source: string, problems: readonly Problem__Output[]): string {
