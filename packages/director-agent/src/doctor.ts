@@ -78,6 +78,17 @@ function reachableOf(facts: KernelFacts, rs: RealServer): boolean | undefined {
  * warning. A few unreplied entries next to many answered ones are handshakes in flight, so the rule is
  * "at least half of its connections are unreplied".
  */
+/**
+ * The address a nat-mode real server should route through: in a cluster, the service's vip group's
+ * floating gateway of the server's family (whoever leads holds it); alone, this director's own address.
+ */
+function gatewayFor(config: Config, svc: Config['services'][number], address: string, facts: KernelFacts): string {
+  const family = address.includes(':') ? 6 : 4;
+  const floating = config.vipGroups.find((g) => g.name === svc.vipGroup)?.gateways.find((g) => (g.includes(':') ? 6 : 4) === family);
+  if (config.agent.cluster !== null && floating !== undefined) return floating;
+  return facts.directorAddressTowards[address] ?? '<director address>';
+}
+
 function checkNatReturnPath(config: Config, facts: KernelFacts, connections: readonly Connection[]): Finding[] {
   const out: Finding[] = [];
   let checked = 0;
@@ -100,7 +111,7 @@ function checkNatReturnPath(config: Config, facts: KernelFacts, connections: rea
         problem: reachable === true
           ? `${evidence}, yet the director can reach it: in nat mode its replies must return through the director, and they do not, so clients drop them`
           : `${evidence}; the director could not probe it (${svc.protocol}), so it is either down or its replies bypass the director (in nat mode they must return through it)`,
-        fix: `route the real server's replies via the director (make the director its default gateway: \`ip route replace default via ${facts.directorAddressTowards[rs.address] ?? '<director address>'}\` on the real server) or use mode: fullnat`,
+        fix: `route the real server's replies via the director (make the director its default gateway: \`ip route replace default via ${gatewayFor(config, svc, rs.address, facts)}\` on the real server) or use mode: fullnat`,
       });
     }
   }
