@@ -10,7 +10,7 @@ import type { Invocation } from './args.js';
  * lbadm finds it next to itself in the repository and passes its output through.
  */
 export async function drill(inv: Invocation, io: { stdout(text: string): void; stderr(text: string): void }): Promise<number> {
-  const lab = fileURLToPath(new URL('../../../../deploy/lab/lab', import.meta.url));
+  const lab = fileURLToPath(new URL('../../../deploy/lab/lab', import.meta.url));
   if (!existsSync(lab)) {
     io.stderr(`lbadm: drills run in the lab only, and ${lab} is not there; run lbadm from the lbd repository after deploy/lab/lab up\n`);
     return EXIT.unavailable;

@@ -1,11 +1,15 @@
 #!/usr/bin/env node
-import { readFile } from 'node:fs/promises';
+import { spawn } from 'node:child_process';
+import { openSync, closeSync } from 'node:fs';
+import { readFile, rm, writeFile } from 'node:fs/promises';
 import {
   CLUSTER, CUT_TARGETS, DIRECTOR_NAMES, ETCD_MEMBERS, clusterDirector, clusterHostNames, clusterTopology, etcdMember, openClusterTopology,
   type CutTarget, type DirectorName,
 } from '../cluster-topology.js';
 import { realServer } from '../director-topology.js';
+import { DRILL_MODES, formatDrill, runDrill, summary, type DrillMode, type DrillResult, type DrillTarget } from '../drill.js';
 import { etcdMemberArgs } from '../etcd.js';
+import { HA_GROUP, HA_VIP, lbadmAdmin, waitAgentAnswers, waitSteady, type HaAdmin } from '../ha-lab.js';
 import { runCommand } from '../exec.js';
 import { listNamespaces, namespacePids } from '../netns.js';
 
@@ -23,6 +27,11 @@ import { listNamespaces, namespacePids } from '../netns.js';
  *   lab.js etcd-args K DATADIR etcd member K's command line, one argument per line (data in DATADIR/etcdK)
  *   lab.js cut DIR WHAT        cut dir1|dir2 off etcd|peer|front; `restore DIR WHAT` undoes it
  *   lab.js kill-box DIR        SIGKILL everything in DIR and set its links down; `revive DIR` brings the links back
+ *   lab.js drill --mode MODE [--count N] [--json]
+ *                              runDrill (packages/testkit/src/drill.ts) on the running lab, N times: a client
+ *                              load through the vip, MODE caused on the leader, measured, undone. Acts on the
+ *                              lab's own processes: the agents and etcd members by their pid files in
+ *                              $LAB_STATE (.lab), an agent restarted with the script's command line.
  */
 
 const LAB_PREFIX = 'lbd-';
@@ -126,8 +135,147 @@ async function drill(cmd: string, args: readonly string[]): Promise<number> {
   return 0;
 }
 
+// ---- drills on the running lab ---------------------------------------------------------------------
+
+/** Where the script keeps the lab's processes; set by deploy/lab/lab (paths relative to the repository). */
+const LAB_ENV = {
+  state: process.env.LAB_STATE ?? '.lab',
+  agentJs: process.env.LAB_AGENT_JS ?? 'packages/director-agent/dist/bin/lbd-agent.js',
+  lbadmJs: process.env.LAB_LBADM_JS ?? 'packages/lbadm/dist/bin/lbadm.js',
+  socketDir: process.env.LAB_SOCKET_DIR ?? '/run/lbd',
+  configDir: process.env.LAB_CONFIG_DIR ?? 'deploy/lab',
+};
+const MAX_DRILLS = 1000;
+const AGENT_EXIT_MS = 5000;
+
+/** The pid in `file` if that process lives and its command line contains `pattern` (a recycled pid is never signalled). */
+async function livePid(file: string, pattern: string): Promise<number | undefined> {
+  const pid = Number((await readFile(file, 'utf8').catch(() => '')).trim());
+  if (!Number.isInteger(pid) || pid <= 0) return undefined;
+  return (await commandLine(pid)).includes(pattern) ? pid : undefined;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The running lab as a drill target: its namespaces, its agents' admin sockets, its pid files. */
+async function labTarget(): Promise<DrillTarget> {
+  const cluster = await openClusterTopology({ prefix: LAB_PREFIX, realServers: LAB_REAL_SERVERS });
+  const socket = (d: DirectorName): string => `${LAB_ENV.socketDir}/${d}.sock`;
+  const agentPidFile = (d: DirectorName): string => `${LAB_ENV.state}/${d}-agent.pid`;
+  const apis = new Map<DirectorName, HaAdmin>();
+  const api = (d: DirectorName): HaAdmin => {
+    let a = apis.get(d);
+    if (a === undefined) apis.set(d, (a = lbadmAdmin(socket(d), LAB_ENV.lbadmJs)));
+    return a;
+  };
+  /** Agent pids as last seen, so agentRunning can answer synchronously. */
+  const agentPids = new Map<DirectorName, number>();
+  const refresh = async (d: DirectorName): Promise<number | undefined> => {
+    const pid = await livePid(agentPidFile(d), LAB_ENV.agentJs);
+    if (pid === undefined) agentPids.delete(d);
+    else agentPids.set(d, pid);
+    return pid;
+  };
+  for (const d of DIRECTOR_NAMES) await refresh(d);
+  const etcdPids = async (): Promise<number[]> => {
+    const pids: number[] = [];
+    for (let k = 1; k <= ETCD_MEMBERS; k++) {
+      const host = etcdMember(k).host;
+      const pid = await livePid(`${LAB_ENV.state}/${host}-etcd.pid`, `--name ${host} `);
+      if (pid !== undefined) pids.push(pid);
+    }
+    return pids;
+  };
+  const signalEtcd = async (sig: NodeJS.Signals): Promise<void> => {
+    for (const pid of await etcdPids()) process.kill(pid, sig);
+  };
+  return {
+    cluster, group: HA_GROUP, vip: HA_VIP, api,
+    agentRunning: (d) => { const pid = agentPids.get(d); return pid !== undefined && alive(pid); },
+    killAgent: async (d, signal = 'SIGKILL') => {
+      const pid = await refresh(d);
+      if (pid === undefined) return;
+      process.kill(pid, signal);
+      const deadline = Date.now() + AGENT_EXIT_MS;
+      while (alive(pid) && Date.now() < deadline) await delay(10);
+      if (alive(pid)) process.kill(pid, 'SIGKILL');
+      agentPids.delete(d);
+    },
+    startAgent: async (d) => {
+      if ((await refresh(d)) !== undefined) return;
+      // As deploy/lab/lab's start_agent: its own session, output to .lab/dirK-agent.log, the pid in .lab/dirK-agent.pid.
+      await rm(socket(d), { force: true });
+      const log = openSync(`${LAB_ENV.state}/${d}-agent.log`, 'a');
+      const child = spawn('ip', ['netns', 'exec', `${LAB_PREFIX}${d}`, 'node', LAB_ENV.agentJs, '--config', `${LAB_ENV.configDir}/${d}.yaml`, '--admin-socket', socket(d)],
+        { detached: true, stdio: ['ignore', log, log] });
+      closeSync(log);
+      child.unref();
+      const pid = child.pid;
+      if (pid === undefined) throw new Error(`could not start lbd-agent in ${LAB_PREFIX}${d}`);
+      await writeFile(agentPidFile(d), `${pid}\n`);
+      agentPids.set(d, pid);
+      await waitAgentAnswers(api(d), `lbd-agent in ${LAB_PREFIX}${d} answering on ${socket(d)} (log ${LAB_ENV.state}/${d}-agent.log)`, () => alive(pid));
+    },
+    pauseEtcd: () => signalEtcd('SIGSTOP'),
+    resumeEtcd: () => signalEtcd('SIGCONT'),
+    logs: () => `agent logs: ${DIRECTOR_NAMES.map((d) => `${LAB_ENV.state}/${d}-agent.log`).join(', ')}`,
+  };
+}
+
+async function drillCommand(args: readonly string[]): Promise<number> {
+  let mode: DrillMode | undefined;
+  let count = 1;
+  let json = false;
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    if (a === '--mode') mode = args[++i] as DrillMode;
+    else if (a === '--count') count = Number(args[++i]);
+    else if (a === '--json') json = true;
+    else throw new Error(`drill: unknown argument ${JSON.stringify(a)}`);
+  }
+  if (mode === undefined || !DRILL_MODES.includes(mode)) throw new Error(`drill: --mode must be one of ${DRILL_MODES.join(', ')}`);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_DRILLS) throw new Error(`drill: --count must be 1..${MAX_DRILLS}`);
+  const target = await labTarget();
+  // An interrupted drill leaves nothing broken: etcd resumed, links restored (the script's revive restarts a killed box).
+  const onSignal = (): void => {
+    void (async () => {
+      await target.resumeEtcd().catch(() => undefined);
+      for (const d of DIRECTOR_NAMES) for (const w of ['etcd', 'peer'] as const) await target.cluster.restore(d, w).catch(() => undefined);
+      process.stderr.write('lab: drill interrupted; etcd resumed and cuts restored (a killed box: deploy/lab/lab revive DIR)\n');
+      process.exit(130);
+    })();
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  const say = (line: string): void => { if (!json) process.stdout.write(`${line}\n`); };
+  say(`lab: drill ${mode} x${count}: waiting for a steady cluster`);
+  await waitSteady(target);
+  const results: DrillResult[] = [];
+  for (let i = 1; i <= count; i++) {
+    const r = await runDrill(target, mode, { log: (l) => process.stderr.write(`lab: ${l}\n`) });
+    results.push(r);
+    say(`lab: drill ${i}/${count} ${mode}: ${summary(r)}`);
+  }
+  const bad = results.filter((r) => r.dualOwnership > 0 || !r.recovered);
+  if (json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+  else process.stdout.write(`\n${formatDrill(results)}`);
+  for (const r of bad) process.stderr.write(`lab: drill ${r.mode} at ${new Date(r.failedAt).toISOString()}: ${r.dualOwnership > 0 ? `both directors held the vip in ${r.dualOwnership} samples` : 'service did not come back'}\n`);
+  return bad.length > 0 ? 1 : 0;
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
 function usage(): number {
-  process.stderr.write('usage: lab.js up|check|status|hosts|etcd-members|etcd-args K DATADIR|cut DIR WHAT|restore DIR WHAT|kill-box DIR|revive DIR (run by deploy/lab/lab)\n');
+  process.stderr.write('usage: lab.js up|check|status|hosts|etcd-members|etcd-args K DATADIR|cut DIR WHAT|restore DIR WHAT|kill-box DIR|revive DIR|drill --mode MODE [--count N] [--json] (run by deploy/lab/lab)\n');
   return 64;
 }
 
@@ -141,6 +289,7 @@ async function main(): Promise<number> {
     case 'etcd-members': return printEtcdMembers();
     case 'etcd-args': return printEtcdArgs(args[0], args[1]);
     case 'cut': case 'restore': case 'kill-box': case 'revive': return drill(cmd, args);
+    case 'drill': return drillCommand(args);
     default: return usage();
   }
 }
