@@ -69,7 +69,7 @@ export class ConfigStore {
         if (id !== last) { last = id; onChange(c); }
       }).catch(() => undefined);
     };
-    w.on('put', reread).on('connected', reread);
+    w.on('put', reread).on('connected', reread).on('error', () => undefined);
     reread();
     return async () => { await w.cancel().catch(() => undefined); };
   }

@@ -184,7 +184,8 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     assert.deepEqual(held(), ['a']);
     assert.match(transitions.find((t) => t.to === 'fail-static')!.reason, /peers b cannot reach it either/);
     await etcd.resume();
-    await waitFor(() => transitions.some((t) => t.id === 'a' && t.to === 'leader' && /again/.test(t.reason)), 5000, 'a to lead on etcd again');
+    await waitFor(() => transitions.some((t) => t.id === 'a' && t.to === 'leader' && /again/.test(t.reason)), 5000, 'a to lead on etcd again')
+      .catch((err: Error) => { throw new Error(`${err.message}; transitions: ${JSON.stringify(transitions)}`); });
     await sleep(1000);
     assert.deepEqual(held(), ['a']);
     assert.ok(!transitions.some((t) => t.id === 'b' && t.to === 'leader'), 'b never led');

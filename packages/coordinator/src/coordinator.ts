@@ -73,8 +73,9 @@ export class Coordinator {
   /** Registers and watches the other directors. Elections start with setGroups(). */
   async start(): Promise<void> {
     const w = await this.kv.watchPrefix(this.k.directors);
-    const reread = (): void => { void this.readDirectors(); };
-    w.on('put', reread).on('delete', reread).on('connected', reread);
+    // A failed read is retried by the next event or reconnection; the last list stays meanwhile.
+    const reread = (): void => { this.readDirectors().catch(() => undefined); };
+    w.on('put', reread).on('delete', reread).on('connected', reread).on('error', () => undefined);
     this.stopWatch = () => { void w.cancel().catch(() => undefined); };
     await this.readDirectors().catch(() => undefined);
     await this.register();
@@ -103,7 +104,8 @@ export class Coordinator {
         fresh.healthChanged();
       }
     }
-    this.publishSoon();
+    // At once, not coalesced: other directors rank candidates and pick failover targets by these priorities.
+    await this.publish().catch(() => undefined);
   }
 
   /** Call when this director's health changes: leaders resign at once, standbys stop being candidates. */
@@ -228,9 +230,13 @@ export class Coordinator {
     if (this.publishTimer !== undefined || this.closed) return;
     this.publishTimer = setTimeout(() => {
       this.publishTimer = undefined;
-      const lease = this.lease;
-      if (lease === undefined || this.closed) return;
-      lease.put(this.k.director(this.o.id)).value(JSON.stringify(this.record())).exec().catch(() => undefined);
+      this.publish().catch(() => undefined);
     }, 20);
+  }
+
+  private async publish(): Promise<void> {
+    const lease = this.lease;
+    if (lease === undefined || this.closed) return;
+    await lease.put(this.k.director(this.o.id)).value(JSON.stringify(this.record())).exec();
   }
 }

@@ -137,7 +137,7 @@ export class GroupElection {
       .on('disconnected', () => { this.etcdFailing = true; })
       .on('error', () => { this.etcdFailing = true; });
     this.handoffWatch = await this.d.kv.watchKey(this.d.keys.handoff(this.name));
-    this.handoffWatch.on('put', (kv) => {
+    this.handoffWatch.on('error', () => undefined).on('put', (kv) => {
       const req = parseJson<HandoffRequest>(kv.value.toString(), isHandoff);
       if (req) this.serialize(() => this.handOver(req));
     });
@@ -173,6 +173,15 @@ export class GroupElection {
     }
     const reachable = await this.d.kv.reachable(Math.max(10, Math.floor(this.d.timing.safetyWindowMs / 3)));
     if (reachable) {
+      if (this.etcdFailing) this.etcdBack();
+      // Just back on etcd ourselves (the whole of etcd was away): we would not take over before
+      // etcdBackAt + takeoverAfterMs anyway, so a promise that ends by then costs nothing and spares the
+      // leader a needless release while its first beats after the outage get through.
+      const now = this.d.clock.now();
+      if (now + req.durationMs <= this.etcdBackAt + this.d.timing.takeoverAfterMs) {
+        this.promisedUntil = Math.max(this.promisedUntil, now + req.durationMs);
+        return { granted: true, etcdReachable: true, reason: `${this.d.self} is just back on etcd and would not take over yet` };
+      }
       return { granted: false, etcdReachable: true, reason: `${this.d.self} reaches etcd: the leader is the one cut off` };
     }
     this.etcdFailing = true;
@@ -323,17 +332,21 @@ export class GroupElection {
 
   private async beat(): Promise<void> {
     const rec = this.myRecord;
-    if (rec === null || this.myRev === null) return;
+    const expect = this.myRev;
+    if (rec === null || expect === null) return;
     this.beatInFlight = true;
     const sent = this.d.clock.now();
     this.lastBeatAt = sent;
     const next: LeaderRecord = { ...rec, beat: rec.beat + 1, peers: [...this.d.peers()], priority: this.settings.priority };
     try {
-      const res = await this.d.kv.swap(this.d.keys.leader(this.name), this.myRev, JSON.stringify(next), this.d.timing.safetyWindowMs);
-      if (!this.leading() || this.handingOver) return;
+      const res = await this.d.kv.swap(this.d.keys.leader(this.name), expect, JSON.stringify(next), this.d.timing.safetyWindowMs);
       if (res.ok) {
-        this.myRev = res.rev;
-        this.myRecord = next;
+        // The newest revision is ours even while we step down or hand over: they swap on it next.
+        if (this.myRev === expect) {
+          this.myRev = res.rev;
+          this.myRecord = next;
+        }
+        if (!this.leading() || this.handingOver) return;
         if (sent > this.lastConfirmedSend) this.lastConfirmedSend = sent;
         if (this.etcdFailing) this.etcdBack();
         if (this.role === 'fail-static') this.setRole('leader', 'etcd confirms beats again');
@@ -342,10 +355,13 @@ export class GroupElection {
       const cur = res.current ? parseJson<LeaderRecord>(res.current.value, isLeaderRecord) : null;
       if (cur && res.current && cur.director === this.d.self && cur.term === rec.term) {
         // A beat of ours that timed out here but landed there: ours still, adopt its revision.
-        this.myRev = res.current.rev;
-        this.myRecord = cur;
+        if (this.myRev === expect) {
+          this.myRev = res.current.rev;
+          this.myRecord = cur;
+        }
         return;
       }
+      if (!this.leading() || this.handingOver) return;
       this.serialize(() => this.stepDown(`superseded: ${cur?.director ?? 'nobody'} holds the record now`, { vacate: false }));
     } catch {
       this.etcdFailing = true;
@@ -407,11 +423,12 @@ export class GroupElection {
       return;
     }
     this.handingOver = true;
-    while (this.beatInFlight) await new Promise((r) => setTimeout(r, 2));
     const from = this.role;
     try {
       await this.d.hooks.release(this.name);
+      await this.settleBeat();
       const rec = this.myRecord;
+      if (rec === null || this.myRev === null) return;
       const next: LeaderRecord = { director: req.to, term: rec.term + 1, beat: 0, peers: [], priority: target.priorities[this.name] ?? 0, since: Date.now(), reason: `handed over by ${this.d.self}: ${req.reason}` };
       await this.d.kv.swap(this.d.keys.leader(this.name), this.myRev, JSON.stringify(next), this.d.timing.safetyWindowMs).catch(() => undefined);
     } finally {
@@ -426,17 +443,26 @@ export class GroupElection {
   private async stepDown(reason: string, opts: { vacate: boolean }): Promise<void> {
     const from = this.role === 'standby' ? 'leader' : this.role;
     this.role = 'standby';
+    // Release first: the fence's time budget is for this.
+    await this.d.hooks.release(this.name).catch(() => undefined);
+    this.note(from, this.d.health().ok ? 'standby' : 'unhealthy', reason);
+    if (!this.d.health().ok) this.role = 'unhealthy';
+    // A beat in flight may still move our revision; the vacancy swaps on the newest one.
+    await this.settleBeat();
     const rev = this.myRev;
     const rec = this.myRecord;
     this.myRev = null;
     this.myRecord = null;
-    await this.d.hooks.release(this.name).catch(() => undefined);
-    this.note(from, this.d.health().ok ? 'standby' : 'unhealthy', reason);
-    if (!this.d.health().ok) this.role = 'unhealthy';
     if (opts.vacate && rev !== null && rec !== null) {
       const vacant: LeaderRecord = { ...rec, director: null, beat: rec.beat + 1, reason: `${this.d.self} resigned: ${reason}` };
       await this.d.kv.swap(this.d.keys.leader(this.name), rev, JSON.stringify(vacant), this.d.timing.safetyWindowMs).catch(() => undefined);
     }
+  }
+
+  /** Waits (bounded by the call deadline) until no beat is in flight. */
+  private async settleBeat(): Promise<void> {
+    const deadline = this.d.clock.now() + this.d.timing.safetyWindowMs + 50;
+    while (this.beatInFlight && this.d.clock.now() < deadline) await new Promise((r) => setTimeout(r, 2));
   }
 
   private setRole(to: GroupRole, reason: string): void {
