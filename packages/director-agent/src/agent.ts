@@ -177,7 +177,8 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.fileAgent = config.agent;
     const cluster = config.agent.cluster;
     if (cluster !== null) {
-      if (!opts.addressOwner) throw new AgentError('Stopped', 'a clustered director needs an address owner (internal: AgentOptions.addressOwner)');
+      // A wiring mistake in the caller (lbd-agent's main always passes one), not an operator's.
+      if (!opts.addressOwner) throw new Error('AgentOptions.addressOwner is required when the config has agent.cluster');
       this.cluster = new ClusterMember({
         settings: cluster, version: opts.version ?? '0.1.0', owner: opts.addressOwner, log: this.log,
         onConfig: (c) => { void this.serialize(() => this.applyFromCluster(c)).catch(() => undefined); },
