@@ -1,0 +1,181 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ConfigError } from '@lbd/config';
+import { DataPlaneError } from '@lbd/dataplane';
+import { FakeAddressOwner, FakeDataPlane } from '@lbd/dataplane/testing';
+import { startEtcd, type RunningEtcd } from '@lbd/testkit';
+import { Agent } from './agent.js';
+import { AgentError } from './errors.js';
+import { silentLogger } from './log.js';
+
+/**
+ * Two clustered agents in this process against a real etcd on loopback, with fake data planes and fake
+ * address owners: the agent's side of a cluster (config from etcd, claims on the election's word, health
+ * resignations, applies that swap on the revision) without namespaces. The kernel side is exercised by
+ * test/src/ha.privileged.test.ts.
+ */
+
+const CLUSTER_CONFIG = `vipGroups:
+  - { name: front, preempt: never, gateways: [198.19.1.250] }
+services:
+  - name: web
+    vip: 198.18.0.10
+    port: 80
+    mode: fullnat
+    localAddresses: [198.19.1.100-198.19.1.101]
+    vipGroup: front
+    realServers:
+      - { address: 198.19.1.11, port: 8080 }
+`;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const a = srv.address();
+      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
+    });
+  });
+}
+
+function waitFor(pred: () => boolean, ms: number, what: string): Promise<void> {
+  const start = Date.now();
+  return new Promise((resolve, reject) => {
+    const tick = (): void => {
+      if (pred()) return resolve();
+      if (Date.now() - start > ms) return reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
+      setTimeout(tick, 5);
+    };
+    tick();
+  });
+}
+
+interface Member {
+  readonly id: string;
+  readonly agent: Agent;
+  readonly owner: FakeAddressOwner;
+  readonly dp: FakeDataPlane;
+}
+
+describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function () {
+  this.timeout(30_000);
+  let etcd: RunningEtcd;
+  let dir: string;
+  let members: Member[] = [];
+  let run = 0;
+
+  const holder = (): string[] => members.filter((m) => m.owner.held.size > 0).map((m) => m.id);
+
+  async function start(prefix: string): Promise<void> {
+    const ports = [await freePort(), await freePort()];
+    const ids = ['dir1', 'dir2'];
+    for (const [i, id] of ids.entries()) {
+      const other = 1 - i;
+      const configPath = join(dir, `${id}-${run}.yaml`);
+      await writeFile(configPath, `agent:
+  cluster:
+    director: ${id}
+    etcd: [${etcd.endpoints[0]}]
+    prefix: ${prefix}
+    peerListen: 127.0.0.1:${ports[i]}
+    peers: [{ id: ${ids[other]}, address: "127.0.0.1:${ports[other]}" }]
+    interfaces: { vip: eth0, local: eth1 }
+    priorities: { front: ${i === 0 ? 150 : 100} }
+`);
+      const owner = new FakeAddressOwner();
+      const dp = new FakeDataPlane();
+      const agent = await Agent.start({ configPath, dataPlane: dp, serve: false, watch: false, addressOwner: owner, log: silentLogger });
+      members.push({ id, agent, owner, dp });
+    }
+  }
+
+  before(async () => {
+    etcd = await startEtcd();
+    dir = await mkdtemp(join(tmpdir(), 'lbd-cluster-'));
+  });
+  beforeEach(async () => {
+    run++;
+    await start(`/lbd-agent-test-${run}`);
+  });
+  afterEach(async () => {
+    for (const m of members) await m.agent.stop('test over');
+    members = [];
+  });
+  after(async () => {
+    await etcd?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('an apply through one director reaches both; the leader alone holds the group\'s vips, local addresses and gateway', async () => {
+    const [a, b] = members as [Member, Member];
+    assert.equal(a.agent.revision, 0, 'nothing applied before the cluster has a config');
+    const out = await a.agent.applyText(CLUSTER_CONFIG, 'cluster.yaml', false, { author: 'test@host' });
+    assert.ok(out.ok);
+    assert.equal(out.clusterRevision, 1);
+    await waitFor(() => a.agent.revision === 1 && b.agent.revision === 1, 5000, 'both directors to run revision 1');
+    assert.equal(b.dp.applied.services.length, 1);
+    await waitFor(() => holder().length === 1, 5000, 'a leader to claim');
+    const leader = members.find((m) => m.owner.held.size > 0)!;
+    assert.deepEqual(leader.owner.held.get('front')?.map((x) => `${x.address}%${x.ifname}`), [
+      '198.18.0.10%eth0', '198.19.1.100%eth1', '198.19.1.101%eth1', '198.19.1.250%eth1',
+    ]);
+    const st = await b.agent.clusterStatus();
+    assert.equal(st.clustered, true);
+    assert.deepEqual(st.directors!.map((d) => d.id), ['dir1', 'dir2']);
+    assert.equal(st.groups![0]?.leader, leader.id);
+    assert.equal(st.worstCaseTakeoverMs, 340);
+    const hist = await a.agent.configHistory();
+    assert.deepEqual(hist.versions!.map((v) => [v.revision, v.author, v.serviceCount]), [[1, 'test@host', 1]]);
+  });
+
+  it('a cluster config with agent settings, or a stale revision, is refused and writes nothing', async () => {
+    const [a] = members as [Member, Member];
+    const bad = await a.agent.applyText(`agent: { adminSocket: /run/x.sock }\n${CLUSTER_CONFIG}`, 'bad.yaml', false);
+    assert.equal(bad.ok, false);
+    assert.ok(!bad.ok && bad.error instanceof ConfigError);
+    assert.match(!bad.ok ? bad.error.message : '', /agent: is per director and cannot be part of the cluster config/);
+    assert.deepEqual((await a.agent.configHistory()).versions!, []);
+    assert.ok((await a.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false)).ok);
+    await assert.rejects(a.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false, { expectRevision: 0 }),
+      (err: unknown) => err instanceof AgentError && err.kind === 'Conflict' && /at revision 1, not 0/.test(err.message));
+    assert.equal((await a.agent.configHistory()).versions!.length, 1);
+  });
+
+  it('a leader whose vip interface goes down, or whose data plane fails, resigns; the other takes over at once', async () => {
+    await members[0]!.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false);
+    await waitFor(() => holder().length === 1, 5000, 'a leader');
+    const first = members.find((m) => m.owner.held.size > 0)!;
+    const second = members.find((m) => m !== first)!;
+    first.owner.setLink('eth0', false);
+    await waitFor(() => holder()[0] === second.id, 2000, 'the other director to lead');
+    // The resigned director publishes why (its registration record) a moment after it released.
+    let problems: string[] | undefined;
+    for (let i = 0; i < 100 && problems?.length !== 1; i++) {
+      problems = (await second.agent.clusterStatus()).directors!.find((d) => d.id === first.id)?.problems;
+      if (problems?.length !== 1) await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.deepEqual(problems, ['interface eth0 is down']);
+    first.owner.setLink('eth0', true);
+
+    // Now the data plane of the new leader refuses the next apply: it resigns too.
+    second.dp.failNextApply = new DataPlaneError('InvalidRuleset', 'apply', { detail: 'test' });
+    await first.agent.applyText(CLUSTER_CONFIG.replace('port: 8080', 'port: 8081'), 'c2.yaml', false);
+    await waitFor(() => holder()[0] === first.id, 3000, 'the first director to lead again');
+  });
+
+  it('stopping the leader hands its group over at once', async () => {
+    await members[0]!.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false);
+    await waitFor(() => holder().length === 1, 5000, 'a leader');
+    const first = members.find((m) => m.owner.held.size > 0)!;
+    await first.agent.stop('test');
+    await waitFor(() => holder().length === 1 && holder()[0] !== first.id, 2000, 'the other director to lead');
+    const other = members.find((m) => m !== first)!;
+    // Elected on the vacancy, not after a takeover wait.
+    assert.match((await other.agent.clusterStatus()).groups![0]?.reason ?? '', new RegExp(`^vacant: ${first.id} resigned: agent stopping`));
+    assert.ok(first.owner.calls.some((c) => c.op === 'close' && c.releaseAll));
+  });
+});
