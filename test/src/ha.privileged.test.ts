@@ -1,0 +1,240 @@
+import assert from 'node:assert/strict';
+import { AdminApi, isServiceError } from '@lbd/proto';
+import {
+  DIRECTOR_NAMES, drillSummary, labConfigText, removeOrphans, requireRoot, runDrill, runPrefix, runTestClient, startHaLab, waitFor, waitSteady,
+  type DirectorName, type DrillMode, type DrillResult, type HaLab, type HttpResult,
+} from '@lbd/testkit';
+
+/**
+ * High availability end to end: two directors running lbd-agent in cluster mode, three etcd members, a
+ * client and three real servers, all in namespaces (startHaLab). Each acceptance item repeats its drill
+ * (packages/testkit/src/drill.ts: a client load through the vip, both directors sampled every 10 ms for
+ * holding it, one failure on the leader, then undone until the cluster is steady again).
+ *
+ * Connections are not synced between directors yet, so long-lived streams through a vip that moved
+ * unplanned are expected to break: reported, judged only where nothing moves.
+ */
+
+const REPEAT = 3;
+const GROUP = 'default';
+
+describe('high availability: failover drills on two directors with etcd @privileged', function () {
+  this.timeout(90_000);
+  let lab: HaLab<AdminApi>;
+  let labYaml: string;
+
+  before(async function () {
+    this.timeout(120_000);
+    await requireRoot(this, { commands: ['nft', 'ip', 'etcd', 'etcdctl', 'arping'] });
+    await removeOrphans('lbdt');
+    labYaml = await labConfigText();
+    lab = await startHaLab({ prefix: runPrefix('lbdt', 'ha'), admin: (socket) => new AdminApi(socket) });
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await lab?.destroy();
+  });
+
+  /** Explains a failed assertion with the drill's figures and the agents' last lines. */
+  const why = (r: DrillResult | undefined, what: string): string =>
+    `${what}${r ? `\n${drillSummary(r)}\n${JSON.stringify({ ...r, failedStartsMs: r.failedStartsMs.slice(0, 20) })}` : ''}\n${lab.logs(25)}`;
+
+  async function drills(mode: DrillMode, times = REPEAT): Promise<DrillResult[]> {
+    const out: DrillResult[] = [];
+    for (let i = 0; i < times; i++) {
+      const r = await runDrill(lab, mode);
+      assert.equal(r.dualOwnership, 0, why(r, `${mode} #${i + 1}: both directors held the vip`));
+      assert.ok(r.recovered, why(r, `${mode} #${i + 1}: service did not come back`));
+      assert.ok(r.holderSamples > 50, why(r, `${mode} #${i + 1}: the holder sampler hardly ran`));
+      out.push(r);
+    }
+    return out;
+  }
+
+  const clusterStatus = (d: DirectorName = 'dir1') => lab.api(d).getClusterStatus({ timeoutMs: 2000 });
+
+  it('planned switchover: the vip moves, no request fails beyond those in flight, never two holders', async function () {
+    this.timeout(REPEAT * 25_000);
+    for (const r of await drills('switchover')) {
+      assert.ok(r.moved, why(r, 'the vip did not move'));
+      // A request can only fail if it was open while the switchover ran (the Failover call).
+      for (const s of r.failedStartsMs) {
+        assert.ok(s >= -500 && s <= r.injectMs, why(r, `a request started ${s} ms after the switchover began failed (the call took ${r.injectMs} ms)`));
+      }
+    }
+  });
+
+  it('box death of the leader: the standby serves the vip within worst-case takeover + 1 s, never two holders', async function () {
+    this.timeout(REPEAT * 30_000);
+    for (const r of await drills('box-death')) {
+      assert.ok(r.moved, why(r, 'the vip did not move'));
+      assert.ok(r.worstCaseTakeoverMs > 0, why(r, 'no worst-case takeover in cluster status'));
+      assert.ok(r.restoredAfterMs <= r.worstCaseTakeoverMs + 1000, why(r, `service back after ${r.restoredAfterMs} ms, bound ${r.worstCaseTakeoverMs} + 1000 ms`));
+    }
+  });
+
+  it('agent kill -9 on the leader: no dual ownership, service continues or moves', async function () {
+    this.timeout(REPEAT * 30_000);
+    for (const r of await drills('kill-agent')) {
+      assert.ok(r.restoredAfterMs <= r.worstCaseTakeoverMs + 1000, why(r, `service back after ${r.restoredAfterMs} ms`));
+      assert.ok(r.newLeader !== null, why(r, 'nobody leads after the agent died'));
+    }
+  });
+
+  it('leader cut from etcd only: it releases within its window, the standby takes over, never two holders', async function () {
+    this.timeout(REPEAT * 30_000);
+    const { safetyWindowMs } = await clusterStatus();
+    assert.ok(safetyWindowMs > 0);
+    for (const r of await drills('etcd-partition')) {
+      assert.ok(r.moved, why(r, 'the standby did not take over'));
+      const released = r.holderChanges.find((c) => c.atMs >= 0 && !c.holders.includes(r.oldLeader));
+      assert.ok(released !== undefined, why(r, `${r.oldLeader} never released the vip`));
+      // The window runs from its last confirmed beat, at most one beat before the cut; 150 ms for sampling and the address removal.
+      assert.ok(released.atMs <= safetyWindowMs + 150, why(r, `${r.oldLeader} released ${released.atMs} ms after the cut; its window is ${safetyWindowMs} ms`));
+      assert.ok(r.restoredAfterMs <= r.worstCaseTakeoverMs + 1000, why(r, `service back after ${r.restoredAfterMs} ms`));
+    }
+  });
+
+  it('leader cut from its peer only: nothing moves (no failed request, no broken stream)', async function () {
+    this.timeout(REPEAT * 20_000);
+    for (const r of await drills('peer-partition')) {
+      assert.ok(!r.moved && r.newLeader === r.oldLeader, why(r, 'leadership changed'));
+      assert.equal(r.failedRequests, 0, why(r, 'requests failed'));
+      assert.equal(r.brokenConnections, 0, why(r, 'streams broke'));
+    }
+  });
+
+  it('whole etcd paused for 3 s: the vip stays put, no failed request, consistent after resume', async function () {
+    this.timeout(2 * 25_000);
+    for (const r of await drills('etcd-outage', 2)) {
+      assert.ok(!r.moved && r.newLeader === r.oldLeader, why(r, 'leadership changed'));
+      assert.ok(r.holderChanges.every((c) => c.holders.length === 1 && c.holders[0] === r.oldLeader), why(r, 'the vip left its holder'));
+      assert.equal(r.failedRequests, 0, why(r, 'requests failed'));
+      assert.equal(r.brokenConnections, 0, why(r, 'streams broke'));
+      // runDrill ended with waitSteady: one leader, both healthy, etcd reachable from both.
+    }
+  });
+
+  it('one etcd member lost (a follower, then the raft leader): nothing visible', async function () {
+    this.timeout(90_000);
+    for (const which of ['follower', 'leader'] as const) {
+      const leaderBefore = await waitSteady(lab);
+      const before = await transitions();
+      const raftLeader = await lab.etcd.leader();
+      const victim = which === 'leader' ? raftLeader : lab.etcd.members.map((m) => m.k).find((k) => k !== raftLeader)!;
+      // About 3 s of fresh connections through the vip while the member dies.
+      const load = runTestClient<HttpResult>(lab.cluster.topology, 'client', ['http', '--url', `http://${lab.vip}/`, '--count', '1500', '--new-connection', '--timeout-ms', '1000']);
+      await delay(300);
+      await lab.etcd.stopMember(victim);
+      const r = await load;
+      const leaderAfter = await lab.leader();
+      const after = await transitions();
+      await lab.etcd.startMember(victim);
+      const context = `${which} etcd${victim} stopped: ${JSON.stringify(r)}\nbefore ${JSON.stringify(before)}\nafter ${JSON.stringify(after)}\n${lab.logs(25)}`;
+      assert.equal(r.failed, 0, context);
+      assert.equal(leaderAfter, leaderBefore, context);
+      assert.deepEqual(after, before, context);
+      assert.deepEqual(await lab.holders(), [leaderBefore], context);
+    }
+  });
+
+  it('preemption: back to dir1 about 5 s after a failover to dir2 (after-delay), stays on dir2 with preempt: never', async function () {
+    this.timeout(90_000);
+    assert.equal(await waitSteady(lab), 'dir1');
+    const { preemptDelayMs } = (await clusterStatus()).groups.find((g) => g.name === GROUP)!;
+    assert.equal(preemptDelayMs, 5000);
+    // after-delay: dir2 leads for about the delay, then dir1 takes the group back.
+    await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
+    const movedAt = Date.now();
+    assert.equal(await lab.leader(), 'dir2');
+    await waitFor('dir1 leads again', 20_000, async () => (await lab.leader()) === 'dir1');
+    const backAfter = Date.now() - movedAt;
+    assert.ok(backAfter >= 4000 && backAfter <= 9000, `dir1 took the group back after ${backAfter} ms; the delay is 5000 ms\n${lab.logs(25)}`);
+    assert.deepEqual(await lab.holders(), ['dir1']);
+
+    // preempt: never: dir2 keeps it.
+    await lab.api('dir1').apply({ configText: labYaml.replace(/preempt: after-delay\n(\s*)preemptDelayMs: 5000/, 'preempt: never'), source: 'preempt-never', author: 'test' }, { timeoutMs: 10_000 });
+    await waitFor('both directors run preempt: never', 10_000, async () =>
+      (await Promise.all(DIRECTOR_NAMES.map((d) => clusterStatus(d)))).every((s) => s.groups.find((g) => g.name === GROUP)?.preempt === 'never'));
+    await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
+    assert.equal(await lab.leader(), 'dir2');
+    await delay(preemptDelayMs! + 2000);
+    assert.equal(await lab.leader(), 'dir2', lab.logs(25));
+    assert.deepEqual(await lab.holders(), ['dir2']);
+
+    // Back to the lab config: dir1 takes the group back after the delay.
+    await lab.api('dir2').apply({ configText: labYaml, source: 'lab.yaml', author: 'test' }, { timeoutMs: 10_000 });
+    assert.equal(await waitSteady(lab), 'dir1');
+  });
+
+  it('config: a bad apply is rejected with every problem and changes nothing; a good one reaches both; rollback; concurrent applies', async function () {
+    this.timeout(60_000);
+    const api = lab.api('dir1');
+    const history0 = await api.configHistory({ timeoutMs: 2000 });
+
+    // Two problems in one text: both are named, nothing is written.
+    const bad = labYaml.replace('port: 80\n', 'port: 70000\n').replace('scheduler: wrr', 'scheduler: bogus');
+    assert.notEqual(bad, labYaml);
+    const err = await api.apply({ configText: bad, source: 'bad', author: 'test' }, { timeoutMs: 10_000 }).then(() => undefined, (e: unknown) => e);
+    assert.ok(isServiceError(err), `a bad config was accepted: ${String(err)}`);
+    const problems = (err as { applyResponse?: { problems: { message: string; path?: string }[] } }).applyResponse?.problems ?? [];
+    const text = JSON.stringify(problems);
+    assert.ok(problems.length >= 2 && /70000/.test(text) && /bogus/.test(text), `problems: ${text}`);
+    assert.deepEqual(await api.configHistory({ timeoutMs: 2000 }), history0);
+
+    // A good one (one more service) reaches both directors.
+    const extra = (port: number): string => `${labYaml.trimEnd()}\n\n  - name: extra${port}\n    vip: 198.18.0.10\n    port: ${port}\n    protocol: tcp\n    mode: fullnat\n`
+      + '    scheduler: rr\n    localAddresses: [198.19.1.100-198.19.1.103]\n    realServers:\n      - { address: 198.19.1.11, port: 8080, weight: 1 }\n';
+    const applied = await api.apply({ configText: extra(81), source: 'extra81', author: 'test' }, { timeoutMs: 10_000 });
+    const rev = Number(applied.clusterRevision);
+    assert.ok(rev > history0.current, `revision ${rev} after ${history0.current}`);
+    await bothRun(rev, (names) => names.includes('extra81'));
+
+    // Rollback to the revision before: a new revision without the service, on both.
+    const rolled = await api.rollback(history0.current, 'test', { timeoutMs: 10_000 });
+    assert.ok(rolled.revision > rev);
+    await bothRun(rolled.revision, (names) => !names.includes('extra81'));
+
+    // Two applies swapped on the same revision, through different directors: one wins, the other is ABORTED naming the revisions.
+    const results = await Promise.allSettled([
+      lab.api('dir1').apply({ configText: extra(82), source: 'race-a', author: 'test', checkRevision: true, expectRevision: rolled.revision }, { timeoutMs: 10_000 }),
+      lab.api('dir2').apply({ configText: extra(83), source: 'race-b', author: 'test', checkRevision: true, expectRevision: rolled.revision }, { timeoutMs: 10_000 }),
+    ]);
+    const won = results.filter((x) => x.status === 'fulfilled');
+    const lost = results.filter((x): x is PromiseRejectedResult => x.status === 'rejected');
+    assert.equal(won.length, 1, `winners: ${JSON.stringify(results.map((x) => x.status === 'rejected' ? String(x.reason) : 'ok'))}`);
+    assert.equal(lost.length, 1);
+    const e = lost[0]!.reason as { code?: number; details?: string; message?: string };
+    assert.ok(isServiceError(e) && e.code === 10 /* ABORTED */, `the loser failed with ${String(e.message)}`);
+    assert.ok(new RegExp(`\\b${rolled.revision}\\b`).test(e.details ?? e.message ?? ''), `the loser's message does not name revision ${rolled.revision}: ${e.details}`);
+
+    // Leave the lab config in place.
+    await api.apply({ configText: labYaml, source: 'lab.yaml', author: 'test' }, { timeoutMs: 10_000 });
+    await waitSteady(lab);
+  });
+
+  /** Each director's own last transition in the group. */
+  async function transitions(): Promise<Record<string, string>> {
+    const out: Record<string, string> = {};
+    for (const d of DIRECTOR_NAMES) {
+      const g = (await clusterStatus(d)).directors.find((x) => x.id === d)?.groups.find((x) => x.group === GROUP);
+      out[d] = `${g?.role}@${g?.atUnixMs}`;
+    }
+    return out;
+  }
+
+  /** Waits until both directors run cluster revision `rev` and their services pass `check`. */
+  async function bothRun(rev: number, check: (names: string[]) => boolean): Promise<void> {
+    await waitFor(`both directors run revision ${rev}`, 15_000, async () => {
+      for (const d of DIRECTOR_NAMES) {
+        const [cs, st] = await Promise.all([clusterStatus(d), lab.api(d).getStatus({ timeoutMs: 2000 })]);
+        if (Number(cs.configRevision) !== rev || !check(st.services.map((s) => s.name))) return false;
+      }
+      return true;
+    });
+  }
+});
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
