@@ -16,16 +16,16 @@ function problems(raw: unknown): string[] {
 
 describe('cluster settings and vip groups', () => {
   it('a director of a cluster: settings typed, timing default, groups filled in for the services that name them', () => {
+    const own = validateConfig({ agent: { adminSocket: '/run/lbd/dir1.sock', cluster: CLUSTER } });
     const r = validateConfig({
-      agent: { adminSocket: '/run/lbd/dir1.sock', cluster: CLUSTER },
       vipGroups: [{ name: 'front', preempt: 'never', gateways: ['198.19.1.250'], announce: { count: 5 } }],
       services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'fullnat', localAddresses: ['198.19.1.100'], vipGroup: 'front', realServers: [{ address: '198.19.1.11' }] },
         { name: 'dns', vip: '198.18.0.11', port: 53, protocol: 'udp', mode: 'nat', realServers: [{ address: '198.19.1.11' }] }],
     });
-    assert.ok(r.ok);
-    assert.deepEqual(r.config.agent.cluster, {
+    assert.ok(own.ok && r.ok);
+    assert.deepEqual(own.config.agent.cluster, {
       director: 'dir1', etcd: CLUSTER.etcd, prefix: '/lbd/lab', peerListen: { address: '198.18.4.1', port: 7411 },
-      peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default',
+      peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default', track: [],
     });
     assert.deepEqual(r.config.vipGroups, [
       { name: 'front', preempt: 'never', preemptDelayMs: 10000, announce: { count: 5, intervalMs: 200 }, gateways: ['198.19.1.250'] },
@@ -47,6 +47,25 @@ describe('cluster settings and vip groups', () => {
       'agent.cluster.interfaces.local: an interface name is required; give a Linux interface name such as eth0 (at most 15 characters)',
       'agent.cluster.priorities.default: 300 is not a priority (a whole number from 1 to 255); give a whole number from 1 to 255; the highest healthy director leads',
       'agent.cluster.timing: "turbo" is not a supported timing profile; use one of: default, fast',
+    ]);
+  });
+
+  it('a clustered director\'s own file holds no services or vip groups: they are the cluster\'s', () => {
+    assert.deepEqual(problems({ agent: { cluster: CLUSTER }, vipGroups: [{ name: 'default' }], services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', realServers: [{ address: '198.19.1.11' }] }] }), [
+      "services: cannot be in a director's own file when agent.cluster is set: the cluster config in etcd holds them; move services to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here",
+      "vipGroups: cannot be in a director's own file when agent.cluster is set: the cluster config in etcd holds them; move vipGroups to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here",
+    ]);
+  });
+
+  it('track checks: defaults filled in, and every problem named', () => {
+    const r = validateConfig({ agent: { cluster: { ...CLUSTER, track: [{ name: 'uplink', command: ['/usr/local/bin/check-uplink', '-q'] }] } } });
+    assert.ok(r.ok);
+    assert.deepEqual(r.config.agent.cluster?.track, [{ name: 'uplink', command: ['/usr/local/bin/check-uplink', '-q'], intervalMs: 1000, timeoutMs: 1000, rise: 2, fall: 2 }]);
+    assert.deepEqual(problems({ agent: { cluster: { ...CLUSTER, track: [{ name: 'uplink', command: ['check-uplink'], rise: 0 }, { name: 'uplink', command: ['/bin/true'], every: 5 }] } } }), [
+      'agent.cluster.track[0].command: ["check-uplink"] is not a command (a list: an absolute path, then arguments); write command: [/usr/local/bin/check-uplink, arg...]; exit status 0 means fit to lead',
+      'agent.cluster.track[0].rise: 0 is not a count from 1 to 100; give a whole number from 1 to 100',
+      'agent.cluster.track[1].every: 5 is not a known field; known fields: name, command, intervalMs, timeoutMs, rise, fall',
+      'agent.cluster.track[1].name: "uplink" is used by an earlier track check; give every track check its own name',
     ]);
   });
 

@@ -158,6 +158,23 @@ export interface ClusterSettings {
   /** Priority per vip group (1..255, higher leads); groups not listed get 100. */
   readonly priorities: Readonly<Record<string, number>>;
   readonly timing: TimingProfileName;
+  /**
+   * Commands whose failure makes this director unfit to lead (keepalived's track_script): an upstream
+   * link, a firewall, a local dependency. Each runs every intervalMs; exit 0 = ok.
+   */
+  readonly track: readonly TrackCheck[];
+}
+
+export interface TrackCheck {
+  readonly name: string;
+  /** argv, no shell. */
+  readonly command: readonly string[];
+  readonly intervalMs: number;
+  readonly timeoutMs: number;
+  /** Consecutive successes that make the director fit again (it starts unfit until then). */
+  readonly rise: number;
+  /** Consecutive failures that make it resign. */
+  readonly fall: number;
 }
 
 /** Group settings shared by every director (they live in the cluster config). */

@@ -4,7 +4,7 @@ import {
   PROTOCOLS, SCHEDULERS, hostPort, serviceKey,
   type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
-  type Service, type ClusterSettings, type PreemptPolicy, type TimingProfileName, type VipGroup,
+  type Service, type ClusterSettings, type TrackCheck, type PreemptPolicy, type TimingProfileName, type VipGroup,
 } from './types.js';
 
 /**
@@ -45,7 +45,8 @@ const SERVICE_FIELDS = [
 const REAL_SERVER_FIELDS = ['address', 'port', 'weight', 'healthCheck'] as const;
 const TOP_FIELDS = ['agent', 'vipGroups', 'services'] as const;
 const AGENT_FIELDS = ['adminSocket', 'cluster'] as const;
-const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing'] as const;
+const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'track'] as const;
+const TRACK_FIELDS = ['name', 'command', 'intervalMs', 'timeoutMs', 'rise', 'fall'] as const;
 const VIP_GROUP_FIELDS = ['name', 'preempt', 'preemptDelayMs', 'announce', 'gateways'] as const;
 /** Linux interface names: at most 15 bytes, no "/" or whitespace. */
 const IFNAME_PATTERN = /^[A-Za-z0-9_.:-]{1,15}$/;
@@ -662,8 +663,39 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
     }
   }
   const timing = checkEnum<TimingProfileName>(c, `${path}.timing`, raw.timing, TIMING_PROFILE_NAMES, 'default', 'timing profile');
+  const track = checkTrack(c, `${path}.track`, raw.track);
   if (c.problems.length !== before || director === undefined || prefix === undefined || !peerListen || timing === undefined) return null;
-  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing };
+  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, track };
+}
+
+function checkTrack(c: Collector, path: string, raw: unknown): TrackCheck[] {
+  const out: TrackCheck[] = [];
+  if (raw === undefined) return out;
+  if (!Array.isArray(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a list`, 'write track: [{name: uplink, command: [/usr/local/bin/check-uplink]}]');
+    return out;
+  }
+  const names = new Set<string>();
+  raw.forEach((t: unknown, i: number) => {
+    const p = `${path}[${i}]`;
+    if (!isRecord(t)) { c.add(p, t, `is ${typeName(t)}, not a track check`, 'write {name: uplink, command: [/usr/local/bin/check-uplink]}'); return; }
+    checkUnknownFields(c, p, t, TRACK_FIELDS);
+    const name = checkName(c, `${p}.name`, t.name, 'track check name');
+    if (name !== undefined && names.has(name)) c.add(`${p}.name`, name, 'is used by an earlier track check', 'give every track check its own name');
+    if (name !== undefined) names.add(name);
+    const command = Array.isArray(t.command) && t.command.length > 0 && t.command.every((x) => typeof x === 'string' && x !== '') && String(t.command[0]).startsWith('/')
+      ? (t.command as string[]) : undefined;
+    if (command === undefined) c.add(`${p}.command`, t.command, t.command === undefined ? 'a command is required' : 'is not a command (a list: an absolute path, then arguments)', 'write command: [/usr/local/bin/check-uplink, arg...]; exit status 0 means fit to lead');
+    const num = (k: 'intervalMs' | 'timeoutMs' | 'rise' | 'fall', dflt: number, min: number, max: number, unit: string): number | undefined =>
+      t[k] === undefined ? dflt : checkWholeNumber(c, `${p}.${k}`, t[k], min, max, `is not ${unit} from ${min} to ${max}`, `give a whole number from ${min} to ${max}`);
+    const intervalMs = num('intervalMs', 1000, 100, 3_600_000, 'an interval in milliseconds');
+    const timeoutMs = num('timeoutMs', 1000, 10, 3_600_000, 'a timeout in milliseconds');
+    const rise = num('rise', 2, 1, 100, 'a count');
+    const fall = num('fall', 2, 1, 100, 'a count');
+    if (name === undefined || command === undefined || intervalMs === undefined || timeoutMs === undefined || rise === undefined || fall === undefined) return;
+    out.push({ name, command, intervalMs, timeoutMs, rise, fall });
+  });
+  return out;
 }
 
 function checkAgent(c: Collector, raw: unknown): AgentSettings {

@@ -164,7 +164,8 @@ export class Coordinator {
     }
     if (reachable) await this.readDirectors().catch(() => undefined);
     const directors: Array<DirectorRecord & { leaseLeftMs: number | null }> = [];
-    for (const d of this.directorRecords.values()) directors.push({ ...d, leaseLeftMs: reachable ? await this.leaseLeft(d.id) : null });
+    // A snapshot: the watch refills the map while the lease lookups wait.
+    for (const d of [...this.directorRecords.values()]) directors.push({ ...d, leaseLeftMs: reachable ? await this.leaseLeft(d.id) : null });
     return {
       self: this.o.id, etcd: { reachable, endpoints: this.o.endpoints }, worstCaseTakeoverMs: worstCaseTakeoverMs(this.o.timing),
       timing: this.o.timing, directors: directors.sort((a, b) => a.id.localeCompare(b.id)), groups,

@@ -85,6 +85,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     peers: [{ id: ${ids[other]}, address: "127.0.0.1:${ports[other]}" }]
     interfaces: { vip: eth0, local: eth1 }
     priorities: { front: ${i === 0 ? 150 : 100} }
+    track: [{ name: uplink, command: [/bin/sh, -c, "test ! -e ${join(dir, `${id}-${run}.broken`)}"], intervalMs: 100, rise: 1, fall: 1 }]
 `);
       const owner = new FakeAddressOwner();
       const dp = new FakeDataPlane();
@@ -165,6 +166,21 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     second.dp.failNextApply = new DataPlaneError('InvalidRuleset', 'apply', { detail: 'test' });
     await first.agent.applyText(CLUSTER_CONFIG.replace('port: 8080', 'port: 8081'), 'c2.yaml', false);
     await waitFor(() => holder()[0] === first.id, 3000, 'the first director to lead again');
+  });
+
+  it('a leader whose track check fails resigns, and says why', async () => {
+    await members[0]!.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false);
+    await waitFor(() => holder().length === 1, 5000, 'a leader');
+    const first = members.find((m) => m.owner.held.size > 0)!;
+    const second = members.find((m) => m !== first)!;
+    await writeFile(join(dir, `${first.id}-${run}.broken`), '');
+    await waitFor(() => holder()[0] === second.id, 3000, 'the other director to lead');
+    let problems: string[] | undefined;
+    for (let i = 0; i < 100 && problems?.length !== 1; i++) {
+      problems = (await second.agent.clusterStatus()).directors!.find((d) => d.id === first.id)?.problems;
+      if (problems?.length !== 1) await new Promise((r) => setTimeout(r, 10));
+    }
+    assert.match(problems?.[0] ?? '', /^track check uplink: exec .*: exit 1 \(1 failure\)$/);
   });
 
   it('stopping the leader hands its group over at once', async () => {

@@ -7,6 +7,7 @@ import {
   type PromiseRequest, type StoredConfig, type Transition,
 } from '@lbd/coordinator';
 import type { AddressOwner, FloatingAddress } from '@lbd/dataplane';
+import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
   createPeerClient, peerServiceDefinition, type ClusterStatus, type PeerClient, type PeerHandlers,
 } from '@lbd/proto';
@@ -28,6 +29,8 @@ export interface ClusterMemberOptions {
   onConfig(c: StoredConfig): void;
   /** Whether the last data-plane apply failed (a director that cannot program its kernel must not lead). */
   dataPlaneProblem(): string | null;
+  /** Runs track checks (default: the real exec prober). */
+  readonly prober?: Prober;
 }
 
 /** Bound on expanding a local-address range into floating addresses (validation allows bigger IPv6 ranges). */
@@ -47,6 +50,9 @@ export class ClusterMember {
   private stopConfigWatch: (() => Promise<void>) | undefined;
   private lastHealthKey = '';
   private closed = false;
+  /** Track checks: failing ones by name, with the reason. A director starts unfit until each has risen. */
+  private readonly track: HealthScheduler | null;
+  private readonly trackDown = new Map<string, string>();
 
   constructor(private readonly o: ClusterMemberOptions) {
     const s = o.settings;
@@ -57,6 +63,14 @@ export class ClusterMember {
       hooks: { claim: (g) => this.claim(g), release: (g) => this.release(g) },
       health: () => this.health(), onTransition: (t) => this.onTransition(t),
     });
+    this.track = s.track.length === 0 ? null : new HealthScheduler({ prober: o.prober ?? new ProberSet() });
+    for (const t of s.track) this.trackDown.set(t.name, 'not checked yet');
+    this.track?.on('transition', (e) => {
+      if (e.to === 'up') this.trackDown.delete(e.key);
+      else this.trackDown.set(e.key, e.reason);
+      this.o.log.info(e.to === 'up' ? 'track check ok' : 'track check failing', { check: e.key, reason: e.reason });
+      this.healthMayHaveChanged();
+    });
   }
 
   get settings(): ClusterSettings {
@@ -65,6 +79,11 @@ export class ClusterMember {
 
   /** Serves the peer service, registers, and starts following the cluster config. */
   async start(): Promise<void> {
+    this.track?.set(this.o.settings.track.map((t): CheckSpec => ({
+      key: t.name, target: { kind: 'exec', address: '127.0.0.1', port: 0, command: t.command },
+      intervalMs: t.intervalMs, timeoutMs: t.timeoutMs, jitterMs: 0, thresholds: { rise: t.rise, fall: t.fall },
+      flap: DEFAULT_FLAP_POLICY, startState: 'down',
+    })));
     await this.listenPeers();
     await this.checkLinks();
     this.linkTimer = setInterval(() => { void this.checkLinks(); }, LINK_CHECK_MS);
@@ -103,6 +122,7 @@ export class ClusterMember {
     if (this.closed) return;
     this.closed = true;
     if (this.linkTimer !== undefined) clearInterval(this.linkTimer);
+    this.track?.stop();
     await this.stopConfigWatch?.();
     await this.coordinator.close({ vacate: true });
     await this.o.owner.close({ releaseAll: true });
@@ -171,6 +191,7 @@ export class ClusterMember {
 
   private health(): { ok: boolean; problems: string[] } {
     const problems = [...this.linkProblems];
+    for (const [name, reason] of this.trackDown) problems.push(`track check ${name}: ${reason}`);
     const dp = this.o.dataPlaneProblem();
     if (dp !== null) problems.push(dp);
     return { ok: problems.length === 0, problems };
@@ -184,7 +205,7 @@ export class ClusterMember {
       if (!up) problems.push(`interface ${ifname} is down`);
     }
     this.linkProblems = problems;
-    const key = [...problems, this.o.dataPlaneProblem() ?? ''].join('|');
+    const key = this.health().problems.join('|');
     if (key !== this.lastHealthKey) {
       this.lastHealthKey = key;
       this.coordinator.healthChanged();
