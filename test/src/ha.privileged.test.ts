@@ -208,6 +208,11 @@ describe('high availability: failover drills on two directors with etcd @privile
     assert.ok(isServiceError(e) && e.code === 10 /* ABORTED */, `the loser failed with ${String(e.message)}`);
     assert.ok(new RegExp(`\\b${rolled.revision}\\b`).test(e.details ?? e.message ?? ''), `the loser's message does not name revision ${rolled.revision}: ${e.details}`);
 
+    // The winner's revision reaches both before the next apply (which swaps on the revision its director runs).
+    const winner = Number((won[0] as PromiseFulfilledResult<{ clusterRevision: number }>).value.clusterRevision);
+    assert.ok(winner > rolled.revision);
+    await bothRun(winner, () => true);
+
     // Leave the lab config in place.
     await api.apply({ configText: labYaml, source: 'lab.yaml', author: 'test' }, { timeoutMs: 10_000 });
     await waitSteady(lab);
