@@ -3,29 +3,38 @@
  * in the same run; none asserts speed (that is not what tests are for).
  */
 import { benchDataplane } from './dataplane.js';
+import { benchFailover } from './failover.js';
 import { benchHealth } from './health.js';
 
 const EXIT_USAGE = 64;
 
-const USAGE = `usage: pnpm bench <benchmark> [--quick]
+const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N]
 
 benchmarks:
   dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
               rule scale at 1 .. 10 000 services (about 8 minutes; needs root, wrk, nginx, haproxy)
   health      5 000 tcp checks at 1 s: the agent's CPU, due -> start delay, detection latency of
               100 targets failing at once (about 2 minutes; needs root, nft)
+  failover    failure drills on two directors with etcd: N of each mode (switchover, kill-agent,
+              box-death, etcd-partition, peer-partition, etcd-outage), default and fast timing, quiet
+              and with a CPU load on every core; p50/p99/max next to the targets (about N x 4 minutes;
+              needs root, nft, etcd). --count N: drills per mode and variant (default 20); --quick: one
+              drill each, without the CPU-load variants
 
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough
 `;
 
 interface Bench {
-  readonly run: (opts: { quick: boolean }) => Promise<number>;
+  readonly run: (opts: { quick: boolean; count?: number }) => Promise<number>;
+  /** Takes --count N. */
+  readonly counted?: boolean;
 }
 
 const BENCHES: Record<string, Bench> = {
   dataplane: { run: benchDataplane },
   health: { run: benchHealth },
+  failover: { run: benchFailover, counted: true },
 };
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -35,13 +44,21 @@ async function main(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const bench = name === undefined ? undefined : BENCHES[name];
-  const unknown = rest.filter((a) => a !== '--quick');
+  let count: number | undefined;
+  const unknown: string[] = [];
+  for (let i = 0; i < rest.length; i++) {
+    if (rest[i] === '--quick') continue;
+    if (rest[i] === '--count' && bench?.counted) {
+      count = Number(rest[++i]);
+      if (!Number.isInteger(count) || count < 1) unknown.push(`--count ${rest[i] ?? ''}`);
+    } else unknown.push(rest[i]!);
+  }
   if (bench === undefined || unknown.length > 0) {
     const what = bench === undefined ? (name === undefined ? 'no benchmark named' : `unknown benchmark ${JSON.stringify(name)}`) : `unknown option ${JSON.stringify(unknown[0])}`;
     process.stderr.write(`${what}\n${USAGE}`);
     return EXIT_USAGE;
   }
-  return bench.run({ quick: rest.includes('--quick') });
+  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}) });
 }
 
 main(process.argv.slice(2)).then(
