@@ -168,7 +168,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     assert.ok(released <= timing.safetyWindowMs + timing.fenceCheckMs + 50, `a released ${released} ms after the cut`);
     const t = transitions.find((x) => x.id === 'a' && x.to === 'standby');
     assert.match(t?.reason ?? '', /fenced: no etcd confirmation/);
-    assert.match(t?.reason ?? '', /not every peer vouches \(b\)/);
+    assert.match(t?.reason ?? '', /not every peer vouches \(b: b reaches etcd/);
     assert.deepEqual(violations, []);
     console.log(`      (cut → a released after ${released} ms, b leading ${tookOver} ms after that)`);
   });

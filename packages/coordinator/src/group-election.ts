@@ -88,11 +88,16 @@ export class GroupElection {
   /** peer id → time (our clock) until which it promised not to take over. */
   private readonly coverage = new Map<string, number>();
   private lastPromiseAsk = 0;
+  /** Each peer's last answer to a promise request, for the fence's reason. */
+  private readonly peerAnswers = new Map<string, string>();
+  private lastProbe: { at: number; ok: boolean } | null = null;
   /** Until when we promised a leader not to take over (our clock). */
   private promisedUntil = 0;
   /** When our etcd contact last came back after failing; staleness is never counted across an outage. */
   private etcdBackAt = 0;
   private etcdFailing = false;
+  /** When our etcd calls last started working again after failing (not merely connected). */
+  private recoveredAt = Number.NEGATIVE_INFINITY;
   private vacantSince: number | null = null;
   private preemptSince: number | null = null;
   private attempting = false;
@@ -171,22 +176,38 @@ export class GroupElection {
     if (this.role === 'leader' || this.role === 'fail-static') {
       return { granted: false, etcdReachable: !this.etcdFailing, reason: `${this.d.self} leads ${this.name} itself` };
     }
-    const reachable = await this.d.kv.reachable(Math.max(10, Math.floor(this.d.timing.safetyWindowMs / 3)));
+    const reachable = await this.etcdReachable();
     if (reachable) {
       if (this.etcdFailing) this.etcdBack();
-      // Just back on etcd ourselves (the whole of etcd was away): we would not take over before
-      // etcdBackAt + takeoverAfterMs anyway, so a promise that ends by then costs nothing and spares the
-      // leader a needless release while its first beats after the outage get through.
+      // Just back on etcd ourselves: etcd as a whole was away (an outage, or its raft leader died and the
+      // others were electing), so the leader is probably not cut off alone; its client may just need a
+      // few hundred ms more to get a beat through. Keep vouching for a grace of three takeover intervals
+      // after our own return; our takeover waits for our promises, so this is safe, and it only delays a
+      // takeover when etcd failed for everyone (a leader cut from etcd alone finds us refusing at once).
       const now = this.d.clock.now();
-      if (now + req.durationMs <= this.etcdBackAt + this.d.timing.takeoverAfterMs) {
+      if (now + req.durationMs <= this.recoveredAt + 3 * this.d.timing.takeoverAfterMs) {
         this.promisedUntil = Math.max(this.promisedUntil, now + req.durationMs);
-        return { granted: true, etcdReachable: true, reason: `${this.d.self} is just back on etcd and would not take over yet` };
+        return { granted: true, etcdReachable: true, reason: `${this.d.self} is just back on etcd after it failed for everyone` };
       }
       return { granted: false, etcdReachable: true, reason: `${this.d.self} reaches etcd: the leader is the one cut off` };
     }
     this.etcdFailing = true;
     this.promisedUntil = Math.max(this.promisedUntil, this.d.clock.now() + req.durationMs);
     return { granted: true, etcdReachable: false, reason: `${this.d.self} cannot reach etcd either` };
+  }
+
+  /**
+   * Whether etcd answers us, probed at most every half beat (promise requests come several per window and
+   * must be answered well within it), with a timeout of a fifth of the window.
+   */
+  private async etcdReachable(): Promise<boolean> {
+    const now = this.d.clock.now();
+    const t = this.d.timing;
+    if (this.lastProbe !== null && now - this.lastProbe.at < t.beatIntervalMs / 2) return this.lastProbe.ok;
+    const ok = await this.d.kv.reachable(Math.max(10, Math.floor(t.safetyWindowMs / 5)));
+    this.lastProbe = { at: now, ok };
+    if (!ok) this.etcdFailing = true;
+    return ok;
   }
 
   private see(rev: string, value: string): void {
@@ -196,8 +217,10 @@ export class GroupElection {
   }
 
   private etcdBack(): void {
+    const now = this.d.clock.now();
+    if (this.etcdFailing) this.recoveredAt = now;
     this.etcdFailing = false;
-    this.etcdBackAt = this.d.clock.now();
+    this.etcdBackAt = now;
   }
 
   private async refresh(): Promise<void> {
@@ -339,7 +362,9 @@ export class GroupElection {
     this.lastBeatAt = sent;
     const next: LeaderRecord = { ...rec, beat: rec.beat + 1, peers: [...this.d.peers()], priority: this.settings.priority };
     try {
-      const res = await this.d.kv.swap(this.d.keys.leader(this.name), expect, JSON.stringify(next), this.d.timing.safetyWindowMs);
+      // Two beat intervals, not the whole window: a beat stuck on a dead etcd member gives way to a fresh
+      // one (on a member that answers) while the window still has room for it.
+      const res = await this.d.kv.swap(this.d.keys.leader(this.name), expect, JSON.stringify(next), this.d.timing.beatIntervalMs * 2);
       if (res.ok) {
         // The newest revision is ours even while we step down or hand over: they swap on it next.
         if (this.myRev === expect) {
@@ -373,7 +398,9 @@ export class GroupElection {
   private checkFence(now: number): void {
     const age = now - this.lastConfirmedSend;
     const t = this.d.timing;
-    if (age > t.beatIntervalMs * 2) this.askPromises(now);
+    // Ask as soon as one beat is overdue: a peer needs a round trip and an etcd probe to answer, and
+    // its promise must arrive before the window closes.
+    if (age > t.beatIntervalMs + t.fenceCheckMs) this.askPromises(now);
     if (age < t.safetyWindowMs) return;
     const peers = this.d.peers();
     const covered = peers.length > 0 && peers.every((p) => (this.coverage.get(p) ?? 0) > now);
@@ -381,21 +408,28 @@ export class GroupElection {
       if (this.role !== 'fail-static') this.setRole('fail-static', `etcd unreachable for ${Math.round(age)} ms; peers ${peers.join(', ')} cannot reach it either, keeping the vips`);
       return;
     }
-    const why = peers.length === 0 ? 'no peers to vouch' : `not every peer vouches (${peers.filter((p) => !((this.coverage.get(p) ?? 0) > now)).join(', ')})`;
+    const missing = peers.filter((p) => !((this.coverage.get(p) ?? 0) > now));
+    const why = peers.length === 0 ? 'no peers to vouch' : `not every peer vouches (${missing.map((p) => `${p}: ${this.peerAnswers.get(p) ?? 'not asked yet'}`).join('; ')})`;
+    const from = this.role;
     this.role = 'standby'; // stop beating at once; the release follows immediately
-    this.serialize(() => this.stepDown(`fenced: no etcd confirmation for ${Math.round(age)} ms, ${why}`, { vacate: false }));
+    this.serialize(() => this.stepDown(`fenced: no etcd confirmation for ${Math.round(age)} ms, ${why}`, { vacate: false, from }));
   }
 
   private askPromises(now: number): void {
-    if (now - this.lastPromiseAsk < this.d.timing.beatIntervalMs) return;
+    if (now - this.lastPromiseAsk < this.d.timing.beatIntervalMs / 2) return;
     this.lastPromiseAsk = now;
     const rec = this.myRecord;
-    const durationMs = this.d.timing.safetyWindowMs;
+    // Two windows: a promise outlives a couple of late answers from a busy peer, and delays a takeover
+    // (when etcd failed for everyone, then only for us) by no more than that.
+    const durationMs = this.d.timing.safetyWindowMs * 2;
     for (const peer of this.d.peers()) {
       const sent = this.d.clock.now();
-      this.d.transport.requestPromise(peer, { from: this.d.self, group: this.name, term: rec?.term ?? 0, durationMs }, this.d.timing.beatIntervalMs * 2)
-        .then((r) => { if (r.granted) this.coverage.set(peer, Math.max(this.coverage.get(peer) ?? 0, sent + durationMs)); })
-        .catch(() => undefined);
+      this.d.transport.requestPromise(peer, { from: this.d.self, group: this.name, term: rec?.term ?? 0, durationMs }, this.d.timing.safetyWindowMs)
+        .then((r) => {
+          this.peerAnswers.set(peer, r.reason);
+          if (r.granted) this.coverage.set(peer, Math.max(this.coverage.get(peer) ?? 0, sent + durationMs));
+        })
+        .catch((err: unknown) => { this.peerAnswers.set(peer, `no answer: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`); });
     }
   }
 
@@ -440,8 +474,8 @@ export class GroupElection {
     }
   }
 
-  private async stepDown(reason: string, opts: { vacate: boolean }): Promise<void> {
-    const from = this.role === 'standby' ? 'leader' : this.role;
+  private async stepDown(reason: string, opts: { vacate: boolean; from?: GroupRole }): Promise<void> {
+    const from = opts.from ?? (this.role === 'standby' ? 'leader' : this.role);
     this.role = 'standby';
     // Release first: the fence's time budget is for this.
     await this.d.hooks.release(this.name).catch(() => undefined);

@@ -65,11 +65,15 @@ export class Kv {
 
   /** Whether etcd answers a linearizable read (which needs a raft leader) within `timeoutMs`. */
   async reachable(timeoutMs: number): Promise<boolean> {
+    // Our own timer as well as the call's deadline: dialing a member that just died, or waiting out a
+    // retry, happens before the deadline applies.
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
+    const call = this.client.get('lbd-reachable').options({ deadline: Date.now() + timeoutMs }).exec().then(() => true, () => false);
     try {
-      await this.client.get('lbd-reachable').options({ deadline: Date.now() + timeoutMs }).exec();
-      return true;
-    } catch {
-      return false;
+      return await Promise.race([call, late]);
+    } finally {
+      clearTimeout(timer);
     }
   }
 
