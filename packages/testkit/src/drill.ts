@@ -1,7 +1,9 @@
-import { DIRECTOR_NAMES, type ClusterTopology, type DirectorName } from './cluster-topology.js';
-import type { BackgroundProcess } from './exec.js';
+import { randomInt } from 'node:crypto';
+import { CLUSTER, DIRECTOR_NAMES, type ClusterTopology, type DirectorName } from './cluster-topology.js';
+import { runCommand, type BackgroundProcess } from './exec.js';
 import { holdersOf, leaderOf, statuses, waitFor, waitSteady, type ClusterStatusView, type HaAdmin, type SteadyTarget } from './ha-lab.js';
 import { spawnTestClient } from './processes.js';
+import type { Topology } from './netns.js';
 import type { ReadyReport, StreamResult } from './testclient.js';
 
 /**
@@ -25,7 +27,12 @@ import type { ReadyReport, StreamResult } from './testclient.js';
  * - brokenConnections: of `streams` long-lived connections (lbd-testclient stream to vip:9000), those that
  *   broke or stalled. Connections are not synced between directors (not built yet), so an unplanned move
  *   of the vip breaks them; they are reported, not judged.
- * - dualOwnership: holder samples (every `sampleIntervalMs`) in which both directors held the vip.
+ * - dualOwnership / dualOwnershipMs / dualIntervals: whether, how long and when both directors held the vip
+ *   (the address on eth0, eth0 up with carrier), from the kernel's address and link events (OwnershipWatch),
+ *   not from sampling: exact to the order the kernel made the changes, durations to the µs. dualOwnership
+ *   counts the intervals. The drill fails (rejects) when the events could not all be read.
+ * - releasedAtMs / claimedAtMs / releaseToClaimMs: when the old leader stopped holding the vip, when the
+ *   other director started, and the gap between them (negative: an overlap, also counted as dual).
  * - moved / newLeader: whether leadership changed by the end of the observation.
  */
 
@@ -89,9 +96,24 @@ export interface DrillResult {
   readonly streams: number;
   readonly brokenConnections: number;
   readonly streamErrors: readonly string[];
+  /** Intervals in which both directors held the vip (0: never), from kernel events. */
   readonly dualOwnership: number;
-  /** First dual-ownership sample relative to the failure, null if none. */
+  /** Their total length (ms, µs precision). */
+  readonly dualOwnershipMs: number;
+  /** The intervals, relative to the failure (ms, µs precision). */
+  readonly dualIntervals: readonly RelInterval[];
+  /** Start of the first dual interval relative to the failure, null if none. */
   readonly firstDualMs: number | null;
+  /** Per director, when it held the vip during the observation, relative to the failure (from kernel events). */
+  readonly holdIntervals: Readonly<Record<DirectorName, readonly RelInterval[]>>;
+  /** When the old leader stopped holding the vip (the end of its hold at the failure), null if it kept it. */
+  readonly releasedAtMs: number | null;
+  /** When the other director started holding it after the failure, null if it did not. */
+  readonly claimedAtMs: number | null;
+  /** claimedAtMs - the end of the old leader's last hold before that claim; null without a claim. */
+  readonly releaseToClaimMs: number | null;
+  /** Holder samples that showed both directors (read skew of two non-atomic reads; for comparison only). */
+  readonly skewedDualSamples: number;
   /** From the last holder sample before the failure, every change of who holds the vip. */
   readonly holderChanges: readonly HolderChange[];
   /** Holder samples taken (to show the sampler ran). */
@@ -100,6 +122,12 @@ export interface DrillResult {
   readonly transitionsChanged: boolean;
   /** How long the restore and the steady wait took (0 without restore). */
   readonly steadyAfterMs: number;
+}
+
+/** An interval relative to the failure, in ms with µs precision. */
+export interface RelInterval {
+  readonly startMs: number;
+  readonly endMs: number;
 }
 
 const DEFAULTS = {
@@ -131,6 +159,7 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
   })], { label: 'client:drill-load' });
   let streams: BackgroundProcess | undefined;
   const sampler = new HolderSampler(target.cluster, target.vip, o.sampleIntervalMs, expectedMs + LOAD_SLACK_MS);
+  let watch: OwnershipWatch | undefined;
   let failedAt = 0;
   let injectMs = 0;
   let undone = false;
@@ -147,6 +176,10 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
       const ready = await streams.waitForJson<ReadyReport>((v) => 'ready' in v, STREAM_READY_MS);
       if (!ready.ready) log(`drill: only ${ready.started} of ${ready.connections} streams started`);
     }
+    watch = await OwnershipWatch.start(target.cluster.topology, CLUSTER.hosts.frontSwitch, target.vip, DIRECTOR_NAMES.map((d) => ({
+      // Topology.attach names a host's port on a switch p-<host>.
+      name: d, host: d, ifname: CLUSTER.interfaces.front, port: `p-${d}`,
+    })));
     sampler.start();
     await delay(o.baselineMs);
 
@@ -170,14 +203,22 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
       await delay(Math.max(0, observeMs - injectMs));
     }
   } catch (e) {
-    sampler.stop();
-    await Promise.all([load.stop(), streams?.stop()]);
+    await Promise.all([sampler.stop(), watch?.abort(), load.stop(), streams?.stop()]);
     await undo().catch(() => undefined);
     throw e;
   }
 
   // ---- results ----
   await sampler.stop();
+  // The watch is stopped and reaped here whatever happens; a timeline it could not make exact fails the
+  // drill, after the restore below, rather than reporting a guess.
+  let ownership: OwnershipTimeline | undefined;
+  let ownershipError: unknown;
+  try {
+    ownership = await watch.stop();
+  } catch (e) {
+    ownershipError = e;
+  }
   const newLeader = (await leaderOf(api, group).catch(() => undefined)) ?? null;
   const after = await statuses(target);
   await Promise.all([load.stop(3000), streams?.stop(3000)]);
@@ -191,14 +232,15 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     await undo();
     await waitSteady(target, opts.steadyTimeoutMs);
   }
+  if (ownership === undefined) throw new Error(`drill ${mode}: cannot tell who held the vip: ${(ownershipError as Error)?.message ?? String(ownershipError)}`);
   const result: DrillResult = {
     mode, failedAt, injectMs, oldLeader, newLeader, moved: newLeader !== null && newLeader !== oldLeader, worstCaseTakeoverMs,
     ...m,
     streams: o.streams,
     brokenConnections: streamResult ? streamResult.broken : o.streams,
     streamErrors: streamResult ? streamResult.perConnection.map((c) => c.error).filter((x): x is string => x !== null) : ['no stream report'],
-    dualOwnership: sampler.dual,
-    firstDualMs: sampler.firstDualAt === null ? null : sampler.firstDualAt - failedAt,
+    ...ownershipFigures(ownership, failedAt, oldLeader, other),
+    skewedDualSamples: sampler.dual,
     holderChanges: sampler.changesFrom(failedAt),
     holderSamples: sampler.samples,
     transitionsChanged: transitionsDiffer(before, after, group, other, oldLeader),
@@ -229,6 +271,28 @@ function transitionsDiffer(before: Map<DirectorName, ClusterStatusView>, after: 
     return g === undefined ? 'unknown' : `${g.role}@${g.atUnixMs}`;
   };
   return dirs.some((d) => own(before, d) !== own(after, d));
+}
+
+/** The drill's figures from the ownership timeline, relative to the failure. */
+function ownershipFigures(t: OwnershipTimeline, failedAt: number, oldLeader: DirectorName, other: DirectorName): Pick<DrillResult,
+  'dualOwnership' | 'dualOwnershipMs' | 'dualIntervals' | 'firstDualMs' | 'holdIntervals' | 'releasedAtMs' | 'claimedAtMs' | 'releaseToClaimMs'> {
+  const failedUs = failedAt * 1000;
+  const rel = (us: number): number => (us - failedUs) / 1000;
+  const relAll = (xs: readonly UsInterval[] = []): RelInterval[] => xs.map((x) => ({ startMs: rel(x.startUs), endMs: rel(x.endUs) }));
+  const old = t.holds[oldLeader] ?? [];
+  const held = old.find((x) => x.startUs <= failedUs && x.endUs >= failedUs);
+  const released = held !== undefined && held.endUs < t.endUs ? held.endUs : null;
+  const claim = (t.holds[other] ?? []).find((x) => x.startUs >= failedUs);
+  const before = claim === undefined ? undefined : old.filter((x) => x.startUs < claim.startUs).at(-1);
+  const dualIntervals = relAll(t.dual);
+  return {
+    dualOwnership: t.dual.length, dualOwnershipMs: t.dualMs, dualIntervals,
+    firstDualMs: dualIntervals[0]?.startMs ?? null,
+    holdIntervals: { dir1: relAll(t.holds.dir1), dir2: relAll(t.holds.dir2) },
+    releasedAtMs: released === null ? null : rel(released),
+    claimedAtMs: claim === undefined ? null : rel(claim.startUs),
+    releaseToClaimMs: claim === undefined || before === undefined ? null : (claim.startUs - before.endUs) / 1000,
+  };
 }
 
 // ---- the client load ----------------------------------------------------------------------------
@@ -327,12 +391,17 @@ function measure(records: readonly RequestRecord[], failedAt: number, intervalMs
   };
 }
 
-// ---- who holds the vip ----------------------------------------------------------------------------
+// ---- who holds the vip: the 10 ms sampler (the holderChanges timeline only) ---------------------------
 
-/** Samples both directors for the vip every intervalMs (bounded in time and count) until stopped. */
+/**
+ * Samples both directors for the vip every intervalMs (bounded in time and count) until stopped. Its two
+ * reads are not atomic (each is an `ip` run taking 3-30 ms under load), so a handover can look like both
+ * holding (read skew) or a short overlap can fall between samples: it feeds the coarse `holderChanges`
+ * timeline and counts `skewedDualSamples` for comparison, never the dual-ownership judgement, which comes
+ * from the kernel's events (OwnershipWatch).
+ */
 class HolderSampler {
   dual = 0;
-  firstDualAt: number | null = null;
   samples = 0;
   private readonly changes: { at: number; holders: DirectorName[] }[] = [];
   private running: Promise<void> | undefined;
@@ -362,10 +431,7 @@ class HolderSampler {
       const t = Date.now();
       const holders = await holdersOf(this.cluster, this.vip);
       this.samples++;
-      if (holders.length > 1) {
-        this.dual++;
-        this.firstDualAt ??= t;
-      }
+      if (holders.length > 1) this.dual++;
       if (holders.join() !== last) {
         last = holders.join();
         this.changes.push({ at: t, holders });
@@ -375,13 +441,292 @@ class HolderSampler {
   }
 }
 
+// ---- who holds the vip: kernel events ------------------------------------------------------------
+
+/** One host that may hold the watched address, plugged into the watch's switch. */
+export interface OwnershipSubject {
+  /** How results name it (a director name in drills). */
+  readonly name: string;
+  /** Its host (namespace) in the topology. */
+  readonly host: string;
+  /** Where the address counts: a veth whose other end is `port`. */
+  readonly ifname: string;
+  /** The other end of `ifname`: a port in the watch's switch host (`p-<host>`, see Topology.attach). */
+  readonly port: string;
+}
+
+/** Microseconds since the Unix epoch, on the host's wall clock (`ip -ts`'s clock). */
+export interface UsInterval {
+  readonly startUs: number;
+  readonly endUs: number;
+}
+
+export interface OwnershipTimeline {
+  /** The window the timeline covers: from the initial state read to the stop. */
+  readonly startUs: number;
+  readonly endUs: number;
+  /** Per subject, when it held the address (address present, link up at both ends). */
+  readonly holds: Readonly<Record<string, readonly UsInterval[]>>;
+  /** When two or more subjects held it at once. */
+  readonly dual: readonly UsInterval[];
+  /** Total length of `dual`, in ms with µs precision. */
+  readonly dualMs: number;
+  /** Kernel events read (address and link, of every namespace the monitor sees). */
+  readonly events: number;
+}
+
+/** A parsed `ip -o -ts monitor all-nsid address link` line. */
+export interface MonitorEvent {
+  readonly atUs: number;
+  /** null: the monitor's own namespace (`[nsid current]`). */
+  readonly nsid: number | null;
+  readonly ifindex: number;
+  readonly deleted: boolean;
+  /** Link events: the flags between < and >. */
+  readonly flags?: readonly string[];
+  /** Address events: the address without its prefix length, lower case. */
+  readonly address?: string;
+}
+
+const MONITOR_LINE = /^\[(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)\.(\d{6})\] \[nsid (current|\d+)\](Deleted )?(\d+): (.*)$/;
+
+/**
+ * Parses one monitor line (printed with TZ=UTC, so the timestamp is UTC). Interface names in it are
+ * resolved in the monitor's namespace and are wrong for other namespaces' events: only the ifindex counts.
+ * Returns undefined for lines that are neither a link nor an address event.
+ */
+export function parseMonitorLine(line: string): MonitorEvent | undefined {
+  const m = MONITOR_LINE.exec(line);
+  if (!m) return undefined;
+  const [, y, mo, d, h, mi, s, us, nsid, deleted, ifindex, rest] = m;
+  const atUs = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) * 1000 + Number(us);
+  const base = { atUs, nsid: nsid === 'current' ? null : Number(nsid), ifindex: Number(ifindex), deleted: deleted !== undefined };
+  const link = /^\S+: <([^>]*)>/.exec(rest!);
+  if (link) return { ...base, flags: link[1] === '' ? [] : link[1]!.split(',') };
+  const addr = /^\S+\s+inet6? ([0-9A-Fa-f:.]+)\/\d+/.exec(rest!);
+  if (addr) return { ...base, address: addr[1]!.toLowerCase() };
+  return undefined;
+}
+
+/** What the initial read found for one subject, and how its events are recognised. */
+export interface OwnershipStart {
+  readonly name: string;
+  /** The subject's namespace id in the monitor's namespace. */
+  readonly nsid: number;
+  /** ifindex of `ifname` in the subject's namespace, and of its port in the monitor's namespace. */
+  readonly ifindex: number;
+  readonly portIfindex: number;
+  readonly hasAddress: boolean;
+  readonly up: boolean;
+  readonly portUp: boolean;
+}
+
+/**
+ * The timeline of who held `address` from kernel events, in the order the monitor's one socket received
+ * them. A subject holds while the address is on its interface and the interface is administratively up
+ * and its switch port too: for a veth, carrier (LOWER_UP) is exactly "both ends up" and flips in the same
+ * call as the admin change, but the kernel reports carrier changes late through linkwatch (and coalesces
+ * a quick off/on into nothing), while admin changes are reported at once; so both ends' UP flags give the
+ * exact instant LOWER_UP changed. Events received before `readStartUs` are already in the initial state;
+ * those received during the read are applied at `readEndUs` (they carry full state: idempotent).
+ */
+export function ownershipTimeline(address: string, subjects: readonly OwnershipStart[], events: readonly MonitorEvent[],
+  readStartUs: number, readEndUs: number, stopUs: number): OwnershipTimeline {
+  const want = address.toLowerCase();
+  const st = subjects.map((s) => ({ ...s, open: null as number | null, intervals: [] as UsInterval[] }));
+  const holds = (s: (typeof st)[number]): boolean => s.hasAddress && s.up && s.portUp;
+  const dual: UsInterval[] = [];
+  let dualOpen: number | null = null;
+  const settle = (t: number): void => {
+    for (const s of st) {
+      if (holds(s) && s.open === null) s.open = t;
+      if (!holds(s) && s.open !== null) {
+        s.intervals.push({ startUs: s.open, endUs: t });
+        s.open = null;
+      }
+    }
+    const n = st.filter(holds).length;
+    if (n >= 2 && dualOpen === null) dualOpen = t;
+    if (n < 2 && dualOpen !== null) {
+      dual.push({ startUs: dualOpen, endUs: t });
+      dualOpen = null;
+    }
+  };
+  settle(readEndUs);
+  let last = readEndUs;
+  let used = 0;
+  for (const e of events) {
+    if (e.atUs < readStartUs || e.atUs > stopUs) continue;
+    // One socket's receive order is the kernel's order; a wall-clock step back must not reorder it.
+    const t = Math.max(e.atUs, last);
+    last = t;
+    used++;
+    for (const s of st) {
+      if (e.nsid === s.nsid && e.ifindex === s.ifindex) {
+        if (e.flags !== undefined) s.up = !e.deleted && e.flags.includes('UP');
+        else if (e.address === want) s.hasAddress = !e.deleted;
+      } else if (e.nsid === null && e.ifindex === s.portIfindex && e.flags !== undefined) {
+        s.portUp = !e.deleted && e.flags.includes('UP');
+      }
+    }
+    settle(t);
+  }
+  const end = Math.max(stopUs, last);
+  for (const s of st) if (s.open !== null) s.intervals.push({ startUs: s.open, endUs: end });
+  if (dualOpen !== null) dual.push({ startUs: dualOpen, endUs: end });
+  return {
+    startUs: readEndUs, endUs: end,
+    holds: Object.fromEntries(st.map((s) => [s.name, s.intervals])),
+    dual, dualMs: dual.reduce((a, d) => a + d.endUs - d.startUs, 0) / 1000, events: used,
+  };
+}
+
+/** Bounds: the monitor's startup, the initial reads, the lines kept. */
+const WATCH_READY_MS = 5000;
+const WATCH_READ_MS = 5000;
+const WATCH_MAX_LINES = 500_000;
+/** Events the kernel queued just before the stop get this long to be printed. */
+const WATCH_DRAIN_MS = 50;
+
+function wallUs(): number {
+  return Math.round((performance.timeOrigin + performance.now()) * 1000);
+}
+
+/**
+ * Who held an address, exactly: one `ip -o -ts monitor all-nsid address link` in the switch's namespace
+ * sees the address and link events of every namespace that has an id there (each subject: its veth's
+ * peer, the switch port, lives there) plus the switch's own ports, through one netlink socket, so the
+ * events arrive in the order the kernel made the changes, each timestamped (µs) when read.
+ *
+ * Why one monitor in the switch rather than one per subject namespace: killBox SIGKILLs every process in
+ * the box's namespace first, a monitor in there included, before the links go down; a monitor in the
+ * switch (which no drill kills) keeps seeing the box's links go down, from the box's side. One socket
+ * also orders events of different namespaces exactly, where two monitors' timestamps are each their own
+ * process's read time (their scheduling skew would be the error again).
+ */
+export class OwnershipWatch {
+  private readonly lines: string[] = [];
+  private overflow = false;
+  private stopped: Promise<void> | undefined;
+
+  private constructor(
+    private readonly monitor: BackgroundProcess,
+    private readonly address: string,
+    private starts: readonly OwnershipStart[] = [],
+    private readStartUs = 0,
+    private readEndUs = 0,
+  ) {
+    let partial = '';
+    monitor.child.stdout!.on('data', (chunk: string) => {
+      const parts = (partial + chunk).split('\n');
+      partial = parts.pop()!;
+      for (const l of parts) {
+        if (this.lines.length < WATCH_MAX_LINES) this.lines.push(l);
+        else this.overflow = true;
+      }
+    });
+  }
+
+  /**
+   * Starts the monitor, waits until it provably receives events (a marker address added and removed on
+   * the switch's loopback shows up), then reads the initial state. Stops the monitor again on failure.
+   */
+  static async start(topology: Topology, switchHost: string, address: string, subjects: readonly OwnershipSubject[]): Promise<OwnershipWatch> {
+    const monitor = topology.spawn(switchHost, 'ip', ['-o', '-ts', 'monitor', 'all-nsid', 'address', 'link'], {
+      label: `${switchHost}:ip-monitor`, env: { ...process.env, TZ: 'UTC' },
+    });
+    const watch = new OwnershipWatch(monitor, address);
+    try {
+      await watch.waitListening(topology, switchHost);
+      watch.readStartUs = wallUs() - 1000;
+      watch.starts = await Promise.all(subjects.map((s) => readStart(topology, switchHost, s, address)));
+      watch.readEndUs = wallUs() + 1000;
+    } catch (e) {
+      await watch.abort();
+      throw e;
+    }
+    return watch;
+  }
+
+  /** Stops and reaps the monitor; the timeline up to now. Rejects when the monitor died or lost events. */
+  async stop(): Promise<OwnershipTimeline> {
+    const stopUs = wallUs();
+    const diedEarly = !this.monitor.running;
+    if (!diedEarly) await delay(WATCH_DRAIN_MS);
+    await this.abort();
+    const problem = diedEarly ? 'the monitor exited before the end of the drill'
+      : this.overflow ? `more than ${WATCH_MAX_LINES} monitor lines`
+      // iproute2 prints this and carries on when the socket's buffer overflowed: events were lost.
+      : /netlink receive error|No buffer space/i.test(this.monitor.stderr) ? 'the monitor lost events (netlink receive buffer overflow)'
+      : null;
+    if (problem !== null) throw new Error(`ownership watch: ${problem}; stderr: ${this.monitor.stderr.trim().slice(-500) || '(empty)'}`);
+    const events = this.lines.map(parseMonitorLine).filter((e): e is MonitorEvent => e !== undefined);
+    return ownershipTimeline(this.address, this.starts, events, this.readStartUs, this.readEndUs, stopUs);
+  }
+
+  /** Stops and reaps the monitor (idempotent); for error paths. */
+  abort(): Promise<void> {
+    this.stopped ??= this.monitor.stop(1000).then(() => undefined);
+    return this.stopped;
+  }
+
+  private async waitListening(topology: Topology, switchHost: string): Promise<void> {
+    // A random loopback /32 in the switch's own namespace: harmless, and unique per watch. The monitor
+    // subscribes (and asks for every nsid) before its startup dumps, during which it may drop events, so
+    // the marker is repeated until one is printed.
+    const marker = `127.${1 + randomInt(254)}.${randomInt(256)}.${1 + randomInt(254)}`;
+    const deadline = Date.now() + WATCH_READY_MS;
+    for (let attempt = 0; Date.now() < deadline && attempt < 100; attempt++) {
+      if (!this.monitor.running) break;
+      await topology.ip(switchHost, 'addr', 'add', `${marker}/32`, 'dev', 'lo').catch(() => undefined);
+      await topology.ip(switchHost, 'addr', 'del', `${marker}/32`, 'dev', 'lo').catch(() => undefined);
+      const seen = await this.monitor.waitForLine((l) => l.includes(` inet ${marker}/32 `), 100).then(() => true, () => false);
+      if (seen) return;
+    }
+    throw new Error(`ownership watch: the monitor in ${switchHost} printed no event within ${WATCH_READY_MS} ms; stderr: ${this.monitor.stderr.trim().slice(-500) || '(empty)'}`);
+  }
+}
+
+interface IpLink {
+  readonly ifindex?: number;
+  readonly link_index?: number;
+  readonly flags?: readonly string[];
+  readonly link_netnsid?: number;
+  readonly addr_info?: readonly { readonly local?: string }[];
+}
+
+async function ipJsonOne(topology: Topology, host: string, args: readonly string[]): Promise<IpLink> {
+  const { stdout } = await runCommand('ip', ['-n', topology.ns(host), '-j', ...args], { timeoutMs: WATCH_READ_MS });
+  const parsed = JSON.parse(stdout) as IpLink[];
+  if (parsed.length !== 1 || parsed[0]!.ifindex === undefined) throw new Error(`ip ${args.join(' ')} in ${topology.ns(host)}: expected one link, got ${stdout.slice(0, 200)}`);
+  return parsed[0]!;
+}
+
+async function readStart(topology: Topology, switchHost: string, s: OwnershipSubject, address: string): Promise<OwnershipStart> {
+  const [dev, port] = await Promise.all([
+    ipJsonOne(topology, s.host, ['addr', 'show', 'dev', s.ifname]),
+    ipJsonOne(topology, switchHost, ['link', 'show', 'dev', s.port]),
+  ]);
+  if (port.link_netnsid === undefined || dev.link_index !== port.ifindex) {
+    throw new Error(`ownership watch: ${switchHost}:${s.port} is not the peer of ${s.host}:${s.ifname} (or has no namespace id there)`);
+  }
+  return {
+    name: s.name, nsid: port.link_netnsid, ifindex: dev.ifindex!, portIfindex: port.ifindex!,
+    hasAddress: (dev.addr_info ?? []).some((a) => a.local?.toLowerCase() === address.toLowerCase()),
+    up: (dev.flags ?? []).includes('UP'), portUp: (port.flags ?? []).includes('UP'),
+  };
+}
+
 // ---- reporting --------------------------------------------------------------------------------------
 
 /** One line about one drill. */
 export function summary(r: DrillResult): string {
   const move = r.moved ? `${r.oldLeader} -> ${r.newLeader}` : `stayed on ${r.newLeader ?? '(none)'}`;
   return `${move}; no service ${r.noServiceMs} ms (restored after ${r.restoredAfterMs} ms${r.recovered ? '' : ', NOT recovered'}), `
-    + `${r.failedRequests}/${r.requests} requests failed, ${r.brokenConnections}/${r.streams} streams broken, dual ownership ${r.dualOwnership}`;
+    + `${r.failedRequests}/${r.requests} requests failed, ${r.brokenConnections}/${r.streams} streams broken, `
+    + `dual ownership ${r.dualOwnership} (${r.dualOwnershipMs.toFixed(3)} ms), `
+    + `release->claim ${r.releaseToClaimMs === null ? 'none' : `${r.releaseToClaimMs.toFixed(3)} ms`}`
+    + (r.releasedAtMs === null ? '' : ` (released at +${r.releasedAtMs.toFixed(3)} ms)`);
 }
 
 function percentile(values: readonly number[], p: number): number {
@@ -392,7 +737,7 @@ function percentile(values: readonly number[], p: number): number {
 
 /** A table per mode over repeated drills: p50/p99/max of the no-service time and the other figures. */
 export function formatDrill(results: readonly DrillResult[]): string {
-  const header = ['mode', 'n', 'moved', 'noService p50', 'p99', 'max', 'restored p50', 'max', 'failed req (max)', 'broken conns', 'dual'];
+  const header = ['mode', 'n', 'moved', 'noService p50', 'p99', 'max', 'restored p50', 'max', 'failed req (max)', 'broken conns', 'release->claim max', 'dual (ms)'];
   const rows: string[][] = [header];
   for (const mode of DRILL_MODES) {
     const rs = results.filter((r) => r.mode === mode);
@@ -405,11 +750,17 @@ export function formatDrill(results: readonly DrillResult[]): string {
       `${percentile(ra, 50)} ms`, `${Math.max(...ra)} ms`,
       `${sum(rs.map((r) => r.failedRequests))} (${Math.max(...rs.map((r) => r.failedRequests))})`,
       `${sum(rs.map((r) => r.brokenConnections))}/${sum(rs.map((r) => r.streams))}`,
-      String(sum(rs.map((r) => r.dualOwnership))),
+      gapMax(rs),
+      `${sum(rs.map((r) => r.dualOwnership))} (${sum(rs.map((r) => r.dualOwnershipMs)).toFixed(3)})`,
     ]);
   }
   const widths = header.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')).join('\n') + '\n';
+}
+
+function gapMax(rs: readonly DrillResult[]): string {
+  const gaps = rs.map((r) => r.releaseToClaimMs).filter((g): g is number => g !== null);
+  return gaps.length === 0 ? '-' : `${Math.max(...gaps).toFixed(3)} ms`;
 }
 
 function sum(xs: readonly number[]): number {
