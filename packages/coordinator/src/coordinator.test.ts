@@ -165,7 +165,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     a.proxy.cut();
     const released = await waitFor(() => !held().includes('a'), 3000, 'a to release');
     const tookOver = await waitFor(() => held()[0] === 'b', 3000, 'b to take over');
-    assert.ok(released <= timing.safetyWindowMs + timing.fenceCheckMs + 50, `a released ${released} ms after the cut`);
+    assert.ok(released <= timing.safetyWindowMs + timing.fenceCheckMs + 50, `a released ${released} ms after the cut: ${JSON.stringify(transitions)}`);
     const t = transitions.find((x) => x.id === 'a' && x.to === 'standby');
     assert.match(t?.reason ?? '', /fenced: no etcd confirmation/);
     assert.match(t?.reason ?? '', /not every peer vouches \(b: b reaches etcd/);
@@ -225,10 +225,10 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     const b = await director('b', 100);
     await sleep(200);
     health.set('a', { ok: false, problems: ['interface eth0 down'] });
-    const at = Date.now();
     running[0]!.c.healthChanged();
     await waitFor(() => held()[0] === 'b', 2000, 'b to lead');
-    assert.ok(Date.now() - at < timing.takeoverAfterMs, `b led ${Date.now() - at} ms after a resigned`);
+    // Elected on the vacancy a left, not after waiting out a silent leader.
+    assert.match(transitions.find((t) => t.id === 'b' && t.to === 'leader')?.reason ?? '', /^elected: vacant: a resigned: unhealthy: interface eth0 down/);
     const st = await b.c.status();
     assert.equal(st.directors.find((d) => d.id === 'a')?.healthy, false);
     assert.match(transitions.find((t) => t.id === 'a' && t.to === 'unhealthy')?.reason ?? '', /interface eth0 down/);

@@ -17,6 +17,8 @@ export interface PromiseRequest {
   readonly from: string;
   readonly group: string;
   readonly term: number;
+  /** The asking leader's last beat that etcd confirmed to it. */
+  readonly beat: number;
   readonly durationMs: number;
 }
 
@@ -83,6 +85,8 @@ export class GroupElection {
   private myRev: string | null = null;
   private myRecord: LeaderRecord | null = null;
   private lastConfirmedSend = 0;
+  /** The beat number of our last confirmed beat (adopted revisions do not count). */
+  private confirmedBeat = 0;
   private beatInFlight = false;
   private lastBeatAt = 0;
   /** peer id → time (our clock) until which it promised not to take over. */
@@ -98,6 +102,7 @@ export class GroupElection {
   private etcdFailing = false;
   /** When our etcd calls last started working again after failing (not merely connected). */
   private recoveredAt = Number.NEGATIVE_INFINITY;
+  private failingSince = 0;
   private vacantSince: number | null = null;
   private preemptSince: number | null = null;
   private attempting = false;
@@ -139,8 +144,8 @@ export class GroupElection {
       .on('put', (kv) => this.see(kv.mod_revision, kv.value.toString()))
       .on('delete', () => { this.observed = { rev: '0', record: null, at: this.d.clock.now() }; })
       .on('connected', () => { this.etcdBack(); void this.refresh(); })
-      .on('disconnected', () => { this.etcdFailing = true; })
-      .on('error', () => { this.etcdFailing = true; });
+      .on('disconnected', () => { this.markFailing(); })
+      .on('error', () => { this.markFailing(); });
     this.handoffWatch = await this.d.kv.watchKey(this.d.keys.handoff(this.name));
     this.handoffWatch.on('error', () => undefined).on('put', (kv) => {
       const req = parseJson<HandoffRequest>(kv.value.toString(), isHandoff);
@@ -176,6 +181,15 @@ export class GroupElection {
     if (this.role === 'leader' || this.role === 'fail-static') {
       return { granted: false, etcdReachable: !this.etcdFailing, reason: `${this.d.self} leads ${this.name} itself` };
     }
+    const rec = this.observed?.record;
+    if (rec?.director === req.from && rec.term === req.term && rec.beat >= req.beat + 2) {
+      // Two beats have landed since its last confirmed one: its writes get through, etcd is slow to answer
+      // it, not gone. A failover would meet the same etcd; promising keeps the group where it is (and our
+      // takeover waits for our promise, so it is safe). A leader cut off from etcd has at most one beat in
+      // flight, so at most one lands unconfirmed: it never looks like this.
+      this.promisedUntil = Math.max(this.promisedUntil, this.d.clock.now() + req.durationMs);
+      return { granted: true, etcdReachable: !this.etcdFailing, reason: `${this.d.self} sees ${req.from}'s beats landing: etcd is slow, not gone` };
+    }
     const reachable = await this.etcdReachable();
     if (reachable) {
       if (this.etcdFailing) this.etcdBack();
@@ -191,7 +205,7 @@ export class GroupElection {
       }
       return { granted: false, etcdReachable: true, reason: `${this.d.self} reaches etcd: the leader is the one cut off` };
     }
-    this.etcdFailing = true;
+    this.markFailing();
     this.promisedUntil = Math.max(this.promisedUntil, this.d.clock.now() + req.durationMs);
     return { granted: true, etcdReachable: false, reason: `${this.d.self} cannot reach etcd either` };
   }
@@ -204,9 +218,11 @@ export class GroupElection {
     const now = this.d.clock.now();
     const t = this.d.timing;
     if (this.lastProbe !== null && now - this.lastProbe.at < t.beatIntervalMs / 2) return this.lastProbe.ok;
-    const ok = await this.d.kv.reachable(Math.max(10, Math.floor(t.safetyWindowMs / 5)));
+    // Half a window: a leader asks a beat after its last confirmation and needs the answer within the
+    // window; a tighter probe mistakes a busy etcd for a missing one, and vouches for a cut-off leader.
+    const ok = await this.d.kv.reachable(Math.max(10, Math.floor(t.safetyWindowMs / 2)));
     this.lastProbe = { at: now, ok };
-    if (!ok) this.etcdFailing = true;
+    if (!ok) this.markFailing();
     return ok;
   }
 
@@ -216,9 +232,15 @@ export class GroupElection {
     this.observed = { rev, record: parseJson<LeaderRecord>(value, isLeaderRecord), at: this.d.clock.now() };
   }
 
+  private markFailing(): void {
+    if (!this.etcdFailing) this.failingSince = this.d.clock.now();
+    this.etcdFailing = true;
+  }
+
   private etcdBack(): void {
     const now = this.d.clock.now();
-    if (this.etcdFailing) this.recoveredAt = now;
+    // A failure that lasted a beat or more: etcd was away for us too, not one slow call.
+    if (this.etcdFailing && now - this.failingSince >= this.d.timing.beatIntervalMs) this.recoveredAt = now;
     this.etcdFailing = false;
     this.etcdBackAt = now;
   }
@@ -229,7 +251,7 @@ export class GroupElection {
       if (e === null) this.observed = { rev: '0', record: null, at: this.d.clock.now() };
       else this.see(e.rev, e.value);
     } catch {
-      this.etcdFailing = true;
+      this.markFailing();
     }
   }
 
@@ -310,7 +332,7 @@ export class GroupElection {
           // A swap sent to an etcd that does not answer can still land when it comes back; asking first
           // keeps a standby that lost etcd from leaving such a swap behind (a needless failover later).
           if (!(await this.d.kv.reachable(Math.max(10, Math.floor(this.d.timing.safetyWindowMs / 3))))) {
-            this.etcdFailing = true;
+            this.markFailing();
             return;
           }
         } catch {
@@ -320,7 +342,7 @@ export class GroupElection {
         try {
           res = await this.d.kv.swap(this.d.keys.leader(this.name), expectRev, JSON.stringify(record), this.d.timing.safetyWindowMs);
         } catch {
-          this.etcdFailing = true;
+          this.markFailing();
           return;
         }
         if (!res.ok) {
@@ -342,6 +364,7 @@ export class GroupElection {
     this.myRev = rev;
     this.myRecord = record;
     this.lastConfirmedSend = sent;
+    this.confirmedBeat = record.beat;
     this.lastBeatAt = sent;
     this.coverage.clear();
     this.preemptSince = null;
@@ -373,6 +396,7 @@ export class GroupElection {
         }
         if (!this.leading() || this.handingOver) return;
         if (sent > this.lastConfirmedSend) this.lastConfirmedSend = sent;
+        this.confirmedBeat = Math.max(this.confirmedBeat, next.beat);
         if (this.etcdFailing) this.etcdBack();
         if (this.role === 'fail-static') this.setRole('leader', 'etcd confirms beats again');
         return;
@@ -389,7 +413,7 @@ export class GroupElection {
       if (!this.leading() || this.handingOver) return;
       this.serialize(() => this.stepDown(`superseded: ${cur?.director ?? 'nobody'} holds the record now`, { vacate: false }));
     } catch {
-      this.etcdFailing = true;
+      this.markFailing();
     } finally {
       this.beatInFlight = false;
     }
@@ -424,7 +448,7 @@ export class GroupElection {
     const durationMs = this.d.timing.safetyWindowMs * 2;
     for (const peer of this.d.peers()) {
       const sent = this.d.clock.now();
-      this.d.transport.requestPromise(peer, { from: this.d.self, group: this.name, term: rec?.term ?? 0, durationMs }, this.d.timing.safetyWindowMs)
+      this.d.transport.requestPromise(peer, { from: this.d.self, group: this.name, term: rec?.term ?? 0, beat: this.confirmedBeat, durationMs }, this.d.timing.safetyWindowMs)
         .then((r) => {
           this.peerAnswers.set(peer, r.reason);
           if (r.granted) this.coverage.set(peer, Math.max(this.coverage.get(peer) ?? 0, sent + durationMs));

@@ -42,7 +42,7 @@ export interface ElectionTiming {
 /** Named timing profiles: `default` for ordinary networks and loaded boxes, `fast` for quiet dedicated ones. */
 export const TIMING_PROFILES = {
   default: { beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 330, maxReleaseMs: 50, fenceCheckMs: 10, maxClockDriftMs: 5 },
-  fast: { beatIntervalMs: 20, safetyWindowMs: 60, takeoverAfterMs: 100, maxReleaseMs: 20, fenceCheckMs: 5, maxClockDriftMs: 5 },
+  fast: { beatIntervalMs: 25, safetyWindowMs: 75, takeoverAfterMs: 110, maxReleaseMs: 20, fenceCheckMs: 5, maxClockDriftMs: 5 },
 } as const satisfies Record<string, ElectionTiming>;
 
 export type TimingProfile = keyof typeof TIMING_PROFILES;

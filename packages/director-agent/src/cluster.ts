@@ -240,7 +240,7 @@ export class ClusterMember {
       requestPromise: (peerId: string, req: PromiseRequest, timeoutMs: number) => new Promise<PromiseReply>((resolve, reject) => {
         const client = this.peers.get(peerId);
         if (!client) return reject(new Error(`unknown peer ${peerId}`));
-        client.RequestPromise({ from: req.from, group: req.group, term: req.term, durationMs: req.durationMs }, { deadline: Date.now() + timeoutMs }, (err, res) => {
+        client.RequestPromise({ from: req.from, group: req.group, term: req.term, beat: req.beat, durationMs: req.durationMs }, { deadline: Date.now() + timeoutMs }, (err, res) => {
           if (err || !res) return reject(err ?? new Error('no reply'));
           resolve({ granted: res.granted, etcdReachable: res.etcdReachable, reason: res.reason });
         });
@@ -259,7 +259,7 @@ export class ClusterMember {
           cb({ code: grpc.status.PERMISSION_DENIED, details: `${r.from} is not in ${this.o.settings.director}'s agent.cluster.peers` });
           return;
         }
-        this.coordinator.answerPromise({ from: r.from, group: r.group, term: Number(r.term), durationMs: Math.min(r.durationMs, 10_000) })
+        this.coordinator.answerPromise({ from: r.from, group: r.group, term: Number(r.term), beat: Number(r.beat), durationMs: Math.min(r.durationMs, 10_000) })
           .then((res) => cb(null, res), (err: unknown) => cb({ code: grpc.status.INTERNAL, details: String(err) }));
       },
       Ping: (_call, cb) => cb(null, { director: this.o.settings.director, version: this.o.version }),

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { CLUSTER } from './cluster-topology.js';
 import { LOCAL_ADDRESSES, SERVER_PORTS, VIPS, realServer } from './director-topology.js';
 
 /**
@@ -12,9 +13,10 @@ describe('deploy/lab/lab.yaml matches the lab topology', () => {
     .split('\n').map((l) => l.replace(/#.*$/, '')).join('\n');
   const rs = [1, 2, 3].map(realServer);
 
-  it('uses only vips, local addresses and real servers of the topology', () => {
+  it('uses only vips, local addresses, the floating gateway and real servers of the topology', () => {
     const known = new Set<string>([
       ...Object.values(VIPS), ...LOCAL_ADDRESSES.ipv4, ...LOCAL_ADDRESSES.ipv6, ...rs.flatMap((r) => [r.ipv4, r.ipv6]),
+      ...Object.values(CLUSTER.serverGateway),
     ]);
     const found = text.match(/\b(?:\d{1,3}\.){3}\d{1,3}\b|\bfd00:[0-9a-f:]+/g) ?? [];
     assert.ok(found.length > 10, 'no addresses found: has the file moved?');

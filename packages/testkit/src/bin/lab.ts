@@ -266,7 +266,7 @@ async function drillCommand(args: readonly string[]): Promise<number> {
   const bad = results.filter((r) => r.dualOwnership > 0 || !r.recovered);
   if (json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
   else process.stdout.write(`\n${formatDrill(results)}`);
-  for (const r of bad) process.stderr.write(`lab: drill ${r.mode} at ${new Date(r.failedAt).toISOString()}: ${r.dualOwnership > 0 ? `both directors held the vip in ${r.dualOwnership} samples` : 'service did not come back'}\n`);
+  for (const r of bad) process.stderr.write(`lab: drill ${r.mode} at ${new Date(r.failedAt).toISOString()}: ${r.dualOwnership > 0 ? `both directors held the vip in ${r.dualOwnership} intervals, ${r.dualOwnershipMs.toFixed(1)} ms in all (kernel events)` : 'service did not come back'}\n`);
   return bad.length > 0 ? 1 : 0;
 }
 

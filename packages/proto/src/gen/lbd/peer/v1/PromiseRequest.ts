@@ -13,6 +13,11 @@ export interface PromiseRequest {
   'group'?: (string);
   'term'?: (number | string | Long);
   'durationMs'?: (number);
+  /**
+   * The leader's last beat that etcd confirmed to it: a peer that has seen two later ones knows the
+   * leader's beats still land (etcd is slow, not gone) and promises.
+   */
+  'beat'?: (number | string | Long);
 }
 
 export interface PromiseRequest__Output {
@@ -23,4 +28,9 @@ export interface PromiseRequest__Output {
   'group': (string);
   'term': (number);
   'durationMs': (number);
+  /**
+   * The leader's last beat that etcd confirmed to it: a peer that has seen two later ones knows the
+   * leader's beats still land (etcd is slow, not gone) and promises.
+   */
+  'beat': (number);
 }
