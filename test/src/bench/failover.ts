@@ -28,7 +28,7 @@ interface Variant {
 
 const TARGETS = { unplanned: { default: 500, fast: 150 }, switchover: 200 } as const;
 
-export async function benchFailover(opts: { quick: boolean; count?: number }): Promise<number> {
+export async function benchFailover(opts: { quick: boolean; count?: number; loadCount?: number }): Promise<number> {
   const problem = await privilegeProblem({ commands: ['nft', 'ip', 'etcd', 'etcdctl', 'arping'] });
   if (problem !== null) {
     process.stderr.write(`bench failover: ${problem}\n`);
@@ -47,8 +47,9 @@ export async function benchFailover(opts: { quick: boolean; count?: number }): P
   await removeOrphans('lbdb');
   const all = new Map<string, DrillResult[]>();
   for (const v of variants) {
-    process.stdout.write(`\n== ${v.name}: ${count} drill(s) of each mode (${DRILL_MODES.join(', ')})\n`);
-    const results = await runVariant(v, count);
+    process.stdout.write(`\n== ${v.name}: ${v.cpuLoad ? (opts.loadCount ?? count) : count} drill(s) of each mode (${DRILL_MODES.join(', ')})\n`);
+    const n = v.cpuLoad ? (opts.loadCount ?? count) : count;
+    const results = await runVariant(v, n);
     all.set(v.name, results);
     process.stdout.write(`\n${formatDrill(results)}`);
   }

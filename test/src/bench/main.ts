@@ -8,7 +8,7 @@ import { benchHealth } from './health.js';
 
 const EXIT_USAGE = 64;
 
-const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N]
+const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N]
 
 benchmarks:
   dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
@@ -18,15 +18,16 @@ benchmarks:
   failover    failure drills on two directors with etcd: N of each mode (switchover, kill-agent,
               box-death, etcd-partition, peer-partition, etcd-outage), default and fast timing, quiet
               and with a CPU load on every core; p50/p99/max next to the targets (about N x 4 minutes;
-              needs root, nft, etcd). --count N: drills per mode and variant (default 20); --quick: one
-              drill each, without the CPU-load variants
+              needs root, nft, etcd). --count N: drills per mode and variant (default 20);
+              --load-count N: drills per mode in the CPU-load variants (default: --count);
+              --quick: one drill each, without the CPU-load variants
 
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough
 `;
 
 interface Bench {
-  readonly run: (opts: { quick: boolean; count?: number }) => Promise<number>;
+  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number }) => Promise<number>;
   /** Takes --count N. */
   readonly counted?: boolean;
 }
@@ -45,12 +46,16 @@ async function main(argv: readonly string[]): Promise<number> {
   }
   const bench = name === undefined ? undefined : BENCHES[name];
   let count: number | undefined;
+  let loadCount: number | undefined;
   const unknown: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     if (rest[i] === '--quick') continue;
     if (rest[i] === '--count' && bench?.counted) {
       count = Number(rest[++i]);
       if (!Number.isInteger(count) || count < 1) unknown.push(`--count ${rest[i] ?? ''}`);
+    } else if (rest[i] === '--load-count' && name === 'failover') {
+      loadCount = Number(rest[++i]);
+      if (!Number.isInteger(loadCount) || loadCount < 1) unknown.push(`--load-count ${rest[i] ?? ''}`);
     } else unknown.push(rest[i]!);
   }
   if (bench === undefined || unknown.length > 0) {
@@ -58,7 +63,7 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`${what}\n${USAGE}`);
     return EXIT_USAGE;
   }
-  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}) });
+  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}) });
 }
 
 main(process.argv.slice(2)).then(
