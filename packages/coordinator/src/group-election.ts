@@ -212,7 +212,7 @@ export class GroupElection {
 
   /**
    * Whether etcd answers us, probed at most every half beat (promise requests come several per window and
-   * must be answered well within it), with a timeout of a fifth of the window.
+   * must be answered within it).
    */
   private async etcdReachable(): Promise<boolean> {
     const now = this.d.clock.now();
