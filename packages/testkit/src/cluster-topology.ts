@@ -333,9 +333,13 @@ async function setCut(t: Topology, director: DirectorName, what: CutTarget, cut:
 
 async function killBox(t: Topology, director: DirectorName): Promise<void> {
   const d = clusterDirector(director);
-  // Processes first: a dead box's agent must not get to react to its links going down (release vips, say bye).
-  await t.killAll(d.host, 'SIGKILL', DRILL_TIMEOUT_MS);
+  // As power loss: everything in the box stops at once (SIGSTOP: no waiting for exits), so its agent never
+  // reacts (no release, no goodbye), and its links drop right after, the front one first; then the
+  // processes die. Killing first and waiting for the exits let a fast standby claim while the dead box's
+  // links were still up (measured: 42 ms of dual ownership with the fast timing profile).
+  await t.killAll(d.host, 'SIGSTOP');
   for (const ifname of directorLinks(d)) await setLink(t, d.host, ifname, false);
+  await t.killAll(d.host, 'SIGKILL', DRILL_TIMEOUT_MS);
 }
 
 async function reviveBox(t: Topology, director: DirectorName): Promise<void> {
