@@ -487,7 +487,10 @@ export class GroupElection {
       await this.settleBeat();
       const rec = this.myRecord;
       if (rec === null || this.myRev === null) return;
-      const next: LeaderRecord = { director: req.to, term: rec.term + 1, beat: 0, peers: [], priority: target.priorities[this.name] ?? 0, since: Date.now(), reason: `handed over by ${this.d.self}: ${req.reason}` };
+      // Until the target's first beat writes its own peers, the directors that may take over from it (if it
+      // never beats) are ours and us: with none listed, a target that died here would strand the group.
+      const peers = [...this.d.peers().filter((p) => p !== req.to), this.d.self];
+      const next: LeaderRecord = { director: req.to, term: rec.term + 1, beat: 0, peers, priority: target.priorities[this.name] ?? 0, since: Date.now(), reason: `handed over by ${this.d.self}: ${req.reason}` };
       await this.d.kv.swap(this.d.keys.leader(this.name), this.myRev, JSON.stringify(next), this.d.timing.safetyWindowMs).catch(() => undefined);
     } finally {
       this.handingOver = false;
