@@ -123,6 +123,15 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     return d;
   }
 
+  /** a (priority 150) leads, b (100) stands by and has seen a few beats. */
+  async function aLeadsBStandsBy(): Promise<{ c: Coordinator; proxy: CutProxy }> {
+    const a = await director('a', 150);
+    await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
+    await director('b', 100);
+    await sleep(300);
+    return a;
+  }
+
   before(async () => { etcd = await startEtcd(); });
   beforeEach(() => {
     prefix = `/lbd-test-${++prefixN}`;
@@ -158,10 +167,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
   });
 
   it('a leader cut from etcd (but not from its peer) releases within its window; the standby takes over; never two', async () => {
-    const a = await director('a', 150);
-    await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
-    await director('b', 100);
-    await sleep(300);
+    const a = await aLeadsBStandsBy();
     a.proxy.cut();
     const released = await waitFor(() => !held().includes('a'), 3000, 'a to release');
     const tookOver = await waitFor(() => held()[0] === 'b', 3000, 'b to take over');
@@ -174,10 +180,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
   });
 
   it('the whole etcd frozen: the leader keeps the group (fail-static, its peer vouches), nothing moves, all is well after', async () => {
-    await director('a', 150);
-    await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
-    await director('b', 100);
-    await sleep(300);
+    await aLeadsBStandsBy();
     await etcd.pause();
     await waitFor(() => transitions.some((t) => t.id === 'a' && t.to === 'fail-static'), 3000, 'a to go fail-static');
     await sleep(2000);
@@ -204,10 +207,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
   });
 
   it('a dead leader (frozen: no beats, no release) is replaced after takeoverAfterMs by a standby, and only then', async () => {
-    const a = await director('a', 150);
-    await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
-    await director('b', 100);
-    await sleep(300);
+    const a = await aLeadsBStandsBy();
     // Box death: a's links go down, so it holds nothing any more, and it sends nothing.
     a.proxy.cut();
     transport.cut.add('a');

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
 import { FakeAddressOwner, FakeDataPlane } from '@lbd/dataplane/testing';
-import { startEtcd, type RunningEtcd } from '@lbd/testkit';
+import { freePort, startEtcd, type RunningEtcd } from '@lbd/testkit';
 import { Agent } from './agent.js';
 import { AgentError } from './errors.js';
 import { silentLogger } from './log.js';
@@ -30,17 +29,6 @@ services:
     realServers:
       - { address: 198.19.1.11, port: 8080 }
 `;
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const a = srv.address();
-      srv.close(() => resolve(typeof a === 'object' && a ? a.port : 0));
-    });
-  });
-}
 
 function waitFor(pred: () => boolean, ms: number, what: string): Promise<void> {
   const start = Date.now();
@@ -92,6 +80,16 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
       const agent = await Agent.start({ configPath, dataPlane: dp, serve: false, watch: false, addressOwner: owner, log: silentLogger });
       members.push({ id, agent, owner, dp });
     }
+  }
+
+  /** `of`'s problems as `from` sees them: the registration record follows a resignation by a moment. */
+  async function publishedProblems(from: Member, of: string): Promise<string[] | undefined> {
+    let problems: string[] | undefined;
+    for (let i = 0; i < 100 && problems?.length !== 1; i++) {
+      problems = (await from.agent.clusterStatus()).directors!.find((d) => d.id === of)?.problems;
+      if (problems?.length !== 1) await new Promise((r) => setTimeout(r, 10));
+    }
+    return problems;
   }
 
   before(async () => {
@@ -153,12 +151,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     const second = members.find((m) => m !== first)!;
     first.owner.setLink('eth0', false);
     await waitFor(() => holder()[0] === second.id, 2000, 'the other director to lead');
-    // The resigned director publishes why (its registration record) a moment after it released.
-    let problems: string[] | undefined;
-    for (let i = 0; i < 100 && problems?.length !== 1; i++) {
-      problems = (await second.agent.clusterStatus()).directors!.find((d) => d.id === first.id)?.problems;
-      if (problems?.length !== 1) await new Promise((r) => setTimeout(r, 10));
-    }
+    const problems = await publishedProblems(second, first.id);
     assert.deepEqual(problems, ['interface eth0 is down']);
     first.owner.setLink('eth0', true);
 
@@ -175,11 +168,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     const second = members.find((m) => m !== first)!;
     await writeFile(join(dir, `${first.id}-${run}.broken`), '');
     await waitFor(() => holder()[0] === second.id, 3000, 'the other director to lead');
-    let problems: string[] | undefined;
-    for (let i = 0; i < 100 && problems?.length !== 1; i++) {
-      problems = (await second.agent.clusterStatus()).directors!.find((d) => d.id === first.id)?.problems;
-      if (problems?.length !== 1) await new Promise((r) => setTimeout(r, 10));
-    }
+    const problems = await publishedProblems(second, first.id);
     assert.match(problems?.[0] ?? '', /^track check uplink: exec .*: exit 1 \(1 failure\)$/);
   });
 
