@@ -299,7 +299,10 @@ export class GroupElection {
     this.considerPreempt(now, rec);
     if (!rec.peers.includes(this.d.self)) return; // only the leader's peers may take over from it
     const since = Math.max(obs.at, this.etcdBackAt);
-    if (now - since >= this.d.timing.takeoverAfterMs + this.rankDelay(rec.director) && now >= this.promisedUntil) {
+    // A handed-over record (beat 0) waits for its target's first beat three times as long: the target is
+    // alive and claiming, and the old leader racing it back would undo the switchover.
+    const wait = this.d.timing.takeoverAfterMs * (rec.beat === 0 ? 3 : 1) + this.rankDelay(rec.director);
+    if (now - since >= wait && now >= this.promisedUntil) {
       this.attempt(obs.rev, rec, 'took over', `no beat from ${rec.director} for ${Math.round(now - since)} ms`);
     }
   }
