@@ -25,7 +25,7 @@ describe('cluster settings and vip groups', () => {
     assert.ok(own.ok && r.ok);
     assert.deepEqual(own.config.agent.cluster, {
       director: 'dir1', etcd: CLUSTER.etcd, prefix: '/lbd/lab', peerListen: { address: '198.18.4.1', port: 7411 },
-      peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default', track: [],
+      peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default', track: [], tls: null,
     });
     assert.deepEqual(r.config.vipGroups, [
       { name: 'front', preempt: 'never', preemptDelayMs: 10000, announce: { count: 5, intervalMs: 200 }, gateways: ['198.19.1.250'] },
@@ -54,6 +54,29 @@ describe('cluster settings and vip groups', () => {
     assert.deepEqual(problems({ agent: { cluster: CLUSTER }, vipGroups: [{ name: 'default' }], services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', realServers: [{ address: '198.19.1.11' }] }] }), [
       "services: cannot be in a director's own file when agent.cluster is set: the cluster config in etcd holds them; move services to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here",
       "vipGroups: cannot be in a director's own file when agent.cluster is set: the cluster config in etcd holds them; move vipGroups to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here",
+    ]);
+  });
+
+  it('peer TLS files and per-service connection sync: typed, and every problem named', () => {
+    const tls = { ca: '/etc/lbd/tls/ca.pem', cert: '/etc/lbd/tls/dir1.pem', key: '/etc/lbd/tls/dir1.key' };
+    const own = validateConfig({ agent: { cluster: { ...CLUSTER, tls } } });
+    assert.ok(own.ok);
+    assert.deepEqual(own.config.agent.cluster?.tls, tls);
+    const r = validateConfig({ services: [
+      { name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', realServers: [{ address: '198.19.1.11' }] },
+      { name: 'dns', vip: '198.18.0.11', port: 53, protocol: 'udp', mode: 'nat', sync: { enabled: false }, realServers: [{ address: '198.19.1.11' }] },
+      { name: 'api', vip: '198.18.0.12', port: 80, mode: 'nat', sync: { minAgeMs: 2000 }, realServers: [{ address: '198.19.1.11' }] },
+    ] });
+    assert.ok(r.ok);
+    assert.deepEqual(r.config.services.map((s) => s.sync), [{ enabled: true, minAgeMs: 0 }, { enabled: false, minAgeMs: 0 }, { enabled: true, minAgeMs: 2000 }]);
+    assert.deepEqual(problems({ agent: { cluster: { ...CLUSTER, tls: { ca: 'ca.pem', cert: '/x.pem', keys: '/x.key' } } } }), [
+      'agent.cluster.tls.keys: "/x.key" is not a known field; did you mean "key"?',
+      'agent.cluster.tls.ca: "ca.pem" is not an absolute path; write tls: {ca: /etc/lbd/tls/ca.pem, cert: /etc/lbd/tls/dir1.pem, key: /etc/lbd/tls/dir1.key} (PEM files; the certificate names this director, DNS:<director id>)',
+      'agent.cluster.tls.key: a file is required; write tls: {ca: /etc/lbd/tls/ca.pem, cert: /etc/lbd/tls/dir1.pem, key: /etc/lbd/tls/dir1.key} (PEM files; the certificate names this director, DNS:<director id>)',
+    ]);
+    assert.deepEqual(problems({ services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', sync: { enabled: 'yes', minAgeMs: -1 }, realServers: [{ address: '198.19.1.11' }] }] }), [
+      'services[0].sync.enabled: "yes" is not true or false; write true to copy this service\'s connections to the standbys, false to let them break on a failover',
+      'services[0].sync.minAgeMs: -1 is not a duration in milliseconds from 0 to 3600000; give a whole number of milliseconds: flows younger than that are not copied (0 copies every established flow)',
     ]);
   });
 

@@ -128,7 +128,21 @@ export interface Service {
   readonly sorryServer: { readonly address: string; readonly port: number } | null;
   /** The vip group whose leader serves it (default `default`): vips of one group fail over together. */
   readonly vipGroup: string;
+  /** Which of its connections the group's leader copies to the standbys, so they survive a failover. */
+  readonly sync: ServiceSync;
 }
+
+/**
+ * Connection sync per service. A TCP flow is copied once established, a UDP flow once it has seen
+ * traffic both ways (so one-packet UDP exchanges never cost a copy); `minAgeMs` also holds back flows
+ * younger than that, so short connections, which a failover rarely catches, cost nothing.
+ */
+export interface ServiceSync {
+  readonly enabled: boolean;
+  readonly minAgeMs: number;
+}
+
+export const SERVICE_SYNC_DEFAULTS: ServiceSync = { enabled: true, minAgeMs: 0 };
 
 export interface AgentSettings {
   /** Path of the root-only admin unix socket. */
@@ -163,6 +177,19 @@ export interface ClusterSettings {
    * link, a firewall, a local dependency. Each runs every intervalMs; exit 0 = ok.
    */
   readonly track: readonly TrackCheck[];
+  /**
+   * Mutual TLS on the peer link (promises, pings and connection sync), with a cluster CA. Every
+   * director's certificate names its director id (subjectAltName DNS:<id>). Null: the peer link is
+   * plain gRPC and connections are not synced.
+   */
+  readonly tls: PeerTls | null;
+}
+
+/** PEM files. */
+export interface PeerTls {
+  readonly ca: string;
+  readonly cert: string;
+  readonly key: string;
 }
 
 export interface TrackCheck {

@@ -35,7 +35,7 @@ function typed(over: Partial<Service> = {}): Service {
   return {
     name: 'web', family: 4, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
     persistenceSec: 0, localAddresses: { first: '198.18.2.10', last: '198.18.2.10', size: 1 }, expireOnRemove: false,
-    onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default',
+    onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 },
     realServers: [{ address: '198.19.1.11', port: 8080, weight: 1, healthCheck: null }],
     ...over,
   };

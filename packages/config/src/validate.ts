@@ -1,10 +1,10 @@
 import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
 import {
   DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
-  PROTOCOLS, SCHEDULERS, hostPort, serviceKey,
+  PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, hostPort, serviceKey,
   type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
-  type Service, type ClusterSettings, type TrackCheck, type PreemptPolicy, type TimingProfileName, type VipGroup,
+  type Service, type ClusterSettings, type TrackCheck, type PreemptPolicy, type TimingProfileName, type VipGroup, type PeerTls, type ServiceSync,
 } from './types.js';
 
 /**
@@ -40,12 +40,12 @@ export type ValidationResult = { ok: true; config: Config } | { ok: false; probl
 
 const SERVICE_FIELDS = [
   'name', 'vip', 'port', 'protocol', 'mode', 'scheduler', 'persistenceSec', 'localAddresses',
-  'expireOnRemove', 'realServers', 'healthCheck', 'onDown', 'slowStartMs', 'fallback', 'sorryServer', 'vipGroup',
+  'expireOnRemove', 'realServers', 'healthCheck', 'onDown', 'slowStartMs', 'fallback', 'sorryServer', 'vipGroup', 'sync',
 ] as const;
 const REAL_SERVER_FIELDS = ['address', 'port', 'weight', 'healthCheck'] as const;
 const TOP_FIELDS = ['agent', 'vipGroups', 'services'] as const;
 const AGENT_FIELDS = ['adminSocket', 'cluster'] as const;
-const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'track'] as const;
+const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'track', 'tls'] as const;
 const TRACK_FIELDS = ['name', 'command', 'intervalMs', 'timeoutMs', 'rise', 'fall'] as const;
 const VIP_GROUP_FIELDS = ['name', 'preempt', 'preemptDelayMs', 'announce', 'gateways'] as const;
 /** Linux interface names: at most 15 bytes, no "/" or whitespace. */
@@ -561,13 +561,14 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
   if (raw.vipGroup !== undefined) {
     vipGroup = checkName(c, `${path}.vipGroup`, raw.vipGroup, 'vip group name');
   }
-  if (slowStartMs === undefined || onDown === undefined || fallback === undefined || vipGroup === undefined) return undefined;
+  const sync = checkServiceSync(c, `${path}.sync`, raw.sync);
+  if (slowStartMs === undefined || onDown === undefined || fallback === undefined || vipGroup === undefined || sync === undefined) return undefined;
 
   if (c.problems.length !== before) return undefined;
   return {
     name: name!, family: vip!.family, vip: vip!.address, port: port!, protocol: protocol!, mode: mode!,
     scheduler: scheduler!, persistenceSec, localAddresses, expireOnRemove, realServers: realServers!,
-    onDown, slowStartMs, fallback, sorryServer, vipGroup: vipGroup!,
+    onDown, slowStartMs, fallback, sorryServer, vipGroup: vipGroup!, sync,
   };
 }
 
@@ -664,8 +665,47 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
   }
   const timing = checkEnum<TimingProfileName>(c, `${path}.timing`, raw.timing, TIMING_PROFILE_NAMES, 'default', 'timing profile');
   const track = checkTrack(c, `${path}.track`, raw.track);
+  const tls = checkPeerTls(c, `${path}.tls`, raw.tls);
   if (c.problems.length !== before || director === undefined || prefix === undefined || !peerListen || timing === undefined) return null;
-  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, track };
+  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, track, tls };
+}
+
+/** An hour: a flow younger than that is not worth holding back from sync any longer. */
+const MAX_SYNC_MIN_AGE_MS = 3_600_000;
+
+function checkServiceSync(c: Collector, path: string, raw: unknown): ServiceSync | undefined {
+  if (raw === undefined) return SERVICE_SYNC_DEFAULTS;
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, 'write sync: {enabled: true, minAgeMs: 0} (enabled: false keeps this service\'s connections out of sync)');
+    return undefined;
+  }
+  checkUnknownFields(c, path, raw, ['enabled', 'minAgeMs']);
+  let enabled = SERVICE_SYNC_DEFAULTS.enabled;
+  if (raw.enabled !== undefined) {
+    if (typeof raw.enabled !== 'boolean') c.add(`${path}.enabled`, raw.enabled, 'is not true or false', 'write true to copy this service\'s connections to the standbys, false to let them break on a failover');
+    else enabled = raw.enabled;
+  }
+  const minAgeMs = raw.minAgeMs === undefined ? SERVICE_SYNC_DEFAULTS.minAgeMs
+    : checkWholeNumber(c, `${path}.minAgeMs`, raw.minAgeMs, 0, MAX_SYNC_MIN_AGE_MS, `is not a duration in milliseconds from 0 to ${MAX_SYNC_MIN_AGE_MS}`, 'give a whole number of milliseconds: flows younger than that are not copied (0 copies every established flow)');
+  if (minAgeMs === undefined) return undefined;
+  return { enabled, minAgeMs };
+}
+
+function checkPeerTls(c: Collector, path: string, raw: unknown): PeerTls | null {
+  if (raw === undefined || raw === null) return null;
+  const fix = 'write tls: {ca: /etc/lbd/tls/ca.pem, cert: /etc/lbd/tls/dir1.pem, key: /etc/lbd/tls/dir1.key} (PEM files; the certificate names this director, DNS:<director id>)';
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, fix);
+    return null;
+  }
+  checkUnknownFields(c, path, raw, ['ca', 'cert', 'key']);
+  const out: Record<string, string> = {};
+  for (const k of ['ca', 'cert', 'key'] as const) {
+    const v = raw[k];
+    if (typeof v !== 'string' || !v.startsWith('/')) c.add(`${path}.${k}`, v, v === undefined ? 'a file is required' : 'is not an absolute path', fix);
+    else out[k] = v;
+  }
+  return out.ca !== undefined && out.cert !== undefined && out.key !== undefined ? { ca: out.ca, cert: out.cert, key: out.key } : null;
 }
 
 function checkTrack(c: Collector, path: string, raw: unknown): TrackCheck[] {
