@@ -11,7 +11,7 @@ const pkg = join(dirname(fileURLToPath(import.meta.url)), '..');
 // Relative paths (run from the package directory) keep absolute checkout paths out of the generated code.
 const protoRoot = join('..', '..', 'proto');
 const outDir = join('src', 'gen');
-const files = ['lbd/admin/v1/admin.proto', 'lbd/peer/v1/peer.proto'];
+const files = ['lbd/admin/v1/admin.proto', 'lbd/peer/v1/peer.proto', 'lbd/peer/v1/sync.proto'];
 const args = [
   '--keepCase=false', '--longs=Number', '--enums=String', '--defaults', '--oneofs', '--includeComments',
   '--grpcLib=@grpc/grpc-js', '--importFileExtension=.js', '-I', protoRoot, '-O', outDir, ...files,
@@ -30,10 +30,11 @@ const header = [
 ].join('\n');
 const walk = (dir) => readdirSync(dir).flatMap((n) => (statSync(join(dir, n)).isDirectory() ? walk(join(dir, n)) : [join(dir, n)]));
 // One module that re-exports every generated type, so src/index.ts need not list them.
-const modules = walk(outDir).filter((f) => f !== join(outDir, 'admin.ts') && f !== join(outDir, 'peer.ts')).sort();
+const modules = walk(outDir).filter((f) => ![join(outDir, 'admin.ts'), join(outDir, 'peer.ts'), join(outDir, 'sync.ts')].includes(f)).sort();
 writeFileSync(join(outDir, 'index.ts'), [
   "export type { ProtoGrpcType } from './admin.js';",
   "export type { ProtoGrpcType as PeerProtoGrpcType } from './peer.js';",
+  "export type { ProtoGrpcType as SyncProtoGrpcType } from './sync.js';",
   ...modules.map((f) => `export type * from './${f.slice(outDir.length + 1).replace(/\.ts$/, '.js')}';`),
   '',
 ].join('\n'));

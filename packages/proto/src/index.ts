@@ -13,6 +13,7 @@ import type {
   Connection__Output, FailoverResponse__Output, RollbackResponse__Output,
   DoctorResponse__Output, GetHealthResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output, HealthEvent__Output,
   ListConnectionsResponse__Output, PeerClient, PeerDefinition, PeerProtoGrpcType, Problem__Output, ProtoGrpcType,
+  ConnSyncClient, ConnSyncDefinition, SyncProtoGrpcType,
 } from './gen/index.js';
 
 export type * from './gen/index.js';
@@ -100,12 +101,78 @@ export function peerServiceDefinition(): PeerDefinition {
   return peerProto().Peer.service;
 }
 
-/** A Peer client for `host:port` (plain TCP on the peer link). */
-export function createPeerClient(address: string, port: number): PeerClient {
-  const host = address.includes(':') ? `[${address}]` : address;
-  return new (peerProto().Peer)(`${host}:${port}`, grpc.credentials.createInsecure(), {
+/**
+ * The peer link's security: plain gRPC, or mutual TLS with the cluster CA (PEM contents, not paths).
+ * `serverName` is the director id the other side's certificate must name.
+ */
+export type PeerSecurity = { readonly kind: 'insecure' } | { readonly kind: 'tls'; readonly ca: Buffer; readonly cert: Buffer; readonly key: Buffer };
+
+/** Client channel credentials and options towards peer `peerId`. */
+function peerChannel(security: PeerSecurity, peerId: string): { creds: grpc.ChannelCredentials; options: grpc.ChannelOptions } {
+  const options: grpc.ChannelOptions = {
     // Promises are asked for when things go wrong: fail fast instead of waiting on reconnect backoff.
     'grpc.initial_reconnect_backoff_ms': 50, 'grpc.max_reconnect_backoff_ms': 500,
+  };
+  if (security.kind === 'insecure') return { creds: grpc.credentials.createInsecure(), options };
+  return {
+    creds: grpc.credentials.createSsl(security.ca, security.key, security.cert),
+    // The peer is reached by address, but its certificate names its director id: check that name.
+    options: { ...options, 'grpc.ssl_target_name_override': peerId, 'grpc.default_authority': peerId },
+  };
+}
+
+/** Server credentials for the peer listener: with TLS, a client must present a certificate of the cluster CA. */
+export function peerServerCredentials(security: PeerSecurity): grpc.ServerCredentials {
+  if (security.kind === 'insecure') return grpc.ServerCredentials.createInsecure();
+  return grpc.ServerCredentials.createSsl(security.ca, [{ private_key: security.key, cert_chain: security.cert }], true);
+}
+
+/**
+ * The director ids a verified client certificate names (subjectAltName DNS entries), or null when the call
+ * came without TLS. grpc-js has already checked the chain against the cluster CA.
+ */
+export function peerIdsOfCall(call: { getAuthContext?(): { sslPeerCertificate?: { subjectaltname?: string } } | null }): string[] | null {
+  const cert = call.getAuthContext?.()?.sslPeerCertificate;
+  if (cert === undefined) return null;
+  return (cert.subjectaltname ?? '').split(',').map((x) => x.trim()).filter((x) => x.startsWith('DNS:')).map((x) => x.slice(4));
+}
+
+function target(address: string, port: number): string {
+  return `${address.includes(':') ? `[${address}]` : address}:${port}`;
+}
+
+/** A Peer client for director `peerId` at `address:port`. */
+export function createPeerClient(address: string, port: number, security: PeerSecurity = { kind: 'insecure' }, peerId = ''): PeerClient {
+  const { creds, options } = peerChannel(security, peerId);
+  return new (peerProto().Peer)(target(address, port), creds, options);
+}
+
+export const SYNC_PROTO_FILE = 'lbd/peer/v1/sync.proto';
+
+let syncLoaded: SyncProtoGrpcType | undefined;
+
+/** The loaded connection-sync service (`lbd.peer.v1.ConnSync`). */
+export function syncProto(): SyncProtoGrpcType['lbd']['peer']['v1'] {
+  syncLoaded ??= grpc.loadPackageDefinition(
+    protoLoader.loadSync(SYNC_PROTO_FILE, { ...LOADER_OPTIONS, includeDirs: [protoIncludeDir()] }),
+  ) as unknown as SyncProtoGrpcType;
+  return syncLoaded.lbd.peer.v1;
+}
+
+export function connSyncServiceDefinition(): ConnSyncDefinition {
+  return syncProto().ConnSync.service;
+}
+
+/**
+ * Sync messages are bounded by the sender's batch size; this limit refuses anything far beyond it (a
+ * malformed or hostile peer), with room for a full batch of IPv6 flows.
+ */
+export const MAX_SYNC_MESSAGE_BYTES = 4 * 1024 * 1024;
+
+export function createConnSyncClient(address: string, port: number, security: PeerSecurity, peerId: string): ConnSyncClient {
+  const { creds, options } = peerChannel(security, peerId);
+  return new (syncProto().ConnSync)(target(address, port), creds, {
+    ...options, 'grpc.max_receive_message_length': MAX_SYNC_MESSAGE_BYTES, 'grpc.max_send_message_length': MAX_SYNC_MESSAGE_BYTES,
   });
 }
 

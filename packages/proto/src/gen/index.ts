@@ -1,8 +1,9 @@
 // GENERATED CODE: do not edit by hand.
-// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto by `pnpm --filter @lbd/proto run gen`, which runs
-// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto, proto/lbd/peer/v1/sync.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto lbd/peer/v1/sync.proto
 export type { ProtoGrpcType } from './admin.js';
 export type { ProtoGrpcType as PeerProtoGrpcType } from './peer.js';
+export type { ProtoGrpcType as SyncProtoGrpcType } from './sync.js';
 export type * from './lbd/admin/v1/AddressRange.js';
 export type * from './lbd/admin/v1/Admin.js';
 export type * from './lbd/admin/v1/AgentInfo.js';
@@ -46,8 +47,21 @@ export type * from './lbd/admin/v1/RollbackResponse.js';
 export type * from './lbd/admin/v1/ServiceStats.js';
 export type * from './lbd/admin/v1/ServiceStatus.js';
 export type * from './lbd/admin/v1/WatchHealthRequest.js';
+export type * from './lbd/peer/v1/Ack.js';
+export type * from './lbd/peer/v1/Change.js';
+export type * from './lbd/peer/v1/Changes.js';
+export type * from './lbd/peer/v1/ConnSync.js';
+export type * from './lbd/peer/v1/Flow.js';
+export type * from './lbd/peer/v1/FlowId.js';
+export type * from './lbd/peer/v1/Hello.js';
+export type * from './lbd/peer/v1/HostPort.js';
 export type * from './lbd/peer/v1/Peer.js';
 export type * from './lbd/peer/v1/PingReply.js';
 export type * from './lbd/peer/v1/PingRequest.js';
 export type * from './lbd/peer/v1/PromiseReply.js';
 export type * from './lbd/peer/v1/PromiseRequest.js';
+export type * from './lbd/peer/v1/Resync.js';
+export type * from './lbd/peer/v1/SnapshotBegin.js';
+export type * from './lbd/peer/v1/SnapshotEnd.js';
+export type * from './lbd/peer/v1/SyncMessage.js';
+export type * from './lbd/peer/v1/SyncReply.js';

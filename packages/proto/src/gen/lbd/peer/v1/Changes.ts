@@ -1,0 +1,22 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto, proto/lbd/peer/v1/sync.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto lbd/peer/v1/sync.proto
+// Original file: ../../proto/lbd/peer/v1/sync.proto
+
+import type { Change as _lbd_peer_v1_Change, Change__Output as _lbd_peer_v1_Change__Output } from '../../../lbd/peer/v1/Change.js';
+
+export interface Changes {
+  'changes'?: (_lbd_peer_v1_Change)[];
+  /**
+   * Milliseconds from the oldest kernel event in this message to sending it (queueing on the sender).
+   */
+  'queuedMs'?: (number);
+}
+
+export interface Changes__Output {
+  'changes': (_lbd_peer_v1_Change__Output)[];
+  /**
+   * Milliseconds from the oldest kernel event in this message to sending it (queueing on the sender).
+   */
+  'queuedMs': (number);
+}

@@ -1,0 +1,45 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto, proto/lbd/peer/v1/sync.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto lbd/peer/v1/sync.proto
+// Original file: ../../proto/lbd/peer/v1/sync.proto
+
+import type { FlowId as _lbd_peer_v1_FlowId, FlowId__Output as _lbd_peer_v1_FlowId__Output } from '../../../lbd/peer/v1/FlowId.js';
+import type { HostPort as _lbd_peer_v1_HostPort, HostPort__Output as _lbd_peer_v1_HostPort__Output } from '../../../lbd/peer/v1/HostPort.js';
+
+export interface Flow {
+  'id'?: (_lbd_peer_v1_FlowId | null);
+  /**
+   * The NAT binding: the real server (DNAT) and, in fullnat, the local address the real server sees (SNAT).
+   */
+  'realServer'?: (_lbd_peer_v1_HostPort | null);
+  'localAddress'?: (_lbd_peer_v1_HostPort | null);
+  /**
+   * TCP state (ESTABLISHED, ...) or ASSURED for UDP.
+   */
+  'state'?: (string);
+  'timeoutSec'?: (number);
+  /**
+   * The sender's service key (198.18.0.10:80/tcp): the receiver maps it and the real server to its own
+   * ct mark, since service ids are each director's own.
+   */
+  'service'?: (string);
+}
+
+export interface Flow__Output {
+  'id': (_lbd_peer_v1_FlowId__Output | null);
+  /**
+   * The NAT binding: the real server (DNAT) and, in fullnat, the local address the real server sees (SNAT).
+   */
+  'realServer': (_lbd_peer_v1_HostPort__Output | null);
+  'localAddress': (_lbd_peer_v1_HostPort__Output | null);
+  /**
+   * TCP state (ESTABLISHED, ...) or ASSURED for UDP.
+   */
+  'state': (string);
+  'timeoutSec': (number);
+  /**
+   * The sender's service key (198.18.0.10:80/tcp): the receiver maps it and the real server to its own
+   * ct mark, since service ids are each director's own.
+   */
+  'service': (string);
+}

@@ -1,0 +1,35 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto, proto/lbd/peer/v1/sync.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto lbd/peer/v1/sync.proto
+// Original file: ../../proto/lbd/peer/v1/sync.proto
+
+
+export interface Hello {
+  /**
+   * The sending director's id: must match the director its certificate names.
+   */
+  'from'?: (string);
+  /**
+   * A fresh id per stream, for logs.
+   */
+  'session'?: (string);
+  /**
+   * The vip groups whose connections this stream carries (the groups the sender leads).
+   */
+  'groups'?: (string)[];
+}
+
+export interface Hello__Output {
+  /**
+   * The sending director's id: must match the director its certificate names.
+   */
+  'from': (string);
+  /**
+   * A fresh id per stream, for logs.
+   */
+  'session': (string);
+  /**
+   * The vip groups whose connections this stream carries (the groups the sender leads).
+   */
+  'groups': (string)[];
+}

@@ -1,0 +1,46 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto, proto/lbd/peer/v1/sync.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto lbd/peer/v1/sync.proto
+import type * as grpc from '@grpc/grpc-js';
+import type { MessageTypeDefinition } from '@grpc/proto-loader';
+
+import type { Ack as _lbd_peer_v1_Ack, Ack__Output as _lbd_peer_v1_Ack__Output } from './lbd/peer/v1/Ack.js';
+import type { Change as _lbd_peer_v1_Change, Change__Output as _lbd_peer_v1_Change__Output } from './lbd/peer/v1/Change.js';
+import type { Changes as _lbd_peer_v1_Changes, Changes__Output as _lbd_peer_v1_Changes__Output } from './lbd/peer/v1/Changes.js';
+import type { ConnSyncClient as _lbd_peer_v1_ConnSyncClient, ConnSyncDefinition as _lbd_peer_v1_ConnSyncDefinition } from './lbd/peer/v1/ConnSync.js';
+import type { Flow as _lbd_peer_v1_Flow, Flow__Output as _lbd_peer_v1_Flow__Output } from './lbd/peer/v1/Flow.js';
+import type { FlowId as _lbd_peer_v1_FlowId, FlowId__Output as _lbd_peer_v1_FlowId__Output } from './lbd/peer/v1/FlowId.js';
+import type { Hello as _lbd_peer_v1_Hello, Hello__Output as _lbd_peer_v1_Hello__Output } from './lbd/peer/v1/Hello.js';
+import type { HostPort as _lbd_peer_v1_HostPort, HostPort__Output as _lbd_peer_v1_HostPort__Output } from './lbd/peer/v1/HostPort.js';
+import type { Resync as _lbd_peer_v1_Resync, Resync__Output as _lbd_peer_v1_Resync__Output } from './lbd/peer/v1/Resync.js';
+import type { SnapshotBegin as _lbd_peer_v1_SnapshotBegin, SnapshotBegin__Output as _lbd_peer_v1_SnapshotBegin__Output } from './lbd/peer/v1/SnapshotBegin.js';
+import type { SnapshotEnd as _lbd_peer_v1_SnapshotEnd, SnapshotEnd__Output as _lbd_peer_v1_SnapshotEnd__Output } from './lbd/peer/v1/SnapshotEnd.js';
+import type { SyncMessage as _lbd_peer_v1_SyncMessage, SyncMessage__Output as _lbd_peer_v1_SyncMessage__Output } from './lbd/peer/v1/SyncMessage.js';
+import type { SyncReply as _lbd_peer_v1_SyncReply, SyncReply__Output as _lbd_peer_v1_SyncReply__Output } from './lbd/peer/v1/SyncReply.js';
+
+type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
+  new(...args: ConstructorParameters<Constructor>): Subtype;
+};
+
+export interface ProtoGrpcType {
+  lbd: {
+    peer: {
+      v1: {
+        Ack: MessageTypeDefinition<_lbd_peer_v1_Ack, _lbd_peer_v1_Ack__Output>
+        Change: MessageTypeDefinition<_lbd_peer_v1_Change, _lbd_peer_v1_Change__Output>
+        Changes: MessageTypeDefinition<_lbd_peer_v1_Changes, _lbd_peer_v1_Changes__Output>
+        ConnSync: SubtypeConstructor<typeof grpc.Client, _lbd_peer_v1_ConnSyncClient> & { service: _lbd_peer_v1_ConnSyncDefinition }
+        Flow: MessageTypeDefinition<_lbd_peer_v1_Flow, _lbd_peer_v1_Flow__Output>
+        FlowId: MessageTypeDefinition<_lbd_peer_v1_FlowId, _lbd_peer_v1_FlowId__Output>
+        Hello: MessageTypeDefinition<_lbd_peer_v1_Hello, _lbd_peer_v1_Hello__Output>
+        HostPort: MessageTypeDefinition<_lbd_peer_v1_HostPort, _lbd_peer_v1_HostPort__Output>
+        Resync: MessageTypeDefinition<_lbd_peer_v1_Resync, _lbd_peer_v1_Resync__Output>
+        SnapshotBegin: MessageTypeDefinition<_lbd_peer_v1_SnapshotBegin, _lbd_peer_v1_SnapshotBegin__Output>
+        SnapshotEnd: MessageTypeDefinition<_lbd_peer_v1_SnapshotEnd, _lbd_peer_v1_SnapshotEnd__Output>
+        SyncMessage: MessageTypeDefinition<_lbd_peer_v1_SyncMessage, _lbd_peer_v1_SyncMessage__Output>
+        SyncReply: MessageTypeDefinition<_lbd_peer_v1_SyncReply, _lbd_peer_v1_SyncReply__Output>
+      }
+    }
+  }
+}
+
