@@ -1,0 +1,259 @@
+import { flowKey, type FlowChange, type FlowTable } from '@lbd/dataplane';
+import type { SyncMessage__Output, SyncReply } from '@lbd/proto';
+import type { Logger } from './log.js';
+import { serviceKeyOfFlow } from './source.js';
+import { fromWireChange, MalformedMessage, type WireChange } from './wire.js';
+
+/**
+ * A standby's side of one leader's stream. Messages are applied strictly in sequence, one batch at a time
+ * (consecutive messages that arrived meanwhile are applied together: one conntrack run for many), and
+ * acknowledged after. A gap asks for a resync; until the snapshot that answers it arrives, everything is
+ * acknowledged but ignored, so the leader's window keeps moving. A message that does not check out is
+ * refused whole and ends the stream: nothing of it reaches the kernel.
+ */
+
+export interface ReceiverContext {
+  readonly table: FlowTable;
+  readonly log: Logger;
+  /** This director's ct mark for a real server of a service (by key), or null when it has no such one. */
+  markOf(service: string, realServer: { address: string; port: number }): number | null;
+  /** The vip group of a service (by key) in this director's config, or null when it has no such service. */
+  groupOf(service: string): string | null;
+  /** Whether this director leads the group itself: then a peer's copy is stale and must not win. */
+  leads(group: string): boolean;
+}
+
+export interface ReceiverLink {
+  write(reply: SyncReply): void;
+  /** Ends the stream with an error the sender sees (gRPC status INVALID_ARGUMENT etc.). */
+  fail(code: 'invalid' | 'denied' | 'exhausted', details: string): void;
+}
+
+export type ReceiverState = 'waiting' | 'snapshot' | 'streaming' | 'resync' | 'ended';
+
+export interface ReceiverStatus {
+  readonly peer: string;
+  readonly session: string;
+  readonly state: ReceiverState;
+  /** Groups whose snapshot from this peer completed, and when (Date.now()). */
+  readonly caughtUp: Readonly<Record<string, number>>;
+  readonly received: number;
+  readonly inserted: number;
+  readonly replaced: number;
+  readonly refreshed: number;
+  readonly removed: number;
+  readonly failed: number;
+  readonly skipped: number;
+  readonly resyncs: number;
+  readonly lastError: string;
+}
+
+/** A sender that ignores the window cannot make the receiver buffer without bound. */
+const MAX_BUFFERED_MESSAGES = 256;
+/** Changes per kernel run when several messages are waiting. */
+const MAX_CHANGES_PER_APPLY = 20_000;
+
+export class SyncReceiver {
+  private peer = '';
+  private session = '';
+  private state: ReceiverState = 'waiting';
+  private expected = 1;
+  /** While resyncing: only a SnapshotBegin numbered above this is accepted. */
+  private resyncFloor = 0;
+  private readonly buffer: SyncMessage__Output[] = [];
+  private working = false;
+  private snapshot: { groups: Set<string>; keys: Set<string> } | null = null;
+  private readonly caught = new Map<string, number>();
+  private counts = { received: 0, inserted: 0, replaced: 0, refreshed: 0, removed: 0, failed: 0, skipped: 0, resyncs: 0 };
+  private lastError = '';
+  private ended = false;
+
+  /**
+   * `allowedPeers`: the director ids this stream may speak for (its certificate's names, intersected with
+   * the configured peers).
+   */
+  constructor(private readonly ctx: ReceiverContext, private readonly link: ReceiverLink, private readonly allowedPeers: ReadonlySet<string>) {}
+
+  get peerId(): string {
+    return this.peer;
+  }
+
+  status(): ReceiverStatus {
+    return { peer: this.peer, session: this.session, state: this.state, caughtUp: Object.fromEntries(this.caught), ...this.counts, lastError: this.lastError };
+  }
+
+  /** Whether a whole snapshot of `group` from this stream has been applied, and the stream still runs. */
+  caughtUp(group: string): boolean {
+    return !this.ended && this.state === 'streaming' && this.caught.has(group);
+  }
+
+  end(reason: string): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.state = 'ended';
+    this.lastError ||= reason;
+  }
+
+  onMessage(m: SyncMessage__Output): void {
+    if (this.ended) return;
+    if (this.buffer.length >= MAX_BUFFERED_MESSAGES) {
+      this.refuse('exhausted', `more than ${MAX_BUFFERED_MESSAGES} messages unacknowledged: the sender ignores its window`);
+      return;
+    }
+    this.buffer.push(m);
+    void this.work();
+  }
+
+  private refuse(code: 'invalid' | 'denied' | 'exhausted', details: string): void {
+    this.ctx.log.warn('connection sync: refused a peer\'s stream', { peer: this.peer || '(before hello)', details });
+    this.lastError = details;
+    this.end(details);
+    this.link.fail(code, details);
+  }
+
+  private async work(): Promise<void> {
+    if (this.working) return;
+    this.working = true;
+    try {
+      while (this.buffer.length > 0 && !this.ended) {
+        const batch: FlowChange[] = [];
+        let lastSeq = 0;
+        // Take messages up to (not past) a snapshot end, so the end sees every change before it applied.
+        while (this.buffer.length > 0 && batch.length < MAX_CHANGES_PER_APPLY) {
+          const m = this.buffer[0]!;
+          const seq = Number(m.seq);
+          if (m.snapshotEnd && batch.length > 0 && this.accepts(m, seq)) break;
+          this.buffer.shift();
+          lastSeq = seq;
+          if (!this.accepts(m, seq)) {
+            this.skipOrGap(m, seq);
+            continue;
+          }
+          this.expected = seq + 1;
+          this.counts.received++;
+          if (!this.take(m, batch)) return;
+          if (m.snapshotEnd) {
+            await this.finishSnapshot();
+            break;
+          }
+        }
+        if (batch.length > 0) await this.apply(batch);
+        if (this.ended) return;
+        if (lastSeq > 0) this.link.write({ ack: { seq: lastSeq, injected: this.counts.inserted + this.counts.replaced + this.counts.refreshed, failed: this.counts.failed } });
+      }
+    } finally {
+      this.working = false;
+    }
+  }
+
+  /** Whether `m` is the next message to apply. */
+  private accepts(m: SyncMessage__Output, seq: number): boolean {
+    if (this.state === 'resync') return m.snapshotBegin != null && seq > this.resyncFloor;
+    return seq === this.expected;
+  }
+
+  private skipOrGap(m: SyncMessage__Output, seq: number): void {
+    if (this.state === 'resync' || seq < this.expected) return; // a duplicate or a straggler: already dealt with
+    this.counts.resyncs++;
+    const reason = `gap: expected message ${this.expected}, got ${seq}`;
+    this.ctx.log.warn('connection sync: asking the peer for a resync', { peer: this.peer, reason });
+    this.link.write({ resync: { expected: this.expected, reason } });
+    this.state = 'resync';
+    this.resyncFloor = seq;
+    this.snapshot = null;
+    void m;
+  }
+
+  /** Applies one in-sequence message's bookkeeping; changes go into `batch`. False: the stream was refused. */
+  private take(m: SyncMessage__Output, batch: FlowChange[]): boolean {
+    if (m.hello) {
+      if (this.peer !== '') return this.fail('invalid', 'hello: sent twice');
+      if (!this.allowedPeers.has(m.hello.from)) {
+        return this.fail('denied', `hello.from: ${JSON.stringify(m.hello.from)} is not a configured peer named by the stream's certificate (allowed: ${[...this.allowedPeers].join(', ') || 'none'})`);
+      }
+      this.peer = m.hello.from;
+      this.session = m.hello.session;
+      this.ctx.log.info('connection sync: peer stream opened', { peer: this.peer, session: this.session, groups: m.hello.groups });
+      return true;
+    }
+    if (this.peer === '') return this.fail('invalid', 'the first message must be a hello');
+    if (m.snapshotBegin) {
+      const groups = new Set(m.snapshotBegin.groups);
+      this.snapshot = { groups, keys: new Set() };
+      for (const g of groups) this.caught.delete(g);
+      this.state = 'snapshot';
+      this.ctx.log.info('connection sync: snapshot from peer started', { peer: this.peer, groups: [...groups], flows: Number(m.snapshotBegin.flows), reason: m.snapshotBegin.reason });
+      return true;
+    }
+    if (m.changes) {
+      let wire: WireChange[];
+      try {
+        wire = m.changes.changes.map((c, i) => fromWireChange(c, `changes[${i}]`));
+      } catch (err) {
+        if (err instanceof MalformedMessage) return this.fail('invalid', `message ${String(m.seq)}: ${err.message}`);
+        throw err;
+      }
+      for (const w of wire) {
+        const service = w.op === 'upsert' ? w.service : serviceKeyOfFlow(w.flow);
+        const group = this.ctx.groupOf(service) ?? this.ctx.groupOf(serviceKeyOfFlow(w.flow));
+        if (group === null) { this.counts.failed++; continue; }
+        if (this.ctx.leads(group)) { this.counts.skipped++; continue; }
+        if (w.op === 'remove') {
+          batch.push({ op: 'remove', flow: w.flow });
+          this.snapshot?.keys.delete(flowKey(w.flow));
+          continue;
+        }
+        const mark = this.ctx.markOf(service, w.flow.realServer);
+        if (mark === null) { this.counts.failed++; continue; }
+        batch.push({ op: 'upsert', flow: { ...w.flow, mark } });
+        this.snapshot?.keys.add(flowKey(w.flow));
+      }
+      return true;
+    }
+    if (m.snapshotEnd) return true;
+    return this.fail('invalid', `message ${String(m.seq)}: has no body`);
+  }
+
+  private fail(code: 'invalid' | 'denied', details: string): false {
+    this.refuse(code, details);
+    return false;
+  }
+
+  private async apply(batch: FlowChange[]): Promise<void> {
+    try {
+      const r = await this.ctx.table.apply(batch);
+      this.counts.inserted += r.inserted;
+      this.counts.replaced += r.replaced;
+      this.counts.refreshed += r.refreshed;
+      this.counts.removed += r.removed;
+      this.counts.failed += r.failed;
+      if (r.failed > 0) this.lastError = r.errors[0] ?? `${r.failed} changes failed`;
+    } catch (err) {
+      this.counts.failed += batch.length;
+      this.lastError = err instanceof Error ? err.message : String(err);
+      this.ctx.log.error('connection sync: injecting flows failed', { peer: this.peer, changes: batch.length, error: err });
+    }
+  }
+
+  /** Removes what this director holds for the snapshot's groups that the snapshot did not name. */
+  private async finishSnapshot(): Promise<void> {
+    const snap = this.snapshot;
+    this.snapshot = null;
+    this.state = 'streaming';
+    if (snap === null) return;
+    let stale: FlowChange[] = [];
+    try {
+      const flows = await this.ctx.table.dump();
+      stale = flows.filter((f) => {
+        const g = this.ctx.groupOf(serviceKeyOfFlow(f));
+        return g !== null && snap.groups.has(g) && !this.ctx.leads(g) && !snap.keys.has(flowKey(f));
+      }).map((f) => ({ op: 'remove', flow: f }));
+    } catch (err) {
+      this.lastError = `reading the connection table after a snapshot: ${err instanceof Error ? err.message : String(err)}`;
+    }
+    if (stale.length > 0) await this.apply(stale);
+    const now = Date.now();
+    for (const g of snap.groups) this.caught.set(g, now);
+    this.ctx.log.info('connection sync: caught up with peer', { peer: this.peer, groups: [...snap.groups], flows: snap.keys.size, staleRemoved: stale.length });
+  }
+}

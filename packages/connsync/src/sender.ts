@@ -1,0 +1,336 @@
+import { flowKey } from '@lbd/dataplane';
+import type { SyncMessage, SyncReply__Output } from '@lbd/proto';
+import { nanoid } from 'nanoid';
+import type { Logger } from './log.js';
+import type { FlowSource, SourceChange, SourceListener } from './source.js';
+import { toWireChange, type WireChange } from './wire.js';
+
+/**
+ * The leader's stream to one standby: Hello, a snapshot of every copied flow, then changes, each message
+ * numbered. At most `windowMessages` are unacknowledged at a time; changes wait behind them in a queue
+ * that folds repeated changes to one flow into one, and that is thrown away for a fresh snapshot when it
+ * outgrows `maxQueuedChanges` — so a slow or stuck peer costs bounded memory, never the leader's health.
+ * A Resync from the peer, an ack that does not come within `ackTimeoutMs`, and a broken stream all end in
+ * a new snapshot (on a new stream for the last two).
+ */
+
+export interface SenderLinkHandlers {
+  reply(r: SyncReply__Output): void;
+  /** The transport can take more after a write returned false. */
+  drain(): void;
+  closed(reason: string | null): void;
+}
+
+export interface SenderLink {
+  /** False when the transport's buffer is full: wait for `drain`. */
+  write(msg: SyncMessage): boolean;
+  close(): void;
+}
+
+export type Dial = (peer: string, handlers: SenderLinkHandlers) => SenderLink;
+
+export interface SenderOptions {
+  readonly self: string;
+  readonly peer: string;
+  readonly source: FlowSource;
+  readonly dial: Dial;
+  readonly log: Logger;
+  readonly windowMessages?: number;
+  readonly changesPerMessage?: number;
+  readonly maxQueuedChanges?: number;
+  readonly ackTimeoutMs?: number;
+  /** Changes wait this long for company before a message goes out (fewer, fuller messages). */
+  readonly flushMs?: number;
+  /** Fault injection for tests: may drop, delay or reorder outgoing messages. */
+  readonly faults?: OutgoingFaults;
+}
+
+/** Test seam: decides the fate of each outgoing message. */
+export interface OutgoingFaults {
+  /** 'send', 'drop', or a number of milliseconds to hold the message back (others overtake it). */
+  fate(msg: SyncMessage): 'send' | 'drop' | number;
+}
+
+export const SENDER_DEFAULTS = {
+  windowMessages: 32, changesPerMessage: 512, maxQueuedChanges: 200_000, ackTimeoutMs: 5000, flushMs: 2,
+} as const;
+
+const RETRY_MIN_MS = 100;
+const RETRY_MAX_MS = 2000;
+/** Lag samples kept for percentiles. */
+const LAG_SAMPLES = 2048;
+
+export type SenderState = 'connecting' | 'snapshot' | 'streaming' | 'down' | 'closed';
+
+export interface SenderStatus {
+  readonly peer: string;
+  readonly state: SenderState;
+  readonly session: string;
+  /** The peer has acknowledged a whole snapshot and nothing since is waiting. */
+  readonly caughtUp: boolean;
+  readonly sentSeq: number;
+  readonly ackedSeq: number;
+  readonly queued: number;
+  readonly flowsSent: number;
+  readonly snapshots: number;
+  readonly resyncs: number;
+  readonly overflows: number;
+  readonly injected: number;
+  readonly failed: number;
+  /** Kernel event on this director to the peer's acknowledgement, over the last samples (ms). */
+  readonly lagP50Ms: number;
+  readonly lagP99Ms: number;
+  readonly lastError: string;
+  readonly lastSnapshotReason: string;
+}
+
+interface InFlight {
+  readonly seq: number;
+  /** Oldest kernel event behind the message (performance.now()), for the lag. */
+  readonly oldestEventAt: number | null;
+  readonly endsSnapshot: boolean;
+}
+
+export class SyncSender implements SourceListener {
+  private readonly o: Required<Omit<SenderOptions, 'faults'>> & { faults?: OutgoingFaults };
+  private link: SenderLink | null = null;
+  private state: SenderState = 'connecting';
+  private session = '';
+  private seq = 0;
+  private acked = 0;
+  private readonly inFlight: InFlight[] = [];
+  private readonly queue = new Map<string, SourceChange>();
+  private needSnapshot: string | null = null;
+  private snapshotRest: WireChange[] | null = null;
+  private snapshotEndSeq = 0;
+  private writable = true;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private ackTimer: ReturnType<typeof setTimeout> | undefined;
+  private retryTimer: ReturnType<typeof setTimeout> | undefined;
+  private retryMs = RETRY_MIN_MS;
+  private unsubscribe: (() => void) | undefined;
+  private readonly lags: number[] = [];
+  private counters = { flowsSent: 0, snapshots: 0, resyncs: 0, overflows: 0, injected: 0, failed: 0 };
+  private lastError = '';
+  private lastSnapshotReason = '';
+  private closed = false;
+
+  constructor(opts: SenderOptions) {
+    this.o = { ...SENDER_DEFAULTS, ...opts };
+  }
+
+  start(): void {
+    this.unsubscribe = this.o.source.subscribe(this);
+    this.connect();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.state = 'closed';
+    this.unsubscribe?.();
+    for (const t of [this.flushTimer, this.ackTimer, this.retryTimer]) if (t !== undefined) clearTimeout(t);
+    this.link?.close();
+    this.link = null;
+  }
+
+  status(): SenderStatus {
+    const sorted = [...this.lags].sort((a, b) => a - b);
+    const pct = (p: number): number => (sorted.length === 0 ? 0 : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]! * 10) / 10);
+    return {
+      peer: this.o.peer, state: this.state, session: this.session, caughtUp: this.caughtUp(), sentSeq: this.seq, ackedSeq: this.acked,
+      queued: this.queue.size, ...this.counters, lagP50Ms: pct(0.5), lagP99Ms: pct(0.99), lastError: this.lastError,
+      lastSnapshotReason: this.lastSnapshotReason,
+    };
+  }
+
+  caughtUp(): boolean {
+    return this.state === 'streaming' && this.needSnapshot === null && this.snapshotRest === null && this.snapshotEndSeq > 0
+      && this.acked >= this.snapshotEndSeq && this.queue.size === 0;
+  }
+
+  // ---- SourceListener -------------------------------------------------------------------------------
+
+  changes(changes: readonly SourceChange[]): void {
+    // Before the snapshot is taken, what changed is in it anyway.
+    if (this.link === null || this.needSnapshot !== null) return;
+    for (const c of changes) {
+      const key = flowKey(c.change.flow);
+      const had = this.queue.get(key);
+      // Keep the first event's time: the lag of a folded change is that of its oldest part.
+      if (had !== undefined) this.queue.delete(key);
+      this.queue.set(key, had === undefined ? c : { change: c.change, seenAtMs: had.seenAtMs });
+    }
+    if (this.queue.size > this.o.maxQueuedChanges) {
+      this.counters.overflows++;
+      this.queue.clear();
+      this.requestSnapshot(`queue over ${this.o.maxQueuedChanges} changes (peer too slow)`);
+      return;
+    }
+    this.scheduleFlush();
+  }
+
+  resnapshot(reason: string): void {
+    if (this.link === null) return;
+    this.requestSnapshot(reason);
+  }
+
+  // ---- the stream -----------------------------------------------------------------------------------
+
+  private connect(): void {
+    if (this.closed) return;
+    this.state = 'connecting';
+    this.session = nanoid(10);
+    this.seq = 0;
+    this.acked = 0;
+    this.inFlight.length = 0;
+    this.queue.clear();
+    this.snapshotRest = null;
+    this.snapshotEndSeq = 0;
+    this.writable = true;
+    const session = this.session;
+    const guard = <A extends unknown[]>(fn: (...a: A) => void) => (...a: A): void => { if (this.session === session && !this.closed) fn(...a); };
+    this.link = this.o.dial(this.o.peer, {
+      reply: guard((r) => this.onReply(r)),
+      drain: guard(() => { this.writable = true; this.pump(); }),
+      closed: guard((reason) => this.onClosed(reason)),
+    });
+    this.send({ hello: { from: this.o.self, session, groups: this.o.source.groups() } }, null, false);
+    this.requestSnapshot(this.counters.snapshots === 0 ? 'first' : `reconnected${this.lastError ? ` after: ${this.lastError}` : ''}`);
+  }
+
+  private onClosed(reason: string | null): void {
+    this.link = null;
+    if (this.closed) return;
+    this.state = 'down';
+    this.lastError = reason ?? 'stream ended';
+    this.o.log.warn('connection sync: stream to peer ended; retrying', { peer: this.o.peer, reason: this.lastError, retryInMs: this.retryMs });
+    this.clearTimers();
+    this.retryTimer = setTimeout(() => this.connect(), this.retryMs);
+    this.retryMs = Math.min(RETRY_MAX_MS, this.retryMs * 2);
+  }
+
+  private restart(reason: string): void {
+    this.lastError = reason;
+    const link = this.link;
+    this.link = null;
+    // A new session id first: the old link's late callbacks are then ignored.
+    this.session = '';
+    link?.close();
+    this.onClosed(reason);
+  }
+
+  private onReply(r: SyncReply__Output): void {
+    if (r.ack) {
+      const seq = Number(r.ack.seq);
+      if (seq > this.acked && seq <= this.seq) {
+        this.acked = seq;
+        this.counters.injected = Number(r.ack.injected);
+        this.counters.failed = Number(r.ack.failed);
+        const now = performance.now();
+        while (this.inFlight.length > 0 && this.inFlight[0]!.seq <= seq) {
+          const m = this.inFlight.shift()!;
+          if (m.oldestEventAt !== null) this.sample(now - m.oldestEventAt);
+        }
+        this.retryMs = RETRY_MIN_MS;
+        if (this.caughtUp() && this.state === 'streaming' && this.acked === this.snapshotEndSeq) {
+          this.o.log.info('connection sync: peer caught up', { peer: this.o.peer, session: this.session, flows: this.counters.flowsSent });
+        }
+        this.armAckTimer();
+        this.pump();
+      }
+    } else if (r.resync) {
+      this.counters.resyncs++;
+      this.o.log.warn('connection sync: peer asks for a resync', { peer: this.o.peer, expected: Number(r.resync.expected), reason: r.resync.reason });
+      this.queue.clear();
+      this.requestSnapshot(`resync: ${r.resync.reason}`);
+    }
+  }
+
+  private sample(ms: number): void {
+    if (this.lags.length >= LAG_SAMPLES) this.lags.shift();
+    this.lags.push(ms);
+  }
+
+  private requestSnapshot(reason: string): void {
+    this.needSnapshot = reason;
+    this.snapshotRest = null;
+    this.queue.clear();
+    this.pump();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer !== undefined) return;
+    this.flushTimer = setTimeout(() => { this.flushTimer = undefined; this.pump(); }, this.o.flushMs);
+  }
+
+  /** Sends what the window allows: a pending snapshot first, then queued changes. */
+  private pump(): void {
+    while (this.link !== null && this.writable && this.inFlight.length < this.o.windowMessages) {
+      if (this.needSnapshot !== null) {
+        const reason = this.needSnapshot;
+        this.needSnapshot = null;
+        const flows = this.o.source.snapshot();
+        this.snapshotRest = flows.map((f) => ({ op: 'upsert', flow: f.flow, service: f.service }));
+        this.counters.snapshots++;
+        this.lastSnapshotReason = reason;
+        this.state = 'snapshot';
+        this.snapshotEndSeq = 0;
+        this.send({ snapshotBegin: { groups: this.o.source.groups(), flows: flows.length, reason } }, null, false);
+        continue;
+      }
+      if (this.snapshotRest !== null) {
+        if (this.snapshotRest.length > 0) {
+          const part = this.snapshotRest.splice(0, this.o.changesPerMessage);
+          this.counters.flowsSent += part.length;
+          this.send({ changes: { changes: part.map(toWireChange), queuedMs: 0 } }, null, false);
+          continue;
+        }
+        this.snapshotRest = null;
+        this.send({ snapshotEnd: {} }, null, true);
+        this.snapshotEndSeq = this.seq;
+        this.state = 'streaming';
+        continue;
+      }
+      if (this.queue.size === 0) break;
+      const part: SourceChange[] = [];
+      for (const [key, c] of this.queue) {
+        this.queue.delete(key);
+        part.push(c);
+        if (part.length >= this.o.changesPerMessage) break;
+      }
+      const oldest = Math.min(...part.map((c) => c.seenAtMs));
+      this.counters.flowsSent += part.length;
+      this.send({ changes: { changes: part.map((c) => toWireChange(c.change)), queuedMs: Math.max(0, Math.round(performance.now() - oldest)) } }, oldest, false);
+    }
+  }
+
+  private send(body: Omit<SyncMessage, 'seq'>, oldestEventAt: number | null, endsSnapshot: boolean): void {
+    const link = this.link;
+    if (link === null) return;
+    const msg: SyncMessage = { seq: ++this.seq, ...body };
+    this.inFlight.push({ seq: msg.seq as number, oldestEventAt, endsSnapshot });
+    this.armAckTimer();
+    const fate = this.o.faults?.fate(msg) ?? 'send';
+    if (fate === 'drop') return;
+    if (typeof fate === 'number') {
+      setTimeout(() => { if (this.link === link) link.write(msg); }, fate);
+      return;
+    }
+    if (!link.write(msg)) this.writable = false;
+  }
+
+  private armAckTimer(): void {
+    if (this.ackTimer !== undefined) clearTimeout(this.ackTimer);
+    this.ackTimer = undefined;
+    if (this.inFlight.length === 0) return;
+    this.ackTimer = setTimeout(() => {
+      this.o.log.warn('connection sync: no acknowledgement from peer; starting a new stream', { peer: this.o.peer, waitedMs: this.o.ackTimeoutMs, seq: this.seq, acked: this.acked });
+      this.restart(`no acknowledgement for ${this.o.ackTimeoutMs} ms`);
+    }, this.o.ackTimeoutMs);
+  }
+
+  private clearTimers(): void {
+    for (const t of [this.flushTimer, this.ackTimer, this.retryTimer]) if (t !== undefined) clearTimeout(t);
+    this.flushTimer = this.ackTimer = this.retryTimer = undefined;
+  }
+}

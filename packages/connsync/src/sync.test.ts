@@ -1,0 +1,227 @@
+import assert from 'node:assert/strict';
+import { flowKey, type SyncedFlow } from '@lbd/dataplane';
+import { FakeFlowTable } from '@lbd/dataplane/testing';
+import { connSyncServiceDefinition, type SyncMessage, type SyncMessage__Output, type SyncReply, type SyncReply__Output } from '@lbd/proto';
+import { SyncReceiver, type ReceiverContext } from './receiver.js';
+import { SyncSender, type Dial, type OutgoingFaults, type SenderOptions } from './sender.js';
+import { FlowSource, type SyncScope } from './source.js';
+
+/**
+ * Sender, source and receiver over an in-memory link that encodes every message with the real protobuf
+ * serializers, so what the receiver sees is what gRPC would deliver. The kernels are FakeFlowTables.
+ */
+
+const SERVICE = '198.18.0.10:80/tcp';
+const UDP_SERVICE = '198.18.0.10:53/udp';
+const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+function flow(i: number, over: Partial<SyncedFlow> = {}): SyncedFlow {
+  return {
+    protocol: 'tcp', client: { address: '198.18.5.1', port: 10_000 + i }, vip: { address: '198.18.0.10', port: 80 },
+    realServer: { address: '198.19.1.11', port: 8080 + (i % 3) }, localAddress: { address: '198.19.1.100', port: 20_000 + i },
+    mark: 0x10001 + (i % 3), state: 'ESTABLISHED', timeoutSec: 431_999, ...over,
+  };
+}
+
+async function until(what: string, check: () => boolean, timeoutMs = 5000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+const def = connSyncServiceDefinition().Stream;
+const roundTripMessage = (m: SyncMessage): SyncMessage__Output => def.requestDeserialize(def.requestSerialize(m));
+const roundTripReply = (r: SyncReply): SyncReply__Output => def.responseDeserialize(def.responseSerialize(r));
+
+interface Pair {
+  leader: FakeFlowTable;
+  standby: FakeFlowTable;
+  source: FlowSource;
+  sender: SyncSender;
+  receivers: SyncReceiver[];
+  refused: string[];
+  close(): Promise<void>;
+}
+
+/** The standby's marks are its own: the leader's mark + 0x100 (service ids differ between directors). */
+const standbyMark = (rs: { port: number }): number => 0x10001 + 0x100 + (rs.port - 8080);
+
+async function pair(opts: { initial?: SyncedFlow[]; scope?: SyncScope; sender?: Partial<SenderOptions>; leads?: () => boolean; allowed?: string[] } = {}): Promise<Pair> {
+  const leader = new FakeFlowTable();
+  const standby = new FakeFlowTable();
+  for (const f of opts.initial ?? []) leader.flows.set(flowKey(f), f);
+  const source = new FlowSource(leader, quiet);
+  await source.start();
+  await source.setScope(opts.scope ?? new Map([[SERVICE, { group: 'g', minAgeMs: 0 }], [UDP_SERVICE, { group: 'g', minAgeMs: 0 }]]));
+  const receivers: SyncReceiver[] = [];
+  const refused: string[] = [];
+  const ctx: ReceiverContext = {
+    table: standby, log: quiet,
+    markOf: (service, rs) => ([SERVICE, UDP_SERVICE].includes(service) ? standbyMark(rs) : null),
+    groupOf: (service) => ([SERVICE, UDP_SERVICE].includes(service) ? 'g' : null),
+    leads: opts.leads ?? (() => false),
+  };
+  const dial: Dial = (_peer, h) => {
+    let open = true;
+    const receiver = new SyncReceiver(ctx, {
+      write: (r) => { const out = roundTripReply(r); setImmediate(() => { if (open) h.reply(out); }); },
+      fail: (_code, details) => { refused.push(details); open = false; setImmediate(() => h.closed(details)); },
+    }, new Set(opts.allowed ?? ['dir1']));
+    receivers.push(receiver);
+    return {
+      write: (m) => { const out = roundTripMessage(m); setImmediate(() => { if (open) receiver.onMessage(out); }); return true; },
+      close: () => { open = false; receiver.end('closed'); },
+    };
+  };
+  const sender = new SyncSender({ self: 'dir1', peer: 'dir2', source, dial, log: quiet, ackTimeoutMs: 300, ...opts.sender });
+  sender.start();
+  return {
+    leader, standby, source, sender, receivers, refused,
+    close: async () => { sender.close(); await source.close(); },
+  };
+}
+
+/** The standby holds exactly the leader's copiable flows, each with the same binding and its own mark. */
+function assertMirrored(p: Pair): void {
+  const want = [...p.leader.flows.values()].filter((f) => (f.protocol === 'tcp' ? f.state === 'ESTABLISHED' : f.state === 'ASSURED'));
+  assert.deepEqual([...p.standby.flows.keys()].sort(), want.map(flowKey).sort());
+  for (const f of want) {
+    const got = p.standby.flows.get(flowKey(f))!;
+    assert.deepEqual([got.realServer, got.localAddress, got.mark], [f.realServer, f.localAddress, standbyMark(f.realServer)]);
+  }
+}
+
+describe('connection sync: sender, source and receiver', () => {
+  const open: Pair[] = [];
+  afterEach(async () => { for (const p of open.splice(0)) await p.close(); });
+  const start = async (o?: Parameters<typeof pair>[0]): Promise<Pair> => { const p = await pair(o); open.push(p); return p; };
+
+  it('a snapshot of the flows already there, then new, changed and closed flows, each with the standby\'s own mark', async () => {
+    // Flows that existed before sync started come from the kernel (the source's dump), no event needed.
+    const p = await start({ initial: [0, 1, 2, 3, 4].map((i) => flow(i)) });
+    await until('caught up', () => p.sender.caughtUp());
+    assertMirrored(p);
+    p.leader.open(flow(10, { state: 'SYN_SENT' }));
+    p.leader.open(flow(11, { protocol: 'udp', vip: { address: '198.18.0.10', port: 53 }, state: 'UNREPLIED', localAddress: null, realServer: { address: '198.19.1.11', port: 8080 } }));
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(p.standby.flows.size, 5, 'half-open TCP and one-way UDP are not copied');
+    p.leader.open(flow(10), 'update');
+    p.leader.open(flow(11, { protocol: 'udp', vip: { address: '198.18.0.10', port: 53 }, state: 'ASSURED', localAddress: null, realServer: { address: '198.19.1.11', port: 8080 } }), 'update');
+    p.leader.close(flow(2));
+    await until('changes applied', () => p.standby.flows.size === 6 && !p.standby.flows.has(flowKey(flow(2))));
+    assertMirrored(p);
+    assert.equal(p.sender.status().lastError, '');
+    assert.ok(p.sender.status().lagP99Ms >= 0);
+  });
+
+  it('a dropped, a delayed and a reordered message each lead to a resync, and the standby converges', async () => {
+    let n = 0;
+    const faults: OutgoingFaults = {
+      fate: (m) => {
+        if (!m.changes || (m.changes.changes?.length ?? 0) === 0) return 'send';
+        n++;
+        if (n === 3) return 'drop';
+        if (n === 6) return 40; // overtaken by the next ones: arrives out of order
+        return 'send';
+      },
+    };
+    const p = await start({ sender: { faults, changesPerMessage: 4, flushMs: 1 } });
+    for (let i = 0; i < 60; i++) {
+      p.leader.open(flow(i));
+      p.leader.open(flow(i), 'update');
+      if (i % 7 === 0 && i > 0) p.leader.close(flow(i - 1));
+      if (i % 10 === 0) await new Promise((r) => setTimeout(r, 5));
+    }
+    await until('resynced and caught up', () => p.sender.status().resyncs >= 2 && p.sender.caughtUp(), 8000);
+    assertMirrored(p);
+    assert.ok(p.receivers[0]!.status().resyncs >= 2);
+  });
+
+  it('a message lost at the tail (nothing after it shows the gap) is found by the ack timeout', async () => {
+    let drop = false;
+    const p = await start({ sender: { faults: { fate: (m) => (drop && m.changes ? 'drop' : 'send') }, ackTimeoutMs: 200 } });
+    await until('caught up', () => p.sender.caughtUp());
+    drop = true;
+    p.leader.open(flow(1));
+    p.leader.open(flow(1), 'update');
+    await new Promise((r) => setTimeout(r, 20));
+    drop = false;
+    await until('a new stream and a snapshot', () => p.receivers.length === 2 && p.sender.caughtUp(), 3000);
+    assertMirrored(p);
+  });
+
+  it('a peer too slow for the window and the queue gets a snapshot instead of unbounded memory', async () => {
+    // The standby applies nothing for a while: acks stop, the window fills, the queue overflows.
+    let stall = true;
+    const p = await start({ sender: { windowMessages: 2, changesPerMessage: 10, maxQueuedChanges: 100, ackTimeoutMs: 5000 } });
+    await until('caught up', () => p.sender.caughtUp());
+    const apply = p.standby.apply.bind(p.standby);
+    p.standby.apply = async (c) => { while (stall) await new Promise((r) => setTimeout(r, 5)); return apply(c); };
+    for (let i = 0; i < 500; i++) { p.leader.open(flow(i)); p.leader.open(flow(i), 'update'); }
+    assert.ok(p.sender.status().queued <= 100, `queue ${p.sender.status().queued} stays within its bound`);
+    assert.ok(p.sender.status().overflows >= 1);
+    stall = false;
+    await until('caught up after the overflow', () => p.sender.caughtUp(), 5000);
+    assertMirrored(p);
+  });
+
+  it('minAgeMs holds young flows back; one closed before it was due is never sent', async () => {
+    const p = await start({ scope: new Map([[SERVICE, { group: 'g', minAgeMs: 150 }]]) });
+    await until('caught up', () => p.sender.caughtUp());
+    p.leader.open(flow(1, { state: 'SYN_SENT' }));
+    p.leader.open(flow(1), 'update');
+    p.leader.open(flow(2, { state: 'SYN_SENT' }));
+    p.leader.open(flow(2), 'update');
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(p.standby.flows.size, 0);
+    p.leader.close(flow(2));
+    await until('the old enough one copied', () => p.standby.flows.size === 1, 2000);
+    assert.ok(p.standby.flows.has(flowKey(flow(1))));
+    assert.equal(p.sender.status().flowsSent, 1);
+  });
+
+  it('a peer copy of a group this director leads is not applied (it would overwrite the live flows)', async () => {
+    const p = await start({ leads: () => true });
+    p.leader.open(flow(1));
+    p.leader.open(flow(1), 'update');
+    await until('acknowledged', () => p.sender.status().ackedSeq >= 4 && p.sender.status().queued === 0);
+    await new Promise((r) => setTimeout(r, 20));
+    assert.equal(p.standby.flows.size, 0);
+    assert.ok(p.receivers[0]!.status().skipped >= 1);
+  });
+
+  it('a snapshot removes what the standby holds for the group that the leader no longer has', async () => {
+    const p = await start();
+    p.standby.flows.set(flowKey(flow(99)), { ...flow(99), mark: standbyMark(flow(99).realServer) });
+    p.leader.open(flow(1));
+    p.leader.open(flow(1), 'update');
+    await until('caught up', () => p.sender.caughtUp() && !p.standby.flows.has(flowKey(flow(99))));
+    assertMirrored(p);
+  });
+
+  it('a hello from a director the certificate does not name is refused; nothing is injected', async () => {
+    const p = await start({ allowed: ['dir3'] });
+    p.leader.open(flow(1));
+    p.leader.open(flow(1), 'update');
+    await until('refused', () => p.refused.length > 0);
+    assert.match(p.refused[0]!, /hello\.from: "dir1" is not a configured peer named by the stream's certificate \(allowed: dir3\)/);
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(p.standby.flows.size, 0);
+  });
+
+  it('a malformed change ends the stream with the field named, and none of its message is injected', async () => {
+    const standby = new FakeFlowTable();
+    const refused: string[] = [];
+    const r = new SyncReceiver({ table: standby, log: quiet, markOf: () => 0x10001, groupOf: () => 'g', leads: () => false }, {
+      write: () => undefined, fail: (_c, d) => { refused.push(d); },
+    }, new Set(['dir1']));
+    const good = { upsert: { id: { protocol: 'tcp', client: { address: '198.18.5.1', port: 1000 }, vip: { address: '198.18.0.10', port: 80 } }, realServer: { address: '198.19.1.11', port: 8080 }, state: 'ESTABLISHED', timeoutSec: 300, service: SERVICE } };
+    const bad = { upsert: { ...good.upsert, realServer: { address: '198.19.1.11; rm -rf /', port: 8080 } } };
+    for (const m of [{ seq: 1, hello: { from: 'dir1', session: 's', groups: ['g'] } }, { seq: 2, changes: { changes: [good, bad] } }] as SyncMessage[]) r.onMessage(roundTripMessage(m));
+    await until('refused', () => refused.length > 0);
+    assert.equal(refused[0], 'message 2: changes[1].upsert.realServer.address: "198.19.1.11; rm -rf /" is not an IP address');
+    assert.equal(standby.flows.size, 0);
+  });
+});

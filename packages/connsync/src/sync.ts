@@ -1,0 +1,218 @@
+import * as grpc from '@grpc/grpc-js';
+import type { Service } from '@lbd/config';
+import { serviceKey } from '@lbd/config';
+import type { FlowTable } from '@lbd/dataplane';
+import {
+  createConnSyncClient, peerIdsOfCall, type ConnSyncClient, type ConnSyncHandlers, type PeerSecurity, type SyncMessage__Output,
+  type SyncReply, type SyncReply__Output,
+} from '@lbd/proto';
+import type { Logger } from './log.js';
+import { SyncReceiver, type ReceiverStatus } from './receiver.js';
+import { SyncSender, type Dial, type SenderOptions, type SenderStatus } from './sender.js';
+import { FlowSource, type FlowSourceStats, type SyncScope } from './source.js';
+
+/**
+ * Connection sync for one director: while it leads vip groups, a sender per configured peer streams the
+ * groups' flows to that peer; from peers that lead, it receives their flows into its own kernel. The
+ * agent tells it what it leads (`setLeading`), the config (`setConfig`) and its kernel's marks
+ * (`setMarks`); the coordinator asks it whether a returning director has caught up (`caughtUp`) before
+ * that director may take a group back (preempt: after-sync).
+ */
+
+export interface SyncPeer {
+  readonly id: string;
+  readonly address: string;
+  readonly port: number;
+}
+
+export interface ConnectionSyncOptions {
+  readonly self: string;
+  readonly peers: readonly SyncPeer[];
+  readonly security: PeerSecurity;
+  readonly table: FlowTable;
+  readonly log: Logger;
+  /** Default: gRPC to each peer's address with `security`. */
+  readonly dial?: Dial;
+  /** Sender tuning and fault injection (tests). */
+  readonly sender?: Partial<Omit<SenderOptions, 'self' | 'peer' | 'source' | 'dial' | 'log'>>;
+}
+
+export interface SyncStatus {
+  readonly source: FlowSourceStats;
+  readonly leading: readonly string[];
+  readonly senders: readonly SenderStatus[];
+  readonly receivers: readonly ReceiverStatus[];
+}
+
+/** `198.18.0.10:80/tcp 198.19.1.11:8080`: a real server within a service, as setMarks keys it. */
+export function backendName(service: string, realServer: { address: string; port: number }): string {
+  const host = realServer.address.includes(':') ? `[${realServer.address}]` : realServer.address;
+  return `${service} ${host}:${realServer.port}`;
+}
+
+export class ConnectionSync {
+  private readonly source: FlowSource;
+  private readonly senders = new Map<string, SyncSender>();
+  private readonly receivers = new Map<string, SyncReceiver>();
+  /** Receivers whose stream ended: their counts stay visible in status until the peer streams again. */
+  private readonly clients = new Map<string, ConnSyncClient>();
+  private services = new Map<string, Service>();
+  private marks: ReadonlyMap<string, number> = new Map();
+  private leading = new Set<string>();
+  private scopeUpdate: Promise<void> = Promise.resolve();
+  private closed = false;
+
+  constructor(private readonly o: ConnectionSyncOptions) {
+    this.source = new FlowSource(o.table, o.log);
+  }
+
+  async start(): Promise<void> {
+    await this.o.table.prepare();
+    await this.source.start();
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const s of this.senders.values()) s.close();
+    this.senders.clear();
+    for (const r of this.receivers.values()) r.end('closing');
+    for (const c of this.clients.values()) c.close();
+    await this.source.close();
+  }
+
+  setConfig(services: readonly Service[]): Promise<void> {
+    this.services = new Map(services.map((s) => [serviceKey(s), s]));
+    return this.updateScope();
+  }
+
+  setMarks(marks: ReadonlyMap<string, number>): void {
+    this.marks = marks;
+  }
+
+  /** The groups this director leads now: their flows are sent to every peer. */
+  async setLeading(groups: ReadonlySet<string>): Promise<void> {
+    this.leading = new Set(groups);
+    await this.updateScope();
+    if (this.closed) return;
+    if (this.leading.size === 0) {
+      for (const s of this.senders.values()) s.close();
+      this.senders.clear();
+      return;
+    }
+    for (const p of this.o.peers) {
+      if (this.senders.has(p.id)) continue;
+      const sender = new SyncSender({ ...this.o.sender, self: this.o.self, peer: p.id, source: this.source, dial: this.o.dial ?? this.grpcDial(), log: this.o.log });
+      this.senders.set(p.id, sender);
+      sender.start();
+    }
+  }
+
+  /**
+   * Whether this director holds a complete, live copy of `group`'s flows from the group's leader (a
+   * snapshot applied and the stream still running): the condition for taking the group back under
+   * preempt: after-sync. Null when caught up, else why not.
+   */
+  notCaughtUp(group: string): string | null {
+    for (const r of this.receivers.values()) if (r.caughtUp(group)) return null;
+    const live = [...this.receivers.values()].filter((r) => r.status().state !== 'ended');
+    if (live.length === 0) return 'no connection-sync stream from the leader';
+    return `connection sync of ${group} not caught up (${live.map((r) => `${r.peerId || '?'}: ${r.status().state}`).join(', ')})`;
+  }
+
+  /** Whether every peer has acknowledged a full copy of what this director sends. */
+  peersCaughtUp(): boolean {
+    return [...this.senders.values()].every((s) => s.caughtUp());
+  }
+
+  status(): SyncStatus {
+    return {
+      source: this.source.stats(), leading: [...this.leading].sort(),
+      senders: [...this.senders.values()].map((s) => s.status()), receivers: [...this.receivers.values()].map((r) => r.status()),
+    };
+  }
+
+  /** The ConnSync service, for the peer listener (which must use TLS: the peer is named by its certificate). */
+  handlers(): ConnSyncHandlers {
+    const configured = new Set(this.o.peers.map((p) => p.id));
+    return {
+      Stream: (call: grpc.ServerDuplexStream<SyncMessage__Output, SyncReply>) => {
+        const named = peerIdsOfCall(call as unknown as Parameters<typeof peerIdsOfCall>[0]);
+        const allowed = new Set((named ?? []).filter((n) => configured.has(n)));
+        if (allowed.size === 0) {
+          const details = named === null
+            ? 'connection sync needs mutual TLS: this stream came without a client certificate'
+            : `the client certificate names ${named.join(', ') || 'no director'}, not one of this director's peers (${[...configured].join(', ')})`;
+          this.o.log.warn('connection sync: refused a stream', { details });
+          call.emit('error', { code: grpc.status.PERMISSION_DENIED, details });
+          return;
+        }
+        let receiver: SyncReceiver;
+        const ended = (reason: string): void => {
+          receiver.end(reason);
+        };
+        receiver = new SyncReceiver({
+          table: this.o.table, log: this.o.log,
+          markOf: (service, rs) => this.marks.get(backendName(service, rs)) ?? null,
+          groupOf: (service) => this.services.get(service)?.vipGroup ?? null,
+          leads: (group) => this.leading.has(group),
+        }, {
+          write: (reply) => { call.write(reply); },
+          fail: (code, details) => {
+            const status = code === 'invalid' ? grpc.status.INVALID_ARGUMENT : code === 'denied' ? grpc.status.PERMISSION_DENIED : grpc.status.RESOURCE_EXHAUSTED;
+            call.emit('error', { code: status, details });
+          },
+        }, allowed);
+        call.on('data', (m: SyncMessage__Output) => {
+          receiver.onMessage(m);
+          // The first message names the peer: one live stream per peer, the newest wins.
+          const id = receiver.peerId;
+          if (id !== '' && this.receivers.get(id) !== receiver) {
+            this.receivers.get(id)?.end('replaced by a new stream from the same peer');
+            this.receivers.set(id, receiver);
+          }
+        });
+        call.on('end', () => { ended('stream ended by the peer'); call.end(); });
+        call.on('error', (err: Error) => ended(err.message));
+        call.on('cancelled', () => ended('stream cancelled'));
+      },
+    };
+  }
+
+  private updateScope(): Promise<void> {
+    this.scopeUpdate = this.scopeUpdate.then(async () => {
+      const scope = new Map<string, { group: string; minAgeMs: number }>();
+      for (const [key, s] of this.services) {
+        if (this.leading.has(s.vipGroup) && s.sync.enabled) scope.set(key, { group: s.vipGroup, minAgeMs: s.sync.minAgeMs });
+      }
+      await this.source.setScope(scope satisfies SyncScope);
+    });
+    return this.scopeUpdate;
+  }
+
+  private grpcDial(): Dial {
+    return (peerId, h) => {
+      const peer = this.o.peers.find((p) => p.id === peerId);
+      if (!peer) throw new Error(`unknown peer ${peerId}`);
+      let client = this.clients.get(peerId);
+      if (!client) {
+        client = createConnSyncClient(peer.address, peer.port, this.o.security, peerId);
+        this.clients.set(peerId, client);
+      }
+      const call = client.Stream();
+      let done = false;
+      const closed = (reason: string | null): void => {
+        if (done) return;
+        done = true;
+        h.closed(reason);
+      };
+      call.on('data', (r: SyncReply__Output) => h.reply(r));
+      call.on('drain', () => h.drain());
+      call.on('error', (err: grpc.ServiceError) => closed(`${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`));
+      call.on('end', () => closed(null));
+      return {
+        write: (msg) => call.write(msg),
+        close: () => { done = true; call.cancel(); },
+      };
+    };
+  }
+}

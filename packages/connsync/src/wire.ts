@@ -1,0 +1,98 @@
+import { isIP } from 'node:net';
+import { canonicalAddress } from '@lbd/config';
+import type { Endpoint, FlowIdentity, SyncedFlow } from '@lbd/dataplane';
+import type { Change, Change__Output, Flow__Output, FlowId__Output, HostPort__Output } from '@lbd/proto';
+
+/**
+ * Flows on the wire, both ways. What comes from a peer is checked field by field before anything is
+ * injected: a malformed message is refused whole, with the first bad field named.
+ */
+
+/** A flow as the leader sends it: the kernel's flow and the leader's name for its service. */
+export interface WireFlow {
+  readonly flow: SyncedFlow;
+  readonly service: string;
+}
+
+export type WireChange =
+  | { readonly op: 'upsert'; readonly flow: SyncedFlow; readonly service: string }
+  | { readonly op: 'remove'; readonly flow: FlowIdentity };
+
+export class MalformedMessage extends Error {
+  constructor(readonly field: string, readonly value: unknown, readonly rule: string) {
+    super(`${field}: ${JSON.stringify(value)} ${rule}`);
+    this.name = 'MalformedMessage';
+  }
+}
+
+/** TCP states conntrack names (and ASSURED/REPLIED/UNREPLIED for UDP): anything else is not a state. */
+const STATES = new Set([
+  'SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'TIME_WAIT', 'CLOSE', 'SYN_SENT2',
+  'ASSURED', 'REPLIED', 'UNREPLIED',
+]);
+/** Longer than conntrack's longest default timeout (5 days, established TCP). */
+const MAX_TIMEOUT_SEC = 10 * 24 * 3600;
+
+export function toWireChange(c: WireChange): Change {
+  if (c.op === 'remove') return { remove: flowIdOut(c.flow) };
+  const f = c.flow;
+  return {
+    upsert: {
+      id: flowIdOut(f), realServer: hostPortOut(f.realServer), localAddress: f.localAddress ? hostPortOut(f.localAddress) : null,
+      state: f.state, timeoutSec: f.timeoutSec, service: c.service,
+    },
+  };
+}
+
+function flowIdOut(f: FlowIdentity): { protocol: string; client: Endpoint; vip: Endpoint } {
+  return { protocol: f.protocol, client: hostPortOut(f.client), vip: hostPortOut(f.vip) };
+}
+
+function hostPortOut(e: Endpoint): Endpoint {
+  return { address: e.address, port: e.port };
+}
+
+/** Checks and converts one received change; the mark is the receiver's to fill in (0 here). */
+export function fromWireChange(c: Change__Output, path: string): WireChange {
+  if (c.op === 'remove' && c.remove) return { op: 'remove', flow: flowIdIn(c.remove, `${path}.remove`) };
+  if (c.op === 'upsert' && c.upsert) return upsertIn(c.upsert, `${path}.upsert`);
+  throw new MalformedMessage(path, c.op ?? null, 'is neither an upsert nor a remove');
+}
+
+function upsertIn(f: Flow__Output, path: string): WireChange {
+  if (!f.id) throw new MalformedMessage(`${path}.id`, null, 'is missing');
+  const id = flowIdIn(f.id, `${path}.id`);
+  if (!f.realServer) throw new MalformedMessage(`${path}.realServer`, null, 'is missing');
+  const realServer = hostPortIn(f.realServer, `${path}.realServer`);
+  const localAddress = f.localAddress ? hostPortIn(f.localAddress, `${path}.localAddress`) : null;
+  if (!STATES.has(f.state)) throw new MalformedMessage(`${path}.state`, f.state, 'is not a conntrack state');
+  if (!Number.isInteger(f.timeoutSec) || f.timeoutSec < 1 || f.timeoutSec > MAX_TIMEOUT_SEC) {
+    throw new MalformedMessage(`${path}.timeoutSec`, f.timeoutSec, `is not a timeout from 1 to ${MAX_TIMEOUT_SEC} seconds`);
+  }
+  if (typeof f.service !== 'string' || f.service.length === 0 || f.service.length > 64) {
+    throw new MalformedMessage(`${path}.service`, f.service, 'is not a service key');
+  }
+  for (const [k, e] of [['realServer', realServer], ['localAddress', localAddress]] as const) {
+    if (e !== null && isIP(e.address) !== isIP(id.vip.address)) throw new MalformedMessage(`${path}.${k}.address`, e.address, 'is not of the vip\'s address family');
+  }
+  return { op: 'upsert', service: f.service, flow: { ...id, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 } };
+}
+
+function flowIdIn(f: FlowId__Output, path: string): FlowIdentity {
+  if (f.protocol !== 'tcp' && f.protocol !== 'udp') throw new MalformedMessage(`${path}.protocol`, f.protocol, 'is not tcp or udp');
+  if (!f.client) throw new MalformedMessage(`${path}.client`, null, 'is missing');
+  if (!f.vip) throw new MalformedMessage(`${path}.vip`, null, 'is missing');
+  const client = hostPortIn(f.client, `${path}.client`);
+  const vip = hostPortIn(f.vip, `${path}.vip`);
+  if (isIP(client.address) !== isIP(vip.address)) throw new MalformedMessage(`${path}.client.address`, client.address, 'is not of the vip\'s address family');
+  return { protocol: f.protocol, client, vip };
+}
+
+function hostPortIn(h: HostPort__Output, path: string): Endpoint {
+  // Only plain addresses: a scope id or a name would reach conntrack's command line.
+  if (typeof h.address !== 'string' || isIP(h.address) === 0 || h.address.includes('%')) {
+    throw new MalformedMessage(`${path}.address`, h.address, 'is not an IP address');
+  }
+  if (!Number.isInteger(h.port) || h.port < 1 || h.port > 65535) throw new MalformedMessage(`${path}.port`, h.port, 'is not a port from 1 to 65535');
+  return { address: canonicalAddress(h.address), port: h.port };
+}
