@@ -95,7 +95,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
 
   const held = (group = 'g'): string[] => [...(holders.get(group) ?? [])];
 
-  async function director(id: string, priority: number, opts: { preempt?: PreemptPolicy; preemptDelayMs?: number; peers?: string[] } = {}): Promise<{ c: Coordinator; proxy: CutProxy }> {
+  async function director(id: string, priority: number, opts: { preempt?: PreemptPolicy; preemptDelayMs?: number; peers?: string[]; syncedFor?: (g: string) => string | null } = {}): Promise<{ c: Coordinator; proxy: CutProxy }> {
     const url = new URL(etcd.endpoints[0]!);
     const proxy = new CutProxy({ host: url.hostname, port: Number(url.port) });
     await proxy.start();
@@ -113,6 +113,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
         release: async (g) => { holders.get(g)?.delete(id); },
       },
       health: () => health.get(id)!,
+      ...(opts.syncedFor ? { syncedFor: opts.syncedFor } : {}),
       onTransition: (t) => transitions.push({ ...t, id }),
     });
     transport.nodes.set(id, c);
@@ -243,6 +244,20 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     assert.deepEqual(held(), ['b'], 'not before the delay');
     await waitFor(() => held()[0] === 'a', 3000, 'a to preempt');
     assert.match(transitions.find((t) => t.id === 'a' && t.to === 'leader')?.reason ?? '', /preempt: priority 150 > 100/);
+    assert.deepEqual(violations, []);
+  });
+
+  it('preemption after-sync: waits past the delay until its copy of the connections is complete', async () => {
+    await director('b', 100);
+    await waitFor(() => held()[0] === 'b', 3000, 'b to lead');
+    let synced: string | null = 'snapshot from b in progress';
+    await director('a', 150, { preempt: 'after-sync', preemptDelayMs: 200, syncedFor: () => synced });
+    await sleep(700);
+    assert.deepEqual(held(), ['b'], 'not while the copy is incomplete');
+    assert.ok(transitions.some((t) => t.id === 'a' && t.reason === 'preempt waits: snapshot from b in progress'), 'the wait is explained once');
+    synced = null;
+    await waitFor(() => held()[0] === 'a', 3000, 'a to preempt');
+    assert.match(transitions.find((t) => t.id === 'a' && t.to === 'leader')?.reason ?? '', /preempt: priority 150 > 100 of b \(after-sync, connections synced\)/);
     assert.deepEqual(violations, []);
   });
 

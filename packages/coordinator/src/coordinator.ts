@@ -22,6 +22,8 @@ export interface CoordinatorOptions {
   readonly transport: PeerTransport;
   readonly hooks: GroupHooks;
   health(): { ok: boolean; problems: readonly string[] };
+  /** preempt: after-sync waits until this returns null for the group (default: always null, as after-delay). */
+  syncedFor?(group: string): string | null;
   onTransition?(t: Transition): void;
   readonly clock?: Clock;
   /** TTL of the director's registration (default 5 s): how long a dead director stays listed. */
@@ -97,7 +99,7 @@ export class Coordinator {
         const fresh = new GroupElection(g, {
           self: this.o.id, kv: this.kv, clock: this.clock, timing: this.o.timing, keys: this.k, hooks: this.o.hooks,
           transport: this.o.transport, peers: () => this.o.peers, directors: () => this.directorRecords,
-          health: () => this.o.health(), onTransition: (t) => { this.o.onTransition?.(t); this.publishSoon(); },
+          health: () => this.o.health(), syncedFor: (group) => this.o.syncedFor?.(group) ?? null, onTransition: (t) => { this.o.onTransition?.(t); this.publishSoon(); },
         });
         this.elections.set(g.name, fresh);
         await fresh.start();

@@ -61,6 +61,11 @@ export interface GroupElectionDeps {
   directors(): ReadonlyMap<string, DirectorRecord>;
   /** This director's own health: an unhealthy director leads nothing and takes nothing over. */
   health(): { ok: boolean; problems: readonly string[] };
+  /**
+   * For preempt: after-sync, whether this director holds a live copy of the group's connections: null
+   * when it does, else why not (then it waits, however long the delay has run).
+   */
+  syncedFor(group: string): string | null;
   onTransition(t: Transition): void;
 }
 
@@ -105,6 +110,8 @@ export class GroupElection {
   private failingSince = 0;
   private vacantSince: number | null = null;
   private preemptSince: number | null = null;
+  /** Why an after-sync preemption waits, as last logged (logged again only when it changes). */
+  private preemptWaitReason: string | null = null;
   private attempting = false;
   private handingOver = false;
   private transitions: { at: number; reason: string } | null = null;
@@ -468,8 +475,19 @@ export class GroupElection {
     }
     this.preemptSince ??= now;
     if (now - this.preemptSince < s.preemptDelayMs) return;
+    let synced = '';
+    if (s.preempt === 'after-sync') {
+      const notYet = this.d.syncedFor(this.name);
+      if (notYet !== null) {
+        if (notYet !== this.preemptWaitReason) this.d.onTransition({ group: this.name, from: this.role, to: this.role, reason: `preempt waits: ${notYet}` });
+        this.preemptWaitReason = notYet;
+        return;
+      }
+      synced = ', connections synced';
+    }
+    this.preemptWaitReason = null;
     this.preemptSince = now; // ask again after another delay if the leader does not answer
-    const req: HandoffRequest = { to: this.d.self, reason: `preempt: priority ${s.priority} > ${rec.priority} of ${rec.director ?? '?'} (${s.preempt})`, at: Date.now() };
+    const req: HandoffRequest = { to: this.d.self, reason: `preempt: priority ${s.priority} > ${rec.priority} of ${rec.director ?? '?'} (${s.preempt}${synced})`, at: Date.now() };
     this.d.kv.client.put(this.d.keys.handoff(this.name)).value(JSON.stringify(req)).exec().catch(() => undefined);
   }
 
