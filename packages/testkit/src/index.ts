@@ -7,6 +7,8 @@ export { BackgroundProcess, CommandError, formatCommand, parseJsonObject, runCom
 export type { ExecOptions, ExecResult, OutputStream, ProcessExit, SpawnOptions } from './exec.js';
 export { BRIDGE, Topology, deleteNamespace, listNamespaces, namespacePids, removeOrphans, removeStale, runPrefix } from './netns.js';
 export type { HostOptions, LinkEnd } from './netns.js';
+export { issueCert, makeCa, makeClusterPki } from './certs.js';
+export type { CaFiles, CertFiles, ClusterPki } from './certs.js';
 export { privilegeProblem, requireRoot } from './privileged.js';
 export type { PrivilegeOptions } from './privileged.js';
 export {
