@@ -65,8 +65,21 @@ describe('testkit args', () => {
       const t = parseTestClientArgs(['tcp-once', '--target', '198.18.0.10:9000', '--count', '20']);
       assert.ok(t.mode === 'tcp-once' && t.sourcePort === undefined && t.count === 20);
     });
+    it('parses udp-flows with defaults and a first port', () => {
+      assert.deepEqual(parseTestClientArgs(['udp-flows', '--target', '198.18.0.10:5353', '--flows', '100']), {
+        mode: 'udp-flows', target: { host: '198.18.0.10', port: 5353, family: 4 }, flows: 100,
+        intervalMs: 50, durationMs: 60_000, timeoutMs: 500, maxRetries: 20,
+      });
+      const c = parseTestClientArgs(['udp-flows', '--target', '198.18.0.10:5353', '--flows', '10', '--first-port', '41000', '--interval-ms', '20',
+        '--duration-ms', '5000', '--timeout-ms', '300', '--max-retries', '5']);
+      assert.ok(c.mode === 'udp-flows' && c.firstPort === 41000 && c.intervalMs === 20 && c.durationMs === 5000 && c.timeoutMs === 300 && c.maxRetries === 5);
+    });
     const bad: [string[], RegExp][] = [
       [[], /a mode is required/],
+      [['udp-flows', '--target', '198.18.0.10:5353'], /--flows is required/],
+      [['udp-flows', '--target', '198.18.0.10:5353', '--flows', '1001'], /--flows 1001 is out of range \(1 to 1000\)/],
+      [['udp-flows', '--target', '198.18.0.10:5353', '--flows', '10', '--first-port', '65530'], /runs past port 65535 \(the last flow would use 65539\)/],
+      [['udp-flows', '--target', '198.18.0.10:5353', '--flows', '1', '--duration-ms', '4000000'], /--duration-ms 4000000 is out of range/],
       [['ftp'], /unknown mode "ftp"/],
       [['http', '--count', '1'], /--url is required/],
       [['http', '--url', 'nope', '--count', '1'], /is not a URL/],

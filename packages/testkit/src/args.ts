@@ -166,7 +166,28 @@ export interface TcpOnceCommand {
   readonly timeoutMs: number;
 }
 
-export type ClientCommand = HttpCommand | StreamCommand | UdpCommand | TcpOnceCommand;
+export interface UdpFlowsCommand {
+  readonly mode: 'udp-flows';
+  readonly target: HostPort;
+  readonly flows: number;
+  /** Flow i uses source port firstPort + i; without it each socket gets a free port of the kernel's choosing. */
+  readonly firstPort?: number;
+  readonly intervalMs: number;
+  readonly durationMs: number;
+  /** Time without an answer before a seq is re-sent. */
+  readonly timeoutMs: number;
+  /** Re-sends of one seq before it counts as lost. */
+  readonly maxRetries: number;
+}
+
+export type ClientCommand = HttpCommand | StreamCommand | UdpCommand | TcpOnceCommand | UdpFlowsCommand;
+
+/** Bounds of udp-flows: each flow is a socket, and every re-send is load on a failing path. */
+export const MAX_UDP_FLOWS = 1000;
+export const DEFAULT_UDP_FLOW_INTERVAL_MS = 50;
+/** Short enough that a flow re-sends a few times during a failover; not so short that a slow answer is a re-send. */
+export const DEFAULT_UDP_FLOW_TIMEOUT_MS = 500;
+export const DEFAULT_UDP_FLOW_RETRIES = 20;
 
 export const TESTCLIENT_USAGE = `usage: lbd-testclient MODE OPTIONS   (prints one JSON object on stdout)
   http     --url URL --count N [--concurrency C] [--new-connection] [--timeout-ms MS]
@@ -174,7 +195,11 @@ export const TESTCLIENT_USAGE = `usage: lbd-testclient MODE OPTIONS   (prints on
            (first line {"ready":...} once every connection has its first line or failed; the final
             report after --duration-ms (default ${DEFAULT_STREAM_DURATION_MS}, at most ${MAX_DURATION_MS}) or on SIGTERM/SIGINT)
   udp      --target ADDR:PORT --count N [--source-port P] [--timeout-ms MS]
-  tcp-once --target ADDR:PORT --count N [--source-port P] [--timeout-ms MS]`;
+  tcp-once --target ADDR:PORT --count N [--source-port P] [--timeout-ms MS]
+  udp-flows --target ADDR:PORT --flows N [--first-port P] [--interval-ms MS] [--duration-ms D] [--timeout-ms MS] [--max-retries R]
+           (N long-lived flows, each one socket on its own source port sending a seq every MS (default
+            ${DEFAULT_UDP_FLOW_INTERVAL_MS}) and re-sending it every --timeout-ms (default ${DEFAULT_UDP_FLOW_TIMEOUT_MS}) until answered, at most R times
+            (default ${DEFAULT_UDP_FLOW_RETRIES}); {"ready":...} and the final report as for stream)`;
 
 function target(f: FlagValues): HostPort {
   const t = str(f, 'target');
@@ -219,9 +244,26 @@ export function parseTestClientArgs(argv: readonly string[]): ClientCommand {
         timeoutMs: int(f, 'timeout-ms', 1, 60_000, DEFAULT_TIMEOUT_MS),
       };
     }
+    case 'udp-flows': {
+      const f = parseFlags(rest, {
+        target: 'string', flows: 'int', 'first-port': 'int', 'interval-ms': 'int', 'duration-ms': 'int', 'timeout-ms': 'int', 'max-retries': 'int',
+      });
+      const flows = int(f, 'flows', 1, MAX_UDP_FLOWS);
+      const firstPort = optionalPort(f, 'first-port');
+      if (firstPort !== undefined && firstPort + flows - 1 > 65535) {
+        throw new UsageError(`--first-port ${firstPort} with --flows ${flows} runs past port 65535 (the last flow would use ${firstPort + flows - 1})`);
+      }
+      return {
+        mode, target: target(f), flows, ...(firstPort !== undefined ? { firstPort } : {}),
+        intervalMs: int(f, 'interval-ms', 1, 60_000, DEFAULT_UDP_FLOW_INTERVAL_MS),
+        durationMs: int(f, 'duration-ms', 1, MAX_DURATION_MS, DEFAULT_STREAM_DURATION_MS),
+        timeoutMs: int(f, 'timeout-ms', 1, 60_000, DEFAULT_UDP_FLOW_TIMEOUT_MS),
+        maxRetries: int(f, 'max-retries', 0, 1000, DEFAULT_UDP_FLOW_RETRIES),
+      };
+    }
     case undefined:
-      throw new UsageError('a mode is required: http, stream, udp or tcp-once');
+      throw new UsageError('a mode is required: http, stream, udp, tcp-once or udp-flows');
     default:
-      throw new UsageError(`unknown mode ${JSON.stringify(mode)}: use http, stream, udp or tcp-once`);
+      throw new UsageError(`unknown mode ${JSON.stringify(mode)}: use http, stream, udp, tcp-once or udp-flows`);
   }
 }

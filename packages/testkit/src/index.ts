@@ -20,9 +20,11 @@ export { TESTCLIENT_BIN, TESTSERVER_BIN, runTestClient, spawnTestClient, startTe
 export type { ServerPorts } from './processes.js';
 export { STREAM_INTERVAL_MS, startTestServer } from './testserver.js';
 export type { RunningTestServer, ServerAnswer, TestServerConfig } from './testserver.js';
-export type { Counts, HttpResult, ReadyReport, StreamResult, TcpOnceResult, UdpResult } from './testclient.js';
+export type { Counts, HttpResult, ReadyReport, StreamResult, TcpOnceResult, UdpFlowsReadyReport, UdpFlowsResult, UdpResult } from './testclient.js';
 export { StreamChecker } from './stream-check.js';
 export type { StreamReport } from './stream-check.js';
+export { UdpFlowChecker } from './udp-flow-check.js';
+export type { UdpFlowReport, UdpFlowStep, UdpFlowTiming } from './udp-flow-check.js';
 export {
   CLUSTER, CUT_TARGETS, DIRECTOR_NAMES, ETCD_ENDPOINTS, ETCD_MEMBERS, FLOATING_ADDRESSES,
   clusterDirector, clusterHostNames, clusterTopology, etcdMember, holdsAddress, openClusterTopology,

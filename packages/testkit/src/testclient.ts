@@ -1,8 +1,9 @@
 import { createSocket } from 'node:dgram';
 import { Agent, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import type { HostPort, HttpCommand, StreamCommand, TcpOnceCommand, UdpCommand } from './args.js';
+import type { HostPort, HttpCommand, StreamCommand, TcpOnceCommand, UdpCommand, UdpFlowsCommand } from './args.js';
 import { StreamChecker, type StreamReport } from './stream-check.js';
+import { UdpFlowChecker, type UdpFlowReport, type UdpFlowTiming } from './udp-flow-check.js';
 
 /**
  * The client side of tests and the lab, run inside the client namespace by lbd-testclient. Each run is
@@ -47,6 +48,25 @@ export interface UdpResult {
   readonly servers: Counts;
   readonly peers: Counts;
   readonly errors: Counts;
+}
+
+export interface UdpFlowsReadyReport {
+  /** True when every flow got its first answer. */
+  readonly ready: boolean;
+  readonly flows: number;
+  readonly started: number;
+  readonly failed: number;
+  /** Flows per server of their first answer. */
+  readonly servers: Counts;
+}
+
+export interface UdpFlowsResult {
+  readonly flows: number;
+  readonly intact: number;
+  readonly broken: number;
+  /** Flows per server of their first answer. */
+  readonly servers: Counts;
+  readonly perFlow: readonly UdpFlowReport[];
 }
 
 export interface TcpOnceResult {
@@ -294,6 +314,141 @@ function udpExchange(sock: UdpSock, target: HostPort, payload: string, timeoutMs
     sock.on('message', onMessage);
     sock.on('error', onError);
     sock.send(payload, target.port, target.host);
+  });
+}
+
+// ---- udp-flows -----------------------------------------------------------------------------------
+
+/** Payload prefix: `lbd-udp-flow <pid> <seq>`; the server echoes it back in `request`. */
+const FLOW_PAYLOAD = 'lbd-udp-flow';
+
+export interface UdpFlowsHooks {
+  /** Called once every flow has its first answer or has failed. */
+  onReady?(report: UdpFlowsReadyReport): void;
+  /** Ends the run early (SIGTERM/SIGINT in the bin). */
+  signal?: AbortSignal;
+}
+
+/**
+ * N flows, each one socket bound to its own source port for the whole run, so each is one conntrack entry
+ * that a failover must carry over (or break). The protocol is UdpFlowChecker's; this is its sockets and
+ * timers. At the end no new seq is sent and an outstanding one gets up to two timeouts to be answered.
+ */
+export async function runUdpFlows(cmd: UdpFlowsCommand, hooks: UdpFlowsHooks = {}): Promise<UdpFlowsResult> {
+  const type = cmd.target.family === 6 ? 'udp6' : 'udp4';
+  const timing = { intervalMs: cmd.intervalMs, timeoutMs: cmd.timeoutMs, maxRetries: cmd.maxRetries };
+  const flows = await Promise.all(Array.from({ length: cmd.flows }, (_, i) => openFlow(type, cmd.firstPort === undefined ? 0 : cmd.firstPort + i, cmd.target, timing)));
+  try {
+    await Promise.all(flows.map((f) => f.settled));
+    const servers: Counts = {};
+    for (const f of flows) if (f.checker.started) bump(servers, f.checker.report().server!);
+    const started = flows.filter((f) => f.checker.started).length;
+    hooks.onReady?.({ ready: started === flows.length, flows: flows.length, started, failed: flows.length - started, servers });
+
+    await abortableDelay(cmd.durationMs, hooks.signal);
+    for (const f of flows) f.stop();
+    await Promise.race([Promise.all(flows.map((f) => f.idle)), delay(2 * cmd.timeoutMs)]);
+
+    const now = Date.now();
+    const perFlow = flows.map((f) => f.checker.finish(now));
+    const intact = perFlow.filter((r) => r.error === null).length;
+    const finalServers: Counts = {};
+    for (const r of perFlow) if (r.server !== null) bump(finalServers, r.server);
+    return { flows: flows.length, intact, broken: flows.length - intact, servers: finalServers, perFlow };
+  } finally {
+    for (const f of flows) f.close();
+  }
+}
+
+interface UdpFlow {
+  readonly checker: UdpFlowChecker;
+  /** Resolves once the first answer arrived or the flow failed. */
+  readonly settled: Promise<void>;
+  /** Resolves once, after stop(), nothing waits for an answer. */
+  readonly idle: Promise<void>;
+  stop(): void;
+  close(): void;
+}
+
+async function openFlow(type: 'udp4' | 'udp6', port: number, target: HostPort, timing: UdpFlowTiming): Promise<UdpFlow> {
+  let sock: UdpSock;
+  try {
+    sock = await openUdp(type, port);
+  } catch (e) {
+    const checker = new UdpFlowChecker(port, timing);
+    checker.fail(`bind to port ${port}: ${errorKind(e)}`, { fatal: true });
+    return { checker, settled: Promise.resolve(), idle: Promise.resolve(), stop: () => undefined, close: () => undefined };
+  }
+  const checker = new UdpFlowChecker(sock.address().port, timing);
+  let settle!: () => void;
+  const settled = new Promise<void>((resolve) => { settle = resolve; });
+  let becameIdle!: () => void;
+  const idle = new Promise<void>((resolve) => { becameIdle = resolve; });
+  let stopped = false;
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  const prefix = `${FLOW_PAYLOAD} ${process.pid} `;
+
+  const step = (): void => {
+    clearTimeout(timer);
+    if (closed) return;
+    const now = Date.now();
+    const s = checker.tick(now);
+    if (s.send !== undefined) {
+      sock.send(`${prefix}${s.send}`, target.port, target.host, (e) => { if (e) checker.sendFailed(errorKind(e)); });
+    }
+    if (checker.settled) settle();
+    if (stopped && checker.idle) becameIdle();
+    if (Number.isFinite(s.wakeAtMs)) timer = setTimeout(step, Math.max(0, s.wakeAtMs - now));
+  };
+  sock.on('message', (msg: Buffer) => {
+    let v: { server?: unknown; request?: unknown };
+    try {
+      v = JSON.parse(msg.toString('utf8')) as typeof v;
+    } catch {
+      return;
+    }
+    // Only answers to this flow's own requests (the request text is echoed back).
+    if (typeof v.server !== 'string' || typeof v.request !== 'string' || !v.request.startsWith(prefix)) return;
+    const seq = Number(v.request.slice(prefix.length));
+    if (!Number.isInteger(seq)) return;
+    if (checker.answer(seq, v.server, Date.now())) step();
+  });
+  // An unconnected UDP socket reports nothing useful here (no ICMP errors); keep going, the re-sends decide.
+  sock.on('error', (e) => checker.sendFailed(errorKind(e)));
+  step();
+  return {
+    checker, settled, idle,
+    stop: () => {
+      stopped = true;
+      checker.stop();
+      if (checker.idle) becameIdle();
+    },
+    close: () => {
+      closed = true;
+      clearTimeout(timer);
+      settle();
+      becameIdle();
+      sock.close();
+    },
+  };
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
+/** Resolves after `ms` or as soon as `signal` aborts. */
+function abortableDelay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    if (signal?.aborted) done();
+    else signal?.addEventListener('abort', done);
   });
 }
 

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { get } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
-import type { HttpCommand, StreamCommand, TcpOnceCommand, UdpCommand } from './args.js';
-import { runHttp, runStream, runTcpOnce, runUdp, type ReadyReport } from './testclient.js';
+import { createSocket } from 'node:dgram';
+import type { HttpCommand, StreamCommand, TcpOnceCommand, UdpCommand, UdpFlowsCommand } from './args.js';
+import { runHttp, runStream, runTcpOnce, runUdp, runUdpFlows, type ReadyReport, type UdpFlowsReadyReport } from './testclient.js';
 import { plainAddress, startTestServer, type RunningTestServer } from './testserver.js';
 
 /** The test servers and clients against each other over loopback (no namespaces, no root). */
@@ -76,6 +77,30 @@ describe('testserver and testclient over loopback', () => {
     assert.equal(pinned.ok, 5);
   });
 
+  it('keeps UDP flows on their own source ports, every seq answered, ready first, until stopped', async () => {
+    const first = await freeUdpPort();
+    const cmd: UdpFlowsCommand = { mode: 'udp-flows', target: v4(server.ports.udp), flows: 1, firstPort: first, intervalMs: 20, durationMs: 10_000, timeoutMs: 500, maxRetries: 3 };
+    for (const c of [cmd, { ...cmd, flows: 5, firstPort: undefined }]) {
+      const stop = new AbortController();
+      let ready: UdpFlowsReadyReport | undefined;
+      const r = await runUdpFlows(c, { signal: stop.signal, onReady: (x) => { ready = x; setTimeout(() => stop.abort(), 300); } });
+      assert.deepEqual(ready, { ready: true, flows: c.flows, started: c.flows, failed: 0, servers: { rsx: c.flows } });
+      assert.deepEqual([r.flows, r.intact, r.broken, r.servers], [c.flows, c.flows, 0, { rsx: c.flows }]);
+      for (const f of r.perFlow) assert.ok(f.answered >= 5 && f.error === null && f.server === 'rsx', JSON.stringify(f));
+      assert.equal(new Set(r.perFlow.map((f) => f.sourcePort)).size, c.flows);
+      if (c.firstPort !== undefined) assert.equal(r.perFlow[0]!.sourcePort, c.firstPort);
+    }
+  });
+
+  it('reports UDP flows nobody answers as not ready and broken', async () => {
+    const silent = await freeUdpPort();
+    const r = await runUdpFlows({ mode: 'udp-flows', target: v4(silent), flows: 2, intervalMs: 20, durationMs: 50, timeoutMs: 50, maxRetries: 1 }, {
+      onReady: (ready) => assert.deepEqual([ready.ready, ready.failed], [false, 2]),
+    });
+    assert.deepEqual([r.intact, r.broken], [0, 2]);
+    assert.match(r.perFlow[0]!.error!, /^no answer at all \(seq 0 never answered \(1 retries/);
+  });
+
   it('tells which server answered each connection, also from a fixed source port', async () => {
     const base: TcpOnceCommand = { mode: 'tcp-once', target: v4(server.ports.stream), count: 5, timeoutMs: 2000 };
     assert.deepEqual((await runTcpOnce(base)).sequence, ['rsx', 'rsx', 'rsx', 'rsx', 'rsx']);
@@ -92,6 +117,18 @@ function freePort(): Promise<number> {
       const { port } = s.address() as AddressInfo;
       s.close(() => resolve(port));
     }).on('error', reject);
+  });
+}
+
+/** A UDP port free right now on 127.0.0.1 (nothing answers on it once closed). */
+function freeUdpPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createSocket('udp4');
+    s.on('error', reject);
+    s.bind(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
   });
 }
 

@@ -1,10 +1,10 @@
 #!/usr/bin/env node
 import { EXIT_USAGE, TESTCLIENT_USAGE, UsageError, parseTestClientArgs, type ClientCommand } from '../args.js';
-import { runHttp, runStream, runTcpOnce, runUdp } from '../testclient.js';
+import { runHttp, runStream, runTcpOnce, runUdp, runUdpFlows } from '../testclient.js';
 
 /**
  * lbd-testclient: runs inside a namespace (`ip netns exec NS node testclient.js MODE ...`) and prints one
- * JSON object on stdout (stream mode: a `{"ready":...}` line first). Exit 0 when the run completed, even
+ * JSON object on stdout (stream and udp-flows: a `{"ready":...}` line first). Exit 0 when the run completed, even
  * with failed requests: the counts are the result; 64 on a bad command line.
  */
 
@@ -18,6 +18,12 @@ async function run(cmd: ClientCommand): Promise<unknown> {
       process.once('SIGTERM', () => stop.abort());
       process.once('SIGINT', () => stop.abort());
       return runStream(cmd, { signal: stop.signal, onReady: (r) => process.stdout.write(`${JSON.stringify(r)}\n`) });
+    }
+    case 'udp-flows': {
+      const stop = new AbortController();
+      process.once('SIGTERM', () => stop.abort());
+      process.once('SIGINT', () => stop.abort());
+      return runUdpFlows(cmd, { signal: stop.signal, onReady: (r) => process.stdout.write(`${JSON.stringify(r)}\n`) });
     }
   }
 }
