@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { ConfigError, formatProblem, parseConfig, type Config, type Problem } from '@lbd/config';
 import type { StoredConfig } from '@lbd/coordinator';
-import { DataPlaneError, type AddressOwner, type ApplyResult, type DataPlane, type ObservedState } from '@lbd/dataplane';
+import { backendName } from '@lbd/connsync';
+import { DataPlaneError, type AddressOwner, type ApplyResult, type DataPlane, type FlowTable, type ObservedState } from '@lbd/dataplane';
 import { ProberSet, systemClock, type Clock, type FlapPolicy, type Prober } from '@lbd/health-checker';
 import type {
   ApplyRecord as WireApplyRecord, ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, FailoverResponse,
@@ -82,6 +83,8 @@ export interface AgentOptions {
   readonly addressOwner?: AddressOwner;
   /** Reported to the cluster (default: the package version). */
   readonly version?: string;
+  /** The kernel's connection table: connection sync between directors (with agent.cluster.tls). */
+  readonly flowTable?: FlowTable;
 }
 
 export interface HealthOptions {
@@ -183,8 +186,18 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
         settings: cluster, version: opts.version ?? '0.1.0', owner: opts.addressOwner, log: this.log,
         onConfig: (c) => { void this.serialize(() => this.applyFromCluster(c)).catch(() => undefined); },
         dataPlaneProblem: () => this.dataPlaneProblem(),
+        ...(opts.flowTable ? { flowTable: opts.flowTable } : {}),
+        marks: () => this.backendMarks(),
       });
     }
+  }
+
+  /** The kernel's ct mark of every real server of every service, for connection sync (marks are each director's own). */
+  private async backendMarks(): Promise<Map<string, number>> {
+    const observed = await this.dataPlane.observe();
+    const out = new Map<string, number>();
+    for (const s of observed.services) for (const rs of s.realServers) out.set(backendName(s.key, rs), rs.backendId);
+    return out;
   }
 
   /** Why this director cannot program its kernel right now, or null: a director in that state must not lead. */

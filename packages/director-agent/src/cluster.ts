@@ -1,4 +1,6 @@
+import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
+import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
@@ -6,11 +8,13 @@ import {
   Coordinator, TIMING_PROFILES, type ClusterStatus as CoordinatorStatus, type GroupSettings, type PeerTransport, type PromiseReply,
   type PromiseRequest, type StoredConfig, type Transition,
 } from '@lbd/coordinator';
-import type { AddressOwner, FloatingAddress } from '@lbd/dataplane';
+import type { AddressOwner, FlowTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
-  createPeerClient, peerServiceDefinition, type ClusterStatus, type PeerClient, type PeerHandlers,
+  connSyncServiceDefinition, createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, type ClusterStatus,
+  type ConnSyncStatus, type PeerClient, type PeerHandlers, type PeerSecurity,
 } from '@lbd/proto';
+import { AgentError } from './errors.js';
 import type { Logger } from './log.js';
 
 /**
@@ -31,6 +35,10 @@ export interface ClusterMemberOptions {
   dataPlaneProblem(): string | null;
   /** Runs track checks (default: the real exec prober). */
   readonly prober?: Prober;
+  /** The kernel's connection table, for connection sync (which also needs agent.cluster.tls). */
+  readonly flowTable?: FlowTable;
+  /** This director's ct mark per real server of each service (keys from connsync's backendName). */
+  marks?(): Promise<ReadonlyMap<string, number>>;
 }
 
 /** Bound on expanding a local-address range into floating addresses (validation allows bigger IPv6 ranges). */
@@ -53,15 +61,19 @@ export class ClusterMember {
   /** Track checks: failing ones by name, with the reason. A director starts unfit until each has risen. */
   private readonly track: HealthScheduler | null;
   private readonly trackDown = new Map<string, string>();
+  private security: PeerSecurity = { kind: 'insecure' };
+  /** Null when off: then `syncOff` says why. */
+  private sync: ConnectionSync | null = null;
+  private syncOff = '';
 
   constructor(private readonly o: ClusterMemberOptions) {
     const s = o.settings;
-    for (const p of s.peers) this.peers.set(p.id, createPeerClient(p.address, p.port));
     this.coordinator = new Coordinator({
       id: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers.map((p) => p.id),
       peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, version: o.version, transport: this.transport(),
       hooks: { claim: (g) => this.claim(g), release: (g) => this.release(g) },
       health: () => this.health(), onTransition: (t) => this.onTransition(t),
+      syncedFor: (group) => (this.sync === null ? null : this.sync.notCaughtUp(group)),
     });
     this.track = s.track.length === 0 ? null : new HealthScheduler({ prober: o.prober ?? new ProberSet() });
     for (const t of s.track) this.trackDown.set(t.name, 'not checked yet');
@@ -79,6 +91,16 @@ export class ClusterMember {
 
   /** Serves the peer service, registers, and starts following the cluster config. */
   async start(): Promise<void> {
+    await this.loadSecurity();
+    for (const p of this.o.settings.peers) this.peers.set(p.id, createPeerClient(p.address, p.port, this.security, p.id));
+    if (this.security.kind === 'insecure') this.syncOff = 'agent.cluster.tls is not set (connection sync needs mutual TLS)';
+    else if (!this.o.flowTable) this.syncOff = 'no connection table given to the agent';
+    else {
+      this.sync = new ConnectionSync({
+        self: this.o.settings.director, peers: this.o.settings.peers, security: this.security, table: this.o.flowTable, log: this.o.log,
+      });
+      await this.sync.start();
+    }
     this.track?.set(this.o.settings.track.map((t): CheckSpec => ({
       key: t.name, target: { kind: 'exec', address: '127.0.0.1', port: 0, command: t.command },
       intervalMs: t.intervalMs, timeoutMs: t.timeoutMs, jitterMs: 0, thresholds: { rise: t.rise, fall: t.fall },
@@ -115,6 +137,10 @@ export class ClusterMember {
     }));
     await this.coordinator.setGroups(settings);
     for (const g of this.leading) await this.claim(g).catch((err: unknown) => this.o.log.error('re-claim failed', { group: g, error: err }));
+    if (this.sync !== null) {
+      this.sync.setMarks(await this.o.marks?.() ?? new Map());
+      await this.sync.setConfig(config.services);
+    }
   }
 
   /** Leaves the cluster: releases every group (the standbys take over at once) and stops serving peers. */
@@ -126,6 +152,7 @@ export class ClusterMember {
     await this.stopConfigWatch?.();
     await this.coordinator.close({ vacate: true });
     await this.o.owner.close({ releaseAll: true });
+    await this.sync?.close();
     for (const c of this.peers.values()) c.close();
     await new Promise<void>((resolve) => {
       if (!this.server) return resolve();
@@ -170,7 +197,7 @@ export class ClusterMember {
       clustered: true, self: st.self, etcdReachable: st.etcd.reachable, etcdEndpoints: [...st.etcd.endpoints],
       worstCaseTakeoverMs: st.worstCaseTakeoverMs, timingProfile: this.o.settings.timing,
       beatIntervalMs: t.beatIntervalMs, safetyWindowMs: t.safetyWindowMs, takeoverAfterMs: t.takeoverAfterMs,
-      configRevision,
+      configRevision, sync: this.syncStatus(),
       directors: st.directors.map((d) => ({
         id: d.id, version: d.version, healthy: d.healthy, problems: [...d.problems], priorities: { ...d.priorities },
         leaseLeftMs: d.leaseLeftMs ?? -1, peerAddress: d.peerAddress, peerReachable: d.id === st.self || reach.get(d.id) === true,
@@ -187,6 +214,40 @@ export class ClusterMember {
         };
       }),
     };
+  }
+
+  private syncStatus(): ConnSyncStatus {
+    if (this.sync === null) return { enabled: false, disabledReason: this.syncOff, flows: 0, lossEvents: 0, peers: [] };
+    const st: SyncStatus = this.sync.status();
+    return {
+      enabled: true, disabledReason: '', flows: st.source.flows, lossEvents: st.source.lossEvents,
+      peers: [
+        ...st.senders.map((x) => ({
+          peer: x.peer, direction: 'to', state: x.state, caughtUp: x.caughtUp, groups: [...st.leading], sent: x.flowsSent, received: 0,
+          injected: x.injected, removed: 0, failed: x.failed, snapshots: x.snapshots, resyncs: x.resyncs, queued: x.queued,
+          lagP50Ms: x.lagP50Ms, lagP99Ms: x.lagP99Ms, lastError: x.lastError,
+        })),
+        ...st.receivers.map((x) => ({
+          peer: x.peer, direction: 'from', state: x.state, caughtUp: Object.keys(x.caughtUp).length > 0 && x.state === 'streaming',
+          groups: Object.keys(x.caughtUp).sort(), sent: 0, received: x.received, injected: x.inserted + x.replaced + x.refreshed,
+          removed: x.removed, failed: x.failed, snapshots: 0, resyncs: x.resyncs, queued: 0, lagP50Ms: 0, lagP99Ms: 0, lastError: x.lastError,
+        })),
+      ],
+    };
+  }
+
+  /** Reads agent.cluster.tls's files; a missing or unreadable one stops the start with its path named. */
+  private async loadSecurity(): Promise<void> {
+    const tls = this.o.settings.tls;
+    if (tls === null) return;
+    const read = async (field: 'ca' | 'cert' | 'key'): Promise<Buffer> => {
+      try {
+        return await readFile(tls[field]);
+      } catch (cause) {
+        throw new AgentError('Refused', `agent.cluster.tls.${field}: cannot read ${tls[field]} (${(cause as NodeJS.ErrnoException).code ?? String(cause)}); give a readable PEM file`, { cause });
+      }
+    };
+    this.security = { kind: 'tls', ca: await read('ca'), cert: await read('cert'), key: await read('key') };
   }
 
   private health(): { ok: boolean; problems: string[] } {
@@ -224,11 +285,18 @@ export class ClusterMember {
     const addresses = this.addressesOf(group);
     await this.o.owner.claim(group, addresses, g?.announce ?? { count: 3, intervalMs: 200 });
     this.o.log.info('claimed vip group', { group, addresses: addresses.map((a) => a.address), durationMs: Math.round((performance.now() - started) * 10) / 10 });
+    this.syncLeading();
   }
 
   private async release(group: string): Promise<void> {
     this.leading.delete(group);
     await this.o.owner.release(group);
+    this.syncLeading();
+  }
+
+  /** Starts or stops sending the groups' flows. Never awaited by a claim: reading the table must not delay it. */
+  private syncLeading(): void {
+    this.sync?.setLeading(new Set(this.leading)).catch((err: unknown) => this.o.log.error('connection sync: changing the groups sent failed', { error: err }));
   }
 
   private onTransition(t: Transition): void {
@@ -259,16 +327,22 @@ export class ClusterMember {
           cb({ code: grpc.status.PERMISSION_DENIED, details: `${r.from} is not in ${this.o.settings.director}'s agent.cluster.peers` });
           return;
         }
+        const named = peerIdsOfCall(call as unknown as Parameters<typeof peerIdsOfCall>[0]);
+        if (this.security.kind === 'tls' && !(named ?? []).includes(r.from)) {
+          cb({ code: grpc.status.PERMISSION_DENIED, details: `the client certificate names ${(named ?? []).join(', ') || 'no director'}, not ${r.from}` });
+          return;
+        }
         this.coordinator.answerPromise({ from: r.from, group: r.group, term: Number(r.term), beat: Number(r.beat), durationMs: Math.min(r.durationMs, 10_000) })
           .then((res) => cb(null, res), (err: unknown) => cb({ code: grpc.status.INTERNAL, details: String(err) }));
       },
       Ping: (_call, cb) => cb(null, { director: this.o.settings.director, version: this.o.version }),
     };
     server.addService(peerServiceDefinition(), handlers);
+    if (this.sync !== null) server.addService(connSyncServiceDefinition(), this.sync.handlers());
     const { address, port } = this.o.settings.peerListen;
     const host = address.includes(':') ? `[${address}]` : address;
     await new Promise<void>((resolve, reject) => {
-      server.bindAsync(`${host}:${port}`, grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
+      server.bindAsync(`${host}:${port}`, peerServerCredentials(this.security), (err) => (err ? reject(err) : resolve()));
     });
     this.server = server;
   }

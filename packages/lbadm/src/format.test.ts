@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import type {
   ApplyResponse__Output, Connection__Output, Finding__Output, GetHealthResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output,
-  HealthEvent__Output,
+  ClusterStatus__Output, HealthEvent__Output,
 } from '@lbd/proto';
 import {
-  computeRates, formatAge, formatApply, formatConns, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates,
+  computeRates, formatAge, formatApply, formatClusterStatus, formatConns, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates,
   formatStats, formatStatus,
 } from './format.js';
 
@@ -283,6 +283,30 @@ describe('formatDoctor', () => {
       'ok (1):',
       '  [ip-forward] ip forwarding: IPv4 forwarding is on',
       '1 error, 1 warning, 1 ok',
+      '',
+    ].join('\n'));
+  });
+});
+
+describe('formatClusterStatus: connection sync', () => {
+  const base: ClusterStatus__Output = {
+    clustered: true, self: 'dir1', etcdReachable: true, etcdEndpoints: ['http://198.18.3.11:2379'], worstCaseTakeoverMs: 340, timingProfile: 'default',
+    beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 330, directors: [], groups: [], configRevision: 2, sync: null,
+  };
+  const peer = {
+    peer: 'dir2', direction: 'to', state: 'streaming', caughtUp: true, groups: ['default'], sent: 500, received: 0, injected: 498, removed: 0,
+    failed: 2, snapshots: 1, resyncs: 0, queued: 0, lagP50Ms: 3.2, lagP99Ms: 18, lastError: '',
+  };
+  const tail = (c: ClusterStatus__Output): string => formatClusterStatus(c, 0).split('\n\n').pop()!;
+
+  it('says why sync is off, and lists each stream with its direction, progress and lag', () => {
+    assert.equal(tail({ ...base, sync: { enabled: false, disabledReason: 'agent.cluster.tls is not set', flows: 0, lossEvents: 0, peers: [] } }),
+      'connection sync: off (agent.cluster.tls is not set)\n');
+    assert.equal(tail({ ...base, sync: { enabled: true, disabledReason: '', flows: 500, lossEvents: 1, peers: [peer, { ...peer, peer: 'dir3', direction: 'from', state: 'resync', caughtUp: false, sent: 0, received: 7, injected: 0, lastError: 'gap: expected message 5, got 7' }] } }), [
+      'connection sync: dir1 copies 500 flows; kernel events lost 1 time (each time resent whole)',
+      'PEER DIRECTION    STATE     CAUGHT UP GROUPS  SENT/RECEIVED INJECTED FAILED RESYNCS QUEUED LAG P50/P99    LAST ERROR',
+      'dir2 dir1 -> dir2 streaming yes       default 500           498      2      0       0      3.2 ms / 18 ms -',
+      'dir3 dir3 -> dir1 resync    NO        default 7             0        2      0       -      -              gap: expected message 5, got 7',
       '',
     ].join('\n'));
   });

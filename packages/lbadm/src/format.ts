@@ -233,7 +233,25 @@ export function formatClusterStatus(c: ClusterStatus__Output, now: number): stri
     }
   }
   lines.push(...columns(dirRows));
+  lines.push('', ...formatSync(c));
   return `${lines.join('\n')}\n`;
+}
+
+/** The connection-sync part of `cluster status`: one row per stream, to or from this director. */
+function formatSync(c: ClusterStatus__Output): string[] {
+  const s = c.sync;
+  if (!s?.enabled) return [`connection sync: off${s?.disabledReason ? ` (${s.disabledReason})` : ''}`];
+  const head = `connection sync: ${c.self} copies ${s.flows} flows${s.lossEvents > 0 ? `; kernel events lost ${plural(s.lossEvents, 'time')} (each time resent whole)` : ''}`;
+  if (s.peers.length === 0) return [head, '  no stream: this director leads no group and no leader streams to it'];
+  const rows: string[][] = [['PEER', 'DIRECTION', 'STATE', 'CAUGHT UP', 'GROUPS', 'SENT/RECEIVED', 'INJECTED', 'FAILED', 'RESYNCS', 'QUEUED', 'LAG P50/P99', 'LAST ERROR']];
+  for (const p of s.peers) {
+    rows.push([
+      p.peer || '?', p.direction === 'to' ? `${c.self} -> ${p.peer}` : `${p.peer} -> ${c.self}`, p.state, p.caughtUp ? 'yes' : 'NO',
+      p.groups.join(',') || '-', String(p.direction === 'to' ? p.sent : p.received), String(p.injected), String(p.failed), String(p.resyncs),
+      p.direction === 'to' ? String(p.queued) : '-', p.direction === 'to' ? `${latency(p.lagP50Ms)} / ${latency(p.lagP99Ms)}` : '-', p.lastError || '-',
+    ]);
+  }
+  return [head, ...columns(rows)];
 }
 
 /** `lbadm config history`: oldest first, the running revision marked. */

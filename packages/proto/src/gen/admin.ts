@@ -14,6 +14,8 @@ import type { ClusterStatus as _lbd_admin_v1_ClusterStatus, ClusterStatus__Outpu
 import type { ConfigHistoryRequest as _lbd_admin_v1_ConfigHistoryRequest, ConfigHistoryRequest__Output as _lbd_admin_v1_ConfigHistoryRequest__Output } from './lbd/admin/v1/ConfigHistoryRequest.js';
 import type { ConfigHistoryResponse as _lbd_admin_v1_ConfigHistoryResponse, ConfigHistoryResponse__Output as _lbd_admin_v1_ConfigHistoryResponse__Output } from './lbd/admin/v1/ConfigHistoryResponse.js';
 import type { ConfigVersion as _lbd_admin_v1_ConfigVersion, ConfigVersion__Output as _lbd_admin_v1_ConfigVersion__Output } from './lbd/admin/v1/ConfigVersion.js';
+import type { ConnSyncPeer as _lbd_admin_v1_ConnSyncPeer, ConnSyncPeer__Output as _lbd_admin_v1_ConnSyncPeer__Output } from './lbd/admin/v1/ConnSyncPeer.js';
+import type { ConnSyncStatus as _lbd_admin_v1_ConnSyncStatus, ConnSyncStatus__Output as _lbd_admin_v1_ConnSyncStatus__Output } from './lbd/admin/v1/ConnSyncStatus.js';
 import type { Connection as _lbd_admin_v1_Connection, Connection__Output as _lbd_admin_v1_Connection__Output } from './lbd/admin/v1/Connection.js';
 import type { Counters as _lbd_admin_v1_Counters, Counters__Output as _lbd_admin_v1_Counters__Output } from './lbd/admin/v1/Counters.js';
 import type { DirectorGroup as _lbd_admin_v1_DirectorGroup, DirectorGroup__Output as _lbd_admin_v1_DirectorGroup__Output } from './lbd/admin/v1/DirectorGroup.js';
@@ -66,6 +68,8 @@ export interface ProtoGrpcType {
         ConfigHistoryRequest: MessageTypeDefinition<_lbd_admin_v1_ConfigHistoryRequest, _lbd_admin_v1_ConfigHistoryRequest__Output>
         ConfigHistoryResponse: MessageTypeDefinition<_lbd_admin_v1_ConfigHistoryResponse, _lbd_admin_v1_ConfigHistoryResponse__Output>
         ConfigVersion: MessageTypeDefinition<_lbd_admin_v1_ConfigVersion, _lbd_admin_v1_ConfigVersion__Output>
+        ConnSyncPeer: MessageTypeDefinition<_lbd_admin_v1_ConnSyncPeer, _lbd_admin_v1_ConnSyncPeer__Output>
+        ConnSyncStatus: MessageTypeDefinition<_lbd_admin_v1_ConnSyncStatus, _lbd_admin_v1_ConnSyncStatus__Output>
         Connection: MessageTypeDefinition<_lbd_admin_v1_Connection, _lbd_admin_v1_Connection__Output>
         Counters: MessageTypeDefinition<_lbd_admin_v1_Counters, _lbd_admin_v1_Counters__Output>
         DirectorGroup: MessageTypeDefinition<_lbd_admin_v1_DirectorGroup, _lbd_admin_v1_DirectorGroup__Output>

@@ -14,6 +14,8 @@ export type * from './lbd/admin/v1/ClusterStatus.js';
 export type * from './lbd/admin/v1/ConfigHistoryRequest.js';
 export type * from './lbd/admin/v1/ConfigHistoryResponse.js';
 export type * from './lbd/admin/v1/ConfigVersion.js';
+export type * from './lbd/admin/v1/ConnSyncPeer.js';
+export type * from './lbd/admin/v1/ConnSyncStatus.js';
 export type * from './lbd/admin/v1/Connection.js';
 export type * from './lbd/admin/v1/Counters.js';
 export type * from './lbd/admin/v1/DirectorGroup.js';

@@ -5,6 +5,7 @@
 
 import type { DirectorStatus as _lbd_admin_v1_DirectorStatus, DirectorStatus__Output as _lbd_admin_v1_DirectorStatus__Output } from '../../../lbd/admin/v1/DirectorStatus.js';
 import type { GroupStatus as _lbd_admin_v1_GroupStatus, GroupStatus__Output as _lbd_admin_v1_GroupStatus__Output } from '../../../lbd/admin/v1/GroupStatus.js';
+import type { ConnSyncStatus as _lbd_admin_v1_ConnSyncStatus, ConnSyncStatus__Output as _lbd_admin_v1_ConnSyncStatus__Output } from '../../../lbd/admin/v1/ConnSyncStatus.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface ClusterStatus {
@@ -36,6 +37,10 @@ export interface ClusterStatus {
    * The cluster config revision this director runs (0: none yet).
    */
   'configRevision'?: (number | string | Long);
+  /**
+   * Connection sync as this director sees it.
+   */
+  'sync'?: (_lbd_admin_v1_ConnSyncStatus | null);
 }
 
 export interface ClusterStatus__Output {
@@ -67,4 +72,8 @@ export interface ClusterStatus__Output {
    * The cluster config revision this director runs (0: none yet).
    */
   'configRevision': (number);
+  /**
+   * Connection sync as this director sees it.
+   */
+  'sync': (_lbd_admin_v1_ConnSyncStatus__Output | null);
 }

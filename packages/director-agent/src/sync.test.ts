@@ -1,0 +1,183 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { flowKey, type SyncedFlow } from '@lbd/dataplane';
+import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
+import { createConnSyncClient, type ConnSyncStatus__Output, type PeerSecurity } from '@lbd/proto';
+import { freePort, issueCert, makeCa, makeClusterPki, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
+import { Agent } from './agent.js';
+import { silentLogger } from './log.js';
+
+/**
+ * Connection sync between two clustered agents in this process: real etcd on loopback, real gRPC with
+ * mutual TLS on loopback, fake kernels (FakeFlowTable stands in for conntrack). The kernel side, with
+ * streams that must survive, is test/src/connsync.privileged.test.ts.
+ */
+
+const CLUSTER_CONFIG = `vipGroups:
+  - { name: front, preempt: never }
+services:
+  - name: web
+    vip: 198.18.0.10
+    port: 80
+    mode: fullnat
+    localAddresses: [198.19.1.100-198.19.1.101]
+    vipGroup: front
+    realServers:
+      - { address: 198.19.1.11, port: 8080 }
+      - { address: 198.19.1.12, port: 8080 }
+  - name: nosync
+    vip: 198.18.0.10
+    port: 81
+    mode: nat
+    vipGroup: front
+    sync: { enabled: false }
+    realServers:
+      - { address: 198.19.1.11, port: 8081 }
+`;
+
+function flow(i: number, port = 80, over: Partial<SyncedFlow> = {}): SyncedFlow {
+  return {
+    protocol: 'tcp', client: { address: '198.18.5.1', port: 10_000 + i }, vip: { address: '198.18.0.10', port },
+    realServer: { address: '198.19.1.12', port: port === 80 ? 8080 : 8081 }, localAddress: port === 80 ? { address: '198.19.1.100', port: 30_000 + i } : null,
+    mark: 0x50002, state: 'ESTABLISHED', timeoutSec: 431_999, ...over,
+  };
+}
+
+async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms = 8000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+interface Member {
+  readonly id: string;
+  readonly agent: Agent;
+  readonly owner: FakeAddressOwner;
+  readonly dp: FakeDataPlane;
+  readonly table: FakeFlowTable;
+  readonly port: number;
+}
+
+describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and gRPC on loopback, fake kernel)', function () {
+  this.timeout(40_000);
+  let etcd: RunningEtcd;
+  let dir: string;
+  let pki: ClusterPki;
+  let members: Member[] = [];
+  let run = 0;
+
+  // The agent answers in the message's input type; every field is filled in, as the wire would show.
+  const sync = async (m: Member): Promise<ConnSyncStatus__Output> => (await m.agent.clusterStatus()).sync as ConnSyncStatus__Output;
+
+  before(async () => {
+    etcd = await startEtcd();
+    dir = await mkdtemp(join(tmpdir(), 'lbd-sync-'));
+    pki = await makeClusterPki(join(dir, 'pki'), ['dir1', 'dir2', 'dir3']);
+  });
+  beforeEach(async () => {
+    run++;
+    const ports = [await freePort(), await freePort()];
+    const ids = ['dir1', 'dir2'];
+    for (const [i, id] of ids.entries()) {
+      const other = 1 - i;
+      const configPath = join(dir, `${id}-${run}.yaml`);
+      await writeFile(configPath, `agent:
+  cluster:
+    director: ${id}
+    etcd: [${etcd.endpoints[0]}]
+    prefix: /lbd-sync-test-${run}
+    peerListen: 127.0.0.1:${ports[i]}
+    peers: [{ id: ${ids[other]}, address: "127.0.0.1:${ports[other]}" }]
+    interfaces: { vip: eth0, local: eth1 }
+    priorities: { front: ${i === 0 ? 150 : 100} }
+    tls: { ca: ${pki.ca.certPath}, cert: ${pki.certs[id]!.certPath}, key: ${pki.certs[id]!.keyPath} }
+`);
+      const owner = new FakeAddressOwner();
+      // The two kernels number their backends differently, as real directors may.
+      const dp = new FakeDataPlane();
+      const table = new FakeFlowTable();
+      const agent = await Agent.start({ configPath, dataPlane: dp, serve: false, watch: false, addressOwner: owner, flowTable: table, log: silentLogger });
+      members.push({ id, agent, owner, dp, table, port: ports[i]! });
+    }
+  });
+  afterEach(async () => {
+    for (const m of members) await m.agent.stop('test over');
+    members = [];
+  });
+  after(async () => {
+    await etcd?.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the leader\'s flows reach the standby with the standby\'s marks; after a failover they flow back; status shows both ends', async () => {
+    const [a, b] = members as [Member, Member];
+    assert.ok(a.table.prepared && b.table.prepared, 'the kernel options for mid-stream takeover are set on start');
+    assert.ok((await a.agent.applyText(CLUSTER_CONFIG, 'cluster.yaml', false, { author: 't' })).ok);
+    await waitFor('dir1 to lead', () => a.owner.held.size > 0);
+    a.table.open(flow(1));
+    a.table.open(flow(2));
+    a.table.open(flow(3, 81)); // sync disabled for this service
+    await waitFor('dir2 to hold dir1\'s flows', () => b.table.flows.size === 2);
+    const bMarks = await (b.dp.observe());
+    const want = bMarks.services.find((s) => s.key === '198.18.0.10:80/tcp')!.realServers.find((r) => r.address === '198.19.1.12')!.backendId;
+    assert.equal(b.table.flows.get(flowKey(flow(1)))!.mark, want, 'injected with the standby\'s own mark for that real server');
+    assert.deepEqual(b.table.flows.get(flowKey(flow(1)))!.localAddress, flow(1).localAddress);
+    assert.equal(b.table.flows.has(flowKey(flow(3, 81))), false, 'a service with sync disabled is not copied');
+
+    await waitFor('both ends caught up', async () => (await sync(a)).peers[0]?.caughtUp === true && (await sync(b)).peers[0]?.caughtUp === true);
+    const sa = await sync(a);
+    assert.equal(sa.enabled, true);
+    assert.equal(sa.flows, 2);
+    assert.deepEqual([sa.peers[0]!.peer, sa.peers[0]!.direction, sa.peers[0]!.state], ['dir2', 'to', 'streaming']);
+    const sb = await sync(b);
+    assert.deepEqual([sb.peers[0]!.peer, sb.peers[0]!.direction, sb.peers[0]!.groups], ['dir1', 'from', ['front']]);
+    assert.equal(sb.peers[0]!.injected, 2);
+
+    a.table.close(flow(2));
+    await waitFor('the close to reach dir2', () => b.table.flows.size === 1);
+
+    await a.agent.failover('front', 'dir2');
+    await waitFor('dir2 to lead', () => b.owner.held.size > 0 && a.owner.held.size === 0);
+    b.table.open(flow(4));
+    await waitFor('dir1 to get dir2\'s flows, the synced one included', () => a.table.flows.has(flowKey(flow(4))) && a.table.flows.has(flowKey(flow(1))));
+  });
+
+  it('a client certificate from another CA, one naming a director that is not a peer, and no certificate are all refused', async () => {
+    const [a] = members as [Member, Member];
+    const pem = async (p: string): Promise<Buffer> => readFile(p);
+    const other = await makeCa(join(dir, 'other'), 'other-ca');
+    const foreign = await issueCert(other, join(dir, 'other'), 'dir2');
+    const attempt = async (security: PeerSecurity): Promise<string> => {
+      const client = createConnSyncClient('127.0.0.1', a.port, security, 'dir1');
+      try {
+        return await new Promise<string>((resolve) => {
+          const call = client.Stream();
+          call.on('error', (e: grpc.ServiceError) => resolve(`${grpc.status[e.code]}: ${e.details}`));
+          call.on('data', () => undefined);
+          call.write({ seq: 1, hello: { from: 'dir2', session: 'x', groups: ['front'] } });
+        });
+      } finally {
+        client.close();
+      }
+    };
+    const ca = await pem(pki.ca.certPath);
+    const untrusted = await attempt({ kind: 'tls', ca, cert: await pem(foreign.certPath), key: await pem(foreign.keyPath) });
+    assert.match(untrusted, /^UNAVAILABLE/, untrusted);
+    const notPeer = await attempt({ kind: 'tls', ca, cert: await pem(pki.certs.dir3!.certPath), key: await pem(pki.certs.dir3!.keyPath) });
+    assert.equal(notPeer, 'PERMISSION_DENIED: the client certificate names dir3, not one of this director\'s peers (dir2)');
+    // Without a client certificate the TLS handshake itself fails (the server requires one).
+    const plain = await new Promise<string>((resolve) => {
+      const client = createConnSyncClient('127.0.0.1', a.port, { kind: 'insecure' }, 'dir1');
+      const call = client.Stream();
+      call.on('error', (e: grpc.ServiceError) => { client.close(); resolve(grpc.status[e.code] ?? String(e.code)); });
+      call.write({ seq: 1, hello: { from: 'dir2', session: 'x', groups: [] } });
+    });
+    assert.equal(plain, 'UNAVAILABLE');
+    assert.equal(a.table.applyCount, 0, 'nothing was injected');
+  });
+});
