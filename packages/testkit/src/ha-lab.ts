@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CLUSTER, DIRECTOR_NAMES, clusterTopology, type ClusterTopology, type DirectorName } from './cluster-topology.js';
+import { makeClusterPki } from './certs.js';
 import { startEtcdCluster, type RunningEtcdCluster } from './etcd.js';
 import { runCommand, type BackgroundProcess } from './exec.js';
 import { startTestServers } from './processes.js';
@@ -11,7 +12,8 @@ import { startTestServers } from './processes.js';
  * A whole active/standby cluster for privileged tests, drills and benchmarks: the cluster topology, three
  * etcd members, lbd-testserver on every real server, and lbd-agent on dir1 and dir2 with the lab's agent
  * files (deploy/lab/dirK.yaml) made private to this lab (admin sockets in a temp dir, an etcd prefix of
- * its own). Everything it starts runs under the Topology, so `destroy()` removes it all.
+ * its own, a peer-link CA and certificates of its own). Everything it starts runs under the Topology, so
+ * `destroy()` removes it all.
  *
  * The testkit does not depend on @lbd/proto: the admin API comes in through `admin` (tests pass
  * `(socket) => new AdminApi(socket)`); without it, `lbadmAdmin` drives the built lbadm (slower, one
@@ -59,6 +61,8 @@ const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const AGENT_BIN = join(REPO, 'packages/director-agent/dist/bin/lbd-agent.js');
 export const LBADM_BIN = join(REPO, 'packages/lbadm/dist/bin/lbadm.js');
 export const LAB_DIR = join(REPO, 'deploy/lab');
+/** Where deploy/lab/dirK.yaml expects the peer-link PKI (made by deploy/lab/lab up). */
+const LAB_TLS_DIR = '/run/lbd/lab-tls';
 
 /** The vip group of the lab config, and the vip the drills watch. */
 export const HA_GROUP = 'default';
@@ -120,10 +124,11 @@ export function labConfigText(): Promise<string> {
 }
 
 /**
- * deploy/lab/dirK.yaml with the admin socket, etcd prefix and (optionally) timing replaced. Fails if one of
- * those lines is not found, so a reworded lab file cannot silently leave a test on the lab's socket.
+ * deploy/lab/dirK.yaml with the admin socket, etcd prefix and (optionally) timing and the directory of the
+ * peer-link TLS files replaced. Fails if one of those lines is not found, so a reworded lab file cannot
+ * silently leave a test on the lab's socket or certificates.
  */
-export async function agentFileText(dir: DirectorName, o: { adminSocket: string; etcdPrefix: string; timing?: 'default' | 'fast' }): Promise<string> {
+export async function agentFileText(dir: DirectorName, o: { adminSocket: string; etcdPrefix: string; timing?: 'default' | 'fast'; tlsDir?: string }): Promise<string> {
   let text = await readFile(join(LAB_DIR, `${dir}.yaml`), 'utf8');
   const swap = (re: RegExp, value: string, what: string): void => {
     if (!re.test(text)) throw new Error(`deploy/lab/${dir}.yaml: no ${what} line to replace`);
@@ -132,6 +137,14 @@ export async function agentFileText(dir: DirectorName, o: { adminSocket: string;
   swap(/^(\s*)adminSocket:.*$/m, `adminSocket: ${o.adminSocket}`, 'adminSocket');
   swap(/^(\s*)prefix:.*$/m, `prefix: ${o.etcdPrefix}`, 'agent.cluster.prefix');
   if (o.timing !== undefined) swap(/^(\s*)timing:.*$/m, `timing: ${o.timing}`, 'agent.cluster.timing');
+  if (o.tlsDir !== undefined) {
+    const tlsDir = o.tlsDir;
+    // Only the directory changes: the file names stay the lab's (ca.pem, dirK.pem, dirK.key, as makeClusterPki writes them).
+    const line = /^(\s*)(tls:.*)$/m;
+    const m = line.exec(text);
+    if (!m?.[2]?.includes(`${LAB_TLS_DIR}/`)) throw new Error(`deploy/lab/${dir}.yaml: no agent.cluster.tls line with ${LAB_TLS_DIR}/ to replace`);
+    swap(line, m[2].split(`${LAB_TLS_DIR}/`).join(`${tlsDir}/`), 'agent.cluster.tls');
+  }
   return text;
 }
 
@@ -263,8 +276,11 @@ export async function startHaLab<A extends HaAdmin = HaAdmin>(opts: HaLabOptions
     await startTestServers(t, cluster.realServers.map((r) => r.host), { http: 8080, stream: 9000, udp: 5353 });
     const socket = (d: DirectorName): string => join(tmp!, `${d}.sock`);
     const file = (d: DirectorName): string => join(tmp!, `${d}.yaml`);
+    // The agents' own peer-link CA and certificates, not the lab's (which may not exist, or be another lab's).
+    const tlsDir = join(tmp, 'tls');
+    await makeClusterPki(tlsDir, DIRECTOR_NAMES);
     for (const d of DIRECTOR_NAMES) {
-      await writeFile(file(d), await agentFileText(d, { adminSocket: socket(d), etcdPrefix, ...(opts.timing ? { timing: opts.timing } : {}) }));
+      await writeFile(file(d), await agentFileText(d, { adminSocket: socket(d), etcdPrefix, tlsDir, ...(opts.timing ? { timing: opts.timing } : {}) }));
     }
     const api = (d: DirectorName): A => {
       let a = apis.get(d);

@@ -29,3 +29,12 @@ describe('deploy/lab/lab.yaml matches the lab topology', () => {
     for (const p of ports) assert.ok((Object.values(SERVER_PORTS) as number[]).includes(p), `port ${p} is not one of ${Object.values(SERVER_PORTS).join(', ')}`);
   });
 });
+
+describe('agentFileText', () => {
+  it('moves the peer-link TLS files to a lab\'s own directory', async () => {
+    const { agentFileText } = await import('./ha-lab.js');
+    const text = await agentFileText('dir2', { adminSocket: '/tmp/x/dir2.sock', etcdPrefix: '/lbd/test/x', tlsDir: '/tmp/x/tls' });
+    assert.match(text, /^ {4}tls: \{ ca: \/tmp\/x\/tls\/ca\.pem, cert: \/tmp\/x\/tls\/dir2\.pem, key: \/tmp\/x\/tls\/dir2\.key \}$/m);
+    assert.doesNotMatch(text, /\/run\/lbd\/lab-tls/);
+  });
+});
