@@ -7,6 +7,7 @@ export {
 export { parseTable } from './parse.js';
 export { buildSlotTable, reduceWeights, smoothWeightedSequence, type SlotTable, type Selector } from './schedule.js';
 export { buildMaglevTable, maglevTableSize, nextPrime, type MaglevBackend } from './maglev.js';
-export { parseConntrack, type ConntrackEntry } from './conntrack.js';
+export { parseConntrack, parseConntrackLine, type ConntrackEntry, type ConntrackLine } from './conntrack.js';
+export { ConntrackFlowTable, type ConntrackFlowTableOptions } from './flow-table.js';
 export { planTables, type Plan, type Leaving } from './plan.js';
 export { KernelAddressOwner, type KernelAddressOwnerOptions } from './addresses.js';
