@@ -1,4 +1,4 @@
-import type { AddressOwner, DataPlane } from '@lbd/dataplane';
+import type { AddressOwner, DataPlane, FlowTable } from '@lbd/dataplane';
 import type { Logger } from './log.js';
 
 /**
@@ -20,4 +20,11 @@ export async function createDefaultDataPlane(log: Logger): Promise<DataPlane> {
 export async function createDefaultAddressOwner(log: Logger, director: string): Promise<AddressOwner> {
   const { KernelAddressOwner } = await import('@lbd/dataplane-nft');
   return new KernelAddressOwner({ stateDir: `/run/lbd/${director}`, onEvent: (msg, fields) => log.info(msg, { component: 'addresses', ...fields }) });
+}
+
+/** The production connection table for connection sync: conntrack events, dumps and injection. */
+export async function createDefaultFlowTable(log: Logger): Promise<FlowTable> {
+  const { ConntrackFlowTable } = await import('@lbd/dataplane-nft');
+  void log;
+  return new ConntrackFlowTable({});
 }

@@ -1,8 +1,8 @@
 import { ConfigError, EXIT, parseConfig } from '@lbd/config';
-import { DataPlaneError, type AddressOwner, type DataPlane } from '@lbd/dataplane';
+import { DataPlaneError, type AddressOwner, type DataPlane, type FlowTable } from '@lbd/dataplane';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
-import { createDefaultAddressOwner, createDefaultDataPlane } from './default-dataplane.js';
+import { createDefaultAddressOwner, createDefaultDataPlane, createDefaultFlowTable } from './default-dataplane.js';
 import { AgentError } from './errors.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
 
@@ -72,6 +72,8 @@ export interface RunDeps {
   readonly createDataPlane?: (log: Logger) => Promise<DataPlane>;
   /** Default: the kernel's (ip, arping); only a clustered director has one. */
   readonly createAddressOwner?: (log: Logger, director: string) => Promise<AddressOwner>;
+  /** Default: conntrack; only a clustered director with agent.cluster.tls has one. */
+  readonly createFlowTable?: (log: Logger) => Promise<FlowTable>;
   /** Log lines (JSON); default stdout. */
   readonly writeLog?: (line: string) => void;
   /** Human messages for start-up failures; default stderr. */
@@ -127,8 +129,10 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     const dataPlane = await (deps.createDataPlane ?? createDefaultDataPlane)(log);
     const cluster = initial.config.agent.cluster;
     const addressOwner = cluster === null ? undefined : await (deps.createAddressOwner ?? createDefaultAddressOwner)(log, cluster.director);
+    // Connection sync needs the peer link's TLS: without it there is nothing to read the table for.
+    const flowTable = cluster?.tls ? await (deps.createFlowTable ?? createDefaultFlowTable)(log) : undefined;
     try {
-      agent = await Agent.start({ configPath, dataPlane, adminSocket, log, initial, ...(addressOwner ? { addressOwner } : {}) });
+      agent = await Agent.start({ configPath, dataPlane, adminSocket, log, initial, ...(addressOwner ? { addressOwner } : {}), ...(flowTable ? { flowTable } : {}) });
     } catch (err) {
       return startFailure(err, writeError);
     }
