@@ -143,6 +143,11 @@ export class SyncSender implements SourceListener {
     };
   }
 
+  /** Caught up, and every message sent so far acknowledged: nothing is on its way. */
+  drained(): boolean {
+    return this.caughtUp() && this.acked === this.seq && this.flushTimer === undefined;
+  }
+
   caughtUp(): boolean {
     return this.state === 'streaming' && this.needSnapshot === null && this.snapshotRest === null && this.snapshotEndSeq > 0
       && this.acked >= this.snapshotEndSeq && this.queue.size === 0;

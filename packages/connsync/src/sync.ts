@@ -119,9 +119,19 @@ export class ConnectionSync {
     return `connection sync of ${group} not caught up (${live.map((r) => `${r.peerId || '?'}: ${r.status().state}`).join(', ')})`;
   }
 
-  /** Whether every peer has acknowledged a full copy of what this director sends. */
-  peersCaughtUp(): boolean {
-    return [...this.senders.values()].every((s) => s.caughtUp());
+  /**
+   * Waits until `peer` has acknowledged everything sent to it (before a planned switchover to it, so the
+   * flows opened in the last moments are there too), at most `timeoutMs`. True when it has.
+   */
+  async drain(peer: string, timeoutMs: number): Promise<boolean> {
+    const sender = this.senders.get(peer);
+    if (sender === undefined) return false;
+    const end = performance.now() + timeoutMs;
+    while (!sender.drained()) {
+      if (performance.now() >= end) return false;
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    return true;
   }
 
   status(): SyncStatus {

@@ -11,6 +11,11 @@ import type { ElectionTiming } from './timing.js';
 export interface GroupHooks {
   claim(group: string): Promise<void>;
   release(group: string): Promise<void>;
+  /**
+   * A planned switchover to `to` is about to release the group: the last chance, while still leading, to
+   * get state (connection sync) to the target. Bounded by the implementation; a failure does not stop it.
+   */
+  beforeHandover?(group: string, to: string): Promise<void>;
 }
 
 export interface PromiseRequest {
@@ -500,6 +505,11 @@ export class GroupElection {
       this.transitions = { at: Date.now(), reason: `refused handoff to ${req.to}: not a healthy registered peer serving ${this.name}` };
       this.d.onTransition({ group: this.name, from: this.role, to: this.role, reason: this.transitions.reason });
       return;
+    }
+    if (this.d.hooks.beforeHandover) {
+      await this.d.hooks.beforeHandover(this.name, req.to).catch(() => undefined);
+      // Beats went on meanwhile; a leader fenced in the wait has nothing left to hand over.
+      if (!this.leading() || this.myRev === null || this.myRecord === null) return;
     }
     this.handingOver = true;
     const from = this.role;

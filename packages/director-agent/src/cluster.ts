@@ -43,6 +43,8 @@ export interface ClusterMemberOptions {
 
 /** Bound on expanding a local-address range into floating addresses (validation allows bigger IPv6 ranges). */
 const MAX_FLOATING_PER_RANGE = 1024;
+/** Longest a planned switchover waits for the target to acknowledge the flows sent to it. */
+const HANDOVER_DRAIN_MS = 250;
 /** How often links are checked: a leader whose vip interface goes down resigns within this. */
 const LINK_CHECK_MS = 100;
 
@@ -71,7 +73,7 @@ export class ClusterMember {
     this.coordinator = new Coordinator({
       id: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers.map((p) => p.id),
       peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, version: o.version, transport: this.transport(),
-      hooks: { claim: (g) => this.claim(g), release: (g) => this.release(g) },
+      hooks: { claim: (g) => this.claim(g), release: (g) => this.release(g), beforeHandover: (g, to) => this.drainSync(g, to) },
       health: () => this.health(), onTransition: (t) => this.onTransition(t),
       syncedFor: (group) => (this.sync === null ? null : this.sync.notCaughtUp(group)),
     });
@@ -292,6 +294,18 @@ export class ClusterMember {
     this.leading.delete(group);
     await this.o.owner.release(group);
     this.syncLeading();
+  }
+
+  /**
+   * Before a planned switchover: lets the target acknowledge every flow sent so far, so a connection opened
+   * a moment ago survives the move too. Bounded: a slow peer delays the switchover by at most this long.
+   */
+  private async drainSync(group: string, to: string): Promise<void> {
+    if (this.sync === null) return;
+    const started = performance.now();
+    const drained = await this.sync.drain(to, HANDOVER_DRAIN_MS);
+    if (!drained) this.o.log.warn('connection sync: switching over before the target acknowledged every flow', { group, to, waitedMs: HANDOVER_DRAIN_MS });
+    else this.o.log.info('connection sync: target caught up before the switchover', { group, to, waitedMs: Math.round(performance.now() - started) });
   }
 
   /** Starts or stops sending the groups' flows. Never awaited by a claim: reading the table must not delay it. */

@@ -141,7 +141,14 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     a.table.close(flow(2));
     await waitFor('the close to reach dir2', () => b.table.flows.size === 1);
 
+    // A flow opened a moment before a planned switchover is at the target when the switchover is done,
+    // even when the target's kernel is slow to take it.
+    const apply = b.table.apply.bind(b.table);
+    b.table.apply = async (c) => { await new Promise((r) => setTimeout(r, 100)); return apply(c); };
+    a.table.open(flow(5));
     await a.agent.failover('front', 'dir2');
+    b.table.apply = apply;
+    assert.ok(b.table.flows.has(flowKey(flow(5))), 'the switchover waited for the target to acknowledge the newest flow');
     await waitFor('dir2 to lead', () => b.owner.held.size > 0 && a.owner.held.size === 0);
     b.table.open(flow(4));
     await waitFor('dir1 to get dir2\'s flows, the synced one included', () => a.table.flows.has(flowKey(flow(4))) && a.table.flows.has(flowKey(flow(1))));
