@@ -147,12 +147,12 @@ describe('high availability: failover drills on two directors with etcd @privile
     }
   });
 
-  it('preemption: back to dir1 about 5 s after a failover to dir2 (after-delay), stays on dir2 with preempt: never', async function () {
+  it('preemption: back to dir1 about 5 s after a failover to dir2 (after-sync: the delay, then its copy complete), stays on dir2 with preempt: never', async function () {
     this.timeout(90_000);
     assert.equal(await waitSteady(lab), 'dir1');
     const { preemptDelayMs } = (await clusterStatus()).groups.find((g) => g.name === GROUP)!;
     assert.equal(preemptDelayMs, 5000);
-    // after-delay: dir2 leads for about the delay, then dir1 takes the group back.
+    // after-sync: dir2 leads for about the delay (sync catches up well within it), then dir1 takes the group back.
     await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
     const movedAt = Date.now();
     assert.equal(await lab.leader(), 'dir2');
@@ -162,7 +162,7 @@ describe('high availability: failover drills on two directors with etcd @privile
     assert.deepEqual(await lab.holders(), ['dir1']);
 
     // preempt: never: dir2 keeps it.
-    await lab.api('dir1').apply({ configText: labYaml.replace(/preempt: after-delay\n(\s*)preemptDelayMs: 5000/, 'preempt: never'), source: 'preempt-never', author: 'test' }, { timeoutMs: 10_000 });
+    await lab.api('dir1').apply({ configText: labYaml.replace(/preempt: after-sync\n(\s*)preemptDelayMs: 5000/, 'preempt: never'), source: 'preempt-never', author: 'test' }, { timeoutMs: 10_000 });
     await waitFor('both directors run preempt: never', 10_000, async () =>
       (await Promise.all(DIRECTOR_NAMES.map((d) => clusterStatus(d)))).every((s) => s.groups.find((g) => g.name === GROUP)?.preempt === 'never'));
     await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });

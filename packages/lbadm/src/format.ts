@@ -216,7 +216,7 @@ export function formatClusterStatus(c: ClusterStatus__Output, now: number): stri
   for (const g of c.groups) {
     groupRows.push([
       g.name, g.leader === '' ? '(none)' : g.leader, g.sinceUnixMs > 0 ? formatAge(now - g.sinceUnixMs) : '-',
-      g.preempt === 'after-delay' ? `after ${g.preemptDelayMs} ms` : g.preempt, g.addresses.join(',') || '-', g.reason || '-',
+      g.preempt === 'after-delay' ? `after ${g.preemptDelayMs} ms` : g.preempt === 'after-sync' ? `after ${g.preemptDelayMs} ms + sync` : g.preempt, g.addresses.join(',') || '-', g.reason || '-',
     ]);
   }
   lines.push(...columns(groupRows));
