@@ -2,6 +2,7 @@
  * `pnpm bench <name> [options]`: lbd's benchmarks. Each prints its figures as ratios to baselines measured
  * in the same run; none asserts speed (that is not what tests are for).
  */
+import { benchConnsync } from './connsync.js';
 import { benchDataplane } from './dataplane.js';
 import { benchFailover } from './failover.js';
 import { benchHealth } from './health.js';
@@ -21,6 +22,11 @@ benchmarks:
               needs root, nft, etcd). --count N: drills per mode and variant (default 20);
               --load-count N: drills per mode in the CPU-load variants (default: --count);
               --quick: one drill each, without the CPU-load variants
+  connsync    connection sync: bulk of 100 000 flows (kernel alone and the whole path), sync lag and
+              CPU under about 5 000 new connections/s (and without sync), connections broken per
+              switchover and box death with and without sync (about 2 + N x 0.7 minutes: 4 minutes with
+              the default --count 3; needs root, nft, etcd, conntrack, openssl, wrk, nginx).
+              --count N: drills of each kind, with and without sync (default 3)
 
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough
@@ -36,6 +42,7 @@ const BENCHES: Record<string, Bench> = {
   dataplane: { run: benchDataplane },
   health: { run: benchHealth },
   failover: { run: benchFailover, counted: true },
+  connsync: { run: benchConnsync, counted: true },
 };
 
 async function main(argv: readonly string[]): Promise<number> {

@@ -1,0 +1,918 @@
+import { appendFile, mkdtemp, readFile } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
+import { cpus, loadavg, release, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { parseConfig, serviceKey, type Service } from '@lbd/config';
+import { ConnectionSync, backendName, type Logger } from '@lbd/connsync';
+import { flowKey, type FlowApplyResult, type FlowChange, type FlowTable, type FlowWatch, type FlowWatchHandlers, type SyncedFlow } from '@lbd/dataplane';
+import { FakeFlowTable } from '@lbd/dataplane/testing';
+import { ConntrackFlowTable, netnsRunner } from '@lbd/dataplane-nft';
+import { AdminApi, connSyncServiceDefinition, peerServerCredentials, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity } from '@lbd/proto';
+import {
+  Topology, freePort, makeClusterPki, namespacePids, privilegeProblem, removeOrphans, runCommand, runPrefix, spawnTestClient, startHaLab, waitFor,
+  waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
+} from '@lbd/testkit';
+import { formatMs, formatNumber, formatRatio, passMiss, table } from './report.js';
+import { BenchScope } from './scope.js';
+import { startNginx, writeDocroot, SMALL_OBJECT } from './servers.js';
+import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } from './wrk.js';
+
+/**
+ * `pnpm bench connsync [--count N] [--quick]`: connection sync between directors (@lbd/connsync), at the
+ * issue's scale. Progress goes to stderr, the report to stdout; nothing is asserted: the PASS/MISS column
+ * compares each figure with the issue's target.
+ *
+ * 1. Bulk: 100 000 fullnat tcp flows.
+ *    a. The kernel alone (the baseline): one ConntrackFlowTable.apply of 100 000 upserts into a fresh
+ *       namespace, and `conntrack -C` there to confirm.
+ *    b. The whole path: two ConnectionSync instances in this process, on loopback gRPC with mutual TLS
+ *       (a throwaway PKI): the leader's table a FakeFlowTable holding the flows (no kernel on that side, so
+ *       the figure is the standby's), the standby's a ConntrackFlowTable in another fresh namespace. Timed
+ *       from the leader's setLeading until the standby's receiver has caught up and its kernel holds every
+ *       flow. Both ends share this one Node process (in the agents they are two).
+ *    c. A diagnostic, labelled as such: (b) with the standby's FlowTable.watch stubbed out, because the
+ *       standby's own conntrack -E sees every injected entry come back as an event, and each overflow of
+ *       its socket (ENOBUFS) makes its FlowSource dump the whole table: (b) minus (c) is what that costs.
+ * 2. Incremental lag: the HA lab (startHaLab: two directors running lbd-agent with mutual TLS, three etcd
+ *    members, three real servers running nginx), wrk in the client namespace opening a new connection per
+ *    request (`Connection: close`) at about 5 000/s for a bounded time (paced by a Lua `delay`, calibrated
+ *    in a short first run). Each connection reaches ESTABLISHED, so each is one flow to copy. The leader's
+ *    sender lag (kernel event to the standby's ack, over its last 2 048 changes) is sampled every 500 ms;
+ *    CPU is every process in each director's namespace (the agent, its conntrack -E and the conntrack runs
+ *    it waits for), from /proc/PID/stat, in cores over the load window; the same load with sync disabled
+ *    per service (`sync: { enabled: false }`, applied through the admin API) is the baseline (the agents
+ *    still watch conntrack then). Leader changes during the load are counted: they are a figure too.
+ * 3. Drills: --count N times (default 3; --quick 1) each of a planned switchover (admin failover) and a box
+ *    death (killBox; then reviveBox, `conntrack -F` as after a reboot, a new agent, steady again), with 100
+ *    TCP streams and 20 UDP flows through round-robin fullnat vips (a director without the flow's entry
+ *    sends its next packet to whichever server comes next), with sync and without. The group never
+ *    preempts, so each drill is exactly one change of leader (no failback inside the window counted). The
+ *    drills run before the load, on a fresh lab: the load leaves tens of thousands of entries behind. A
+ *    drill that cannot complete (a wait runs out) is reported with its reason, and counts as a MISS.
+ *
+ * Everything is bounded (the load by time and rate, every wait by a deadline); the namespaces
+ * (`lbdb<pid>cs-…`) and every process in them go on every way out, SIGINT included.
+ */
+
+export interface ConnsyncBenchOptions {
+  readonly quick: boolean;
+  readonly count?: number;
+}
+
+const TARGETS = { bulkMs: 2000, lagP99Ms: 50, rate: 5000, brokenWithSync: 0 } as const;
+const DEFAULT_COUNT = 3;
+const MAX_COUNT = 100;
+const GROUP = 'default';
+const VIP = '198.18.0.10';
+const RS_HOSTS = [11, 12, 13].map((h) => `198.19.1.${h}`);
+const LOCAL_ADDRESSES = [100, 101, 102, 103].map((h) => `198.19.1.${h}`);
+/** nginx on every real server for the load (lbd-testserver's HTTP is a Node process: too slow for 5 000/s). */
+const NGINX_PORT = 8081;
+const WRK_CONNECTIONS = 100;
+const STREAMS = 100;
+const UDP_FLOWS = 20;
+const DRILL_LOAD_MS = 90_000;
+/** How long the load runs on after a takeover before it is checked (broken streams show up within this). */
+const AFTER_TAKEOVER_MS = 3000;
+const LAG_SAMPLE_MS = 500;
+
+interface Settings {
+  readonly bulk: number;
+  readonly loadSec: number;
+  readonly count: number;
+}
+
+function settingsFor(opts: ConnsyncBenchOptions): Settings {
+  const count = opts.count ?? (opts.quick ? 1 : DEFAULT_COUNT);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_COUNT) throw new Error(`--count must be 1..${MAX_COUNT}`);
+  return opts.quick ? { bulk: 10_000, loadSec: 4, count } : { bulk: 100_000, loadSec: 15, count };
+}
+
+let loadAtStart = '';
+const log = (msg: string): void => { process.stderr.write(`[connsync] ${msg}\n`); };
+const out = (line = ''): void => { process.stdout.write(`${line}\n`); };
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number> {
+  const problem = await privilegeProblem({ commands: ['nft', 'etcd', 'etcdctl', 'arping', 'conntrack', 'openssl', 'wrk', 'nginx'] });
+  if (problem !== null) {
+    process.stderr.write(`bench connsync: ${problem}\n`);
+    return 1;
+  }
+  const s = settingsFor(opts);
+  const stale = await removeOrphans('lbdb');
+  if (stale.length > 0) log(`removed namespaces left by an earlier run: ${stale.join(', ')}`);
+  const prefix = runPrefix('lbdb', 'cs');
+  const scope = new BenchScope(prefix, log);
+  const started = performance.now();
+  loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
+  try {
+    scope.tmp = await mkdtemp(join(tmpdir(), 'lbd-bench-connsync-'));
+    const bulk = await benchBulk(scope, prefix, s);
+    const lab = await startLab(scope, prefix);
+    // Drills first, on a fresh lab: the load leaves tens of thousands of entries (and, see the report, can
+    // cost failovers of its own), which would weigh on every drill after it.
+    const drills = await benchDrills(lab, s);
+    const load = await benchLoad(lab, scope.tmp, s);
+    report(s, bulk, load, drills, opts.quick);
+    out(`\ntotal time ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return 0;
+  } finally {
+    await scope.close();
+  }
+}
+
+// ---- 1. bulk --------------------------------------------------------------------------------------
+
+interface BulkResult {
+  readonly entries: number;
+  /** The kernel alone: one apply. */
+  readonly kernelMs: number;
+  readonly kernelInserted: number;
+  readonly kernelCount: number;
+  readonly kernelErrors: readonly string[];
+  readonly whole: WholePathResult;
+  /** Diagnostic: the same with the standby's own event watch stubbed out. */
+  readonly unwatched: WholePathResult;
+}
+
+interface WholePathResult {
+  /** setLeading to the standby's receiver caught up, and to its kernel holding every flow. */
+  readonly caughtUpMs: number;
+  readonly wholeMs: number;
+  readonly count: number;
+  readonly inserted: number;
+  readonly failed: number;
+  /** This process's CPU over the run (both ends), seconds; and that of the conntrack runs it waited for. */
+  readonly processCpuSec: number;
+  readonly childrenCpuSec: number;
+  /** Where the standby's time went: its FlowTable calls. */
+  readonly sink: TimedStats;
+  /** Event losses (ENOBUFS) the standby's own FlowSource saw; each makes it dump the table. */
+  readonly lossEvents: number;
+  readonly warnings: readonly string[];
+  readonly warnCount: number;
+}
+
+interface TimedStats {
+  readonly applies: number;
+  readonly applyMs: number;
+  readonly applySizes: readonly number[];
+  readonly dumps: number;
+  readonly dumpMs: number;
+}
+
+/** A FlowTable that times the calls the standby's receiver makes (the bulk figure's breakdown). */
+class TimedFlowTable implements FlowTable {
+  private applyMs = 0;
+  private dumpMs = 0;
+  private dumps = 0;
+  private sizes: number[] = [];
+
+  /** `watched` false: watch() reports nothing (the diagnostic run). */
+  constructor(private readonly inner: FlowTable, private readonly watched = true) {}
+
+  reset(): void {
+    this.applyMs = 0;
+    this.dumpMs = 0;
+    this.dumps = 0;
+    this.sizes = [];
+  }
+
+  stats(): TimedStats {
+    return { applies: this.sizes.length, applyMs: this.applyMs, applySizes: [...this.sizes], dumps: this.dumps, dumpMs: this.dumpMs };
+  }
+
+  prepare(): Promise<void> {
+    return this.inner.prepare();
+  }
+
+  watch(h: FlowWatchHandlers): Promise<FlowWatch> {
+    return this.watched ? this.inner.watch(h) : Promise.resolve({ close: async () => undefined });
+  }
+
+  async dump(): Promise<SyncedFlow[]> {
+    const t0 = performance.now();
+    try {
+      return await this.inner.dump();
+    } finally {
+      this.dumps++;
+      this.dumpMs += performance.now() - t0;
+    }
+  }
+
+  async apply(changes: readonly FlowChange[]): Promise<FlowApplyResult> {
+    const t0 = performance.now();
+    try {
+      return await this.inner.apply(changes);
+    } finally {
+      this.sizes.push(changes.length);
+      this.applyMs += performance.now() - t0;
+    }
+  }
+}
+
+const BULK_CONFIG = `vipGroups:
+  - name: ${GROUP}
+    gateways: [198.19.1.250]
+services:
+  - name: web
+    vip: ${VIP}
+    port: 80
+    mode: fullnat
+    scheduler: rr
+    localAddresses: [${LOCAL_ADDRESSES[0]}-${LOCAL_ADDRESSES.at(-1)}]
+    realServers:
+${RS_HOSTS.map((a) => `      - { address: ${a}, port: 8080 }`).join('\n')}
+`;
+
+/**
+ * Flow i of the bulk set: distinct clients in 198.18.0.0/15 (250 addresses x ports from 10 000), round
+ * robin over the three real servers, fullnat with a local address and port unique per real server.
+ */
+function bulkFlow(i: number): SyncedFlow {
+  const rs = i % RS_HOSTS.length;
+  return {
+    protocol: 'tcp',
+    client: { address: `198.18.100.${(i % 250) + 1}`, port: 10_000 + Math.floor(i / 250) },
+    vip: { address: VIP, port: 80 },
+    realServer: { address: RS_HOSTS[rs]!, port: 8080 },
+    // (rs, local) is i mod 12, so (rs, local, port) is unique.
+    localAddress: { address: LOCAL_ADDRESSES[i % LOCAL_ADDRESSES.length]!, port: 1024 + Math.floor(i / 12) },
+    mark: (1 << 16) | (rs + 1),
+    state: 'ESTABLISHED',
+    timeoutSec: 3600,
+  };
+}
+
+async function conntrackCount(t: Topology, host: string): Promise<number> {
+  const { stdout } = await t.exec(host, 'conntrack', ['-C'], { timeoutMs: 10_000 });
+  return Number(stdout.trim());
+}
+
+async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promise<BulkResult> {
+  const t = (scope.topology = new Topology(prefix));
+  const flows = Array.from({ length: s.bulk }, (_, i) => bulkFlow(i));
+
+  // a. The kernel alone.
+  log(`bulk (a): ${formatNumber(s.bulk)} upserts into conntrack in ${t.ns('bulka')}`);
+  await t.addHost('bulka');
+  const alone = new ConntrackFlowTable({ runner: netnsRunner(t.ns('bulka')), tmpDir: scope.tmp! });
+  let kernelMs: number;
+  let applied;
+  try {
+    await alone.prepare();
+    const changes: FlowChange[] = flows.map((flow) => ({ op: 'upsert', flow }));
+    const t0 = performance.now();
+    applied = await alone.apply(changes);
+    kernelMs = performance.now() - t0;
+  } finally {
+    await alone.dispose();
+  }
+  const kernelCount = await conntrackCount(t, 'bulka');
+  log(`bulk (a): ${formatMs(kernelMs)}, inserted ${applied.inserted}, failed ${applied.failed}, conntrack -C ${kernelCount}`);
+
+  await t.destroy();
+  scope.topology = undefined;
+
+  // b. The whole path, then the diagnostic variant.
+  const pki = await makeClusterPki(join(scope.tmp!, 'pki'), ['dir1', 'dir2']);
+  const security = async (id: string): Promise<PeerSecurity> => ({
+    kind: 'tls', ca: await readFile(pki.ca.certPath), cert: await readFile(pki.certs[id]!.certPath), key: await readFile(pki.certs[id]!.keyPath),
+  });
+  const ctx: WholePathContext = { scope, prefix, flows, leaderSec: await security('dir1'), standbySec: await security('dir2') };
+  const whole = await wholePath(ctx, 'bulkb', true);
+  const unwatched = await wholePath(ctx, 'bulkc', false);
+  return { entries: s.bulk, kernelMs, kernelInserted: applied.inserted, kernelCount, kernelErrors: applied.errors, whole, unwatched };
+}
+
+interface WholePathContext {
+  readonly scope: BenchScope;
+  readonly prefix: string;
+  readonly flows: readonly SyncedFlow[];
+  readonly leaderSec: PeerSecurity;
+  readonly standbySec: PeerSecurity;
+}
+
+/**
+ * One whole-path run into a fresh namespace `host`. `watched` false is a diagnostic, not the product: the
+ * standby's FlowTable.watch is replaced by one that reports nothing, to show what the standby's own
+ * event stream (its injections come back to it as events) costs the bulk.
+ */
+async function wholePath(ctx: WholePathContext, host: string, watched: boolean): Promise<WholePathResult> {
+  const t = (ctx.scope.topology = new Topology(ctx.prefix));
+  const n = ctx.flows.length;
+  const warnings: string[] = [];
+  const keep = (msg: string, f?: Readonly<Record<string, unknown>>): void => { if (warnings.length < 5) warnings.push(`${msg} ${JSON.stringify(f ?? {})}`); };
+  let warnCount = 0;
+  const syncLog: Logger = { info: () => undefined, warn: (m, f) => { warnCount++; keep(m, f); }, error: (m, f) => { warnCount++; keep(m, f); } };
+  log(`bulk (b${watched ? '' : ', standby unwatched'}): leader (FakeFlowTable, ${formatNumber(n)} flows) -> gRPC + mutual TLS on loopback -> standby (conntrack in ${t.ns(host)})`);
+  await t.addHost(host);
+  const standbyPort = await freePort();
+  const services: readonly Service[] = parseConfig(BULK_CONFIG, 'bench connsync', { cluster: true }).services;
+  const marks = new Map<string, number>();
+  for (const svc of services) svc.realServers.forEach((rs, i) => marks.set(backendName(serviceKey(svc), rs), (1 << 16) | (i + 1)));
+
+  const fake = new FakeFlowTable();
+  for (const f of ctx.flows) fake.flows.set(flowKey(f), f);
+  const sinkTable = new ConntrackFlowTable({ runner: netnsRunner(t.ns(host)), tmpDir: ctx.scope.tmp! });
+  const sink = new TimedFlowTable(sinkTable, watched);
+  const leader = new ConnectionSync({ self: 'dir1', peers: [{ id: 'dir2', address: '127.0.0.1', port: standbyPort }], security: ctx.leaderSec, table: fake, log: syncLog });
+  const standby = new ConnectionSync({ self: 'dir2', peers: [{ id: 'dir1', address: '127.0.0.1', port: 1 }], security: ctx.standbySec, table: sink, log: syncLog });
+  const server = new grpc.Server();
+  ctx.scope.onCleanup(() => server.forceShutdown());
+  try {
+    await leader.start();
+    await standby.start();
+    await leader.setConfig(services);
+    await standby.setConfig(services);
+    standby.setMarks(marks);
+    server.addService(connSyncServiceDefinition(), standby.handlers());
+    await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${standbyPort}`, peerServerCredentials(ctx.standbySec), (err) => (err ? reject(err) : resolve())));
+
+    const cpu0 = process.cpuUsage();
+    const children0 = await childCpuSec();
+    const t0 = performance.now();
+    sink.reset();
+    await leader.setLeading(new Set([GROUP]));
+    await waitFor('the standby caught up with the leader', 60_000 + n, async () => standby.notCaughtUp(GROUP) === null, 5)
+      .catch((e: Error) => { throw new Error(`${e.message}: ${JSON.stringify(standby.status().receivers)} ${JSON.stringify(leader.status().senders)} ${warnings.join(' | ')}`); });
+    const caughtUpMs = performance.now() - t0;
+    let count = 0;
+    // The watch's probe entry (mark 0, 1 s) may be counted too: at least n.
+    await waitFor(`the standby's kernel holding ${n} entries`, 30_000, async () => (count = await conntrackCount(t, host)) >= n, 20)
+      .catch((e: Error) => { log(`${e.message} (it holds ${count})`); });
+    const wholeMs = performance.now() - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const processCpuSec = (cpu.user + cpu.system) / 1e6;
+    const childrenCpuSec = (await childCpuSec()) - children0;
+    const r = standby.status().receivers[0];
+    const st = sink.stats();
+    const lossEvents = standby.status().source.lossEvents;
+    log(`bulk (b${watched ? '' : ', standby unwatched'}): caught up after ${formatMs(caughtUpMs)}, kernel holds ${count} after ${formatMs(wholeMs)}; `
+      + `${st.applies} applies (${formatMs(st.applyMs)}), ${st.dumps} dumps (${formatMs(st.dumpMs)}), standby event losses ${lossEvents}, CPU ${processCpuSec.toFixed(1)} s + conntrack runs ${childrenCpuSec.toFixed(1)} s`);
+    return {
+      caughtUpMs, wholeMs, count, inserted: r?.inserted ?? 0, failed: r?.failed ?? 0, processCpuSec, childrenCpuSec, sink: st, lossEvents, warnings, warnCount,
+    };
+  } finally {
+    await leader.close().catch(() => undefined);
+    await standby.close().catch(() => undefined);
+    server.forceShutdown();
+    await sinkTable.dispose();
+    // The bulk namespaces go at once: their entries would only weigh on the lab's kernel.
+    await t.destroy();
+    ctx.scope.topology = undefined;
+  }
+}
+
+/** CPU seconds of this process's children that it has waited for (conntrack runs), from /proc/self/stat. */
+async function childCpuSec(): Promise<number> {
+  const f = statFields(await readFile('/proc/self/stat', 'utf8'));
+  return ((f[13] ?? 0) + (f[14] ?? 0)) / (await clockTicks());
+}
+
+// ---- the lab --------------------------------------------------------------------------------------
+
+function labConfig(sync: boolean): string {
+  const rs = (port: number): string => RS_HOSTS.map((a) => `      - { address: ${a}, port: ${port} }\n`).join('');
+  const common = `    mode: fullnat
+    scheduler: rr
+    localAddresses: [${LOCAL_ADDRESSES[0]}-${LOCAL_ADDRESSES.at(-1)}]
+    sync: { enabled: ${sync} }
+`;
+  return `# bench connsync: round robin everywhere, so a director without a flow's entry sends it elsewhere.
+vipGroups:
+  - name: ${GROUP}
+    # One change of leader per drill: no failback inside a measurement.
+    preempt: never
+    gateways: [198.19.1.250]
+services:
+  - name: load
+    vip: ${VIP}
+    port: 80
+${common}    healthCheck: { kind: tcp, intervalMs: 1000, rise: 2, fall: 2 }
+    realServers:
+${rs(NGINX_PORT)}  - name: stream
+    vip: ${VIP}
+    port: 9000
+${common}    healthCheck: { kind: tcp, intervalMs: 1000, rise: 2, fall: 2 }
+    realServers:
+${rs(9000)}  - name: udp
+    vip: ${VIP}
+    port: 53
+    protocol: udp
+${common}    healthCheck: { kind: udp, send: health, expect: '"server"', intervalMs: 1000, rise: 2, fall: 2 }
+    realServers:
+${rs(5353)}`;
+}
+
+async function startLab(scope: BenchScope, prefix: string): Promise<HaLab<AdminApi>> {
+  log('starting the HA lab (2 directors, 3 etcd members, 3 real servers)');
+  // The lab's namespaces share the bench's prefix, so the scope's sweep removes them on a signal too.
+  const lab = await startHaLab({ prefix, admin: (socket) => new AdminApi(socket), configText: labConfig(true) });
+  scope.onCleanup(() => rmSync(lab.dir, { recursive: true, force: true }));
+  scope.topology = lab.cluster.topology;
+  const root = await writeDocroot(scope.tmp!);
+  for (const r of lab.cluster.realServers) await startNginx(lab.cluster.topology, r.host, scope.tmp!, root, { workers: 1, port: NGINX_PORT });
+  await waitHealthy(lab);
+  return lab;
+}
+
+/** Every real server of every service up on both directors (nginx just started: the checks need 2 rises). */
+async function waitHealthy(lab: HaLab<AdminApi>): Promise<void> {
+  for (const d of ['dir1', 'dir2'] as const) {
+    await waitFor(`${d}: every real server up`, 30_000, async () => {
+      const h = await lab.api(d).getHealth('', { timeoutMs: 2000 });
+      return h.realServers.length === 3 * RS_HOSTS.length && h.realServers.every((r) => r.state === 'up');
+    }, 200);
+  }
+}
+
+async function applyConfig(lab: HaLab<AdminApi>, sync: boolean): Promise<void> {
+  const leader = await waitSteady(lab);
+  const res = await lab.api(leader).apply({ configText: labConfig(sync), source: `bench connsync: sync ${sync ? 'on' : 'off'}`, author: 'bench' }, { timeoutMs: 15_000 });
+  const revision = Number(res.clusterRevision ?? 0);
+  await waitFor(`both directors running config revision ${revision}`, 15_000, async () => {
+    const all = await Promise.all((['dir1', 'dir2'] as const).map((d) => lab.api(d).getClusterStatus({ timeoutMs: 2000 })));
+    return all.every((st) => st.configRevision >= revision);
+  }, 100);
+}
+
+const other = (d: DirectorName): DirectorName => (d === 'dir1' ? 'dir2' : 'dir1');
+
+function peerOf(st: ClusterStatus__Output | undefined, direction: 'to' | 'from'): ConnSyncPeer__Output | undefined {
+  return st?.sync?.peers.find((p) => p.direction === direction);
+}
+
+// ---- 2. incremental lag and CPU ---------------------------------------------------------------------
+
+interface CpuSample {
+  /** utime + stime (+ cutime + cstime: children waited for) per pid, seconds, with the command name. */
+  readonly byPid: ReadonlyMap<number, { comm: string; sec: number }>;
+  readonly atMs: number;
+}
+
+interface LoadRun {
+  readonly sync: boolean;
+  readonly wrk: WrkResult;
+  readonly leader: DirectorName;
+  /** Cores per director over the window, and per command name. */
+  readonly cpu: Record<DirectorName, { cores: number; byComm: Record<string, number> }>;
+  /** Leader's sender, sampled right after the load (its last 2 048 changes). */
+  readonly lagP50Ms: number;
+  readonly lagP99Ms: number;
+  /** Worst p99 of the samples taken during the load. */
+  readonly worstP99Ms: number;
+  readonly samples: number;
+  readonly injected: number;
+  readonly standbyFailed: number;
+  readonly snapshots: number;
+  readonly resyncs: number;
+  readonly lossEvents: number;
+  readonly maxQueued: number;
+  readonly toState: string;
+  /** Who led once the load was over, and how often the leader changed during it (the load cost failovers). */
+  readonly leaderAfter: DirectorName | 'none';
+  readonly leaderChanges: number;
+  /** `vip group transition` lines both agents logged during the load (a fenced leader that resumes: two). */
+  readonly transitions: number;
+}
+
+interface LoadResult {
+  readonly delayMs: number;
+  readonly calibration: WrkResult;
+  readonly withSync: LoadRun;
+  readonly withoutSync: LoadRun;
+  readonly conntrackAfter: Record<DirectorName, number>;
+}
+
+async function benchLoad(lab: HaLab<AdminApi>, tmp: string, s: Settings): Promise<LoadResult> {
+  const script = await writeWrkScript(await mkdtemp(join(tmp, 'wrk-')));
+  // wrk's per-request delay paces each connection: rate ~ connections / (delay + one connect-request-close).
+  let delayMs = Math.round((WRK_CONNECTIONS * 1000) / TARGETS.rate);
+  await appendFile(script, `\n-- paced by the benchmark\nlocal pause = tonumber(os.getenv("LBD_WRK_DELAY_MS") or "0")\ndelay = function() return pause end\n`);
+  const url = `http://${VIP}${SMALL_OBJECT}`;
+  const wrk = (sec: number): Promise<WrkResult> => runWrk({
+    exec: (host, cmd, args, o) => lab.cluster.topology.exec(host, 'env', [`LBD_WRK_DELAY_MS=${delayMs}`, cmd, ...(args ?? [])], o),
+  }, 'client', script, { url, connections: WRK_CONNECTIONS, durationSec: sec, closeEach: true });
+
+  // Sync is off after the drills: the baseline first, calibrated on it.
+  await waitSteady(lab);
+  log(`calibrating the pace: 2 s of wrk -c${WRK_CONNECTIONS} with a ${delayMs} ms delay per request`);
+  const calibration = await wrk(2);
+  const cycleMs = (WRK_CONNECTIONS * 1000) / calibration.requestsPerSec;
+  delayMs = Math.max(0, Math.round((WRK_CONNECTIONS * 1000) / TARGETS.rate - (cycleMs - delayMs)));
+  log(`calibration: ${formatNumber(calibration.requestsPerSec)} connections/s (errors: ${describeErrors(calibration)}); delay now ${delayMs} ms`);
+  await sleep(2000);
+
+  const withoutSync = await loadRun(lab, false, s, wrk);
+  // The baseline left its entries (TIME_WAIT, 120 s) on the leader: the sync run starts from empty tables
+  // (with sync still off, so no removal is sent for them), as the baseline did.
+  for (const d of ['dir1', 'dir2'] as const) await lab.cluster.topology.exec(d, 'conntrack', ['-F'], { timeoutMs: 60_000, allowFailure: true });
+  await applyConfig(lab, true);
+  await sleep(2000);
+  const withSync = await loadRun(lab, true, s, wrk);
+  const conntrackAfter = {
+    dir1: await conntrackCount(lab.cluster.topology, 'dir1'), dir2: await conntrackCount(lab.cluster.topology, 'dir2'),
+  };
+  return { delayMs, calibration, withSync, withoutSync, conntrackAfter };
+}
+
+async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (sec: number) => Promise<WrkResult>): Promise<LoadRun> {
+  const leader = await waitSteady(lab);
+  const standby = other(leader);
+  if (sync) {
+    await waitFor(`${leader} streaming to ${standby}, caught up`, 30_000, async () => {
+      const to = peerOf(await lab.api(leader).getClusterStatus({ timeoutMs: 2000 }), 'to');
+      return to?.state === 'streaming' && to.caughtUp;
+    }, 100);
+  }
+  const t = lab.cluster.topology;
+  const before = await bothStatuses(lab, 10_000);
+  const since = new Date().toISOString();
+  log(`load with sync ${sync ? 'on' : 'off'}: ${s.loadSec} s of new connections from the client, ${leader} leading`);
+  const cpu0 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
+  let sampling = true;
+  let worstP99 = 0;
+  let samples = 0;
+  let maxQueued = 0;
+  let leaderChanges = 0;
+  let lastLeader: DirectorName | undefined = leader;
+  const sampler = (async () => {
+    while (sampling) {
+      await sleep(LAG_SAMPLE_MS);
+      if (!sampling) break;
+      // Both directors: under this load the leader may change (see leaderChanges).
+      const all = await bothStatuses(lab);
+      const sending = (['dir1', 'dir2'] as const).filter((d) => peerOf(all[d], 'to') !== undefined);
+      const now = sending.length === 1 ? sending[0] : undefined;
+      if (now !== undefined && now !== lastLeader) leaderChanges++;
+      if (now !== undefined) lastLeader = now;
+      for (const d of sending) {
+        const to = peerOf(all[d], 'to')!;
+        samples++;
+        worstP99 = Math.max(worstP99, to.lagP99Ms);
+        maxQueued = Math.max(maxQueued, Number(to.queued));
+      }
+    }
+  })();
+  let result: WrkResult;
+  try {
+    result = await wrk(s.loadSec);
+  } finally {
+    sampling = false;
+    await sampler;
+  }
+  const cpu1 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
+  // A leader that was fenced for a moment has no sender until it resumes: wait (bounded) for one.
+  let end = await bothStatuses(lab, 10_000);
+  for (let i = 0; i < 20 && !(['dir1', 'dir2'] as const).some((d) => peerOf(end[d], 'to') !== undefined); i++) {
+    await sleep(250);
+    end = await bothStatuses(lab, 10_000);
+  }
+  const sender = (['dir1', 'dir2'] as const).find((d) => peerOf(end[d], 'to') !== undefined);
+  const to = sender === undefined ? undefined : peerOf(end[sender], 'to');
+  // The standby's counts once the tail has been applied.
+  await sleep(1000);
+  const after = await bothStatuses(lab, 10_000);
+  const leaderAfter = (await lab.leader()) ?? 'none';
+  if (leaderAfter !== leader) leaderChanges = Math.max(leaderChanges, 1);
+  const total = (st: Record<DirectorName, ClusterStatus__Output | undefined>, f: (x: ClusterStatus__Output) => number): number =>
+    (['dir1', 'dir2'] as const).reduce((a, d) => a + (st[d] ? f(st[d]!) : 0), 0);
+  const fromSum = (k: 'injected' | 'failed') => (x: ClusterStatus__Output): number => Number(peerOf(x, 'from')?.[k] ?? 0);
+  const toSum = (k: 'snapshots' | 'resyncs') => (x: ClusterStatus__Output): number => Number(peerOf(x, 'to')?.[k] ?? 0);
+  const run: LoadRun = {
+    sync, wrk: result, leader, cpu: { dir1: cpuDelta(cpu0.dir1, cpu1.dir1), dir2: cpuDelta(cpu0.dir2, cpu1.dir2) },
+    lagP50Ms: to?.lagP50Ms ?? Number.NaN, lagP99Ms: to?.lagP99Ms ?? Number.NaN, worstP99Ms: samples > 0 ? worstP99 : Number.NaN, samples,
+    // Counters restart with a new stream: these are lower bounds when the leader changed.
+    injected: Math.max(0, total(after, fromSum('injected')) - total(before, fromSum('injected'))),
+    standbyFailed: Math.max(0, total(after, fromSum('failed')) - total(before, fromSum('failed'))),
+    snapshots: Math.max(0, total(end, toSum('snapshots')) - total(before, toSum('snapshots'))),
+    resyncs: Math.max(0, total(end, toSum('resyncs')) - total(before, toSum('resyncs'))),
+    lossEvents: total(end, (x) => Number(x.sync?.lossEvents ?? 0)) - total(before, (x) => Number(x.sync?.lossEvents ?? 0)),
+    maxQueued, toState: to?.state ?? 'none', leaderAfter, leaderChanges, transitions: transitionsSince(lab, since),
+  };
+  if (leaderChanges > 0) log(`WARNING: the leader changed during the load (${leader} at the start, ${leaderAfter} at the end)\n${lab.logs(15)}`);
+  log(`load with sync ${sync ? 'on' : 'off'}: ${formatNumber(result.requestsPerSec)} connections/s, errors ${describeErrors(result)}, `
+    + `lag p50 ${formatMs(run.lagP50Ms)} p99 ${formatMs(run.lagP99Ms)} (worst sampled p99 ${formatMs(run.worstP99Ms)}), injected ${run.injected}, `
+    + `event losses ${run.lossEvents}, snapshots ${run.snapshots}, CPU dir1 ${run.cpu.dir1.cores.toFixed(2)} dir2 ${run.cpu.dir2.cores.toFixed(2)} cores`);
+  return run;
+}
+
+/** Both directors' status; a busy agent may answer late (the bound), or not at all (undefined). */
+function transitionsSince(lab: HaLab<AdminApi>, sinceIso: string): number {
+  let n = 0;
+  for (const d of ['dir1', 'dir2'] as const) {
+    for (const line of lab.agentLog(d, 5000).split('\n')) {
+      if (!line.includes('"vip group transition"')) continue;
+      try {
+        if ((JSON.parse(line) as { time?: string }).time! >= sinceIso) n++;
+      } catch {
+        // not a log line of the agent's
+      }
+    }
+  }
+  return n;
+}
+
+async function bothStatuses(lab: HaLab<AdminApi>, timeoutMs = 2000): Promise<Record<DirectorName, ClusterStatus__Output | undefined>> {
+  const [a, b] = await Promise.all((['dir1', 'dir2'] as const).map((d) => lab.api(d).getClusterStatus({ timeoutMs }).catch(() => undefined)));
+  return { dir1: a, dir2: b };
+}
+
+let ticks: number | undefined;
+async function clockTicks(): Promise<number> {
+  if (ticks === undefined) {
+    const { stdout } = await runCommand('getconf', ['CLK_TCK'], { allowFailure: true });
+    ticks = Number(stdout.trim()) || 100;
+  }
+  return ticks;
+}
+
+/** Fields after the command name: [0] is state (field 3); utime is [11], stime [12], cutime [13], cstime [14]. */
+function statFields(stat: string): number[] {
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+}
+
+async function cpuSample(ns: string): Promise<CpuSample> {
+  const tck = await clockTicks();
+  const byPid = new Map<number, { comm: string; sec: number }>();
+  for (const pid of await namespacePids(ns)) {
+    try {
+      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const f = statFields(stat);
+      byPid.set(pid, { comm, sec: ((f[11] ?? 0) + (f[12] ?? 0) + (f[13] ?? 0) + (f[14] ?? 0)) / tck });
+    } catch {
+      // Exited meanwhile: its time is in its parent's cutime/cstime once waited for.
+    }
+  }
+  return { byPid, atMs: performance.now() };
+}
+
+/** Cores used between two samples, in total and per command name (a process new in `b` counts whole). */
+function cpuDelta(a: CpuSample, b: CpuSample): { cores: number; byComm: Record<string, number> } {
+  const wallSec = (b.atMs - a.atMs) / 1000;
+  const byComm: Record<string, number> = {};
+  let total = 0;
+  for (const [pid, v] of b.byPid) {
+    const d = Math.max(0, v.sec - (a.byPid.get(pid)?.sec ?? 0));
+    total += d;
+    byComm[v.comm] = (byComm[v.comm] ?? 0) + d / wallSec;
+  }
+  return { cores: total / wallSec, byComm };
+}
+
+// ---- 3. drills --------------------------------------------------------------------------------------
+
+type DrillKind = 'switchover' | 'box-death';
+
+interface DrillOutcome {
+  readonly kind: DrillKind;
+  readonly sync: boolean;
+  readonly from: DirectorName;
+  readonly takeoverMs: number;
+  readonly streams: number;
+  readonly brokenStreams: number;
+  readonly udpFlows: number;
+  readonly brokenUdp: number;
+  /** With sync: the drill's flows the standby's kernel held at the failover (all of them, or the drill fails). */
+  readonly copied: number;
+  readonly errors: readonly string[];
+}
+
+interface DrillFailure {
+  readonly kind: DrillKind;
+  readonly sync: boolean;
+  readonly message: string;
+}
+
+interface DrillsResult {
+  readonly outcomes: readonly DrillOutcome[];
+  /** Drills that could not be run to the end (a wait ran out): each with its reason. */
+  readonly failures: readonly DrillFailure[];
+}
+
+async function benchDrills(lab: HaLab<AdminApi>, s: Settings): Promise<DrillsResult> {
+  const outcomes: DrillOutcome[] = [];
+  const failures: DrillFailure[] = [];
+  // The lab starts with sync on: those drills first, then the baseline.
+  for (const sync of [true, false]) {
+    if (!sync) await applyConfig(lab, false);
+    for (const kind of ['switchover', 'box-death'] as const) {
+      for (let i = 1; i <= s.count; i++) {
+        try {
+          const o = await drill(lab, kind, sync);
+          outcomes.push(o);
+          log(`drill ${kind} sync ${sync ? 'on' : 'off'} ${i}/${s.count}: ${o.from} -> ${other(o.from)} in ${o.takeoverMs} ms; broken `
+            + `${o.brokenStreams}/${o.streams} tcp streams, ${o.brokenUdp}/${o.udpFlows} udp flows${o.errors.length ? ` (${o.errors.slice(0, 2).join(' | ')})` : ''}`);
+        } catch (e) {
+          // Recorded and reported; the next drill starts from a steady cluster again (or the phase ends).
+          const message = (e as Error).message;
+          failures.push({ kind, sync, message });
+          log(`drill ${kind} sync ${sync ? 'on' : 'off'} ${i}/${s.count} FAILED: ${message}`);
+          await waitSteady(lab);
+        }
+      }
+    }
+  }
+  return { outcomes, failures };
+}
+
+/** Drills run so far: each drill's UDP flows get source ports of their own (see drill()). */
+let drillsRun = 0;
+
+async function drill(lab: HaLab<AdminApi>, kind: DrillKind, sync: boolean): Promise<DrillOutcome> {
+  // Fresh source ports per drill: an earlier drill's UDP entries (and their copies) live on for minutes in
+  // both kernels, and a flow on the same ports would find its old binding there, sync or not.
+  const firstPort = 41_000 + (drillsRun++ % 200) * UDP_FLOWS;
+  const leader = await waitSteady(lab);
+  const standby = other(leader);
+  const t = lab.cluster.topology;
+  const streams = spawnTestClient(t, 'client', ['stream', '--target', `${VIP}:9000`, '--connections', String(STREAMS), '--duration-ms', String(DRILL_LOAD_MS), '--stall-ms', '2000']);
+  const udp = spawnTestClient(t, 'client', ['udp-flows', '--target', `${VIP}:53`, '--flows', String(UDP_FLOWS), '--interval-ms', '100',
+    '--duration-ms', String(DRILL_LOAD_MS), '--timeout-ms', '300', '--first-port', String(firstPort)]);
+  const procs: BackgroundProcess[] = [streams, udp];
+  try {
+    const r1 = await streams.waitForJson<ReadyReport>((v) => 'ready' in v, 20_000);
+    const r2 = await udp.waitForJson<UdpFlowsReadyReport>((v) => 'ready' in v, 20_000);
+    if (!r1.ready || !r2.ready) throw new Error(`drill: not every flow started (streams ${r1.started}/${r1.connections}, udp ${r2.started}/${r2.flows})`);
+    let copied = 0;
+    if (sync) {
+      // The drill's flows, as the leader's kernel has them (tcp once established, udp once assured: a few
+      // exchanges in), all present in the standby's kernel. Read from the kernels, not from sync's counters:
+      // earlier drills' flows linger in both tables and would satisfy a count.
+      let missing = '';
+      await waitFor(`${standby} holding the drill's ${STREAMS} tcp and ${UDP_FLOWS} udp flows`, 30_000, async () => {
+        const [lt, st] = await Promise.all([kernelFlows(t, leader), kernelFlows(t, standby)]);
+        const want = [...lt.values()].filter((f) => f.vip === `${VIP}:9000` ? f.protocol === 'tcp' && f.state === 'ESTABLISHED'
+          : f.protocol === 'udp' && f.vip === `${VIP}:53` && f.assured && f.clientPort >= firstPort && f.clientPort < firstPort + UDP_FLOWS);
+        const udpCount = want.filter((f) => f.protocol === 'udp').length;
+        const absent = want.filter((f) => !st.has(f.key));
+        missing = `leader: ${want.length - udpCount} tcp, ${udpCount} udp; standby lacks ${absent.length}`;
+        copied = want.length - absent.length;
+        return want.length - udpCount >= STREAMS && udpCount === UDP_FLOWS && absent.length === 0;
+      }, 200).catch(async (e: Error) => {
+        throw new Error(`${e.message} (${missing})\n${JSON.stringify((await lab.api(leader).getClusterStatus({ timeoutMs: 2000 })).sync)}\n${lab.logs(20)}`);
+      });
+    }
+    await sleep(500);
+    const t0 = Date.now();
+    if (kind === 'switchover') await lab.api(leader).failover(GROUP, standby, { timeoutMs: 5000 });
+    else await lab.cluster.killBox(leader);
+    await waitFor(`${standby} leading and holding the vip`, 15_000, async () => (await lab.leader()) === standby && (await lab.holders()).join() === standby, 20)
+      .catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(30)}`); });
+    const takeoverMs = Date.now() - t0;
+    await sleep(AFTER_TAKEOVER_MS);
+    await Promise.all(procs.map((p) => p.stop(5000)));
+    const sr = streams.lastJson<StreamResult>();
+    const ur = udp.lastJson<UdpFlowsResult>();
+    if (!sr || !('perConnection' in sr)) throw new Error(`drill: no stream report: ${streams.stdout.slice(-300)}${streams.stderr.slice(-300)}`);
+    if (!ur || !('perFlow' in ur)) throw new Error(`drill: no udp-flows report: ${udp.stdout.slice(-300)}${udp.stderr.slice(-300)}`);
+    const errors = [...sr.perConnection.map((c) => c.error), ...ur.perFlow.map((f) => f.error)].filter((e): e is string => e !== null);
+    return { kind, sync, from: leader, takeoverMs, streams: sr.connections, brokenStreams: sr.broken, udpFlows: ur.flows, brokenUdp: ur.broken, copied, errors };
+  } finally {
+    await Promise.all(procs.map((p) => p.stop(2000).catch(() => undefined)));
+    if (kind === 'box-death' && !lab.agentRunning(leader)) {
+      // Back as after a reboot: links up, an empty connection table, a new agent.
+      await lab.cluster.reviveBox(leader);
+      await t.exec(leader, 'conntrack', ['-F'], { allowFailure: true });
+      await lab.startAgent(leader);
+    }
+  }
+}
+
+interface KernelFlow {
+  readonly key: string;
+  readonly protocol: string;
+  readonly vip: string;
+  readonly clientPort: number;
+  readonly state: string;
+  readonly assured: boolean;
+}
+
+/** The host's tcp and udp conntrack entries by original tuple (`conntrack -L`, the plain format). */
+async function kernelFlows(t: Topology, host: string): Promise<Map<string, KernelFlow>> {
+  const { stdout } = await t.exec(host, 'conntrack', ['-L'], { timeoutMs: 10_000, allowFailure: true });
+  const out = new Map<string, KernelFlow>();
+  for (const line of stdout.split('\n')) {
+    const m = /^(tcp|udp)\s+\d+\s+\d+\s+(?:([A-Z_]+)\s+)?src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+)/.exec(line);
+    if (!m) continue;
+    const [, protocol, state, src, dst, sport, dport] = m as unknown as [string, string, string | undefined, string, string, string, string];
+    const key = `${protocol} ${src}:${sport} ${dst}:${dport}`;
+    out.set(key, { key, protocol, vip: `${dst}:${dport}`, clientPort: Number(sport), state: state ?? '', assured: line.includes('[ASSURED]') });
+  }
+  return out;
+}
+
+// ---- report -----------------------------------------------------------------------------------------
+
+function report(s: Settings, bulk: BulkResult, load: LoadResult, drills: DrillsResult, quick: boolean): void {
+  out(`lbd connection-sync benchmark${quick ? ' (--quick smoke run: small sizes, one drill each; the targets apply to the full run)' : ''}`);
+  out(`${cpus().length} CPUs shared by everything (directors, etcd, real servers, client, this process), kernel ${release()}; `
+    + `load average at the start ${loadAtStart} (anything above 0 is other work on the machine)`);
+
+  out(`\n== 1. bulk sync of ${formatNumber(bulk.entries)} fullnat tcp flows`);
+  const bw = bulk.whole;
+  const u = bulk.unwatched;
+  const perSec = (ms: number): string => formatNumber(bulk.entries / (ms / 1000));
+  out(table(['path', 'time', 'entries/s', 'vs kernel alone', 'in the kernel'], [
+    ['kernel alone: ConntrackFlowTable.apply, one call, fresh namespace', formatMs(bulk.kernelMs), perSec(bulk.kernelMs), '1.00',
+      `${formatNumber(bulk.kernelCount)} (inserted ${formatNumber(bulk.kernelInserted)})`],
+    ['whole path: setLeading -> standby caught up', formatMs(bw.caughtUpMs), perSec(bw.caughtUpMs), formatRatio(bw.caughtUpMs / bulk.kernelMs), ''],
+    ['whole path: setLeading -> standby kernel holds all', formatMs(bw.wholeMs), perSec(bw.wholeMs), formatRatio(bw.wholeMs / bulk.kernelMs),
+      `${formatNumber(bw.count)} (inserted ${formatNumber(bw.inserted)}, failed ${bw.failed})`],
+    ['diagnostic: the same, standby\'s own event watch stubbed out', formatMs(u.wholeMs), perSec(u.wholeMs), formatRatio(u.wholeMs / bulk.kernelMs),
+      `${formatNumber(u.count)} (inserted ${formatNumber(u.inserted)}, failed ${u.failed})`],
+  ]));
+  out('whole path: leader FakeFlowTable -> ConnectionSync -> gRPC, mutual TLS, loopback -> ConnectionSync -> ConntrackFlowTable (conntrack -R batches); '
+    + 'both ends in this one Node process');
+  for (const [name, r] of [['whole path', bw], ['diagnostic', u]] as const) {
+    const sz = [...r.sink.applySizes].sort((a, b) => a - b);
+    out(`${name}: the standby's ${r.sink.applies} FlowTable.apply calls (changes each: min ${sz[0] ?? 0}, median ${sz[sz.length >> 1] ?? 0}, max ${sz.at(-1) ?? 0}) `
+      + `took ${formatMs(r.sink.applyMs)}; ${r.sink.dumps} dump(s) ${formatMs(r.sink.dumpMs)} (overlapping); the standby's own event stream lost events `
+      + `${r.lossEvents} time(s) (ENOBUFS: each is a full dump); CPU seconds: ${r.processCpuSec.toFixed(1)} in this process (both ends), ${r.childrenCpuSec.toFixed(1)} in conntrack runs`);
+    if (r.warnCount > 0) out(`${name}: ${r.warnCount} sync warning(s), first: ${r.warnings[0] ?? ''}`);
+  }
+  if (bulk.kernelErrors.length > 0) out(`kernel alone errors: ${bulk.kernelErrors.join(' | ')}`);
+  out(`\n== 2. incremental sync under new connections (wrk -c${WRK_CONNECTIONS} -H 'Connection: close', paced with a ${load.delayMs} ms delay per request, ${s.loadSec} s)`);
+  out(`calibration run: ${formatNumber(load.calibration.requestsPerSec)} connections/s`);
+  const rows: string[][] = [];
+  for (const r of [load.withSync, load.withoutSync]) {
+    rows.push([
+      r.sync ? 'sync on' : 'sync off (baseline)', formatNumber(r.wrk.requestsPerSec), String(errorCount(r.wrk)),
+      r.sync ? formatMs(r.lagP50Ms) : '-', r.sync ? formatMs(r.lagP99Ms) : '-', r.sync ? formatMs(r.worstP99Ms) : '-',
+      r.sync ? formatNumber(r.injected) : '-', r.cpu.dir1.cores.toFixed(2), r.cpu.dir2.cores.toFixed(2), `${r.leader}${r.leaderChanges > 0 ? ` (changed, ${r.leaderAfter} at the end)` : ''}`,
+    ]);
+  }
+  out(table(['run', 'conn/s', 'errors', 'lag p50', 'lag p99', 'worst p99', 'injected', 'dir1 cores', 'dir2 cores', 'leader'], rows));
+  const w = load.withSync;
+  const wo = load.withoutSync;
+  const cost = (w.cpu.dir1.cores + w.cpu.dir2.cores) - (wo.cpu.dir1.cores + wo.cpu.dir2.cores);
+  out(`what sync costs, both directors together: ${cost >= 0 ? '+' : ''}${cost.toFixed(2)} cores (${(w.cpu.dir1.cores + w.cpu.dir2.cores).toFixed(2)} with, `
+    + `${(wo.cpu.dir1.cores + wo.cpu.dir2.cores).toFixed(2)} without) at ${formatNumber(w.wrk.requestsPerSec)} / ${formatNumber(wo.wrk.requestsPerSec)} new connections/s`);
+  out('  (the baseline disables sync per service: the agents still run their conntrack -E watch, and dump the table on every event loss)');
+  for (const r of [wo, w]) {
+    for (const d of ['dir1', 'dir2'] as const) {
+      const parts = Object.entries(r.cpu[d].byComm).filter(([, c]) => c >= 0.005).sort((x, y) => y[1] - x[1]).map(([c, v]) => `${c} ${v.toFixed(2)}`);
+      out(`  sync ${r.sync ? 'on ' : 'off'} ${d} (${d === r.leader ? 'leader' : 'standby'} at the start): ${parts.join(', ') || 'idle'}`);
+    }
+  }
+  out(`lag: kernel event on the leader to the standby's ack (the sender's last 2 048 changes; p50/p99 read right after the load, worst p99 of ${w.samples} samples taken every ${LAG_SAMPLE_MS} ms during it)`);
+  for (const r of [wo, w]) {
+    out(`sync ${r.sync ? 'on' : 'off'}: ${formatNumber(r.wrk.requests)} connections (errors: ${describeErrors(r.wrk)}); kernel event losses (ENOBUFS, both directors) ${r.lossEvents}; `
+      + `leader changes during the load ${r.leaderChanges}, vip group transitions logged ${r.transitions}${r.sync ? `; ${formatNumber(r.injected)} flows injected on the standby, failed ${r.standbyFailed}; `
+      + `sender snapshots ${r.snapshots}, resyncs ${r.resyncs}, max queued ${formatNumber(r.maxQueued)}, sender state at the end ${r.toState}` : ''}`);
+  }
+  out(`conntrack entries after the sync-on load: dir1 ${formatNumber(load.conntrackAfter.dir1)}, dir2 ${formatNumber(load.conntrackAfter.dir2)}`);
+
+  out(`\n== 3. drills: ${STREAMS} tcp streams + ${UDP_FLOWS} udp flows through round-robin fullnat vips, ${s.count} of each`);
+  const drillRows: string[][] = [];
+  for (const sync of [true, false]) {
+    for (const kind of ['switchover', 'box-death'] as const) {
+      const os = drills.outcomes.filter((o) => o.sync === sync && o.kind === kind);
+      if (os.length === 0) continue;
+      const broken = os.map((o) => o.brokenStreams + o.brokenUdp);
+      drillRows.push([
+        `${kind}, sync ${sync ? 'on' : 'off'}`, String(os.length),
+        `${sum(os.map((o) => o.brokenStreams))}/${sum(os.map((o) => o.streams))}`, `${sum(os.map((o) => o.brokenUdp))}/${sum(os.map((o) => o.udpFlows))}`,
+        formatNumber(sum(broken) / os.length), String(Math.max(...broken)), `${Math.max(...os.map((o) => o.takeoverMs))} ms`,
+      ]);
+    }
+  }
+  out(table(['drill', 'n', 'tcp broken', 'udp broken', 'broken/failover', 'max', 'takeover max'], drillRows));
+  const firstErrors = drills.outcomes.filter((o) => o.sync).flatMap((o) => o.errors).slice(0, 3);
+  if (firstErrors.length > 0) out(`with sync, first errors: ${firstErrors.join(' | ')}`);
+  for (const f of drills.failures) out(`drill ${f.kind}, sync ${f.sync ? 'on' : 'off'} did not complete: ${f.message.split('\n')[0]}`);
+
+  out('\n== targets');
+  const brokenOf = (kind: DrillKind, sync: boolean): number[] => drills.outcomes.filter((o) => o.kind === kind && o.sync === sync).map((o) => o.brokenStreams + o.brokenUdp);
+  // A drill with sync that did not complete is a MISS too; none at all is n/a.
+  const drillOk = (kind: DrillKind): boolean | undefined => {
+    const xs = brokenOf(kind, true);
+    const failed = drills.failures.some((f) => f.kind === kind && f.sync);
+    return xs.length === 0 && !failed ? undefined : !failed && xs.every((b) => b === TARGETS.brokenWithSync);
+  };
+  const perFailover = (xs: number[]): string => (xs.length === 0 ? 'n/a' : `${formatNumber(sum(xs) / xs.length)} of ${STREAMS + UDP_FLOWS} (max ${Math.max(...xs)})`);
+  out(table(['figure', 'measured', 'target', ''], [
+    [`bulk ${formatNumber(bulk.entries)}: inject on the peer (whole path)`, formatMs(bulk.whole.wholeMs), `<= ${formatMs(TARGETS.bulkMs)}`,
+      passMiss(bulk.whole.count >= bulk.entries && bulk.whole.wholeMs <= TARGETS.bulkMs)],
+    [`bulk ${formatNumber(bulk.entries)}: kernel alone (baseline)`, formatMs(bulk.kernelMs), '-', 'n/a'],
+    ['new connections/s reached (sync on)', formatNumber(w.wrk.requestsPerSec), `${formatNumber(TARGETS.rate)}`, passMiss(w.wrk.requestsPerSec >= 0.95 * TARGETS.rate)],
+    ['incremental lag p50', formatMs(w.lagP50Ms), '-', 'n/a'],
+    ['incremental lag p99 (at the end of the load)', formatMs(w.lagP99Ms), `<= ${TARGETS.lagP99Ms} ms`, passMiss(w.lagP99Ms <= TARGETS.lagP99Ms)],
+    ['incremental lag p99 (worst sample during the load)', formatMs(w.worstP99Ms), `<= ${TARGETS.lagP99Ms} ms`, passMiss(w.worstP99Ms <= TARGETS.lagP99Ms)],
+    ['CPU sync costs, both directors (cores)', `${cost >= 0 ? '+' : ''}${cost.toFixed(2)}`, '-', 'n/a'],
+    ['leader changes caused by the load, sync on / off', `${w.leaderChanges} / ${wo.leaderChanges}`, '0', passMiss(w.leaderChanges === 0 && wo.leaderChanges === 0)],
+    ['vip group transitions logged during the load, sync on / off', `${w.transitions} / ${wo.transitions}`, '0', passMiss(w.transitions === 0 && wo.transitions === 0)],
+    ['broken per switchover, sync on', perFailover(brokenOf('switchover', true)), '0', passMiss(drillOk('switchover'))],
+    ['broken per box death, sync on', perFailover(brokenOf('box-death', true)), '0', passMiss(drillOk('box-death'))],
+    ['broken per switchover, sync off', perFailover(brokenOf('switchover', false)), '-', 'n/a'],
+    ['broken per box death, sync off', perFailover(brokenOf('box-death', false)), '-', 'n/a'],
+  ]));
+}
+
+function sum(xs: readonly number[]): number {
+  return xs.reduce((a, b) => a + b, 0);
+}
