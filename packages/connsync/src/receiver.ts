@@ -126,7 +126,7 @@ export class SyncReceiver {
           this.buffer.shift();
           lastSeq = seq;
           if (!this.accepts(m, seq)) {
-            this.skipOrGap(m, seq);
+            this.skipOrGap(seq);
             continue;
           }
           this.expected = seq + 1;
@@ -152,7 +152,7 @@ export class SyncReceiver {
     return seq === this.expected;
   }
 
-  private skipOrGap(m: SyncMessage__Output, seq: number): void {
+  private skipOrGap(seq: number): void {
     if (this.state === 'resync' || seq < this.expected) return; // a duplicate or a straggler: already dealt with
     this.counts.resyncs++;
     const reason = `gap: expected message ${this.expected}, got ${seq}`;
@@ -161,7 +161,6 @@ export class SyncReceiver {
     this.state = 'resync';
     this.resyncFloor = seq;
     this.snapshot = null;
-    void m;
   }
 
   /** Applies one in-sequence message's bookkeeping; changes go into `batch`. False: the stream was refused. */

@@ -88,7 +88,6 @@ interface InFlight {
   readonly seq: number;
   /** Oldest kernel event behind the message (performance.now()), for the lag. */
   readonly oldestEventAt: number | null;
-  readonly endsSnapshot: boolean;
 }
 
 export class SyncSender implements SourceListener {
@@ -199,7 +198,7 @@ export class SyncSender implements SourceListener {
       drain: guard(() => { this.writable = true; this.pump(); }),
       closed: guard((reason) => this.onClosed(reason)),
     });
-    this.send({ hello: { from: this.o.self, session, groups: this.o.source.groups() } }, null, false);
+    this.send({ hello: { from: this.o.self, session, groups: this.o.source.groups() } }, null);
     this.requestSnapshot(this.counters.snapshots === 0 ? 'first' : `reconnected${this.lastError ? ` after: ${this.lastError}` : ''}`);
   }
 
@@ -280,18 +279,18 @@ export class SyncSender implements SourceListener {
         this.lastSnapshotReason = reason;
         this.state = 'snapshot';
         this.snapshotEndSeq = 0;
-        this.send({ snapshotBegin: { groups: this.o.source.groups(), flows: flows.length, reason } }, null, false);
+        this.send({ snapshotBegin: { groups: this.o.source.groups(), flows: flows.length, reason } }, null);
         continue;
       }
       if (this.snapshotRest !== null) {
         if (this.snapshotRest.length > 0) {
           const part = this.snapshotRest.splice(0, this.o.changesPerMessage);
           this.counters.flowsSent += part.length;
-          this.send({ changes: { changes: part.map(toWireChange), queuedMs: 0 } }, null, false);
+          this.send({ changes: { changes: part.map(toWireChange), queuedMs: 0 } }, null);
           continue;
         }
         this.snapshotRest = null;
-        this.send({ snapshotEnd: {} }, null, true);
+        this.send({ snapshotEnd: {} }, null);
         this.snapshotEndSeq = this.seq;
         this.state = 'streaming';
         continue;
@@ -305,15 +304,15 @@ export class SyncSender implements SourceListener {
       }
       const oldest = Math.min(...part.map((c) => c.seenAtMs));
       this.counters.flowsSent += part.length;
-      this.send({ changes: { changes: part.map((c) => toWireChange(c.change)), queuedMs: Math.max(0, Math.round(performance.now() - oldest)) } }, oldest, false);
+      this.send({ changes: { changes: part.map((c) => toWireChange(c.change)), queuedMs: Math.max(0, Math.round(performance.now() - oldest)) } }, oldest);
     }
   }
 
-  private send(body: Omit<SyncMessage, 'seq'>, oldestEventAt: number | null, endsSnapshot: boolean): void {
+  private send(body: Omit<SyncMessage, 'seq'>, oldestEventAt: number | null): void {
     const link = this.link;
     if (link === null) return;
     const msg: SyncMessage = { seq: ++this.seq, ...body };
-    this.inFlight.push({ seq: msg.seq as number, oldestEventAt, endsSnapshot });
+    this.inFlight.push({ seq: msg.seq as number, oldestEventAt });
     this.armAckTimer();
     const fate = this.o.faults?.fate(msg) ?? 'send';
     if (fate === 'drop') return;

@@ -53,8 +53,8 @@ export function backendName(service: string, realServer: { address: string; port
 export class ConnectionSync {
   private readonly source: FlowSource;
   private readonly senders = new Map<string, SyncSender>();
+  /** The newest stream from each peer; an ended one stays (for its counts in status) until the peer streams again. */
   private readonly receivers = new Map<string, SyncReceiver>();
-  /** Receivers whose stream ended: their counts stay visible in status until the peer streams again. */
   private readonly clients = new Map<string, ConnSyncClient>();
   private services = new Map<string, Service>();
   private marks: ReadonlyMap<string, number> = new Map();
@@ -156,11 +156,7 @@ export class ConnectionSync {
           call.emit('error', { code: grpc.status.PERMISSION_DENIED, details });
           return;
         }
-        let receiver: SyncReceiver;
-        const ended = (reason: string): void => {
-          receiver.end(reason);
-        };
-        receiver = new SyncReceiver({
+        const receiver = new SyncReceiver({
           table: this.o.table, log: this.o.log,
           markOf: (service, rs) => this.marks.get(backendName(service, rs)) ?? null,
           groupOf: (service) => this.services.get(service)?.vipGroup ?? null,
@@ -181,9 +177,9 @@ export class ConnectionSync {
             this.receivers.set(id, receiver);
           }
         });
-        call.on('end', () => { ended('stream ended by the peer'); call.end(); });
-        call.on('error', (err: Error) => ended(err.message));
-        call.on('cancelled', () => ended('stream cancelled'));
+        call.on('end', () => { receiver.end('stream ended by the peer'); call.end(); });
+        call.on('error', (err: Error) => receiver.end(err.message));
+        call.on('cancelled', () => receiver.end('stream cancelled'));
       },
     };
   }
