@@ -66,21 +66,37 @@ export class FlowSource {
   private lossEvents = 0;
   private lastLoss = '';
   private rebuilding: Promise<void> = Promise.resolve();
+  private closed = false;
 
   constructor(private readonly table: FlowTable, private readonly log: Logger) {}
 
   async start(): Promise<void> {
-    this.watch = await this.table.watch({
-      onEvents: (events) => this.onEvents(events),
-      onLoss: (reason) => this.onLoss(reason),
-    });
     this.sweep = setInterval(() => this.releaseHeld(), HOLD_SWEEP_MS);
   }
 
   async close(): Promise<void> {
     if (this.sweep !== undefined) clearInterval(this.sweep);
+    this.closed = true;
     await this.watch?.close();
     this.watch = undefined;
+  }
+
+  /**
+   * The kernel's events are followed only while something is copied: a standby injecting a snapshot
+   * would otherwise read every one of its own injections back (and, when they overflow the event
+   * socket, read its whole table again for nothing).
+   */
+  private async follow(on: boolean): Promise<void> {
+    if (on && this.watch === undefined && !this.closed) {
+      this.watch = await this.table.watch({
+        onEvents: (events) => this.onEvents(events),
+        onLoss: (reason) => this.onLoss(reason),
+      });
+    } else if (!on && this.watch !== undefined) {
+      const w = this.watch;
+      this.watch = undefined;
+      await w.close();
+    }
   }
 
   subscribe(l: SourceListener): () => void {
@@ -116,6 +132,8 @@ export class FlowSource {
     if (!joined && !left) return;
     for (const [k, wf] of this.copied) if (!scope.has(wf.service)) this.copied.delete(k);
     for (const [k, h] of this.held) if (!scope.has(h.service)) this.held.delete(k);
+    // Events first, then the table: a flow that changes in between is in one or the other (or both).
+    await this.follow(scope.size > 0);
     if (joined) await this.rebuild();
     this.emitResnapshot('vip groups changed');
   }
@@ -145,6 +163,7 @@ export class FlowSource {
   }
 
   private onLoss(reason: string): void {
+    if (this.scope.size === 0) return;
     this.lossEvents++;
     this.lastLoss = reason;
     this.log.warn('connection sync: kernel events lost; reading the table again and resending it to every peer', { reason });
