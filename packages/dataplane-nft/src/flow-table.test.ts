@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { PassThrough } from 'node:stream';
 import { flowKey, type SyncedFlow } from '@lbd/dataplane';
-import { ConntrackFlowTable, flowFromEntry, invalidFlow, needsRefresh, parseFlowEvent, renderInsert, renderRefresh, renderRemove } from './flow-table.js';
+import { ConntrackFlowTable, flowFromEntry, invalidFlow, needsRefresh, renderInsert, renderRefresh, renderRemove } from './flow-table.js';
 import { parseConntrack } from './conntrack.js';
 import type { CommandResult, CommandRunner } from './runner.js';
 
@@ -12,44 +16,10 @@ const fullnat: SyncedFlow = {
 };
 const flow = (port: number, over: Partial<SyncedFlow> = {}): SyncedFlow => ({ ...fullnat, client: { address: '198.18.0.2', port }, ...over });
 
-describe('ConntrackFlowTable: event lines and bindings', () => {
-  it('reads a NEW event made by a program ([USERSPACE]) in fullnat mode', () => {
-    const ev = parseFlowEvent('    [NEW] ipv4     2 tcp      6 300 ESTABLISHED src=198.18.0.2 dst=198.18.0.10 sport=40000 dport=80 src=198.19.1.11 dst=198.19.1.100 sport=8080 dport=20001 [ASSURED] mark=65537 id=169678095 [USERSPACE] portid=2711', 7);
-    assert.deepEqual(ev, { kind: 'new', injected: true, seenAtMs: 7, flow: fullnat });
-  });
-
-  it('reads UPDATE and DESTROY from packets; an expired entry has no timeout column', () => {
-    const up = parseFlowEvent(' [UPDATE] ipv4     2 tcp      6 60 SYN_RECV src=198.18.0.2 dst=198.18.0.10 sport=40000 dport=80 src=198.19.1.11 dst=198.19.1.100 sport=8080 dport=20001 mark=65537 id=1', 0);
-    assert.equal(up?.kind, 'update');
-    assert.equal(up?.injected, false);
-    assert.equal(up?.flow.state, 'SYN_RECV');
-    const gone = parseFlowEvent('[DESTROY] ipv4     2 tcp      6 TIME_WAIT src=198.18.0.2 dst=198.18.0.10 sport=40000 dport=80 src=198.19.1.11 dst=198.19.1.100 sport=8080 dport=20001 [ASSURED] mark=65537 id=1', 0);
-    assert.equal(gone?.kind, 'destroy');
-    assert.equal(gone?.flow.state, 'TIME_WAIT');
-    assert.equal(gone?.flow.timeoutSec, 0);
-    assert.deepEqual(gone?.flow.localAddress, { address: '198.19.1.100', port: 20001 });
-  });
-
-  it('nat mode (the real server answers the client): no local address; IPv6 and udp', () => {
-    const ev = parseFlowEvent('    [NEW] ipv6     10 udp      17 30 src=fd00:18::2 dst=fd00:18::10 sport=5000 dport=53 [UNREPLIED] src=fd00:19::11 dst=fd00:18::2 sport=5353 dport=5000 mark=131074 id=9 [USERSPACE] portid=1', 0);
-    assert.deepEqual(ev?.flow, {
-      protocol: 'udp', client: { address: 'fd00:18::2', port: 5000 }, vip: { address: 'fd00:18::10', port: 53 },
-      realServer: { address: 'fd00:19::11', port: 5353 }, localAddress: null, mark: 131074, state: 'UNREPLIED', timeoutSec: 30,
-    });
-  });
-
+describe('ConntrackFlowTable: bindings (event lines: ctnetlink.test.ts)', () => {
   it('a reply to the client address on another port is fullnat, not nat', () => {
     const [e] = parseConntrack('tcp 6 10 ESTABLISHED src=198.18.0.2 dst=198.18.0.10 sport=40000 dport=80 src=198.19.1.11 dst=198.18.0.2 sport=8080 dport=40001 [ASSURED] mark=1');
     assert.deepEqual(flowFromEntry(e!).localAddress, { address: '198.18.0.2', port: 40001 });
-  });
-
-  it('skips what is not one of lbd flows: mark 0, icmp, the ENOBUFS warning, the summary', () => {
-    for (const line of [
-      '    [NEW] ipv4     2 tcp      6 120 SYN_SENT src=10.0.0.1 dst=10.0.0.2 sport=1 dport=2 [UNREPLIED] src=10.0.0.2 dst=10.0.0.1 sport=2 dport=1 mark=0 id=1',
-      '    [NEW] ipv4     2 icmp     1 30 src=10.0.0.1 dst=10.0.0.2 type=8 code=0 id=1 [UNREPLIED] src=10.0.0.2 dst=10.0.0.1 type=0 code=0 id=1 mark=3 id=5',
-      'WARNING: We have hit ENOBUFS! We are losing events.',
-      'conntrack v1.4.7 (conntrack-tools): 3 flow events have been shown.',
-    ]) assert.equal(parseFlowEvent(line, 0), null, line);
   });
 });
 
@@ -149,6 +119,50 @@ class FakeConntrack implements CommandRunner {
   }
 }
 
+/**
+ * The same fake with the ctnetlink helper: `spawn('perl', ['-e', script, 'write', bytes])` answers delete and
+ * update requests (D/U lines, batches ended by `.`) from the table, as the kernel would: ENOENT when absent.
+ */
+class FakeConntrackWithHelper extends FakeConntrack {
+  readonly helperBatches: string[][] = [];
+  missingPerl = false;
+  spawns = 0;
+
+  spawn(command: string, args: readonly string[]): ChildProcessWithoutNullStreams {
+    assert.equal(command, 'perl');
+    this.spawns++;
+    assert.equal(args[2], 'write');
+    const child = Object.assign(new EventEmitter(), {
+      stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), exitCode: null as number | null, signalCode: null,
+      kill: () => { child.exitCode = 0; child.emit('close', null, 'SIGTERM'); return true; },
+    });
+    if (this.missingPerl) {
+      setImmediate(() => { child.stderr.write('exec of "perl" failed: No such file or directory\n'); setImmediate(() => child.emit('close', 255, null)); });
+      return child as unknown as ChildProcessWithoutNullStreams;
+    }
+    let batch: string[] = [];
+    createInterface({ input: child.stdin }).on('line', (l) => {
+      if (l !== '.') { batch.push(l); return; }
+      this.helperBatches.push(batch);
+      let codes = '';
+      for (const req of batch) {
+        const [op, protocol, src, sport, dst, dport, , timeout, mark, state] = req.split(' ');
+        const key = flowKey({ protocol: protocol as 'tcp', client: { address: src!, port: Number(sport) }, vip: { address: dst!, port: Number(dport) } });
+        const had = this.table.get(key);
+        if (!had) { codes += '-'; continue; }
+        if (op === 'D') this.table.delete(key);
+        else this.table.set(key, { ...had, timeoutSec: Number(timeout), mark: Number(mark), state: ['NONE', 'SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'FIN_WAIT'][Number(state)] ?? had.state });
+        codes += '+';
+      }
+      const n = (c: string): number => [...codes].filter((x) => x === c).length;
+      child.stdout.write(`R ${n('+')} ${n('-')} 0 ${codes || '.'} -\n`);
+      batch = [];
+    });
+    child.stdin.on('finish', () => { child.exitCode = 0; child.emit('close', 0, null); });
+    return child as unknown as ChildProcessWithoutNullStreams;
+  }
+}
+
 function line(f: SyncedFlow): string {
   const back = f.localAddress ?? f.client;
   return `${f.protocol} 6 ${f.timeoutSec} ${f.state} src=${f.client.address} dst=${f.vip.address} sport=${f.client.port} dport=${f.vip.port} `
@@ -221,6 +235,62 @@ describe('ConntrackFlowTable.apply against a fake conntrack', () => {
     assert.equal(res.failed, 1);
     assert.match(res.errors[0]!, /tcp state BOGUS/);
     assert.deepEqual([...ct.table.keys()], [flowKey(flow(2))]);
+  });
+
+  it('with the helper: removes, the delete half of replaces and refreshes go through ctnetlink; -R only inserts', async () => {
+    const ct = new FakeConntrackWithHelper();
+    ct.table.set(flowKey(flow(2)), flow(2, { realServer: { address: '198.19.1.12', port: 8080 } }));
+    ct.table.set(flowKey(flow(3)), flow(3, { state: 'SYN_RECV', timeoutSec: 50 }));
+    ct.table.set(flowKey(flow(5)), flow(5));
+    const table = tableOf(ct);
+    const res = await table.apply([
+      { op: 'upsert', flow: flow(1) },
+      { op: 'upsert', flow: flow(2) }, // there with another real server: replaced
+      { op: 'upsert', flow: flow(3) }, // there with the same binding, behind: refreshed by an update request
+      { op: 'remove', flow: flow(9) }, // absent: skipped
+      { op: 'remove', flow: flow(5) },
+      { op: 'upsert', flow: flow(6) },
+    ]);
+    assert.deepEqual({ ...res, errors: [] }, { inserted: 2, replaced: 1, refreshed: 1, removed: 1, failed: 0, errors: [] });
+    // Round 0 deletes the removes, then its -R stops at flow 2 (there); round 1 deletes 2's old entry and updates 3.
+    assert.deepEqual(ct.calls, ['-R', '-L', '-R']);
+    assert.deepEqual(ct.helperBatches.map((b) => b.map((r) => r.split(' ').slice(0, 4).join(' '))), [
+      ['D tcp 198.18.0.2 9', 'D tcp 198.18.0.2 5'],
+      ['D tcp 198.18.0.2 2', 'U tcp 198.18.0.2 3'],
+    ]);
+    assert.equal(ct.table.get(flowKey(flow(2)))!.realServer.address, '198.19.1.11');
+    assert.equal(ct.table.get(flowKey(flow(3)))!.state, 'ESTABLISHED');
+    assert.equal(ct.table.has(flowKey(flow(5))), false);
+    assert.equal(ct.table.has(flowKey(flow(6))), true);
+  });
+
+  it('with the helper: a large remove batch is one ctnetlink batch: no dump, no conntrack -D', async () => {
+    const ct = new FakeConntrackWithHelper();
+    for (let p = 1; p <= 300; p++) ct.table.set(flowKey(flow(p)), flow(p));
+    const res = await tableOf(ct).apply(Array.from({ length: 400 }, (_, i) => ({ op: 'remove' as const, flow: flow(i + 1) })));
+    assert.deepEqual(res, { inserted: 0, replaced: 0, refreshed: 0, removed: 300, failed: 0, errors: [] });
+    assert.equal(ct.table.size, 0);
+    assert.deepEqual(ct.calls, []);
+    assert.equal(ct.helperBatches.length, 1);
+    assert.equal(ct.helperBatches[0]!.length, 400);
+  });
+
+  it('with the helper: it ends when idle, and the next batch starts another', async () => {
+    const ct = new FakeConntrackWithHelper();
+    ct.table.set(flowKey(flow(1)), flow(1));
+    ct.table.set(flowKey(flow(2)), flow(2));
+    const table = new ConntrackFlowTable({ runner: ct, helperIdleMs: 10 });
+    tables.push(table);
+    assert.equal((await table.apply([{ op: 'remove', flow: flow(1) }])).removed, 1);
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal((await table.apply([{ op: 'remove', flow: flow(2) }])).removed, 1);
+    assert.equal(ct.spawns, 2);
+  });
+
+  it('with the helper: a missing perl is CommandMissing', async () => {
+    const ct = new FakeConntrackWithHelper();
+    ct.missingPerl = true;
+    await assert.rejects(tableOf(ct).apply([{ op: 'remove', flow: flow(1) }]), /CommandMissing: perl not found/);
   });
 
   it('throws when conntrack itself cannot run', async () => {

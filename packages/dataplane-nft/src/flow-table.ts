@@ -1,34 +1,40 @@
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import {
   DataPlaneError, flowKey, sameBinding, type Endpoint, type FlowApplyResult, type FlowChange, type FlowEvent, type FlowIdentity,
   type FlowTable, type FlowWatch, type FlowWatchHandlers, type SyncedFlow,
 } from '@lbd/dataplane';
-import { parseConntrack, parseConntrackLine, type ConntrackEntry } from './conntrack.js';
+import { parseConntrack, type ConntrackEntry } from './conntrack.js';
+import {
+  CTNL_SCRIPT, CtnlWriter, flowOf, helperError, impliedStatus, parseEventLine, renderDeleteRequest, renderUpdateRequest,
+} from './ctnetlink.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
 
 /*
  * What conntrack-tools 1.4.7 (Debian 12) does, measured, and what this file does about it:
  * - `-I` with `--dst-nat`/`--src-nat` creates an entry the kernel forwards with exactly that binding;
  *   original and reply tuples as `-L` prints them do not. `-I` is a direct request: 20 000 in 0.3 s via `-R`.
+ *   Inserts stay on `-R` batches.
  * - `-u STATUS` after `--mark` overwrites the mark with the status bits (mark=6): -u always comes first.
  * - `-R FILE` parses the whole file first (one bad line: nothing applied, exit 2), then runs the lines and
  *   stops at the first failing one ("Such conntrack exists"), without saying which. Hence `apply`
  *   reconciles against a dump after a failed batch.
- * - `-U` and `-D` are not direct: each walks the whole table (a filtered dump), ~70 ms per line with 20 000
- *   entries. They are only rendered where needed. An absent `-D` is not an error.
- * - In `-R`, every `-U` line uses the `--mark` of the file's last line (a global in conntrack), and after
- *   about a dozen `-U` lines on a large table the batch fails with "Protocol error": refreshes run one
- *   `conntrack -U` each.
+ * - `-U` and `-D` are not direct: each walks the whole table (a filtered dump), ~65 ms per line with 20 000
+ *   entries: removing 20 000 of 20 000 flows took 16.5 minutes. Deletes and refreshes go to the ctnetlink
+ *   helper instead (./ctnetlink.ts: one hash lookup each in the kernel): the same 20 000 in 0.3 s, 100 000 in
+ *   1.2 s, 20 000 refreshes (state, mark, timeout) in 0.5 s with the dump that planned them.
+ *   Only a runner that cannot spawn falls back to `-D` lines in the batch and one `conntrack -U` each
+ *   (in `-R`, every `-U` line uses the `--mark` of the file's last line, and after about a dozen `-U` lines
+ *   on a large table the batch fails with "Protocol error").
  * - `-E -b N` sets the buffer of conntrack's request socket, not of the one events arrive on (that keeps
- *   net.core.rmem_default, 208 KiB). Measured: 5 000 new entries/s in bursts of 100 lose nothing; in bursts
- *   of 500, 60% are lost (ENOBUFS). `-b` is passed anyway (harmless; it helps where conntrack sets it on
- *   the right socket); only a larger net.core.rmem_default (host-wide, not per namespace) helps on 1.4.7.
- * - Without `-f`, `-L` and `-E` cover IPv4 and IPv6, and `-I/-U/-D` take the family from the addresses
- *   (`-f` is even refused with `-I`); IPv6 NAT bindings are written `[addr]:port`.
+ *   net.core.rmem_default, 208 KiB): 400 connections opened at once through the NAT already overflowed it;
+ *   of the 6 000 events of 2 000, 6-37% were lost. Events come from the ctnetlink helper instead, whose
+ *   socket gets SO_RCVBUFFORCE (eventBufferBytes): all 6 000 (and 15 000 of 5 000 connections) arrive.
+ * - Without `-f`, `-L` covers IPv4 and IPv6, and `-I` takes the family from the addresses (`-f` is even
+ *   refused with `-I`); IPv6 NAT bindings are written `[addr]:port`.
  */
 
 export interface ConntrackFlowTableOptions {
@@ -37,8 +43,10 @@ export interface ConntrackFlowTableOptions {
   readonly tmpDir?: string;
   /** Batches run again after a failure, each against a fresh dump. Default 5. */
   readonly maxRounds?: number;
-  /** `conntrack -E -b` (see above: no effect on conntrack 1.4.7). Default 8 MiB. */
+  /** Receive buffer of the events helper's netlink socket (SO_RCVBUFFORCE; the kernel doubles it). Default 16 MiB. */
   readonly eventBufferBytes?: number;
+  /** How long the delete/update helper stays after its last batch. Default 10 000. */
+  readonly helperIdleMs?: number;
   /** How long `watch` waits for its probe event before it gives up. Default 3000. */
   readonly watchReadyTimeoutMs?: number;
 }
@@ -52,28 +60,7 @@ const PLAN_FIRST_MIN = 256;
 
 /** The flow conntrack's entry stands for: original = client → vip, reply = realServer → (local address | client). */
 export function flowFromEntry(e: ConntrackEntry): SyncedFlow {
-  const client = e.original.src;
-  const back = e.reply.dst;
-  // In nat mode the real server answers the client itself; in fullnat, the local address the director chose.
-  const nat = back.address === client.address && back.port === client.port;
-  return {
-    protocol: e.protocol,
-    client,
-    vip: e.original.dst,
-    realServer: e.reply.src,
-    localAddress: nat ? null : back,
-    mark: e.mark,
-    state: e.state,
-    timeoutSec: e.expiresInSec,
-  };
-}
-
-/** One `conntrack -E` line as a FlowEvent; null for lines that are not lbd's flows (mark 0, icmp, warnings). */
-export function parseFlowEvent(line: string, seenAtMs: number): FlowEvent | null {
-  const parsed = parseConntrackLine(line);
-  if (!parsed || parsed.event === null || parsed.entry.mark === 0) return null;
-  const kind = parsed.event === 'NEW' ? 'new' : parsed.event === 'UPDATE' ? 'update' : 'destroy';
-  return { kind, flow: flowFromEntry(parsed.entry), injected: parsed.userspace, seenAtMs };
+  return flowOf(e.protocol, e.original, e.reply, { mark: e.mark, state: e.state, timeoutSec: e.expiresInSec });
 }
 
 /** Why conntrack would refuse the flow (a bad line aborts a whole `-R` batch), or null. */
@@ -100,8 +87,7 @@ const tupleArgs = (f: FlowIdentity): string[] =>
 
 /** The status bits the state implies; an unreplied flow gets none (conntrack shows it [UNREPLIED]). */
 function statusArgs(f: SyncedFlow): string[] {
-  const replied = f.protocol === 'tcp' ? f.state !== 'SYN_SENT' && f.state !== 'NONE' : f.state !== 'UNREPLIED';
-  const assured = f.protocol === 'tcp' ? replied && f.state !== 'SYN_RECV' : f.state === 'ASSURED';
+  const { replied, assured } = impliedStatus(f);
   if (!replied) return [];
   // Before --mark, always: conntrack 1.4.7 writes the status bits over a mark that precedes them.
   return ['-u', assured ? 'ASSURED,SEEN_REPLY' : 'SEEN_REPLY'];
@@ -152,14 +138,19 @@ interface Op {
   outcome: Outcome | null;
   /** Rounds in which this op was the first one a failed batch did not make. */
   blamed: number;
+  /** A replace whose old entry the ctnetlink helper has deleted: only its insert is left. */
+  oldDeleted: boolean;
+  /** The kernel's entry for the flow when the op was last planned (null: absent or not looked at). */
+  kernel: SyncedFlow | null;
 }
 
 /** A kernel entry as apply sees it: the flow and when it was read. */
 type KernelTable = Map<string, SyncedFlow>;
 
 /**
- * FlowTable over conntrack-tools: `conntrack -E` for events, `-L` for dumps, `-R` batches for applies.
- * Each conntrack command runs through the injected runner, so the same code works in another namespace.
+ * FlowTable over conntrack-tools and a ctnetlink helper: the helper for events, deletes and refreshes,
+ * `conntrack -L` for dumps, `-R` batches for inserts. Every command and helper runs through the injected
+ * runner, so the same code works in another namespace.
  */
 export class ConntrackFlowTable implements FlowTable {
   private readonly runner: CommandRunner;
@@ -167,6 +158,10 @@ export class ConntrackFlowTable implements FlowTable {
   private readonly maxRounds: number;
   private readonly eventBufferBytes: number;
   private readonly watchReadyTimeoutMs: number;
+  /** Deletes and refreshes (null when the runner cannot spawn: then `conntrack -D/-U` as before). */
+  private readonly writer: CtnlWriter | null;
+  /** Running events helpers, ended by dispose() if their watch was not closed. */
+  private readonly children = new Set<ChildProcessWithoutNullStreams>();
   private batchDir: string | null = null;
   private batches = 0;
   /** Applies are serialised: each reconciles against what the previous one left. */
@@ -176,8 +171,15 @@ export class ConntrackFlowTable implements FlowTable {
     this.runner = opts.runner ?? localRunner();
     this.tmpDir = opts.tmpDir ?? tmpdir();
     this.maxRounds = opts.maxRounds ?? 5;
-    this.eventBufferBytes = opts.eventBufferBytes ?? 8 * 1024 * 1024;
+    this.eventBufferBytes = opts.eventBufferBytes ?? 16 * 1024 * 1024;
     this.watchReadyTimeoutMs = opts.watchReadyTimeoutMs ?? 3000;
+    const spawn = this.runner.spawn?.bind(this.runner);
+    this.writer = spawn ? new CtnlWriter(spawn, {
+      bufferBytes: 8 * 1024 * 1024,
+      idleMs: opts.helperIdleMs ?? 10_000,
+      // The helper waits at most 5 s for each 64 KiB of requests to be acked; this only catches a stuck pipe.
+      timeoutMs: (n) => 30_000 + n,
+    }) : null;
   }
 
   /**
@@ -210,13 +212,22 @@ export class ConntrackFlowTable implements FlowTable {
   async watch(handlers: FlowWatchHandlers): Promise<FlowWatch> {
     const spawn = this.runner.spawn?.bind(this.runner);
     if (!spawn) throw new DataPlaneError('Unknown', 'watch', { detail: 'the command runner cannot start long-running processes' });
-    const child = spawn('conntrack', ['-E', '-o', 'extended,id', '-b', String(this.eventBufferBytes)]);
+    const child = spawn('perl', ['-e', CTNL_SCRIPT, 'events', String(this.eventBufferBytes)]);
+    this.children.add(child);
     let closing = false;
     let lost = false;
     let stderr = '';
-    // Probes: mark-0 entries this watch inserts; seeing one's NEW event proves the subscription is live.
+    // Probes: mark-0 entries this watch inserts once subscribed; seeing one's NEW event proves events flow.
     const probes = new Set<string>();
+    let subscribed: (() => void) | null = null;
     let probed: (() => void) | null = null;
+    // Losses read together are one loss.
+    let lossQueued = false;
+    const loss = (reason: string): void => {
+      if (closing || lossQueued) return;
+      lossQueued = true;
+      setImmediate(() => { lossQueued = false; if (!closing) handlers.onLoss(reason); });
+    };
     let partial = '';
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
@@ -225,36 +236,30 @@ export class ConntrackFlowTable implements FlowTable {
       partial = lines.pop() ?? '';
       const events: FlowEvent[] = [];
       for (const line of lines) {
-        if (probed) {
-          const p = parseConntrackLine(line);
-          if (p && probes.has(flowKey({ protocol: p.entry.protocol, client: p.entry.original.src, vip: p.entry.original.dst }))) probed();
-        }
-        const ev = parseFlowEvent(line, seenAtMs);
-        if (ev) events.push(ev);
+        const p = parseEventLine(line, seenAtMs);
+        if (!p) continue;
+        if (p.type === 'ready') subscribed?.();
+        else if (p.type === 'loss') loss(`ctnetlink events: the kernel dropped events (${p.reason}: the event socket buffer of ${this.eventBufferBytes} bytes overflowed)`);
+        else if (p.event.flow.mark !== 0) events.push(p.event);
+        else if (probed && probes.has(flowKey(p.event.flow))) probed();
       }
-      // One callback per read: a burst arrives as one batch, as the kernel delivered it.
+      // One callback per read: a burst arrives as one batch, as the helper read it.
       if (events.length > 0 && !closing) handlers.onEvents(events);
     });
     const exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
-    // conntrack prints one ENOBUFS warning per failed read: those read together are one loss.
-    let lossQueued = false;
-    const loss = (reason: string): void => {
-      if (closing || lossQueued) return;
-      lossQueued = true;
-      setImmediate(() => { lossQueued = false; if (!closing) handlers.onLoss(reason); });
-    };
-    createInterface({ input: child.stderr }).on('line', (line) => {
-      if (/ENOBUFS/.test(line)) loss('conntrack -E: the kernel dropped events (ENOBUFS: the event socket buffer overflowed)');
-      else if (line.trim()) stderr = `${stderr}${line}\n`.slice(-2000);
-    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr = `${stderr}${d}`.slice(-2000); });
+    child.stdin.on('error', () => { /* the helper died: reported by 'close' */ });
     child.on('error', (err) => { stderr += `${String(err)}\n`; });
     child.once('close', (code, signal) => {
+      this.children.delete(child);
       if (closing) return;
       lost = true;
-      loss(`conntrack -E exited (${signal ?? `code ${String(code)}`})${stderr.trim() ? `: ${stderr.trim()}` : ''}`);
+      loss(`ctnetlink events helper exited (${signal ?? `code ${String(code)}`})${stderr.trim() ? `: ${stderr.trim()}` : ''}`);
     });
     const stop = async (): Promise<void> => {
       closing = true;
+      // EOF on stdin ends the helper; a kill makes sure (it may be blocked writing to us).
+      child.stdin.end();
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
       await exited;
     };
@@ -262,16 +267,16 @@ export class ConntrackFlowTable implements FlowTable {
     try {
       await new Promise<void>((resolve, reject) => {
         const timer = setTimeout(() => reject(new DataPlaneError('Unknown', 'watch', {
-          detail: `no conntrack event within ${this.watchReadyTimeoutMs} ms of a test entry; are events on (net.netfilter.nf_conntrack_events=1, see prepare())?${stderr ? ` conntrack said: ${stderr.trim()}` : ''}`,
+          detail: subscribed
+            ? `the ctnetlink events helper did not subscribe within ${this.watchReadyTimeoutMs} ms${stderr ? `: ${stderr.trim()}` : ''}`
+            : `no conntrack event within ${this.watchReadyTimeoutMs} ms of a test entry; are events on (net.netfilter.nf_conntrack_events=1, see prepare())?${stderr ? ` The helper said: ${stderr.trim()}` : ''}`,
         })), this.watchReadyTimeoutMs);
         void exited.then(() => {
           clearTimeout(timer);
-          reject(/command not found|ENOENT|exec of "conntrack" failed/.test(stderr)
-            ? new DataPlaneError('CommandMissing', 'watch', { detail: 'conntrack not found: install the conntrack package' })
-            : new DataPlaneError(/not permitted|must be root/i.test(stderr) ? 'PermissionDenied' : 'Unknown', 'watch', { detail: stderr.trim() || 'conntrack -E exited' }));
+          reject(helperError('watch', stderr, 'the ctnetlink events helper exited'));
         });
         probed = () => { clearTimeout(timer); probed = null; resolve(); };
-        // Resend the probe until one is seen: conntrack may not have subscribed when the first one is made.
+        // Resend the probe until one is seen (an entry the kernel made before events were on reports nothing).
         const send = async (attempt: number): Promise<void> => {
           const port = 1024 + Math.floor(Math.random() * 60000);
           const f: FlowIdentity = { protocol: 'udp', client: { address: '127.0.0.1', port }, vip: { address: '127.0.0.1', port: 9 } };
@@ -280,7 +285,7 @@ export class ConntrackFlowTable implements FlowTable {
           await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** attempt, 500)));
           if (probed && !lost && !closing) await send(attempt + 1);
         };
-        void send(0);
+        subscribed = () => { subscribed = null; void send(0); };
       });
     } catch (err) {
       await stop();
@@ -296,7 +301,9 @@ export class ConntrackFlowTable implements FlowTable {
   }
 
   /**
-   * Round 0 assumes the usual case (upserts are new, removes are there; large batches look first) and runs one `-R` batch. When conntrack
+   * Each round first sends the deletes (removes, the old entry of replaces) and refreshes to the ctnetlink
+   * helper, then the inserts as one `-R` batch.
+   * Round 0 assumes the usual case (upserts are new, removes are there; large batches look first). When conntrack
    * stops at a line, the lines before it were made: a dump tells which, and everything from there is planned
    * again against what the kernel really has, and run again, up to maxRounds. A change that is the first one
    * not made in two failed rounds is given up (counted as failed) so that it cannot hold back the rest.
@@ -309,7 +316,7 @@ export class ConntrackFlowTable implements FlowTable {
     for (const change of changes) {
       const key = flowKey(change.flow);
       const bad = invalidFlow(change.flow);
-      const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : 'remove', outcome: null, blamed: 0 };
+      const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : 'remove', outcome: null, blamed: 0, oldDeleted: false, kernel: null };
       if (bad) { op.outcome = 'failed'; pushError(errors, `${key}: ${bad}`); }
       byKey.delete(key);
       byKey.set(key, op);
@@ -318,7 +325,10 @@ export class ConntrackFlowTable implements FlowTable {
     let pending = ops.filter((o) => o.outcome === null);
     // A large batch (a resync) is planned against a dump from the start: one dump costs less than a
     // batch that stops early, and the counts are exact (see evidentlyMade for the small-batch guess).
-    if (pending.length >= PLAN_FIRST_MIN) {
+    // Removes do not count with the helper: it tells deleted from absent itself, and a dump of 100 000
+    // entries costs a second, as much as deleting them.
+    const planned = this.writer ? pending.filter((o) => o.change.op === 'upsert').length : pending.length;
+    if (planned >= PLAN_FIRST_MIN) {
       const kernel = await this.kernelTable('apply');
       for (const o of pending) {
         o.intent = plan(o, kernel);
@@ -333,17 +343,13 @@ export class ConntrackFlowTable implements FlowTable {
         pushError(errors, `${pending.length} change(s) not made after ${this.maxRounds} rounds`);
         break;
       }
-      // Refreshes are single `-U` commands (see the top of the file); the rest is one `-R` batch.
-      const refreshes = pending.filter((o) => o.intent === 'refresh');
-      const batch = pending.filter((o) => o.intent !== 'refresh');
       const redo: Op[] = [];
-      for (const o of refreshes) {
-        const res = await this.runner.run('conntrack', renderRefresh(o.change.flow as SyncedFlow));
-        if (res.code === 0) o.outcome = 'refreshed';
-        else { this.assertRunnable('apply', res); redo.push(o); }
-      }
+      if (this.writer) await this.writeDirect(pending, redo, errors);
+      else await this.refreshOneByOne(pending, redo);
+      // The rest is one `-R` batch: inserts, and with the helper the insert half of replaces only.
+      const batch = pending.filter((o) => o.outcome === null && o.intent !== 'refresh');
       const started = performance.now();
-      const res = batch.length > 0 ? await this.load(batch.flatMap((o) => linesFor(o))) : { code: 0, stdout: '', stderr: '' };
+      const res = batch.length > 0 ? await this.load(batch.flatMap((o) => linesFor(o, !this.writer))) : { code: 0, stdout: '', stderr: '' };
       const deleted = new Set(parseConntrack(res.stdout).map((e) => flowKey(flowFromEntry(e))));
       if (res.code === 0) {
         for (const o of batch) o.outcome = outcomeOf(o, deleted);
@@ -372,7 +378,10 @@ export class ConntrackFlowTable implements FlowTable {
         }
       }
       for (const o of again) {
-        o.intent = plan(o, kernel);
+        const intent = plan(o, kernel);
+        // Absent because this apply deleted its old entry: still a replace, whose insert half is left.
+        if (intent === 'insert' && o.oldDeleted) o.intent = 'replace';
+        else { o.intent = intent; o.oldDeleted = false; }
         // Nothing to do: a remove of an absent flow, an upsert the kernel already has closely enough.
         if (o.intent === 'skip') o.outcome = o.change.op === 'remove' ? 'skipped' : 'refreshed';
       }
@@ -384,6 +393,40 @@ export class ConntrackFlowTable implements FlowTable {
       inserted: count('inserted'), replaced: count('replaced'), refreshed: count('refreshed'), removed: count('removed'),
       failed: count('failed'), errors,
     };
+  }
+
+  /**
+   * Through the ctnetlink helper, one kernel hash lookup each: deletes (removes and the delete half of
+   * replaces) and refreshes. Sets the outcome of removes, refreshes and of replaces whose delete failed;
+   * a refresh whose entry vanished meanwhile goes to redo (planned again: an insert).
+   */
+  private async writeDirect(pending: readonly Op[], redo: Op[], errors: string[]): Promise<void> {
+    const deletes = pending.filter((o) => (o.intent === 'remove' || o.intent === 'replace') && !o.oldDeleted);
+    const refreshes = pending.filter((o) => o.intent === 'refresh');
+    const ops = [...deletes, ...refreshes];
+    if (ops.length === 0) return;
+    const res = await this.writer!.run(ops.map((o) => (o.intent === 'refresh' ? renderUpdateRequest(o.change.flow as SyncedFlow, o.kernel) : renderDeleteRequest(o.change.flow))));
+    ops.forEach((o, i) => {
+      const code = res.codes[i] ?? '!';
+      if (o.intent === 'remove') o.outcome = code === '+' ? 'removed' : code === '-' ? 'skipped' : 'failed';
+      else if (o.intent === 'replace') {
+        // Deleted, or gone already: the `-R` batch inserts it. A failed delete would make that insert fail.
+        if (code === '!') o.outcome = 'failed';
+        else o.oldDeleted = true;
+      } else if (code === '+') o.outcome = 'refreshed';
+      else if (code === '-') redo.push(o);
+      else o.outcome = 'failed';
+    });
+    if (res.failed > 0) pushError(errors, `ctnetlink: ${res.failed} of ${ops.length} delete/update request(s) failed, the first with ${res.firstError ?? 'no answer'}`);
+  }
+
+  /** Without a helper (a runner that cannot spawn): one `conntrack -U` each (see the top of the file). */
+  private async refreshOneByOne(pending: readonly Op[], redo: Op[]): Promise<void> {
+    for (const o of pending.filter((p) => p.intent === 'refresh')) {
+      const res = await this.runner.run('conntrack', renderRefresh(o.change.flow as SyncedFlow));
+      if (res.code === 0) o.outcome = 'refreshed';
+      else { this.assertRunnable('apply', res); redo.push(o); }
+    }
   }
 
   /** Every tcp and udp entry (any mark: a mark-0 entry with a flow's tuple still blocks its `-I`). */
@@ -424,17 +467,23 @@ export class ConntrackFlowTable implements FlowTable {
     if (res.code === 127 || /not permitted|must be root|CAP_NET_ADMIN/i.test(res.stderr)) throw kernelError(op, res, 'conntrack');
   }
 
-  /** Removes the directory batch files are written to. The table can still be used (it is made again). */
+  /**
+   * Ends the helper processes (the write helper, and events helpers of watches not closed) and removes the
+   * directory batch files are written to. The table can still be used (all are made again).
+   */
   async dispose(): Promise<void> {
+    await this.writer?.close();
+    for (const child of this.children) child.kill('SIGTERM');
     if (this.batchDir) await rm(this.batchDir, { recursive: true, force: true });
     this.batchDir = null;
   }
 }
 
-function linesFor(o: Op): string[][] {
+/** The `-R` lines of an op; deletes only without the ctnetlink helper (which has made them already). */
+function linesFor(o: Op, withDeletes: boolean): string[][] {
   switch (o.intent) {
     case 'insert': return [renderInsert(o.change.flow as SyncedFlow)];
-    case 'replace': return [renderRemove(o.change.flow), renderInsert(o.change.flow as SyncedFlow)];
+    case 'replace': return withDeletes && !o.oldDeleted ? [renderRemove(o.change.flow), renderInsert(o.change.flow as SyncedFlow)] : [renderInsert(o.change.flow as SyncedFlow)];
     case 'remove': return [renderRemove(o.change.flow)];
     default: return [];
   }
@@ -467,6 +516,7 @@ function evidentlyMade(o: Op, kernel: KernelTable, deleted: ReadonlySet<string>,
 /** What a change needs, given the kernel's entry for its flow. */
 function plan(o: Op, kernel: KernelTable): Intent {
   const k = kernel.get(o.key);
+  o.kernel = k ?? null;
   if (o.change.op === 'remove') return k ? 'remove' : 'skip';
   const f = o.change.flow;
   if (!k) return 'insert';

@@ -1,0 +1,367 @@
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { DataPlaneError, type Endpoint, type FlowEvent, type FlowEventKind, type FlowIdentity, type SyncedFlow } from '@lbd/dataplane';
+
+/*
+ * ctnetlink without conntrack-tools: a small perl program (perl-base is Essential in Debian; `Socket` and
+ * pack/unpack only) on a NETLINK_NETFILTER socket, for the two things conntrack 1.4.7 cannot do fast enough.
+ * It runs through the table's CommandRunner (`perl -e CTNL_SCRIPT <mode> <bytes>`), so `ip netns exec` works.
+ *
+ * Mode `events BYTES`: subscribes to NFNLGRP_CONNTRACK_NEW|UPDATE|DESTROY with SO_RCVBUFFORCE = BYTES (root
+ * may exceed net.core.rmem_max; the kernel doubles it). `conntrack -E -b` sets the buffer of another socket,
+ * so its event socket keeps the 208 KiB default and loses events in bursts of a few hundred new connections.
+ * Lines on stdout, written once per burst of reads:
+ *   R <rcvbuf>                              the subscription is live (SO_RCVBUF as the kernel set it)
+ *   L ENOBUFS                               the kernel dropped events (one line per failed read)
+ *   <N|U|D> <injected 0|1> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
+ *           <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark>
+ * N is a CT_NEW message with NLM_F_CREATE, U one without, D a CT_DELETE. injected = the message's nlmsg_pid
+ * is not 0 (the netlink port of the program whose request caused it), the rule conntrack uses for
+ * [USERSPACE]. state: the TCP state by conntrack-tools' names (9 = LISTEN, the kernel's SYN_SENT2), for udp
+ * UNREPLIED / ASSURED / REPLIED from the status bits, `-` when the message has none. Entries with mark 0 and
+ * other protocols are dropped in perl, except udp 127.0.0.1 → 127.0.0.1:9: watch's probe. The program exits
+ * on EOF on stdin, so it never outlives the agent.
+ *
+ * Mode `write BYTES`: requests on stdin, one a line, in batches ended by a line `.`:
+ *   D <tcp|udp> <src> <sport> <dst> <dport>                                   delete by original tuple
+ *   U <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1>  update an entry
+ * A delete is IPCTNL_MSG_CT_DELETE and an update IPCTNL_MSG_CT_NEW without NLM_F_CREATE (the kernel changes
+ * the entry with that original tuple, or answers ENOENT); status 0 = leave the status bits (set bits can
+ * only be added). Both are one hash lookup in the kernel, where `conntrack -D/-U` walk the whole table
+ * (~70 ms a line with 20 000 entries). Requests go out up to 64 KiB per send(), each acked (NLM_F_ACK).
+ * One line answers a batch:
+ *   R <done> <absent> <failed> <codes> <first error: "errno text" | ->
+ * codes has one character per request, in order: + done, - absent (ENOENT), ! failed ("." for none).
+ * Acks wait at most 5 s (SO_RCVTIMEO); a request without one is failed.
+ */
+export const CTNL_SCRIPT = String.raw`
+use strict; use warnings; use Socket qw(AF_INET AF_INET6 SOL_SOCKET SO_RCVBUF SO_RCVTIMEO MSG_DONTWAIT inet_ntop inet_pton);
+my $mode = shift(@ARGV) // '';
+my $bytes = 0 + (shift(@ARGV) // 16777216);
+socket(my $s, 16, 3, 12) or die "socket: $!\n";
+setsockopt($s, SOL_SOCKET, 33, pack('i', $bytes)) or setsockopt($s, SOL_SOCKET, SO_RCVBUF, pack('i', $bytes)) or die "setsockopt: $!\n";
+bind($s, pack('S x2 L L', 16, 0, $mode eq 'events' ? 7 : 0)) or die "bind: $!\n";
+my @TCP = qw(NONE SYN_SENT SYN_RECV ESTABLISHED FIN_WAIT CLOSE_WAIT LAST_ACK TIME_WAIT CLOSE LISTEN);
+sub out { my $o = 0; while ($o < length $_[0]) { my $w = syswrite(STDOUT, $_[0], length($_[0]) - $o, $o); if (!defined $w) { next if $!{EINTR}; exit 0; } $o += $w; } }
+sub attrs {
+  my %a; my $o = 0; my $n = length $_[0];
+  while ($o + 4 <= $n) { my ($l, $t) = unpack('S S', substr($_[0], $o, 4)); last if $l < 4; $a{$t & 0x3fff} = substr($_[0], $o + 4, $l - 4); $o += ($l + 3) & ~3; }
+  return \%a;
+}
+sub tuple {
+  my $t = attrs($_[0] // ''); my $ip = attrs($t->{1} // ''); my $p = attrs($t->{2} // '');
+  my ($f, $x, $y) = defined $ip->{1} ? (AF_INET, $ip->{1}, $ip->{2}) : (AF_INET6, $ip->{3}, $ip->{4});
+  return () unless defined $x && defined $y && defined $p->{1};
+  return (unpack('C', $p->{1}), inet_ntop($f, $x), unpack('n', $p->{2} // "\0\0"), inet_ntop($f, $y), unpack('n', $p->{3} // "\0\0"));
+}
+sub event {
+  my ($body, $msg, $flags, $pid) = @_;
+  my $a = attrs($body);
+  my $mark = defined $a->{8} ? unpack('N', $a->{8}) : 0;
+  my @o = tuple($a->{1});
+  return '' unless @o && ($o[0] == 6 || $o[0] == 17);
+  return '' unless $mark || ($o[0] == 17 && $o[1] eq '127.0.0.1' && $o[3] eq '127.0.0.1' && $o[4] == 9);
+  my @r = tuple($a->{2});
+  return '' unless @r;
+  my $status = defined $a->{3} ? unpack('N', $a->{3}) : 0;
+  my $state = '-';
+  if ($o[0] == 17) { $state = !($status & 2) ? 'UNREPLIED' : ($status & 4) ? 'ASSURED' : 'REPLIED'; }
+  elsif (defined $a->{4}) { my $tcp = attrs(attrs($a->{4})->{1} // ''); $state = $TCP[unpack('C', $tcp->{1})] // '-' if defined $tcp->{1}; }
+  my $kind = $msg == 2 ? 'D' : ($flags & 0x400) ? 'N' : 'U';
+  my $timeout = defined $a->{7} ? unpack('N', $a->{7}) : 0;
+  return join(' ', $kind, $pid ? 1 : 0, $o[0] == 6 ? 'tcp' : 'udp', @o[1..4], @r[1..4], $state, $timeout, $mark) . "\n";
+}
+if ($mode eq 'events') {
+  my $got = unpack('i', getsockopt($s, SOL_SOCKET, SO_RCVBUF));
+  out("R $got\n");
+  my $rin = ''; vec($rin, fileno($s), 1) = 1; vec($rin, fileno(STDIN), 1) = 1;
+  my $buf;
+  while (1) {
+    my $n = select(my $rout = $rin, undef, undef, undef);
+    if ($n < 0) { next if $!{EINTR}; die "select: $!\n"; }
+    if (vec($rout, fileno(STDIN), 1)) { my $r = sysread(STDIN, my $x, 4096); exit 0 unless $r; }
+    next unless vec($rout, fileno($s), 1);
+    my $text = '';
+    for (my $i = 0; $i < 512; $i++) {
+      if (!defined recv($s, $buf, 1 << 20, MSG_DONTWAIT)) {
+        if ($!{ENOBUFS}) { $text .= "L ENOBUFS\n"; next; }
+        last if $!{EAGAIN} || $!{EWOULDBLOCK} || $!{EINTR};
+        die "recv: $!\n";
+      }
+      my $o = 0; my $len = length $buf;
+      while ($o + 20 <= $len) {
+        my ($l, $type, $flags, undef, $pid) = unpack('L S S L L', substr($buf, $o, 16));
+        last if $l < 16 || $o + $l > $len;
+        $text .= event(substr($buf, $o + 20, $l - 20), $type & 0xff, $flags, $pid) if $type >> 8 == 1 && ($type & 0xff) != 1;
+        $o += ($l + 3) & ~3;
+      }
+    }
+    out($text) if length $text;
+  }
+} elsif ($mode eq 'write') {
+  setsockopt($s, 270, 10, pack('i', 1));
+  setsockopt($s, SOL_SOCKET, SO_RCVTIMEO, pack('l! l!', 5, 0)) or die "setsockopt: $!\n";
+  sub nla { my $l = 4 + length $_[1]; return pack('S S', $l, $_[0]) . $_[1] . ("\0" x ((4 - $l % 4) % 4)); }
+  my ($seq, @codes, $first, $chunk, $base, $count) = (0);
+  my $flush = sub {
+    return unless $count;
+    if (!send($s, $chunk, 0, pack('S x2 L L', 16, 0, 0))) { my $e = 0 + $!; $first //= "$e $!"; $codes[$base + $_] = '!' for 0 .. $count - 1; }
+    else {
+      my $left = $count; my $buf;
+      while ($left > 0) {
+        if (!defined recv($s, $buf, 1 << 20, 0)) {
+          next if $!{EINTR};
+          my $e = 0 + $!; $first //= "$e $!";
+          for (0 .. $count - 1) { $codes[$base + $_] //= '!'; }
+          last;
+        }
+        my $o = 0; my $len = length $buf;
+        while ($o + 20 <= $len) {
+          my ($l, $type, undef, $sq) = unpack('L S S L', substr($buf, $o, 16));
+          last if $l < 16 || $o + $l > $len;
+          if ($type == 2) {
+            my $i = $sq - $seq + $count - 1;
+            if ($i >= 0 && $i < $count && !defined $codes[$base + $i]) {
+              my $err = -unpack('l', substr($buf, $o + 16, 4));
+              if ($err == 0) { $codes[$base + $i] = '+'; }
+              elsif ($err == 2) { $codes[$base + $i] = '-'; }
+              else { $codes[$base + $i] = '!'; $! = $err; $first //= "$err $!"; }
+              $left--;
+            }
+          }
+          $o += ($l + 3) & ~3;
+        }
+      }
+    }
+    ($chunk, $count) = ('', 0);
+  };
+  ($chunk, $count, $base) = ('', 0, 0);
+  while (my $line = <STDIN>) {
+    chomp $line;
+    if ($line eq '.') {
+      $flush->();
+      my $c = join('', map { $_ // '!' } @codes);
+      out(sprintf("R %d %d %d %s %s\n", ($c =~ tr/+//), ($c =~ tr/-//), ($c =~ tr/!//), length($c) ? $c : '.', $first // '-'));
+      (@codes, $first) = ();
+      ($chunk, $count, $base) = ('', 0, 0);
+      next;
+    }
+    my ($op, $proto, $src, $sport, $dst, $dport, $status, $timeout, $mark, $state) = split(/ /, $line);
+    my $f = ($src // '') =~ /:/ ? AF_INET6 : AF_INET;
+    my ($x, $y) = (inet_pton($f, $src // ''), inet_pton($f, $dst // ''));
+    my $p = ($proto // '') eq 'tcp' ? 6 : ($proto // '') eq 'udp' ? 17 : 0;
+    if (!defined $x || !defined $y || !$p || ($op ne 'D' && $op ne 'U') || ($op eq 'U' && !defined $state)) {
+      $flush->(); push @codes, '!'; $first //= "0 bad request: $line"; $base = @codes; next;
+    }
+    my $ipt = $f == AF_INET6 ? 3 : 1;
+    my $body = pack('C C n', $f, 0, 0)
+      . nla(0x8001, nla(0x8001, nla($ipt, $x) . nla($ipt + 1, $y)) . nla(0x8002, nla(1, pack('C', $p)) . nla(2, pack('n', $sport)) . nla(3, pack('n', $dport))));
+    if ($op eq 'U') {
+      $body .= nla(3, pack('N', $status)) if $status;
+      $body .= nla(7, pack('N', $timeout)) . nla(8, pack('N', $mark));
+      $body .= nla(0x8004, nla(0x8001, nla(1, pack('C', $state)))) if $state >= 0;
+    }
+    my $len = 16 + length $body;
+    $flush->() if length($chunk) + $len > 65536;
+    $base = @codes if !$count;
+    $chunk .= pack('L S S L L', $len, $op eq 'D' ? 0x102 : 0x100, 5, ++$seq, 0) . $body; $count++; push @codes, undef;
+  }
+} else { die "usage: perl -e SCRIPT events BYTES | write BYTES\n"; }
+`;
+
+/** conntrack-tools' names of the kernel's TCP states, by number (9 is the kernel's SYN_SENT2). */
+const TCP_STATE_NAMES = ['NONE', 'SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'TIME_WAIT', 'CLOSE', 'LISTEN'];
+const IPS_SEEN_REPLY = 2;
+const IPS_ASSURED = 4;
+/** Part of every status an update sends: the kernel refuses (EBUSY) a status that would clear it. */
+const IPS_CONFIRMED = 8;
+
+/**
+ * The flow conntrack's entry stands for: original = client → vip, reply = realServer → (local address | client).
+ * In nat mode the real server answers the client itself; in fullnat, the local address the director chose.
+ */
+export function flowOf(
+  protocol: SyncedFlow['protocol'], original: { src: Endpoint; dst: Endpoint }, reply: { src: Endpoint; dst: Endpoint },
+  rest: Pick<SyncedFlow, 'mark' | 'state' | 'timeoutSec'>,
+): SyncedFlow {
+  const back = reply.dst;
+  const nat = back.address === original.src.address && back.port === original.src.port;
+  return { protocol, client: original.src, vip: original.dst, realServer: reply.src, localAddress: nat ? null : back, ...rest };
+}
+
+/** The status bits a flow's state implies: an unreplied flow has none (conntrack shows it [UNREPLIED]). */
+export function impliedStatus(f: Pick<SyncedFlow, 'protocol' | 'state'>): { readonly replied: boolean; readonly assured: boolean } {
+  const replied = f.protocol === 'tcp' ? f.state !== 'SYN_SENT' && f.state !== 'NONE' : f.state !== 'UNREPLIED';
+  const assured = f.protocol === 'tcp' ? replied && f.state !== 'SYN_RECV' : f.state === 'ASSURED';
+  return { replied, assured };
+}
+
+export type EventLine =
+  | { readonly type: 'ready'; readonly rcvbufBytes: number }
+  | { readonly type: 'loss'; readonly reason: string }
+  /** Every event line; mark 0 only for watch's probe (the caller drops those). */
+  | { readonly type: 'event'; readonly event: FlowEvent };
+
+const KINDS: Record<string, FlowEventKind> = { N: 'new', U: 'update', D: 'destroy' };
+
+/** One line of CTNL_SCRIPT's `events` mode (see the top of this file); null for anything else. */
+export function parseEventLine(line: string, seenAtMs: number): EventLine | null {
+  const t = line.split(' ');
+  if (t[0] === 'R' && t.length === 2) return { type: 'ready', rcvbufBytes: Number(t[1]) };
+  if (t[0] === 'L') return { type: 'loss', reason: t.slice(1).join(' ') || 'loss' };
+  const kind = KINDS[t[0] ?? ''];
+  if (!kind || t.length !== 14) return null;
+  const protocol = t[2];
+  if (protocol !== 'tcp' && protocol !== 'udp') return null;
+  const ep = (i: number): Endpoint => ({ address: t[i]!, port: Number(t[i + 1]) });
+  const flow = flowOf(protocol, { src: ep(3), dst: ep(5) }, { src: ep(7), dst: ep(9) }, {
+    mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]),
+  });
+  return { type: 'event', event: { kind, flow, injected: t[1] === '1', seenAtMs } };
+}
+
+const tupleFields = (f: FlowIdentity): string => `${f.protocol} ${f.client.address} ${f.client.port} ${f.vip.address} ${f.vip.port}`;
+
+/** A `write` request that deletes the flow's entry. */
+export function renderDeleteRequest(f: FlowIdentity): string {
+  return `D ${tupleFields(f)}`;
+}
+
+/**
+ * A `write` request that sets timeout, mark and (tcp) state of the flow's entry, and adds the status bits its
+ * state implies. The kernel refuses (EBUSY) a status without a bit the entry has (SEEN_REPLY and ASSURED can
+ * only be set), so the bits of the kernel's entry as last dumped are sent too: a state further back than the
+ * kernel's (ESTABLISHED → SYN_RECV) changes the state and leaves the bits.
+ */
+export function renderUpdateRequest(f: SyncedFlow, kernel: SyncedFlow | null = null): string {
+  const want = impliedStatus(f);
+  const has = kernel ? impliedStatus(kernel) : { replied: false, assured: false };
+  const replied = want.replied || has.replied;
+  const assured = want.assured || has.assured;
+  const status = replied ? IPS_CONFIRMED | IPS_SEEN_REPLY | (assured ? IPS_ASSURED : 0) : 0;
+  const state = f.protocol === 'tcp' ? TCP_STATE_NAMES.indexOf(f.state) : -1;
+  return `U ${tupleFields(f)} ${status} ${Math.ceil(f.timeoutSec)} ${f.mark} ${state}`;
+}
+
+export interface WriteResult {
+  readonly done: number;
+  readonly absent: number;
+  readonly failed: number;
+  /** One per request, in order: '+' done, '-' absent (ENOENT), '!' failed. */
+  readonly codes: string;
+  /** `errno text` of the first failure, or null. */
+  readonly firstError: string | null;
+}
+
+/** The `R` line that answers a `write` batch; null for anything else. */
+export function parseWriteResult(line: string): WriteResult | null {
+  const m = /^R (\d+) (\d+) (\d+) ([-+!.]+) (.*)$/.exec(line);
+  if (!m) return null;
+  return { done: Number(m[1]), absent: Number(m[2]), failed: Number(m[3]), codes: m[4] === '.' ? '' : m[4]!, firstError: m[5] === '-' ? null : m[5]! };
+}
+
+/** The DataPlaneError for a helper that died or could not start, from what it printed on stderr. */
+export function helperError(op: string, stderr: string, what: string): DataPlaneError {
+  const detail = stderr.trim() || `${what} exited`;
+  if (/command not found|ENOENT|exec of "perl" failed|No such file/.test(detail)) {
+    return new DataPlaneError('CommandMissing', op, { detail: 'perl not found: install perl-base' });
+  }
+  if (/not permitted|permission denied|must be root/i.test(detail)) {
+    return new DataPlaneError('PermissionDenied', op, { detail: `${what}: ${detail} (lbd-agent needs CAP_NET_ADMIN)` });
+  }
+  return new DataPlaneError('Unknown', op, { detail: `${what}: ${detail}` });
+}
+
+export type Spawn = (command: string, args: readonly string[]) => ChildProcessWithoutNullStreams;
+
+/**
+ * One long-lived CTNL_SCRIPT in `write` mode, started on first use and ended (EOF on its stdin) after idleMs
+ * without a batch, or by close(). Batches run one at a time.
+ */
+export class CtnlWriter {
+  private child: ChildProcessWithoutNullStreams | null = null;
+  private exited: Promise<void> = Promise.resolve();
+  private waiting: { resolve: (r: WriteResult) => void; reject: (e: Error) => void } | null = null;
+  private stderr = '';
+  private idleTimer: NodeJS.Timeout | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly spawn: Spawn, private readonly opts: { readonly bufferBytes: number; readonly idleMs: number; readonly timeoutMs: (requests: number) => number }) {}
+
+  /** Sends the requests as one batch; resolves with its result, rejects when the helper fails or is too slow. */
+  run(requests: readonly string[]): Promise<WriteResult> {
+    const run = this.queue.then(() => this.runNow(requests));
+    this.queue = run.catch(() => {});
+    return run;
+  }
+
+  private async runNow(requests: readonly string[]): Promise<WriteResult> {
+    if (requests.length === 0) return { done: 0, absent: 0, failed: 0, codes: '', firstError: null };
+    if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = null; }
+    const child = this.child ?? this.start();
+    const timeoutMs = this.opts.timeoutMs(requests.length);
+    try {
+      return await new Promise<WriteResult>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          this.waiting = null;
+          reject(new DataPlaneError('Unknown', 'apply', { detail: `ctnetlink helper: no answer to ${requests.length} request(s) within ${timeoutMs} ms` }));
+          child.kill('SIGKILL');
+        }, timeoutMs);
+        this.waiting = {
+          resolve: (r) => { clearTimeout(timer); resolve(r); },
+          reject: (e) => { clearTimeout(timer); reject(e); },
+        };
+        child.stdin.write(`${requests.join('\n')}\n.\n`);
+      });
+    } finally {
+      this.waiting = null;
+      if (this.child) {
+        this.idleTimer = setTimeout(() => {
+          // Forgotten at once: a batch from now on starts a new helper rather than write to one that is ending.
+          const idle = this.child;
+          this.idleTimer = null;
+          this.child = null;
+          idle?.stdin.end();
+        }, this.opts.idleMs);
+        this.idleTimer.unref();
+      }
+    }
+  }
+
+  private start(): ChildProcessWithoutNullStreams {
+    const child = this.spawn('perl', ['-e', CTNL_SCRIPT, 'write', String(this.opts.bufferBytes)]);
+    this.child = child;
+    this.stderr = '';
+    this.exited = new Promise<void>((resolve) => child.once('close', () => resolve()));
+    let partial = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop() ?? '';
+      for (const line of lines) {
+        const r = parseWriteResult(line);
+        if (r) this.waiting?.resolve(r);
+      }
+    });
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { this.stderr = `${this.stderr}${d}`.slice(-2000); });
+    child.stdin.on('error', () => { /* the helper died: reported by 'close' */ });
+    child.on('error', (err) => { this.stderr += `${String(err)}\n`; });
+    child.once('close', (code, signal) => {
+      if (this.child !== child) return; // ended for being idle
+      this.child = null;
+      if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = null; }
+      this.waiting?.reject(helperError('apply', this.stderr, `ctnetlink helper exited (${signal ?? `code ${String(code)}`})`));
+    });
+    return child;
+  }
+
+  /** Ends the helper (if running) and waits for it to exit. */
+  async close(): Promise<void> {
+    if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = null; }
+    const child = this.child;
+    if (!child) return;
+    child.stdin.end();
+    const killer = setTimeout(() => child.kill('SIGKILL'), 1000);
+    await this.exited;
+    clearTimeout(killer);
+  }
+}
