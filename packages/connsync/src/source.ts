@@ -90,7 +90,7 @@ export class FlowSource {
     if (on && this.watch === undefined && !this.closed) {
       this.watch = await this.table.watch({
         onEvents: (events) => this.onEvents(events),
-        onLoss: (reason) => this.onLoss(reason),
+        onLoss: (reason, ended) => this.onLoss(reason, ended),
       });
     } else if (!on && this.watch !== undefined) {
       const w = this.watch;
@@ -162,12 +162,15 @@ export class FlowSource {
     return this.rebuilding;
   }
 
-  private onLoss(reason: string): void {
+  private onLoss(reason: string, ended: boolean): void {
+    if (ended) this.watch = undefined;
     if (this.scope.size === 0) return;
     this.lossEvents++;
     this.lastLoss = reason;
-    this.log.warn('connection sync: kernel events lost; reading the table again and resending it to every peer', { reason });
-    void this.rebuild().then(() => this.emitResnapshot(`events lost: ${reason}`));
+    this.log.warn('connection sync: kernel events lost; reading the table again and resending it to every peer', { reason, watchEnded: ended });
+    // A broken watch is started again before the table is read, so nothing falls between the two.
+    const again = ended ? this.follow(true).catch((err: unknown) => this.log.error('connection sync: cannot follow the kernel\'s events again', { error: err })) : Promise.resolve();
+    void again.then(() => this.rebuild()).then(() => this.emitResnapshot(`events lost: ${reason}`));
   }
 
   private onEvents(events: readonly FlowEvent[]): void {

@@ -167,6 +167,22 @@ describe('connection sync: sender, source and receiver', () => {
     assertMirrored(p);
   });
 
+  it('lost events make a new snapshot; a watch that broke is started again, and later flows still arrive', async () => {
+    const p = await start({ initial: [flow(1)] });
+    await until('caught up', () => p.sender.caughtUp());
+    const snapshots = p.sender.status().snapshots;
+    p.leader.flows.set(flowKey(flow(2)), flow(2)); // changed while events were lost: only a dump finds it
+    p.leader.lose('ENOBUFS');
+    await until('a new snapshot with the flow the events missed', () => p.sender.status().snapshots > snapshots && p.standby.flows.has(flowKey(flow(2))));
+    p.leader.lose('helper exited', true);
+    await until('caught up again', () => p.sender.caughtUp() && p.sender.status().snapshots > snapshots + 1);
+    p.leader.open(flow(3));
+    p.leader.open(flow(3), 'update');
+    await until('a flow opened after the watch broke', () => p.standby.flows.has(flowKey(flow(3))));
+    assertMirrored(p);
+    assert.equal(p.source.stats().lossEvents, 2);
+  });
+
   it('minAgeMs holds young flows back; one closed before it was due is never sent', async () => {
     const p = await start({ scope: new Map([[SERVICE, { group: 'g', minAgeMs: 150 }]]) });
     await until('caught up', () => p.sender.caughtUp());

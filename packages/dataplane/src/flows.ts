@@ -62,10 +62,10 @@ export interface FlowWatchHandlers {
   /** Events in kernel order, in batches as they were read. */
   onEvents(events: readonly FlowEvent[]): void;
   /**
-   * The kernel dropped events (its socket buffer overflowed) or the watch broke: what was missed is
-   * unknown, so the table must be sent whole again.
+   * The kernel dropped events (its socket buffer overflowed) or the watch broke (`ended`: no more events
+   * come; watch again): what was missed is unknown, so the table must be sent whole again.
    */
-  onLoss(reason: string): void;
+  onLoss(reason: string, ended: boolean): void;
 }
 
 export interface FlowWatch {

@@ -59,9 +59,12 @@ export class FakeFlowTable implements FlowTable {
     this.emit([this.event('destroy', flow, false)]);
   }
 
-  /** The kernel dropped events. */
-  lose(reason = 'ENOBUFS: events lost'): void {
-    for (const w of this.watchers) w.onLoss(reason);
+  /** The kernel dropped events; `ended`: the watch broke too. */
+  lose(reason = 'ENOBUFS: events lost', ended = false): void {
+    for (const w of [...this.watchers]) {
+      if (ended) this.watchers.delete(w);
+      w.onLoss(reason, ended);
+    }
   }
 
   private event(kind: FlowEvent['kind'], flow: SyncedFlow, injected: boolean): FlowEvent {
