@@ -57,6 +57,8 @@ export class ConnectionSync {
   private readonly receivers = new Map<string, SyncReceiver>();
   private readonly clients = new Map<string, ConnSyncClient>();
   private services = new Map<string, Service>();
+  /** No stream is heard before the first config: every flow would be refused as of an unknown service. */
+  private configured = false;
   private marks: ReadonlyMap<string, number> = new Map();
   private leading = new Set<string>();
   private scopeUpdate: Promise<void> = Promise.resolve();
@@ -82,6 +84,7 @@ export class ConnectionSync {
 
   setConfig(services: readonly Service[]): Promise<void> {
     this.services = new Map(services.map((s) => [serviceKey(s), s]));
+    this.configured = true;
     return this.updateScope();
   }
 
@@ -154,6 +157,11 @@ export class ConnectionSync {
             : `the client certificate names ${named.join(', ') || 'no director'}, not one of this director's peers (${[...configured].join(', ')})`;
           this.o.log.warn('connection sync: refused a stream', { details });
           call.emit('error', { code: grpc.status.PERMISSION_DENIED, details });
+          return;
+        }
+        if (!this.configured) {
+          // A director that has just started: the leader's sender retries in a moment.
+          call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'this director has no cluster config yet; try again shortly' });
           return;
         }
         const receiver = new SyncReceiver({

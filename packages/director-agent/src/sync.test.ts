@@ -154,7 +154,7 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     await waitFor('dir1 to get dir2\'s flows, the synced one included', () => a.table.flows.has(flowKey(flow(4))) && a.table.flows.has(flowKey(flow(1))));
   });
 
-  it('a client certificate from another CA, one naming a director that is not a peer, and no certificate are all refused', async () => {
+  it('a client certificate from another CA, one naming a director that is not a peer, and no certificate are all refused; a peer is asked to wait for the config', async () => {
     const [a] = members as [Member, Member];
     const pem = async (p: string): Promise<Buffer> => readFile(p);
     const other = await makeCa(join(dir, 'other'), 'other-ca');
@@ -177,6 +177,9 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     assert.match(untrusted, /^UNAVAILABLE/, untrusted);
     const notPeer = await attempt({ kind: 'tls', ca, cert: await pem(pki.certs.dir3!.certPath), key: await pem(pki.certs.dir3!.keyPath) });
     assert.equal(notPeer, 'PERMISSION_DENIED: the client certificate names dir3, not one of this director\'s peers (dir2)');
+    // The right peer, but this director has no cluster config yet: it would refuse every flow, so it asks for later.
+    const early = await attempt({ kind: 'tls', ca, cert: await pem(pki.certs.dir2!.certPath), key: await pem(pki.certs.dir2!.keyPath) });
+    assert.equal(early, 'UNAVAILABLE: this director has no cluster config yet; try again shortly');
     // Without a client certificate the TLS handshake itself fails (the server requires one).
     const plain = await new Promise<string>((resolve) => {
       const client = createConnSyncClient('127.0.0.1', a.port, { kind: 'insecure' }, 'dir1');
