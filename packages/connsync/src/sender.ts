@@ -52,7 +52,7 @@ export interface OutgoingFaults {
 }
 
 export const SENDER_DEFAULTS = {
-  windowMessages: 32, changesPerMessage: 512, maxQueuedChanges: 200_000, ackTimeoutMs: 10_000, flushMs: 2,
+  windowMessages: 32, changesPerMessage: 512, maxQueuedChanges: 200_000, ackTimeoutMs: 10_000, flushMs: 5,
 } as const;
 
 const RETRY_MIN_MS = 100;

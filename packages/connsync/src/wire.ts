@@ -94,5 +94,6 @@ function hostPortIn(h: HostPort__Output, path: string): Endpoint {
     throw new MalformedMessage(`${path}.address`, h.address, 'is not an IP address');
   }
   if (!Number.isInteger(h.port) || h.port < 1 || h.port > 65535) throw new MalformedMessage(`${path}.port`, h.port, 'is not a port from 1 to 65535');
-  return { address: canonicalAddress(h.address), port: h.port };
+  // isIP accepts only the one dotted-quad spelling of an IPv4 address; IPv6 has many (compressed or not).
+  return { address: isIP(h.address) === 4 ? h.address : canonicalAddress(h.address), port: h.port };
 }
