@@ -238,6 +238,8 @@ export class SyncSender implements SourceListener {
         this.retryMs = RETRY_MIN_MS;
         if (this.caughtUp() && this.state === 'streaming' && this.acked === this.snapshotEndSeq) {
           this.o.log.info('connection sync: peer caught up', { peer: this.o.peer, session: this.session, flows: this.counters.flowsSent });
+          // What went wrong before this stream is history now: status shows errors that still matter.
+          this.lastError = '';
         }
         this.armAckTimer();
         this.pump();

@@ -140,7 +140,9 @@ export class ConnectionSync {
   status(): SyncStatus {
     return {
       source: this.source.stats(), leading: [...this.leading].sort(),
-      senders: [...this.senders.values()].map((s) => s.status()), receivers: [...this.receivers.values()].map((r) => r.status()),
+      senders: [...this.senders.values()].map((s) => s.status()),
+      // An ended stream matters to a standby waiting for one, not to a director that leads now.
+      receivers: [...this.receivers.values()].map((r) => r.status()).filter((r) => r.state !== 'ended' || this.leading.size === 0),
     };
   }
 
