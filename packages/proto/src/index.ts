@@ -86,13 +86,16 @@ export function adminServiceDefinition(): AdminDefinition {
 
 export const PEER_PROTO_FILE = 'lbd/peer/v1/peer.proto';
 
+/** A .proto file under proto/, loaded for grpc-js with LOADER_OPTIONS; `T` is its generated type. */
+function loadProto<T>(file: string): T {
+  return grpc.loadPackageDefinition(protoLoader.loadSync(file, { ...LOADER_OPTIONS, includeDirs: [protoIncludeDir()] })) as unknown as T;
+}
+
 let peerLoaded: PeerProtoGrpcType | undefined;
 
 /** The loaded `lbd.peer.v1` package: director-to-director calls over the peer link. */
 export function peerProto(): PeerProtoGrpcType['lbd']['peer']['v1'] {
-  peerLoaded ??= grpc.loadPackageDefinition(
-    protoLoader.loadSync(PEER_PROTO_FILE, { ...LOADER_OPTIONS, includeDirs: [protoIncludeDir()] }),
-  ) as unknown as PeerProtoGrpcType;
+  peerLoaded ??= loadProto<PeerProtoGrpcType>(PEER_PROTO_FILE);
   return peerLoaded.lbd.peer.v1;
 }
 
@@ -153,9 +156,7 @@ let syncLoaded: SyncProtoGrpcType | undefined;
 
 /** The loaded connection-sync service (`lbd.peer.v1.ConnSync`). */
 export function syncProto(): SyncProtoGrpcType['lbd']['peer']['v1'] {
-  syncLoaded ??= grpc.loadPackageDefinition(
-    protoLoader.loadSync(SYNC_PROTO_FILE, { ...LOADER_OPTIONS, includeDirs: [protoIncludeDir()] }),
-  ) as unknown as SyncProtoGrpcType;
+  syncLoaded ??= loadProto<SyncProtoGrpcType>(SYNC_PROTO_FILE);
   return syncLoaded.lbd.peer.v1;
 }
 
