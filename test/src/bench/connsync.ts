@@ -4,11 +4,13 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey, type Service } from '@lbd/config';
-import { ConnectionSync, backendName, type Logger } from '@lbd/connsync';
+import { ConnectionSync, SyncReceiver, backendName, type Logger } from '@lbd/connsync';
 import { flowKey, type FlowApplyResult, type FlowChange, type FlowTable, type FlowWatch, type FlowWatchHandlers, type SyncedFlow } from '@lbd/dataplane';
 import { FakeFlowTable } from '@lbd/dataplane/testing';
 import { ConntrackFlowTable, netnsRunner } from '@lbd/dataplane-nft';
-import { AdminApi, connSyncServiceDefinition, peerServerCredentials, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity } from '@lbd/proto';
+import {
+  AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
+} from '@lbd/proto';
 import {
   Topology, freePort, makeClusterPki, namespacePids, privilegeProblem, removeOrphans, runCommand, runPrefix, spawnTestClient, startHaLab, waitFor,
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
@@ -34,6 +36,12 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } fr
  *    c. A diagnostic, labelled as such: (b) with the standby's FlowTable.watch stubbed out, because the
  *       standby's own conntrack -E sees every injected entry come back as an event, and each overflow of
  *       its socket (ENOBUFS) makes its FlowSource dump the whole table: (b) minus (c) is what that costs.
+ *    d. The standby's receive-and-inject path alone (reported next to 2, whose lag it isolates): a
+ *       SyncReceiver over a ConntrackFlowTable in a fresh namespace, fed in this process as a sender would
+ *       (hello, an empty snapshot, then every 5 ms a `changes` message of 25 new fullnat tcp flows, 5 000/s,
+ *       for 10 s; each message through the real protobuf serializer and back), no gRPC, no wrk, no lab. Lag
+ *       is from the moment each message was due in that pace to its (cumulative) ack; CPU is this process's
+ *       (process.cpuUsage) and that of the conntrack runs it waited for (/proc/self/stat cutime + cstime).
  * 2. Incremental lag: the HA lab (startHaLab: two directors running lbd-agent with mutual TLS, three etcd
  *    members, three real servers running nginx), wrk in the client namespace opening a new connection per
  *    request (`Connection: close`) at about 5 000/s for a bounded time (paced by a Lua `delay`, calibrated
@@ -80,13 +88,15 @@ const LAG_SAMPLE_MS = 500;
 interface Settings {
   readonly bulk: number;
   readonly loadSec: number;
+  /** How long the standby path alone (1d) is fed. */
+  readonly standbySec: number;
   readonly count: number;
 }
 
 function settingsFor(opts: ConnsyncBenchOptions): Settings {
   const count = opts.count ?? (opts.quick ? 1 : DEFAULT_COUNT);
   if (!Number.isInteger(count) || count < 1 || count > MAX_COUNT) throw new Error(`--count must be 1..${MAX_COUNT}`);
-  return opts.quick ? { bulk: 10_000, loadSec: 4, count } : { bulk: 100_000, loadSec: 15, count };
+  return opts.quick ? { bulk: 10_000, loadSec: 4, standbySec: 2, count } : { bulk: 100_000, loadSec: 15, standbySec: 10, count };
 }
 
 let loadAtStart = '';
@@ -112,12 +122,14 @@ export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number>
   try {
     scope.tmp = await mkdtemp(join(tmpdir(), 'lbd-bench-connsync-'));
     const bulk = await benchBulk(scope, prefix, s);
+    // Before the lab exists: nothing else runs on the machine meanwhile.
+    const standbyPath = await benchStandbyPath(scope, prefix, s);
     const lab = await startLab(scope, prefix);
     // Drills first, on a fresh lab: the load leaves tens of thousands of entries (and, see the report, can
     // cost failovers of its own), which would weigh on every drill after it.
     const drills = await benchDrills(lab, s);
     const load = await benchLoad(lab, scope.tmp, s);
-    report(s, bulk, load, drills, opts.quick);
+    report(s, bulk, standbyPath, load, drills, opts.quick);
     out(`\ntotal time ${((performance.now() - started) / 1000).toFixed(0)} s`);
     return 0;
   } finally {
@@ -365,6 +377,157 @@ async function wholePath(ctx: WholePathContext, host: string, watched: boolean):
     // The bulk namespaces go at once: their entries would only weigh on the lab's kernel.
     await t.destroy();
     ctx.scope.topology = undefined;
+  }
+}
+
+// ---- 1d. the standby's receive-and-inject path alone ------------------------------------------------
+
+const STANDBY_PATH = {
+  /** A `changes` message every this many ms, of this many new flows: 5 000 flows/s. */
+  periodMs: 5, perMessage: 25,
+  /** The receiver's context: every flow's service is in group 'g', with this mark; this director leads nothing. */
+  group: 'g', mark: (1 << 16) | 1, service: `${VIP}:80/tcp`,
+  /** As the real sender: at most this many messages unacknowledged (SENDER_DEFAULTS.windowMessages). */
+  window: 32,
+  /** How long the tail may take to be acknowledged once the feed stops. */
+  drainMs: 30_000,
+} as const;
+
+interface StandbyPathResult {
+  readonly messages: number;
+  readonly fed: number;
+  /** From the first `changes` message due to the last one sent. */
+  readonly feedMs: number;
+  /** From the first `changes` message due to the last ack. */
+  readonly runMs: number;
+  readonly lagP50Ms: number;
+  readonly lagP99Ms: number;
+  readonly lagMaxMs: number;
+  /** Messages sent more than one period after they were due (a late timer, or the window full). */
+  readonly late: number;
+  readonly windowFull: number;
+  /** Messages the receiver acknowledged (of `messages`); all of them unless it refused the stream or the drain timed out. */
+  readonly acked: number;
+  readonly nodeCores: number;
+  readonly conntrackCores: number;
+  readonly kernelCount: number;
+  readonly inserted: number;
+  readonly failed: number;
+  readonly problem: string;
+}
+
+/** Flow i of the standby-path feed: distinct fullnat tcp flows in 198.18.0.0/15, unique reply tuples too. */
+function standbyPathChange(i: number): Change {
+  const a = i >> 12;
+  return {
+    upsert: {
+      id: { protocol: 'tcp', client: { address: `198.18.${16 + (a >> 8)}.${a & 255}`, port: 10_000 + (i & 0xfff) }, vip: { address: VIP, port: 80 } },
+      realServer: { address: RS_HOSTS[i % RS_HOSTS.length]!, port: 8080 },
+      // (real server, local address) is i mod 12, so (real server, local address, port) is unique.
+      localAddress: { address: LOCAL_ADDRESSES[i % LOCAL_ADDRESSES.length]!, port: 1024 + Math.floor(i / 12) },
+      state: 'ESTABLISHED', timeoutSec: 3600, service: STANDBY_PATH.service,
+    },
+  };
+}
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+}
+
+async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings): Promise<StandbyPathResult> {
+  const P = STANDBY_PATH;
+  const t = (scope.topology = new Topology(prefix));
+  const messages = Math.round((s.standbySec * 1000) / P.periodMs);
+  log(`standby path alone: SyncReceiver -> conntrack in ${t.ns('recv')}, ${formatNumber((P.perMessage * 1000) / P.periodMs)} flows/s `
+    + `(${P.perMessage} every ${P.periodMs} ms) for ${s.standbySec} s, no gRPC, no wrk, no lab`);
+  await t.addHost('recv');
+  const flowTable = new ConntrackFlowTable({ runner: netnsRunner(t.ns('recv')), tmpDir: scope.tmp! });
+  try {
+    await flowTable.prepare();
+    const def = connSyncServiceDefinition().Stream;
+    const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    let acked = 0;
+    let problem = '';
+    const dueAt = new Map<number, number>();
+    const lags: number[] = [];
+    let lastAckAt = 0;
+    const receiver = new SyncReceiver(
+      { table: flowTable, log: quiet, markOf: () => P.mark, groupOf: () => P.group, leads: () => false },
+      {
+        write: (reply) => {
+          if (reply.resync) problem ||= `the receiver asked for a resync: ${reply.resync.reason ?? ''}`;
+          if (!reply.ack) return;
+          const seq = Number(reply.ack.seq);
+          const now = performance.now();
+          // Acks are cumulative: one covers every message up to its seq.
+          for (let q = acked + 1; q <= seq; q++) {
+            const due = dueAt.get(q);
+            if (due !== undefined) lags.push(now - due);
+          }
+          acked = Math.max(acked, seq);
+          lastAckAt = now;
+        },
+        fail: (code, details) => { problem ||= `the receiver refused the stream (${code}): ${details}`; },
+      },
+      new Set(['dir1']),
+    );
+    // As on the wire: each message encoded and decoded by the real protobuf serializers.
+    const send = (m: SyncMessage): void => receiver.onMessage(def.requestDeserialize(def.requestSerialize(m)));
+    let seq = 0;
+    send({ seq: ++seq, hello: { from: 'dir1', session: 'bench', groups: [P.group] } });
+    send({ seq: ++seq, snapshotBegin: { groups: [P.group], flows: 0, reason: 'bench' } });
+    send({ seq: ++seq, snapshotEnd: {} });
+    await waitFor('the receiver acknowledging the empty snapshot', 10_000, async () => acked >= seq || problem !== '', 2);
+    if (problem !== '') throw new Error(`standby path alone: ${problem}`);
+    const first = seq + 1;
+
+    const cpu0 = process.cpuUsage();
+    const children0 = await childCpuSec();
+    const t0 = performance.now();
+    let sent = 0;
+    let fed = 0;
+    let late = 0;
+    let windowFull = 0;
+    // Paced by the clock, not by a timer's count: every message due by now goes out (a late timer sends
+    // two), unless the sender's window is full, as the real sender would hold them.
+    while (sent < messages && problem === '') {
+      const due = Math.min(messages, Math.floor((performance.now() - t0) / P.periodMs) + 1);
+      let held = false;
+      while (sent < due) {
+        if (seq - acked >= P.window) { held = true; break; }
+        const changes: Change[] = [];
+        for (let k = 0; k < P.perMessage; k++) changes.push(standbyPathChange(fed++));
+        const dueMs = t0 + sent * P.periodMs;
+        if (performance.now() - dueMs > P.periodMs) late++;
+        dueAt.set(++seq, dueMs);
+        send({ seq, changes: { changes, queuedMs: 0 } });
+        sent++;
+      }
+      if (held) windowFull++;
+      await sleep(held ? 1 : Math.max(0, t0 + sent * P.periodMs - performance.now()));
+    }
+    const feedMs = performance.now() - t0;
+    await waitFor(`the receiver acknowledging message ${seq}`, P.drainMs, async () => acked >= seq || problem !== '', 2)
+      .catch((e: Error) => { problem ||= e.message; });
+    const runMs = (acked >= seq ? lastAckAt : performance.now()) - t0;
+    const cpu = process.cpuUsage(cpu0);
+    const conntrackSec = (await childCpuSec()) - children0;
+    const st = receiver.status();
+    const kernelCount = await conntrackCount(t, 'recv');
+    lags.sort((a, b) => a - b);
+    const r: StandbyPathResult = {
+      messages: sent, fed, feedMs, runMs, lagP50Ms: percentile(lags, 0.5), lagP99Ms: percentile(lags, 0.99), lagMaxMs: lags.at(-1) ?? Number.NaN,
+      late, windowFull, acked: Math.max(0, acked - first + 1), nodeCores: (cpu.user + cpu.system) / 1000 / runMs, conntrackCores: (conntrackSec * 1000) / runMs,
+      kernelCount, inserted: st.inserted, failed: st.failed, problem: problem || st.lastError,
+    };
+    log(`standby path alone: ${count(r.fed)} flows in ${formatMs(r.feedMs)} (${formatNumber(r.fed / (r.feedMs / 1000))}/s), ack lag p50 ${formatMs(r.lagP50Ms)} `
+      + `p99 ${formatMs(r.lagP99Ms)} max ${formatMs(r.lagMaxMs)}; CPU ${r.nodeCores.toFixed(2)} cores Node + ${r.conntrackCores.toFixed(2)} conntrack; `
+      + `conntrack -C ${r.kernelCount}${r.problem ? `; ${r.problem}` : ''}`);
+    return r;
+  } finally {
+    await flowTable.dispose();
+    await t.destroy();
+    scope.topology = undefined;
   }
 }
 
@@ -810,7 +973,7 @@ async function kernelFlows(t: Topology, host: string): Promise<Map<string, Kerne
 
 // ---- report -----------------------------------------------------------------------------------------
 
-function report(s: Settings, bulk: BulkResult, load: LoadResult, drills: DrillsResult, quick: boolean): void {
+function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: LoadResult, drills: DrillsResult, quick: boolean): void {
   out(`lbd connection-sync benchmark${quick ? ' (--quick smoke run: small sizes, one drill each; the targets apply to the full run)' : ''}`);
   out(`${cpus().length} CPUs shared by everything (directors, etcd, real servers, client, this process), kernel ${release()}; `
     + `load average at the start ${loadAtStart} (anything above 0 is other work on the machine)`);
@@ -868,6 +1031,22 @@ function report(s: Settings, bulk: BulkResult, load: LoadResult, drills: DrillsR
       + `sender snapshots ${r.snapshots}, resyncs ${r.resyncs}, max queued ${count(r.maxQueued)}, sender state at the end ${r.toState}` : ''}`);
   }
   out(`conntrack entries after the sync-on load: dir1 ${formatNumber(load.conntrackAfter.dir1)}, dir2 ${formatNumber(load.conntrackAfter.dir2)}`);
+  const spRate = sp.fed / (sp.feedMs / 1000);
+  out(`\nthe lab's lag (above) next to the standby path alone (no wrk, no lab: section 1d, run before the lab existed, ${s.standbySec} s)`);
+  out(table(['incremental lag', 'flows/s', 'lag p50', 'lag p99', 'lag max', 'CPU (cores)', 'in the kernel'], [
+    ['lab, sync on: kernel event on the leader -> standby ack', formatNumber(w.wrk.requestsPerSec), formatMs(w.lagP50Ms), formatMs(w.lagP99Ms),
+      `${formatMs(w.worstP99Ms)} (worst p99)`, `${w.cpu[other(w.leader)].cores.toFixed(2)} (standby's namespace)`, `${count(w.injected)} injected`],
+    ['standby path alone (no wrk, no lab): message due -> ack', formatNumber(spRate), formatMs(sp.lagP50Ms), formatMs(sp.lagP99Ms), formatMs(sp.lagMaxMs),
+      `${sp.nodeCores.toFixed(2)} Node + ${sp.conntrackCores.toFixed(2)} conntrack`, `${count(sp.kernelCount)} of ${count(sp.fed)} fed`],
+  ]));
+  out(`standby path alone: SyncReceiver -> ConntrackFlowTable (conntrack -R) in a fresh namespace, fed in this process as a sender would: a \`changes\` message of `
+    + `${STANDBY_PATH.perMessage} new fullnat tcp flows every ${STANDBY_PATH.periodMs} ms, each through the protobuf serializer and back, at most ${STANDBY_PATH.window} unacknowledged; `
+    + `no gRPC, no TLS, no event watch on the standby's own table, nothing else running. Lag is from when each message was due in the pace to its ack `
+    + `(${count(sp.acked)} of ${count(sp.messages)} messages acknowledged; ${sp.late} sent more than ${STANDBY_PATH.periodMs} ms late, window full ${sp.windowFull} time(s)); `
+    + `CPU over ${formatMs(sp.runMs)}: this process (process.cpuUsage) and the conntrack runs it waited for; inserted ${count(sp.inserted)}, failed ${sp.failed}`
+    + `${sp.problem ? `; problem: ${sp.problem}` : ''}`);
+  out('the lab runs everything (wrk, nginx, etcd, both agents) on the same 2 CPUs, and its lag also holds the leader\'s side (kernel event, gathering, gRPC + TLS) '
+    + 'and the standby\'s own event watch; the path alone is what the standby\'s receive-and-inject costs with the CPUs to itself');
 
   out(`\n== 3. drills: ${STREAMS} tcp streams + ${UDP_FLOWS} udp flows through round-robin fullnat vips, ${s.count} of each`);
   const drillRows: string[][] = [];
@@ -905,6 +1084,11 @@ function report(s: Settings, bulk: BulkResult, load: LoadResult, drills: DrillsR
     ['incremental lag p50', formatMs(w.lagP50Ms), '-', 'n/a'],
     ['incremental lag p99 (at the end of the load)', formatMs(w.lagP99Ms), `<= ${TARGETS.lagP99Ms} ms`, passMiss(w.lagP99Ms <= TARGETS.lagP99Ms)],
     ['incremental lag p99 (worst sample during the load)', formatMs(w.worstP99Ms), `<= ${TARGETS.lagP99Ms} ms`, passMiss(w.worstP99Ms <= TARGETS.lagP99Ms)],
+    ['standby path alone (no wrk, no lab): flows/s fed', formatNumber(spRate), `${formatNumber(TARGETS.rate)}`, passMiss(spRate >= 0.95 * TARGETS.rate)],
+    ['standby path alone (no wrk, no lab): ack lag p50', formatMs(sp.lagP50Ms), '-', 'n/a'],
+    ['standby path alone (no wrk, no lab): ack lag p99', formatMs(sp.lagP99Ms), `<= ${TARGETS.lagP99Ms} ms`,
+      passMiss(sp.problem === '' && sp.acked === sp.messages && sp.lagP99Ms <= TARGETS.lagP99Ms)],
+    ['standby path alone (no wrk, no lab): conntrack -C = flows fed', `${count(sp.kernelCount)} / ${count(sp.fed)}`, '=', passMiss(sp.kernelCount === sp.fed)],
     ['CPU sync costs, both directors (cores)', `${cost >= 0 ? '+' : ''}${cost.toFixed(2)}`, '-', 'n/a'],
     ['leader changes caused by the load, sync on / off', `${w.leaderChanges} / ${wo.leaderChanges}`, '0', passMiss(w.leaderChanges === 0 && wo.leaderChanges === 0)],
     ['vip group transitions logged during the load, sync on / off', `${w.transitions} / ${wo.transitions}`, '0', passMiss(w.transitions === 0 && wo.transitions === 0)],
