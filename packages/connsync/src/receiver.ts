@@ -1,4 +1,4 @@
-import { flowKey, type FlowChange, type FlowTable } from '@lbd/dataplane';
+import { flowKey, type FlowChange, type FlowTable, type SyncedFlow } from '@lbd/dataplane';
 import type { SyncMessage__Output, SyncReply } from '@lbd/proto';
 import type { Logger } from './log.js';
 import { serviceKeyOfFlow } from './source.js';
@@ -65,7 +65,12 @@ export class SyncReceiver {
   private readonly buffer: SyncMessage__Output[] = [];
   private working = false;
   private lastApplyAt = -Infinity;
-  private snapshot: { groups: Set<string>; keys: Set<string> } | null = null;
+  /**
+   * The snapshot being received: its groups, the flows it named, and what this director held of those
+   * groups when it began (read then, not at the end: a standby starting empty, after a reboot, reads
+   * nothing, where a read at the end would list the whole snapshot back).
+   */
+  private snapshot: { groups: Set<string>; keys: Set<string>; before: Map<string, SyncedFlow> } | null = null;
   private readonly caught = new Map<string, number>();
   private counts = { received: 0, inserted: 0, replaced: 0, refreshed: 0, removed: 0, failed: 0, skipped: 0, resyncs: 0 };
   private lastError = '';
@@ -125,11 +130,11 @@ export class SyncReceiver {
         if (since < MIN_APPLY_GAP_MS) await new Promise((r) => setTimeout(r, MIN_APPLY_GAP_MS - since));
         const batch: FlowChange[] = [];
         let lastSeq = 0;
-        // Take messages up to (not past) a snapshot end, so the end sees every change before it applied.
+        // Take messages up to (not past) a snapshot's begin or end: each sees every change before it applied.
         while (this.buffer.length > 0 && batch.length < MAX_CHANGES_PER_APPLY) {
           const m = this.buffer[0]!;
           const seq = Number(m.seq);
-          if (m.snapshotEnd && batch.length > 0 && this.accepts(m, seq)) break;
+          if ((m.snapshotEnd || m.snapshotBegin) && batch.length > 0 && this.accepts(m, seq)) break;
           this.buffer.shift();
           lastSeq = seq;
           if (!this.accepts(m, seq)) {
@@ -139,6 +144,7 @@ export class SyncReceiver {
           this.expected = seq + 1;
           this.counts.received++;
           if (!this.take(m, batch)) return;
+          if (m.snapshotBegin) await this.readBefore();
           if (m.snapshotEnd) {
             await this.finishSnapshot();
             break;
@@ -188,7 +194,7 @@ export class SyncReceiver {
     if (this.peer === '') return this.fail('invalid', 'the first message must be a hello');
     if (m.snapshotBegin) {
       const groups = new Set(m.snapshotBegin.groups);
-      this.snapshot = { groups, keys: new Set() };
+      this.snapshot = { groups, keys: new Set(), before: new Map() };
       for (const g of groups) this.caught.delete(g);
       this.state = 'snapshot';
       this.ctx.log.info('connection sync: snapshot from peer started', { peer: this.peer, groups: [...groups], flows: Number(m.snapshotBegin.flows), reason: m.snapshotBegin.reason });
@@ -244,22 +250,28 @@ export class SyncReceiver {
     }
   }
 
-  /** Removes what this director holds for the snapshot's groups that the snapshot did not name. */
+  /** What this director holds of the starting snapshot's groups: the candidates for removal at its end. */
+  private async readBefore(): Promise<void> {
+    const snap = this.snapshot;
+    if (snap === null) return;
+    try {
+      for (const f of await this.ctx.table.dump()) {
+        const g = this.ctx.groupOf(serviceKeyOfFlow(f));
+        if (g !== null && snap.groups.has(g) && !this.ctx.leads(g)) snap.before.set(flowKey(f), f);
+      }
+    } catch (err) {
+      this.lastError = `reading the connection table before a snapshot: ${err instanceof Error ? err.message : String(err)}`;
+    }
+  }
+
+  /** Removes what this director held of the snapshot's groups that the snapshot did not name. */
   private async finishSnapshot(): Promise<void> {
     const snap = this.snapshot;
     this.snapshot = null;
     this.state = 'streaming';
     if (snap === null) return;
-    let stale: FlowChange[] = [];
-    try {
-      const flows = await this.ctx.table.dump();
-      stale = flows.filter((f) => {
-        const g = this.ctx.groupOf(serviceKeyOfFlow(f));
-        return g !== null && snap.groups.has(g) && !this.ctx.leads(g) && !snap.keys.has(flowKey(f));
-      }).map((f) => ({ op: 'remove', flow: f }));
-    } catch (err) {
-      this.lastError = `reading the connection table after a snapshot: ${err instanceof Error ? err.message : String(err)}`;
-    }
+    const stale: FlowChange[] = [];
+    for (const [key, f] of snap.before) if (!snap.keys.has(key)) stale.push({ op: 'remove', flow: f });
     if (stale.length > 0) await this.apply(stale);
     const now = Date.now();
     for (const g of snap.groups) this.caught.set(g, now);
