@@ -154,6 +154,25 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     await waitFor('dir1 to get dir2\'s flows, the synced one included', () => a.table.flows.has(flowKey(flow(4))) && a.table.flows.has(flowKey(flow(1))));
   });
 
+  it('an unreadable TLS file stops the start, naming the field and the file', async () => {
+    const configPath = join(dir, `bad-tls-${run}.yaml`);
+    const missing = join(dir, 'no-such-ca.pem');
+    await writeFile(configPath, `agent:
+  cluster:
+    director: dir3
+    etcd: [${etcd.endpoints[0]}]
+    prefix: /lbd-sync-test-bad-${run}
+    peerListen: 127.0.0.1:${await freePort()}
+    peers: []
+    interfaces: { vip: eth0, local: eth1 }
+    tls: { ca: ${missing}, cert: ${pki.certs.dir3!.certPath}, key: ${pki.certs.dir3!.keyPath} }
+`);
+    await assert.rejects(
+      Agent.start({ configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: new FakeAddressOwner(), flowTable: new FakeFlowTable(), log: silentLogger }),
+      { message: `agent.cluster.tls.ca: cannot read ${missing} (ENOENT); give a readable PEM file` },
+    );
+  });
+
   it('a client certificate from another CA, one naming a director that is not a peer, and no certificate are all refused; a peer is asked to wait for the config', async () => {
     const [a] = members as [Member, Member];
     const pem = async (p: string): Promise<Buffer> => readFile(p);
