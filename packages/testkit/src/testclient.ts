@@ -255,9 +255,16 @@ export async function runUdp(cmd: UdpCommand): Promise<UdpResult> {
   const type = cmd.target.family === 6 ? 'udp6' : 'udp4';
   // With --source-port every datagram is the same flow; otherwise each comes from a fresh socket (port).
   const shared = cmd.sourcePort === undefined ? undefined : await openUdp(type, cmd.sourcePort);
+  // Fresh sockets stay open (up to a bound) until the run ends: a closed one's port can be handed to the
+  // next request, whose datagram would then be the earlier flow to conntrack, not a new one.
+  const open: UdpSock[] = [];
   try {
     for (let i = 0; i < cmd.count; i++) {
       const sock = shared ?? (await openUdp(type, 0));
+      if (!shared) {
+        open.push(sock);
+        if (open.length > MAX_OPEN_UDP_SOCKETS) open.shift()!.close();
+      }
       try {
         const reply = await udpExchange(sock, cmd.target, `lbd-testclient ${process.pid} ${i}`, cmd.timeoutMs);
         const a = parseAnswer(reply);
@@ -268,17 +275,18 @@ export async function runUdp(cmd: UdpCommand): Promise<UdpResult> {
       } catch (e) {
         failed++;
         bump(errors, errorKind(e));
-      } finally {
-        if (!shared) sock.close();
       }
     }
   } finally {
     shared?.close();
+    for (const sock of open) sock.close();
   }
   return { ok, failed, servers, peers, errors };
 }
 
 type UdpSock = ReturnType<typeof createSocket>;
+/** Fresh-port sockets a udp run keeps open at once. */
+const MAX_OPEN_UDP_SOCKETS = 1024;
 
 function openUdp(type: 'udp4' | 'udp6', port: number): Promise<UdpSock> {
   return new Promise((resolve, reject) => {
