@@ -101,7 +101,7 @@ describe('connection sync: sender, source and receiver', () => {
   it('a snapshot of the flows already there, then new, changed and closed flows, each with the standby\'s own mark', async () => {
     // Flows that existed before sync started come from the kernel (the source's dump), no event needed.
     const p = await start({ initial: [0, 1, 2, 3, 4].map((i) => flow(i)) });
-    await until('caught up', () => p.sender.caughtUp());
+    await until('caught up', () => p.sender.drained());
     assertMirrored(p);
     p.leader.open(flow(10, { state: 'SYN_SENT' }));
     p.leader.open(flow(11, { protocol: 'udp', vip: { address: '198.18.0.10', port: 53 }, state: 'UNREPLIED', localAddress: null, realServer: { address: '198.19.1.11', port: 8080 } }));
@@ -134,7 +134,7 @@ describe('connection sync: sender, source and receiver', () => {
       if (i % 7 === 0 && i > 0) p.leader.close(flow(i - 1));
       if (i % 10 === 0) await new Promise((r) => setTimeout(r, 5));
     }
-    await until('resynced and caught up', () => p.sender.status().resyncs >= 2 && p.sender.caughtUp(), 8000);
+    await until('resynced and caught up', () => p.sender.status().resyncs >= 2 && p.sender.drained(), 8000);
     assertMirrored(p);
     assert.ok(p.receivers[0]!.status().resyncs >= 2);
   });
@@ -142,13 +142,13 @@ describe('connection sync: sender, source and receiver', () => {
   it('a message lost at the tail (nothing after it shows the gap) is found by the ack timeout', async () => {
     let drop = false;
     const p = await start({ sender: { faults: { fate: (m) => (drop && m.changes ? 'drop' : 'send') }, ackTimeoutMs: 200 } });
-    await until('caught up', () => p.sender.caughtUp());
+    await until('caught up', () => p.sender.drained());
     drop = true;
     p.leader.open(flow(1));
     p.leader.open(flow(1), 'update');
     await new Promise((r) => setTimeout(r, 20));
     drop = false;
-    await until('a new stream and a snapshot', () => p.receivers.length === 2 && p.sender.caughtUp(), 3000);
+    await until('a new stream and a snapshot', () => p.receivers.length === 2 && p.sender.drained(), 3000);
     assertMirrored(p);
   });
 
@@ -156,26 +156,26 @@ describe('connection sync: sender, source and receiver', () => {
     // The standby applies nothing for a while: acks stop, the window fills, the queue overflows.
     let stall = true;
     const p = await start({ sender: { windowMessages: 2, changesPerMessage: 10, maxQueuedChanges: 100, ackTimeoutMs: 5000 } });
-    await until('caught up', () => p.sender.caughtUp());
+    await until('caught up', () => p.sender.drained());
     const apply = p.standby.apply.bind(p.standby);
     p.standby.apply = async (c) => { while (stall) await new Promise((r) => setTimeout(r, 5)); return apply(c); };
     for (let i = 0; i < 500; i++) { p.leader.open(flow(i)); p.leader.open(flow(i), 'update'); }
     assert.ok(p.sender.status().queued <= 100, `queue ${p.sender.status().queued} stays within its bound`);
     assert.ok(p.sender.status().overflows >= 1);
     stall = false;
-    await until('caught up after the overflow', () => p.sender.caughtUp(), 5000);
+    await until('caught up after the overflow', () => p.sender.drained(), 5000);
     assertMirrored(p);
   });
 
   it('lost events make a new snapshot; a watch that broke is started again, and later flows still arrive', async () => {
     const p = await start({ initial: [flow(1)] });
-    await until('caught up', () => p.sender.caughtUp());
+    await until('caught up', () => p.sender.drained());
     const snapshots = p.sender.status().snapshots;
     p.leader.flows.set(flowKey(flow(2)), flow(2)); // changed while events were lost: only a dump finds it
     p.leader.lose('ENOBUFS');
     await until('a new snapshot with the flow the events missed', () => p.sender.status().snapshots > snapshots && p.standby.flows.has(flowKey(flow(2))));
     p.leader.lose('helper exited', true);
-    await until('caught up again', () => p.sender.caughtUp() && p.sender.status().snapshots > snapshots + 1);
+    await until('caught up again', () => p.sender.drained() && p.sender.status().snapshots > snapshots + 1);
     p.leader.open(flow(3));
     p.leader.open(flow(3), 'update');
     await until('a flow opened after the watch broke', () => p.standby.flows.has(flowKey(flow(3))));
@@ -185,7 +185,7 @@ describe('connection sync: sender, source and receiver', () => {
 
   it('minAgeMs holds young flows back; one closed before it was due is never sent', async () => {
     const p = await start({ scope: new Map([[SERVICE, { group: 'g', minAgeMs: 150 }]]) });
-    await until('caught up', () => p.sender.caughtUp());
+    await until('caught up', () => p.sender.drained());
     p.leader.open(flow(1, { state: 'SYN_SENT' }));
     p.leader.open(flow(1), 'update');
     p.leader.open(flow(2, { state: 'SYN_SENT' }));
@@ -213,7 +213,7 @@ describe('connection sync: sender, source and receiver', () => {
     p.standby.flows.set(flowKey(flow(99)), { ...flow(99), mark: standbyMark(flow(99).realServer) });
     p.leader.open(flow(1));
     p.leader.open(flow(1), 'update');
-    await until('caught up', () => p.sender.caughtUp() && !p.standby.flows.has(flowKey(flow(99))));
+    await until('caught up', () => p.sender.drained() && !p.standby.flows.has(flowKey(flow(99))));
     assertMirrored(p);
   });
 
@@ -233,7 +233,7 @@ describe('connection sync: sender, source and receiver', () => {
     const r = new SyncReceiver({ table: standby, log: quiet, markOf: () => 0x10001, groupOf: () => 'g', leads: () => false }, {
       write: () => undefined, fail: (_c, d) => { refused.push(d); },
     }, new Set(['dir1']));
-    const good = { upsert: { id: { protocol: 'tcp', client: { address: '198.18.5.1', port: 1000 }, vip: { address: '198.18.0.10', port: 80 } }, realServer: { address: '198.19.1.11', port: 8080 }, state: 'ESTABLISHED', timeoutSec: 300, service: SERVICE } };
+    const good = { upsert: { id: { protocol: 'tcp', client: { address: '198.18.5.1', port: 1000 }, vip: { address: '198.18.0.10', port: 80 } }, realServer: { address: '198.19.1.11', port: 8080 }, state: 'ESTABLISHED', timeoutSec: 300 } };
     const bad = { upsert: { ...good.upsert, realServer: { address: '198.19.1.11; rm -rf /', port: 8080 } } };
     for (const m of [{ seq: 1, hello: { from: 'dir1', session: 's', groups: ['g'] } }, { seq: 2, changes: { changes: [good, bad] } }] as SyncMessage[]) r.onMessage(roundTripMessage(m));
     await until('refused', () => refused.length > 0);
