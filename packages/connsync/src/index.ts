@@ -6,6 +6,6 @@
 export { ConnectionSync, backendName, type ConnectionSyncOptions, type SyncPeer, type SyncStatus } from './sync.js';
 export { SyncSender, SENDER_DEFAULTS, type Dial, type SenderLink, type SenderLinkHandlers, type SenderStatus, type OutgoingFaults } from './sender.js';
 export { SyncReceiver, type ReceiverStatus, type ReceiverContext, type ReceiverLink } from './receiver.js';
-export { FlowSource, serviceKeyOfFlow, copiable, type SyncScope, type FlowSourceStats } from './source.js';
-export { MalformedMessage, fromWireChange, toWireChange, type WireChange, type WireFlow } from './wire.js';
+export { FlowSource, serviceKeyOfFlow, copiable, type CopiedFlow, type SyncScope, type FlowSourceStats } from './source.js';
+export { MalformedMessage, fromWireChange, toWireChange, type WireChange } from './wire.js';
 export type { Logger } from './log.js';

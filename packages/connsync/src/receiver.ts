@@ -209,8 +209,8 @@ export class SyncReceiver {
         throw err;
       }
       for (const w of wire) {
-        const service = w.op === 'upsert' ? w.service : serviceKeyOfFlow(w.flow);
-        const group = this.ctx.groupOf(service) ?? this.ctx.groupOf(serviceKeyOfFlow(w.flow));
+        const service = serviceKeyOfFlow(w.flow);
+        const group = this.ctx.groupOf(service);
         if (group === null) { this.counts.failed++; continue; }
         if (this.ctx.leads(group)) { this.counts.skipped++; continue; }
         if (w.op === 'remove') {

@@ -276,7 +276,7 @@ export class SyncSender implements SourceListener {
         const reason = this.needSnapshot;
         this.needSnapshot = null;
         const flows = this.o.source.snapshot();
-        this.snapshotRest = flows.map((f) => ({ op: 'upsert', flow: f.flow, service: f.service }));
+        this.snapshotRest = flows.map((f) => ({ op: 'upsert', flow: f.flow }));
         this.counters.snapshots++;
         this.lastSnapshotReason = reason;
         this.state = 'snapshot';
@@ -288,7 +288,7 @@ export class SyncSender implements SourceListener {
         if (this.snapshotRest.length > 0) {
           const part = this.snapshotRest.splice(0, this.o.changesPerMessage);
           this.counters.flowsSent += part.length;
-          this.send({ changes: { changes: part.map(toWireChange), queuedMs: 0 } }, null);
+          this.send({ changes: { changes: part.map(toWireChange) } }, null);
           continue;
         }
         this.snapshotRest = null;
@@ -306,7 +306,7 @@ export class SyncSender implements SourceListener {
       }
       const oldest = Math.min(...part.map((c) => c.seenAtMs));
       this.counters.flowsSent += part.length;
-      this.send({ changes: { changes: part.map((c) => toWireChange(c.change)), queuedMs: Math.max(0, Math.round(performance.now() - oldest)) } }, oldest);
+      this.send({ changes: { changes: part.map((c) => toWireChange(c.change)) } }, oldest);
     }
   }
 

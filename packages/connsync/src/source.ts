@@ -1,6 +1,6 @@
 import { flowKey, sameBinding, type FlowEvent, type FlowTable, type FlowWatch, type SyncedFlow } from '@lbd/dataplane';
 import type { Logger } from './log.js';
-import type { WireChange, WireFlow } from './wire.js';
+import type { WireChange } from './wire.js';
 
 /**
  * The leader's side of connection sync before any peer: which of the kernel's flows are to be copied,
@@ -15,6 +15,12 @@ import type { WireChange, WireFlow } from './wire.js';
 
 /** What this director copies now: the services of the groups it leads whose sync is enabled, by key. */
 export type SyncScope = ReadonlyMap<string, { readonly group: string; readonly minAgeMs: number }>;
+
+/** A flow being copied, with its service's key (kept: it decides which flows a scope change drops). */
+export interface CopiedFlow {
+  readonly flow: SyncedFlow;
+  readonly service: string;
+}
 
 export interface SourceChange {
   readonly change: WireChange;
@@ -51,7 +57,7 @@ export interface FlowSourceStats {
 
 export class FlowSource {
   /** Flows being copied, by flowKey. */
-  private readonly copied = new Map<string, WireFlow>();
+  private readonly copied = new Map<string, CopiedFlow>();
   /** Flows held back by minAgeMs: key → when the flow was first seen, its latest form, and when it is due. */
   private readonly held = new Map<string, { flow: SyncedFlow; service: string; dueAt: number; seenAt: number }>();
   /** When each flow of a service with minAgeMs was first seen (its `new` event). */
@@ -105,7 +111,7 @@ export class FlowSource {
   }
 
   /** The flows to copy now, for a snapshot. */
-  snapshot(): WireFlow[] {
+  snapshot(): CopiedFlow[] {
     return [...this.copied.values()];
   }
 
@@ -196,7 +202,7 @@ export class FlowSource {
       if (had !== undefined) {
         if (!sameBinding(had.flow, f)) {
           this.copied.set(key, { flow: f, service });
-          out.push({ change: { op: 'upsert', flow: f, service }, seenAtMs: e.seenAtMs });
+          out.push({ change: { op: 'upsert', flow: f }, seenAtMs: e.seenAtMs });
         }
         continue;
       }
@@ -207,7 +213,7 @@ export class FlowSource {
       }
       this.firstSeen.delete(key);
       this.copied.set(key, { flow: f, service });
-      out.push({ change: { op: 'upsert', flow: f, service }, seenAtMs: e.seenAtMs });
+      out.push({ change: { op: 'upsert', flow: f }, seenAtMs: e.seenAtMs });
     }
     this.emit(out);
   }
@@ -223,7 +229,7 @@ export class FlowSource {
       if (!this.scope.has(h.service)) continue;
       this.copied.set(key, { flow: h.flow, service: h.service });
       // Its lag counts from when it became due, not from when it was first seen.
-      out.push({ change: { op: 'upsert', flow: h.flow, service: h.service }, seenAtMs: h.dueAt });
+      out.push({ change: { op: 'upsert', flow: h.flow }, seenAtMs: h.dueAt });
     }
     this.emit(out);
   }

@@ -8,14 +8,8 @@ import type { Change, Change__Output, Flow__Output, FlowId__Output, HostPort__Ou
  * injected: a malformed message is refused whole, with the first bad field named.
  */
 
-/** A flow as the leader sends it: the kernel's flow and the leader's name for its service. */
-export interface WireFlow {
-  readonly flow: SyncedFlow;
-  readonly service: string;
-}
-
 export type WireChange =
-  | { readonly op: 'upsert'; readonly flow: SyncedFlow; readonly service: string }
+  | { readonly op: 'upsert'; readonly flow: SyncedFlow }
   | { readonly op: 'remove'; readonly flow: FlowIdentity };
 
 export class MalformedMessage extends Error {
@@ -39,7 +33,7 @@ export function toWireChange(c: WireChange): Change {
   return {
     upsert: {
       id: flowIdOut(f), realServer: hostPortOut(f.realServer), localAddress: f.localAddress ? hostPortOut(f.localAddress) : null,
-      state: f.state, timeoutSec: f.timeoutSec, service: c.service,
+      state: f.state, timeoutSec: f.timeoutSec,
     },
   };
 }
@@ -69,13 +63,10 @@ function upsertIn(f: Flow__Output, path: string): WireChange {
   if (!Number.isInteger(f.timeoutSec) || f.timeoutSec < 1 || f.timeoutSec > MAX_TIMEOUT_SEC) {
     throw new MalformedMessage(`${path}.timeoutSec`, f.timeoutSec, `is not a timeout from 1 to ${MAX_TIMEOUT_SEC} seconds`);
   }
-  if (typeof f.service !== 'string' || f.service.length === 0 || f.service.length > 64) {
-    throw new MalformedMessage(`${path}.service`, f.service, 'is not a service key');
-  }
   for (const [k, e] of [['realServer', realServer], ['localAddress', localAddress]] as const) {
     if (e !== null && isIP(e.address) !== isIP(id.vip.address)) throw new MalformedMessage(`${path}.${k}.address`, e.address, 'is not of the vip\'s address family');
   }
-  return { op: 'upsert', service: f.service, flow: { ...id, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 } };
+  return { op: 'upsert', flow: { ...id, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 } };
 }
 
 function flowIdIn(f: FlowId__Output, path: string): FlowIdentity {

@@ -386,7 +386,7 @@ const STANDBY_PATH = {
   /** A `changes` message every this many ms, of this many new flows: 5 000 flows/s. */
   periodMs: 5, perMessage: 25,
   /** The receiver's context: every flow's service is in group 'g', with this mark; this director leads nothing. */
-  group: 'g', mark: (1 << 16) | 1, service: `${VIP}:80/tcp`,
+  group: 'g', mark: (1 << 16) | 1,
   /** As the real sender: at most this many messages unacknowledged (SENDER_DEFAULTS.windowMessages). */
   window: 32,
   /** How long the tail may take to be acknowledged once the feed stops. */
@@ -425,7 +425,7 @@ function standbyPathChange(i: number): Change {
       realServer: { address: RS_HOSTS[i % RS_HOSTS.length]!, port: 8080 },
       // (real server, local address) is i mod 12, so (real server, local address, port) is unique.
       localAddress: { address: LOCAL_ADDRESSES[i % LOCAL_ADDRESSES.length]!, port: 1024 + Math.floor(i / 12) },
-      state: 'ESTABLISHED', timeoutSec: 3600, service: STANDBY_PATH.service,
+      state: 'ESTABLISHED', timeoutSec: 3600,
     },
   };
 }
@@ -500,7 +500,7 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
         const dueMs = t0 + sent * P.periodMs;
         if (performance.now() - dueMs > P.periodMs) late++;
         dueAt.set(++seq, dueMs);
-        send({ seq, changes: { changes, queuedMs: 0 } });
+        send({ seq, changes: { changes } });
         sent++;
       }
       if (held) windowFull++;

@@ -7,16 +7,8 @@ import type { Change as _lbd_peer_v1_Change, Change__Output as _lbd_peer_v1_Chan
 
 export interface Changes {
   'changes'?: (_lbd_peer_v1_Change)[];
-  /**
-   * Milliseconds from the oldest kernel event in this message to sending it (queueing on the sender).
-   */
-  'queuedMs'?: (number);
 }
 
 export interface Changes__Output {
   'changes': (_lbd_peer_v1_Change__Output)[];
-  /**
-   * Milliseconds from the oldest kernel event in this message to sending it (queueing on the sender).
-   */
-  'queuedMs': (number);
 }

@@ -18,11 +18,6 @@ export interface Flow {
    */
   'state'?: (string);
   'timeoutSec'?: (number);
-  /**
-   * The sender's service key (198.18.0.10:80/tcp): the receiver maps it and the real server to its own
-   * ct mark, since service ids are each director's own.
-   */
-  'service'?: (string);
 }
 
 export interface Flow__Output {
@@ -37,9 +32,4 @@ export interface Flow__Output {
    */
   'state': (string);
   'timeoutSec': (number);
-  /**
-   * The sender's service key (198.18.0.10:80/tcp): the receiver maps it and the real server to its own
-   * ct mark, since service ids are each director's own.
-   */
-  'service': (string);
 }
