@@ -12,10 +12,10 @@ import {
   AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
 } from '@lbd/proto';
 import {
-  Topology, freePort, makeClusterPki, namespacePids, privilegeProblem, removeOrphans, runCommand, runPrefix, spawnTestClient, startHaLab, waitFor,
+  Topology, freePort, makeClusterPki, namespacePids, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, startHaLab, waitFor,
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
-import { formatMs, formatNumber, formatRatio, passMiss, table } from './report.js';
+import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { startNginx, writeDocroot, SMALL_OBJECT } from './servers.js';
 import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } from './wrk.js';
@@ -103,7 +103,6 @@ let loadAtStart = '';
 const log = (msg: string): void => { process.stderr.write(`[connsync] ${msg}\n`); };
 const out = (line = ''): void => { process.stdout.write(`${line}\n`); };
 /** Whole counts: 7,133 (formatNumber writes small values with decimals). */
-const count = (n: number): string => Math.round(n).toLocaleString('en-US');
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number> {
@@ -786,14 +785,6 @@ async function bothStatuses(lab: HaLab<AdminApi>, timeoutMs = 2000): Promise<Rec
   return { dir1: a, dir2: b };
 }
 
-let ticks: number | undefined;
-async function clockTicks(): Promise<number> {
-  if (ticks === undefined) {
-    const { stdout } = await runCommand('getconf', ['CLK_TCK'], { allowFailure: true });
-    ticks = Number(stdout.trim()) || 100;
-  }
-  return ticks;
-}
 
 /** Fields after the command name: [0] is state (field 3); utime is [11], stime [12], cutime [13], cstime [14]. */
 function statFields(stat: string): number[] {
@@ -1099,6 +1090,4 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   ]));
 }
 
-function sum(xs: readonly number[]): number {
-  return xs.reduce((a, b) => a + b, 0);
-}
+

@@ -5,7 +5,7 @@ import {
   DRILL_MODES, drillSummary, formatDrill, privilegeProblem, removeOrphans, runDrill, runPrefix, startHaLab,
   type DrillMode, type DrillResult,
 } from '@lbd/testkit';
-import { passMiss, table } from './report.js';
+import { passMiss, sum, table } from './report.js';
 
 /**
  * `pnpm bench failover [--count N] [--quick]`: failure drills (packages/testkit/src/drill.ts) on an HA lab,
@@ -121,6 +121,4 @@ function targets(variants: readonly Variant[], all: ReadonlyMap<string, DrillRes
   return table(['variant', 'figure', 'measured', 'target', ''], rows);
 }
 
-function sum(xs: readonly number[]): number {
-  return xs.reduce((a, b) => a + b, 0);
-}
+

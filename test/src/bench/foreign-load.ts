@@ -1,5 +1,5 @@
 import { readFile, readdir, readlink, stat } from 'node:fs/promises';
-import { runCommand } from '@lbd/testkit';
+import { clockTicks } from './report.js';
 
 /**
  * CPU time used by processes that are not the benchmark's: everything outside its network namespaces
@@ -22,9 +22,7 @@ export class ForeignLoad {
   /** `namespaces`: names under /run/netns that belong to the benchmark. */
   static async create(namespaces: readonly string[]): Promise<ForeignLoad> {
     const links = await Promise.all(namespaces.map(async (ns) => `net:[${(await stat(`/run/netns/${ns}`)).ino}]`));
-    const { stdout } = await runCommand('getconf', ['CLK_TCK'], { allowFailure: true });
-    const tck = Number(stdout.trim());
-    return new ForeignLoad(new Set(links), Number.isInteger(tck) && tck > 0 ? tck : 100);
+    return new ForeignLoad(new Set(links), await clockTicks());
   }
 
   /** CPU seconds and command name of every foreign process now, by pid. */

@@ -7,7 +7,7 @@ import { formatProblem, validateConfig } from '@lbd/config';
 import { AdminApi, type HealthEvent__Output, type HealthSchedulerStats__Output } from '@lbd/proto';
 import { Topology, parseJsonObject, removeOrphans, runCommand, runPrefix, type BackgroundProcess } from '@lbd/testkit';
 import { ForeignLoad } from './foreign-load.js';
-import { formatMs, formatNumber, median, passMiss, table } from './report.js';
+import { clockTicks, formatCount as count, formatMs, formatNumber, median, passMiss, table } from './report.js';
 
 /**
  * `pnpm bench health`: what health checking costs the agent and how fast it notices failures, at the
@@ -611,10 +611,6 @@ function healthApplies(stdout: string): { start: number; end: number }[] {
   return outList;
 }
 
-/** Whole counts: 1,234 (formatNumber would print small ones with decimals). */
-function count(n: number): string {
-  return Math.round(n).toLocaleString('en-US');
-}
 
 function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
@@ -679,11 +675,6 @@ async function mainPid(p: BackgroundProcess): Promise<number> {
   return children[0]!;
 }
 
-async function clockTicks(): Promise<number> {
-  const { stdout } = await runCommand('getconf', ['CLK_TCK'], { allowFailure: true });
-  const tck = Number(stdout.trim());
-  return Number.isInteger(tck) && tck > 0 ? tck : 100;
-}
 
 async function timeWaitCount(t: Topology): Promise<number> {
   const { stdout } = await t.exec(DIRECTOR, 'ss', ['-Htan', 'state', 'time-wait'], { allowFailure: true });

@@ -1,3 +1,5 @@
+import { runCommand } from '@lbd/testkit';
+
 /** Small helpers for benchmark statistics and plain-text tables. */
 
 export function median(values: readonly number[]): number {
@@ -20,6 +22,26 @@ export function formatNumber(v: number): string {
   if (Math.abs(v) >= 100) return Math.round(v).toLocaleString('en-US');
   if (Math.abs(v) >= 10) return v.toFixed(1);
   return v.toFixed(2);
+}
+
+/** Whole counts: 1,234 (formatNumber would print small ones with decimals). */
+export function formatCount(n: number): string {
+  return Math.round(n).toLocaleString('en-US');
+}
+
+export function sum(xs: readonly number[]): number {
+  return xs.reduce((a, b) => a + b, 0);
+}
+
+let ticksPerSec: number | undefined;
+/** Clock ticks per second (`getconf CLK_TCK`), the unit of /proc/<pid>/stat's CPU times; 100 if unknown. */
+export async function clockTicks(): Promise<number> {
+  if (ticksPerSec === undefined) {
+    const { stdout } = await runCommand('getconf', ['CLK_TCK'], { allowFailure: true });
+    const tck = Number(stdout.trim());
+    ticksPerSec = Number.isInteger(tck) && tck > 0 ? tck : 100;
+  }
+  return ticksPerSec;
 }
 
 export function formatMs(ms: number): string {
