@@ -1,0 +1,68 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+
+/**
+ * The seams of the operator surfaces (issue 6), shared by the admin API's TCP listener, the HTTPS
+ * listener (metrics, dashboard), the event log and lbadm. Types only: each side has its own file.
+ */
+
+/** What a caller may do. `write` changes the cluster (apply, failover, drain, rollback); `read` only looks. */
+export type Role = 'read' | 'write';
+export const ROLES: readonly Role[] = ['read', 'write'];
+
+/** Who called: the unix socket (root only, always `write`) or a TLS client certificate's name. */
+export interface Caller {
+  readonly role: Role;
+  /** The certificate's name (subjectAltName DNS, else its CN), or `unix-socket`. */
+  readonly name: string;
+}
+
+/** One HTTPS endpoint of the agent's ops listener. */
+export interface OpsRoute {
+  readonly method: 'GET' | 'POST';
+  /** Exact path, or a prefix when `prefix` is set (e.g. `/static/`). */
+  readonly path: string;
+  readonly prefix?: boolean;
+  /** The least role that may call it. */
+  readonly role: Role;
+  handle(req: IncomingMessage, res: ServerResponse, caller: Caller): void | Promise<void>;
+}
+
+/** Kinds of transition the event log records. */
+export type EventKind = 'role' | 'vip' | 'health' | 'config' | 'sync' | 'drill' | 'admin';
+export const EVENT_KINDS: readonly EventKind[] = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin'];
+
+/**
+ * One transition with its reason: the answer to "why am I backup?" and "why did rs2 leave?".
+ *
+ * subject / from / to per kind:
+ * - role:   vip group name;                  the group's role on this director (leader, standby, ...)
+ * - vip:    floating address;                `released` / `held`
+ * - health: `<serviceKey> <rs host:port>`;   `up` / `down` (fields: service, server, check)
+ * - config: `config`;                        `applied` / `unchanged` / `rejected` / `failed` (fields: revision, sha256, source, author, durationMs)
+ * - sync:   `<peer> <send|receive>`;         connection-sync stream state
+ * - drill:  drill mode (switchover, box-death, ...); `pass` / `fail` (fields: broken, total, tookMs)
+ * - admin:  the operation (failover, rollback, server drain, service add, ...); `done` / `refused` (fields: caller)
+ */
+export interface LbdEvent {
+  /** Unique and sortable by time: `<13-digit unix ms>-<director>-<6-digit sequence>`. */
+  readonly id: string;
+  readonly timeUnixMs: number;
+  /** The director that recorded it (its cluster id, or the host name when alone). */
+  readonly director: string;
+  readonly kind: EventKind;
+  readonly subject: string;
+  /** The state before ('' when there was none). */
+  readonly from: string;
+  readonly to: string;
+  /** Why, in words an operator reads at 3 a.m. */
+  readonly reason: string;
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+/** Where transitions are read from: the event log (events.ts) implements it; metrics and the dashboard use it. */
+export interface EventSource {
+  /** Kept events at or after `sinceUnixMs`, oldest first. */
+  recent(sinceUnixMs: number): LbdEvent[];
+  /** Calls `fn` for every new event; returns the unsubscribe. */
+  subscribe(fn: (e: LbdEvent) => void): () => void;
+}
