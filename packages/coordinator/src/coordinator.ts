@@ -26,9 +26,15 @@ export interface CoordinatorOptions {
   syncedFor?(group: string): string | null;
   onTransition?(t: Transition): void;
   readonly clock?: Clock;
-  /** TTL of the director's registration (default 5 s): how long a dead director stays listed. */
+  /** TTL of the director's registration (default REGISTRATION_TTL_SEC): how long a dead director stays listed. */
   readonly registrationTtlSec?: number;
 }
+
+/**
+ * How long a director's registration outlives it (its etcd lease): until then the others still list a
+ * dead director as healthy. deploy/systemd/lbd-agent.service waits longer than this before a restart.
+ */
+export const REGISTRATION_TTL_SEC = 5;
 
 export interface GroupStatus {
   readonly name: string;
@@ -218,7 +224,7 @@ export class Coordinator {
   }
 
   private async register(): Promise<void> {
-    const lease = this.kv.lease(this.o.registrationTtlSec ?? 5);
+    const lease = this.kv.lease(this.o.registrationTtlSec ?? REGISTRATION_TTL_SEC);
     this.lease = lease;
     lease.on('lost', () => {
       if (this.closed) return;

@@ -5,7 +5,7 @@
  */
 export { ConfigStore } from './config-store.js';
 export type { ConfigWrite, StoredConfig } from './config-store.js';
-export { Coordinator } from './coordinator.js';
+export { Coordinator, REGISTRATION_TTL_SEC } from './coordinator.js';
 export type { ClusterStatus, CoordinatorOptions, GroupStatus } from './coordinator.js';
 export { GroupElection } from './group-election.js';
 export type { GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
