@@ -19,9 +19,8 @@ const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const UNIT = join(REPO, 'deploy/systemd/lbd-agent.service');
 
 /**
- * What each program the agent starts needs beyond root's own files. Verified by running each one under a
- * bounding set of exactly CAP_NET_ADMIN + CAP_NET_RAW in a network namespace (and failing without
- * CAP_NET_RAW: arping and ping then do not even start).
+ * What each program the agent starts needs beyond root's own files. test/src/systemd-unit.privileged.test.ts
+ * runs them under the unit's bounding set (without CAP_NET_RAW, arping and ping do not even start).
  */
 const TOOL_CAPABILITIES: Readonly<Record<string, readonly string[]>> = {
   nft: ['CAP_NET_ADMIN'], // nf_tables netlink
