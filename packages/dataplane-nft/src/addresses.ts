@@ -416,7 +416,15 @@ export class KernelAddressOwner implements AddressOwner {
         void this.runner.run(command, args).then((r) => { if (r.code !== 0) fail(command, r.stderr.trim()); });
         return;
       }
-      const child = this.runner.spawn(command, args);
+      let child: ChildProcessWithoutNullStreams;
+      try {
+        child = this.runner.spawn(command, args);
+      } catch (err) {
+        // Node throws, rather than emitting 'error', when the kernel refuses the exec itself (EPERM
+        // without CAP_NET_RAW under a tight unit): an announcement must never take the agent down.
+        fail(command, err instanceof Error ? err.message : String(err));
+        return;
+      }
       state.children.add(child);
       let stderr = '';
       child.stdout.resume();
