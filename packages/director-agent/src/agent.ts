@@ -839,7 +839,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     let reason: string;
     switch (r.result) {
       case 'applied':
-        reason = `revision ${revision} applied (${origin}): ${ctx.changes || 'no service changed'}; ${r.operations} operations${r.fullRebuild ? ' (full rebuild)' : ''}`;
+        reason = `revision ${revision} applied (${origin}): ${ctx.changes || 'no service changed'}; ${r.operations} operation${r.operations === 1 ? '' : 's'}${r.fullRebuild ? ' (full rebuild)' : ''}`;
         break;
       case 'unchanged':
         reason = `revision ${revision} (${origin}): the kernel already matched; ${ctx.changes || 'no service changed'}`;
