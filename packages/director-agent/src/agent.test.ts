@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { DataPlaneError } from '@lbd/dataplane';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
-import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, isServiceError } from '@lbd/proto';
+import { AdminApi, MAX_CONFIG_TEXT_BYTES, MAX_PENDING_EVENTS, applyProblemsOf, isServiceError } from '@lbd/proto';
 import { Agent, type ApplyRecord } from './agent.js';
 import { AgentError } from './errors.js';
 import { createLogger } from './log.js';
@@ -347,6 +347,25 @@ describe('Agent', () => {
       const drill = log.recent(0).find((e) => e.id === id)!;
       assert.deepEqual([drill.kind, drill.subject, drill.to, drill.fields.noServiceMs, drill.fields.caller], ['drill', 'box-death', 'pass', '340', 'unix-socket']);
       await waitUntil(() => log.subscriberCount === 0, 'the cancelled follower to unsubscribe');
+    });
+
+    it('ListEvents --follow cuts off a reader that does not keep up, saying why, and unsubscribes', async () => {
+      h = await startHarness(V1, { watch: false });
+      api = new AdminApi(h.socket);
+      const log = h.agent.events;
+      const call = api.client.listEvents({ sinceUnixMs: Date.now() + 3_600_000, follow: true, scope: 'local' });
+      call.pause(); // a reader that reads nothing: flow control fills, then the agent's queue
+      await waitUntil(() => log.subscriberCount === 1, 'the follower to subscribe');
+      const reason = 'x'.repeat(200);
+      for (let i = 0; i < MAX_PENDING_EVENTS + 2000 && log.subscriberCount > 0; i++) log.record('health', `s${i}`, 'up', 'down', reason);
+      assert.equal(log.subscriberCount, 0, 'cut off: no longer subscribed');
+      const failed = await new Promise<Error & { code?: number }>((resolve) => {
+        call.on('error', resolve);
+        call.on('data', () => undefined);
+        call.resume();
+      });
+      assert.equal(failed.code, status.RESOURCE_EXHAUSTED);
+      assert.match(failed.message, new RegExp(`the client read too slowly: ${MAX_PENDING_EVENTS} events waited unsent; list again with --since`));
     });
 
     it('RecordDrill refuses a result that is not pass or fail, naming the field', async () => {
