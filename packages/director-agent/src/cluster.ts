@@ -290,10 +290,8 @@ export class ClusterMember {
     if (key !== this.lastHealthKey) {
       const was = this.lastHealthKey;
       this.lastHealthKey = key;
-      if ((was === '') !== (key === '') || key !== '') {
-        this.o.events.record('health', `director ${this.o.settings.director}`, was === '' ? 'healthy' : 'unhealthy', key === '' ? 'healthy' : 'unhealthy',
-          key === '' ? 'every check passes: it may lead' : `${key.split('|').join('; ')}: it leads nothing and takes nothing over`);
-      }
+      this.o.events.record('health', `director ${this.o.settings.director}`, was === '' ? 'healthy' : 'unhealthy', key === '' ? 'healthy' : 'unhealthy',
+        key === '' ? 'every check passes: it may lead' : `${key.split('|').join('; ')}: it leads nothing and takes nothing over`);
       this.coordinator.healthChanged();
     }
     this.recordSyncStates();
