@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
-import { startEtcd, type RunningEtcd } from '@lbd/testkit';
+import { startEtcd, waitFor as poll, type RunningEtcd } from '@lbd/testkit';
 import { EventStore, type StoredEvent } from './event-store.js';
 
 /** The cluster event history against a real etcd on loopback. */
@@ -12,17 +12,8 @@ function ev(director: string, ms: number, seq: number, subject = 'front'): Store
   };
 }
 
-function waitFor(pred: () => boolean, ms: number, what: string): Promise<void> {
-  const start = Date.now();
-  return new Promise((resolve, reject) => {
-    const tick = (): void => {
-      if (pred()) return resolve();
-      if (Date.now() - start > ms) return reject(new Error(`timed out after ${ms} ms waiting for ${what}`));
-      setTimeout(tick, 5);
-    };
-    tick();
-  });
-}
+/** Polls `pred` every 5 ms for at most `ms`. */
+const waitFor = (pred: () => boolean, ms: number, what: string): Promise<true> => poll(what, ms, async () => pred(), 5);
 
 describe('EventStore: the cluster event history (real etcd on loopback)', function () {
   this.timeout(30_000);

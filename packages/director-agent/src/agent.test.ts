@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { DataPlaneError } from '@lbd/dataplane';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
+import { waitFor } from '@lbd/testkit';
 import { AdminApi, MAX_CONFIG_TEXT_BYTES, MAX_PENDING_EVENTS, applyProblemsOf, isServiceError } from '@lbd/proto';
 import { Agent, type ApplyRecord } from './agent.js';
 import { AgentError } from './errors.js';
@@ -76,10 +77,8 @@ function nextApply(agent: Agent, pred: (r: ApplyRecord) => boolean = () => true)
 
 const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** Polls `pred` every 5 ms (bounded by mocha's timeout). */
-async function waitUntil(pred: () => boolean, what: string, ms = 5000): Promise<void> {
-  for (const end = Date.now() + ms; !pred(); await delay(5)) if (Date.now() > end) assert.fail(`timed out waiting for ${what}`);
-}
+/** Polls `pred` every 5 ms for at most `ms`. */
+const waitUntil = (pred: () => boolean, what: string, ms = 5000): Promise<true> => waitFor(what, ms, async () => pred(), 5);
 
 function weightOf(dp: FakeDataPlane): number | undefined {
   return dp.applied.services[0]?.realServers[0]?.weight;
