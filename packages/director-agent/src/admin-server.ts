@@ -299,6 +299,8 @@ function feed<T>(call: grpc.ServerWritableStream<unknown, T>, maxPending: number
     if (status) call.emit('error', status);
     else call.end();
   };
+  /** Set by end(): the stream ends once everything pending is written. */
+  let ending = false;
   const flush = (): void => {
     waiting = false;
     for (let m = pending.shift(); !done && m !== undefined; m = pending.shift()) {
@@ -308,6 +310,7 @@ function feed<T>(call: grpc.ServerWritableStream<unknown, T>, maxPending: number
         return;
       }
     }
+    if (ending) finish();
   };
   call.on('cancelled', () => { done = true; stop(); });
   call.on('error', () => { done = true; stop(); });
@@ -322,9 +325,9 @@ function feed<T>(call: grpc.ServerWritableStream<unknown, T>, maxPending: number
       if (!waiting) flush();
     },
     end() {
-      // End after what is queued has been written.
-      if (waiting) call.once('drain', () => finish());
-      else finish();
+      // End after what is queued has been written (flush ends it when the queue is empty).
+      ending = true;
+      if (!waiting) flush();
     },
     fail: (status) => finish(status),
     onStop(fn) {

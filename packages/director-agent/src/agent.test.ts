@@ -348,6 +348,16 @@ describe('Agent', () => {
       await waitUntil(() => log.subscriberCount === 0, 'the cancelled follower to unsubscribe');
     });
 
+    it('ListEvents sends a long history whole, through flow control, before it ends', async () => {
+      h = await startHarness(V1, { watch: false });
+      api = new AdminApi(h.socket);
+      for (let i = 0; i < 1500; i++) h.agent.events.record('health', `s${i}`, 'up', 'down', `${i} ${'x'.repeat(500)}`);
+      const got: string[] = [];
+      for await (const e of api.listEvents({ kind: 'health', limit: 2000 })) got.push(e.subject);
+      assert.equal(got.length, 1500);
+      assert.equal(got.at(-1), 's1499');
+    });
+
     it('ListEvents --follow cuts off a reader that does not keep up, saying why, and unsubscribes', async () => {
       h = await startHarness(V1, { watch: false });
       api = new AdminApi(h.socket);

@@ -312,7 +312,8 @@ export class ClusterMember {
     }
     for (const x of st.receivers) {
       if (x.peer === '') continue;
-      const reason = x.state === 'streaming' ? 'snapshot received; applying changes' : x.lastError || x.state;
+      const reason = x.state === 'streaming' ? 'snapshot received; applying changes'
+        : x.state === 'snapshot' ? `receiving a snapshot of the groups ${x.peer} leads` : x.lastError || x.state;
       now.set(`${x.peer} receive`, { state: x.state, reason });
     }
     for (const [stream, { state, reason }] of now) {
