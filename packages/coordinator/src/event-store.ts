@@ -9,7 +9,7 @@ import { parseJson } from './records.js';
  * is a time range and key order is time order within a director.
  *
  * Appending never waits for etcd: events go into a bounded queue that one writer drains in batches (one
- * transaction each). While etcd cannot be written the writer retries with a backoff and the queue keeps
+ * transaction each, gathered over 50 ms). While etcd cannot be written the writer retries with a backoff and the queue keeps
  * the newest events (the oldest are dropped and counted); the outage is logged once when it starts and
  * once when it ends, not per event. The store has its own etcd connection, so a long history read or a
  * stuck write never delays an election's beat, and its failures never trip the elections' circuit breaker.
@@ -65,6 +65,8 @@ const DEFAULT_MAX_QUEUED = 1000;
 const BATCH = 64;
 /** Trim after this many writes (and at the first), so a director's count overshoots `keep` by at most this. */
 const TRIM_EVERY = 100;
+/** How long the writer waits for more events before writing a batch. */
+const COALESCE_MS = 50;
 const RETRY_MIN_MS = 200;
 const RETRY_MAX_MS = 10_000;
 
@@ -191,7 +193,9 @@ export class EventStore {
   private kick(force = false): void {
     if (this.writing !== null || this.queue.length === 0 || this.closed) return;
     if (this.retryTimer !== undefined && !force) return;
-    this.writing = this.writeSome().finally(() => {
+    // A burst of transitions (a claim is an event per address) becomes one etcd write: elections share etcd's raft log.
+    const settle = force ? Promise.resolve() : new Promise((r) => setTimeout(r, COALESCE_MS));
+    this.writing = settle.then(() => this.writeSome()).finally(() => {
       this.writing = null;
       if (!this.failing) this.kick();
     });
