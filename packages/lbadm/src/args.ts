@@ -92,7 +92,8 @@ commands:
                                   cluster every director's (from etcd), with --local this one's.
                                   --since 10m, 2h, 1d or 2026-12-01T10:00:00Z; --follow prints
                                   new events until Ctrl-C; --kind one of ${EVENT_KINDS.join(', ')};
-                                  --limit the newest N kept (default 1000)
+                                  --limit the newest N kept (default 1000); --json: one document,
+                                  with --follow one JSON event per line
 
 global flags:
   --socket PATH   the agent's admin socket (default $LBD_ADMIN_SOCKET, else ${DEFAULT_ADMIN_SOCKET})
