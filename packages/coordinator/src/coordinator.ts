@@ -1,6 +1,7 @@
 import { systemClock, type Clock } from '@lbd/clock';
 import type { Lease } from 'etcd3';
 import { ConfigStore } from './config-store.js';
+import { EventStore, type EventStoreLog } from './event-store.js';
 import {
   GroupElection, type GroupHooks, type GroupSettings, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition,
 } from './group-election.js';
@@ -28,6 +29,8 @@ export interface CoordinatorOptions {
   readonly clock?: Clock;
   /** TTL of the director's registration (default REGISTRATION_TTL_SEC): how long a dead director stays listed. */
   readonly registrationTtlSec?: number;
+  /** The cluster event history: events kept per director (default 5000), and where its outages are logged. */
+  readonly events?: { readonly keep?: number; readonly log?: EventStoreLog };
 }
 
 /**
@@ -59,6 +62,8 @@ export interface ClusterStatus {
  */
 export class Coordinator {
   readonly config: ConfigStore;
+  /** The cluster's event history (its own etcd connection: see event-store.ts). */
+  readonly events: EventStore;
   private readonly kv: Kv;
   private readonly k: ReturnType<typeof keys>;
   private readonly clock: Clock;
@@ -76,6 +81,10 @@ export class Coordinator {
     this.kv = new Kv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200));
     this.k = keys(o.prefix);
     this.config = new ConfigStore(this.kv, this.k);
+    this.events = new EventStore({
+      endpoints: o.endpoints, prefix: o.prefix, director: o.id,
+      ...(o.events?.keep === undefined ? {} : { keep: o.events.keep }), ...(o.events?.log === undefined ? {} : { log: o.events.log }),
+    });
   }
 
   /** Registers and watches the other directors. Elections start with setGroups(). */
@@ -186,6 +195,8 @@ export class Coordinator {
     this.closed = true;
     if (this.publishTimer !== undefined) clearTimeout(this.publishTimer);
     await Promise.all([...this.elections.values()].map((e) => e.stop(opts)));
+    // After the elections: their last transitions (released, vacated) are in the history too.
+    await this.events.close();
     this.stopWatch?.();
     if (opts.vacate) await this.lease?.revoke().catch(() => undefined);
     this.lease?.release();

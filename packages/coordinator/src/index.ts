@@ -1,11 +1,14 @@
 /**
  * @lbd/coordinator: the only package that talks to etcd. Registration of directors, one election per vip
  * group with fenced leadership, priorities and preemption (group-election.ts, rule in timing.ts), planned
- * switchovers, and the cluster config with its history (config-store.ts).
+ * switchovers, the cluster config with its history (config-store.ts), and the cluster's event history
+ * (event-store.ts).
  */
 export { ConfigStore } from './config-store.js';
 export type { ConfigWrite, StoredConfig } from './config-store.js';
 export { Coordinator, REGISTRATION_TTL_SEC } from './coordinator.js';
+export { EventStore, DEFAULT_EVENTS_KEPT, isStoredEvent } from './event-store.js';
+export type { EventStoreLog, EventStoreOptions, EventStoreStats, StoredEvent } from './event-store.js';
 export type { ClusterStatus, CoordinatorOptions, GroupStatus } from './coordinator.js';
 export { GroupElection } from './group-election.js';
 export type { GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';

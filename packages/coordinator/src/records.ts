@@ -6,6 +6,7 @@
  *   <prefix>/groups/<g>/handoff     HandoffRequest: a planned switchover (lbadm failover, preemption)
  *   <prefix>/config/desired         the cluster config (YAML text and who wrote it), swapped on its revision
  *   <prefix>/config/history/<n>     every accepted config, by its revision (1, 2, 3, ...)
+ *   <prefix>/events/<id>/<event>    each director's event history, trimmed by its writer (event-store.ts)
  *
  * Records are JSON; a record that does not parse is treated as absent and reported, never trusted.
  */

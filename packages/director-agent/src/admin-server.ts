@@ -6,14 +6,15 @@ import * as grpc from '@grpc/grpc-js';
 import type { ConfigError } from '@lbd/config';
 import type { ApplyResult } from '@lbd/dataplane';
 import {
-  CONNECTIONS_PER_MESSAGE, MAX_CONFIG_TEXT_BYTES, MAX_PENDING_HEALTH_EVENTS, MAX_SOURCE_CHARS, SERVER_CHANNEL_OPTIONS,
-  adminServiceDefinition, unixTarget,
+  CONNECTIONS_PER_MESSAGE, DEFAULT_EVENTS_LIMIT, MAX_CONFIG_TEXT_BYTES, MAX_EVENTS_LIMIT, MAX_PENDING_EVENTS, MAX_PENDING_HEALTH_EVENTS,
+  MAX_SOURCE_CHARS, SERVER_CHANNEL_OPTIONS, adminServiceDefinition, unixTarget, type Event as WireEvent,
   type AdminHandlers, type ApplyResponse, type Connection as WireConnection, type Finding as WireFinding,
   type GetHealthResponse, type GetStatsResponse, type GetStatusResponse, type HealthEvent as WireHealthEvent,
   type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse,
 } from '@lbd/proto';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
 import type { Logger } from './log.js';
+import { EVENT_KINDS, type Caller, type EventKind, type LbdEvent } from './ops-types.js';
 import { wireProblem } from './views.js';
 
 /**
@@ -37,7 +38,43 @@ export interface ApplyOptions {
   /** Cluster mode: the config revision the caller based the change on. */
   readonly expectRevision?: number;
   readonly author?: string;
+  /** Who called (the event log records it). */
+  readonly caller?: Caller;
 }
+
+/** What a ListEvents call selects (checked: scope and kind are valid, limit within bounds). */
+export interface EventQuery {
+  readonly sinceUnixMs: number;
+  readonly follow: boolean;
+  readonly scope: 'local' | 'cluster';
+  readonly limit: number;
+  /** '' = every kind. */
+  readonly kind: EventKind | '';
+  /** '' = every director. */
+  readonly director: string;
+}
+
+/** Where a ListEvents call receives events. */
+export interface EventSink {
+  event(e: LbdEvent): void;
+  /** No more events: the kept ones are sent (without follow), or the agent is stopping. */
+  end(): void;
+  /** The stream cannot go on (etcd's watch failed). */
+  fail(err: unknown): void;
+}
+
+export interface DrillRecord {
+  readonly mode: string;
+  readonly result: 'pass' | 'fail';
+  readonly reason: string;
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+/**
+ * The caller of a call on the root-only unix socket. The TCP listener (mutual TLS) names the client
+ * certificate's caller instead; both go to the backend, which records them in the event log.
+ */
+export const UNIX_SOCKET_CALLER: Caller = { role: 'write', name: 'unix-socket' };
 
 export interface AdminBackend {
   status(): Promise<GetStatusResponse>;
@@ -51,15 +88,25 @@ export interface AdminBackend {
   /** Sends the kept transitions at or after `sinceUnixMs`, then live ones; returns the unsubscribe. */
   watchHealth(sinceUnixMs: number, sink: HealthSink): () => void;
   clusterStatus(): Promise<ClusterStatus>;
-  failover(group: string, to: string): Promise<FailoverResponse>;
+  failover(group: string, to: string, author?: string, caller?: Caller): Promise<FailoverResponse>;
   configHistory(): Promise<ConfigHistoryResponse>;
   /** Returns the new revision. */
-  rollback(revision: number, author: string): Promise<number>;
+  rollback(revision: number, author: string, caller?: Caller): Promise<number>;
+  /**
+   * Sends the kept events `q` selects, oldest first, then (with `q.follow`) new ones; without follow it
+   * ends the sink itself. Resolves to the stop function once the kept events are sent.
+   */
+  listEvents(q: EventQuery, sink: EventSink): Promise<() => void>;
+  /** Records a drill's result as a `drill` event; returns its id. */
+  recordDrill(d: DrillRecord, caller: Caller): string;
 }
 
 /** Lines of problems in a rejected Apply's status message; the response message carries all of them. */
 const PROBLEMS_IN_MESSAGE = 20;
 const MAX_SERVICE_FILTER_CHARS = 256;
+/** RecordDrill: figures per drill, and the longest reason. */
+const MAX_DRILL_FIELDS = 64;
+const MAX_DRILL_REASON_CHARS = 2000;
 /** How long shutdown waits for calls in flight before cutting them off. */
 const SHUTDOWN_GRACE_MS = 2000;
 
@@ -134,11 +181,11 @@ async function answers(path: string): Promise<boolean> {
   }
 }
 
-function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
+function handlers(backend: AdminBackend, log: Logger, callerOf: (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>) => Caller = () => UNIX_SOCKET_CALLER): AdminHandlers {
   /** Answers a unary call from `fn`, mapping whatever it throws to a status. */
-  function unary<Req, Res>(method: string, fn: (req: Req) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
+  function unary<Req, Res>(method: string, fn: (req: Req, caller: Caller) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
-      fn(call.request).then((res) => callback(null, res), (err: unknown) => callback(failure(method, err, log)));
+      fn(call.request, callerOf(call)).then((res) => callback(null, res), (err: unknown) => callback(failure(method, err, log)));
     };
   }
 
@@ -147,59 +194,44 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
     GetStats: unary('GetStats', () => backend.stats()),
     Doctor: unary('Doctor', async () => ({ findings: await backend.doctor() })),
     GetClusterStatus: unary('GetClusterStatus', () => backend.clusterStatus()),
-    Failover: unary('Failover', (req: { group: string; to: string }) => backend.failover(
-      checkText('group', req.group, MAX_SERVICE_FILTER_CHARS, true), checkText('to', req.to, MAX_SERVICE_FILTER_CHARS, false))),
+    Failover: unary('Failover', (req: { group: string; to: string; author: string }, caller) => backend.failover(
+      checkText('group', req.group, MAX_SERVICE_FILTER_CHARS, true), checkText('to', req.to, MAX_SERVICE_FILTER_CHARS, false),
+      checkText('author', req.author, MAX_SOURCE_CHARS, false), caller)),
     ConfigHistory: unary('ConfigHistory', () => backend.configHistory()),
-    Rollback: unary('Rollback', async (req: { revision: number; author: string }) => {
+    Rollback: unary('Rollback', async (req: { revision: number; author: string }, caller) => {
       if (!(req.revision >= 1)) throw new RequestError(grpc.status.INVALID_ARGUMENT, 'revision', `${req.revision} is not a config revision (1 or more; see lbadm config history)`);
-      return { revision: await backend.rollback(req.revision, checkText('author', req.author, MAX_SOURCE_CHARS, false)) };
+      return { revision: await backend.rollback(req.revision, checkText('author', req.author, MAX_SOURCE_CHARS, false), caller) };
     }),
     GetHealth: unary('GetHealth', (req: { service: string }) => backend.healthStatus(checkText('service', req.service, MAX_SERVICE_FILTER_CHARS, false))),
 
     WatchHealth: (call) => {
-      // Writes are queued while the client's flow control says wait: events come from the health checker
-      // at their own pace, and a reader that falls too far behind is cut off rather than buffered without end.
-      const pending: WireHealthEvent[] = [];
-      let waiting = false;
-      let done = false;
-      let unsubscribe = (): void => {};
-      const finish = (status?: Partial<grpc.StatusObject>): void => {
-        if (done) return;
-        done = true;
-        unsubscribe();
-        if (status) call.emit('error', status);
-        else call.end();
-      };
-      const flush = (): void => {
-        waiting = false;
-        for (let e = pending.shift(); !done && e !== undefined; e = pending.shift()) {
-          if (!call.write(e)) {
-            waiting = true;
-            call.once('drain', flush);
-            return;
-          }
-        }
-      };
-      call.on('cancelled', () => { done = true; unsubscribe(); });
-      call.on('error', () => { done = true; unsubscribe(); });
-      unsubscribe = backend.watchHealth(call.request.sinceUnixMs, {
-        event(e) {
-          if (done) return;
-          if (pending.length >= MAX_PENDING_HEALTH_EVENTS) {
-            finish({ code: grpc.status.RESOURCE_EXHAUSTED, details: `the client read too slowly: ${MAX_PENDING_HEALTH_EVENTS} health events waited unsent; watch again` });
-            return;
-          }
-          pending.push(e);
-          if (!waiting) flush();
-        },
-        end() {
-          // The agent is stopping: end after what is queued has been written.
-          if (waiting) call.once('drain', () => finish());
-          else finish();
-        },
-      });
-      if (done) unsubscribe(); // the call went away (or the agent stopped) while subscribing
+      // Events come from the health checker at their own pace; a reader that falls too far behind is cut off.
+      const out = feed<WireHealthEvent>(call, MAX_PENDING_HEALTH_EVENTS,
+        `the client read too slowly: ${MAX_PENDING_HEALTH_EVENTS} health events waited unsent; watch again`);
+      out.onStop(backend.watchHealth(call.request.sinceUnixMs, { event: (e) => out.push(e), end: () => out.end() }));
     },
+
+    // Roles, for the per-method table of the TCP listener: ListEvents reads (role read); RecordDrill
+    // writes to the cluster's history (role write).
+    ListEvents: (call) => {
+      const out = feed<WireEvent>(call, MAX_PENDING_EVENTS,
+        `the client read too slowly: ${MAX_PENDING_EVENTS} events waited unsent; list again with --since`);
+      void (async () => {
+        try {
+          const stop = await backend.listEvents(eventQuery(call.request), {
+            event: (e) => out.push({ ...e, fields: { ...e.fields } }),
+            end: () => out.end(),
+            fail: (err) => out.fail(failure('ListEvents', err, log)),
+          });
+          out.onStop(stop);
+        } catch (err) {
+          out.fail(failure('ListEvents', err, log));
+        }
+      })();
+    },
+    RecordDrill: unary('RecordDrill', async (req: { mode: string; result: string; reason: string; fields: Record<string, string> }, caller) => {
+      return { id: backend.recordDrill(drillRecord(req), caller) };
+    }),
 
     ListConnections: (call) => {
       void (async () => {
@@ -230,7 +262,7 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
           const source = checkText('source', req.source, MAX_SOURCE_CHARS, true);
           const author = checkText('author', req.author, MAX_SOURCE_CHARS, false);
           const outcome = await backend.applyText(req.configText, source, req.dryRun, {
-            ...(req.checkRevision ? { expectRevision: req.expectRevision } : {}), ...(author === '' ? {} : { author }),
+            ...(req.checkRevision ? { expectRevision: req.expectRevision } : {}), ...(author === '' ? {} : { author }), caller: callerOf(call),
           });
           if (outcome.ok) {
             call.write({ ...applyResponse(outcome.result, req.dryRun, outcome.serviceCount, outcome.sha256), clusterRevision: outcome.clusterRevision ?? 0 });
@@ -245,6 +277,99 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
       })();
     },
   };
+}
+
+/**
+ * A server stream fed at the producer's pace (health transitions, events): messages wait while the
+ * client's flow control says so, and a reader that falls `maxPending` behind is cut off with
+ * RESOURCE_EXHAUSTED (`tooSlow`) rather than buffered without end. `onStop` takes the producer's
+ * unsubscribe, called once however the stream ends (the client cancels, it fails, it ends).
+ */
+function feed<T>(call: grpc.ServerWritableStream<unknown, T>, maxPending: number, tooSlow: string): {
+  push(m: T): void; end(): void; fail(status: Partial<grpc.StatusObject>): void; onStop(stop: () => void): void;
+} {
+  const pending: T[] = [];
+  let waiting = false;
+  let done = false;
+  let stop = (): void => {};
+  const finish = (status?: Partial<grpc.StatusObject>): void => {
+    if (done) return;
+    done = true;
+    stop();
+    if (status) call.emit('error', status);
+    else call.end();
+  };
+  /** Set by end(): the stream ends once everything pending is written. */
+  let ending = false;
+  const flush = (): void => {
+    waiting = false;
+    for (let m = pending.shift(); !done && m !== undefined; m = pending.shift()) {
+      if (!call.write(m)) {
+        waiting = true;
+        call.once('drain', flush);
+        return;
+      }
+    }
+    if (ending) finish();
+  };
+  call.on('cancelled', () => { done = true; stop(); });
+  call.on('error', () => { done = true; stop(); });
+  return {
+    push(m) {
+      if (done) return;
+      if (pending.length >= maxPending) {
+        finish({ code: grpc.status.RESOURCE_EXHAUSTED, details: tooSlow });
+        return;
+      }
+      pending.push(m);
+      if (!waiting) flush();
+    },
+    end() {
+      // End after what is queued has been written (flush ends it when the queue is empty).
+      ending = true;
+      if (!waiting) flush();
+    },
+    fail: (status) => finish(status),
+    onStop(fn) {
+      stop = fn;
+      // The call went away (or the producer ended it) while subscribing.
+      if (done) fn();
+    },
+  };
+}
+
+function eventQuery(req: { sinceUnixMs: number; follow: boolean; scope: string; limit: number; kind: string; director: string }): EventQuery {
+  if (req.scope !== '' && req.scope !== 'local' && req.scope !== 'cluster') {
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'scope', `"${req.scope}" is not "local" or "cluster" (or empty, for cluster)`);
+  }
+  if (req.limit > MAX_EVENTS_LIMIT) {
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'limit', `${req.limit} is more than ${MAX_EVENTS_LIMIT}; narrow the request with since_unix_ms instead`);
+  }
+  if (req.kind !== '' && !(EVENT_KINDS as readonly string[]).includes(req.kind)) {
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'kind', `"${req.kind}" is not one of ${EVENT_KINDS.join(', ')}`);
+  }
+  return {
+    sinceUnixMs: req.sinceUnixMs, follow: req.follow, scope: req.scope === 'local' ? 'local' : 'cluster',
+    limit: req.limit === 0 ? DEFAULT_EVENTS_LIMIT : req.limit, kind: req.kind as EventKind | '',
+    director: checkText('director', req.director, MAX_SERVICE_FILTER_CHARS, false),
+  };
+}
+
+function drillRecord(req: { mode: string; result: string; reason: string; fields: Record<string, string> }): DrillRecord {
+  const mode = checkText('mode', req.mode, MAX_SERVICE_FILTER_CHARS, true);
+  if (req.result !== 'pass' && req.result !== 'fail') {
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'result', `"${req.result}" is not "pass" or "fail"`);
+  }
+  const reason = checkText('reason', req.reason, MAX_DRILL_REASON_CHARS, false);
+  const entries = Object.entries(req.fields ?? {});
+  if (entries.length > MAX_DRILL_FIELDS) {
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'fields', `has ${entries.length} entries; the limit is ${MAX_DRILL_FIELDS}`);
+  }
+  for (const [k, v] of entries) {
+    checkText(`fields key "${k.slice(0, 40)}"`, k, MAX_SERVICE_FILTER_CHARS, true);
+    checkText(`fields["${k}"]`, v, MAX_SERVICE_FILTER_CHARS, false);
+  }
+  return { mode, result: req.result, reason, fields: Object.fromEntries(entries) };
 }
 
 /** Source names and service filters: bounded, and no control characters (they end up in logs and terminals). */

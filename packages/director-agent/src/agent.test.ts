@@ -7,7 +7,8 @@ import { join } from 'node:path';
 import { status } from '@grpc/grpc-js';
 import { DataPlaneError } from '@lbd/dataplane';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
-import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, isServiceError } from '@lbd/proto';
+import { waitFor } from '@lbd/testkit';
+import { AdminApi, MAX_CONFIG_TEXT_BYTES, MAX_PENDING_EVENTS, applyProblemsOf, isServiceError } from '@lbd/proto';
 import { Agent, type ApplyRecord } from './agent.js';
 import { AgentError } from './errors.js';
 import { createLogger } from './log.js';
@@ -73,6 +74,11 @@ function nextApply(agent: Agent, pred: (r: ApplyRecord) => boolean = () => true)
     agent.on('apply', on);
   });
 }
+
+const delay = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `pred` every 5 ms for at most `ms`. */
+const waitUntil = (pred: () => boolean, what: string, ms = 5000): Promise<true> => waitFor(what, ms, async () => pred(), 5);
 
 function weightOf(dp: FakeDataPlane): number | undefined {
   return dp.applied.services[0]?.realServers[0]?.weight;
@@ -272,6 +278,111 @@ describe('Agent', () => {
       assert.match(err.details, /PermissionDenied/);
       assert.equal(await readFile(h.configPath, 'utf8'), V1);
       assert.deepEqual((await readdir(h.dir)).sort(), ['lbd.yaml', 'run'], 'the staged file is removed');
+    });
+  });
+
+  describe('event log', () => {
+    it('an apply through the Apply RPC leaves a config event with its author, caller and the services it changed', async () => {
+      h = await startHarness(V1, { watch: false });
+      api = new AdminApi(h.socket);
+      const [start] = h.agent.events.recent(0);
+      assert.deepEqual([start?.kind, start?.from, start?.to, start?.fields.trigger, start?.fields.changes], ['config', '', 'applied', 'start', '+web']);
+      await api.apply({ configText: V3.replace('weight: 1', 'weight: 0'), source: '/etc/lbd/new.yaml', author: 'alice@ops1' });
+      const e = h.agent.events.recent(0).at(-1)!;
+      assert.equal(e.kind, 'config');
+      assert.deepEqual([e.from, e.to], ['applied', 'applied']);
+      assert.equal(e.reason, 'revision 2 applied (apply-rpc from /etc/lbd/new.yaml by alice@ops1): +dns; ~web (198.19.1.11:8080 weight 1 -> 0); 1 operation');
+      assert.deepEqual([e.fields.author, e.fields.caller, e.fields.revision, e.fields.source, e.fields.services], ['alice@ops1', 'unix-socket', '2', '/etc/lbd/new.yaml', '2']);
+      await assert.rejects(api.apply({ configText: BAD, source: 'bad.yaml', author: 'bob@ops2' }));
+      const r = h.agent.events.recent(0).at(-1)!;
+      assert.deepEqual([r.kind, r.from, r.to, r.fields.author], ['config', 'applied', 'rejected', 'bob@ops2']);
+      assert.match(r.reason, /^rejected \(apply-rpc from bad\.yaml by bob@ops2\), 3 problems: services\[0\]\.vip.*; revision 2 keeps running$/);
+    });
+
+    it('a refused apply leaves a failed config event with the data plane\'s words', async () => {
+      h = await startHarness(V1, { watch: false });
+      h.dp.failNextApply = new DataPlaneError('InvalidRuleset', 'apply', { detail: 'nft: syntax error' });
+      await writeFile(h.configPath, V2);
+      await h.agent.reload('sighup');
+      const e = h.agent.events.recent(0).at(-1)!;
+      assert.deepEqual([e.kind, e.to], ['config', 'failed']);
+      assert.match(e.reason, /^the data plane refused \(sighup from .*lbd\.yaml\): .*InvalidRuleset: nft: syntax error; the previous state stays in the kernel$/);
+    });
+
+    it('ListEvents: since selects by time, limit keeps the newest, follow streams new ones; bad filters are refused by name', async () => {
+      h = await startHarness(V1, { watch: false });
+      api = new AdminApi(h.socket);
+      const log = h.agent.events;
+      await delay(5);
+      const one = log.record('drill', 'switchover', '', 'pass', 'one');
+      await delay(5);
+      const two = log.record('drill', 'switchover', '', 'fail', 'two');
+      const list = async (req: Parameters<AdminApi['listEvents']>[0]): Promise<string[]> => {
+        const out: string[] = [];
+        for await (const e of api!.listEvents(req)) out.push(e.reason);
+        return out;
+      };
+      assert.deepEqual(await list({ sinceUnixMs: one.timeUnixMs }), ['one', 'two']);
+      assert.deepEqual(await list({ sinceUnixMs: two.timeUnixMs }), ['two']);
+      assert.deepEqual(await list({ kind: 'drill', limit: 1 }), ['two']);
+      assert.equal((await list({})).length, 3, 'the start\'s config event, then both');
+      await assert.rejects(list({ kind: 'nonsense' }), (err: Error & { code?: number }) => err.code === status.INVALID_ARGUMENT && /kind: "nonsense" is not one of role, vip/.test(err.message));
+      await assert.rejects(list({ scope: 'everywhere' }), /scope: "everywhere" is not "local" or "cluster"/);
+      await assert.rejects(list({ limit: 10_001 }), /limit: 10001 is more than 10000/);
+
+      const ac = new AbortController();
+      const got: string[] = [];
+      const following = (async () => {
+        for await (const e of api!.listEvents({ sinceUnixMs: two.timeUnixMs, follow: true, kind: 'drill' }, { signal: ac.signal })) {
+          got.push(e.reason);
+          if (got.length === 2) ac.abort();
+        }
+      })();
+      await waitUntil(() => got.length === 1 && log.subscriberCount === 1, 'the follower to subscribe');
+      log.record('health', 'x', 'up', 'down', 'not a drill');
+      const { id } = await api.recordDrill({ mode: 'box-death', result: 'pass', reason: 'three', fields: { noServiceMs: '340' } });
+      await following;
+      assert.deepEqual(got, ['two', 'three'], 'history, then the live drill only');
+      const drill = log.recent(0).find((e) => e.id === id)!;
+      assert.deepEqual([drill.kind, drill.subject, drill.to, drill.fields.noServiceMs, drill.fields.caller], ['drill', 'box-death', 'pass', '340', 'unix-socket']);
+      await waitUntil(() => log.subscriberCount === 0, 'the cancelled follower to unsubscribe');
+    });
+
+    it('ListEvents sends a long history whole, through flow control, before it ends', async () => {
+      h = await startHarness(V1, { watch: false });
+      api = new AdminApi(h.socket);
+      for (let i = 0; i < 1500; i++) h.agent.events.record('health', `s${i}`, 'up', 'down', `${i} ${'x'.repeat(500)}`);
+      const got: string[] = [];
+      for await (const e of api.listEvents({ kind: 'health', limit: 2000 })) got.push(e.subject);
+      assert.equal(got.length, 1500);
+      assert.equal(got.at(-1), 's1499');
+    });
+
+    it('ListEvents --follow cuts off a reader that does not keep up, saying why, and unsubscribes', async () => {
+      h = await startHarness(V1, { watch: false });
+      api = new AdminApi(h.socket);
+      const log = h.agent.events;
+      const call = api.client.listEvents({ sinceUnixMs: Date.now() + 3_600_000, follow: true, scope: 'local' });
+      call.pause(); // a reader that reads nothing: flow control fills, then the agent's queue
+      await waitUntil(() => log.subscriberCount === 1, 'the follower to subscribe');
+      const reason = 'x'.repeat(200);
+      for (let i = 0; i < MAX_PENDING_EVENTS + 2000 && log.subscriberCount > 0; i++) log.record('health', `s${i}`, 'up', 'down', reason);
+      assert.equal(log.subscriberCount, 0, 'cut off: no longer subscribed');
+      const failed = await new Promise<Error & { code?: number }>((resolve) => {
+        call.on('error', resolve);
+        call.on('data', () => undefined);
+        call.resume();
+      });
+      assert.equal(failed.code, status.RESOURCE_EXHAUSTED);
+      assert.match(failed.message, new RegExp(`the client read too slowly: ${MAX_PENDING_EVENTS} events waited unsent; list again with --since`));
+    });
+
+    it('RecordDrill refuses a result that is not pass or fail, naming the field', async () => {
+      h = await startHarness(V1, { watch: false });
+      api = new AdminApi(h.socket);
+      await assert.rejects(api.recordDrill({ mode: 'switchover', result: 'maybe', reason: '' }), (err: Error & { code?: number }) =>
+        err.code === status.INVALID_ARGUMENT && /result: "maybe" is not "pass" or "fail"/.test(err.message));
+      await assert.rejects(api.recordDrill({ mode: '', result: 'pass', reason: '' }), /mode: is required/);
     });
   });
 

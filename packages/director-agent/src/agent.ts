@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { hostname } from 'node:os';
 import { ConfigError, formatProblem, parseConfig, type Config, type Problem } from '@lbd/config';
 import type { StoredConfig } from '@lbd/coordinator';
 import { backendName } from '@lbd/connsync';
@@ -8,14 +9,18 @@ import type {
   ApplyRecord as WireApplyRecord, ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, FailoverResponse,
   Finding as WireFinding, GetHealthResponse, GetStatsResponse, GetStatusResponse,
 } from '@lbd/proto';
-import { AdminServer, type AdminBackend, type ApplyOptions, type ApplyOutcome, type HealthSink } from './admin-server.js';
+import {
+  AdminServer, type AdminBackend, type ApplyOptions, type ApplyOutcome, type DrillRecord, type EventQuery, type EventSink, type HealthSink,
+} from './admin-server.js';
 import { ClusterMember } from './cluster.js';
 import { readConfigText, sha256, stageFile } from './config-file.js';
 import { AgentError } from './errors.js';
 import type { Merge } from './desired.js';
 import { diagnose, probeTargets } from './doctor.js';
-import { HealthManager } from './health.js';
+import { EventLog, isLbdEvent, summarizeServiceChanges } from './events.js';
+import { HealthManager, type HealthEvent } from './health.js';
 import { silentLogger, type Logger } from './log.js';
+import type { Caller, LbdEvent } from './ops-types.js';
 import {
   healthResponse, resolveService, serviceStats, serviceStatuses, toWireConnection, wireHealthEvent, wireProblem,
 } from './views.js';
@@ -101,6 +106,16 @@ export interface HealthOptions {
   readonly historyLimit?: number;
 }
 
+/** Who asked for a config and what it changes, for its event. */
+interface ApplyContext {
+  readonly author?: string;
+  readonly caller?: Caller;
+  /** The services it changes, in words ('' when none). */
+  readonly changes?: string;
+  /** The revision it would become (cluster) when the attempt fails. */
+  readonly revision?: number;
+}
+
 /** One apply of health changes (config applies are ApplyRecords). */
 export interface HealthApplyRecord {
   /** applied: the data plane changed; unchanged: it already matched; skipped: the desired state was what was last applied. */
@@ -155,6 +170,8 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   private lastHealthApplyFailed: string | null = null;
   /** The data plane's answer to the last config apply (operations included), for the Apply RPC in a cluster. */
   private lastResult: ApplyResult | null = null;
+  /** Every transition with its reason: role, vip, health, config, sync, drill, admin (events.ts). */
+  readonly events: EventLog;
 
   private constructor(opts: AgentOptions, config: Config, text: string) {
     super();
@@ -172,6 +189,11 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       ...(h.historyLimit === undefined ? {} : { historyLimit: h.historyLimit }),
     });
     this.health.on('change', () => this.scheduleHealthApply(this.batchMs));
+    this.events = new EventLog({
+      director: config.agent.cluster?.director ?? (hostname().replace(/[\s/]+/g, '-') || 'lbd'),
+      onSubscriberError: (err) => this.log.error('an event subscriber failed', { error: err }),
+    });
+    this.health.on('event', (e) => this.recordHealth(e));
     this.startedAt = this.now();
     this.adminSocket = opts.adminSocket ?? config.agent.adminSocket;
     this.fileSha = sha256(text);
@@ -183,7 +205,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       // A wiring mistake in the caller (lbd-agent's main always passes one), not an operator's.
       if (!opts.addressOwner) throw new Error('AgentOptions.addressOwner is required when the config has agent.cluster');
       this.cluster = new ClusterMember({
-        settings: cluster, version: opts.version ?? '0.1.0', owner: opts.addressOwner, log: this.log,
+        settings: cluster, version: opts.version ?? '0.1.0', owner: opts.addressOwner, log: this.log, events: this.events,
         onConfig: (c) => { void this.serialize(() => this.applyFromCluster(c)).catch(() => undefined); },
         dataPlaneProblem: () => this.dataPlaneProblem(),
         ...(opts.flowTable ? { flowTable: opts.flowTable } : {}),
@@ -341,7 +363,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         // A dry run is a question, not an attempt: it leaves no record and no log line.
-        if (!dryRun) this.reject(err, 'apply-rpc', source, sha);
+        if (!dryRun) this.reject(err, 'apply-rpc', source, sha, opts);
         return { ok: false, error: err, sha256: sha };
       }
       if (dryRun) {
@@ -357,7 +379,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       }
       let result: ApplyResult;
       try {
-        ({ result } = await this.applyConfig(config, sha, 'apply-rpc', source));
+        ({ result } = await this.applyConfig(config, sha, 'apply-rpc', source, undefined, opts));
       } catch (err) {
         await staged.discard();
         throw err;
@@ -390,7 +412,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       parsed = parseConfig(text, source, { cluster: true });
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      if (!dryRun) this.reject(err, 'apply-rpc', source, sha);
+      if (!dryRun) this.reject(err, 'apply-rpc', source, sha, opts);
       return { ok: false, error: err, sha256: sha };
     }
     const config: Config = { ...parsed, agent: this.fileAgent };
@@ -410,15 +432,25 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       // The write is done either way; if this director is slow to apply, the answer says what it knows.
       setTimeout(() => { this.off('apply', onApply); resolve(noChange); }, 10_000).unref();
     });
+    const author = opts.author ?? 'unknown';
+    const changes = summarizeServiceChanges(this.running.config.services, config.services);
+    const trail = { author, caller: opts.caller?.name ?? '', source, changes };
     let write;
     try {
-      write = await cluster.coordinator.config.write({ text, author: opts.author ?? 'unknown', at: Date.now(), comment: source }, expect);
+      write = await cluster.coordinator.config.write({ text, author, at: Date.now(), comment: source }, expect);
     } catch (cause) {
-      throw new AgentError('EtcdUnavailable', `cannot write the cluster config to etcd (${(cause as Error).message}); nothing was changed`, { cause });
+      const err = new AgentError('EtcdUnavailable', `cannot write the cluster config to etcd (${(cause as Error).message}); nothing was changed`, { cause });
+      this.events.record('admin', 'apply', '', 'refused', err.message, trail);
+      throw err;
     }
     if (!write.ok) {
-      throw new AgentError('Conflict', `the cluster config is at revision ${write.current}, not ${expect} as this apply expected: someone applied in between; look at lbadm config history, then apply again`);
+      const err = new AgentError('Conflict', `the cluster config is at revision ${write.current}, not ${expect} as this apply expected: someone applied in between; look at lbadm config history, then apply again`);
+      this.events.record('admin', 'apply', '', 'refused', err.message, trail);
+      throw err;
     }
+    // Every director records the config event when it applies; this one also says who asked it, and through what.
+    this.events.record('admin', 'apply', '', 'done', `cluster config revision ${write.revision} written for ${author} from ${source}: ${changes || 'no service changed'}`,
+      { ...trail, revision: write.revision });
     const result = await applied;
     return { ok: true, result, serviceCount: config.services.length, sha256: sha, clusterRevision: write.revision };
   }
@@ -433,12 +465,12 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       parsed = parseConfig(c.text, source, { cluster: true });
     } catch (err) {
       // Written by an lbd of another version, or by hand: keep running what runs, and say so.
-      if (err instanceof ConfigError) { this.reject(err, 'cluster', source, sha); return; }
+      if (err instanceof ConfigError) { this.reject(err, 'cluster', source, sha, { author: c.author, revision: c.revision }); return; }
       throw err;
     }
     const config: Config = { ...parsed, agent: this.fileAgent };
     try {
-      await this.applyConfig(config, sha, 'cluster', source, c.revision);
+      await this.applyConfig(config, sha, 'cluster', source, c.revision, { author: c.author });
     } catch (err) {
       this.cluster.healthMayHaveChanged();
       if (err instanceof DataPlaneError) return;
@@ -458,14 +490,20 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     return this.cluster.status(this.running.revision);
   }
 
-  async failover(group: string, to: string): Promise<FailoverResponse> {
+  async failover(group: string, to: string, author = '', caller?: Caller): Promise<FailoverResponse> {
     const cluster = this.requireCluster('failover');
+    const who = { group, author, caller: caller?.name ?? '' };
+    const asked = `${author === '' ? 'an operator' : author}${caller ? ` (${caller.name})` : ''}`;
     try {
       const r = await cluster.coordinator.failover(group, to === '' ? undefined : to);
       this.log.info('planned failover', { group, from: r.from, to: r.to, tookMs: r.tookMs });
+      this.events.record('admin', 'failover', '', 'done', `${asked} moved vip group ${group} from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms`,
+        { ...who, from: r.from, to: r.to, tookMs: Math.round(r.tookMs) });
       return { from: r.from, to: r.to, tookMs: r.tookMs };
     } catch (err) {
-      throw new AgentError('Refused', `failover of ${group}: ${(err as Error).message}`, { cause: err });
+      const e = new AgentError('Refused', `failover of ${group}: ${(err as Error).message}`, { cause: err });
+      this.events.record('admin', 'failover', '', 'refused', `${asked} asked to move vip group ${group}${to === '' ? '' : ` to ${to}`}: ${(err as Error).message}`, { ...who, to });
+      throw e;
     }
   }
 
@@ -482,14 +520,82 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     };
   }
 
-  async rollback(revision: number, author: string): Promise<number> {
+  async rollback(revision: number, author: string, caller?: Caller): Promise<number> {
     const cluster = this.requireCluster('config rollback');
+    const trail = { author, caller: caller?.name ?? '', to: revision };
     const old = await cluster.coordinator.config.at(revision);
-    if (old === null) throw new AgentError('NotFound', `revision: ${revision} is not in the cluster config history; see lbadm config history`);
+    if (old === null) {
+      const err = new AgentError('NotFound', `revision: ${revision} is not in the cluster config history; see lbadm config history`);
+      this.events.record('admin', 'rollback', '', 'refused', err.message, trail);
+      throw err;
+    }
     const current = (await cluster.coordinator.config.current())?.revision ?? 0;
-    const outcome = await this.applyToCluster(old.text, `rollback to revision ${revision}`, false, { expectRevision: current, author });
+    // The apply records its own admin event (written or refused) with the services it changes.
+    const outcome = await this.applyToCluster(old.text, `rollback to revision ${revision}`, false, { expectRevision: current, author, ...(caller ? { caller } : {}) });
     if (!outcome.ok) throw outcome.error;
+    this.events.record('admin', 'rollback', '', 'done', `${author || 'an operator'} rolled the cluster config back to revision ${revision}, now revision ${outcome.clusterRevision ?? 0}`,
+      { ...trail, revision: outcome.clusterRevision ?? 0 });
     return outcome.clusterRevision ?? 0;
+  }
+
+  recordDrill(d: DrillRecord, caller: Caller): string {
+    return this.events.record('drill', d.mode, '', d.result, d.reason, { ...d.fields, caller: caller.name }).id;
+  }
+
+  /**
+   * ListEvents. Local: this director's log. Cluster: etcd's history of every director merged with this
+   * director's log (its newest events may not be in etcd yet), then, with follow, etcd's watch and the
+   * local log together; an event seen twice (here, then from etcd) is sent once.
+   */
+  async listEvents(q: EventQuery, sink: EventSink): Promise<() => void> {
+    const match = (e: LbdEvent): boolean => (q.kind === '' || e.kind === q.kind) && (q.director === '' || e.director === q.director);
+    if (q.scope === 'local' || this.cluster === null) {
+      for (const e of this.events.recent(q.sinceUnixMs).filter(match).slice(-q.limit)) sink.event(e);
+      if (!q.follow) { sink.end(); return () => {}; }
+      return this.events.subscribe((e) => { if (match(e)) sink.event(e); });
+    }
+    const store = this.cluster.coordinator.events;
+    const seen = new SeenIds();
+    const buffered: LbdEvent[] = [];
+    let live = false;
+    const send = (e: LbdEvent): void => {
+      if (!match(e) || !seen.add(e.id)) return;
+      sink.event(e);
+    };
+    // Subscribed before reading etcd, so nothing recorded meanwhile is missed; sent after the history.
+    const unsubscribe = q.follow ? this.events.subscribe((e) => { if (live) send(e); else buffered.push(e); }) : () => {};
+    let listed;
+    try {
+      // With a kind filter, read more: the limit counts what matches.
+      listed = await store.list(q.sinceUnixMs, q.kind === '' ? q.limit : MAX_EVENTS_READ);
+    } catch (cause) {
+      unsubscribe();
+      throw new AgentError('EtcdUnavailable', `cannot read the cluster's event history from etcd (${(cause as Error).message}); lbadm events --local shows this director's`, { cause });
+    }
+    const merged = new Map<string, LbdEvent>();
+    for (const e of listed.events) if (isLbdEvent(e)) merged.set(e.id, e);
+    for (const e of this.events.recent(q.sinceUnixMs)) merged.set(e.id, e);
+    const history = [...merged.values()].filter(match).sort((a, b) => a.timeUnixMs - b.timeUnixMs || (a.id < b.id ? -1 : 1)).slice(-q.limit);
+    for (const e of history) send(e);
+    if (!q.follow) { sink.end(); return () => {}; }
+    for (const e of buffered.splice(0)) send(e);
+    live = true;
+    let stopWatch: (() => Promise<void>) | null = null;
+    let stopped = false;
+    try {
+      stopWatch = await store.watch(listed.revision, (e) => { if (isLbdEvent(e)) send(e); }, (err) => {
+        sink.fail(new AgentError('EtcdUnavailable', `the cluster's event history cannot be followed: ${err.message}; lbadm events --local --follow follows this director's`, { cause: err }));
+      });
+    } catch (cause) {
+      unsubscribe();
+      throw new AgentError('EtcdUnavailable', `cannot follow the cluster's event history in etcd (${(cause as Error).message}); lbadm events --local --follow follows this director's`, { cause });
+    }
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      unsubscribe();
+      void stopWatch?.();
+    };
   }
 
   private requireCluster(what: string): ClusterMember {
@@ -658,10 +764,16 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   }
 
   /** `revision`: the cluster config revision it is (cluster mode); otherwise counted here. */
-  private async applyConfig(config: Config, sha: string, trigger: Trigger, source: string, revision?: number): Promise<{ record: ApplyRecord; result: ApplyResult }> {
+  private async applyConfig(
+    config: Config, sha: string, trigger: Trigger, source: string, revision?: number, who: Pick<ApplyContext, 'author' | 'caller'> = {},
+  ): Promise<{ record: ApplyRecord; result: ApplyResult }> {
     const time = this.now();
     let result: ApplyResult;
     const merge = this.health.merge(config);
+    const ctx: ApplyContext = {
+      ...who, changes: summarizeServiceChanges(this.running.revision === 0 ? [] : this.running.config.services, config.services),
+      ...(revision === undefined ? {} : { revision }),
+    };
     try {
       result = await this.dataPlane.apply({ services: merge.services });
     } catch (err) {
@@ -669,7 +781,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       this.record({
         time, trigger, result: 'failed', error: err.message, problems: [], operations: 0, fullRebuild: false,
         durationMs: this.now().getTime() - time.getTime(), source, sha256: sha,
-      });
+      }, ctx);
       this.log.error('apply failed', {
         trigger, source, sha256: short(sha), kind: err.kind, error: err.message, note: 'the previous state stays in the kernel',
       });
@@ -687,7 +799,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     const record = this.record({
       time, trigger, result: result.changed ? 'applied' : 'unchanged', error: '', problems: [],
       operations: result.operations.length, fullRebuild: result.fullRebuild, durationMs: result.durationMs, source, sha256: sha,
-    });
+    }, ctx);
     this.log.info(result.changed ? 'config applied' : 'config unchanged: the kernel already matches', {
       trigger, source, sha256: short(sha), revision: this.running.revision, services: config.services.length,
       operations: result.operations.length, fullRebuild: result.fullRebuild,
@@ -699,11 +811,11 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     return { record, result };
   }
 
-  private reject(err: ConfigError, trigger: Trigger, source: string, sha: string): ApplyRecord {
+  private reject(err: ConfigError, trigger: Trigger, source: string, sha: string, ctx: ApplyContext = {}): ApplyRecord {
     const record = this.record({
       time: this.now(), trigger, result: 'rejected', error: '', problems: err.problems, operations: 0, fullRebuild: false,
       durationMs: 0, source, sha256: sha,
-    });
+    }, ctx);
     // One line holding every problem, so a log search for the rejection finds all of them.
     this.log.warn('config rejected; the running config stays', {
       trigger, source, kind: err.kind, problems: err.problems.map(formatProblem), runningRevision: this.running.revision,
@@ -711,12 +823,72 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     return record;
   }
 
-  private record(r: ApplyRecord): ApplyRecord {
+  private record(r: ApplyRecord, ctx: ApplyContext = {}): ApplyRecord {
+    const previous = this.lastApply;
     this.lastApply = r;
+    this.recordConfigEvent(r, previous, ctx);
     this.emit('apply', r);
     return r;
   }
+
+  /** The config event of an apply attempt: what it changed, who asked, and why it failed if it did. */
+  private recordConfigEvent(r: ApplyRecord, previous: ApplyRecord | null, ctx: ApplyContext): void {
+    const revision = r.result === 'applied' || r.result === 'unchanged' ? this.running.revision : (ctx.revision ?? 0);
+    const by = ctx.author ? ` by ${ctx.author}` : '';
+    const origin = `${r.trigger} from ${r.source}${by}`;
+    let reason: string;
+    switch (r.result) {
+      case 'applied':
+        reason = `revision ${revision} applied (${origin}): ${ctx.changes || 'no service changed'}; ${r.operations} operation${r.operations === 1 ? '' : 's'}${r.fullRebuild ? ' (full rebuild)' : ''}`;
+        break;
+      case 'unchanged':
+        reason = `revision ${revision} (${origin}): the kernel already matched; ${ctx.changes || 'no service changed'}`;
+        break;
+      case 'rejected': {
+        const n = r.problems.length;
+        reason = `rejected (${origin}), ${n} problem${n === 1 ? '' : 's'}: ${r.problems.slice(0, 3).map(formatProblem).join('; ')}${n > 3 ? `; and ${n - 3} more` : ''}; revision ${this.running.revision} keeps running`;
+        break;
+      }
+      case 'failed':
+        reason = `the data plane refused (${origin}): ${r.error}; the previous state stays in the kernel`;
+        break;
+    }
+    this.events.record('config', 'config', previous?.result ?? '', r.result, reason, {
+      trigger: r.trigger, revision, sha256: short(r.sha256), source: r.source, author: ctx.author ?? '', durationMs: Math.round(r.durationMs * 10) / 10,
+      operations: r.operations, services: this.running.config.services.length, changes: ctx.changes ?? '',
+      ...(ctx.caller ? { caller: ctx.caller.name } : {}),
+    });
+  }
+
+  /** A real server's health transition: why it left (or came back), and what the agent does about it. */
+  private recordHealth(e: HealthEvent): void {
+    const held = e.heldDownUntil === null ? '' : `; held down for flapping until ${new Date(e.heldDownUntil).toISOString()}`;
+    this.events.record('health', `${e.service} ${e.server}`, e.from, e.to, `${e.reason}${held}; ${e.action}`, {
+      service: e.service, name: e.serviceName, server: e.server, check: e.checkKind, probe: e.probeReason, latencyMs: Math.round(e.latencyMs * 10) / 10,
+      action: e.action, ...(e.heldDownUntil === null ? {} : { heldDownUntil: new Date(e.heldDownUntil).toISOString() }),
+    });
+  }
 }
+
+/** The most kept events a cluster ListEvents reads from etcd before filtering by kind. */
+const MAX_EVENTS_READ = 10_000;
+
+/** Ids already sent on one stream, bounded: a copy arrives from etcd soon after the local one, or never. */
+class SeenIds {
+  private readonly ids = new Set<string>();
+  /** False when `id` was already seen. */
+  add(id: string): boolean {
+    if (this.ids.has(id)) return false;
+    this.ids.add(id);
+    if (this.ids.size > 20_000) {
+      // Sets iterate in insertion order: forget the oldest half.
+      let n = 10_000;
+      for (const old of this.ids) { if (n-- <= 0) break; this.ids.delete(old); }
+    }
+    return true;
+  }
+}
+
 
 function short(sha: string): string {
   return sha.slice(0, 12);

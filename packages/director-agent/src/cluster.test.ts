@@ -9,6 +9,7 @@ import { freePort, startEtcd, type RunningEtcd } from '@lbd/testkit';
 import { Agent } from './agent.js';
 import { AgentError } from './errors.js';
 import { silentLogger } from './log.js';
+import type { LbdEvent } from './ops-types.js';
 
 /**
  * Two clustered agents in this process against a real etcd on loopback, with fake data planes and fake
@@ -170,6 +171,83 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     await waitFor(() => holder()[0] === second.id, 3000, 'the other director to lead');
     const problems = await publishedProblems(second, first.id);
     assert.match(problems?.[0] ?? '', /^track check uplink: exec .*: exit 1 \(1 failure\)$/);
+  });
+
+  it('a failover and an apply leave a trail: role and vip events with reasons on both, the caller\'s admin event, one cluster history in etcd', async () => {
+    const [a, b] = members as [Member, Member];
+    await a.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false, { author: 'alice@ops1', caller: { role: 'write', name: 'unix-socket' } });
+    await waitFor(() => holder().length === 1, 5000, 'a leader');
+    const first = members.find((m) => m.owner.held.size > 0)!;
+    const second = members.find((m) => m !== first)!;
+    for (let i = 0; i < 200; i++) {
+      const st = await b.agent.clusterStatus();
+      if (st.directors!.filter((d) => d.healthy && d.priorities!.front !== undefined).length === 2) break;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    const since = Date.now();
+    const moved = await b.agent.failover('front', '', 'bob@ops2', { role: 'write', name: 'ops-bob' });
+    assert.deepEqual([moved.from, moved.to], [first.id, second.id]);
+    await waitFor(() => holder()[0] === second.id, 3000, 'the other director to hold the vips');
+
+    const newest = (m: Member, kind: string, subject: string) => m.agent.events.recent(since).filter((e) => e.kind === kind && e.subject === subject).at(-1);
+    await waitFor(() => newest(first, 'vip', '198.18.0.10')?.to === 'released', 2000, 'the old leader\'s vip event');
+    const gone = newest(first, 'role', 'front')!;
+    assert.deepEqual([gone.from, gone.to], ['leader', 'standby']);
+    assert.match(gone.reason, new RegExp(`^handed over to ${second.id}: lbadm failover`), 'why am I backup: handed over by a failover');
+    assert.match(newest(first, 'vip', '198.18.0.10')!.reason, new RegExp(`^vip group front released: handed over to ${second.id}`));
+    const won = newest(second, 'role', 'front')!;
+    assert.deepEqual([won.from, won.to], ['standby', 'leader']);
+    assert.match(won.reason, new RegExp(`handed over by ${first.id}`));
+    assert.equal(newest(second, 'vip', '198.19.1.250')?.to, 'held', 'the gateway too');
+    const admin = newest(b, 'admin', 'failover')!;
+    assert.deepEqual([admin.to, admin.fields.author, admin.fields.caller, admin.fields.from, admin.fields.to], ['done', 'bob@ops2', 'ops-bob', first.id, second.id]);
+    assert.match(admin.reason, new RegExp(`^bob@ops2 \\(ops-bob\\) moved vip group front from ${first.id} to ${second.id} in \\d+ ms$`));
+
+    // The cluster scope: every director's events from etcd, one timeline, each event once.
+    const listed: LbdEvent[] = [];
+    let ended = false;
+    await waitFor(() => a.agent.events.recent(0).length > 0, 10, 'events');
+    const read = async (): Promise<void> => {
+      listed.length = 0;
+      ended = false;
+      await a.agent.listEvents({ sinceUnixMs: 0, follow: false, scope: 'cluster', limit: 1000, kind: '', director: '' }, {
+        event: (e) => listed.push(e), end: () => { ended = true; }, fail: (err) => { throw err; },
+      });
+    };
+    for (let i = 0; i < 100; i++) {
+      await read();
+      if (listed.some((e) => e.director === 'dir2' && e.kind === 'role') && listed.some((e) => e.director === 'dir1' && e.kind === 'role')) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    assert.ok(ended);
+    assert.deepEqual([...new Set(listed.map((e) => e.director))].sort(), ['dir1', 'dir2']);
+    assert.equal(new Set(listed.map((e) => e.id)).size, listed.length, 'no event twice');
+    assert.deepEqual(listed.map((e) => e.timeUnixMs), [...listed.map((e) => e.timeUnixMs)].sort((x, y) => x - y), 'oldest first');
+    const configs = listed.filter((e) => e.kind === 'config' && e.to === 'applied');
+    assert.deepEqual(configs.map((e) => [e.director, e.fields.author, e.fields.revision, e.fields.changes]).sort(), [['dir1', 'alice@ops1', '1', '+web'], ['dir2', 'alice@ops1', '1', '+web']]);
+    const wrote = listed.find((e) => e.kind === 'admin' && e.subject === 'apply')!;
+    assert.deepEqual([wrote.director, wrote.to, wrote.fields.author, wrote.fields.caller], ['dir1', 'done', 'alice@ops1', 'unix-socket']);
+    const dir2Only: LbdEvent[] = [];
+    await a.agent.listEvents({ sinceUnixMs: 0, follow: false, scope: 'cluster', limit: 1000, kind: 'role', director: 'dir2' }, {
+      event: (e) => dir2Only.push(e), end: () => undefined, fail: () => undefined,
+    });
+    assert.ok(dir2Only.length > 0 && dir2Only.every((e) => e.director === 'dir2' && e.kind === 'role'));
+  });
+
+  it('following the cluster history shows another director\'s new events, each once', async () => {
+    const [a, b] = members as [Member, Member];
+    await a.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false);
+    await waitFor(() => a.agent.revision === 1 && b.agent.revision === 1, 5000, 'both on revision 1');
+    const got: LbdEvent[] = [];
+    const stop = await a.agent.listEvents({ sinceUnixMs: Date.now() + 3_600_000, follow: true, scope: 'cluster', limit: 1000, kind: 'drill', director: '' }, {
+      event: (e) => got.push(e), end: () => undefined, fail: (err) => { throw err; },
+    });
+    b.agent.recordDrill({ mode: 'switchover', result: 'pass', reason: 'from dir2', fields: {} }, { role: 'write', name: 'lab' });
+    a.agent.recordDrill({ mode: 'kill-agent', result: 'fail', reason: 'from dir1', fields: {} }, { role: 'write', name: 'lab' });
+    await waitFor(() => got.length === 2, 5000, 'both drills, dir1\'s from its own log and dir2\'s through etcd');
+    await new Promise((r) => setTimeout(r, 300)); // dir1's own event reaches etcd too: it must not come twice
+    stop();
+    assert.deepEqual(got.map((e) => `${e.director} ${e.reason}`).sort(), ['dir1 from dir1', 'dir2 from dir2']);
   });
 
   it('stopping the leader hands its group over at once', async () => {

@@ -15,6 +15,7 @@ import {
   type ConnSyncStatus, type PeerClient, type PeerHandlers, type PeerSecurity,
 } from '@lbd/proto';
 import { AgentError } from './errors.js';
+import type { EventLog } from './events.js';
 import type { Logger } from './log.js';
 
 /**
@@ -29,6 +30,8 @@ export interface ClusterMemberOptions {
   readonly version: string;
   readonly owner: AddressOwner;
   readonly log: Logger;
+  /** Where this director's transitions are recorded; the member also copies every event to etcd. */
+  readonly events: EventLog;
   /** Called with every cluster config (text and revision) this director should run. */
   onConfig(c: StoredConfig): void;
   /** Whether the last data-plane apply failed (a director that cannot program its kernel must not lead). */
@@ -67,6 +70,14 @@ export class ClusterMember {
   /** Null when off: then `syncOff` says why. */
   private sync: ConnectionSync | null = null;
   private syncOff = '';
+  /** Per vip group: the floating addresses claimed, and why it last changed role (for the vip events). */
+  private readonly held = new Map<string, Set<string>>();
+  private readonly roleReason = new Map<string, string>();
+  /** Groups released whose transition (and so whose reason) has not come yet. */
+  private readonly releasing = new Set<string>();
+  /** Each connection-sync stream's last recorded state, by `<peer> <send|receive>`. */
+  private readonly syncStates = new Map<string, string>();
+  private readonly stopCopyingEvents: () => void;
 
   constructor(private readonly o: ClusterMemberOptions) {
     const s = o.settings;
@@ -76,13 +87,17 @@ export class ClusterMember {
       hooks: { claim: (g) => this.claim(g), release: (g) => this.release(g), beforeHandover: (g, to) => this.drainSync(g, to) },
       health: () => this.health(), onTransition: (t) => this.onTransition(t),
       syncedFor: (group) => (this.sync === null ? null : this.sync.notCaughtUp(group)),
+      events: { log: o.log },
     });
+    // The cluster's history: every event of this director goes to etcd too (queued, never waited for).
+    this.stopCopyingEvents = o.events.subscribe((e) => this.coordinator.events.append(e));
     this.track = s.track.length === 0 ? null : new HealthScheduler({ prober: o.prober ?? new ProberSet() });
     for (const t of s.track) this.trackDown.set(t.name, 'not checked yet');
     this.track?.on('transition', (e) => {
       if (e.to === 'up') this.trackDown.delete(e.key);
       else this.trackDown.set(e.key, e.reason);
       this.o.log.info(e.to === 'up' ? 'track check ok' : 'track check failing', { check: e.key, reason: e.reason });
+      this.o.events.record('health', `track ${e.key}`, e.from, e.to, e.reason, { track: e.key, director: s.director });
       this.healthMayHaveChanged();
     });
   }
@@ -153,6 +168,9 @@ export class ClusterMember {
     this.track?.stop();
     await this.stopConfigWatch?.();
     await this.coordinator.close({ vacate: true });
+    for (const g of this.releasing) this.recordAddresses(g, new Set(), `vip group ${g} released: the director is stopping`);
+    this.releasing.clear();
+    this.stopCopyingEvents();
     await this.o.owner.close({ releaseAll: true });
     await this.sync?.close();
     for (const c of this.peers.values()) c.close();
@@ -270,8 +288,47 @@ export class ClusterMember {
     this.linkProblems = problems;
     const key = this.health().problems.join('|');
     if (key !== this.lastHealthKey) {
+      const was = this.lastHealthKey;
       this.lastHealthKey = key;
+      this.o.events.record('health', `director ${this.o.settings.director}`, was === '' ? 'healthy' : 'unhealthy', key === '' ? 'healthy' : 'unhealthy',
+        key === '' ? 'every check passes: it may lead' : `${key.split('|').join('; ')}: it leads nothing and takes nothing over`);
       this.coordinator.healthChanged();
+    }
+    this.recordSyncStates();
+  }
+
+  /**
+   * Connection-sync streams whose state changed since the last look (every link check): one event per
+   * change, with the stream's own reason. `connecting` and `waiting` are passing states: a stream that
+   * retries a dead peer stays `down` rather than adding an event per retry.
+   */
+  private recordSyncStates(): void {
+    if (this.sync === null) return;
+    const st = this.sync.status();
+    const now = new Map<string, { state: string; reason: string }>();
+    for (const x of st.senders) {
+      const reason = x.state === 'down' ? x.lastError : x.state === 'snapshot' ? `sending a snapshot: ${x.lastSnapshotReason}` : x.state === 'streaming' ? `snapshot sent (${x.lastSnapshotReason}); streaming changes` : '';
+      now.set(`${x.peer} send`, { state: x.state, reason });
+    }
+    for (const x of st.receivers) {
+      if (x.peer === '') continue;
+      const reason = x.state === 'streaming' ? 'snapshot received; applying changes'
+        : x.state === 'snapshot' ? `receiving a snapshot of the groups ${x.peer} leads` : x.lastError || x.state;
+      now.set(`${x.peer} receive`, { state: x.state, reason });
+    }
+    for (const [stream, { state, reason }] of now) {
+      const was = this.syncStates.get(stream) ?? '';
+      if (state === was || state === 'connecting' || state === 'waiting') continue;
+      this.syncStates.set(stream, state);
+      this.o.events.record('sync', stream, was, state, reason || state, { peer: stream.split(' ')[0]!, direction: stream.split(' ')[1]! });
+    }
+    for (const [stream, was] of this.syncStates) {
+      if (now.has(stream)) continue;
+      this.syncStates.delete(stream);
+      const sending = stream.endsWith(' send');
+      this.o.events.record('sync', stream, was, 'closed', sending ? 'this director leads no vip group: nothing to send' : 'the peer\'s stream is gone', {
+        peer: stream.split(' ')[0]!, direction: sending ? 'send' : 'receive',
+      });
     }
   }
 
@@ -281,19 +338,32 @@ export class ClusterMember {
   }
 
   private async claim(group: string): Promise<void> {
+    const again = this.leading.has(group);
     this.leading.add(group);
     const g = this.groups.get(group);
     const started = performance.now();
     const addresses = this.addressesOf(group);
     await this.o.owner.claim(group, addresses, g?.announce ?? { count: 3, intervalMs: 200 });
     this.o.log.info('claimed vip group', { group, addresses: addresses.map((a) => a.address), durationMs: Math.round((performance.now() - started) * 10) / 10 });
+    const why = again ? `vip group ${group}'s addresses changed with the config` : `vip group ${group} led here: ${this.roleReason.get(group) ?? 'elected'}`;
+    this.recordAddresses(group, new Set(addresses.map((a) => a.address)), why);
     this.syncLeading();
   }
 
   private async release(group: string): Promise<void> {
     this.leading.delete(group);
     await this.o.owner.release(group);
+    // The election says why right after this hook returns (onTransition): the vip events take that reason.
+    this.releasing.add(group);
     this.syncLeading();
+  }
+
+  /** A `vip` event per floating address of `group` that this director now holds or no longer holds. */
+  private recordAddresses(group: string, now: ReadonlySet<string>, reason: string): void {
+    const before = this.held.get(group) ?? new Set<string>();
+    for (const a of now) if (!before.has(a)) this.o.events.record('vip', a, 'released', 'held', reason, { group });
+    for (const a of before) if (!now.has(a)) this.o.events.record('vip', a, 'held', 'released', now.size > 0 ? `no longer in vip group ${group}'s addresses` : reason, { group });
+    this.held.set(group, new Set(now));
   }
 
   /**
@@ -315,6 +385,9 @@ export class ClusterMember {
 
   private onTransition(t: Transition): void {
     this.o.log.info('vip group transition', { group: t.group, from: t.from, to: t.to, reason: t.reason });
+    if (t.from !== t.to) this.roleReason.set(t.group, t.reason);
+    if (this.releasing.delete(t.group)) this.recordAddresses(t.group, new Set(), `vip group ${t.group} released: ${t.reason}`);
+    this.o.events.record('role', t.group, t.from, t.to, t.reason, { group: t.group });
   }
 
   private transport(): PeerTransport {

@@ -137,6 +137,23 @@ describe('Agent health checks', () => {
     assert.deepEqual([up?.level, up?.server, up?.reason, up?.action], ['info', RS2, 'http GET /: got 200 (2 successes)', 'restored (weight 2)']);
   });
 
+  it('leaves a health event saying why a real server left and came back, also in ListEvents', async () => {
+    const h = await start(web());
+    h.prober.set(RS2, FAIL);
+    await until(h, () => weights(h.dp)[RS2] === 0, 3000, 'quiescing');
+    h.prober.set(RS2, { ok: true, message: 'http GET /: got 200' });
+    await until(h, () => weights(h.dp)[RS2] === 2, 3000, 'restoring');
+    const health = h.agent.events.recent(0).filter((e) => e.kind === 'health');
+    assert.deepEqual(health.map((e) => [e.subject, e.from, e.to, e.reason]), [
+      [`${SVC} ${RS2}`, 'up', 'down', 'http GET /: got 500, want 200-399 (2 failures); quiesced (weight 0)'],
+      [`${SVC} ${RS2}`, 'down', 'up', 'http GET /: got 200 (2 successes); restored (weight 2)'],
+    ]);
+    assert.deepEqual([health[0]!.fields.name, health[0]!.fields.server, health[0]!.fields.check, health[0]!.fields.probe], ['web', RS2, 'http', 'status']);
+    const listed = [];
+    for await (const e of api(h).listEvents({ kind: 'health', scope: 'local' })) listed.push(e);
+    assert.deepEqual(listed.map((e) => [e.id, e.reason]), health.map((e) => [e.id, e.reason]));
+  });
+
   it('removes a real server of an onDown: remove service and expires its connections', async () => {
     const h = await start(web('\n    onDown: remove'));
     const config = h.agent.config.services[0]!;

@@ -6,7 +6,11 @@
 export {
   Agent, type AgentOptions, type ApplyRecord, type ApplyResultWord, type HealthApplyRecord, type HealthOptions, type Trigger,
 } from './agent.js';
-export { AdminServer, type AdminBackend, type ApplyOutcome, type HealthSink } from './admin-server.js';
+export {
+  AdminServer, UNIX_SOCKET_CALLER, type AdminBackend, type ApplyOutcome, type DrillRecord, type EventQuery, type EventSink, type HealthSink,
+} from './admin-server.js';
+export { EventLog, DEFAULT_EVENT_HISTORY, eventId, isLbdEvent, summarizeServiceChanges, type EventLogOptions } from './events.js';
+export { EVENT_KINDS, ROLES, type Caller, type EventKind, type EventSource, type LbdEvent, type OpsRoute, type Role } from './ops-types.js';
 export { DesiredState, type HealthLookup, type Merge, type MergedRealServer, type MergedService, type ServerHealth } from './desired.js';
 export { HealthManager, type HealthEntry, type HealthEvent, type HealthManagerOptions, type HealthWatcher } from './health.js';
 export { AgentError, RequestError, toGrpcStatus } from './errors.js';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { parseArgs, UsageError } from './args.js';
+import { parseArgs, parseSince, UsageError } from './args.js';
 
 describe('parseArgs', () => {
   const ok: [string[], Record<string, string | undefined>, string][] = [
@@ -44,7 +44,7 @@ describe('parseArgs', () => {
 
   const bad: [string[], string][] = [
     [[], 'no command given'],
-    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, drill'],
+    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, drill, events'],
     [['cluster'], 'lbadm cluster needs one of: cluster status'],
     [['cluster', 'show'], 'lbadm cluster needs one of: cluster status (not "show")'],
     [['cluster', 'status', 'now'], 'unexpected argument "now" after lbadm cluster status'],
@@ -69,10 +69,37 @@ describe('parseArgs', () => {
     [['stats', '--interval-ms', '500'], '--interval-ms only makes sense with --rate'],
     [['stats', '--rate', '--interval-ms', '5'], '--interval-ms: "5" is not a whole number of milliseconds from 100 to 60000'],
     [['stats', '--rate', '--interval-ms', '1e3'], '--interval-ms: "1e3" is not a whole number of milliseconds from 100 to 60000'],
+    [['events', '--kind', 'roles'], '--kind: "roles" is not one of role, vip, health, config, sync, drill, admin'],
+    [['events', '--since', 'yesterday'], '--since: "yesterday" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],
+    [['events', '--since', '2026-12-01T10:00:00'], '--since: "2026-12-01T10:00:00" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],
+    [['events', '--since', '10'], '--since: "10" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],
+    [['events', '--director', 'dir 1'], '--director: "dir 1" is not a director id (letters, digits, ".", "_", "-"; lbadm cluster status lists them)'],
+    [['events', '--limit', '0'], '--limit: "0" is not a whole number from 1 to 10000'],
+    [['status', '--follow'], '--follow is not a flag of "lbadm status" (it belongs to lbadm events)'],
   ];
   for (const [argv, message] of bad) {
     it(`${argv.join(' ') || '(nothing)'} -> usage error`, () => {
       assert.throws(() => parseArgs(argv, {}), (err: unknown) => err instanceof UsageError && err.message === message);
     });
   }
+});
+
+describe('lbadm events flags', () => {
+  it('reads --follow, --kind, --director, --local and --limit', () => {
+    const i = parseArgs(['events', '--follow', '--kind', 'role', '--director', 'dir2', '--local', '--limit', '50', '--json'], {});
+    assert.deepEqual([i.command, i.follow, i.kind, i.director, i.local, i.limit, i.json, i.since], ['events', true, 'role', 'dir2', true, 50, true, undefined]);
+    const plain = parseArgs(['events'], {});
+    assert.deepEqual([plain.follow, plain.kind, plain.director, plain.local, plain.limit], [false, undefined, undefined, false, undefined]);
+  });
+
+  it('--since takes durations before now and RFC 3339 times with their offset', () => {
+    assert.deepEqual(parseSince('10m'), { agoMs: 600_000 });
+    assert.deepEqual(parseSince('2h'), { agoMs: 7_200_000 });
+    assert.deepEqual(parseSince('1h30m'), { agoMs: 5_400_000 });
+    assert.deepEqual(parseSince('90s'), { agoMs: 90_000 });
+    assert.deepEqual(parseSince('1d'), { agoMs: 86_400_000 });
+    assert.deepEqual(parseSince('2026-12-01T10:00:00Z'), { unixMs: Date.UTC(2026, 11, 1, 10, 0, 0) });
+    assert.deepEqual(parseSince('2026-12-01T11:00:00.250+01:00'), { unixMs: Date.UTC(2026, 11, 1, 10, 0, 0, 250) });
+    assert.deepEqual(parseArgs(['events', '--since=10m'], {}).since, { agoMs: 600_000 });
+  });
 });

@@ -5,7 +5,7 @@ import { DEFAULT_ADMIN_SOCKET } from '@lbd/config';
  * flag and the fix; nothing here touches the agent.
  */
 
-export const COMMANDS = ['status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'config', 'drill'] as const;
+export const COMMANDS = ['status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'config', 'drill', 'events'] as const;
 export type Command = (typeof COMMANDS)[number];
 
 export interface Invocation {
@@ -33,11 +33,27 @@ export interface Invocation {
   /** drill */
   readonly mode: string | undefined;
   readonly count: number;
+  /** events: keep streaming new ones */
+  readonly follow: boolean;
+  /** events: from when (a duration before now, or a time) */
+  readonly since: Since | undefined;
+  /** events: filters, and this director's history only */
+  readonly director: string | undefined;
+  readonly kind: string | undefined;
+  readonly local: boolean;
+  readonly limit: number | undefined;
 }
+
+/** `--since`: a duration before now (`10m`), or an absolute time (RFC 3339). */
+export type Since = { readonly agoMs: number } | { readonly unixMs: number };
+
+/** The event kinds the agent's event log records (admin.proto Event.kind). */
+export const EVENT_KINDS = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin'] as const;
+const MAX_EVENTS_LIMIT = 10_000;
 
 export const DRILL_MODES = ['switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage'] as const;
 
-export const USAGE = 'usage: lbadm [--socket PATH] [--json] COMMAND [flags]   (COMMAND: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, drill)';
+export const USAGE = 'usage: lbadm [--socket PATH] [--json] COMMAND [flags]   (COMMAND: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, drill, events)';
 
 export const HELP = `${USAGE}
 
@@ -70,6 +86,14 @@ commands:
                                   causes MODE (${DRILL_MODES.join(', ')}) N times (default 1)
                                   and reports time without service, failed requests, broken
                                   connections and whether two directors ever held the vip
+  events [--since DURATION|TIME] [--follow] [--kind K] [--director D] [--local] [--limit N]
+                                  the event log: every transition (vip group role, vip, health,
+                                  config, sync, drill, admin) with its reason, oldest first; in a
+                                  cluster every director's (from etcd), with --local this one's.
+                                  --since 10m, 2h, 1d or 2026-12-01T10:00:00Z; --follow prints
+                                  new events until Ctrl-C; --kind one of ${EVENT_KINDS.join(', ')};
+                                  --limit the newest N kept (default 1000); --json: one document,
+                                  with --follow one JSON event per line
 
 global flags:
   --socket PATH   the agent's admin socket (default $LBD_ADMIN_SOCKET, else ${DEFAULT_ADMIN_SOCKET})
@@ -116,6 +140,12 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--expect-revision': { value: true, commands: ['apply'] },
   '--mode': { value: true, commands: ['drill'] },
   '--count': { value: true, commands: ['drill'] },
+  '--follow': { value: false, commands: ['events'] },
+  '--since': { value: true, commands: ['events'] },
+  '--director': { value: true, commands: ['events'] },
+  '--kind': { value: true, commands: ['events'] },
+  '--local': { value: false, commands: ['events'] },
+  '--limit': { value: true, commands: ['events'] },
 };
 
 /** Commands that take words after them, and what those may be. */
@@ -201,6 +231,19 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
   if (expect !== undefined && !/^\d{1,15}$/.test(expect)) throw new UsageError(`--expect-revision: "${expect}" is not a config revision (0 or more)`);
   const mode = str('--mode');
   if (mode !== undefined && !(DRILL_MODES as readonly string[]).includes(mode)) throw new UsageError(`--mode: "${mode}" is not one of ${DRILL_MODES.join(', ')}`);
+  const kind = str('--kind');
+  if (kind !== undefined && !(EVENT_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind: "${kind}" is not one of ${EVENT_KINDS.join(', ')}`);
+  const director = str('--director');
+  if (director !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(director)) {
+    throw new UsageError(`--director: "${director}" is not a director id (letters, digits, ".", "_", "-"; lbadm cluster status lists them)`);
+  }
+  const limitText = str('--limit');
+  const limit = limitText === undefined ? undefined : Number(limitText);
+  if (limitText !== undefined && (!/^\d+$/.test(limitText) || limit! < 1 || limit! > MAX_EVENTS_LIMIT)) {
+    throw new UsageError(`--limit: "${limitText}" is not a whole number from 1 to ${MAX_EVENTS_LIMIT}`);
+  }
+  const sinceText = str('--since');
+  const since = sinceText === undefined ? undefined : parseSince(sinceText);
   const countText = str('--count') ?? '1';
   const count = Number(countText);
   if (!/^\d+$/.test(countText) || count < 1 || count > 1000) throw new UsageError(`--count: "${countText}" is not a whole number from 1 to 1000`);
@@ -208,5 +251,23 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
     command, socket, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
     rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
     group: str('--group'), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode, count,
+    follow: seen.has('--follow'), since, director, kind, local: seen.has('--local'), limit,
   };
+}
+
+const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
+/** `--since`: `10m`, `2h`, `1h30m`, `90s`, `1d` (before now), or an RFC 3339 time with its offset. */
+export function parseSince(text: string): Since {
+  if (/^(\d+(ms|s|m|h|d))+$/.test(text)) {
+    let agoMs = 0;
+    for (const [, n, unit] of text.matchAll(/(\d+)(ms|s|m|h|d)/g)) agoMs += Number(n) * UNIT_MS[unit!]!;
+    return { agoMs };
+  }
+  if (RFC3339.test(text)) {
+    const unixMs = Date.parse(text);
+    if (Number.isFinite(unixMs)) return { unixMs };
+  }
+  throw new UsageError(`--since: "${text}" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)`);
 }

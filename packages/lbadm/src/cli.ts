@@ -4,13 +4,13 @@ import { access, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigError, EXIT, loadConfig } from '@lbd/config';
-import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, type HealthEvent__Output } from '@lbd/proto';
+import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, type Event__Output, type HealthEvent__Output } from '@lbd/proto';
 import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
 import { drill } from './drill.js';
 import { describeFailure } from './errors.js';
 import {
-  computeRates, formatApply, formatClusterStatus, formatConfigHistory, formatConns, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates, formatStats,
-  formatStatus,
+  computeRates, formatApply, formatClusterStatus, formatConfigHistory, formatConns, formatDoctor, formatEvent, formatEvents, formatHealth, formatHealthEvent,
+  formatProblems, formatRates, formatStats, formatStatus,
 } from './format.js';
 
 /**
@@ -24,9 +24,9 @@ export interface Io {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** Waits between the two samples of `stats --rate`. */
   readonly sleep?: (ms: number) => Promise<void>;
-  /** Aborts on an interrupt (SIGINT): ends `health --watch` cleanly. */
+  /** Aborts on an interrupt (SIGINT): ends `health --watch` and `events --follow` cleanly. */
   readonly interrupt?: AbortSignal;
-  /** For `health --watch`: the time from which kept transitions are shown (default: now, so only live ones). */
+  /** For `health --watch`: the time from which kept transitions are shown (default: now, so only live ones); `events --since 10m`: now. */
   readonly now?: () => number;
 }
 
@@ -101,7 +101,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case 'failover': {
-        const r = await api.failover(inv.group!, inv.to ?? '', { timeoutMs: TIMEOUT_MS });
+        const r = await api.failover(inv.group!, inv.to ?? '', { timeoutMs: TIMEOUT_MS, author: author() });
         io.stdout(inv.json ? json(r) : `vip group ${inv.group} moved from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms\n`);
         return EXIT.ok;
       }
@@ -115,6 +115,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         io.stdout(inv.json ? json(r) : `rolled back to revision ${inv.args[1]}: the cluster now runs it as revision ${r.revision}\n`);
         return EXIT.ok;
       }
+      case 'events':
+        return await events(api, inv, io);
       case 'doctor': {
         const { findings } = await api.doctor({ timeoutMs: DOCTOR_TIMEOUT_MS });
         const errors = findings.filter((f) => f.severity === 'error').length;
@@ -148,6 +150,33 @@ async function watchHealth(api: AdminApi, inv: Invocation, serviceKey: string | 
   }
   if (io.interrupt?.aborted) return EXIT.ok;
   io.stderr(`lbadm: lbd-agent at ${inv.socket} ended the watch (it is shutting down?)\n`);
+  return EXIT.unavailable;
+}
+
+/**
+ * `events`: the kept events the flags select, oldest first (a table, or with --json one document); with
+ * --follow the history as lines, then each new event until interrupted (a clean exit, 0).
+ */
+async function events(api: AdminApi, inv: Invocation, io: Io): Promise<number> {
+  const now = (io.now ?? Date.now)();
+  const since = inv.since === undefined ? 0 : 'agoMs' in inv.since ? Math.max(0, now - inv.since.agoMs) : inv.since.unixMs;
+  const req = {
+    sinceUnixMs: since, follow: inv.follow, scope: inv.local ? 'local' : 'cluster', limit: inv.limit ?? 0, kind: inv.kind ?? '', director: inv.director ?? '',
+  };
+  if (!inv.follow) {
+    const list: Event__Output[] = [];
+    for await (const e of api.listEvents(req, { timeoutMs: TIMEOUT_MS })) list.push(e);
+    if (inv.json) io.stdout(json({ events: list }));
+    else if (list.length === 0) io.stderr(`lbadm: no events${inv.since === undefined ? '' : ` since ${new Date(since).toISOString()}`}${inv.kind || inv.director ? ' match the filters' : ''}\n`);
+    else io.stdout(formatEvents(list));
+    return EXIT.ok;
+  }
+  if (!inv.json) io.stderr('lbadm: following events; Ctrl-C ends\n');
+  for await (const e of api.listEvents(req, io.interrupt ? { signal: io.interrupt } : {})) {
+    io.stdout(inv.json ? `${JSON.stringify(e)}\n` : formatEvent(e));
+  }
+  if (io.interrupt?.aborted) return EXIT.ok;
+  io.stderr(`lbadm: lbd-agent at ${inv.socket} ended the stream (it is shutting down?)\n`);
   return EXIT.unavailable;
 }
 

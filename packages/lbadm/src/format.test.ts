@@ -5,7 +5,7 @@ import type {
 } from '@lbd/proto';
 import {
   computeRates, formatAge, formatApply, formatClusterStatus, formatConns, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates,
-  formatStats, formatStatus,
+  formatStats, formatStatus, formatEvent, formatEvents,
 } from './format.js';
 
 /** Golden strings: the layout is part of lbadm's interface (people read it, scripts grep it). */
@@ -309,5 +309,28 @@ describe('formatClusterStatus: connection sync', () => {
       'dir3 dir3 -> dir1 resync    NO        default 7             0        2      0       -      -              gap: expected message 5, got 7',
       '',
     ].join('\n'));
+  });
+});
+
+describe('formatEvents', () => {
+  const T = Date.UTC(2026, 11, 1, 10, 0, 0);
+  const events = [
+    { id: '1', timeUnixMs: T, director: 'dir1', kind: 'role', subject: 'front', from: 'leader', to: 'standby', reason: 'handed over to dir2: lbadm failover', fields: {} },
+    { id: '2', timeUnixMs: T + 5, director: 'dir2', kind: 'config', subject: 'config', from: '', to: 'applied', reason: 'revision 2 applied', fields: {} },
+    { id: '3', timeUnixMs: T + 1250, director: 'dir1', kind: 'health', subject: '198.18.0.10:80/tcp 198.19.1.12:8080', from: 'up', to: 'down', reason: 'http GET /: got 500', fields: {} },
+  ];
+
+  it('prints a timeline: time, director, kind, subject, from -> to, reason', () => {
+    assert.equal(formatEvents(events), [
+      'TIME                     DIRECTOR KIND   SUBJECT                             CHANGE               REASON',
+      '2026-12-01T10:00:00.000Z dir1     role   front                               leader -> standby    handed over to dir2: lbadm failover',
+      '2026-12-01T10:00:00.005Z dir2     config config                              applied              revision 2 applied',
+      '2026-12-01T10:00:01.250Z dir1     health 198.18.0.10:80/tcp 198.19.1.12:8080 up -> down           http GET /: got 500',
+      '',
+    ].join('\n'));
+  });
+
+  it('prints a followed event as one line with the same minimum widths', () => {
+    assert.equal(formatEvent(events[0]!), '2026-12-01T10:00:00.000Z dir1   role   front                    leader -> standby    handed over to dir2: lbadm failover\n');
   });
 });

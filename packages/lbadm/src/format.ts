@@ -1,6 +1,7 @@
 import { hostPort } from '@lbd/config';
 import type {
-  ApplyResponse__Output, ClusterStatus__Output, ConfigHistoryResponse__Output, Connection__Output, Endpoint__Output, Finding__Output, GetHealthResponse__Output, GetStatsResponse__Output,
+  ApplyResponse__Output, ClusterStatus__Output, ConfigHistoryResponse__Output, Connection__Output, Endpoint__Output, Event__Output, Finding__Output,
+  GetHealthResponse__Output, GetStatsResponse__Output,
   GetStatusResponse__Output, HealthEvent__Output, Problem__Output, RealServerHealth__Output,
 } from '@lbd/proto';
 
@@ -355,4 +356,23 @@ export function formatHealthEvent(e: HealthEvent__Output): string {
   const held = e.heldDownUntilUnixMs > 0 ? `; held down until ${new Date(e.heldDownUntilUnixMs).toISOString()}` : '';
   return `${new Date(e.timeUnixMs).toISOString()} ${e.serviceName || e.service} ${hostPort(e.address, e.port)} ${e.from} -> ${e.to}: `
     + `${e.reason} [${latency(e.latencyMs)}]${held}; ${e.action}\n`;
+}
+
+/** Minimum widths of the event timeline's columns, so that followed events (printed one by one) line up too. */
+const EVENT_WIDTHS = [24, 6, 6, 24, 20];
+
+function eventCells(e: Event__Output): string[] {
+  const change = e.from === '' ? e.to : `${e.from} -> ${e.to}`;
+  return [new Date(e.timeUnixMs).toISOString(), e.director, e.kind, e.subject, change, e.reason];
+}
+
+/** The event timeline (`lbadm events`): time, director, kind, subject, from -> to, reason; oldest first. */
+export function formatEvents(events: readonly Event__Output[]): string {
+  const rows = [['TIME', 'DIRECTOR', 'KIND', 'SUBJECT', 'CHANGE', 'REASON'], ...events.map(eventCells)];
+  return `${columns(rows, EVENT_WIDTHS).join('\n')}\n`;
+}
+
+/** One event as one line of the timeline (`lbadm events --follow`). */
+export function formatEvent(e: Event__Output): string {
+  return `${columns([eventCells(e)], EVENT_WIDTHS)[0]}\n`;
 }

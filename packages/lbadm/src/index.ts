@@ -1,9 +1,9 @@
 /** lbadm: the operator's CLI for lbd-agent. `main(argv, io)` runs it in-process (tests, embedding). */
 export { main, type Io } from './cli.js';
-export { parseArgs, UsageError, COMMANDS, USAGE, HELP, type Command, type Invocation } from './args.js';
+export { parseArgs, parseSince, UsageError, COMMANDS, EVENT_KINDS, USAGE, HELP, type Command, type Invocation, type Since } from './args.js';
 export { describeFailure, type Failure } from './errors.js';
 export {
   formatStatus, formatStats, formatRates, formatConns, formatApply, formatProblems, formatDoctor, computeRates,
-  formatHealth, formatHealthEvent, formatAge,
+  formatHealth, formatHealthEvent, formatAge, formatEvents, formatEvent,
   type Rates, type ServiceRate, type RealServerRate, type Rate,
 } from './format.js';

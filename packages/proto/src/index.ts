@@ -10,7 +10,8 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type {
   AdminClient, AdminDefinition, ApplyRequest, ApplyResponse__Output, ClusterStatus__Output, ConfigHistoryResponse__Output,
-  Connection__Output, FailoverResponse__Output, RollbackResponse__Output,
+  Connection__Output, Event__Output, FailoverResponse__Output, ListEventsRequest, RecordDrillRequest, RecordDrillResponse__Output,
+  RollbackResponse__Output,
   DoctorResponse__Output, GetHealthResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output, HealthEvent__Output,
   ListConnectionsResponse__Output, PeerClient, PeerDefinition, PeerProtoGrpcType, Problem__Output, ProtoGrpcType,
   ConnSyncClient, ConnSyncDefinition, SyncProtoGrpcType,
@@ -32,6 +33,11 @@ export const ADMIN_PROTO_FILE = 'lbd/admin/v1/admin.proto';
 export const MAX_CONFIG_TEXT_BYTES = 4 * 1024 * 1024;
 /** Events a WatchHealth stream may hold unsent for a slow reader before the agent ends it (RESOURCE_EXHAUSTED). */
 export const MAX_PENDING_HEALTH_EVENTS = 10_000;
+/** Events a ListEvents stream may hold unsent for a slow reader before the agent ends it (RESOURCE_EXHAUSTED). */
+export const MAX_PENDING_EVENTS = 10_000;
+/** ListEvents: kept events sent when the request's limit is 0, and the largest limit. */
+export const DEFAULT_EVENTS_LIMIT = 1000;
+export const MAX_EVENTS_LIMIT = 10_000;
 /** The largest Apply `source`. */
 export const MAX_SOURCE_CHARS = 256;
 /** Connections per ListConnections message: large enough to be cheap, small enough to stream. */
@@ -257,29 +263,29 @@ export class AdminApi {
    * the call's gRPC error.
    */
   async *watchHealth(sinceUnixMs = 0, opts: { signal?: AbortSignal } = {}): AsyncGenerator<HealthEvent__Output, void, undefined> {
-    const call = this.client.watchHealth({ sinceUnixMs });
-    const cancel = (): void => call.cancel();
-    if (opts.signal?.aborted) cancel();
-    opts.signal?.addEventListener('abort', cancel, { once: true });
-    try {
-      for await (const event of call as AsyncIterable<HealthEvent__Output>) yield event;
-    } catch (err) {
-      if (opts.signal?.aborted && isServiceError(err) && err.code === grpc.status.CANCELLED) return;
-      throw err;
-    } finally {
-      opts.signal?.removeEventListener('abort', cancel);
-      // A consumer that stops iterating early ends the call too.
-      call.cancel();
-    }
+    yield* cancellable<HealthEvent__Output>(this.client.watchHealth({ sinceUnixMs }), opts.signal);
   }
 
   getClusterStatus(opts: CallOptions = {}): Promise<ClusterStatus__Output> {
     return this.unary(this.client.getClusterStatus, {}, opts);
   }
 
-  /** `to`: '' for the best other director. */
-  failover(group: string, to = '', opts: CallOptions = {}): Promise<FailoverResponse__Output> {
-    return this.unary(this.client.failover, { group, to }, opts);
+  /** `to`: '' for the best other director. `author`: who asks (user@host), for the event log. */
+  failover(group: string, to = '', opts: CallOptions & { author?: string } = {}): Promise<FailoverResponse__Output> {
+    return this.unary(this.client.failover, { group, to, author: opts.author ?? '' }, opts);
+  }
+
+  /**
+   * Events: the kept ones the request selects, oldest first, then (with `follow`) new ones until `signal`
+   * aborts (the iteration then simply ends) or the agent ends the stream. Other failures are thrown as
+   * the call's gRPC error.
+   */
+  async *listEvents(req: ListEventsRequest, opts: { signal?: AbortSignal; timeoutMs?: number } = {}): AsyncGenerator<Event__Output, void, undefined> {
+    yield* cancellable<Event__Output>(this.client.listEvents(req, callOptions(opts)), opts.signal);
+  }
+
+  recordDrill(req: RecordDrillRequest, opts: CallOptions = {}): Promise<RecordDrillResponse__Output> {
+    return this.unary(this.client.recordDrill, req, opts);
   }
 
   configHistory(opts: CallOptions = {}): Promise<ConfigHistoryResponse__Output> {
@@ -311,6 +317,25 @@ export class AdminApi {
         else resolve(res as Res);
       });
     });
+  }
+}
+
+/**
+ * The messages of a server stream until it ends, or until `signal` aborts (the iteration then simply
+ * ends). A consumer that stops iterating early cancels the call too.
+ */
+async function* cancellable<T>(call: grpc.ClientReadableStream<T>, signal: AbortSignal | undefined): AsyncGenerator<T, void, undefined> {
+  const cancel = (): void => call.cancel();
+  if (signal?.aborted) cancel();
+  signal?.addEventListener('abort', cancel, { once: true });
+  try {
+    for await (const message of call as AsyncIterable<T>) yield message;
+  } catch (err) {
+    if (signal?.aborted && isServiceError(err) && err.code === grpc.status.CANCELLED) return;
+    throw err;
+  } finally {
+    signal?.removeEventListener('abort', cancel);
+    call.cancel();
   }
 }
 

@@ -719,6 +719,23 @@ async function readStart(topology: Topology, switchHost: string, s: OwnershipSub
 
 // ---- reporting --------------------------------------------------------------------------------------
 
+/** A drill passes when service came back and no two directors ever held the vip at once. */
+export function drillPassed(r: DrillResult): boolean {
+  return r.recovered && r.dualOwnership === 0;
+}
+
+/** A drill's result as the agents' event log stores it (admin RecordDrill: a `drill` event). */
+export function drillRecord(r: DrillResult): { mode: string; result: 'pass' | 'fail'; reason: string; fields: Record<string, string> } {
+  const fields: Record<string, string> = {
+    failedAt: new Date(r.failedAt).toISOString(), oldLeader: r.oldLeader, newLeader: r.newLeader ?? '', moved: String(r.moved),
+    noServiceMs: String(r.noServiceMs), restoredAfterMs: String(r.restoredAfterMs), recovered: String(r.recovered),
+    requests: String(r.requests), failedRequests: String(r.failedRequests), streams: String(r.streams), brokenConnections: String(r.brokenConnections),
+    dualOwnership: String(r.dualOwnership), dualOwnershipMs: r.dualOwnershipMs.toFixed(3), worstCaseTakeoverMs: String(r.worstCaseTakeoverMs),
+    releaseToClaimMs: r.releaseToClaimMs === null ? '' : r.releaseToClaimMs.toFixed(3),
+  };
+  return { mode: r.mode, result: drillPassed(r) ? 'pass' : 'fail', reason: summary(r), fields };
+}
+
 /** One line about one drill. */
 export function summary(r: DrillResult): string {
   const move = r.moved ? `${r.oldLeader} -> ${r.newLeader}` : `stayed on ${r.newLeader ?? '(none)'}`;

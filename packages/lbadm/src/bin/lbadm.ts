@@ -4,7 +4,7 @@ import { main } from '../cli.js';
 
 const argv = process.argv.slice(2);
 
-// Ctrl-C ends `lbadm health --watch` cleanly (exit 0), so a script can watch for a while and stop it.
+// Ctrl-C ends `lbadm health --watch` and `lbadm events --follow` cleanly (exit 0), so a script can watch for a while and stop it.
 // Every other command keeps the default: Ctrl-C kills it at once.
 const interrupt = new AbortController();
 if (watches(argv)) process.once('SIGINT', () => interrupt.abort());
@@ -20,7 +20,7 @@ process.exitCode = await main(argv, {
 function watches(args: readonly string[]): boolean {
   try {
     const inv = parseArgs(args, process.env);
-    return inv.command === 'health' && inv.watch;
+    return (inv.command === 'health' && inv.watch) || (inv.command === 'events' && inv.follow);
   } catch {
     return false; // main reports the usage error
   }

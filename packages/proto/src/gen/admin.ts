@@ -23,6 +23,7 @@ import type { DirectorStatus as _lbd_admin_v1_DirectorStatus, DirectorStatus__Ou
 import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from './lbd/admin/v1/DoctorRequest.js';
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from './lbd/admin/v1/DoctorResponse.js';
 import type { Endpoint as _lbd_admin_v1_Endpoint, Endpoint__Output as _lbd_admin_v1_Endpoint__Output } from './lbd/admin/v1/Endpoint.js';
+import type { Event as _lbd_admin_v1_Event, Event__Output as _lbd_admin_v1_Event__Output } from './lbd/admin/v1/Event.js';
 import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest__Output as _lbd_admin_v1_FailoverRequest__Output } from './lbd/admin/v1/FailoverRequest.js';
 import type { FailoverResponse as _lbd_admin_v1_FailoverResponse, FailoverResponse__Output as _lbd_admin_v1_FailoverResponse__Output } from './lbd/admin/v1/FailoverResponse.js';
 import type { Finding as _lbd_admin_v1_Finding, Finding__Output as _lbd_admin_v1_Finding__Output } from './lbd/admin/v1/Finding.js';
@@ -39,11 +40,14 @@ import type { HealthEvent as _lbd_admin_v1_HealthEvent, HealthEvent__Output as _
 import type { HealthSchedulerStats as _lbd_admin_v1_HealthSchedulerStats, HealthSchedulerStats__Output as _lbd_admin_v1_HealthSchedulerStats__Output } from './lbd/admin/v1/HealthSchedulerStats.js';
 import type { ListConnectionsRequest as _lbd_admin_v1_ListConnectionsRequest, ListConnectionsRequest__Output as _lbd_admin_v1_ListConnectionsRequest__Output } from './lbd/admin/v1/ListConnectionsRequest.js';
 import type { ListConnectionsResponse as _lbd_admin_v1_ListConnectionsResponse, ListConnectionsResponse__Output as _lbd_admin_v1_ListConnectionsResponse__Output } from './lbd/admin/v1/ListConnectionsResponse.js';
+import type { ListEventsRequest as _lbd_admin_v1_ListEventsRequest, ListEventsRequest__Output as _lbd_admin_v1_ListEventsRequest__Output } from './lbd/admin/v1/ListEventsRequest.js';
 import type { ProbeResultInfo as _lbd_admin_v1_ProbeResultInfo, ProbeResultInfo__Output as _lbd_admin_v1_ProbeResultInfo__Output } from './lbd/admin/v1/ProbeResultInfo.js';
 import type { Problem as _lbd_admin_v1_Problem, Problem__Output as _lbd_admin_v1_Problem__Output } from './lbd/admin/v1/Problem.js';
 import type { RealServerHealth as _lbd_admin_v1_RealServerHealth, RealServerHealth__Output as _lbd_admin_v1_RealServerHealth__Output } from './lbd/admin/v1/RealServerHealth.js';
 import type { RealServerStats as _lbd_admin_v1_RealServerStats, RealServerStats__Output as _lbd_admin_v1_RealServerStats__Output } from './lbd/admin/v1/RealServerStats.js';
 import type { RealServerStatus as _lbd_admin_v1_RealServerStatus, RealServerStatus__Output as _lbd_admin_v1_RealServerStatus__Output } from './lbd/admin/v1/RealServerStatus.js';
+import type { RecordDrillRequest as _lbd_admin_v1_RecordDrillRequest, RecordDrillRequest__Output as _lbd_admin_v1_RecordDrillRequest__Output } from './lbd/admin/v1/RecordDrillRequest.js';
+import type { RecordDrillResponse as _lbd_admin_v1_RecordDrillResponse, RecordDrillResponse__Output as _lbd_admin_v1_RecordDrillResponse__Output } from './lbd/admin/v1/RecordDrillResponse.js';
 import type { RollbackRequest as _lbd_admin_v1_RollbackRequest, RollbackRequest__Output as _lbd_admin_v1_RollbackRequest__Output } from './lbd/admin/v1/RollbackRequest.js';
 import type { RollbackResponse as _lbd_admin_v1_RollbackResponse, RollbackResponse__Output as _lbd_admin_v1_RollbackResponse__Output } from './lbd/admin/v1/RollbackResponse.js';
 import type { ServiceStats as _lbd_admin_v1_ServiceStats, ServiceStats__Output as _lbd_admin_v1_ServiceStats__Output } from './lbd/admin/v1/ServiceStats.js';
@@ -77,6 +81,7 @@ export interface ProtoGrpcType {
         DoctorRequest: MessageTypeDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorRequest__Output>
         DoctorResponse: MessageTypeDefinition<_lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorResponse__Output>
         Endpoint: MessageTypeDefinition<_lbd_admin_v1_Endpoint, _lbd_admin_v1_Endpoint__Output>
+        Event: MessageTypeDefinition<_lbd_admin_v1_Event, _lbd_admin_v1_Event__Output>
         FailoverRequest: MessageTypeDefinition<_lbd_admin_v1_FailoverRequest, _lbd_admin_v1_FailoverRequest__Output>
         FailoverResponse: MessageTypeDefinition<_lbd_admin_v1_FailoverResponse, _lbd_admin_v1_FailoverResponse__Output>
         Finding: MessageTypeDefinition<_lbd_admin_v1_Finding, _lbd_admin_v1_Finding__Output>
@@ -93,11 +98,14 @@ export interface ProtoGrpcType {
         HealthSchedulerStats: MessageTypeDefinition<_lbd_admin_v1_HealthSchedulerStats, _lbd_admin_v1_HealthSchedulerStats__Output>
         ListConnectionsRequest: MessageTypeDefinition<_lbd_admin_v1_ListConnectionsRequest, _lbd_admin_v1_ListConnectionsRequest__Output>
         ListConnectionsResponse: MessageTypeDefinition<_lbd_admin_v1_ListConnectionsResponse, _lbd_admin_v1_ListConnectionsResponse__Output>
+        ListEventsRequest: MessageTypeDefinition<_lbd_admin_v1_ListEventsRequest, _lbd_admin_v1_ListEventsRequest__Output>
         ProbeResultInfo: MessageTypeDefinition<_lbd_admin_v1_ProbeResultInfo, _lbd_admin_v1_ProbeResultInfo__Output>
         Problem: MessageTypeDefinition<_lbd_admin_v1_Problem, _lbd_admin_v1_Problem__Output>
         RealServerHealth: MessageTypeDefinition<_lbd_admin_v1_RealServerHealth, _lbd_admin_v1_RealServerHealth__Output>
         RealServerStats: MessageTypeDefinition<_lbd_admin_v1_RealServerStats, _lbd_admin_v1_RealServerStats__Output>
         RealServerStatus: MessageTypeDefinition<_lbd_admin_v1_RealServerStatus, _lbd_admin_v1_RealServerStatus__Output>
+        RecordDrillRequest: MessageTypeDefinition<_lbd_admin_v1_RecordDrillRequest, _lbd_admin_v1_RecordDrillRequest__Output>
+        RecordDrillResponse: MessageTypeDefinition<_lbd_admin_v1_RecordDrillResponse, _lbd_admin_v1_RecordDrillResponse__Output>
         RollbackRequest: MessageTypeDefinition<_lbd_admin_v1_RollbackRequest, _lbd_admin_v1_RollbackRequest__Output>
         RollbackResponse: MessageTypeDefinition<_lbd_admin_v1_RollbackResponse, _lbd_admin_v1_RollbackResponse__Output>
         ServiceStats: MessageTypeDefinition<_lbd_admin_v1_ServiceStats, _lbd_admin_v1_ServiceStats__Output>

@@ -7,7 +7,8 @@ import {
   type CutTarget, type DirectorName,
 } from '../cluster-topology.js';
 import { realServer } from '../director-topology.js';
-import { DRILL_MODES, formatDrill, runDrill, summary, type DrillMode, type DrillResult, type DrillTarget } from '../drill.js';
+import { AdminApi } from '@lbd/proto';
+import { DRILL_MODES, drillPassed, drillRecord, formatDrill, runDrill, summary, type DrillMode, type DrillResult, type DrillTarget } from '../drill.js';
 import { etcdMemberArgs } from '../etcd.js';
 import { HA_GROUP, HA_VIP, lbadmAdmin, waitAgentAnswers, waitSteady, type HaAdmin } from '../ha-lab.js';
 import { runCommand } from '../exec.js';
@@ -32,6 +33,7 @@ import { listNamespaces, namespacePids } from '../netns.js';
  *                              load through the vip, MODE caused on the leader, measured, undone. Acts on the
  *                              lab's own processes: the agents and etcd members by their pid files in
  *                              $LAB_STATE (.lab), an agent restarted with the script's command line.
+ *                              Each result goes to the event log (RecordDrill: a `drill` event).
  */
 
 const LAB_PREFIX = 'lbd-';
@@ -229,6 +231,28 @@ async function labTarget(): Promise<DrillTarget> {
   };
 }
 
+/**
+ * Stores a drill's result in the cluster's event log (RecordDrill on the first director that answers, the
+ * new leader first), so `lbadm events --kind drill` and the dashboard show the last drills.
+ */
+async function recordDrill(r: DrillResult, say: (line: string) => void): Promise<void> {
+  const order = [...new Set([r.newLeader, r.oldLeader, ...DIRECTOR_NAMES].filter((d): d is DirectorName => d !== null))];
+  const failures: string[] = [];
+  for (const d of order) {
+    const api = new AdminApi(`${LAB_ENV.socketDir}/${d}.sock`);
+    try {
+      const { id } = await api.recordDrill(drillRecord(r), { timeoutMs: 5000 });
+      say(`lab: drill result recorded in the event log by ${d} (${id})`);
+      return;
+    } catch (err) {
+      failures.push(`${d}: ${(err as Error).message}`);
+    } finally {
+      api.close();
+    }
+  }
+  process.stderr.write(`lab: the drill result is not in the event log: no director recorded it (${failures.join('; ')})\n`);
+}
+
 async function drillCommand(args: readonly string[]): Promise<number> {
   let mode: DrillMode | undefined;
   let count = 1;
@@ -262,8 +286,9 @@ async function drillCommand(args: readonly string[]): Promise<number> {
     const r = await runDrill(target, mode, { log: (l) => process.stderr.write(`lab: ${l}\n`) });
     results.push(r);
     say(`lab: drill ${i}/${count} ${mode}: ${summary(r)}`);
+    await recordDrill(r, say);
   }
-  const bad = results.filter((r) => r.dualOwnership > 0 || !r.recovered);
+  const bad = results.filter((r) => !drillPassed(r));
   if (json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
   else process.stdout.write(`\n${formatDrill(results)}`);
   for (const r of bad) process.stderr.write(`lab: drill ${r.mode} at ${new Date(r.failedAt).toISOString()}: ${r.dualOwnership > 0 ? `both directors held the vip in ${r.dualOwnership} intervals, ${r.dualOwnershipMs.toFixed(1)} ms in all (kernel events)` : 'service did not come back'}\n`);

@@ -12,6 +12,7 @@ import type { ConfigHistoryRequest as _lbd_admin_v1_ConfigHistoryRequest, Config
 import type { ConfigHistoryResponse as _lbd_admin_v1_ConfigHistoryResponse, ConfigHistoryResponse__Output as _lbd_admin_v1_ConfigHistoryResponse__Output } from '../../../lbd/admin/v1/ConfigHistoryResponse.js';
 import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from '../../../lbd/admin/v1/DoctorRequest.js';
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from '../../../lbd/admin/v1/DoctorResponse.js';
+import type { Event as _lbd_admin_v1_Event, Event__Output as _lbd_admin_v1_Event__Output } from '../../../lbd/admin/v1/Event.js';
 import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest__Output as _lbd_admin_v1_FailoverRequest__Output } from '../../../lbd/admin/v1/FailoverRequest.js';
 import type { FailoverResponse as _lbd_admin_v1_FailoverResponse, FailoverResponse__Output as _lbd_admin_v1_FailoverResponse__Output } from '../../../lbd/admin/v1/FailoverResponse.js';
 import type { GetClusterStatusRequest as _lbd_admin_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _lbd_admin_v1_GetClusterStatusRequest__Output } from '../../../lbd/admin/v1/GetClusterStatusRequest.js';
@@ -24,6 +25,9 @@ import type { GetStatusResponse as _lbd_admin_v1_GetStatusResponse, GetStatusRes
 import type { HealthEvent as _lbd_admin_v1_HealthEvent, HealthEvent__Output as _lbd_admin_v1_HealthEvent__Output } from '../../../lbd/admin/v1/HealthEvent.js';
 import type { ListConnectionsRequest as _lbd_admin_v1_ListConnectionsRequest, ListConnectionsRequest__Output as _lbd_admin_v1_ListConnectionsRequest__Output } from '../../../lbd/admin/v1/ListConnectionsRequest.js';
 import type { ListConnectionsResponse as _lbd_admin_v1_ListConnectionsResponse, ListConnectionsResponse__Output as _lbd_admin_v1_ListConnectionsResponse__Output } from '../../../lbd/admin/v1/ListConnectionsResponse.js';
+import type { ListEventsRequest as _lbd_admin_v1_ListEventsRequest, ListEventsRequest__Output as _lbd_admin_v1_ListEventsRequest__Output } from '../../../lbd/admin/v1/ListEventsRequest.js';
+import type { RecordDrillRequest as _lbd_admin_v1_RecordDrillRequest, RecordDrillRequest__Output as _lbd_admin_v1_RecordDrillRequest__Output } from '../../../lbd/admin/v1/RecordDrillRequest.js';
+import type { RecordDrillResponse as _lbd_admin_v1_RecordDrillResponse, RecordDrillResponse__Output as _lbd_admin_v1_RecordDrillResponse__Output } from '../../../lbd/admin/v1/RecordDrillResponse.js';
 import type { RollbackRequest as _lbd_admin_v1_RollbackRequest, RollbackRequest__Output as _lbd_admin_v1_RollbackRequest__Output } from '../../../lbd/admin/v1/RollbackRequest.js';
 import type { RollbackResponse as _lbd_admin_v1_RollbackResponse, RollbackResponse__Output as _lbd_admin_v1_RollbackResponse__Output } from '../../../lbd/admin/v1/RollbackResponse.js';
 import type { WatchHealthRequest as _lbd_admin_v1_WatchHealthRequest, WatchHealthRequest__Output as _lbd_admin_v1_WatchHealthRequest__Output } from '../../../lbd/admin/v1/WatchHealthRequest.js';
@@ -183,6 +187,44 @@ export interface AdminClient extends grpc.Client {
   listConnections(argument: _lbd_admin_v1_ListConnectionsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_ListConnectionsResponse__Output>;
   
   /**
+   * The event log: every transition (vip group role, floating address, real-server health, config
+   * apply, connection-sync stream, drill, admin operation) with its reason, oldest first. scope
+   * "local" reads this director's history (its last 2000), "cluster" the cluster's in etcd (every
+   * director's last 5000; a director without agent.cluster answers with its local history). With
+   * follow, new events follow as they happen until the client cancels; the agent ends the stream
+   * with RESOURCE_EXHAUSTED when the client reads too slowly to keep up, and with UNAVAILABLE when
+   * etcd cannot be read for the cluster scope.
+   */
+  ListEvents(argument: _lbd_admin_v1_ListEventsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_Event__Output>;
+  ListEvents(argument: _lbd_admin_v1_ListEventsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_Event__Output>;
+  /**
+   * The event log: every transition (vip group role, floating address, real-server health, config
+   * apply, connection-sync stream, drill, admin operation) with its reason, oldest first. scope
+   * "local" reads this director's history (its last 2000), "cluster" the cluster's in etcd (every
+   * director's last 5000; a director without agent.cluster answers with its local history). With
+   * follow, new events follow as they happen until the client cancels; the agent ends the stream
+   * with RESOURCE_EXHAUSTED when the client reads too slowly to keep up, and with UNAVAILABLE when
+   * etcd cannot be read for the cluster scope.
+   */
+  listEvents(argument: _lbd_admin_v1_ListEventsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_Event__Output>;
+  listEvents(argument: _lbd_admin_v1_ListEventsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_Event__Output>;
+  
+  /**
+   * Stores a drill's result as a "drill" event (the lab's drills call it after each run). Write role.
+   */
+  RecordDrill(argument: _lbd_admin_v1_RecordDrillRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
+  RecordDrill(argument: _lbd_admin_v1_RecordDrillRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
+  RecordDrill(argument: _lbd_admin_v1_RecordDrillRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
+  RecordDrill(argument: _lbd_admin_v1_RecordDrillRequest, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * Stores a drill's result as a "drill" event (the lab's drills call it after each run). Write role.
+   */
+  recordDrill(argument: _lbd_admin_v1_RecordDrillRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
+  recordDrill(argument: _lbd_admin_v1_RecordDrillRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
+  recordDrill(argument: _lbd_admin_v1_RecordDrillRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
+  recordDrill(argument: _lbd_admin_v1_RecordDrillRequest, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
    * Writes an earlier cluster config again, as a new revision (swapped on the current revision like
    * any apply).
    */
@@ -278,6 +320,22 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
   ListConnections: grpc.handleServerStreamingCall<_lbd_admin_v1_ListConnectionsRequest__Output, _lbd_admin_v1_ListConnectionsResponse>;
   
   /**
+   * The event log: every transition (vip group role, floating address, real-server health, config
+   * apply, connection-sync stream, drill, admin operation) with its reason, oldest first. scope
+   * "local" reads this director's history (its last 2000), "cluster" the cluster's in etcd (every
+   * director's last 5000; a director without agent.cluster answers with its local history). With
+   * follow, new events follow as they happen until the client cancels; the agent ends the stream
+   * with RESOURCE_EXHAUSTED when the client reads too slowly to keep up, and with UNAVAILABLE when
+   * etcd cannot be read for the cluster scope.
+   */
+  ListEvents: grpc.handleServerStreamingCall<_lbd_admin_v1_ListEventsRequest__Output, _lbd_admin_v1_Event>;
+  
+  /**
+   * Stores a drill's result as a "drill" event (the lab's drills call it after each run). Write role.
+   */
+  RecordDrill: grpc.handleUnaryCall<_lbd_admin_v1_RecordDrillRequest__Output, _lbd_admin_v1_RecordDrillResponse>;
+  
+  /**
    * Writes an earlier cluster config again, as a new revision (swapped on the current revision like
    * any apply).
    */
@@ -303,6 +361,8 @@ export interface AdminDefinition extends grpc.ServiceDefinition {
   GetStats: MethodDefinition<_lbd_admin_v1_GetStatsRequest, _lbd_admin_v1_GetStatsResponse, _lbd_admin_v1_GetStatsRequest__Output, _lbd_admin_v1_GetStatsResponse__Output>
   GetStatus: MethodDefinition<_lbd_admin_v1_GetStatusRequest, _lbd_admin_v1_GetStatusResponse, _lbd_admin_v1_GetStatusRequest__Output, _lbd_admin_v1_GetStatusResponse__Output>
   ListConnections: MethodDefinition<_lbd_admin_v1_ListConnectionsRequest, _lbd_admin_v1_ListConnectionsResponse, _lbd_admin_v1_ListConnectionsRequest__Output, _lbd_admin_v1_ListConnectionsResponse__Output>
+  ListEvents: MethodDefinition<_lbd_admin_v1_ListEventsRequest, _lbd_admin_v1_Event, _lbd_admin_v1_ListEventsRequest__Output, _lbd_admin_v1_Event__Output>
+  RecordDrill: MethodDefinition<_lbd_admin_v1_RecordDrillRequest, _lbd_admin_v1_RecordDrillResponse, _lbd_admin_v1_RecordDrillRequest__Output, _lbd_admin_v1_RecordDrillResponse__Output>
   Rollback: MethodDefinition<_lbd_admin_v1_RollbackRequest, _lbd_admin_v1_RollbackResponse, _lbd_admin_v1_RollbackRequest__Output, _lbd_admin_v1_RollbackResponse__Output>
   WatchHealth: MethodDefinition<_lbd_admin_v1_WatchHealthRequest, _lbd_admin_v1_HealthEvent, _lbd_admin_v1_WatchHealthRequest__Output, _lbd_admin_v1_HealthEvent__Output>
 }

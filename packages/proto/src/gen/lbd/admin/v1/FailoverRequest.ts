@@ -10,6 +10,10 @@ export interface FailoverRequest {
    * Empty: the healthiest, highest-priority other director.
    */
   'to'?: (string);
+  /**
+   * Who asks (user@host), recorded in the event log.
+   */
+  'author'?: (string);
 }
 
 export interface FailoverRequest__Output {
@@ -18,4 +22,8 @@ export interface FailoverRequest__Output {
    * Empty: the healthiest, highest-priority other director.
    */
   'to': (string);
+  /**
+   * Who asks (user@host), recorded in the event log.
+   */
+  'author': (string);
 }
