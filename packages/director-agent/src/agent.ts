@@ -16,6 +16,9 @@ import type { Merge } from './desired.js';
 import { diagnose, probeTargets } from './doctor.js';
 import { HealthManager } from './health.js';
 import { silentLogger, type Logger } from './log.js';
+import { OpsHttpServer, healthzRoute, type OpsLimits } from './ops-http.js';
+import type { Caller, OpsRoute } from './ops-types.js';
+import { readTlsFiles } from './tls-files.js';
 import {
   healthResponse, resolveService, serviceStats, serviceStatuses, toWireConnection, wireHealthEvent, wireProblem,
 } from './views.js';
@@ -85,6 +88,10 @@ export interface AgentOptions {
   readonly version?: string;
   /** The kernel's connection table: connection sync between directors (with agent.cluster.tls). */
   readonly flowTable?: FlowTable;
+  /** Routes the HTTPS listener (agent.admin.httpListen) serves besides GET /healthz: metrics, the dashboard. */
+  readonly opsRoutes?: (agent: Agent) => readonly OpsRoute[];
+  /** The HTTPS listener's limits (default OPS_LIMITS); tests shorten its timeouts. */
+  readonly opsLimits?: Partial<OpsLimits>;
 }
 
 export interface HealthOptions {
@@ -137,6 +144,9 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   private queue: Promise<unknown> = Promise.resolve();
   private watcher: ConfigWatcher | null = null;
   private admin: AdminServer | null = null;
+  /** agent.admin.grpcListen and httpListen, when set. */
+  private adminTcp: AdminServer | null = null;
+  private ops: OpsHttpServer | null = null;
   private stopped = false;
   readonly health: HealthManager;
   private readonly clock: Clock;
@@ -240,9 +250,12 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     if (opts.serve !== false) {
       try {
         agent.admin = await AdminServer.listen(agent.adminSocket, agent, agent.log);
+        await agent.listenTcp(opts);
       } catch (err) {
         agent.watcher?.close();
         agent.health.stop();
+        await agent.admin?.close();
+        await agent.adminTcp?.close();
         throw err;
       }
     }
@@ -260,6 +273,35 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       cluster: agent.cluster === null ? null : { director: agent.cluster.settings.director, prefix: agent.cluster.settings.prefix },
     });
     return agent;
+  }
+
+  /**
+   * The operators' TCP listeners (agent.admin): admin gRPC and HTTPS, both with mutual TLS. Their TLS
+   * files are read here, so a missing one stops the start with the setting and the file named.
+   */
+  private async listenTcp(opts: AgentOptions): Promise<void> {
+    const admin = this.fileAgent.admin;
+    if (admin.tls === null || (admin.grpcListen === null && admin.httpListen === null)) return;
+    const setting = admin.tls === this.fileAgent.cluster?.tls ? 'agent.cluster.tls' : 'agent.admin.tls';
+    const tls = await readTlsFiles(admin.tls, setting);
+    if (admin.grpcListen !== null) {
+      this.adminTcp = await AdminServer.listenTcp({ ...admin.grpcListen, tls, clients: admin.clients }, this, this.log);
+    }
+    if (admin.httpListen !== null) {
+      const routes = [healthzRoute(() => this.liveness()), ...(opts.opsRoutes?.(this) ?? [])];
+      this.ops = await OpsHttpServer.listen({ ...admin.httpListen, tls, clients: admin.clients, log: this.log, ...(opts.opsLimits ? { limits: opts.opsLimits } : {}) }, routes);
+    }
+  }
+
+  /** GET /healthz: up and serving, with what a person checking on it wants to see first. */
+  private liveness(): { ok: boolean; [fact: string]: unknown } {
+    const last = this.lastApply;
+    return {
+      ok: !this.stopped && this.running.revision > 0, pid: process.pid, startedAt: this.startedAt.toISOString(),
+      configRevision: this.running.revision, services: this.running.config.services.length,
+      lastApply: last === null ? null : { time: last.time.toISOString(), trigger: last.trigger, result: last.result },
+      director: this.cluster?.settings.director ?? null,
+    };
   }
 
   /** The running config (the last one applied successfully). */
@@ -458,11 +500,11 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     return this.cluster.status(this.running.revision);
   }
 
-  async failover(group: string, to: string): Promise<FailoverResponse> {
+  async failover(group: string, to: string, caller?: Caller): Promise<FailoverResponse> {
     const cluster = this.requireCluster('failover');
     try {
       const r = await cluster.coordinator.failover(group, to === '' ? undefined : to);
-      this.log.info('planned failover', { group, from: r.from, to: r.to, tookMs: r.tookMs });
+      this.log.info('planned failover', { group, from: r.from, to: r.to, tookMs: r.tookMs, caller: caller?.name });
       return { from: r.from, to: r.to, tookMs: r.tookMs };
     } catch (err) {
       throw new AgentError('Refused', `failover of ${group}: ${(err as Error).message}`, { cause: err });
@@ -574,7 +616,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.healthTimer = null;
     // Before the admin server: it ends the WatchHealth streams, which would otherwise hold up its shutdown.
     this.health.stop();
-    await this.admin?.close();
+    await Promise.all([this.admin?.close(), this.adminTcp?.close(), this.ops?.close()]);
     // Let an apply in flight finish: the kernel transaction is atomic, but its record and file rename are not.
     await this.queue.catch(() => {});
   }
@@ -695,6 +737,12 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     });
     if (previous.revision > 0 && previous.config.agent.adminSocket !== config.agent.adminSocket) {
       this.log.warn('agent.adminSocket changed; it takes effect when lbd-agent restarts', { serving: this.adminSocket });
+    }
+    if (previous.revision > 0 && JSON.stringify(previous.config.agent.admin) !== JSON.stringify(config.agent.admin)) {
+      // Listeners, their TLS and their clients are read once, at start: a reload must not drop a listener midway.
+      this.log.warn('agent.admin changed; it takes effect when lbd-agent restarts', {
+        serving: { grpcListen: this.adminTcp === null ? null : this.fileAgent.admin.grpcListen, httpListen: this.ops === null ? null : this.fileAgent.admin.httpListen },
+      });
     }
     return { record, result };
   }
