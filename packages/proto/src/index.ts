@@ -5,6 +5,7 @@
  * behaviour of the agent or of lbadm: limits both sides must agree on, and transport plumbing.
  */
 import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
@@ -216,7 +217,9 @@ export function createAdminClient(where: string | AdminEndpoint, options: grpc.C
     ...CLIENT_CHANNEL_OPTIONS,
     // Fail fast: lbadm is interactive, and a refused handshake will not succeed on a retry.
     'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 1000,
-    ...(e.serverName === undefined ? {} : { 'grpc.ssl_target_name_override': e.serverName, 'grpc.default_authority': e.serverName }),
+    // The name sent (SNI) and checked; an address is checked (above) but not sent, as RFC 6066 wants.
+    ...(e.serverName !== undefined ? { 'grpc.ssl_target_name_override': e.serverName, 'grpc.default_authority': e.serverName }
+      : isIP(e.address) !== 0 ? { 'grpc.ssl_target_name_override': 'lbd-agent' } : {}),
     ...options,
   });
 }
