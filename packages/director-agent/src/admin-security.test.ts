@@ -37,6 +37,9 @@ interface Pem { readonly ca: Buffer; readonly cert: Buffer; readonly key: Buffer
 
 interface Harness {
   readonly dir: string;
+  readonly configPath: string;
+  /** The file as written at start (an Apply replaces the file with the config it applied). */
+  readonly configText: string;
   readonly socket: string;
   readonly grpcPort: number;
   readonly httpPort: number;
@@ -63,7 +66,7 @@ async function startHarness(): Promise<Harness> {
   };
   const [grpcPort, httpPort] = [await freePort(), await freePort()];
   const configPath = join(dir, 'lbd.yaml');
-  await writeFile(configPath, `agent:
+  const configText = `agent:
   admin:
     grpcListen: 127.0.0.1:${grpcPort}
     httpListen: 127.0.0.1:${httpPort}
@@ -71,7 +74,8 @@ async function startHarness(): Promise<Harness> {
     clients:
       - { name: ops-alice, role: write }
       - { name: viewer, role: read }
-${SERVICES}`);
+${SERVICES}`;
+  await writeFile(configPath, configText);
   const dp = new FakeDataPlane();
   const logs: Record<string, unknown>[] = [];
   const socket = join(dir, 'run', 'admin.sock');
@@ -81,7 +85,7 @@ ${SERVICES}`);
     opsRoutes: () => [echoRoute],
     opsLimits: { headersTimeoutMs: 500, requestTimeoutMs: 1000, handshakeTimeoutMs: 500 },
   });
-  return { dir, socket, grpcPort, httpPort, dp, agent, pem, ca: await readFile(ca.certPath), logs };
+  return { dir, configPath, configText, socket, grpcPort, httpPort, dp, agent, pem, ca: await readFile(ca.certPath), logs };
 }
 
 /** A write route that answers with what it was sent: shows the body reached it, whole. */
@@ -305,8 +309,52 @@ describe('admin API security (TCP listeners, mutual TLS, roles)', function () {
       await Promise.race([once(tcp, 'close'), once(tcp, 'error')]);
     });
 
+    it('seeded random requests (methods, paths, header and body bytes) each get an answer or a closed connection', async () => {
+      const random = mulberry32(0x0b5);
+      const pick = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+      const bytes = (n: number): string => Array.from({ length: n }, () => String.fromCharCode(Math.floor(random() * 256))).join('');
+      const statuses = new Map<string, number>();
+      for (let i = 0; i < 40; i++) {
+        const method = pick(['GET', 'POST', 'PUT', 'HEAD', 'OPTIONS', 'G\u00ffT', bytes(4)]);
+        const path = pick(['/healthz', '/api/echo', '/', '/%00', '/../../etc/passwd', `/${bytes(8)}`, '*', `/healthz?${'q'.repeat(Math.floor(random() * 6000))}`]);
+        const headers = pick(['', 'Content-Length: 5\r\n', 'Content-Length: abc\r\n', 'Transfer-Encoding: chunked\r\n', `X-Junk: ${bytes(Math.floor(random() * 100))}\r\n`, `X-Big: ${'h'.repeat(Math.floor(random() * 30_000))}\r\n`]);
+        const body = pick(['', 'hello', bytes(64), 'zz\r\nnot a chunk\r\n']);
+        const answer = await rawTls(h, pick([h.pem.viewer, h.pem['ops-alice'], h.pem.mallory]), `${method} ${path} HTTP/1.1\r\nHost: dir1\r\n${headers}\r\n${body}`);
+        const status = /^HTTP\/1\.1 (\d{3}) /.exec(answer)?.[1] ?? 'closed';
+        statuses.set(status, (statuses.get(status) ?? 0) + 1);
+        assert.ok(status === 'closed' || /^(200|400|403|404|405|408|413|414|431)$/.test(status), `${JSON.stringify(`${method} ${path.slice(0, 40)}`)}: ${answer.slice(0, 200)}`);
+        if (status !== 'closed' && status !== '200' && !method.startsWith('HEAD')) assert.match(answer, /\r\n\r\nlbd-agent: /, `refusals say why: ${answer.slice(0, 300)}`);
+      }
+      assert.ok(statuses.size >= 4, `a spread of answers: ${JSON.stringify([...statuses])}`);
+    });
+
     it('after all of that it still serves', async () => {
       assert.equal((await https(h, h.pem.viewer)).status, 200);
+      assert.equal(h.logs.filter((l) => l.msg === 'ops route failed').length, 0, 'no route failed unexpectedly');
+    });
+  });
+
+  describe('settings', () => {
+    it('a change of agent.admin in a reload is warned about and waits for a restart; the listeners keep serving', async () => {
+      const warnings = (): number => h.logs.filter((l) => l.msg === 'agent.admin changed; it takes effect when lbd-agent restarts').length;
+      await writeFile(h.configPath, h.configText);
+      let before = warnings();
+      await h.agent.reload('sighup');
+      assert.equal(warnings(), before, 'the settings it serves: nothing to warn about');
+      await writeFile(h.configPath, h.configText.replace('{ name: viewer, role: read }', '{ name: viewer, role: write }'));
+      before = warnings();
+      await h.agent.reload('sighup');
+      assert.equal(warnings(), before + 1, 'warned');
+      const err = await grpcError(api(tcpEndpoint(h, h.pem.viewer)).rollback(1, 'x'));
+      assert.equal(err.code, grpc.status.PERMISSION_DENIED, 'the role the agent started with still holds');
+    });
+
+    it('an unreadable TLS file stops the start, naming the setting and the file', async () => {
+      const configPath = join(h.dir, 'bad-tls.yaml');
+      const missing = join(h.dir, 'no-such-key.pem');
+      await writeFile(configPath, h.configText.replace(/key: \S+\.key \}/, `key: ${missing} }`).replace(/127\.0\.0\.1:\d+/g, () => `127.0.0.1:${50000 + Math.floor(Math.random() * 10000)}`));
+      const started = Agent.start({ configPath, dataPlane: new FakeDataPlane(), adminSocket: join(h.dir, 'other.sock'), watch: false });
+      await assert.rejects(started.then(async (a) => { await a.stop(); return a; }), { message: `agent.admin.tls.key: cannot read ${missing} (ENOENT); give a readable PEM file` });
     });
   });
 

@@ -269,6 +269,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     }
     agent.log.info('started', {
       config: opts.configPath, adminSocket: opts.serve === false ? null : agent.adminSocket,
+      adminListen: agent.adminTcp === null ? null : agent.fileAgent.admin.grpcListen, opsListen: agent.ops === null ? null : agent.fileAgent.admin.httpListen,
       services: initial.config.services.length, pid: process.pid,
       cluster: agent.cluster === null ? null : { director: agent.cluster.settings.director, prefix: agent.cluster.settings.prefix },
     });
@@ -738,7 +739,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     if (previous.revision > 0 && previous.config.agent.adminSocket !== config.agent.adminSocket) {
       this.log.warn('agent.adminSocket changed; it takes effect when lbd-agent restarts', { serving: this.adminSocket });
     }
-    if (previous.revision > 0 && JSON.stringify(previous.config.agent.admin) !== JSON.stringify(config.agent.admin)) {
+    if (previous.revision > 0 && JSON.stringify(this.fileAgent.admin) !== JSON.stringify(config.agent.admin)) {
       // Listeners, their TLS and their clients are read once, at start: a reload must not drop a listener midway.
       this.log.warn('agent.admin changed; it takes effect when lbd-agent restarts', {
         serving: { grpcListen: this.adminTcp === null ? null : this.fileAgent.admin.grpcListen, httpListen: this.ops === null ? null : this.fileAgent.admin.httpListen },
