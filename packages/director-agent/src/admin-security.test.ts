@@ -7,12 +7,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
+import { ConfigError } from '@lbd/config';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { AdminApi, adminServiceDefinition, isServiceError, unixTarget, type AdminEndpoint } from '@lbd/proto';
 import { freePort, issueCert, makeCa } from '@lbd/testkit';
-import { METHOD_ROLES, roleNeeded } from './admin-server.js';
+import { AdminServer, METHOD_ROLES, roleNeeded, type AdminBackend } from './admin-server.js';
 import { Agent } from './agent.js';
-import { createLogger } from './log.js';
+import { createLogger, silentLogger } from './log.js';
 import { OpsHttpServer, authorizeCertificate, certificateNames, requestBody } from './ops-http.js';
 import type { OpsRoute } from './ops-types.js';
 
@@ -218,6 +219,28 @@ describe('admin API security (TCP listeners, mutual TLS, roles)', function () {
       assert.equal(h.dp.applied.services[0]?.realServers[0]?.weight, 1);
     });
 
+    it('a write records the certificate\'s name as its author (with what the client says beside it) and passes the caller on', async () => {
+      const seen: unknown[] = [];
+      const backend = {
+        applyText: async (_t: string, _s: string, _d: boolean, o: { author?: string; caller?: unknown }) => { seen.push(['apply', o.author, o.caller]); return { ok: false, error: new ConfigError('Invalid', 'x', []), sha256: '' }; },
+        rollback: async (_r: number, author: string, caller: unknown) => { seen.push(['rollback', author, caller]); return 2; },
+      } as unknown as AdminBackend;
+      const tls = { ca: h.ca, cert: await readFile(join(h.dir, 'pki', 'dir1.pem')), key: await readFile(join(h.dir, 'pki', 'dir1.key')) };
+      const server = await AdminServer.listenTcp({ address: '127.0.0.1', port: 0, tls, clients: [{ name: 'ops-alice', role: 'write' }] }, backend, silentLogger);
+      const alice = api({ kind: 'tls', address: '127.0.0.1', port: server.port, ...h.pem['ops-alice'], serverName: 'dir1' });
+      try {
+        await alice.rollback(1, 'alice@laptop');
+        await alice.rollback(1, '');
+        await grpcError(alice.apply({ configText: 'services: []', source: '/x.yaml', dryRun: false, author: 'root@host' }));
+      } finally {
+        await server.close();
+      }
+      const caller = { name: 'ops-alice', role: 'write' };
+      assert.deepEqual(seen, [
+        ['rollback', 'alice@laptop (certificate ops-alice)', caller], ['rollback', 'ops-alice', caller], ['apply', 'root@host (certificate ops-alice)', caller],
+      ]);
+    });
+
     it('every admin method: a reader is refused exactly the ones that need write; unknown methods need write', async () => {
       const viewer = new grpc.Client(`127.0.0.1:${h.grpcPort}`, grpc.credentials.createSsl(h.ca, h.pem.viewer.key, h.pem.viewer.cert), { 'grpc.ssl_target_name_override': 'dir1' });
       try {
@@ -347,6 +370,20 @@ describe('admin API security (TCP listeners, mutual TLS, roles)', function () {
       assert.equal(warnings(), before + 1, 'warned');
       const err = await grpcError(api(tcpEndpoint(h, h.pem.viewer)).rollback(1, 'x'));
       assert.equal(err.code, grpc.status.PERMISSION_DENIED, 'the role the agent started with still holds');
+    });
+
+    it('a listener that cannot bind stops the start, naming the setting and the address', async () => {
+      for (const [setting, port] of [['grpcListen', h.grpcPort], ['httpListen', h.httpPort]] as const) {
+        const configPath = join(h.dir, `busy-${setting}.yaml`);
+        // The other listener on a free port: only `setting` collides with the running agent's.
+        const other = setting === 'grpcListen' ? h.httpPort : h.grpcPort;
+        await writeFile(configPath, h.configText.replace(`127.0.0.1:${other}`, `127.0.0.1:${await freePort()}`));
+        const started = Agent.start({ configPath, dataPlane: new FakeDataPlane(), adminSocket: join(h.dir, `busy-${setting}.sock`), watch: false });
+        await assert.rejects(started.then(async (a) => { await a.stop(); return a; }), (err: Error) => {
+          assert.match(err.message, new RegExp(`^agent\\.admin\\.${setting}: cannot listen on 127\\.0\\.0\\.1:${port} \\(.*\\); stop what uses that port, or choose another address or port`));
+          return true;
+        });
+      }
     });
 
     it('an unreadable TLS file stops the start, naming the setting and the file', async () => {

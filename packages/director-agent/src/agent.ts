@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { ConfigError, formatProblem, parseConfig, type Config, type Problem } from '@lbd/config';
+import { ConfigError, formatProblem, hostPort, parseConfig, type Config, type Problem } from '@lbd/config';
 import type { StoredConfig } from '@lbd/coordinator';
 import { backendName } from '@lbd/connsync';
 import { DataPlaneError, type AddressOwner, type ApplyResult, type DataPlane, type FlowTable, type ObservedState } from '@lbd/dataplane';
@@ -285,12 +285,14 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     if (admin.tls === null || (admin.grpcListen === null && admin.httpListen === null)) return;
     const setting = admin.tls === this.fileAgent.cluster?.tls ? 'agent.cluster.tls' : 'agent.admin.tls';
     const tls = await readTlsFiles(admin.tls, setting);
-    if (admin.grpcListen !== null) {
-      this.adminTcp = await AdminServer.listenTcp({ ...admin.grpcListen, tls, clients: admin.clients }, this, this.log);
+    const { grpcListen, httpListen } = admin;
+    if (grpcListen !== null) {
+      this.adminTcp = await listening('agent.admin.grpcListen', grpcListen, () => AdminServer.listenTcp({ ...grpcListen, tls, clients: admin.clients }, this, this.log));
     }
-    if (admin.httpListen !== null) {
+    if (httpListen !== null) {
       const routes = [healthzRoute(() => this.liveness()), ...(opts.opsRoutes?.(this) ?? [])];
-      this.ops = await OpsHttpServer.listen({ ...admin.httpListen, tls, clients: admin.clients, log: this.log, ...(opts.opsLimits ? { limits: opts.opsLimits } : {}) }, routes);
+      const limits = opts.opsLimits ? { limits: opts.opsLimits } : {};
+      this.ops = await listening('agent.admin.httpListen', httpListen, () => OpsHttpServer.listen({ ...httpListen, tls, clients: admin.clients, log: this.log, ...limits }, routes));
     }
   }
 
@@ -764,6 +766,16 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.lastApply = r;
     this.emit('apply', r);
     return r;
+  }
+}
+
+/** Starts a listener; a failure to bind names the setting and the address (in use, not on this host, ...). */
+async function listening<T>(setting: string, at: { address: string; port: number }, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (cause) {
+    const why = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
+    throw new AgentError('SocketInUse', `${setting}: cannot listen on ${hostPort(at.address, at.port)} (${why}); stop what uses that port, or choose another address or port (the address must be one of this host's)`, { cause });
   }
 }
 
