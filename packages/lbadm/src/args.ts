@@ -54,7 +54,8 @@ export const USAGE = 'usage: lbadm [--socket PATH | --server HOST:PORT --ca F --
 
 export const HELP = `${USAGE}
 
-Operates the lbd-agent of this director through its admin socket.
+Operates the lbd-agent of this director through its admin socket, or any director's through
+its admin API over mutual TLS (--server).
 
 commands:
   status                          services and real servers, ipvsadm -Ln style
