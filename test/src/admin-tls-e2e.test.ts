@@ -32,6 +32,8 @@ describe('lbadm --server: the admin API over mutual TLS (end to end)', function 
   let dp: FakeDataPlane;
   let agent: Agent;
   let caPath: string;
+  /** The director's file: a client over the network sends its agent: section unchanged with the services. */
+  let fileText: string;
   const certs: Record<string, CertFiles> = {};
 
   async function lbadm(argv: string[], env: Record<string, string> = {}): Promise<Run> {
@@ -52,12 +54,13 @@ describe('lbadm --server: the admin API over mutual TLS (end to end)', function 
     certs.rogue = await issueCert(rogue, join(dir, 'rogue'), 'ops-alice');
     port = await freePort();
     const configPath = join(dir, 'lbd.yaml');
-    await writeFile(configPath, `agent:
+    fileText = `agent:
   admin:
     grpcListen: 127.0.0.1:${port}
     tls: { ca: ${caPath}, cert: ${certs.dir1!.certPath}, key: ${certs.dir1!.keyPath} }
     clients: [{ name: ops-alice, role: write }, { name: viewer, role: read }]
-${CONFIG}`);
+${CONFIG}`;
+    await writeFile(configPath, fileText);
     dp = new FakeDataPlane();
     agent = await Agent.start({ configPath, dataPlane: dp, adminSocket: join(dir, 'admin.sock'), watch: false });
   });
@@ -75,7 +78,7 @@ ${CONFIG}`);
     assert.equal((await lbadm(['health'], env)).code, EXIT.ok);
 
     const next = join(dir, 'next.yaml');
-    await writeFile(next, CONFIG.replace('weight: 2', 'weight: 5'));
+    await writeFile(next, fileText.replace('weight: 2', 'weight: 5'));
     const refused = await lbadm(['apply', '-f', next], env);
     assert.equal(refused.code, EXIT.noPermission);
     assert.equal(refused.err, `lbadm: permission denied by lbd-agent at 127.0.0.1:${port}: the client certificate viewer has role read, and Apply without dry_run needs role write; give viewer role write in agent.admin.clients, or use a certificate that has it\n`);
@@ -85,6 +88,12 @@ ${CONFIG}`);
     const applied = await lbadm([...as('ops-alice'), 'apply', '-f', next]);
     assert.equal(applied.code, EXIT.ok, applied.err);
     assert.equal(dp.applied.services[0]?.realServers[0]?.weight, 5);
+
+    const servicesOnly = join(dir, 'services-only.yaml');
+    await writeFile(servicesOnly, CONFIG);
+    const widen = await lbadm([...as('ops-alice'), 'apply', '-f', servicesOnly]);
+    assert.equal(widen.code, EXIT.config);
+    assert.match(widen.err, /^ {2}agent: differs from this director's own agent settings, which a client over the network \(here ops-alice\) may not change; send the agent: section of .*lbd\.yaml unchanged with the services/m);
   });
 
   it('an unlisted certificate is refused with exit 77, naming it and the fix', async () => {

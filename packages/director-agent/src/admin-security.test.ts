@@ -9,7 +9,7 @@ import { connect as tlsConnect } from 'node:tls';
 import * as grpc from '@grpc/grpc-js';
 import { ConfigError } from '@lbd/config';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
-import { AdminApi, adminServiceDefinition, isServiceError, unixTarget, type AdminEndpoint } from '@lbd/proto';
+import { AdminApi, adminServiceDefinition, applyProblemsOf, isServiceError, unixTarget, type AdminEndpoint } from '@lbd/proto';
 import { freePort, issueCert, makeCa } from '@lbd/testkit';
 import { AdminServer, METHOD_ROLES, roleNeeded, type AdminBackend } from './admin-server.js';
 import { Agent } from './agent.js';
@@ -186,9 +186,9 @@ describe('admin API security (TCP listeners, mutual TLS, roles)', function () {
       const viewer = api(tcpEndpoint(h, h.pem.viewer));
       assert.equal((await viewer.getStatus()).services[0]?.name, 'web');
       const applies = h.dp.applyCount;
-      const dry = await viewer.apply({ configText: SERVICES.replace('weight: 1', 'weight: 7'), source: 'x.yaml', dryRun: true });
+      const dry = await viewer.apply({ configText: h.configText.replace('weight: 1', 'weight: 7'), source: 'x.yaml', dryRun: true });
       assert.equal(dry.dryRun, true);
-      const apply = await grpcError(viewer.apply({ configText: SERVICES.replace('weight: 1', 'weight: 7'), source: 'x.yaml', dryRun: false }));
+      const apply = await grpcError(viewer.apply({ configText: h.configText.replace('weight: 1', 'weight: 7'), source: 'x.yaml', dryRun: false }));
       assert.equal(apply.code, grpc.status.PERMISSION_DENIED);
       assert.equal(apply.details, 'the client certificate viewer has role read, and Apply without dry_run needs role write; give viewer role write in agent.admin.clients, or use a certificate that has it');
       for (const call of [viewer.failover('default'), viewer.rollback(1, 'x')]) {
@@ -202,13 +202,23 @@ describe('admin API security (TCP listeners, mutual TLS, roles)', function () {
 
     it('a writer writes: its apply reaches the data plane, and a failover reaches the agent', async () => {
       const alice = api(tcpEndpoint(h, h.pem['ops-alice']));
-      const res = await alice.apply({ configText: SERVICES.replace('weight: 1', 'weight: 3'), source: '/tmp/alice.yaml', dryRun: false, author: 'alice@laptop' });
+      const res = await alice.apply({ configText: h.configText.replace('weight: 1', 'weight: 3'), source: '/tmp/alice.yaml', dryRun: false, author: 'alice@laptop' });
       assert.equal(res.changed, true);
       assert.equal(h.dp.applied.services[0]?.realServers[0]?.weight, 3);
       // Past the role check: refused by the agent itself, for its own reason.
       const err = await grpcError(alice.failover('default'));
       assert.equal(err.code, grpc.status.FAILED_PRECONDITION);
       assert.match(err.details, /failover needs a cluster/);
+    });
+
+    it('a writer over the network may not change the director\'s own agent settings (who may call, and how)', async () => {
+      const alice = api(tcpEndpoint(h, h.pem['ops-alice']));
+      for (const text of [SERVICES, h.configText.replace('{ name: viewer, role: read }', '{ name: \'*\', role: write }')]) {
+        const err = await grpcError(alice.apply({ configText: text, source: '/tmp/alice.yaml', dryRun: false }));
+        assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+        assert.deepEqual(applyProblemsOf(err)?.map((p) => [p.path, p.rule]), [['agent', 'differs from this director\'s own agent settings, which a client over the network (here ops-alice) may not change']]);
+      }
+      assert.equal(h.dp.applied.services[0]?.realServers[0]?.weight, 3, 'nothing was applied');
     });
 
     it('the unix socket still answers, and writes', async () => {

@@ -8,7 +8,7 @@ import type {
   ApplyRecord as WireApplyRecord, ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, FailoverResponse,
   Finding as WireFinding, GetHealthResponse, GetStatsResponse, GetStatusResponse,
 } from '@lbd/proto';
-import { AdminServer, type AdminBackend, type ApplyOptions, type ApplyOutcome, type HealthSink } from './admin-server.js';
+import { AdminServer, UNIX_SOCKET_CALLER, type AdminBackend, type ApplyOptions, type ApplyOutcome, type HealthSink } from './admin-server.js';
 import { ClusterMember } from './cluster.js';
 import { readConfigText, sha256, stageFile } from './config-file.js';
 import { AgentError } from './errors.js';
@@ -383,6 +383,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       let config: Config;
       try {
         config = parseConfig(text, source);
+        this.checkRemoteAgentSettings(config, source, opts.caller);
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         // A dry run is a question, not an attempt: it leaves no record and no log line.
@@ -466,6 +467,21 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     }
     const result = await applied;
     return { ok: true, result, serviceCount: config.services.length, sha256: sha, clusterRevision: write.revision };
+  }
+
+  /**
+   * A client over the network (a certificate, not root on the unix socket) may change services but not
+   * this director's own settings: agent.* decides who may call and how (listeners, TLS, roles), and a
+   * writer must not be able to widen its own access, or drop the listeners everyone else uses.
+   */
+  private checkRemoteAgentSettings(config: Config, source: string, caller: Caller | undefined): void {
+    if (caller === undefined || caller === UNIX_SOCKET_CALLER) return;
+    if (JSON.stringify(config.agent) === JSON.stringify(this.running.config.agent)) return;
+    throw new ConfigError('Invalid', source, [{
+      path: 'agent', value: undefined,
+      rule: `differs from this director's own agent settings, which a client over the network (here ${caller.name}) may not change`,
+      fix: `send the agent: section of ${this.configPath} unchanged with the services, or change it on the director itself (its file, or lbadm on the unix socket)`,
+    }]);
   }
 
   /** A cluster config arrived from etcd: apply it here, then let the cluster member follow it. */
