@@ -164,6 +164,12 @@ export class AdminServer {
       ...SERVER_CHANNEL_OPTIONS,
       // Enough for lbadm and a few watchers; a client that opens streams without end is held to this.
       'grpc.max_concurrent_streams': 64,
+      // A connection with no call for this long is closed, and one whose client vanished (no ping answer)
+      // ends its calls: an idle or dead client does not hold a connection for good. (A client that never
+      // finishes the TLS handshake is cut off by Node after 120 s.)
+      'grpc.max_connection_idle_ms': 5 * 60_000,
+      'grpc.keepalive_time_ms': 60_000,
+      'grpc.keepalive_timeout_ms': 20_000,
     });
     addGuardedService(server, backend, log, (call) => authorizeCertificate(certificateNames(call.getAuthContext?.()?.sslPeerCertificate), opts.clients));
     const creds = grpc.ServerCredentials.createSsl(opts.tls.ca, [{ private_key: opts.tls.key, cert_chain: opts.tls.cert }], true);
