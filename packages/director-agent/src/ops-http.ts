@@ -157,7 +157,7 @@ export class OpsHttpServer {
     // Malformed requests, oversized headers and slow ones: answer in words where the socket still takes them.
     server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
       const [status, text] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, `the request line and headers are larger than ${limits.maxHeaderBytes} bytes`]
-        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, `the request did not arrive within ${limits.headersTimeoutMs} ms`]
+        : err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? [408, `the request did not arrive in time (headers within ${limits.headersTimeoutMs} ms, all of it within ${limits.requestTimeoutMs} ms)`]
         : [400, `malformed HTTP request (${err.code ?? err.message})`];
       if (socket.writable && !(socket as TLSSocket & { _httpMessage?: unknown })._httpMessage) {
         const body = `lbd-agent: ${text}\n`;
@@ -254,7 +254,7 @@ function refuse(res: ServerResponse, err: HttpRefusal): void {
   const body = `lbd-agent: ${err.message}\n`;
   // Whatever of the request was not read stays unread: close rather than parse it as the next request.
   res.writeHead(err.status, {
-    ...err.headers, 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', Connection: 'close',
+    ...err.headers, 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff', 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store', Connection: 'close',
   });
   res.end(body);
 }
