@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from './errors.js';
 import { loadConfig, parseConfig } from './load.js';
-import { DEFAULT_ADMIN_SOCKET, VIP_GROUP_DEFAULTS, type Config } from './types.js';
+import { ADMIN_DEFAULTS, DEFAULT_ADMIN_SOCKET, VIP_GROUP_DEFAULTS, type Config } from './types.js';
 
 /**
  * parseConfig / loadConfig: text in, typed Config or one ConfigError out. The whole message is asserted,
@@ -31,7 +31,7 @@ services:
 `;
 
 const WANT_OK: Config = {
-  agent: { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null },
+  agent: { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null, admin: ADMIN_DEFAULTS },
   vipGroups: [{ name: 'default', ...VIP_GROUP_DEFAULTS, announce: { ...VIP_GROUP_DEFAULTS.announce }, gateways: [] }],
   services: [
     {

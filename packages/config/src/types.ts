@@ -149,7 +149,39 @@ export interface AgentSettings {
   readonly adminSocket: string;
   /** Set when this director is one of a cluster (the desired config then lives in etcd); null when alone. */
   readonly cluster: ClusterSettings | null;
+  /** The admin API and ops pages over TCP (mutual TLS); both listeners off by default. */
+  readonly admin: AdminSettings;
 }
+
+/** What a client certificate may do: `write` changes the cluster (apply, failover, rollback), `read` only looks. */
+export type AdminRole = 'read' | 'write';
+export const ADMIN_ROLES: readonly AdminRole[] = ['read', 'write'];
+
+/** `*` as a client name: any certificate the CA signed. */
+export const ANY_CLIENT = '*';
+
+/**
+ * The director's TCP listeners for operators: admin gRPC and HTTPS (metrics, dashboard, /api), each
+ * with mutual TLS against a CA; a client is known by its certificate's name and gets that name's role.
+ * The unix socket (adminSocket) stays root-only and always writes. Director-local, restart-only.
+ */
+export interface AdminSettings {
+  /** Admin gRPC (lbadm --server); null: off. */
+  readonly grpcListen: { readonly address: string; readonly port: number } | null;
+  /** HTTPS: /metrics, the dashboard, /api/*; null: off. */
+  readonly httpListen: { readonly address: string; readonly port: number } | null;
+  /** The listeners' CA, certificate and key: agent.admin.tls, else agent.cluster.tls; null only when no listener is set. */
+  readonly tls: PeerTls | null;
+  /** Certificate name (subjectAltName DNS, else CN; or `*`) -> role. Names are unique, compared in lower case. */
+  readonly clients: readonly AdminClientEntry[];
+}
+
+export interface AdminClientEntry {
+  readonly name: string;
+  readonly role: AdminRole;
+}
+
+export const ADMIN_DEFAULTS: AdminSettings = { grpcListen: null, httpListen: null, tls: null, clients: [] };
 
 export const PREEMPT_POLICIES = ['never', 'after-delay', 'after-sync'] as const;
 export type PreemptPolicy = (typeof PREEMPT_POLICIES)[number];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { formatProblem, validateConfig } from './validate.js';
-import { DEFAULT_ADMIN_SOCKET, VIP_GROUP_DEFAULTS, type Config, type Service, type VipGroup } from './types.js';
+import { ADMIN_DEFAULTS, DEFAULT_ADMIN_SOCKET, VIP_GROUP_DEFAULTS, type Config, type Service, type VipGroup } from './types.js';
 
 /**
  * Table-driven tests of validateConfig: every rule, each asserted by its exact one-line message, and valid
@@ -46,7 +46,7 @@ function defaultGroups(services: readonly Service[]): VipGroup[] {
   return [...new Set(services.map((x) => x.vipGroup))].map((name) => ({ name, ...VIP_GROUP_DEFAULTS, announce: { ...VIP_GROUP_DEFAULTS.announce }, gateways: [] }));
 }
 
-const AGENT = { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null };
+const AGENT = { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null, admin: ADMIN_DEFAULTS };
 
 const VIP_FIX = 'give an IPv4 address such as 198.18.0.10 or an IPv6 address such as fd00::10 (no prefix length, port or zone)';
 const PORT = 'is not a port (a whole number from 1 to 65535); give a whole number from 1 to 65535';
@@ -414,7 +414,7 @@ const valid: Good[] = [
       })],
     },
     want: {
-      agent: { adminSocket: '/run/lbd/other.sock', cluster: null },
+      agent: { adminSocket: '/run/lbd/other.sock', cluster: null, admin: ADMIN_DEFAULTS },
       services: [typed({
         port: 65535, protocol: 'udp', scheduler: 'mh', persistenceSec: 31536000, expireOnRemove: true,
         realServers: [{ address: '198.19.1.11', port: 1, weight: 0, healthCheck: null }, { address: '198.19.1.12', port: 65535, weight: 65535, healthCheck: null }],

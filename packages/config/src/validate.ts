@@ -1,10 +1,10 @@
 import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
 import {
-  DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
+  ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
   PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, hostPort, serviceKey,
   type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
-  type Service, type ClusterSettings, type TrackCheck, type PreemptPolicy, type TimingProfileName, type VipGroup, type PeerTls, type ServiceSync,
+  type AdminClientEntry, type AdminRole, type AdminSettings, type Service, type ClusterSettings, type TrackCheck, type PreemptPolicy, type TimingProfileName, type VipGroup, type PeerTls, type ServiceSync,
 } from './types.js';
 
 /**
@@ -44,7 +44,14 @@ const SERVICE_FIELDS = [
 ] as const;
 const REAL_SERVER_FIELDS = ['address', 'port', 'weight', 'healthCheck'] as const;
 const TOP_FIELDS = ['agent', 'vipGroups', 'services'] as const;
-const AGENT_FIELDS = ['adminSocket', 'cluster'] as const;
+const AGENT_FIELDS = ['adminSocket', 'cluster', 'admin'] as const;
+const ADMIN_FIELDS = ['grpcListen', 'httpListen', 'tls', 'clients'] as const;
+/**
+ * A client certificate's name as agent.admin.clients lists it: a DNS name or a common name such as
+ * ops-alice or prometheus.example.org. No commas (the certificate's subjectAltName is a comma-separated
+ * list) and no wildcards but `*` alone.
+ */
+const CLIENT_NAME_PATTERN = /^[A-Za-z0-9]([A-Za-z0-9 ._@-]{0,251}[A-Za-z0-9])?$/;
 const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'track', 'tls'] as const;
 const TRACK_FIELDS = ['name', 'command', 'intervalMs', 'timeoutMs', 'rise', 'fall'] as const;
 const VIP_GROUP_FIELDS = ['name', 'preempt', 'preemptDelayMs', 'announce', 'gateways'] as const;
@@ -691,9 +698,10 @@ function checkServiceSync(c: Collector, path: string, raw: unknown): ServiceSync
   return { enabled, minAgeMs };
 }
 
-function checkPeerTls(c: Collector, path: string, raw: unknown): PeerTls | null {
+const PEER_TLS_FIX = 'write tls: {ca: /etc/lbd/tls/ca.pem, cert: /etc/lbd/tls/dir1.pem, key: /etc/lbd/tls/dir1.key} (PEM files; the certificate names this director, DNS:<director id>)';
+
+function checkPeerTls(c: Collector, path: string, raw: unknown, fix = PEER_TLS_FIX): PeerTls | null {
   if (raw === undefined || raw === null) return null;
-  const fix = 'write tls: {ca: /etc/lbd/tls/ca.pem, cert: /etc/lbd/tls/dir1.pem, key: /etc/lbd/tls/dir1.key} (PEM files; the certificate names this director, DNS:<director id>)';
   if (!isRecord(raw)) {
     c.add(path, raw, `is ${typeName(raw)}, not a mapping`, fix);
     return null;
@@ -738,8 +746,76 @@ function checkTrack(c: Collector, path: string, raw: unknown): TrackCheck[] {
   return out;
 }
 
+const ADMIN_TLS_FIX = 'write tls: {ca: /etc/lbd/tls/ca.pem, cert: /etc/lbd/tls/dir1.pem, key: /etc/lbd/tls/dir1.key} (PEM files: the CA that signs the clients\' certificates, and this director\'s certificate and key)';
+const CLIENTS_FIX = 'write clients: [{name: ops-alice, role: write}, {name: prometheus, role: read}] (a certificate\'s DNS name or common name, or \'*\' for any certificate the CA signed)';
+
+/**
+ * agent.admin: the TCP listeners for operators. TLS defaults to the peer link's (agent.cluster.tls);
+ * a listener without either, or with no client allowed, could never serve anyone, so both are problems.
+ */
+function checkAdmin(c: Collector, raw: unknown, cluster: ClusterSettings | null, clusterTlsSet: boolean): AdminSettings {
+  const path = 'agent.admin';
+  if (raw === undefined) return ADMIN_DEFAULTS;
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, 'write admin: {grpcListen: 198.18.3.1:7412, clients: [{name: ops-alice, role: write}]} or leave it out');
+    return ADMIN_DEFAULTS;
+  }
+  checkUnknownFields(c, path, raw, ADMIN_FIELDS);
+  const listen = (k: 'grpcListen' | 'httpListen'): { address: string; port: number } | null =>
+    raw[k] === undefined || raw[k] === null ? null : checkHostPort(c, `${path}.${k}`, raw[k]) ?? null;
+  const grpcListen = listen('grpcListen');
+  const httpListen = listen('httpListen');
+  const same = (a: { address: string; port: number } | null, b: { address: string; port: number } | null): boolean =>
+    a !== null && b !== null && a.port === b.port && a.address === b.address;
+  if (same(grpcListen, httpListen)) c.add(`${path}.httpListen`, raw.httpListen, 'is the same address and port as grpcListen', 'give each listener its own port, e.g. 7412 for gRPC and 9443 for HTTPS');
+  for (const k of ['grpcListen', 'httpListen'] as const) {
+    const l = k === 'grpcListen' ? grpcListen : httpListen;
+    if (cluster !== null && same(l, cluster.peerListen)) c.add(`${path}.${k}`, raw[k], 'is the same address and port as agent.cluster.peerListen', 'give it its own port, e.g. 7412 for gRPC and 9443 for HTTPS');
+  }
+  const listening = raw.grpcListen !== undefined && raw.grpcListen !== null || raw.httpListen !== undefined && raw.httpListen !== null;
+  const ownTls = checkPeerTls(c, `${path}.tls`, raw.tls, ADMIN_TLS_FIX);
+  if (listening && (raw.tls === undefined || raw.tls === null) && !clusterTlsSet) {
+    c.add(`${path}.tls`, undefined, 'is required: the listeners serve only mutual TLS, and there is no agent.cluster.tls to default to', ADMIN_TLS_FIX);
+  }
+  const tls = ownTls ?? cluster?.tls ?? null;
+  const clients = checkAdminClients(c, `${path}.clients`, raw.clients, listening);
+  return { grpcListen, httpListen, tls, clients };
+}
+
+function checkAdminClients(c: Collector, path: string, raw: unknown, listening: boolean): AdminClientEntry[] {
+  const out: AdminClientEntry[] = [];
+  if (raw === undefined || raw === null || (Array.isArray(raw) && raw.length === 0)) {
+    if (listening) c.add(path, raw, raw === undefined || raw === null ? 'is required: without it every client certificate is refused' : 'is empty, so every client certificate would be refused', CLIENTS_FIX);
+    return out;
+  }
+  if (!Array.isArray(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a list`, CLIENTS_FIX);
+    return out;
+  }
+  const seen = new Map<string, number>();
+  raw.forEach((item: unknown, i: number) => {
+    const p = `${path}[${i}]`;
+    if (!isRecord(item)) { c.add(p, item, `is ${typeName(item)}, not a client`, 'write {name: ops-alice, role: write}'); return; }
+    checkUnknownFields(c, p, item, ['name', 'role']);
+    let name: string | undefined;
+    const v = item.name;
+    if (typeof v === 'string' && (v === ANY_CLIENT || CLIENT_NAME_PATTERN.test(v))) name = v;
+    else if (typeof v === 'string' && v.includes('*')) c.add(`${p}.name`, v, 'is a partial wildcard; only \'*\' alone (any certificate the CA signed) is supported', 'list each certificate name, or use \'*\'');
+    else c.add(`${p}.name`, v, v === undefined ? 'a certificate name is required' : 'is not a certificate name', 'give the client certificate\'s DNS name or common name (letters, digits, ".", "-", "_", "@", spaces inside; no commas), or \'*\'');
+    const role = checkEnum<AdminRole>(c, `${p}.role`, item.role, ADMIN_ROLES, undefined, 'role');
+    if (name !== undefined) {
+      // Certificate names are DNS names: case does not distinguish them.
+      const earlier = seen.get(name.toLowerCase());
+      if (earlier !== undefined) { c.add(`${p}.name`, name, `is already listed by ${path}[${earlier}]`, 'list every certificate name once, with the one role it has'); return; }
+      seen.set(name.toLowerCase(), i);
+    }
+    if (name !== undefined && role !== undefined) out.push({ name, role });
+  });
+  return out;
+}
+
 function checkAgent(c: Collector, raw: unknown): AgentSettings {
-  const settings: { adminSocket: string; cluster: ClusterSettings | null } = { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null };
+  const settings: { adminSocket: string; cluster: ClusterSettings | null; admin: AdminSettings } = { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null, admin: ADMIN_DEFAULTS };
   if (raw === undefined) return settings;
   if (!isRecord(raw)) {
     c.add('agent', raw, `is ${typeName(raw)}, not a mapping`, 'write agent: {adminSocket: /run/lbd/admin.sock} or leave it out');
@@ -754,6 +830,9 @@ function checkAgent(c: Collector, raw: unknown): AgentSettings {
     }
   }
   if (raw.cluster !== undefined) settings.cluster = checkCluster(c, raw.cluster);
+  // A cluster section with problems is null here, but its tls may have been given: not "missing".
+  const clusterTlsSet = isRecord(raw.cluster) && raw.cluster.tls !== undefined && raw.cluster.tls !== null;
+  settings.admin = checkAdmin(c, raw.admin, settings.cluster, clusterTlsSet);
   return settings;
 }
 

@@ -3,25 +3,70 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import type { ConfigError } from '@lbd/config';
+import { hostPort, type AdminClientEntry, type ConfigError } from '@lbd/config';
 import type { ApplyResult } from '@lbd/dataplane';
 import {
   CONNECTIONS_PER_MESSAGE, DEFAULT_EVENTS_LIMIT, MAX_CONFIG_TEXT_BYTES, MAX_EVENTS_LIMIT, MAX_PENDING_EVENTS, MAX_PENDING_HEALTH_EVENTS,
   MAX_SOURCE_CHARS, SERVER_CHANNEL_OPTIONS, adminServiceDefinition, unixTarget, type Event as WireEvent,
-  type AdminHandlers, type ApplyResponse, type Connection as WireConnection, type Finding as WireFinding,
+  type AdminDefinition, type AdminHandlers, type ApplyResponse, type Connection as WireConnection, type Finding as WireFinding,
   type GetHealthResponse, type GetStatsResponse, type GetStatusResponse, type HealthEvent as WireHealthEvent,
   type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse,
 } from '@lbd/proto';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
 import type { Logger } from './log.js';
-import { EVENT_KINDS, type Caller, type EventKind, type LbdEvent } from './ops-types.js';
+import { authorizeCertificate, certificateNames, roleAllows, roleRefusal, type Authorization, type TlsMaterial } from './ops-http.js';
+import { EVENT_KINDS, type Caller, type EventKind, type LbdEvent, type Role } from './ops-types.js';
 import { wireProblem } from './views.js';
 
 /**
- * The gRPC admin API on a root-only unix socket. It checks what callers send (sizes, required fields)
- * and maps errors to statuses; what the answers mean is the backend's (the Agent's) business, which
- * keeps this file free of lbd policy and the Agent free of gRPC.
+ * The gRPC admin API, on a root-only unix socket and, with agent.admin.grpcListen, over TCP with mutual
+ * TLS. It decides who may call what (METHOD_ROLES), checks what callers send (well-formed messages,
+ * sizes, required fields) and maps errors to statuses; what the answers mean is the backend's (the
+ * Agent's) business, which keeps this file free of lbd policy and the Agent free of gRPC.
  */
+
+/**
+ * The least role each admin method needs over TCP (the unix socket is root-only and always writes).
+ * A method that changes anything (the data plane, the cluster config, who leads, the event log) needs
+ * `write`. When you add an RPC to admin.proto, add it here: a method missing from this table needs
+ * `write`, so a forgotten read-only method is refused to readers rather than a write opened to them.
+ */
+export const METHOD_ROLES: Readonly<Record<string, Role | ((request: Record<string, unknown>) => Role)>> = {
+  GetStatus: 'read',
+  GetStats: 'read',
+  ListConnections: 'read',
+  // A dry run applies nothing: it shows the rule diff.
+  Apply: (req) => (req.dryRun === true ? 'read' : 'write'),
+  Doctor: 'read',
+  GetHealth: 'read',
+  WatchHealth: 'read',
+  GetClusterStatus: 'read',
+  Failover: 'write',
+  ConfigHistory: 'read',
+  Rollback: 'write',
+  ListEvents: 'read',
+  // A drill's result is stored in the event log (and in etcd, for the cluster).
+  RecordDrill: 'write',
+};
+
+/** The role `method` needs for `request` (undefined when the request could not be read: then the strictest). */
+export function roleNeeded(method: string, request: Record<string, unknown> | undefined): Role {
+  const r = METHOD_ROLES[method];
+  if (r === undefined) return 'write';
+  if (typeof r === 'string') return r;
+  return request === undefined ? 'write' : r(request);
+}
+
+/** Every caller on the unix socket: its mode (0600, root) is the authentication. */
+export const UNIX_SOCKET_CALLER: Caller = { name: 'unix-socket', role: 'write' };
+
+export interface AdminTcpOptions {
+  readonly address: string;
+  /** 0: any free port (tests); `AdminServer.port` says which. */
+  readonly port: number;
+  readonly tls: TlsMaterial;
+  readonly clients: readonly AdminClientEntry[];
+}
 
 export type ApplyOutcome =
   | { readonly ok: true; readonly result: ApplyResult; readonly serviceCount: number; readonly sha256: string; readonly clusterRevision?: number }
@@ -38,7 +83,7 @@ export interface ApplyOptions {
   /** Cluster mode: the config revision the caller based the change on. */
   readonly expectRevision?: number;
   readonly author?: string;
-  /** Who called (the event log records it). */
+  /** Who asked (the unix socket, or a client certificate). */
   readonly caller?: Caller;
 }
 
@@ -69,12 +114,6 @@ export interface DrillRecord {
   readonly reason: string;
   readonly fields: Readonly<Record<string, string>>;
 }
-
-/**
- * The caller of a call on the root-only unix socket. The TCP listener (mutual TLS) names the client
- * certificate's caller instead; both go to the backend, which records them in the event log.
- */
-export const UNIX_SOCKET_CALLER: Caller = { role: 'write', name: 'unix-socket' };
 
 export interface AdminBackend {
   status(): Promise<GetStatusResponse>;
@@ -113,9 +152,12 @@ const SHUTDOWN_GRACE_MS = 2000;
 export class AdminServer {
   private constructor(
     private readonly server: grpc.Server,
-    readonly socketPath: string,
+    /** The unix socket, or null for the TCP listener. */
+    readonly socketPath: string | null,
     /** The inode bound, so close() never removes a socket a newer agent has since created. */
     private readonly inode: number,
+    /** The TCP port bound (0 for the unix socket). */
+    readonly port = 0,
   ) {}
 
   /**
@@ -143,7 +185,7 @@ export class AdminServer {
   static async listen(path: string, backend: AdminBackend, log: Logger): Promise<AdminServer> {
     await AdminServer.checkSocketFree(path);
     const server = new grpc.Server(SERVER_CHANNEL_OPTIONS);
-    server.addService(adminServiceDefinition(), handlers(backend, log));
+    addGuardedService(server, backend, log, () => ({ ok: true, caller: UNIX_SOCKET_CALLER }));
     await new Promise<void>((resolve, reject) => {
       server.bindAsync(unixTarget(path), grpc.ServerCredentials.createInsecure(), (err) => (err ? reject(err) : resolve()));
     });
@@ -154,12 +196,38 @@ export class AdminServer {
     return new AdminServer(server, path, ino);
   }
 
+  /**
+   * The admin API over TCP: mutual TLS against `tls.ca` (no certificate, or one the CA did not sign, ends
+   * the handshake), then per call the certificate's role from `clients` against METHOD_ROLES.
+   */
+  static async listenTcp(opts: AdminTcpOptions, backend: AdminBackend, log: Logger): Promise<AdminServer> {
+    const server = new grpc.Server({
+      ...SERVER_CHANNEL_OPTIONS,
+      // Enough for lbadm and a few watchers; a client that opens streams without end is held to this.
+      'grpc.max_concurrent_streams': 64,
+      // A connection with no call for this long is closed, and one whose client vanished (no ping answer)
+      // ends its calls: an idle or dead client does not hold a connection for good. (A client that never
+      // finishes the TLS handshake is cut off by Node after 120 s.)
+      'grpc.max_connection_idle_ms': 5 * 60_000,
+      'grpc.keepalive_time_ms': 60_000,
+      'grpc.keepalive_timeout_ms': 20_000,
+    });
+    addGuardedService(server, backend, log, (call) => authorizeCertificate(certificateNames(call.getAuthContext?.()?.sslPeerCertificate), opts.clients));
+    const creds = grpc.ServerCredentials.createSsl(opts.tls.ca, [{ private_key: opts.tls.key, cert_chain: opts.tls.cert }], true);
+    const port = await new Promise<number>((resolve, reject) => {
+      server.bindAsync(hostPort(opts.address, opts.port), creds, (err, bound) => (err ? reject(err) : resolve(bound)));
+    });
+    log.info('admin listener started', { listen: hostPort(opts.address, port), clients: opts.clients.map((c) => `${c.name}:${c.role}`) });
+    return new AdminServer(server, null, 0, port);
+  }
+
   /** Stops accepting calls, gives calls in flight a moment, and removes the socket file. */
   async close(): Promise<void> {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(() => { this.server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
       this.server.tryShutdown(() => { clearTimeout(timer); resolve(); });
     });
+    if (this.socketPath === null) return;
     try {
       if ((await lstat(this.socketPath)).ino === this.inode) await unlink(this.socketPath);
     } catch {
@@ -181,11 +249,102 @@ async function answers(path: string): Promise<boolean> {
   }
 }
 
-function handlers(backend: AdminBackend, log: Logger, callerOf: (call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>) => Caller = () => UNIX_SOCKET_CALLER): AdminHandlers {
+/** Marks a request the service's message type could not decode; see guardedDefinition. */
+const MALFORMED = Symbol('malformed request');
+type Malformed = { readonly [MALFORMED]: string };
+
+function isMalformed(req: unknown): req is Malformed {
+  return typeof req === 'object' && req !== null && MALFORMED in req;
+}
+
+/**
+ * The service definition with decoders that never throw: grpc-js answers a request it cannot decode
+ * with INTERNAL "Error deserializing request", which reads like a bug in the agent. A malformed request
+ * is the caller's: the guard answers INVALID_ARGUMENT naming the message type and the decoder's reason.
+ */
+function guardedDefinition(): AdminDefinition {
+  const def = adminServiceDefinition();
+  return Object.fromEntries(Object.entries(def).map(([name, m]) => [name, {
+    ...m,
+    requestDeserialize: (bytes: Buffer): unknown => {
+      try {
+        return m.requestDeserialize(bytes);
+      } catch (err) {
+        return { [MALFORMED]: err instanceof Error ? err.message : String(err) };
+      }
+    },
+  }])) as unknown as AdminDefinition;
+}
+
+/** The caller of each call the guard let through, for handlers that record who asked. */
+const callers = new WeakMap<object, Caller>();
+
+function callerOf(call: object): Caller {
+  return callers.get(call) ?? UNIX_SOCKET_CALLER;
+}
+
+type AnyCall = grpc.ServerUnaryCall<unknown, unknown> & { getAuthContext?(): { sslPeerCertificate?: { subject?: unknown; subjectaltname?: string } } | null };
+
+/**
+ * Adds the admin service with every method behind the same checks, in this order: who the caller is
+ * (`authenticate`), whether its role suffices for the method (METHOD_ROLES), whether the request could
+ * be decoded. Iterating the definition covers methods added later without touching this function.
+ */
+function addGuardedService(server: grpc.Server, backend: AdminBackend, log: Logger, authenticate: (call: AnyCall) => Authorization): void {
+  const definition = guardedDefinition();
+  const inner = handlers(backend, log) as unknown as Record<string, (call: AnyCall, callback?: grpc.sendUnaryData<unknown>) => void>;
+  const guarded: Record<string, (call: AnyCall, callback?: grpc.sendUnaryData<unknown>) => void> = {};
+  for (const [name, m] of Object.entries(definition)) {
+    const handler = inner[name];
+    if (handler === undefined) continue; // grpc-js answers UNIMPLEMENTED
+    guarded[name] = (call, callback) => {
+      const refuse = (code: grpc.status, details: string): void => {
+        if (callback !== undefined) callback({ code, details });
+        else (call as unknown as NodeJS.EventEmitter).emit('error', { code, details });
+      };
+      const auth = authenticate(call);
+      if (!auth.ok) {
+        log.info('admin call refused', { method: name, reason: auth.reason });
+        refuse(grpc.status.PERMISSION_DENIED, auth.reason);
+        return;
+      }
+      // Client-streaming methods have no request yet: they get the strictest role of their entry.
+      const request = m.requestStream ? undefined : (call.request as Record<string, unknown> | undefined);
+      const malformed = isMalformed(request);
+      const need = roleNeeded(name, malformed ? undefined : request);
+      if (!roleAllows(auth.caller.role, need)) {
+        const what = name === 'Apply' && need === 'write' ? 'Apply without dry_run' : name;
+        log.info('admin call refused', { method: name, caller: auth.caller.name, role: auth.caller.role, needs: need });
+        refuse(grpc.status.PERMISSION_DENIED, roleRefusal(auth.caller, need, what));
+        return;
+      }
+      if (malformed) {
+        const type = (m as { requestType?: { type?: { name?: string } } }).requestType?.type?.name ?? 'request';
+        refuse(grpc.status.INVALID_ARGUMENT, `request: not a valid lbd.admin.v1.${type} (${request[MALFORMED]}); lbadm and lbd-agent must speak the same admin.proto`);
+        return;
+      }
+      callers.set(call, auth.caller);
+      handler(call, callback);
+    };
+  }
+  server.addService(definition, guarded as unknown as AdminHandlers);
+}
+
+/**
+ * The recorded author of a write: what the client says for the unix socket (root may say anything);
+ * over TCP the certificate's name, which the client cannot forge, with what it says beside it.
+ */
+function authorOf(caller: Caller, said: string): string {
+  if (caller === UNIX_SOCKET_CALLER) return said;
+  return said === '' || said === caller.name ? caller.name : `${said} (certificate ${caller.name})`;
+}
+
+function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
   /** Answers a unary call from `fn`, mapping whatever it throws to a status. */
   function unary<Req, Res>(method: string, fn: (req: Req, caller: Caller) => Promise<Res>): grpc.handleUnaryCall<Req, Res> {
     return (call, callback) => {
-      fn(call.request, callerOf(call)).then((res) => callback(null, res), (err: unknown) => callback(failure(method, err, log)));
+      // A promise chain from the start: a handler that throws at once is a status too, never a crash.
+      Promise.resolve().then(() => fn(call.request, callerOf(call))).then((res) => callback(null, res), (err: unknown) => callback(failure(method, err, log)));
     };
   }
 
@@ -196,11 +355,11 @@ function handlers(backend: AdminBackend, log: Logger, callerOf: (call: grpc.Serv
     GetClusterStatus: unary('GetClusterStatus', () => backend.clusterStatus()),
     Failover: unary('Failover', (req: { group: string; to: string; author: string }, caller) => backend.failover(
       checkText('group', req.group, MAX_SERVICE_FILTER_CHARS, true), checkText('to', req.to, MAX_SERVICE_FILTER_CHARS, false),
-      checkText('author', req.author, MAX_SOURCE_CHARS, false), caller)),
+      authorOf(caller, checkText('author', req.author, MAX_SOURCE_CHARS, false)), caller)),
     ConfigHistory: unary('ConfigHistory', () => backend.configHistory()),
     Rollback: unary('Rollback', async (req: { revision: number; author: string }, caller) => {
       if (!(req.revision >= 1)) throw new RequestError(grpc.status.INVALID_ARGUMENT, 'revision', `${req.revision} is not a config revision (1 or more; see lbadm config history)`);
-      return { revision: await backend.rollback(req.revision, checkText('author', req.author, MAX_SOURCE_CHARS, false), caller) };
+      return { revision: await backend.rollback(req.revision, authorOf(caller, checkText('author', req.author, MAX_SOURCE_CHARS, false)), caller) };
     }),
     GetHealth: unary('GetHealth', (req: { service: string }) => backend.healthStatus(checkText('service', req.service, MAX_SERVICE_FILTER_CHARS, false))),
 
@@ -211,8 +370,6 @@ function handlers(backend: AdminBackend, log: Logger, callerOf: (call: grpc.Serv
       out.onStop(backend.watchHealth(call.request.sinceUnixMs, { event: (e) => out.push(e), end: () => out.end() }));
     },
 
-    // Roles, for the per-method table of the TCP listener: ListEvents reads (role read); RecordDrill
-    // writes to the cluster's history (role write).
     ListEvents: (call) => {
       const out = feed<WireEvent>(call, MAX_PENDING_EVENTS,
         `the client read too slowly: ${MAX_PENDING_EVENTS} events waited unsent; list again with --since`);
@@ -260,9 +417,10 @@ function handlers(backend: AdminBackend, log: Logger, callerOf: (call: grpc.Serv
             throw new RequestError(grpc.status.INVALID_ARGUMENT, 'config_text', `${bytes} bytes is more than the limit of ${MAX_CONFIG_TEXT_BYTES} (4 MiB); split the config or remove what it does not need`);
           }
           const source = checkText('source', req.source, MAX_SOURCE_CHARS, true);
-          const author = checkText('author', req.author, MAX_SOURCE_CHARS, false);
+          const caller = callerOf(call);
+          const author = authorOf(caller, checkText('author', req.author, MAX_SOURCE_CHARS, false));
           const outcome = await backend.applyText(req.configText, source, req.dryRun, {
-            ...(req.checkRevision ? { expectRevision: req.expectRevision } : {}), ...(author === '' ? {} : { author }), caller: callerOf(call),
+            ...(req.checkRevision ? { expectRevision: req.expectRevision } : {}), ...(author === '' ? {} : { author }), caller,
           });
           if (outcome.ok) {
             call.write({ ...applyResponse(outcome.result, req.dryRun, outcome.serviceCount, outcome.sha256), clusterRevision: outcome.clusterRevision ?? 0 });

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { ConfigError, formatProblem, parseConfig, type Config, type Problem } from '@lbd/config';
+import { ConfigError, formatProblem, hostPort, parseConfig, type Config, type Problem } from '@lbd/config';
 import type { StoredConfig } from '@lbd/coordinator';
 import { backendName } from '@lbd/connsync';
 import { DataPlaneError, type AddressOwner, type ApplyResult, type DataPlane, type FlowTable, type ObservedState } from '@lbd/dataplane';
@@ -10,7 +10,7 @@ import type {
   Finding as WireFinding, GetHealthResponse, GetStatsResponse, GetStatusResponse,
 } from '@lbd/proto';
 import {
-  AdminServer, type AdminBackend, type ApplyOptions, type ApplyOutcome, type DrillRecord, type EventQuery, type EventSink, type HealthSink,
+  AdminServer, UNIX_SOCKET_CALLER, type AdminBackend, type ApplyOptions, type ApplyOutcome, type DrillRecord, type EventQuery, type EventSink, type HealthSink,
 } from './admin-server.js';
 import { ClusterMember } from './cluster.js';
 import { readConfigText, sha256, stageFile } from './config-file.js';
@@ -20,7 +20,9 @@ import { diagnose, probeTargets } from './doctor.js';
 import { EventLog, isLbdEvent, summarizeServiceChanges } from './events.js';
 import { HealthManager, type HealthEvent } from './health.js';
 import { silentLogger, type Logger } from './log.js';
-import type { Caller, LbdEvent } from './ops-types.js';
+import { OpsHttpServer, healthzRoute, type OpsLimits } from './ops-http.js';
+import type { Caller, LbdEvent, OpsRoute } from './ops-types.js';
+import { readTlsFiles } from './tls-files.js';
 import {
   healthResponse, resolveService, serviceStats, serviceStatuses, toWireConnection, wireHealthEvent, wireProblem,
 } from './views.js';
@@ -90,6 +92,10 @@ export interface AgentOptions {
   readonly version?: string;
   /** The kernel's connection table: connection sync between directors (with agent.cluster.tls). */
   readonly flowTable?: FlowTable;
+  /** Routes the HTTPS listener (agent.admin.httpListen) serves besides GET /healthz: metrics, the dashboard. */
+  readonly opsRoutes?: (agent: Agent) => readonly OpsRoute[];
+  /** The HTTPS listener's limits (default OPS_LIMITS); tests shorten its timeouts. */
+  readonly opsLimits?: Partial<OpsLimits>;
 }
 
 export interface HealthOptions {
@@ -152,6 +158,9 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   private queue: Promise<unknown> = Promise.resolve();
   private watcher: ConfigWatcher | null = null;
   private admin: AdminServer | null = null;
+  /** agent.admin.grpcListen and httpListen, when set. */
+  private adminTcp: AdminServer | null = null;
+  private ops: OpsHttpServer | null = null;
   private stopped = false;
   readonly health: HealthManager;
   private readonly clock: Clock;
@@ -262,9 +271,12 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     if (opts.serve !== false) {
       try {
         agent.admin = await AdminServer.listen(agent.adminSocket, agent, agent.log);
+        await agent.listenTcp(opts);
       } catch (err) {
         agent.watcher?.close();
         agent.health.stop();
+        await agent.admin?.close();
+        await agent.adminTcp?.close();
         throw err;
       }
     }
@@ -278,10 +290,42 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     }
     agent.log.info('started', {
       config: opts.configPath, adminSocket: opts.serve === false ? null : agent.adminSocket,
+      adminListen: agent.adminTcp === null ? null : agent.fileAgent.admin.grpcListen, opsListen: agent.ops === null ? null : agent.fileAgent.admin.httpListen,
       services: initial.config.services.length, pid: process.pid,
       cluster: agent.cluster === null ? null : { director: agent.cluster.settings.director, prefix: agent.cluster.settings.prefix },
     });
     return agent;
+  }
+
+  /**
+   * The operators' TCP listeners (agent.admin): admin gRPC and HTTPS, both with mutual TLS. Their TLS
+   * files are read here, so a missing one stops the start with the setting and the file named.
+   */
+  private async listenTcp(opts: AgentOptions): Promise<void> {
+    const admin = this.fileAgent.admin;
+    if (admin.tls === null || (admin.grpcListen === null && admin.httpListen === null)) return;
+    const setting = admin.tls === this.fileAgent.cluster?.tls ? 'agent.cluster.tls' : 'agent.admin.tls';
+    const tls = await readTlsFiles(admin.tls, setting);
+    const { grpcListen, httpListen } = admin;
+    if (grpcListen !== null) {
+      this.adminTcp = await listening('agent.admin.grpcListen', grpcListen, () => AdminServer.listenTcp({ ...grpcListen, tls, clients: admin.clients }, this, this.log));
+    }
+    if (httpListen !== null) {
+      const routes = [healthzRoute(() => this.liveness()), ...(opts.opsRoutes?.(this) ?? [])];
+      const limits = opts.opsLimits ? { limits: opts.opsLimits } : {};
+      this.ops = await listening('agent.admin.httpListen', httpListen, () => OpsHttpServer.listen({ ...httpListen, tls, clients: admin.clients, log: this.log, ...limits }, routes));
+    }
+  }
+
+  /** GET /healthz: up and serving, with what a person checking on it wants to see first. */
+  private liveness(): { ok: boolean; [fact: string]: unknown } {
+    const last = this.lastApply;
+    return {
+      ok: !this.stopped && this.running.revision > 0, pid: process.pid, startedAt: this.startedAt.toISOString(),
+      configRevision: this.running.revision, services: this.running.config.services.length,
+      lastApply: last === null ? null : { time: last.time.toISOString(), trigger: last.trigger, result: last.result },
+      director: this.cluster?.settings.director ?? null,
+    };
   }
 
   /** The running config (the last one applied successfully). */
@@ -360,6 +404,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       let config: Config;
       try {
         config = parseConfig(text, source);
+        this.checkRemoteAgentSettings(config, source, opts.caller);
       } catch (err) {
         if (!(err instanceof ConfigError)) throw err;
         // A dry run is a question, not an attempt: it leaves no record and no log line.
@@ -455,6 +500,21 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     return { ok: true, result, serviceCount: config.services.length, sha256: sha, clusterRevision: write.revision };
   }
 
+  /**
+   * A client over the network (a certificate, not root on the unix socket) may change services but not
+   * this director's own settings: agent.* decides who may call and how (listeners, TLS, roles), and a
+   * writer must not be able to widen its own access, or drop the listeners everyone else uses.
+   */
+  private checkRemoteAgentSettings(config: Config, source: string, caller: Caller | undefined): void {
+    if (caller === undefined || caller === UNIX_SOCKET_CALLER) return;
+    if (JSON.stringify(config.agent) === JSON.stringify(this.running.config.agent)) return;
+    throw new ConfigError('Invalid', source, [{
+      path: 'agent', value: undefined,
+      rule: `differs from this director's own agent settings, which a client over the network (here ${caller.name}) may not change`,
+      fix: `send the agent: section of ${this.configPath} unchanged with the services, or change it on the director itself (its file, or lbadm on the unix socket)`,
+    }]);
+  }
+
   /** A cluster config arrived from etcd: apply it here, then let the cluster member follow it. */
   private async applyFromCluster(c: StoredConfig): Promise<void> {
     if (this.stopped || this.cluster === null) return;
@@ -496,7 +556,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     const asked = `${author === '' ? 'an operator' : author}${caller ? ` (${caller.name})` : ''}`;
     try {
       const r = await cluster.coordinator.failover(group, to === '' ? undefined : to);
-      this.log.info('planned failover', { group, from: r.from, to: r.to, tookMs: r.tookMs });
+      this.log.info('planned failover', { group, from: r.from, to: r.to, tookMs: r.tookMs, caller: caller?.name });
       this.events.record('admin', 'failover', '', 'done', `${asked} moved vip group ${group} from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms`,
         { ...who, from: r.from, to: r.to, tookMs: Math.round(r.tookMs) });
       return { from: r.from, to: r.to, tookMs: r.tookMs };
@@ -680,7 +740,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.healthTimer = null;
     // Before the admin server: it ends the WatchHealth streams, which would otherwise hold up its shutdown.
     this.health.stop();
-    await this.admin?.close();
+    await Promise.all([this.admin?.close(), this.adminTcp?.close(), this.ops?.close()]);
     // Let an apply in flight finish: the kernel transaction is atomic, but its record and file rename are not.
     await this.queue.catch(() => {});
   }
@@ -808,6 +868,12 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     if (previous.revision > 0 && previous.config.agent.adminSocket !== config.agent.adminSocket) {
       this.log.warn('agent.adminSocket changed; it takes effect when lbd-agent restarts', { serving: this.adminSocket });
     }
+    if (previous.revision > 0 && JSON.stringify(this.fileAgent.admin) !== JSON.stringify(config.agent.admin)) {
+      // Listeners, their TLS and their clients are read once, at start: a reload must not drop a listener midway.
+      this.log.warn('agent.admin changed; it takes effect when lbd-agent restarts', {
+        serving: { grpcListen: this.adminTcp === null ? null : this.fileAgent.admin.grpcListen, httpListen: this.ops === null ? null : this.fileAgent.admin.httpListen },
+      });
+    }
     return { record, result };
   }
 
@@ -889,6 +955,16 @@ class SeenIds {
   }
 }
 
+
+/** Starts a listener; a failure to bind names the setting and the address (in use, not on this host, ...). */
+async function listening<T>(setting: string, at: { address: string; port: number }, start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (cause) {
+    const why = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
+    throw new AgentError('SocketInUse', `${setting}: cannot listen on ${hostPort(at.address, at.port)} (${why}); stop what uses that port, or choose another address or port (the address must be one of this host's)`, { cause });
+  }
+}
 
 function short(sha: string): string {
   return sha.slice(0, 12);

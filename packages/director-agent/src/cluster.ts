@@ -1,4 +1,3 @@
-import { readFile } from 'node:fs/promises';
 import * as grpc from '@grpc/grpc-js';
 import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
@@ -14,9 +13,9 @@ import {
   connSyncServiceDefinition, createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, type ClusterStatus,
   type ConnSyncStatus, type PeerClient, type PeerHandlers, type PeerSecurity,
 } from '@lbd/proto';
-import { AgentError } from './errors.js';
 import type { EventLog } from './events.js';
 import type { Logger } from './log.js';
+import { readTlsFiles } from './tls-files.js';
 
 /**
  * This director's membership of a cluster: the coordinator (election per vip group, registration, the
@@ -260,14 +259,7 @@ export class ClusterMember {
   private async loadSecurity(): Promise<void> {
     const tls = this.o.settings.tls;
     if (tls === null) return;
-    const read = async (field: 'ca' | 'cert' | 'key'): Promise<Buffer> => {
-      try {
-        return await readFile(tls[field]);
-      } catch (cause) {
-        throw new AgentError('Refused', `agent.cluster.tls.${field}: cannot read ${tls[field]} (${(cause as NodeJS.ErrnoException).code ?? String(cause)}); give a readable PEM file`, { cause });
-      }
-    };
-    this.security = { kind: 'tls', ca: await read('ca'), cert: await read('cert'), key: await read('key') };
+    this.security = { kind: 'tls', ...await readTlsFiles(tls, 'agent.cluster.tls') };
   }
 
   private health(): { ok: boolean; problems: string[] } {

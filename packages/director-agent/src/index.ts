@@ -7,10 +7,15 @@ export {
   Agent, type AgentOptions, type ApplyRecord, type ApplyResultWord, type HealthApplyRecord, type HealthOptions, type Trigger,
 } from './agent.js';
 export {
-  AdminServer, UNIX_SOCKET_CALLER, type AdminBackend, type ApplyOutcome, type DrillRecord, type EventQuery, type EventSink, type HealthSink,
+  AdminServer, METHOD_ROLES, UNIX_SOCKET_CALLER, roleNeeded, type AdminBackend, type AdminTcpOptions, type ApplyOutcome, type DrillRecord,
+  type EventQuery, type EventSink, type HealthSink,
 } from './admin-server.js';
 export { EventLog, DEFAULT_EVENT_HISTORY, eventId, isLbdEvent, summarizeServiceChanges, type EventLogOptions } from './events.js';
 export { EVENT_KINDS, ROLES, type Caller, type EventKind, type EventSource, type LbdEvent, type OpsRoute, type Role } from './ops-types.js';
+export {
+  OPS_LIMITS, OpsHttpServer, authorizeCertificate, certificateNames, healthzRoute, requestBody, roleAllows, roleRefusal,
+  type Authorization, type Liveness, type OpsHttpOptions, type OpsLimits, type TlsMaterial,
+} from './ops-http.js';
 export { DesiredState, type HealthLookup, type Merge, type MergedRealServer, type MergedService, type ServerHealth } from './desired.js';
 export { HealthManager, type HealthEntry, type HealthEvent, type HealthManagerOptions, type HealthWatcher } from './health.js';
 export { AgentError, RequestError, toGrpcStatus } from './errors.js';

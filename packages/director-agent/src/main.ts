@@ -16,7 +16,8 @@ const HELP = `${USAGE}
 
 Programs this director's nftables data plane from the config file and keeps it that way:
 re-applies on SIGHUP and when the file changes, serves the admin API (lbadm) on a root-only
-unix socket, and logs JSON lines to stdout. SIGTERM/SIGINT stop the agent; the kernel keeps
+unix socket (and, with agent.admin, over TCP and HTTPS with mutual TLS and a role per client
+certificate), and logs JSON lines to stdout. SIGTERM/SIGINT stop the agent; the kernel keeps
 forwarding.
 
 With agent.cluster in the file, the director is one of a cluster: the services come from etcd

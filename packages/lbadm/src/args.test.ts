@@ -103,3 +103,41 @@ describe('lbadm events flags', () => {
     assert.deepEqual(parseArgs(['events', '--since=10m'], {}).since, { agoMs: 600_000 });
   });
 });
+
+describe('parseArgs: the TCP admin API (--server and its TLS files)', () => {
+  const TLS = ['--ca', '/pki/ca.pem', '--cert', '/pki/alice.pem', '--key', '/pki/alice.key'];
+  const ENV = { LBADM_SERVER: '198.18.3.1:7412', LBADM_CA: '/env/ca.pem', LBADM_CERT: '/env/c.pem', LBADM_KEY: '/env/c.key' };
+
+  it('flags give the server, its files and the name its certificate has', () => {
+    assert.deepEqual(parseArgs(['--server', '198.18.3.1:7412', ...TLS, '--server-name', 'dir1', 'status'], {}).server, {
+      address: '198.18.3.1', port: 7412, ca: '/pki/ca.pem', cert: '/pki/alice.pem', key: '/pki/alice.key', serverName: 'dir1',
+    });
+    assert.deepEqual(parseArgs(['--server=[fd00::1]:7412', ...TLS, 'status'], {}).server?.address, 'fd00::1');
+    assert.deepEqual(parseArgs(['--server', 'dir1.example.org:7412', ...TLS, 'status'], {}).server?.serverName, undefined);
+  });
+
+  it('the environment gives them too, flags win, and an explicit --socket wins over LBADM_SERVER', () => {
+    assert.deepEqual(parseArgs(['status'], { ...ENV, LBADM_SERVER_NAME: 'dir2' }).server, {
+      address: '198.18.3.1', port: 7412, ca: '/env/ca.pem', cert: '/env/c.pem', key: '/env/c.key', serverName: 'dir2',
+    });
+    assert.equal(parseArgs(['--cert', '/flag.pem', 'status'], ENV).server?.cert, '/flag.pem');
+    const local = parseArgs(['--socket', '/run/lbd/admin.sock', 'status'], ENV);
+    assert.deepEqual([local.server, local.socket], [undefined, '/run/lbd/admin.sock']);
+    assert.equal(parseArgs(['status'], {}).server, undefined);
+  });
+
+  const bad: [string[], Record<string, string>, string][] = [
+    [['--server', '198.18.3.1', ...TLS, 'status'], {}, '--server: "198.18.3.1" is not HOST:PORT (e.g. 198.18.3.1:7412, [fd00::1]:7412 or dir1.example.org:7412)'],
+    [['--server', '198.18.3.1:70000', ...TLS, 'status'], {}, '--server: "198.18.3.1:70000" is not HOST:PORT (e.g. 198.18.3.1:7412, [fd00::1]:7412 or dir1.example.org:7412)'],
+    [['status'], { LBADM_SERVER: 'fd00::1:7412', LBADM_CA: '/x', LBADM_CERT: '/x', LBADM_KEY: '/x' }, 'LBADM_SERVER: "fd00::1:7412" is not HOST:PORT (e.g. 198.18.3.1:7412, [fd00::1]:7412 or dir1.example.org:7412)'],
+    [['--server', '198.18.3.1:7412', '--ca', '/pki/ca.pem', 'status'], {}, '--server needs mutual TLS files: missing --cert (or LBADM_CERT), --key (or LBADM_KEY)'],
+    [['--server', '198.18.3.1:7412', '--socket', '/run/x.sock', ...TLS, 'status'], {}, '--socket and --server name two ways to the agent; give one'],
+    [['--cert', '/pki/alice.pem', 'status'], {}, '--cert only makes sense with --server HOST:PORT'],
+    [['--server-name', 'dir1', 'status'], {}, '--server-name only makes sense with --server HOST:PORT'],
+  ];
+  for (const [argv, env, message] of bad) {
+    it(`${argv.join(' ')} ${JSON.stringify(env)} -> usage error`, () => {
+      assert.throws(() => parseArgs(argv, env), (err: unknown) => err instanceof UsageError && err.message === message);
+    });
+  }
+});

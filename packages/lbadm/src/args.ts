@@ -8,9 +8,22 @@ import { DEFAULT_ADMIN_SOCKET } from '@lbd/config';
 export const COMMANDS = ['status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'config', 'drill', 'events'] as const;
 export type Command = (typeof COMMANDS)[number];
 
+/** The agent's admin API over TCP (agent.admin.grpcListen), with mutual TLS: PEM file paths. */
+export interface TcpServer {
+  readonly address: string;
+  readonly port: number;
+  readonly ca: string;
+  readonly cert: string;
+  readonly key: string;
+  /** The name the agent's certificate must have; default: `address`. */
+  readonly serverName: string | undefined;
+}
+
 export interface Invocation {
   readonly command: Command | 'help';
   readonly socket: string;
+  /** Set with --server (or LBADM_SERVER): the TCP admin API instead of the unix socket. */
+  readonly server: TcpServer | undefined;
   readonly json: boolean;
   /** validate, apply */
   readonly file: string | undefined;
@@ -53,11 +66,12 @@ const MAX_EVENTS_LIMIT = 10_000;
 
 export const DRILL_MODES = ['switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage'] as const;
 
-export const USAGE = 'usage: lbadm [--socket PATH] [--json] COMMAND [flags]   (COMMAND: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, drill, events)';
+export const USAGE = 'usage: lbadm [--socket PATH | --server HOST:PORT --ca F --cert F --key F] [--json] COMMAND [flags]   (COMMAND: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, drill, events)';
 
 export const HELP = `${USAGE}
 
-Operates the lbd-agent of this director through its admin socket.
+Operates the lbd-agent of this director through its admin socket, or any director's through
+its admin API over mutual TLS (--server).
 
 commands:
   status                          services and real servers, ipvsadm -Ln style
@@ -97,6 +111,12 @@ commands:
 
 global flags:
   --socket PATH   the agent's admin socket (default $LBD_ADMIN_SOCKET, else ${DEFAULT_ADMIN_SOCKET})
+  --server HOST:PORT
+                  the agent's admin API over TCP (agent.admin.grpcListen) instead of the socket,
+                  with mutual TLS: --ca FILE (the CA that signed the agent's certificate),
+                  --cert FILE and --key FILE (this client's, a name agent.admin.clients lists);
+                  --server-name NAME when the agent's certificate names it, not HOST (e.g. dir1).
+                  Defaults: $LBADM_SERVER, $LBADM_CA, $LBADM_CERT, $LBADM_KEY, $LBADM_SERVER_NAME
   --json          machine-readable output
   --help          this text
 
@@ -104,8 +124,8 @@ exit codes:
   0   ok (doctor: no errors and no warnings)
   1   failure (doctor: at least one error or warning; apply: the data plane refused)
   64  bad usage
-  69  the agent is unreachable (not running, or another --socket)
-  77  permission denied on the socket (run as root)
+  69  the agent is unreachable (not running, or another --socket / --server)
+  77  permission denied: on the socket (run as root), or this certificate's role
   78  invalid config (validate, apply)`;
 
 export class UsageError extends Error {
@@ -127,6 +147,11 @@ interface FlagSpec {
 
 const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--socket': { value: true },
+  '--server': { value: true },
+  '--server-name': { value: true },
+  '--ca': { value: true },
+  '--cert': { value: true },
+  '--key': { value: true },
   '--json': { value: false },
   '--help': { value: false },
   '--file': { value: true, commands: ['validate', 'apply'] },
@@ -227,6 +252,7 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
     }
   }
   const socket = str('--socket') ?? (env.LBD_ADMIN_SOCKET || DEFAULT_ADMIN_SOCKET);
+  const server = tcpServer(str, env, seen.has('--socket'));
   const expect = str('--expect-revision');
   if (expect !== undefined && !/^\d{1,15}$/.test(expect)) throw new UsageError(`--expect-revision: "${expect}" is not a config revision (0 or more)`);
   const mode = str('--mode');
@@ -248,7 +274,7 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
   const count = Number(countText);
   if (!/^\d+$/.test(countText) || count < 1 || count > 1000) throw new UsageError(`--count: "${countText}" is not a whole number from 1 to 1000`);
   return {
-    command, socket, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
+    command, socket, server, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
     rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
     group: str('--group'), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode, count,
     follow: seen.has('--follow'), since, director, kind, local: seen.has('--local'), limit,
@@ -270,4 +296,37 @@ export function parseSince(text: string): Since {
     if (Number.isFinite(unixMs)) return { unixMs };
   }
   throw new UsageError(`--since: "${text}" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)`);
+}
+
+const TLS_FLAGS = [['--ca', 'LBADM_CA'], ['--cert', 'LBADM_CERT'], ['--key', 'LBADM_KEY']] as const;
+
+/**
+ * --server and its TLS files, flags before the environment. An explicit --socket wins over
+ * LBADM_SERVER (a script that names the socket means it); with --server too, it is a mistake.
+ */
+function tcpServer(str: (name: string) => string | undefined, env: Readonly<Record<string, string | undefined>>, socketFlag: boolean): TcpServer | undefined {
+  const flag = str('--server');
+  if (flag !== undefined && socketFlag) throw new UsageError('--socket and --server name two ways to the agent; give one');
+  const text = flag ?? (socketFlag ? undefined : env.LBADM_SERVER || undefined);
+  if (text === undefined) {
+    const stray = [...TLS_FLAGS.map(([f]) => f), '--server-name'].find((f) => str(f) !== undefined);
+    if (stray !== undefined) throw new UsageError(`${stray} only makes sense with --server HOST:PORT`);
+    return undefined;
+  }
+  const from = flag !== undefined ? '--server' : 'LBADM_SERVER';
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
+  const port = Number(m?.[3]);
+  if (!m || !(port >= 1 && port <= 65535)) throw new UsageError(`${from}: "${text}" is not HOST:PORT (e.g. 198.18.3.1:7412, [fd00::1]:7412 or dir1.example.org:7412)`);
+  const files: Record<string, string> = {};
+  const missing: string[] = [];
+  for (const [f, e] of TLS_FLAGS) {
+    const v = str(f) ?? (env[e] || undefined);
+    if (v === undefined) missing.push(`${f} (or ${e})`);
+    else files[f] = v;
+  }
+  if (missing.length > 0) throw new UsageError(`${from} needs mutual TLS files: missing ${missing.join(', ')}`);
+  return {
+    address: m[1] ?? m[2]!, port, ca: files['--ca']!, cert: files['--cert']!, key: files['--key']!,
+    serverName: str('--server-name') ?? (env.LBADM_SERVER_NAME || undefined),
+  };
 }

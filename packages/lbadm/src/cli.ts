@@ -1,13 +1,14 @@
+import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { constants } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { access, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigError, EXIT, loadConfig } from '@lbd/config';
-import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, type Event__Output, type HealthEvent__Output } from '@lbd/proto';
+import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, type AdminEndpoint, type Event__Output, type HealthEvent__Output } from '@lbd/proto';
 import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
 import { drill } from './drill.js';
-import { describeFailure } from './errors.js';
+import { describeFailure, type AdminTarget, type Failure } from './errors.js';
 import {
   computeRates, formatApply, formatClusterStatus, formatConfigHistory, formatConns, formatDoctor, formatEvent, formatEvents, formatHealth, formatHealthEvent,
   formatProblems, formatRates, formatStats, formatStatus,
@@ -56,12 +57,13 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     if (typeof read === 'number') return read;
     configText = read;
   }
-  const unusable = await checkSocket(inv.socket);
-  if (unusable) {
-    io.stderr(`${unusable.message}\n`);
-    return unusable.exit;
+  const endpoint = await resolveEndpoint(inv);
+  if ('exit' in endpoint) {
+    io.stderr(`${endpoint.message}\n`);
+    return endpoint.exit;
   }
-  const api = new AdminApi(inv.socket);
+  const api = new AdminApi(endpoint);
+  const where = whereOf(inv);
   try {
     switch (inv.command) {
       case 'status': {
@@ -127,7 +129,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       }
     }
   } catch (err) {
-    const failure = describeFailure(err, inv.socket);
+    const failure = describeFailure(err, where);
     io.stderr(`${failure.message}\n`);
     return failure.exit;
   } finally {
@@ -149,7 +151,7 @@ async function watchHealth(api: AdminApi, inv: Invocation, serviceKey: string | 
     io.stdout(inv.json ? `${JSON.stringify(e)}\n` : formatHealthEvent(e));
   }
   if (io.interrupt?.aborted) return EXIT.ok;
-  io.stderr(`lbadm: lbd-agent at ${inv.socket} ended the watch (it is shutting down?)\n`);
+  io.stderr(`lbadm: lbd-agent at ${api.where} ended the watch (it is shutting down?)\n`);
   return EXIT.unavailable;
 }
 
@@ -237,6 +239,52 @@ function author(): string {
   let user = 'unknown';
   try { user = userInfo().username; } catch { /* no passwd entry */ }
   return `${user}@${hostname()}`;
+}
+
+/** What describeFailure says lbadm talked to. */
+function whereOf(inv: Invocation): AdminTarget {
+  return inv.server === undefined ? inv.socket : { server: `${inv.server.address.includes(':') ? `[${inv.server.address}]` : inv.server.address}:${inv.server.port}`, cert: inv.server.cert };
+}
+
+/**
+ * The unix socket (checked before dialing), or the TCP server with its TLS files read: a file that
+ * cannot be read is named with its flag before anything is sent.
+ */
+async function resolveEndpoint(inv: Invocation): Promise<AdminEndpoint | Failure> {
+  const server = inv.server;
+  if (server === undefined) return (await checkSocket(inv.socket)) ?? { kind: 'unix', path: inv.socket };
+  const pem: Partial<Record<'ca' | 'cert' | 'key', Buffer>> = {};
+  const what = { ca: 'the CA that signed the agent\'s certificate', cert: 'this client\'s certificate', key: 'this client\'s private key' } as const;
+  for (const k of ['ca', 'cert', 'key'] as const) {
+    try {
+      pem[k] = await readFile(server[k]);
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code ?? String(err);
+      const denied = code === 'EACCES' || code === 'EPERM';
+      return {
+        exit: denied ? EXIT.noPermission : EXIT.usage,
+        message: `lbadm: --${k} ${server[k]}: cannot read it (${code}); give ${what[k]} as a readable PEM file${denied ? ' (a key is often root-only: check its owner and mode)' : ''}`,
+      };
+    }
+  }
+  // Checked here: grpc-js would throw on a key that does not match, and say nothing of which file is wrong.
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(pem.cert!);
+  } catch {
+    return { exit: EXIT.usage, message: `lbadm: --cert ${server.cert}: is not a PEM certificate; give this client's certificate (-----BEGIN CERTIFICATE-----)` };
+  }
+  try {
+    if (!cert.checkPrivateKey(createPrivateKey(pem.key!))) {
+      return { exit: EXIT.usage, message: `lbadm: --key ${server.key}: is not the private key of --cert ${server.cert}; give the key the certificate was issued for` };
+    }
+  } catch {
+    return { exit: EXIT.usage, message: `lbadm: --key ${server.key}: is not a PEM private key (an encrypted key is not supported); give this client's unencrypted key` };
+  }
+  return {
+    kind: 'tls', address: server.address, port: server.port, ca: pem.ca!, cert: pem.cert!, key: pem.key!,
+    ...(server.serverName === undefined ? {} : { serverName: server.serverName }),
+  };
 }
 
 /**

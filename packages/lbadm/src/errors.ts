@@ -29,7 +29,18 @@ const BY_CODE: Partial<Record<status, { exit: number; words: string }>> = {
   [status.ABORTED]: { exit: EXIT.failure, words: 'the request was aborted' },
 };
 
-export function describeFailure(err: unknown, socket: string): Failure {
+/** What lbadm talked to: the unix socket's path, or the TCP admin API's HOST:PORT. */
+export type AdminTarget = string | TcpTarget;
+
+interface TcpTarget {
+  readonly server: string;
+  /** This client's certificate file (--cert). */
+  readonly cert: string;
+}
+
+export function describeFailure(err: unknown, target: AdminTarget): Failure {
+  if (typeof target !== 'string') return describeTcpFailure(err, target);
+  const socket = target;
   const errno = (err as NodeJS.ErrnoException).code;
   if (typeof errno === 'string') return describeErrno(errno, socket, (err as Error).message);
   if (!isServiceError(err)) {
@@ -63,4 +74,39 @@ function describeErrno(code: string, socket: string, detail: string): Failure {
     default:
       return { exit: EXIT.failure, message: `lbadm: ${detail}` };
   }
+}
+
+/** The TCP admin API (lbadm --server): the same codes, and words for what goes wrong with mutual TLS. */
+function describeTcpFailure(err: unknown, target: TcpTarget): Failure {
+  const at = `lbd-agent at ${target.server}`;
+  if (!isServiceError(err)) return { exit: EXIT.failure, message: `lbadm: ${err instanceof Error ? err.message : String(err)}` };
+  // grpc-js wraps a failed connect as "No connection established. Last error: X (time). Resolution note: ": keep X.
+  const details = (err.details || err.message).replace(/^No connection established\. Last error: /, '').replace(/( \(\d{4}-\d\d-\d\dT[^)]*\))?\.? Resolution note: .*$/, '').replace(/^Error: /, '');
+  if (err.code === status.UNAVAILABLE) {
+    const m = /the agent's certificate names (.*), not (\S+):/.exec(details);
+    if (m) {
+      const named = /DNS:([^,\s]+)/.exec(m[1]!)?.[1];
+      return { exit: EXIT.unavailable, message: `lbadm: ${at}: its certificate names ${m[1]}, not ${m[2]}; pass --server-name ${named ?? 'NAME'} (or set LBADM_SERVER_NAME)` };
+    }
+    if (/ECONNREFUSED/.test(details)) {
+      return { exit: EXIT.unavailable, message: `lbadm: nothing is listening on ${target.server}: is lbd-agent running there with agent.admin.grpcListen set to that address?` };
+    }
+    if (/self[- ]signed|unable to (get|verify)|certificate verify|UNABLE_TO/i.test(details)) {
+      return { exit: EXIT.unavailable, message: `lbadm: ${at}: its certificate is not signed by the CA in --ca (${details}); give the CA of agent.admin.tls` };
+    }
+    if (/ECONNRESET|Failed to connect|alert|certificate required|unknown ca|bad certificate|handshake/i.test(details)) {
+      // The agent's own certificate passed (else the cases above): the agent ended the handshake, which it
+      // does when it does not trust this client's certificate. grpc-js words that as a reset or "Failed to connect".
+      return {
+        exit: EXIT.unavailable,
+        message: `lbadm: ${at} ended the TLS handshake (${details}): it does not trust this client's certificate ${target.cert}, which must be signed by the CA in the agent's agent.admin.tls.ca`,
+      };
+    }
+    return { exit: EXIT.unavailable, message: `lbadm: ${at} is unavailable: ${details}` };
+  }
+  if (err.code === status.DEADLINE_EXCEEDED) {
+    return { exit: EXIT.unavailable, message: `lbadm: ${at} did not answer in time; it may be overloaded, or a firewall drops the connection` };
+  }
+  if (err.code === status.PERMISSION_DENIED) return { exit: EXIT.noPermission, message: `lbadm: permission denied by ${at}: ${details}` };
+  return describeFailure(err, target.server);
 }

@@ -5,6 +5,8 @@
  * behaviour of the agent or of lbadm: limits both sides must agree on, and transport plumbing.
  */
 import { existsSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
@@ -188,10 +190,44 @@ export function unixTarget(socketPath: string): string {
   return `unix:${socketPath}`;
 }
 
-/** A raw generated client on a unix socket; prefer AdminApi, which returns promises. */
-export function createAdminClient(socketPath: string, options: grpc.ChannelOptions = {}): AdminClient {
+/**
+ * Where the admin API is: the director's root-only unix socket, or its TCP listener (agent.admin.grpcListen)
+ * with mutual TLS. `ca`, `cert`, `key` are PEM contents. The agent's certificate must name `serverName`
+ * (default: `address`), as any TLS server's must.
+ */
+export type AdminEndpoint =
+  | { readonly kind: 'unix'; readonly path: string }
+  | { readonly kind: 'tls'; readonly address: string; readonly port: number; readonly ca: Buffer; readonly cert: Buffer; readonly key: Buffer; readonly serverName?: string };
+
+/** `/run/lbd/admin.sock`, `198.18.3.1:7412`: the endpoint as messages name it. */
+export function describeEndpoint(e: string | AdminEndpoint): string {
+  if (typeof e === 'string') return e;
+  return e.kind === 'unix' ? e.path : target(e.address, e.port);
+}
+
+/** A raw generated client; prefer AdminApi, which returns promises. A string is a unix socket path. */
+export function createAdminClient(where: string | AdminEndpoint, options: grpc.ChannelOptions = {}): AdminClient {
   const Admin = adminProto().Admin;
-  return new Admin(unixTarget(socketPath), grpc.credentials.createInsecure(), { ...CLIENT_CHANNEL_OPTIONS, ...options });
+  const e: AdminEndpoint = typeof where === 'string' ? { kind: 'unix', path: where } : where;
+  if (e.kind === 'unix') return new Admin(unixTarget(e.path), grpc.credentials.createInsecure(), { ...CLIENT_CHANNEL_OPTIONS, ...options });
+  const name = e.serverName ?? e.address;
+  const creds = grpc.credentials.createSsl(e.ca, e.key, e.cert, {
+    // Node's check, with an error that names what the certificate does say, so the fix is obvious.
+    checkServerIdentity: (_host: string, cert: PeerCertificate) => {
+      const err = checkServerIdentity(name, cert);
+      if (err === undefined) return undefined;
+      return new Error(`the agent's certificate names ${cert.subjectaltname || `CN=${String(cert.subject?.CN)}`}, not ${name}: name the agent as its certificate does (the server name)`);
+    },
+  });
+  return new Admin(target(e.address, e.port), creds, {
+    ...CLIENT_CHANNEL_OPTIONS,
+    // Fail fast: lbadm is interactive, and a refused handshake will not succeed on a retry.
+    'grpc.initial_reconnect_backoff_ms': 200, 'grpc.max_reconnect_backoff_ms': 1000,
+    // The name sent (SNI) and checked; an address is checked (above) but not sent, as RFC 6066 wants.
+    ...(e.serverName !== undefined ? { 'grpc.ssl_target_name_override': e.serverName, 'grpc.default_authority': e.serverName }
+      : isIP(e.address) !== 0 ? { 'grpc.ssl_target_name_override': 'lbd-agent' } : {}),
+    ...options,
+  });
 }
 
 /** A failed Apply: the gRPC error, with the ApplyResponse that came before it (a rejection's problems). */
@@ -219,8 +255,13 @@ type Unary<Req, Res> = (req: Req, md: grpc.Metadata, opts: grpc.CallOptions, cb:
 export class AdminApi {
   readonly client: AdminClient;
 
-  constructor(readonly socketPath: string, options: grpc.ChannelOptions = {}) {
-    this.client = createAdminClient(socketPath, options);
+  /** The socket path or host:port, for messages. */
+  readonly where: string;
+
+  /** `endpoint`: a unix socket path, or an AdminEndpoint (the TCP listener with mutual TLS). */
+  constructor(endpoint: string | AdminEndpoint, options: grpc.ChannelOptions = {}) {
+    this.client = createAdminClient(endpoint, options);
+    this.where = describeEndpoint(endpoint);
   }
 
   getStatus(opts: CallOptions = {}): Promise<GetStatusResponse__Output> {
