@@ -498,13 +498,13 @@ function feed<T>(call: grpc.ServerWritableStream<unknown, T>, maxPending: number
 
 function eventQuery(req: { sinceUnixMs: number; follow: boolean; scope: string; limit: number; kind: string; director: string }): EventQuery {
   if (req.scope !== '' && req.scope !== 'local' && req.scope !== 'cluster') {
-    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'scope', `"${req.scope}" is not "local" or "cluster" (or empty, for cluster)`);
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'scope', `${quoted(req.scope)} is not "local" or "cluster" (or empty, for cluster)`);
   }
   if (req.limit > MAX_EVENTS_LIMIT) {
     throw new RequestError(grpc.status.INVALID_ARGUMENT, 'limit', `${req.limit} is more than ${MAX_EVENTS_LIMIT}; narrow the request with since_unix_ms instead`);
   }
   if (req.kind !== '' && !(EVENT_KINDS as readonly string[]).includes(req.kind)) {
-    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'kind', `"${req.kind}" is not one of ${EVENT_KINDS.join(', ')}`);
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'kind', `${quoted(req.kind)} is not one of ${EVENT_KINDS.join(', ')}`);
   }
   return {
     sinceUnixMs: req.sinceUnixMs, follow: req.follow, scope: req.scope === 'local' ? 'local' : 'cluster',
@@ -513,10 +513,19 @@ function eventQuery(req: { sinceUnixMs: number; follow: boolean; scope: string; 
   };
 }
 
+/**
+ * A caller's value inside an error message, cut short: the message travels back in the status
+ * trailer, and echoing a megabyte of it would make the error itself fail to arrive.
+ */
+function quoted(value: string): string {
+  const MAX = 64;
+  return value.length <= MAX ? JSON.stringify(value) : `${JSON.stringify(value.slice(0, MAX))}... (${value.length} characters)`;
+}
+
 function drillRecord(req: { mode: string; result: string; reason: string; fields: Record<string, string> }): DrillRecord {
   const mode = checkText('mode', req.mode, MAX_SERVICE_FILTER_CHARS, true);
   if (req.result !== 'pass' && req.result !== 'fail') {
-    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'result', `"${req.result}" is not "pass" or "fail"`);
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'result', `${quoted(req.result)} is not "pass" or "fail"`);
   }
   const reason = checkText('reason', req.reason, MAX_DRILL_REASON_CHARS, false);
   const entries = Object.entries(req.fields ?? {});
