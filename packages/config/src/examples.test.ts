@@ -2,8 +2,6 @@ import assert from 'node:assert/strict';
 import { readdir, readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseDocument } from 'yaml';
-import { ConfigError } from './errors.js';
 import { parseConfig } from './load.js';
 import type { ClusterSettings, Config } from './types.js';
 
@@ -13,24 +11,6 @@ import type { ClusterSettings, Config } from './types.js';
  */
 
 const EXAMPLES = fileURLToPath(new URL('../../../deploy/examples/', import.meta.url));
-
-/**
- * A director's own file. `agent.admin` (the TCP operator listeners, added by issue 6's security work)
- * is checked by the validator once it knows the section; until then the validator reports it as an
- * unknown field, and only then is the rest checked without it.
- */
-function parseDirectorFile(text: string, source: string): Config {
-  try {
-    return parseConfig(text, source);
-  } catch (err) {
-    if (!(err instanceof ConfigError)) throw err;
-    const adminUnknown = err.problems.length === 1 && err.problems[0]!.path === 'agent.admin' && err.problems[0]!.rule === 'is not a known field';
-    if (!adminUnknown) throw err;
-    const doc = parseDocument(text);
-    doc.deleteIn(['agent', 'admin']);
-    return parseConfig(doc.toString(), source);
-  }
-}
 
 interface Pair {
   readonly name: string;
@@ -45,7 +25,7 @@ async function loadPair(name: string): Promise<Pair> {
   const cluster = parseConfig(await readFile(join(dir, 'cluster.yaml'), 'utf8'), `${name}/cluster.yaml`, { cluster: true });
   const directors: ClusterSettings[] = [];
   for (const f of files.filter((x) => x !== 'cluster.yaml')) {
-    const config = parseDirectorFile(await readFile(join(dir, f), 'utf8'), `${name}/${f}`);
+    const config = parseConfig(await readFile(join(dir, f), 'utf8'), `${name}/${f}`);
     const settings = config.agent.cluster;
     assert.ok(settings !== null, `${name}/${f} has no agent.cluster`);
     assert.equal(`${settings.director}.yaml`, f, `${name}/${f} configures director ${settings.director}`);
