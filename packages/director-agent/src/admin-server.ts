@@ -10,7 +10,7 @@ import {
   adminServiceDefinition, unixTarget,
   type AdminHandlers, type ApplyResponse, type Connection as WireConnection, type Finding as WireFinding,
   type GetHealthResponse, type GetStatsResponse, type GetStatusResponse, type HealthEvent as WireHealthEvent,
-  type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse,
+  type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse, type GetConfigResponse,
 } from '@lbd/proto';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
 import type { Logger } from './log.js';
@@ -55,6 +55,8 @@ export interface AdminBackend {
   configHistory(): Promise<ConfigHistoryResponse>;
   /** Returns the new revision. */
   rollback(revision: number, author: string): Promise<number>;
+  /** The running config's text and revision (cluster: etcd's), for edits applied by compare-and-swap. */
+  getConfig(): Promise<GetConfigResponse>;
 }
 
 /** Lines of problems in a rejected Apply's status message; the response message carries all of them. */
@@ -154,6 +156,7 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
       if (!(req.revision >= 1)) throw new RequestError(grpc.status.INVALID_ARGUMENT, 'revision', `${req.revision} is not a config revision (1 or more; see lbadm config history)`);
       return { revision: await backend.rollback(req.revision, checkText('author', req.author, MAX_SOURCE_CHARS, false)) };
     }),
+    GetConfig: unary('GetConfig', () => backend.getConfig()),
     GetHealth: unary('GetHealth', (req: { service: string }) => backend.healthStatus(checkText('service', req.service, MAX_SERVICE_FILTER_CHARS, false))),
 
     WatchHealth: (call) => {
