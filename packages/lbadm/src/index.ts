@@ -2,6 +2,7 @@
 export { main, type Io } from './cli.js';
 export { parseArgs, UsageError, COMMANDS, USAGE, HELP, type Command, type Invocation } from './args.js';
 export { describeFailure, type Failure } from './errors.js';
+export { completionScript, SHELLS } from './completion.js';
 export {
   formatStatus, formatStats, formatRates, formatConns, formatApply, formatProblems, formatDoctor, computeRates,
   formatHealth, formatHealthEvent, formatAge,

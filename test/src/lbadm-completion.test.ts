@@ -4,7 +4,7 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { completionScript } from './completion.js';
+import { completionScript } from '@lbd/lbadm';
 
 const run = promisify(execFile);
 
@@ -12,7 +12,7 @@ const run = promisify(execFile);
  * The bash script in real bash: it parses, and with COMP_WORDS set as bash sets them it offers the right
  * words. Service names come from `${COMP_WORDS[0]} service list --names`: here a stand-in command that
  * prints two names when given --socket /tmp/answers and fails otherwise (lbadm with the real agent is
- * tested in test/src/lbadm-manage.test.ts).
+ * tested in lbadm-manage.test.ts). It lives in test/ because only test code may run processes (see .dependency-cruiser.cjs).
  */
 describe('lbadm completion', () => {
   let dir: string;
