@@ -144,7 +144,7 @@ describe('lbadm server and service commands against a single lbd-agent', () => {
     assert.equal(r.out, [
       'dry run: would have drained 198.19.1.12:8080 of web: weight 0 (established connections live on, no new ones); lbadm server enable restores weight 3',
       '--- running config (revision 1)',
-      '+++ after: lbadm server drain web 198.19.1.12:8080 --dry-run',
+      '+++ after: lbadm server drain web 198.19.1.12:8080',
       '@@ -6,7 +6,7 @@',
       '     localAddresses: [198.18.2.10]',
       '     realServers:',

@@ -20,13 +20,16 @@ export interface ManageIo {
   stderr(text: string): void;
 }
 
-/** The words of the command line that say what it does (not where or how it prints): the Apply's source. */
+/**
+ * The words of the command line that say what it changes (not where, how it prints, or whether it only
+ * asks): the Apply's source, which the config history and the event log keep.
+ */
 export function sourceOf(argv: readonly string[]): string {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
     if (a === '--socket') { i++; continue; }
-    if (a.startsWith('--socket=') || a === '--json') continue;
+    if (a.startsWith('--socket=') || a === '--json' || a === '--dry-run') continue;
     out.push(a);
   }
   // The Apply's source is at most 256 characters.
