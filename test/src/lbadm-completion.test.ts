@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,6 +54,23 @@ describe('lbadm completion', () => {
     assert.deepEqual(await complete('lbadm drill failover --mode box'), ['box-death']);
     assert.deepEqual(await complete('lbadm --socket /tmp/x.sock sta'), ['stats', 'status']);
     assert.deepEqual(await complete('lbadm completion '), ['bash', 'zsh']);
+  });
+
+  it('zsh runs the same completion through bashcompinit (skipped where zsh is not installed)', async function () {
+    this.timeout(20_000);
+    const zshPath = ['/usr/bin/zsh', '/bin/zsh'].find((p) => existsSync(p));
+    if (zshPath === undefined) this.skip();
+    const zsh = join(dir, 'lbadm.zsh');
+    await writeFile(zsh, completionScript('zsh'));
+    // zsh's compgen returns every candidate; its compadd then matches them against the word typed.
+    const candidates = async (words: string[], command = 'lbadm'): Promise<string[]> => {
+      const array = [command, ...words.slice(1)].map((w) => `'${w}'`).join(' ');
+      const { stdout } = await run(zshPath!, ['-f', '-c', `autoload -U compinit && compinit -u -D; source '${zsh}'; COMP_WORDS=(${array}); COMP_CWORD=${words.length - 1}; compgen -F _lbadm_complete -- ''`]);
+      return stdout.split('\n').filter((x) => x !== '').sort();
+    };
+    assert.deepEqual(await candidates(['lbadm', 'server', '']), ['add', 'drain', 'edit', 'enable', 'remove']);
+    assert.deepEqual(await candidates(['lbadm', 'service', 'add', 'x', '--protocol', '']), ['tcp', 'udp']);
+    assert.deepEqual(await candidates(['lbadm', '--socket', '/tmp/answers', 'server', 'enable', ''], fake), ['app', 'web', 'web-v6']);
   });
 
   it('completes service names from the agent, and nothing (quietly) when none answers', async () => {
