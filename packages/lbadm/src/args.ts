@@ -191,7 +191,7 @@ const MANAGE: Readonly<Record<string, { readonly words: readonly string[]; reado
   'service list': { words: [], flags: ['--names'] },
 };
 
-/** Flags (with their aliases) that `lbadm COMMAND [SUB]` takes: for shell completion. */
+/** Flags that `lbadm COMMAND [SUB]` takes, the global ones last: for shell completion. */
 export function flagsOf(command: Command, sub?: string): string[] {
   const manage = sub === undefined ? undefined : MANAGE[`${command} ${sub}`];
   const own = manage ? manage.flags : Object.entries(FLAGS).filter(([, spec]) => spec.commands?.includes(command)).map(([name]) => name);
