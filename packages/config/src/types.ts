@@ -90,7 +90,14 @@ export interface RealServer {
   /** Canonical text form (IPv6 compressed, lower case). */
   readonly address: string;
   readonly port: number;
+  /** The weight to program: the configured one, or 0 while drained. */
   readonly weight: number;
+  /**
+   * True when the operator drained it (`drained: true`, lbadm server drain): it is programmed at weight 0,
+   * quiescent like ipvsadm -w 0 (established connections live on, new ones go elsewhere), while the config
+   * keeps its weight for lbadm server enable to restore. Absent when not drained.
+   */
+  readonly drained?: true;
   /** Effective health check; null = not checked (always up). */
   readonly healthCheck: HealthCheck | null;
 }

@@ -325,6 +325,7 @@ const invalid: Bad[] = [
   { name: 'weight negative', raw: one({ realServers: [{ address: '198.19.1.11', weight: -1 }] }), want: [`services[0].realServers[0].weight: -1 ${WEIGHT}`] },
   { name: 'weight 65536', raw: one({ realServers: [{ address: '198.19.1.11', weight: 65536 }] }), want: [`services[0].realServers[0].weight: 65536 ${WEIGHT}`] },
   { name: 'weight fractional', raw: one({ realServers: [{ address: '198.19.1.11', weight: 0.5 }] }), want: [`services[0].realServers[0].weight: 0.5 ${WEIGHT}`] },
+  { name: 'drained not a boolean', raw: one({ realServers: [{ address: '198.19.1.11', drained: 'yes' }] }), want: ['services[0].realServers[0].drained: "yes" is not true or false; write true to drain it (weight 0, established connections live on), or remove the field (lbadm server enable does)'] },
   { name: 'weight in quotes', raw: one({ realServers: [{ address: '198.19.1.11', weight: '3' }] }), want: ['services[0].realServers[0].weight: "3" is text, not a number; write it without quotes: 3'] },
   {
     name: 'duplicate real server spelled two ways (IPv6)',
@@ -403,6 +404,13 @@ const valid: Good[] = [
     name: 'real server without a port takes the service port',
     raw: one({ realServers: [{ address: '198.19.1.11' }] }),
     want: { agent: AGENT, services: [typed({ realServers: [{ address: '198.19.1.11', port: 80, weight: 1, healthCheck: null }] })] },
+  },
+  {
+    name: 'a drained real server is programmed at weight 0; drained: false is as if absent',
+    raw: one({ realServers: [{ address: '198.19.1.11', port: 8080, weight: 3, drained: true }, { address: '198.19.1.12', port: 8080, weight: 2, drained: false }] }),
+    want: { agent: AGENT, services: [typed({ realServers: [
+      { address: '198.19.1.11', port: 8080, weight: 0, drained: true, healthCheck: null }, { address: '198.19.1.12', port: 8080, weight: 2, healthCheck: null },
+    ] })] },
   },
   {
     name: 'every field set, at the edges of their ranges',

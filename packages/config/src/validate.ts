@@ -42,7 +42,7 @@ const SERVICE_FIELDS = [
   'name', 'vip', 'port', 'protocol', 'mode', 'scheduler', 'persistenceSec', 'localAddresses',
   'expireOnRemove', 'realServers', 'healthCheck', 'onDown', 'slowStartMs', 'fallback', 'sorryServer', 'vipGroup', 'sync',
 ] as const;
-const REAL_SERVER_FIELDS = ['address', 'port', 'weight', 'healthCheck'] as const;
+const REAL_SERVER_FIELDS = ['address', 'port', 'weight', 'drained', 'healthCheck'] as const;
 const TOP_FIELDS = ['agent', 'vipGroups', 'services'] as const;
 const AGENT_FIELDS = ['adminSocket', 'cluster', 'admin'] as const;
 const ADMIN_FIELDS = ['grpcListen', 'httpListen', 'tls', 'clients'] as const;
@@ -482,6 +482,14 @@ function checkRealServers(c: Collector, path: string, v: unknown, family: Addres
       if (w === undefined) return;
       weight = w;
     }
+    let drained = false;
+    if (raw.drained !== undefined) {
+      if (typeof raw.drained !== 'boolean') {
+        c.add(`${p}.drained`, raw.drained, 'is not true or false', 'write true to drain it (weight 0, established connections live on), or remove the field (lbadm server enable does)');
+        return;
+      }
+      drained = raw.drained;
+    }
     const healthCheck = checkHealthCheck(c, `${p}.healthCheck`, raw.healthCheck, serviceCheck);
     if (!addr || port === undefined || healthCheck === undefined || (family !== undefined && addr.family !== family)) return;
     const key = `${addr.address}#${port}`;
@@ -491,7 +499,8 @@ function checkRealServers(c: Collector, path: string, v: unknown, family: Addres
       return;
     }
     seen.set(key, i);
-    out.push({ address: addr.address, port, weight, healthCheck });
+    // Drained means weight 0 from here on, so nothing downstream can program a drained server at its weight.
+    out.push(drained ? { address: addr.address, port, weight: 0, drained: true, healthCheck } : { address: addr.address, port, weight, healthCheck });
   });
   return out;
 }

@@ -10,7 +10,7 @@ import {
   MAX_SOURCE_CHARS, SERVER_CHANNEL_OPTIONS, adminServiceDefinition, unixTarget, type Event as WireEvent,
   type AdminDefinition, type AdminHandlers, type ApplyResponse, type Connection as WireConnection, type Finding as WireFinding,
   type GetHealthResponse, type GetStatsResponse, type GetStatusResponse, type HealthEvent as WireHealthEvent,
-  type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse,
+  type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse, type GetConfigResponse,
 } from '@lbd/proto';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
 import type { Logger } from './log.js';
@@ -47,6 +47,7 @@ export const METHOD_ROLES: Readonly<Record<string, Role | ((request: Record<stri
   ListEvents: 'read',
   // A drill's result is stored in the event log (and in etcd, for the cluster).
   RecordDrill: 'write',
+  GetConfig: 'read',
 };
 
 /** The role `method` needs for `request` (undefined when the request could not be read: then the strictest). */
@@ -138,6 +139,8 @@ export interface AdminBackend {
   listEvents(q: EventQuery, sink: EventSink): Promise<() => void>;
   /** Records a drill's result as a `drill` event; returns its id. */
   recordDrill(d: DrillRecord, caller: Caller): string;
+  /** The running config's text and revision (cluster: etcd's), for edits applied by compare-and-swap. */
+  getConfig(): Promise<GetConfigResponse>;
 }
 
 /** Lines of problems in a rejected Apply's status message; the response message carries all of them. */
@@ -361,6 +364,7 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
       if (!(req.revision >= 1)) throw new RequestError(grpc.status.INVALID_ARGUMENT, 'revision', `${req.revision} is not a config revision (1 or more; see lbadm config history)`);
       return { revision: await backend.rollback(req.revision, authorOf(caller, checkText('author', req.author, MAX_SOURCE_CHARS, false)), caller) };
     }),
+    GetConfig: unary('GetConfig', () => backend.getConfig()),
     GetHealth: unary('GetHealth', (req: { service: string }) => backend.healthStatus(checkText('service', req.service, MAX_SERVICE_FILTER_CHARS, false))),
 
     WatchHealth: (call) => {

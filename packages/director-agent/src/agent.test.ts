@@ -268,6 +268,31 @@ describe('Agent', () => {
       assert.equal(h.dp.applyCount, 1);
     });
 
+    it('GetConfig gives the running text and revision; an apply expecting another revision is ABORTED and changes nothing', async () => {
+      h = await startHarness(V1, { watch: false });
+      api = new AdminApi(h.socket);
+      assert.deepEqual(await api.getConfig(), { configText: V1, revision: 1, clustered: false, source: h.configPath });
+      await api.apply({ configText: V2, source: 'edit', checkRevision: true, expectRevision: 1 });
+      assert.deepEqual(await api.getConfig(), { configText: V2, revision: 2, clustered: false, source: 'edit' });
+      const err: unknown = await api.apply({ configText: V3, source: 'stale edit', checkRevision: true, expectRevision: 1 }).then(() => null, (e: unknown) => e);
+      assert.ok(isServiceError(err));
+      assert.equal(err.code, status.ABORTED);
+      assert.match(err.details, /the running config is at revision 2, not 1 as this apply expected/);
+      assert.equal(await readFile(h.configPath, 'utf8'), V2);
+      assert.equal(weightOf(h.dp), 5);
+    });
+
+    it('GetConfig refuses while the file holds an edit the agent does not run (so an edit of the running one cannot overwrite it)', async () => {
+      h = await startHarness(V1, { watch: false });
+      api = new AdminApi(h.socket);
+      await writeFile(h.configPath, BAD);
+      await h.agent.reload('file-change');
+      const err: unknown = await api.getConfig().then(() => null, (e: unknown) => e);
+      assert.ok(isServiceError(err));
+      assert.equal(err.code, status.FAILED_PRECONDITION);
+      assert.match(err.details, /differs from the config this director runs \(revision 1\): it was edited and not \(or not yet\) applied/);
+    });
+
     it('maps a data plane refusal to FAILED_PRECONDITION and leaves the file alone', async () => {
       h = await startHarness();
       api = new AdminApi(h.socket);

@@ -7,7 +7,7 @@ import { DataPlaneError, type AddressOwner, type ApplyResult, type DataPlane, ty
 import { ProberSet, systemClock, type Clock, type FlapPolicy, type Prober } from '@lbd/health-checker';
 import type {
   ApplyRecord as WireApplyRecord, ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, FailoverResponse,
-  Finding as WireFinding, GetHealthResponse, GetStatsResponse, GetStatusResponse,
+  Finding as WireFinding, GetConfigResponse, GetHealthResponse, GetStatsResponse, GetStatusResponse,
 } from '@lbd/proto';
 import {
   AdminServer, UNIX_SOCKET_CALLER, type AdminBackend, type ApplyOptions, type ApplyOutcome, type DrillRecord, type EventQuery, type EventSink, type HealthSink,
@@ -400,6 +400,11 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     if (this.cluster !== null) return this.applyToCluster(text, source, dryRun, opts);
     return this.serialize(async (): Promise<ApplyOutcome> => {
       if (this.stopped) throw new AgentError('Stopped', 'the agent is shutting down');
+      // The same compare-and-swap as in a cluster, on this director's own revision: an edit of the
+      // config read with GetConfig must not undo a change applied since.
+      if (!dryRun && opts.expectRevision !== undefined && opts.expectRevision !== this.running.revision) {
+        throw new AgentError('Conflict', `the running config is at revision ${this.running.revision}, not ${opts.expectRevision} as this apply expected: it changed in between; look at lbadm status, then apply again`);
+      }
       const sha = sha256(text);
       let config: Config;
       try {
@@ -656,6 +661,26 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       unsubscribe();
       void stopWatch?.();
     };
+  }
+
+  async getConfig(): Promise<GetConfigResponse> {
+    if (this.cluster !== null) {
+      let cur: StoredConfig | null;
+      try {
+        cur = await this.cluster.coordinator.config.current();
+      } catch (cause) {
+        throw new AgentError('EtcdUnavailable', `cannot read the cluster config from etcd (${(cause as Error).message})`, { cause });
+      }
+      return { configText: cur?.text ?? '', revision: cur?.revision ?? 0, clustered: true, source: cur === null ? '' : `etcd revision ${cur.revision}` };
+    }
+    // The file holds what runs (applies persist to it) unless someone edited it since: an edit of the
+    // running config would then overwrite theirs when persisted, so it is refused until the file is settled.
+    const r = this.running;
+    const text = await readConfigText(this.configPath);
+    if (sha256(text) !== r.sha256) {
+      throw new AgentError('Refused', `${this.configPath} differs from the config this director runs (revision ${r.revision}): it was edited and not (or not yet) applied; fix the file or apply it (lbadm status shows the last apply), then try again`);
+    }
+    return { configText: text, revision: r.revision, clustered: false, source: r.source };
   }
 
   private requireCluster(what: string): ClusterMember {

@@ -345,7 +345,7 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
     const svc = b.service;
     const rs = b.rs;
     if (to === 'up') {
-      if (rs.weight === 0) return 'stays quiescent (configured weight 0)';
+      if (rs.weight === 0) return rs.drained ? 'stays quiescent (drained; lbadm server enable restores its weight)' : 'stays quiescent (configured weight 0)';
       if (svc.slowStartMs > 0) return `ramping to weight ${rs.weight} over ${formatDuration(svc.slowStartMs)}`;
       return `restored (weight ${rs.weight})`;
     }

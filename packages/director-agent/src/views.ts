@@ -44,6 +44,8 @@ interface JoinedRealServer {
   readonly address: string;
   readonly port: number;
   readonly weight: number | undefined;
+  /** Drained by the operator (its weight is then 0). */
+  readonly drained?: boolean;
   readonly observed: ObservedRealServer | undefined;
 }
 
@@ -60,7 +62,7 @@ function join(config: Config, observed: ObservedState): JoinedService[] {
       const k = hostPort(rs.address, rs.port);
       const o = obsRs.get(k);
       obsRs.delete(k);
-      return { address: rs.address, port: rs.port, weight: rs.weight, observed: o };
+      return { address: rs.address, port: rs.port, weight: rs.weight, drained: rs.drained === true, observed: o };
     });
     for (const o of obsRs.values()) realServers.push({ address: o.address, port: o.port, weight: undefined, observed: o });
     out.push({ key, configured: svc, observed: obs, realServers });
@@ -132,7 +134,7 @@ export function serviceStatuses(config: Config, observed: ObservedState, conns: 
           inactiveConnections: n.inactive,
           packets: counters.packets,
           bytes: counters.bytes,
-          flags: [...healthFlags(m), ...presence],
+          flags: [...(rs.drained ? ['drained'] : []), ...healthFlags(m), ...presence],
           health: m?.health ?? '',
           effectiveWeight: m?.weight ?? rs.weight ?? 0,
         };

@@ -1,11 +1,13 @@
-import { DEFAULT_ADMIN_SOCKET } from '@lbd/config';
+import { DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS } from '@lbd/config';
 
 /**
  * lbadm's command line: a command and flags, in any order. Every mistake is a UsageError naming the
  * flag and the fix; nothing here touches the agent.
  */
 
-export const COMMANDS = ['status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'config', 'drill', 'events'] as const;
+export const COMMANDS = [
+  'status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'config', 'drill', 'events', 'server', 'service', 'completion',
+] as const;
 export type Command = (typeof COMMANDS)[number];
 
 /** The agent's admin API over TCP (agent.admin.grpcListen), with mutual TLS: PEM file paths. */
@@ -55,6 +57,28 @@ export interface Invocation {
   readonly kind: string | undefined;
   readonly local: boolean;
   readonly limit: number | undefined;
+  /** server add|edit: the real server's settings to write; service add|edit: the service's. */
+  readonly serverFields: ServerFields;
+  readonly serviceFields: ServiceFields;
+  /** service list: names only, one a line (shell completion reads them). */
+  readonly names: boolean;
+}
+
+export interface ServerFields {
+  readonly weight?: number;
+  /** Health-check this port instead of the real server's own (its healthCheck.port override). */
+  readonly healthPort?: number;
+}
+
+export interface ServiceFields {
+  readonly vip?: string;
+  readonly port?: number;
+  readonly protocol?: string;
+  readonly mode?: string;
+  readonly scheduler?: string;
+  /** null: remove them (`--local-addresses none`, e.g. when the service becomes nat). */
+  readonly localAddresses?: readonly string[] | null;
+  readonly vipGroup?: string;
 }
 
 /** `--since`: a duration before now (`10m`), or an absolute time (RFC 3339). */
@@ -66,7 +90,7 @@ const MAX_EVENTS_LIMIT = 10_000;
 
 export const DRILL_MODES = ['switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage'] as const;
 
-export const USAGE = 'usage: lbadm [--socket PATH | --server HOST:PORT --ca F --cert F --key F] [--json] COMMAND [flags]   (COMMAND: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, drill, events)';
+export const USAGE = `usage: lbadm [--socket PATH | --server HOST:PORT --ca F --cert F --key F] [--json] COMMAND [flags]   (COMMAND: ${COMMANDS.join(', ')})`;
 
 export const HELP = `${USAGE}
 
@@ -95,6 +119,23 @@ commands:
   failover --group G [--to D]     planned switchover of vip group G (to D, or the best other director)
   config history                  every cluster config applied, with its revision and author
   config rollback REV             applies cluster config revision REV again, as a new revision
+  server add SERVICE ADDR:PORT [--weight N] [--health-port P] [--dry-run]
+  server edit SERVICE ADDR:PORT [--weight N] [--health-port P] [--dry-run]
+  server drain|enable|remove SERVICE ADDR:PORT [--dry-run]
+                                  changes one real server of SERVICE (a name or key) in the running
+                                  config: drain sets drained: true (weight 0, established connections
+                                  live on, no new ones; the weight stays in the config), enable
+                                  removes it again. The agent applies it (in a cluster: every
+                                  director), swapped on the revision read (retried if it moved)
+  service add NAME --vip A --port P --mode fullnat|nat [--protocol tcp|udp] [--scheduler S]
+              [--local-addresses A,B|FIRST-LAST] [--vip-group G] [--dry-run]
+  service edit NAME [the same flags; --local-addresses none removes them] [--dry-run]
+  service remove NAME [--dry-run]
+  service list [--names]          the services of the running config (--names: names only)
+                                  --dry-run (server, service) prints the config diff and the rule
+                                  changes the agent would make, and changes nothing
+  completion bash|zsh             prints a shell completion script, e.g.
+                                  lbadm completion bash > /etc/bash_completion.d/lbadm
   drill failover --mode MODE [--count N]
                                   in the lab (deploy/lab/lab up): runs a client load through the vip,
                                   causes MODE (${DRILL_MODES.join(', ')}) N times (default 1)
@@ -122,11 +163,13 @@ global flags:
 
 exit codes:
   0   ok (doctor: no errors and no warnings)
-  1   failure (doctor: at least one error or warning; apply: the data plane refused)
+  1   failure (doctor: at least one error or warning; apply: the data plane refused;
+      server, service: the config kept changing under the edit, 3 times)
   64  bad usage
   69  the agent is unreachable (not running, or another --socket / --server)
   77  permission denied: on the socket (run as root), or this certificate's role
-  78  invalid config (validate, apply)`;
+  78  invalid config (validate, apply; server, service: an unknown service or real server, a
+      duplicate, or a change that would make the config invalid; nothing was applied)`;
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -155,7 +198,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--json': { value: false },
   '--help': { value: false },
   '--file': { value: true, commands: ['validate', 'apply'] },
-  '--dry-run': { value: false, commands: ['apply'] },
+  '--dry-run': { value: false, commands: ['apply', 'server', 'service'] },
   '--rate': { value: false, commands: ['stats'] },
   '--interval-ms': { value: true, commands: ['stats'] },
   '--service': { value: true, commands: ['conns', 'health'] },
@@ -163,7 +206,6 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--group': { value: true, commands: ['failover'] },
   '--to': { value: true, commands: ['failover'] },
   '--expect-revision': { value: true, commands: ['apply'] },
-  '--mode': { value: true, commands: ['drill'] },
   '--count': { value: true, commands: ['drill'] },
   '--follow': { value: false, commands: ['events'] },
   '--since': { value: true, commands: ['events'] },
@@ -171,10 +213,48 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--kind': { value: true, commands: ['events'] },
   '--local': { value: false, commands: ['events'] },
   '--limit': { value: true, commands: ['events'] },
+  '--weight': { value: true, commands: ['server'] },
+  '--health-port': { value: true, commands: ['server'] },
+  '--vip': { value: true, commands: ['service'] },
+  '--port': { value: true, commands: ['service'] },
+  '--protocol': { value: true, commands: ['service'] },
+  '--mode': { value: true, commands: ['drill', 'service'] },
+  '--scheduler': { value: true, commands: ['service'] },
+  '--local-addresses': { value: true, commands: ['service'] },
+  '--vip-group': { value: true, commands: ['service'] },
+  '--names': { value: false, commands: ['service'] },
 };
 
 /** Commands that take words after them, and what those may be. */
-const SUBCOMMANDS: Partial<Record<Command, readonly string[]>> = { cluster: ['status'], config: ['history', 'rollback'], drill: ['failover'] };
+export const SUBCOMMANDS: Partial<Record<Command, readonly string[]>> = {
+  cluster: ['status'], config: ['history', 'rollback'], drill: ['failover'],
+  server: ['add', 'edit', 'drain', 'enable', 'remove'], service: ['add', 'edit', 'remove', 'list'], completion: ['bash', 'zsh'],
+};
+
+const SERVICE_FLAGS = ['--vip', '--port', '--protocol', '--mode', '--scheduler', '--local-addresses', '--vip-group'] as const;
+
+/** The words after `server|service SUB`, and the flags each management subcommand takes (beyond the global ones). */
+const MANAGE: Readonly<Record<string, { readonly words: readonly string[]; readonly flags: readonly string[] }>> = {
+  'server add': { words: ['SERVICE', 'ADDR:PORT'], flags: ['--weight', '--health-port', '--dry-run'] },
+  'server edit': { words: ['SERVICE', 'ADDR:PORT'], flags: ['--weight', '--health-port', '--dry-run'] },
+  'server drain': { words: ['SERVICE', 'ADDR:PORT'], flags: ['--dry-run'] },
+  'server enable': { words: ['SERVICE', 'ADDR:PORT'], flags: ['--dry-run'] },
+  'server remove': { words: ['SERVICE', 'ADDR:PORT'], flags: ['--dry-run'] },
+  'service add': { words: ['NAME'], flags: [...SERVICE_FLAGS, '--dry-run'] },
+  'service edit': { words: ['NAME'], flags: [...SERVICE_FLAGS, '--dry-run'] },
+  'service remove': { words: ['NAME'], flags: ['--dry-run'] },
+  'service list': { words: [], flags: ['--names'] },
+};
+
+/** Flags that `lbadm COMMAND [SUB]` takes, the global ones last: for shell completion. */
+export function flagsOf(command: Command, sub?: string): string[] {
+  const manage = sub === undefined ? undefined : MANAGE[`${command} ${sub}`];
+  const own = manage ? manage.flags : Object.entries(FLAGS).filter(([, spec]) => spec.commands?.includes(command)).map(([name]) => name);
+  return [...own, ...Object.entries(FLAGS).filter(([, spec]) => spec.commands === undefined).map(([name]) => name)];
+}
+
+/** Flags that take a value: for shell completion, which must skip their values when it counts words. */
+export const VALUE_FLAGS: readonly string[] = [...Object.entries(FLAGS).filter(([, spec]) => spec.value).map(([name]) => name), '-f'];
 const ALIASES: Readonly<Record<string, string>> = { '-f': '--file', '-h': '--help' };
 
 export function parseArgs(argv: readonly string[], env: Readonly<Record<string, string | undefined>> = {}): Invocation {
@@ -228,10 +308,27 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
       throw new UsageError(`lbadm ${command} needs one of: ${subs.map((x) => `${command} ${x}`).join(', ')}${sub === undefined ? '' : ` (not "${sub}")`}`);
     }
     const wantsRev = command === 'config' && sub === 'rollback';
+    const manage = MANAGE[`${command} ${sub}`];
     if (wantsRev && (words.length !== 2 || !/^[1-9]\d{0,15}$/.test(words[1]!))) {
       throw new UsageError(`lbadm config rollback needs one revision number (see lbadm config history), not ${words.length === 1 ? 'none' : `"${words.slice(1).join(' ')}"`}`);
     }
-    if (!wantsRev && words.length > 1) throw new UsageError(`unexpected argument "${words[1]}" after lbadm ${command} ${sub}`);
+    if (manage) {
+      const want = manage.words;
+      if (words.length - 1 < want.length) throw new UsageError(`lbadm ${command} ${sub} needs ${want.join(' ')}${want[0] === 'SERVICE' ? ' (SERVICE: a service name or key; lbadm service list shows them)' : ''}`);
+      if (words.length - 1 > want.length) throw new UsageError(`unexpected argument "${words[want.length + 1]}" after lbadm ${command} ${sub} ${want.join(' ')}`);
+      for (const name of seen.keys()) {
+        if (FLAGS[name]!.commands !== undefined && !manage.flags.includes(name)) {
+          throw new UsageError(`${name} is not a flag of "lbadm ${command} ${sub}"${manage.flags.length > 0 ? ` (its flags: ${manage.flags.join(', ')})` : ''}`);
+        }
+      }
+      if (`${command} ${sub}` === 'service add') {
+        const missing = ['--vip', '--port', '--mode'].filter((f) => !seen.has(f));
+        if (missing.length > 0) throw new UsageError(`lbadm service add needs ${missing.join(', ')} (e.g. --vip 198.18.0.10 --port 80 --mode fullnat --local-addresses 198.18.2.10)`);
+      }
+      if (sub === 'edit' && !manage.flags.some((f) => f !== '--dry-run' && seen.has(f))) {
+        throw new UsageError(`lbadm ${command} edit needs at least one of ${manage.flags.filter((f) => f !== '--dry-run').join(', ')}: what to change`);
+      }
+    } else if (!wantsRev && words.length > 1) throw new UsageError(`unexpected argument "${words[1]}" after lbadm ${command} ${sub}`);
   }
   if (command === 'failover' && !seen.has('--group')) throw new UsageError('lbadm failover needs --group G (lbadm cluster status lists the vip groups)');
   if (command === 'drill' && !seen.has('--mode')) throw new UsageError(`lbadm drill failover needs --mode, one of: ${DRILL_MODES.join(', ')}`);
@@ -256,7 +353,8 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
   const expect = str('--expect-revision');
   if (expect !== undefined && !/^\d{1,15}$/.test(expect)) throw new UsageError(`--expect-revision: "${expect}" is not a config revision (0 or more)`);
   const mode = str('--mode');
-  if (mode !== undefined && !(DRILL_MODES as readonly string[]).includes(mode)) throw new UsageError(`--mode: "${mode}" is not one of ${DRILL_MODES.join(', ')}`);
+  const modes: readonly string[] = command === 'service' ? FORWARDING_MODES : DRILL_MODES;
+  if (mode !== undefined && !modes.includes(mode)) throw new UsageError(`--mode: "${mode}" is not one of ${modes.join(', ')}`);
   const kind = str('--kind');
   if (kind !== undefined && !(EVENT_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind: "${kind}" is not one of ${EVENT_KINDS.join(', ')}`);
   const director = str('--director');
@@ -278,6 +376,7 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
     rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
     group: str('--group'), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode, count,
     follow: seen.has('--follow'), since, director, kind, local: seen.has('--local'), limit,
+    serverFields: serverFields(str), serviceFields: serviceFields(str, command === 'service' ? mode : undefined), names: seen.has('--names'),
   };
 }
 
@@ -329,4 +428,40 @@ function tcpServer(str: (name: string) => string | undefined, env: Readonly<Reco
     address: m[1] ?? m[2]!, port, ca: files['--ca']!, cert: files['--cert']!, key: files['--key']!,
     serverName: str('--server-name') ?? (env.LBADM_SERVER_NAME || undefined),
   };
+}
+
+function wholeNumber(flag: string, text: string | undefined, min: number, max: number, what: string): number | undefined {
+  if (text === undefined) return undefined;
+  const n = Number(text);
+  if (!/^\d{1,6}$/.test(text) || n < min || n > max) throw new UsageError(`${flag}: "${text}" is not ${what} (a whole number from ${min} to ${max}); give a whole number from ${min} to ${max}`);
+  return n;
+}
+
+function serverFields(str: (name: string) => string | undefined): ServerFields {
+  const weight = wholeNumber('--weight', str('--weight'), 0, MAX_WEIGHT, 'a weight');
+  const healthPort = wholeNumber('--health-port', str('--health-port'), 1, 65535, 'a port');
+  return { ...(weight === undefined ? {} : { weight }), ...(healthPort === undefined ? {} : { healthPort }) };
+}
+
+function oneOf(flag: string, text: string | undefined, allowed: readonly string[], what: string): string | undefined {
+  if (text !== undefined && !allowed.includes(text)) throw new UsageError(`${flag}: "${text}" is not a supported ${what}; use one of: ${allowed.join(', ')}`);
+  return text;
+}
+
+function serviceFields(str: (name: string) => string | undefined, mode: string | undefined): ServiceFields {
+  const out: { -readonly [K in keyof ServiceFields]: ServiceFields[K] } = {};
+  const vip = str('--vip');
+  if (vip !== undefined) out.vip = vip;
+  const port = wholeNumber('--port', str('--port'), 1, 65535, 'a port');
+  if (port !== undefined) out.port = port;
+  const protocol = oneOf('--protocol', str('--protocol'), PROTOCOLS, 'protocol');
+  if (protocol !== undefined) out.protocol = protocol;
+  if (mode !== undefined) out.mode = mode;
+  const scheduler = oneOf('--scheduler', str('--scheduler'), SCHEDULERS, 'scheduler');
+  if (scheduler !== undefined) out.scheduler = scheduler;
+  const lips = str('--local-addresses');
+  if (lips !== undefined) out.localAddresses = lips === 'none' ? null : lips.split(',').map((x) => x.trim()).filter((x) => x !== '');
+  const group = str('--vip-group');
+  if (group !== undefined) out.vipGroup = group;
+  return out;
 }

@@ -11,8 +11,10 @@ import { drill } from './drill.js';
 import { describeFailure, type AdminTarget, type Failure } from './errors.js';
 import {
   computeRates, formatApply, formatClusterStatus, formatConfigHistory, formatConns, formatDoctor, formatEvent, formatEvents, formatHealth, formatHealthEvent,
-  formatProblems, formatRates, formatStats, formatStatus,
+  formatProblems, formatRates, formatStats, formatStatus, json,
 } from './format.js';
+import { completionScript } from './completion.js';
+import { listServices, manage } from './manage.js';
 
 /**
  * lbadm's commands. `main` takes argv and an Io and returns the exit code, so tests run the real CLI
@@ -50,6 +52,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   }
   if (inv.command === 'validate') return validate(inv, io);
   if (inv.command === 'drill') return drill(inv, io);
+  if (inv.command === 'completion') {
+    io.stdout(completionScript(inv.args[0] === 'zsh' ? 'zsh' : 'bash'));
+    return EXIT.ok;
+  }
 
   let configText: string | undefined;
   if (inv.command === 'apply') {
@@ -119,6 +125,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       }
       case 'events':
         return await events(api, inv, io);
+      case 'server':
+        return await manage(api, inv, argv, author(), io);
+      case 'service':
+        if (inv.args[0] === 'list') return await listServices(api, inv, io);
+        return await manage(api, inv, argv, author(), io);
       case 'doctor': {
         const { findings } = await api.doctor({ timeoutMs: DOCTOR_TIMEOUT_MS });
         const errors = findings.filter((f) => f.severity === 'error').length;
@@ -299,8 +310,4 @@ async function checkSocket(socket: string): Promise<{ exit: number; message: str
   } catch (err) {
     return describeFailure(err, socket);
   }
-}
-
-function json(value: unknown): string {
-  return `${JSON.stringify(value, null, 2)}\n`;
 }

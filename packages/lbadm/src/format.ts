@@ -16,10 +16,15 @@ function endpoint(e: Endpoint__Output | null): string {
 }
 
 /** Left-aligned columns: each as wide as its widest cell (at least `min`), one space apart. */
-function columns(rows: readonly (readonly string[])[], min: readonly number[] = []): string[] {
+export function columns(rows: readonly (readonly string[])[], min: readonly number[] = []): string[] {
   const widths: number[] = [];
   for (const row of rows) row.forEach((cell, i) => { widths[i] = Math.max(widths[i] ?? 0, cell.length, min[i] ?? 0); });
   return rows.map((row) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join(' ').trimEnd());
+}
+
+/** `--json` output: the value, indented, one trailing newline. */
+export function json(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
 }
 
 function plural(n: number, word: string): string {

@@ -2,6 +2,7 @@
 export { main, type Io } from './cli.js';
 export { parseArgs, parseSince, UsageError, COMMANDS, EVENT_KINDS, USAGE, HELP, type Command, type Invocation, type Since } from './args.js';
 export { describeFailure, type Failure } from './errors.js';
+export { completionScript, SHELLS } from './completion.js';
 export {
   formatStatus, formatStats, formatRates, formatConns, formatApply, formatProblems, formatDoctor, computeRates,
   formatHealth, formatHealthEvent, formatAge, formatEvents, formatEvent,

@@ -12,7 +12,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type {
   AdminClient, AdminDefinition, ApplyRequest, ApplyResponse__Output, ClusterStatus__Output, ConfigHistoryResponse__Output,
-  Connection__Output, Event__Output, FailoverResponse__Output, ListEventsRequest, RecordDrillRequest, RecordDrillResponse__Output,
+  Connection__Output, Event__Output, FailoverResponse__Output, GetConfigResponse__Output, ListEventsRequest, RecordDrillRequest, RecordDrillResponse__Output,
   RollbackResponse__Output,
   DoctorResponse__Output, GetHealthResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output, HealthEvent__Output,
   ListConnectionsResponse__Output, PeerClient, PeerDefinition, PeerProtoGrpcType, Problem__Output, ProtoGrpcType,
@@ -335,6 +335,11 @@ export class AdminApi {
 
   rollback(revision: number, author: string, opts: CallOptions = {}): Promise<RollbackResponse__Output> {
     return this.unary(this.client.rollback, { revision, author }, opts);
+  }
+
+  /** The running config's text and the revision an edit of it is applied on (compare-and-swap). */
+  getConfig(opts: CallOptions = {}): Promise<GetConfigResponse__Output> {
+    return this.unary(this.client.getConfig, {}, opts);
   }
 
   /** Every matching connection, gathered from the stream. */

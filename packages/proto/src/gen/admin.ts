@@ -28,6 +28,8 @@ import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest_
 import type { FailoverResponse as _lbd_admin_v1_FailoverResponse, FailoverResponse__Output as _lbd_admin_v1_FailoverResponse__Output } from './lbd/admin/v1/FailoverResponse.js';
 import type { Finding as _lbd_admin_v1_Finding, Finding__Output as _lbd_admin_v1_Finding__Output } from './lbd/admin/v1/Finding.js';
 import type { GetClusterStatusRequest as _lbd_admin_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _lbd_admin_v1_GetClusterStatusRequest__Output } from './lbd/admin/v1/GetClusterStatusRequest.js';
+import type { GetConfigRequest as _lbd_admin_v1_GetConfigRequest, GetConfigRequest__Output as _lbd_admin_v1_GetConfigRequest__Output } from './lbd/admin/v1/GetConfigRequest.js';
+import type { GetConfigResponse as _lbd_admin_v1_GetConfigResponse, GetConfigResponse__Output as _lbd_admin_v1_GetConfigResponse__Output } from './lbd/admin/v1/GetConfigResponse.js';
 import type { GetHealthRequest as _lbd_admin_v1_GetHealthRequest, GetHealthRequest__Output as _lbd_admin_v1_GetHealthRequest__Output } from './lbd/admin/v1/GetHealthRequest.js';
 import type { GetHealthResponse as _lbd_admin_v1_GetHealthResponse, GetHealthResponse__Output as _lbd_admin_v1_GetHealthResponse__Output } from './lbd/admin/v1/GetHealthResponse.js';
 import type { GetStatsRequest as _lbd_admin_v1_GetStatsRequest, GetStatsRequest__Output as _lbd_admin_v1_GetStatsRequest__Output } from './lbd/admin/v1/GetStatsRequest.js';
@@ -86,6 +88,8 @@ export interface ProtoGrpcType {
         FailoverResponse: MessageTypeDefinition<_lbd_admin_v1_FailoverResponse, _lbd_admin_v1_FailoverResponse__Output>
         Finding: MessageTypeDefinition<_lbd_admin_v1_Finding, _lbd_admin_v1_Finding__Output>
         GetClusterStatusRequest: MessageTypeDefinition<_lbd_admin_v1_GetClusterStatusRequest, _lbd_admin_v1_GetClusterStatusRequest__Output>
+        GetConfigRequest: MessageTypeDefinition<_lbd_admin_v1_GetConfigRequest, _lbd_admin_v1_GetConfigRequest__Output>
+        GetConfigResponse: MessageTypeDefinition<_lbd_admin_v1_GetConfigResponse, _lbd_admin_v1_GetConfigResponse__Output>
         GetHealthRequest: MessageTypeDefinition<_lbd_admin_v1_GetHealthRequest, _lbd_admin_v1_GetHealthRequest__Output>
         GetHealthResponse: MessageTypeDefinition<_lbd_admin_v1_GetHealthResponse, _lbd_admin_v1_GetHealthResponse__Output>
         GetStatsRequest: MessageTypeDefinition<_lbd_admin_v1_GetStatsRequest, _lbd_admin_v1_GetStatsRequest__Output>

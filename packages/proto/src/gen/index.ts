@@ -28,6 +28,8 @@ export type * from './lbd/admin/v1/FailoverRequest.js';
 export type * from './lbd/admin/v1/FailoverResponse.js';
 export type * from './lbd/admin/v1/Finding.js';
 export type * from './lbd/admin/v1/GetClusterStatusRequest.js';
+export type * from './lbd/admin/v1/GetConfigRequest.js';
+export type * from './lbd/admin/v1/GetConfigResponse.js';
 export type * from './lbd/admin/v1/GetHealthRequest.js';
 export type * from './lbd/admin/v1/GetHealthResponse.js';
 export type * from './lbd/admin/v1/GetStatsRequest.js';

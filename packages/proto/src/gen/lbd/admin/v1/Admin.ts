@@ -16,6 +16,8 @@ import type { Event as _lbd_admin_v1_Event, Event__Output as _lbd_admin_v1_Event
 import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest__Output as _lbd_admin_v1_FailoverRequest__Output } from '../../../lbd/admin/v1/FailoverRequest.js';
 import type { FailoverResponse as _lbd_admin_v1_FailoverResponse, FailoverResponse__Output as _lbd_admin_v1_FailoverResponse__Output } from '../../../lbd/admin/v1/FailoverResponse.js';
 import type { GetClusterStatusRequest as _lbd_admin_v1_GetClusterStatusRequest, GetClusterStatusRequest__Output as _lbd_admin_v1_GetClusterStatusRequest__Output } from '../../../lbd/admin/v1/GetClusterStatusRequest.js';
+import type { GetConfigRequest as _lbd_admin_v1_GetConfigRequest, GetConfigRequest__Output as _lbd_admin_v1_GetConfigRequest__Output } from '../../../lbd/admin/v1/GetConfigRequest.js';
+import type { GetConfigResponse as _lbd_admin_v1_GetConfigResponse, GetConfigResponse__Output as _lbd_admin_v1_GetConfigResponse__Output } from '../../../lbd/admin/v1/GetConfigResponse.js';
 import type { GetHealthRequest as _lbd_admin_v1_GetHealthRequest, GetHealthRequest__Output as _lbd_admin_v1_GetHealthRequest__Output } from '../../../lbd/admin/v1/GetHealthRequest.js';
 import type { GetHealthResponse as _lbd_admin_v1_GetHealthResponse, GetHealthResponse__Output as _lbd_admin_v1_GetHealthResponse__Output } from '../../../lbd/admin/v1/GetHealthResponse.js';
 import type { GetStatsRequest as _lbd_admin_v1_GetStatsRequest, GetStatsRequest__Output as _lbd_admin_v1_GetStatsRequest__Output } from '../../../lbd/admin/v1/GetStatsRequest.js';
@@ -123,6 +125,25 @@ export interface AdminClient extends grpc.Client {
   getClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
   getClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
   getClusterStatus(argument: _lbd_admin_v1_GetClusterStatusRequest, callback: grpc.requestCallback<_lbd_admin_v1_ClusterStatus__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * The running config's text and revision, for a client that edits it and applies the result with
+   * check_revision (compare-and-swap): lbadm server / service. In a cluster, the cluster config in etcd
+   * (text empty and revision 0 before the first apply); alone, the text of the config this director runs.
+   */
+  GetConfig(argument: _lbd_admin_v1_GetConfigRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetConfigResponse__Output>): grpc.ClientUnaryCall;
+  GetConfig(argument: _lbd_admin_v1_GetConfigRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_GetConfigResponse__Output>): grpc.ClientUnaryCall;
+  GetConfig(argument: _lbd_admin_v1_GetConfigRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetConfigResponse__Output>): grpc.ClientUnaryCall;
+  GetConfig(argument: _lbd_admin_v1_GetConfigRequest, callback: grpc.requestCallback<_lbd_admin_v1_GetConfigResponse__Output>): grpc.ClientUnaryCall;
+  /**
+   * The running config's text and revision, for a client that edits it and applies the result with
+   * check_revision (compare-and-swap): lbadm server / service. In a cluster, the cluster config in etcd
+   * (text empty and revision 0 before the first apply); alone, the text of the config this director runs.
+   */
+  getConfig(argument: _lbd_admin_v1_GetConfigRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetConfigResponse__Output>): grpc.ClientUnaryCall;
+  getConfig(argument: _lbd_admin_v1_GetConfigRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_GetConfigResponse__Output>): grpc.ClientUnaryCall;
+  getConfig(argument: _lbd_admin_v1_GetConfigRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_GetConfigResponse__Output>): grpc.ClientUnaryCall;
+  getConfig(argument: _lbd_admin_v1_GetConfigRequest, callback: grpc.requestCallback<_lbd_admin_v1_GetConfigResponse__Output>): grpc.ClientUnaryCall;
   
   /**
    * Every checked real server of every service (or of one): its check, health state and last result,
@@ -297,6 +318,13 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
   GetClusterStatus: grpc.handleUnaryCall<_lbd_admin_v1_GetClusterStatusRequest__Output, _lbd_admin_v1_ClusterStatus>;
   
   /**
+   * The running config's text and revision, for a client that edits it and applies the result with
+   * check_revision (compare-and-swap): lbadm server / service. In a cluster, the cluster config in etcd
+   * (text empty and revision 0 before the first apply); alone, the text of the config this director runs.
+   */
+  GetConfig: grpc.handleUnaryCall<_lbd_admin_v1_GetConfigRequest__Output, _lbd_admin_v1_GetConfigResponse>;
+  
+  /**
    * Every checked real server of every service (or of one): its check, health state and last result,
    * plus the health scheduler's figures.
    */
@@ -357,6 +385,7 @@ export interface AdminDefinition extends grpc.ServiceDefinition {
   Doctor: MethodDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorRequest__Output, _lbd_admin_v1_DoctorResponse__Output>
   Failover: MethodDefinition<_lbd_admin_v1_FailoverRequest, _lbd_admin_v1_FailoverResponse, _lbd_admin_v1_FailoverRequest__Output, _lbd_admin_v1_FailoverResponse__Output>
   GetClusterStatus: MethodDefinition<_lbd_admin_v1_GetClusterStatusRequest, _lbd_admin_v1_ClusterStatus, _lbd_admin_v1_GetClusterStatusRequest__Output, _lbd_admin_v1_ClusterStatus__Output>
+  GetConfig: MethodDefinition<_lbd_admin_v1_GetConfigRequest, _lbd_admin_v1_GetConfigResponse, _lbd_admin_v1_GetConfigRequest__Output, _lbd_admin_v1_GetConfigResponse__Output>
   GetHealth: MethodDefinition<_lbd_admin_v1_GetHealthRequest, _lbd_admin_v1_GetHealthResponse, _lbd_admin_v1_GetHealthRequest__Output, _lbd_admin_v1_GetHealthResponse__Output>
   GetStats: MethodDefinition<_lbd_admin_v1_GetStatsRequest, _lbd_admin_v1_GetStatsResponse, _lbd_admin_v1_GetStatsRequest__Output, _lbd_admin_v1_GetStatsResponse__Output>
   GetStatus: MethodDefinition<_lbd_admin_v1_GetStatusRequest, _lbd_admin_v1_GetStatusResponse, _lbd_admin_v1_GetStatusRequest__Output, _lbd_admin_v1_GetStatusResponse__Output>

@@ -20,7 +20,8 @@ export interface ApplyRequest {
   'dryRun'?: (boolean);
   /**
    * Cluster mode: apply only if the cluster config is still at expect_revision (0: none yet);
-   * otherwise the apply swaps on whatever revision this director has now.
+   * otherwise the apply swaps on whatever revision this director has now. A single director: apply
+   * only if it still runs revision expect_revision (ABORTED otherwise).
    */
   'checkRevision'?: (boolean);
   'expectRevision'?: (number | string | Long);
@@ -45,7 +46,8 @@ export interface ApplyRequest__Output {
   'dryRun': (boolean);
   /**
    * Cluster mode: apply only if the cluster config is still at expect_revision (0: none yet);
-   * otherwise the apply swaps on whatever revision this director has now.
+   * otherwise the apply swaps on whatever revision this director has now. A single director: apply
+   * only if it still runs revision expect_revision (ABORTED otherwise).
    */
   'checkRevision': (boolean);
   'expectRevision': (number);
