@@ -20,6 +20,7 @@ export {
   serviceStatuses, serviceStats, toWireConnection, resolveService, wireProblem, healthResponse, wireHealthEvent, healthFlags,
 } from './views.js';
 export { Dashboard, STATIC_DIR, dashboardRoutes, type DashboardBackend, type DashboardOptions } from './dashboard/routes.js';
+export { adminApiBackend, opsRequestHandler, parseDashboardArgs, runDashboard, type DashboardArgs } from './dashboard/loopback.js';
 export {
   LatencyRings, dashboardState, serverName,
   type Answers, type CounterSample, type DashboardDirector, type DashboardGroup, type DashboardServer, type DashboardService,

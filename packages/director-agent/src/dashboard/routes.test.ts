@@ -2,90 +2,32 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { get, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
-import type { ClusterStatus, GetHealthResponse, GetStatusResponse } from '@lbd/proto';
-import type { HealthSink } from '../admin-server.js';
-import type { EventSource, LbdEvent } from '../ops-types.js';
-import { serveOpsRoutes, type PlainOpsServer } from '../testing/index.js';
-import { Dashboard, type DashboardBackend } from './routes.js';
+import type { LbdEvent } from '../ops-types.js';
+import { FakeDashboardBackend, MemoryEventSource, serveOpsRoutes, type PlainOpsServer } from '../testing/index.js';
+import { Dashboard } from './routes.js';
 import type { DashboardState } from './state.js';
 
 const WEB = '198.18.0.10:80/tcp';
 
-/** An agent's read calls over answers the test changes, counting calls and health watchers. */
-class FakeBackend implements DashboardBackend {
-  health: 'up' | 'down' = 'up';
-  calls = { status: 0, health: 0, cluster: 0 };
-  sinks = new Set<HealthSink>();
-  clusterFails = false;
+const RS = { address: '198.19.1.11', port: 8080 };
 
-  async status(): Promise<GetStatusResponse> {
-    this.calls.status++;
-    return {
+/** One service with one checked real server, as the agent answers. */
+function backendOf(): FakeDashboardBackend {
+  return new FakeDashboardBackend(
+    {
       agent: { configRevision: 1, configSha256: 'abc', configSource: 'test' },
       services: [{
         name: 'web', key: WEB, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'nat', scheduler: 'rr', flags: [],
-        realServers: [{ address: '198.19.1.11', port: 8080, weight: 1, eligible: true, health: this.health, flags: [], effectiveWeight: 1 }],
+        realServers: [{ ...RS, weight: 1, eligible: true, health: 'up', flags: [], effectiveWeight: 1 }],
       }],
-    };
-  }
-
-  async healthStatus(): Promise<GetHealthResponse> {
-    this.calls.health++;
-    return {
-      sampledAtUnixMs: Date.now(),
+    },
+    {
       realServers: [{
-        service: WEB, address: '198.19.1.11', port: 8080, state: this.health, flags: this.health === 'down' ? ['down'] : [],
-        check: { kind: 'tcp', key: 'tcp|198.19.1.11:8080', description: 'tcp connect', intervalMs: 1000 },
-        lastResult: { ok: this.health === 'up', reason: 'ok', message: 'm', latencyMs: this.calls.health },
-        successes: this.calls.health, weight: 1, effectiveWeight: this.health === 'up' ? 1 : 0,
+        service: WEB, ...RS, state: 'up', flags: [], check: { kind: 'tcp', key: 'tcp|198.19.1.11:8080', description: 'tcp connect', intervalMs: 1000 },
+        lastResult: { ok: true, reason: 'ok', message: 'connected', latencyMs: 1.5 }, successes: 3, weight: 1, effectiveWeight: 1,
       }],
-    };
-  }
-
-  async clusterStatus(): Promise<ClusterStatus> {
-    this.calls.cluster++;
-    if (this.clusterFails) throw new Error('etcd is unreachable');
-    return { clustered: false };
-  }
-
-  watchHealth(_since: number, sink: HealthSink): () => void {
-    this.sinks.add(sink);
-    return () => { this.sinks.delete(sink); };
-  }
-
-  /** A transition, as the agent's health manager reports it. */
-  transition(to: 'up' | 'down'): void {
-    this.health = to;
-    for (const s of this.sinks) {
-      s.event({ service: WEB, address: '198.19.1.11', port: 8080, from: to === 'up' ? 'down' : 'up', to, timeUnixMs: Date.now() });
-    }
-  }
-}
-
-class MemoryEvents implements EventSource {
-  readonly kept: LbdEvent[] = [];
-  readonly fns = new Set<(e: LbdEvent) => void>();
-  private seq = 0;
-
-  recent(since: number): LbdEvent[] {
-    return this.kept.filter((e) => e.timeUnixMs >= since);
-  }
-
-  subscribe(fn: (e: LbdEvent) => void): () => void {
-    this.fns.add(fn);
-    return () => { this.fns.delete(fn); };
-  }
-
-  add(kind: LbdEvent['kind'], subject: string, to: string, o: { time?: number; reason?: string } = {}): LbdEvent {
-    const time = o.time ?? Date.now();
-    const e: LbdEvent = {
-      id: `${String(time).padStart(13, '0')}-dir1-${String(++this.seq).padStart(6, '0')}`, timeUnixMs: time, director: 'dir1', kind, subject,
-      from: '', to, reason: o.reason ?? 'because', fields: {},
-    };
-    this.kept.push(e);
-    for (const fn of this.fns) fn(e);
-    return e;
-  }
+    },
+  );
 }
 
 interface Sse { type: string; id: string | undefined; data: string }
@@ -171,8 +113,8 @@ async function until(what: string, check: () => boolean, timeoutMs = 5000): Prom
 const stateOf = (m: Sse): DashboardState => JSON.parse(m.data) as DashboardState;
 
 describe('dashboard routes', () => {
-  let backend: FakeBackend;
-  let events: MemoryEvents;
+  let backend: FakeDashboardBackend;
+  let events: MemoryEventSource;
   let dashboard: Dashboard;
   let server: PlainOpsServer;
   const readers: SseReader[] = [];
@@ -192,8 +134,8 @@ describe('dashboard routes', () => {
   }
 
   beforeEach(() => {
-    backend = new FakeBackend();
-    events = new MemoryEvents();
+    backend = backendOf();
+    events = new MemoryEventSource();
   });
   afterEach(async () => {
     for (const r of readers.splice(0)) r.close();
@@ -230,7 +172,7 @@ describe('dashboard routes', () => {
 
   it('GET /api/state reads the agent and answers the shaped state; a part that fails is named, the rest shown', async () => {
     await start();
-    backend.clusterFails = true;
+    backend.failing.add('cluster');
     const r = await fetchText(`${server.url}/api/state`);
     assert.equal(r.status, 200);
     const state = JSON.parse(r.body) as DashboardState;
@@ -242,9 +184,9 @@ describe('dashboard routes', () => {
 
   it('GET /api/events filters by time and kind, bounds the count, and explains a bad query', async () => {
     await start();
-    events.add('health', `${WEB} 198.19.1.11:8080`, 'down', { time: 1000 });
-    events.add('drill', 'switchover', 'pass', { time: 2000 });
-    events.add('role', 'default', 'leader', { time: 3000 });
+    events.add('health', `${WEB} 198.19.1.11:8080`, '', 'down', { time: 1000 });
+    events.add('drill', 'switchover', '', 'pass', { time: 2000 });
+    events.add('role', 'default', '', 'leader', { time: 3000 });
     const body = async (q: string) => JSON.parse((await fetchText(`${server.url}/api/events${q}`)).body) as { events?: LbdEvent[]; error?: string };
     assert.deepEqual((await body('?since=2000'))!.events!.map((e) => e.kind), ['drill', 'role']);
     assert.deepEqual((await body('?kind=drill'))!.events!.map((e) => e.subject), ['switchover']);
@@ -264,8 +206,8 @@ describe('dashboard routes', () => {
 
   it('the stream sends a snapshot on connect, the backlog, then each event and a new snapshot on a health transition', async () => {
     await start();
-    const old = events.add('drill', 'box-death', 'pass', { time: Date.now() - 48 * 3600_000 });
-    const recent = events.add('config', 'config', 'applied');
+    const old = events.add('drill', 'box-death', '', 'pass', { time: Date.now() - 48 * 3600_000 });
+    const recent = events.add('config', 'config', '', 'applied');
     const s = await stream();
     const backlog = [await s.next((m) => m.type === 'lbd-event', 'backlog 1'), await s.next((m) => m.type === 'lbd-event', 'backlog 2')];
     // Drill results are kept on the page even when older than the timeline's window.
@@ -275,22 +217,22 @@ describe('dashboard routes', () => {
     assert.equal(dashboard.watching, true);
     assert.equal(backend.sinks.size, 1, 'watching health transitions');
 
-    const live = events.add('role', 'default', 'leader');
+    const live = events.add('role', 'default', '', 'leader');
     const got = await s.next((m) => m.type === 'lbd-event', 'live event');
     assert.equal(got.id, live.id);
     assert.deepEqual(JSON.parse(got.data), live);
 
     // The pollers are set to a minute: only the transition can bring this state.
-    backend.transition('down');
+    backend.transition(WEB, RS.address, RS.port, 'down');
     const down = stateOf(await s.next((m) => m.type === 'state' && stateOf(m).services[0]?.realServers[0]?.state === 'down', 'down state', 2000));
     assert.equal(down.services[0]?.counts.down, 1);
   });
 
   it('a reconnecting browser gets only the events after its Last-Event-ID', async () => {
     await start();
-    events.add('config', 'config', 'applied');
-    const seen = events.add('role', 'default', 'standby');
-    const missed = events.add('role', 'default', 'leader');
+    events.add('config', 'config', '', 'applied');
+    const seen = events.add('role', 'default', '', 'standby');
+    const missed = events.add('role', 'default', '', 'leader');
     const s = await stream({ 'last-event-id': seen.id });
     const first = await s.next((m) => m.type === 'lbd-event', 'backlog');
     assert.equal(first.id, missed.id);
@@ -312,7 +254,7 @@ describe('dashboard routes', () => {
     await until('no stream left', () => dashboard.streamCount === 0);
     assert.equal(dashboard.watching, false);
     assert.equal(backend.sinks.size, 0);
-    assert.equal(events.fns.size, 0);
+    assert.equal(events.subscribers.size, 0);
   });
 
   it('refuses streams past the limit, and ends every stream when the agent stops', async () => {
@@ -342,7 +284,7 @@ describe('dashboard routes', () => {
     const big = 'x'.repeat(64 * 1024);
     let sent = 0;
     while (dashboard.streamCount === 1 && sent < 2000) {
-      events.add('admin', 'server drain', 'done', { reason: big });
+      events.add('admin', 'server drain', '', 'done', { reason: big });
       sent++;
       await new Promise((r) => setImmediate(r));
     }

@@ -1,11 +1,12 @@
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { listenPlain } from '../dashboard/loopback.js';
 import type { Caller, OpsRoute } from '../ops-types.js';
 
 /**
  * OpsRoutes on plain HTTP at 127.0.0.1, for tests of the routes themselves (the dashboard's, the
- * metrics'). It dispatches as the agent's ops listener does (method, exact path or prefix), with one fixed
- * caller and no TLS: what the listener adds (mutual TLS, roles per certificate) is tested with it.
+ * metrics'). It dispatches as the agent's ops listener does (method, exact path or prefix, role), with one
+ * fixed caller and no TLS: what the listener adds (mutual TLS, roles per certificate) is tested with it.
  */
 export interface PlainOpsServer {
   /** `http://127.0.0.1:<port>` */
@@ -15,31 +16,11 @@ export interface PlainOpsServer {
   close(): Promise<void>;
 }
 
-export async function serveOpsRoutes(routes: readonly OpsRoute[], caller: Caller = { role: 'read', name: 'test' }): Promise<PlainOpsServer> {
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0] ?? '/';
-    const method = req.method === 'HEAD' ? 'GET' : req.method;
-    const route = routes.find((r) => r.method === method && (r.prefix ? path.startsWith(r.path) : path === r.path));
-    if (route === undefined) {
-      res.writeHead(404, { 'content-type': 'text/plain' }).end(`${req.method} ${path}: no such route`);
-      return;
-    }
-    if (route.role === 'write' && caller.role !== 'write') {
-      res.writeHead(403, { 'content-type': 'text/plain' }).end(`${caller.name} may only read`);
-      return;
-    }
-    Promise.resolve(route.handle(req, res, caller)).catch((err: unknown) => {
-      if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-      res.end(`route failed: ${(err as Error).message}`);
-    });
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+/** `port` 0: any free one. */
+export async function serveOpsRoutes(routes: readonly OpsRoute[], caller: Caller = { role: 'read', name: 'test' }, port = 0): Promise<PlainOpsServer> {
+  const server = await listenPlain(routes, caller, '127.0.0.1', port);
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     server,
     close: () => new Promise<void>((resolve) => {
       server.closeAllConnections();

@@ -191,16 +191,19 @@ function tile(svc, rs) {
   const words = { up: 'up', down: 'down', 'held-down': 'held down', drained: 'drained' };
   const c = rs.check;
   const last = c && c.lastResult;
-  const since = c && c.sinceUnixMs ? ` for ${age(c.sinceUnixMs)}` : '';
-  const held = c && c.heldDownUntilUnixMs ? ` until ${clock(c.heldDownUntilUnixMs)}` : '';
+  // How long it has been in its health state; a drained server's weight is the operator's, not health's.
+  const since = c && c.sinceUnixMs && rs.state !== 'drained' ? ` ${age(c.sinceUnixMs)}` : '';
   return h('div', { class: 'rs', 'data-server': rs.server, 'data-service': svc.key, 'data-state': rs.state },
-    h('div', { class: 'top' }, h('span', { class: 'addr mono' }, rs.server), h('span', { class: 'state' }, words[rs.state] + (rs.state === 'held-down' ? held : since))),
+    h('div', { class: 'top' }, h('span', { class: 'addr mono' }, rs.server), h('span', { class: 'state' }, words[rs.state] + since)),
     h('div', {},
       `weight ${rs.effectiveWeight}`, rs.effectiveWeight !== rs.weight ? ` of ${rs.weight}` : '',
       ` · conns ${rs.activeConnections} active, ${rs.inactiveConnections} other`),
     rs.packetsPerSec !== null ? h('div', { class: 'muted' }, `${perSec(rs.packetsPerSec, 'pkt')} · ${perSec(rs.bytesPerSec, 'B')}`) : null,
-    rs.flags.length ? h('div', { class: 'flag' }, rs.flags.join(' ')) : null,
-    c ? h('div', { class: 'check', title: last ? last.message : '' }, `${c.description}: ${last ? `${last.message} [${last.latencyMs} ms]` : 'not probed yet'}`)
+    rs.state === 'held-down' && c && c.heldDownUntilUnixMs ? h('div', { class: 'flag' }, `held down until ${clock(c.heldDownUntilUnixMs)} (flapping)`) : null,
+    // Words the state above does not already say: ramping, removed, kept, not-in-kernel, ...
+    rs.flags.some((f) => f !== 'down' && f !== 'held-down') ? h('div', { class: 'flag' }, rs.flags.filter((f) => f !== 'down' && f !== 'held-down').join(' ')) : null,
+    // The probe's message starts with what it probed ("http GET /: got 200").
+    c ? h('div', { class: 'check', title: last ? last.message : c.description }, last ? `${last.message} [${last.latencyMs} ms]` : `${c.description}: not probed yet`)
       : h('div', { class: 'check' }, 'no health check'),
     c ? sparkline(rs.latencies, c.intervalMs) : null);
 }
@@ -216,7 +219,12 @@ function sparkline(samples, intervalMs) {
   const x = (i) => 2 + i * step;
   const y = (ms) => H - 3 - ((H - 6) * ms) / max;
   const ok = samples.map((s, i) => [i, s]).filter(([, s]) => s.ok);
-  if (ok.length > 0) el.append(svg('polyline', { points: ok.map(([i, s]) => `${x(i).toFixed(1)},${y(s.latencyMs).toFixed(1)}`).join(' ') }));
+  if (ok.length > 0) {
+    el.append(svg('polyline', { points: ok.map(([i, s]) => `${x(i).toFixed(1)},${y(s.latencyMs).toFixed(1)}`).join(' ') }));
+    // The latest result as a dot: a single sample is a line of no length.
+    const [i, s] = ok[ok.length - 1];
+    el.append(svg('circle', { class: 'ok', cx: x(i).toFixed(1), cy: y(s.latencyMs).toFixed(1), r: 2 }));
+  }
   samples.forEach((s, i) => { if (!s.ok) el.append(svg('circle', { class: 'fail', cx: x(i).toFixed(1), cy: H - 3, r: 2.2 })); });
   const lat = ok.map(([, s]) => s.latencyMs);
   const title = svg('title');
