@@ -215,13 +215,12 @@ export class Dashboard {
       if (this.streams.size === 0) this.stopWatching();
     });
     this.streams.add(s);
-    req.on('close', () => s.end());
     s.open(RETRY_MS);
     for (const e of this.backlog(lastEventId(req))) s.event(e);
     if (!this.watching) this.startWatching();
     if (this.state !== null && this.now() - this.stateAt <= STATE_REUSE_MS) s.state(this.stateJson());
-    // Otherwise the refresh startWatching began sends it to every stream, this one included.
-    else void this.refresh('full').then(() => { if (this.state !== null) s.state(this.stateJson()); });
+    // A changed state reaches every stream, this one included; an unchanged one only this one.
+    else void this.refresh('full').then(() => { if (!s.hasState && this.state !== null) s.state(this.stateJson()); });
   }
 
   /** The events a page gets on connect: after the one it last saw, or the recent timeline and the last drills. */
@@ -360,6 +359,8 @@ export function dashboardRoutes(opts: DashboardOptions): OpsRoute[] {
  * stream is cut (the browser reconnects with Last-Event-ID and gets what it missed from the backlog).
  */
 class SseStream {
+  /** Whether a state was sent (or waits to be): the first one goes out on connect. */
+  hasState = false;
   private blocked = false;
   private pendingState: string | null = null;
   private readonly pendingEvents: string[] = [];
@@ -388,6 +389,7 @@ class SseStream {
   }
 
   state(json: string): void {
+    this.hasState = true;
     const chunk = `event: state\ndata: ${json}\n\n`;
     if (this.blocked) this.pendingState = chunk;
     else this.write(chunk);
