@@ -1,15 +1,22 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { Dashboard } from '@lbd/director-agent';
+import { Dashboard, opsRequestHandler } from '@lbd/director-agent';
+import { issueCert, makeCa } from '@lbd/testkit';
 import { FakeDashboardBackend, MemoryEventSource, serveOpsRoutes, type PlainOpsServer } from '@lbd/director-agent/testing';
 import type { ClusterStatus, GetHealthResponse, GetStatusResponse, RealServerHealth } from '@lbd/proto';
 import { artifactsDir, launchChromium, requireChromium } from './browser.js';
 
 /**
  * The dashboard page in real headless Chromium, over a fake agent (the routes are the real ones): what
- * it draws for each kind of state, that it follows the stream live, and that it reconnects when the
- * agent comes back. The same page against a real cluster, with a real server broken for real, is
+ * it draws for each kind of state, that it follows the stream live, that it reconnects when the
+ * agent comes back, and that it works over HTTPS with a client certificate (playwright's
+ * clientCertificates), as the agent's ops listener will serve it. The same page against a real cluster, with a real server broken for real, is
  * dashboard.privileged.test.ts.
  */
 
@@ -69,6 +76,7 @@ describe('dashboard page in Chromium', function () {
   let events: MemoryEventSource;
   let dashboard: Dashboard;
   let server: PlainOpsServer;
+  let closeServer: (() => Promise<void>) | undefined;
 
   before(async function () {
     requireChromium(this);
@@ -81,6 +89,7 @@ describe('dashboard page in Chromium', function () {
   async function serve(withEvents: boolean, port = 0): Promise<void> {
     dashboard = new Dashboard({ backend, events: withEvents ? events : null, pollMs: 60_000, healthPollMs: 60_000 });
     server = await serveOpsRoutes(dashboard.routes(), undefined, port);
+    closeServer = () => server.close();
   }
 
   beforeEach(async () => {
@@ -91,7 +100,8 @@ describe('dashboard page in Chromium', function () {
   afterEach(async () => {
     await page?.close();
     dashboard?.close();
-    await server?.close();
+    await closeServer?.();
+    closeServer = undefined;
   });
 
   const stateOf = (service: string, server: string): Promise<string | null> =>
@@ -170,5 +180,41 @@ describe('dashboard page in Chromium', function () {
     await serve(true, port);
     await page.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
     await page.locator(`.rs[data-service="${WEB}"][data-server="198.19.1.11:8080"][data-state="down"]`).waitFor({ timeout: 2000 });
+  });
+
+  it('works over HTTPS with a client certificate (as the agent\'s ops listener serves it); without one the page does not load', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'lbd-dash-tls-'));
+    const contexts: Awaited<ReturnType<Browser['newContext']>>[] = [];
+    try {
+      const ca = await makeCa(dir, 'ca');
+      const agentCert = await issueCert(ca, dir, 'dir1');
+      const viewer = await issueCert(ca, dir, 'viewer');
+      dashboard = new Dashboard({ backend, events, pollMs: 60_000, healthPollMs: 60_000 });
+      const tls = createServer({
+        ca: await readFile(ca.certPath), cert: await readFile(agentCert.certPath), key: await readFile(agentCert.keyPath),
+        requestCert: true, rejectUnauthorized: true,
+      }, opsRequestHandler(dashboard.routes(), { role: 'read', name: 'viewer' }));
+      tls.listen(0, '127.0.0.1');
+      await once(tls, 'listening');
+      const url = `https://127.0.0.1:${(tls.address() as AddressInfo).port}`;
+      closeServer = () => new Promise<void>((resolve) => { tls.closeAllConnections(); tls.close(() => resolve()); });
+
+      // The agent's certificate names dir1, not 127.0.0.1, and its CA is not the browser's: the client certificate is what counts here.
+      const without = await browser.newContext({ ignoreHTTPSErrors: true });
+      contexts.push(without);
+      const refused = await without.newPage();
+      await assert.rejects(refused.goto(`${url}/`, { timeout: 10_000 }), /ERR_|socket hang up|closed/);
+
+      const ctx = await browser.newContext({ ignoreHTTPSErrors: true, clientCertificates: [{ origin: url, certPath: viewer.certPath, keyPath: viewer.keyPath }] });
+      contexts.push(ctx);
+      const tlsPage = await ctx.newPage();
+      await tlsPage.goto(`${url}/`);
+      await tlsPage.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
+      backend.transition(WEB, '198.19.1.11', 8080, 'down');
+      await tlsPage.locator(`.rs[data-service="${WEB}"][data-server="198.19.1.11:8080"][data-state="down"]`).waitFor({ timeout: 2000 });
+    } finally {
+      for (const c of contexts) await c.close();
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
