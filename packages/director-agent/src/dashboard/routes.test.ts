@@ -119,9 +119,10 @@ describe('dashboard routes', () => {
   let server: PlainOpsServer;
   const readers: SseReader[] = [];
 
-  async function start(opts: { maxQueuedEvents?: number; maxStreams?: number; events?: boolean } = {}): Promise<void> {
+  async function start(opts: { maxQueuedEvents?: number; maxStreams?: number; events?: boolean; healthPollMs?: number; keepSamplingMs?: number } = {}): Promise<void> {
     dashboard = new Dashboard({
-      backend, events: opts.events === false ? null : events, pollMs: 60_000, healthPollMs: 60_000,
+      backend, events: opts.events === false ? null : events, pollMs: 60_000, healthPollMs: opts.healthPollMs ?? 60_000,
+      ...(opts.keepSamplingMs !== undefined ? { keepSamplingMs: opts.keepSamplingMs } : {}),
       ...(opts.maxQueuedEvents ? { maxQueuedEvents: opts.maxQueuedEvents } : {}), ...(opts.maxStreams ? { maxStreams: opts.maxStreams } : {}),
     });
     server = await serveOpsRoutes(dashboard.routes());
@@ -240,8 +241,8 @@ describe('dashboard routes', () => {
     assert.equal(s.messages.filter((m) => m.type === 'lbd-event').length, 0);
   });
 
-  it('a disconnect cleans up: the last stream gone stops the pollers, the health watch and the event subscription', async () => {
-    await start();
+  it('a disconnect cleans up: the last stream gone stops the status poller, the health watch and the event subscription; health sampling stops later', async () => {
+    await start({ healthPollMs: 20, keepSamplingMs: 300 });
     const a = await stream();
     const b = await stream();
     await a.next((m) => m.type === 'state', 'a state');
@@ -255,6 +256,14 @@ describe('dashboard routes', () => {
     assert.equal(dashboard.watching, false);
     assert.equal(backend.sinks.size, 0);
     assert.equal(events.subscribers.size, 0);
+    // Health goes on being read for the next page's sparklines, then stops.
+    assert.equal(dashboard.sampling, true);
+    const reads = backend.calls.health;
+    await until('health read while nobody watches', () => backend.calls.health > reads + 2);
+    await until('sampling stopped', () => !dashboard.sampling, 3000);
+    const after = backend.calls.health;
+    await new Promise((r) => setTimeout(r, 100));
+    assert.equal(backend.calls.health, after, 'no read once sampling stopped');
   });
 
   it('refuses streams past the limit, and ends every stream when the agent stops', async () => {

@@ -22,6 +22,7 @@ import { LatencyRings, dashboardState, type Answers, type CounterSample, type Da
  * The agent is read only while a page watches: a poll of status (the kernel's counters and conntrack,
  * the cluster) every `pollMs`, of health (in memory) every `healthPollMs` for the latency sparklines, and
  * at once on a health transition or an event, so a server that goes down shows within one round trip.
+ * Health alone is read on for `keepSamplingMs` after the last page closed, so the next one has history.
  * Each stream is bounded: a browser that stops reading gets newer snapshots in place of older ones and at
  * most `maxQueuedEvents` events waiting, after which its stream is cut (it reconnects and catches up).
  *
@@ -54,6 +55,11 @@ export interface DashboardOptions {
   readonly keepaliveMs?: number;
   /** Probe results kept per check for the sparklines (default 40). */
   readonly latencySamples?: number;
+  /**
+   * After the last page closes, health is still read this long (default 10 min), so a page opened again
+   * (a reload, the next look) finds its sparklines filled. Nobody looking for longer: nothing is read.
+   */
+  readonly keepSamplingMs?: number;
   readonly now?: () => number;
 }
 
@@ -117,7 +123,12 @@ export class Dashboard {
   private refreshing: Promise<void> | null = null;
   /** A refresh asked for while one runs: 'full' reads everything, 'health' only health. */
   private again: 'full' | 'health' | null = null;
-  private timers: ReturnType<typeof setInterval>[] = [];
+  private readonly keepSamplingMs: number;
+  /** Status and cluster reads: while a page watches. */
+  private statusTimer: ReturnType<typeof setInterval> | null = null;
+  /** Health reads: while a page watches, and for keepSamplingMs after. */
+  private healthTimer: ReturnType<typeof setInterval> | null = null;
+  private idleSince = 0;
   private followUp: ReturnType<typeof setTimeout> | null = null;
   private unwatch: (() => void) | null = null;
   private unsubscribe: (() => void) | null = null;
@@ -133,6 +144,7 @@ export class Dashboard {
     this.maxQueuedEvents = opts.maxQueuedEvents ?? 256;
     this.keepaliveMs = opts.keepaliveMs ?? 15_000;
     this.rings = new LatencyRings(opts.latencySamples ?? 40);
+    this.keepSamplingMs = opts.keepSamplingMs ?? 600_000;
     this.now = opts.now ?? Date.now;
     for (const [name, type] of Object.entries(STATIC_FILES)) {
       this.files.set(name, { body: readFileSync(`${STATIC_DIR}${name}`), type });
@@ -144,9 +156,14 @@ export class Dashboard {
     return this.streams.size;
   }
 
-  /** Whether the poller, health watch and event subscription run (only while a stream is open). */
+  /** Whether the status poller, health watch and event subscription run (only while a stream is open). */
   get watching(): boolean {
-    return this.timers.length > 0;
+    return this.statusTimer !== null;
+  }
+
+  /** Whether health is read for the sparklines (while a stream is open, and keepSamplingMs after). */
+  get sampling(): boolean {
+    return this.healthTimer !== null;
   }
 
   routes(): OpsRoute[] {
@@ -164,6 +181,7 @@ export class Dashboard {
     this.closed = true;
     for (const s of [...this.streams]) s.end();
     this.stopWatching();
+    this.stopSampling();
   }
 
   private file(req: IncomingMessage, res: ServerResponse, name: string): void {
@@ -237,11 +255,15 @@ export class Dashboard {
   }
 
   private startWatching(): void {
-    this.timers = [
-      setInterval(() => { void this.refresh('full'); }, this.pollMs),
-      setInterval(() => { void this.refresh('health'); }, this.healthPollMs),
-    ];
-    for (const t of this.timers) t.unref();
+    this.statusTimer = setInterval(() => { void this.refresh('full'); }, this.pollMs);
+    this.statusTimer.unref();
+    if (this.healthTimer === null) {
+      this.healthTimer = setInterval(() => {
+        if (this.streams.size === 0 && this.now() - this.idleSince > this.keepSamplingMs) this.stopSampling();
+        else void this.refresh('health');
+      }, this.healthPollMs);
+      this.healthTimer.unref();
+    }
     // Only live transitions: a time in the future skips the kept history.
     this.unwatch = this.backend.watchHealth?.(Number.MAX_SAFE_INTEGER, {
       event: () => {
@@ -257,9 +279,16 @@ export class Dashboard {
     }) ?? null;
   }
 
+  private stopSampling(): void {
+    if (this.healthTimer !== null) clearInterval(this.healthTimer);
+    this.healthTimer = null;
+  }
+
+  /** The last stream went: status and the subscriptions stop; health sampling goes on for keepSamplingMs. */
   private stopWatching(): void {
-    for (const t of this.timers) clearInterval(t);
-    this.timers = [];
+    this.idleSince = this.now();
+    if (this.statusTimer !== null) clearInterval(this.statusTimer);
+    this.statusTimer = null;
     if (this.followUp !== null) clearTimeout(this.followUp);
     this.followUp = null;
     this.unwatch?.();
