@@ -1,4 +1,5 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type LaunchOptions } from 'playwright-core';
@@ -48,4 +49,16 @@ export function requireChromium(ctx: Mocha.Context): void {
 export function launchChromium(opts: { executablePath?: string } = {}): Promise<Browser> {
   const launch: LaunchOptions = { executablePath: opts.executablePath ?? CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 };
   return chromium.launch(launch);
+}
+
+/**
+ * A script (in `dir`) that starts Debian's Chromium in network namespace `ns`, for `launchChromium`'s
+ * executablePath: the browser then reaches what listens inside that namespace, and playwright still
+ * drives it over its pipe, which no namespace stops.
+ */
+export async function chromiumInNamespace(ns: string, dir: string): Promise<string> {
+  if (!/^[a-z0-9][a-z0-9-]*$/.test(ns)) throw new Error(`chromiumInNamespace: "${ns}" is not a namespace name`);
+  const path = join(dir, `chromium-in-${ns}`);
+  await writeFile(path, `#!/bin/sh\nexec ip netns exec ${ns} ${CHROMIUM} "$@"\n`, { mode: 0o755 });
+  return path;
 }

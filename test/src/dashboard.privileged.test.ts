@@ -2,12 +2,11 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
-import { Dashboard, adminApiBackend } from '@lbd/director-agent';
-import { serveOpsRoutes, type PlainOpsServer } from '@lbd/director-agent/testing';
 import { AdminApi, type HealthEvent__Output } from '@lbd/proto';
-import { removeOrphans, requireRoot, runPrefix, startHaLab, waitFor, type HaLab } from '@lbd/testkit';
-import { artifactsDir, launchChromium, requireChromium } from './browser.js';
+import { removeOrphans, requireRoot, runPrefix, startHaLab, waitFor, type BackgroundProcess, type HaLab } from '@lbd/testkit';
+import { artifactsDir, chromiumInNamespace, launchChromium, requireChromium } from './browser.js';
 
 /**
  * The dashboard in real headless Chromium on a real cluster: two directors running lbd-agent, three etcd
@@ -16,9 +15,12 @@ import { artifactsDir, launchChromium, requireChromium } from './browser.js';
  * it down within 2 s of dir1's health checker taking it out (dir1's own transition time, from WatchHealth),
  * then up again once mended.
  *
- * The dashboard's routes run in this process over dir1's admin API (its unix socket), as lbd-dashboard
- * serves them; the agent's HTTPS ops listener serves the same routes inside the agent.
+ * The page is served inside dir1's namespace by lbd-dashboard, over dir1's admin socket, on dir1's
+ * loopback; Chromium runs in dir1's namespace too (a wrapper script as its executable). The agent's HTTPS
+ * ops listener serves the same routes inside the agent.
  */
+
+const DASHBOARD_BIN = fileURLToPath(new URL('../../packages/director-agent/dist/bin/lbd-dashboard.js', import.meta.url));
 
 const WEB = '198.18.0.10:80/tcp';
 const RS2 = { host: 'rs2', address: '198.19.1.12', port: 8080 };
@@ -30,8 +32,8 @@ describe('dashboard in Chromium on a two-director cluster @privileged', function
   this.timeout(60_000);
   let lab: HaLab<AdminApi>;
   let faultDir: string;
-  let dashboard: Dashboard;
-  let server: PlainOpsServer;
+  let dashboard: BackgroundProcess;
+  let url: string;
   let browser: Browser;
   let page: Page;
 
@@ -42,9 +44,9 @@ describe('dashboard in Chromium on a two-director cluster @privileged', function
     await removeOrphans('lbdt');
     faultDir = await mkdtemp(join(tmpdir(), 'lbd-dash-faults-'));
     lab = await startHaLab({ prefix: runPrefix('lbdt', 'dash'), admin: (socket) => new AdminApi(socket), faultDir });
-    dashboard = new Dashboard({ backend: adminApiBackend(lab.api('dir1')), events: null });
-    server = await serveOpsRoutes(dashboard.routes());
-    browser = await launchChromium();
+    dashboard = lab.cluster.topology.spawn('dir1', process.execPath, [DASHBOARD_BIN, '--socket', lab.socket('dir1'), '--listen', '127.0.0.1:0'], { label: 'dir1:lbd-dashboard' });
+    ({ url } = await dashboard.waitForJson<{ url: string }>((v) => v.msg === 'serving the dashboard', 10_000));
+    browser = await launchChromium({ executablePath: await chromiumInNamespace(lab.cluster.topology.ns('dir1'), faultDir) });
     page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
   });
   after(async function () {
@@ -52,8 +54,8 @@ describe('dashboard in Chromium on a two-director cluster @privileged', function
     await writeFile(join(faultDir, `${RS2.host}.fault`), '').catch(() => undefined);
     await page?.close().catch(() => undefined);
     await browser?.close().catch(() => undefined);
-    dashboard?.close();
-    await server?.close();
+    const stopped = await dashboard?.stop();
+    assert.ok(stopped === undefined || stopped.code === 0, `lbd-dashboard stopped with ${JSON.stringify(stopped)}: ${dashboard?.stderr}`);
     await lab?.destroy();
     if (faultDir) await rm(faultDir, { recursive: true, force: true });
   });
@@ -73,7 +75,7 @@ describe('dashboard in Chromium on a two-director cluster @privileged', function
   }
 
   it('shows the cluster, then a real server the health checker takes out within 2 s, and back in once mended', async function () {
-    await page.goto(`${server.url}/`);
+    await page.goto(url);
     await page.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
     for (const s of WEB_SERVERS) await page.locator(tile(s, 'up')).waitFor({ timeout: 15_000 });
     await page.locator('.director[data-director="dir1"] .badge[data-role="leader"]').waitFor({ timeout: 10_000 });
