@@ -28,3 +28,11 @@ export { run, main, parseAgentArgs, type RunDeps, type AgentArgs } from './main.
 export {
   serviceStatuses, serviceStats, toWireConnection, resolveService, wireProblem, healthResponse, wireHealthEvent, healthFlags,
 } from './views.js';
+export { Dashboard, STATIC_DIR, dashboardRoutes, type DashboardBackend, type DashboardOptions } from './dashboard/routes.js';
+export { adminApiBackend, opsRequestHandler, parseDashboardArgs, runDashboard, type DashboardArgs } from './dashboard/loopback.js';
+export {
+  LatencyRings, dashboardState, serverName,
+  type Answers, type CounterSample, type DashboardDirector, type DashboardGroup, type DashboardServer, type DashboardService,
+  type DashboardState, type DashboardSyncPeer, type LatencySample, type ServerState,
+} from './dashboard/state.js';
+export type { Caller, EventKind, EventSource, LbdEvent, OpsRoute, Role } from './ops-types.js';

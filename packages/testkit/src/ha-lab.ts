@@ -86,6 +86,8 @@ export interface HaLabOptions<A extends HaAdmin> {
   readonly admin?: (socketPath: string) => A;
   /** Copy agent output to stderr (debugging). */
   readonly echo?: boolean;
+  /** Writing 500 (or body, hang, close) to <faultDir>/<host>.fault breaks that real server's HTTP answers; emptying it mends them. */
+  readonly faultDir?: string;
 }
 
 export interface HaLab<A extends HaAdmin = HaAdmin> {
@@ -273,7 +275,7 @@ export async function startHaLab<A extends HaAdmin = HaAdmin>(opts: HaLabOptions
     tmp = await mkdtemp(join(tmpdir(), 'lbd-halab-'));
     const etcdPrefix = `/lbd/test/${opts.prefix.replace(/-$/, '')}`;
     etcd = await startEtcdCluster(t, opts.etcd ?? {});
-    await startTestServers(t, cluster.realServers.map((r) => r.host), { http: 8080, stream: 9000, udp: 5353 });
+    await startTestServers(t, cluster.realServers.map((r) => r.host), { http: 8080, stream: 9000, udp: 5353 }, 10_000, opts.faultDir);
     const socket = (d: DirectorName): string => join(tmp!, `${d}.sock`);
     const file = (d: DirectorName): string => join(tmp!, `${d}.yaml`);
     // The agents' own peer-link CA and certificates, not the lab's (which may not exist, or be another lab's).

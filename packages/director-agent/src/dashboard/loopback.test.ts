@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { EventEmitter, once } from 'node:events';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { get, type IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AdminServer, type AdminBackend } from '../admin-server.js';
+import { createLogger } from '../log.js';
+import { FakeDashboardBackend } from '../testing/index.js';
+import { parseDashboardArgs, runDashboard } from './loopback.js';
+import type { DashboardState } from './state.js';
+
+const WEB = '198.18.0.10:80/tcp';
+
+describe('lbd-dashboard', () => {
+  it('takes a socket and a loopback address, and refuses anything that would show the dashboard to the network', () => {
+    const ok: [string[], { socket: string; host: string; port: number }][] = [
+      [['--socket', '/run/lbd/dir1.sock'], { socket: '/run/lbd/dir1.sock', host: '127.0.0.1', port: 9400 }],
+      [['--socket=/s', '--listen', '127.0.0.2:80'], { socket: '/s', host: '127.0.0.2', port: 80 }],
+      [['--socket', '/s', '--listen=[::1]:9401'], { socket: '/s', host: '::1', port: 9401 }],
+    ];
+    for (const [argv, args] of ok) assert.deepEqual(parseDashboardArgs(argv), { kind: 'run', args }, argv.join(' '));
+    const bad: [string[], RegExp][] = [
+      [[], /--socket is required/],
+      [['--socket', '/s', '--listen', '0.0.0.0:9400'], /0\.0\.0\.0 is not a loopback address; lbd-dashboard has no TLS/],
+      [['--socket', '/s', '--listen', '198.18.0.1:9400'], /not a loopback address/],
+      [['--socket', '/s', '--listen', 'localhost:9400'], /"localhost:9400" is not ADDRESS:PORT/],
+      [['--socket', '/s', '--listen', '127.0.0.1:70000'], /is not ADDRESS:PORT/],
+      [['--socket'], /--socket needs a value/],
+      [['--sock', '/s'], /unknown flag --sock/],
+    ];
+    for (const [argv, re] of bad) {
+      const r = parseDashboardArgs(argv);
+      assert.equal(r.kind, 'usage', argv.join(' '));
+      assert.match((r as { message: string }).message, re, argv.join(' '));
+    }
+  });
+
+  it('serves the agent behind an admin socket: its state over gRPC, and its health transitions at once', async function () {
+    this.timeout(15_000);
+    const dir = await mkdtemp(join(tmpdir(), 'lbd-dash-'));
+    const fake = new FakeDashboardBackend(
+      { agent: { configRevision: 4 }, services: [{ key: WEB, name: 'web', realServers: [{ address: '198.19.1.11', port: 8080, weight: 1, health: 'up', flags: [] }] }] },
+      { realServers: [{ service: WEB, address: '198.19.1.11', port: 8080, state: 'up', flags: [], check: { key: 'k', kind: 'tcp' } }] },
+    );
+    const unused = (): never => { throw new Error('not used by the dashboard'); };
+    const backend: AdminBackend = {
+      status: () => fake.status(), healthStatus: () => fake.healthStatus(), clusterStatus: () => fake.clusterStatus(),
+      watchHealth: (since, sink) => fake.watchHealth(since, sink),
+      stats: unused, connections: unused, applyText: unused, doctor: unused, failover: unused, configHistory: unused, rollback: unused,
+    };
+    const socket = join(dir, 'admin.sock');
+    const admin = await AdminServer.listen(socket, backend, createLogger({ write: () => {} }));
+    const signals = new EventEmitter();
+    const lines: string[] = [];
+    const running = runDashboard(['--socket', socket, '--listen', '127.0.0.1:0'], { signals, log: createLogger({ write: (l) => lines.push(l) }) });
+    try {
+      const deadline = Date.now() + 5000;
+      let url: string | undefined;
+      while (url === undefined && Date.now() < deadline) {
+        url = lines.map((l) => JSON.parse(l) as { url?: string }).find((l) => l.url)?.url;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.ok(url, `no url logged: ${lines.join('\n')}`);
+      const [res] = (await once(get(`${url}api/state`), 'response')) as [IncomingMessage];
+      let body = '';
+      for await (const chunk of res) body += String(chunk);
+      const state = JSON.parse(body) as DashboardState;
+      assert.equal(state.config.revision, 4);
+      assert.equal(state.services[0]?.realServers[0]?.state, 'up');
+
+      const [stream] = (await once(get(`${url}api/events/stream`), 'response')) as [IncomingMessage];
+      stream.setEncoding('utf8');
+      let text = '';
+      stream.on('data', (c: string) => { text += c; });
+      const until = async (re: RegExp, what: string): Promise<void> => {
+        const end = Date.now() + 5000;
+        while (!re.test(text)) {
+          if (Date.now() > end) throw new Error(`${what}: got ${text.slice(-500)}`);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      };
+      await until(/event: state\ndata: .*"state":"up"/, 'first state');
+      // Over gRPC WatchHealth: the dashboard subscribed once the stream opened.
+      const subscribed = Date.now() + 5000;
+      while (fake.sinks.size === 0 && Date.now() < subscribed) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(fake.sinks.size, 1, 'the dashboard watches health through the admin socket');
+      fake.transition(WEB, '198.19.1.11', 8080, 'down');
+      await until(/"state":"down"/, 'the transition');
+      stream.destroy();
+    } finally {
+      signals.emit('SIGTERM');
+      assert.equal(await running, 0);
+      await admin.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
