@@ -72,7 +72,12 @@ export interface GroupElectionDeps {
    */
   syncedFor(group: string): string | null;
   onTransition(t: Transition): void;
+  /** Every beat's outcome (metrics count the lost ones; nothing else keeps them). */
+  onBeat?(group: string, outcome: BeatOutcome): void;
 }
+
+/** confirmed: etcd took it; failed: no answer (etcd slow or unreachable); superseded: another director holds the record. */
+export type BeatOutcome = 'confirmed' | 'failed' | 'superseded';
 
 interface Observed {
   readonly rev: string;
@@ -409,6 +414,7 @@ export class GroupElection {
           this.myRev = res.rev;
           this.myRecord = next;
         }
+        this.d.onBeat?.(this.name, 'confirmed');
         if (!this.leading() || this.handingOver) return;
         if (sent > this.lastConfirmedSend) this.lastConfirmedSend = sent;
         this.confirmedBeat = Math.max(this.confirmedBeat, next.beat);
@@ -419,15 +425,18 @@ export class GroupElection {
       const cur = res.current ? parseJson<LeaderRecord>(res.current.value, isLeaderRecord) : null;
       if (cur && res.current && cur.director === this.d.self && cur.term === rec.term) {
         // A beat of ours that timed out here but landed there: ours still, adopt its revision.
+        this.d.onBeat?.(this.name, 'confirmed');
         if (this.myRev === expect) {
           this.myRev = res.current.rev;
           this.myRecord = cur;
         }
         return;
       }
+      this.d.onBeat?.(this.name, 'superseded');
       if (!this.leading() || this.handingOver) return;
       this.serialize(() => this.stepDown(`superseded: ${cur?.director ?? 'nobody'} holds the record now`, { vacate: false }));
     } catch {
+      this.d.onBeat?.(this.name, 'failed');
       this.markFailing();
     } finally {
       this.beatInFlight = false;

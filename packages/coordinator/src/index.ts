@@ -8,7 +8,7 @@ export type { ConfigWrite, StoredConfig } from './config-store.js';
 export { Coordinator } from './coordinator.js';
 export type { ClusterStatus, CoordinatorOptions, GroupStatus } from './coordinator.js';
 export { GroupElection } from './group-election.js';
-export type { GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
+export type { BeatOutcome, GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
 export type { ConfigRecord, DirectorRecord, GroupRole, GroupView, LeaderRecord, PreemptPolicy } from './records.js';
 export { TIMING_PROFILES, checkTiming, timingProblems, worstCaseTakeoverMs } from './timing.js';
 export type { ElectionTiming, TimingProfile } from './timing.js';
