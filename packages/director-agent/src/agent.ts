@@ -127,6 +127,8 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   readonly configPath: string;
   readonly adminSocket: string;
   readonly startedAt: Date;
+  /** This agent's version, as reported to the cluster and in metrics. */
+  readonly version: string;
   private readonly dataPlane: DataPlane;
   private readonly log: Logger;
   private readonly now: () => Date;
@@ -173,6 +175,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     });
     this.health.on('change', () => this.scheduleHealthApply(this.batchMs));
     this.startedAt = this.now();
+    this.version = opts.version ?? '0.1.0';
     this.adminSocket = opts.adminSocket ?? config.agent.adminSocket;
     this.fileSha = sha256(text);
     // Revision 0 until the first apply succeeds; `start` never returns an agent in that state.
