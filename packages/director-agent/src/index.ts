@@ -19,3 +19,5 @@ export { run, main, parseAgentArgs, type RunDeps, type AgentArgs } from './main.
 export {
   serviceStatuses, serviceStats, toWireConnection, resolveService, wireProblem, healthResponse, wireHealthEvent, healthFlags,
 } from './views.js';
+export { Metrics, metricsRoutes, GROUP_ROLES, type MetricsOptions } from './metrics.js';
+export type { ProbeEvent } from './health.js';
