@@ -27,6 +27,8 @@ export interface CoordinatorOptions {
   onTransition?(t: Transition): void;
   /** Every beat of a group this director leads, with its outcome (for metrics). */
   onBeat?(group: string, outcome: BeatOutcome): void;
+  /** A group this director led fenced itself (for metrics). */
+  onFenced?(group: string): void;
   readonly clock?: Clock;
   /** TTL of the director's registration (default 5 s): how long a dead director stays listed. */
   readonly registrationTtlSec?: number;
@@ -102,7 +104,7 @@ export class Coordinator {
           self: this.o.id, kv: this.kv, clock: this.clock, timing: this.o.timing, keys: this.k, hooks: this.o.hooks,
           transport: this.o.transport, peers: () => this.o.peers, directors: () => this.directorRecords,
           health: () => this.o.health(), syncedFor: (group) => this.o.syncedFor?.(group) ?? null, onTransition: (t) => { this.o.onTransition?.(t); this.publishSoon(); },
-          onBeat: (group, outcome) => this.o.onBeat?.(group, outcome),
+          onBeat: (group, outcome) => this.o.onBeat?.(group, outcome), onFenced: (group) => this.o.onFenced?.(group),
         });
         this.elections.set(g.name, fresh);
         await fresh.start();

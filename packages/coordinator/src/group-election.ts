@@ -74,6 +74,8 @@ export interface GroupElectionDeps {
   onTransition(t: Transition): void;
   /** Every beat's outcome (metrics count the lost ones; nothing else keeps them). */
   onBeat?(group: string, outcome: BeatOutcome): void;
+  /** This director fenced itself (released the group: it could not prove its leadership in time). */
+  onFenced?(group: string): void;
 }
 
 /** confirmed: etcd took it; failed: no answer (etcd slow or unreachable); superseded: another director holds the record. */
@@ -460,6 +462,7 @@ export class GroupElection {
     const why = peers.length === 0 ? 'no peers to vouch' : `not every peer vouches (${missing.map((p) => `${p}: ${this.peerAnswers.get(p) ?? 'not asked yet'}`).join('; ')})`;
     const from = this.role;
     this.role = 'standby'; // stop beating at once; the release follows immediately
+    this.d.onFenced?.(this.name);
     this.serialize(() => this.stepDown(`fenced: no etcd confirmation for ${Math.round(age)} ms, ${why}`, { vacate: false, from }));
   }
 

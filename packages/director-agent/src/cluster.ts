@@ -43,7 +43,7 @@ export interface ClusterMemberOptions {
 
 /**
  * What happened that no status keeps, counted for metrics (monotonic for the member's life): the beats of
- * the groups it led (a lost one is a heartbeat loss), its promise requests to each peer, and the
+ * the groups it led (a lost one is a heartbeat loss), the times it fenced itself, its promise requests to each peer, and the
  * gratuitous ARP / unsolicited NA announcements its claims asked the address owner for.
  */
 export interface ClusterCounters {
@@ -53,6 +53,8 @@ export interface ClusterCounters {
   readonly promiseRequests: Map<string, Map<'granted' | 'refused' | 'error', number>>;
   /** group → address family → announcements (addresses × the group's announce.count, per claim). */
   readonly announcements: Map<string, Map<'ipv4' | 'ipv6', number>>;
+  /** group → times this director fenced itself in it. */
+  readonly fences: Map<string, number>;
 }
 
 function bump<A, B>(m: Map<A, Map<B, number>>, a: A, b: B, by = 1): void {
@@ -70,7 +72,7 @@ const LINK_CHECK_MS = 100;
 
 export class ClusterMember {
   readonly coordinator: Coordinator;
-  readonly counters: ClusterCounters = { beats: new Map(), promiseRequests: new Map(), announcements: new Map() };
+  readonly counters: ClusterCounters = { beats: new Map(), promiseRequests: new Map(), announcements: new Map(), fences: new Map() };
   private readonly peers = new Map<string, PeerClient>();
   private server: grpc.Server | undefined;
   private config: Config | null = null;
@@ -97,6 +99,7 @@ export class ClusterMember {
       hooks: { claim: (g) => this.claim(g), release: (g) => this.release(g), beforeHandover: (g, to) => this.drainSync(g, to) },
       health: () => this.health(), onTransition: (t) => this.onTransition(t),
       onBeat: (group, outcome) => bump(this.counters.beats, group, outcome),
+      onFenced: (group) => this.counters.fences.set(group, (this.counters.fences.get(group) ?? 0) + 1),
       syncedFor: (group) => (this.sync === null ? null : this.sync.notCaughtUp(group)),
     });
     this.track = s.track.length === 0 ? null : new HealthScheduler({ prober: o.prober ?? new ProberSet() });
