@@ -434,11 +434,17 @@ describe('Metrics of one director', () => {
       assert.ok(alerts.some((r) => r.alert === want), `alert ${want}`);
     }
 
-    const scrapeConfig = parseYaml(await readFile(join(ROOT, 'deploy/prometheus/prometheus.yml'), 'utf8')) as PrometheusConfig;
-    const job = scrapeConfig.scrape_configs.find((j) => j.job_name === 'lbd');
-    assert.equal(job?.scheme, 'https');
-    assert.equal(job?.metrics_path ?? '/metrics', '/metrics');
-    assert.ok(job?.tls_config?.ca_file && job.tls_config.cert_file && job.tls_config.key_file, 'scraped with a client certificate');
+    // Merge keys (<<) as Prometheus's YAML reader takes them.
+    const scrapeConfig = parseYaml(await readFile(join(ROOT, 'deploy/prometheus/prometheus.yml'), 'utf8'), { merge: true }) as PrometheusConfig;
+    const jobs = scrapeConfig.scrape_configs.filter((j) => j.job_name.startsWith('lbd'));
+    assert.ok(jobs.length >= 2, 'one job per director');
+    for (const job of jobs) {
+      assert.equal(job.scheme, 'https');
+      assert.equal(job.metrics_path ?? '/metrics', '/metrics');
+      assert.ok(job.tls_config?.ca_file && job.tls_config.cert_file && job.tls_config.key_file, `${job.job_name} scrapes with a client certificate`);
+      assert.ok(job.tls_config.server_name, `${job.job_name} names the director its certificate is for`);
+      assert.ok(job.relabel_configs?.some((r) => r.target_label === 'job' && r.replacement === 'lbd'), `${job.job_name} is job="lbd" for the rules`);
+    }
     assert.ok(scrapeConfig.rule_files.some((f) => f.endsWith('lbd-rules.yml')));
 
     const all = [...dashboardExprs, ...alerts.map((r) => r.expr)].flatMap(used);
@@ -532,6 +538,7 @@ services:
     assert.equal(lx.samples.find((s) => s.name === 'lbd_vip_group_role')?.labels.director, ids[li]);
     assert.ok(value(lx, 'lbd_vip_group_heartbeats_total', { group: 'front', result: 'confirmed' }) >= 2, 'beats land');
     assert.equal(has(sx, 'lbd_vip_group_heartbeats_total'), false, 'a standby beats nothing');
+    assert.equal(has(lx, 'lbd_vip_group_fences_total'), false, 'etcd answers: nobody fenced');
     const lease = value(lx, 'lbd_vip_group_lease_remaining_seconds', { group: 'front' });
     const st = await agents[li]!.clusterStatus();
     assert.ok(lease > 0 && lease <= st.safetyWindowMs! / 1000, `lease ${lease} s within the ${st.safetyWindowMs} ms window`);
@@ -638,5 +645,8 @@ interface RulesFile {
 
 interface PrometheusConfig {
   rule_files: string[];
-  scrape_configs: Array<{ job_name: string; scheme?: string; metrics_path?: string; tls_config?: Record<string, string> }>;
+  scrape_configs: Array<{
+    job_name: string; scheme?: string; metrics_path?: string; tls_config?: Record<string, string>;
+    relabel_configs?: Array<{ target_label?: string; replacement?: string }>;
+  }>;
 }

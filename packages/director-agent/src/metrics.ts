@@ -85,6 +85,7 @@ export class Metrics {
   private readonly term: Gauge<'group'>;
   private readonly leaseRemaining: Gauge<'group'>;
   private readonly heartbeats: Counter<'group' | 'result'>;
+  private readonly fences: Counter<'group'>;
   private readonly promiseRequests: Counter<'peer' | 'result'>;
   private readonly peerReachable: Gauge<'peer'>;
   private readonly announcements: Counter<'group' | 'family'>;
@@ -163,6 +164,7 @@ export class Metrics {
     this.term = gauge('lbd_vip_group_term', 'The vip group\'s leadership term as etcd last showed it (it increases on every change of leader).', ['group']);
     this.leaseRemaining = gauge('lbd_vip_group_lease_remaining_seconds', 'While this director leads the group: time until it fences itself unless etcd confirms a beat (safety window minus the age of the last confirmed beat).', ['group']);
     this.heartbeats = counter('lbd_vip_group_heartbeats_total', 'Leader beats of groups this director led, by result: confirmed, failed (etcd did not answer: a heartbeat loss), superseded.', ['group', 'result']);
+    this.fences = counter('lbd_vip_group_fences_total', 'Times this director fenced itself in the group: it led, etcd did not confirm its beats within the safety window and not every peer vouched, so it released the vips.', ['group']);
     this.promiseRequests = counter('lbd_peer_promise_requests_total', 'Fail-static promise requests to a peer while etcd did not confirm beats, by answer: granted, refused, error (no answer: a lost peer exchange).', ['peer', 'result']);
     this.peerReachable = gauge('lbd_peer_reachable', 'Whether the peer answered a ping over the peer link during this scrape (1) or not (0).', ['peer']);
     this.announcements = counter('lbd_announcements_total', 'Gratuitous ARP (ipv4) and unsolicited neighbour advertisements (ipv6) for floating addresses, as the claims of this director asked for them.', ['group', 'family']);
@@ -275,7 +277,7 @@ export class Metrics {
       this.registrationLease, this.worstCaseTakeover, this.syncEnabled, this.syncSourceFlows, this.syncQueued, this.syncLag, this.syncCaughtUp,
     ];
     const counters = [
-      this.heartbeats, this.promiseRequests, this.announcements, this.syncLossEvents, this.syncSent, this.syncReceived, this.syncInjected,
+      this.heartbeats, this.fences, this.promiseRequests, this.announcements, this.syncLossEvents, this.syncSent, this.syncReceived, this.syncInjected,
       this.syncRemoved, this.syncFailed, this.syncSnapshots, this.syncResyncs,
     ];
     for (const m of gauges) m.reset();
@@ -304,6 +306,7 @@ export class Metrics {
     }
     const k = member.counters;
     for (const [group, byResult] of k.beats) for (const [result, n] of byResult) this.heartbeats.inc({ group, result }, n);
+    for (const [group, n] of k.fences) this.fences.inc({ group }, n);
     for (const [peer, byResult] of k.promiseRequests) for (const [result, n] of byResult) this.promiseRequests.inc({ peer, result }, n);
     for (const [group, byFamily] of k.announcements) for (const [family, n] of byFamily) this.announcements.inc({ group, family }, n);
     const sync = c.sync;
