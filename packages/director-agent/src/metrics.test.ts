@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostPort, serviceKey } from '@lbd/config';
 import { DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type Counters, type DesiredState, type ObservedState } from '@lbd/dataplane';
-import { FakeAddressOwner, FakeDataPlane } from '@lbd/dataplane/testing';
+import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
 import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
-import { freePort, startEtcd, type RunningEtcd } from '@lbd/testkit';
+import { freePort, makeClusterPki, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
 import { parse as parseYaml } from 'yaml';
 import { Agent } from './agent.js';
 import { silentLogger } from './log.js';
@@ -467,45 +467,58 @@ describe('Metrics of one director', () => {
   });
 });
 
-describe('Metrics of clustered directors (real etcd on loopback, fake kernel)', function () {
+describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake kernel)', function () {
   this.timeout(30_000);
   let etcd: RunningEtcd;
   let dir: string;
+  let pki: ClusterPki;
+  let run = 0;
   const agents: Agent[] = [];
   const all: Metrics[] = [];
+  const ids = ['dir1', 'dir2'] as const;
 
   before(async () => {
     etcd = await startEtcd();
     dir = await mkdtemp(join(tmpdir(), 'lbd-metrics-cluster-'));
+    pki = await makeClusterPki(join(dir, 'pki'), [...ids]);
+  });
+  afterEach(async () => {
+    for (const m of all.splice(0)) m.close();
+    for (const a of agents.splice(0)) await a.stop('test over');
   });
   after(async () => {
-    for (const m of all) m.close();
-    for (const a of agents) await a.stop('test over');
     await etcd?.stop();
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('shows each director\'s role per group, beats, lease, announcements and peers; a resigning leader shows unhealthy', async () => {
+  /** Two directors of one vip group; with `sync`, mutual TLS and fake connection tables (connection sync on). */
+  async function startPair(opts: { sync?: boolean } = {}): Promise<{ owners: FakeAddressOwner[]; tables: FakeFlowTable[] }> {
+    run++;
     const ports = [await freePort(), await freePort()];
-    const ids = ['dir1', 'dir2'] as const;
     const owners: FakeAddressOwner[] = [];
+    const tables: FakeFlowTable[] = [];
     for (const [i, id] of ids.entries()) {
       const other = ids[1 - i]!;
-      const configPath = join(dir, `${id}.yaml`);
+      const configPath = join(dir, `${id}-${run}.yaml`);
+      const tls = opts.sync ? `\n    tls: { ca: ${pki.ca.certPath}, cert: ${pki.certs[id]!.certPath}, key: ${pki.certs[id]!.keyPath} }` : '';
       await writeFile(configPath, `agent:
   cluster:
     director: ${id}
     etcd: [${etcd.endpoints[0]}]
-    prefix: /lbd-metrics-test
+    prefix: /lbd-metrics-test-${run}
     peerListen: 127.0.0.1:${ports[i]}
     peers: [{ id: ${other}, address: "127.0.0.1:${ports[1 - i]}" }]
     interfaces: { vip: eth0, local: eth1 }
     priorities: { front: ${i === 0 ? 150 : 100} }
-    track: [{ name: uplink, command: [/bin/sh, -c, "test ! -e ${join(dir, `${id}.broken`)}"], intervalMs: 100, rise: 1, fall: 1 }]
+    track: [{ name: uplink, command: [/bin/sh, -c, "test ! -e ${join(dir, `${id}-${run}.broken`)}"], intervalMs: 100, rise: 1, fall: 1 }]${tls}
 `);
       const owner = new FakeAddressOwner();
+      const table = new FakeFlowTable();
       owners.push(owner);
-      agents.push(await Agent.start({ configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: owner, log: silentLogger }));
+      tables.push(table);
+      agents.push(await Agent.start({
+        configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: owner, log: silentLogger, ...(opts.sync ? { flowTable: table } : {}),
+      }));
       all.push(new Metrics(agents[i]!, { processMetrics: false }));
     }
     const out = await agents[0]!.applyText(`vipGroups:
@@ -521,8 +534,20 @@ services:
       - { address: 198.19.1.11, port: 8080 }
 `, 'cluster.yaml', false, { author: 'test' });
     assert.ok(out.ok);
-    const deadline = Date.now() + 10_000;
-    while (!owners.some((o) => o.held.size > 0) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    await until(() => owners.some((o) => o.held.size > 0), 'a leader to claim');
+    return { owners, tables };
+  }
+
+  async function until(pred: () => boolean | Promise<boolean>, what: string, ms = 10_000): Promise<void> {
+    const end = Date.now() + ms;
+    while (!(await pred())) {
+      if (Date.now() > end) assert.fail(`timed out after ${ms} ms waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  it('shows each director\'s role per group, beats, lease, announcements and peers; a resigning leader shows unhealthy', async () => {
+    const { owners } = await startPair();
     const li = owners.findIndex((o) => o.held.size > 0);
     assert.ok(li >= 0, 'a leader claimed');
     const si = 1 - li;
@@ -557,9 +582,8 @@ services:
     }
     assert.equal(value(lx, 'lbd_peer_reachable', { peer: ids[si]! }), 1);
 
-    await writeFile(join(dir, `${ids[li]}.broken`), '');
-    const until2 = Date.now() + 10_000;
-    while (owners[li]!.held.size > 0 && Date.now() < until2) await new Promise((r) => setTimeout(r, 10));
+    await writeFile(join(dir, `${ids[li]}-${run}.broken`), '');
+    await until(() => owners[li]!.held.size === 0, 'the unhealthy leader to release');
     // The registration record in etcd (where lbd_director_healthy is read) follows the resignation by a moment.
     let ox = await scrape({ metrics: all[li]! });
     for (let i = 0; i < 100 && value(ox, 'lbd_director_healthy') !== 0; i++) {
@@ -571,6 +595,44 @@ services:
     assert.equal(value(ox, 'lbd_director_healthy'), 0);
     assert.equal(value(ox, 'lbd_director_problems'), 1);
     assert.equal(has(ox, 'lbd_vip_group_lease_remaining_seconds'), false);
+  });
+
+  it('shows connection sync at both ends: flows copied, sent, injected, caught up, and the sender\'s lag', async () => {
+    const { owners, tables } = await startPair({ sync: true });
+    const li = owners.findIndex((o) => o.held.size > 0);
+    const si = 1 - li;
+    for (let i = 1; i <= 3; i++) {
+      tables[li]!.open({
+        protocol: 'tcp', client: { address: '198.18.5.1', port: 10_000 + i }, vip: { address: '198.18.0.10', port: 80 },
+        realServer: { address: '198.19.1.11', port: 8080 }, localAddress: { address: '198.19.1.100', port: 30_000 + i },
+        mark: 0x50001, state: 'ESTABLISHED', timeoutSec: 431_999,
+      });
+    }
+    await until(() => tables[si]!.flows.size === 3, 'the standby to hold the leader\'s flows');
+    const caughtUp = async (): Promise<boolean> => {
+      const [l, s] = [await scrape({ metrics: all[li]! }), await scrape({ metrics: all[si]! })];
+      return has(l, 'lbd_sync_caught_up', { direction: 'to' }) && value(l, 'lbd_sync_caught_up', { direction: 'to' }) === 1
+        && has(s, 'lbd_sync_caught_up', { direction: 'from' }) && value(s, 'lbd_sync_caught_up', { direction: 'from' }) === 1;
+    };
+    await until(caughtUp, 'both ends caught up');
+    const [lx, sx] = [await scrape({ metrics: all[li]! }), await scrape({ metrics: all[si]! })];
+    const standby = ids[si]!;
+    const leader = ids[li]!;
+    assert.equal(value(lx, 'lbd_sync_enabled'), 1);
+    assert.equal(value(lx, 'lbd_sync_source_flows'), 3, 'the three flows the leader copies');
+    assert.ok(value(lx, 'lbd_sync_flows_sent_total', { peer: standby }) >= 3);
+    assert.ok(value(lx, 'lbd_sync_snapshots_total', { peer: standby }) >= 1);
+    assert.equal(value(lx, 'lbd_sync_queued_flows', { peer: standby }), 0);
+    assert.equal(value(sx, 'lbd_sync_flows_injected_total', { peer: leader, direction: 'from' }), tables[si]!.flows.size,
+      'injected as the standby\'s table holds them');
+    assert.equal(value(sx, 'lbd_sync_flows_failed_total', { peer: leader, direction: 'from' }), 0);
+    for (const q of ['0.5', '0.99']) {
+      const lag = value(lx, 'lbd_sync_lag_seconds', { peer: standby, quantile: q });
+      assert.ok(lag >= 0 && lag < 5, `lag q${q} ${lag} s`);
+    }
+    assert.ok(value(lx, 'lbd_sync_lag_seconds', { quantile: '0.99' }) >= value(lx, 'lbd_sync_lag_seconds', { quantile: '0.5' }));
+    assert.equal(has(sx, 'lbd_sync_lag_seconds'), false, 'a receiver measures no lag of its own');
+    assert.equal(has(lx, 'lbd_sync_flows_received_total'), false, 'the leader receives nothing');
   });
 });
 
