@@ -9,7 +9,7 @@ import { hostPort, serviceKey } from '@lbd/config';
 import { DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type Counters, type DesiredState, type ObservedState } from '@lbd/dataplane';
 import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
 import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
-import { freePort, makeClusterPki, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
+import { freePort, makeClusterPki, runCommand, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
 import { parse as parseYaml } from 'yaml';
 import { Agent } from './agent.js';
 import { silentLogger } from './log.js';
@@ -464,6 +464,53 @@ describe('Metrics of one director', () => {
     const listed = new Set([...doc.matchAll(/^\| `(lbd_[a-z0-9_]+)`/gm)].map((m) => m[1]!));
     assert.deepEqual(names.filter((n) => !listed.has(n)), [], 'missing from docs/metrics.md');
     assert.deepEqual([...listed].filter((n) => !names.includes(n)), [], 'in docs/metrics.md but not in the registry');
+  });
+});
+
+describe('deploy/prometheus and the dashboard\'s queries, checked by promtool', function () {
+  this.timeout(60_000);
+  let dir: string;
+  const promtool = (...args: string[]) => runCommand('promtool', args, { allowFailure: true, timeoutMs: 30_000 });
+
+  before(async function () {
+    if ((await promtool('--version')).code === -1) {
+      // test/run installs Debian's prometheus package (for promtool); a developer machine may lack it.
+      process.stderr.write('\n!!! SKIPPING promtool checks: promtool is not on PATH (apt-get install prometheus).\n\n');
+      this.skip();
+    }
+    dir = await mkdtemp(join(tmpdir(), 'lbd-promtool-'));
+  });
+  after(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('the scrape config and the rules are valid, and the rules\' unit tests pass', async () => {
+    // check config opens the TLS files: point them at empty stand-ins.
+    const text = (await readFile(join(ROOT, 'deploy/prometheus/prometheus.yml'), 'utf8')).replaceAll('/etc/prometheus/lbd/', `${dir}/`);
+    for (const f of ['ca.pem', 'prometheus.pem', 'prometheus.key']) await writeFile(join(dir, f), '');
+    await writeFile(join(dir, 'prometheus.yml'), text);
+    await writeFile(join(dir, 'lbd-rules.yml'), await readFile(join(ROOT, 'deploy/prometheus/lbd-rules.yml')));
+    const config = await promtool('check', 'config', join(dir, 'prometheus.yml'));
+    assert.equal(config.code, 0, config.stdout + config.stderr);
+    const tests = await promtool('test', 'rules', join(ROOT, 'deploy/prometheus/lbd-rules.test.yml'));
+    assert.equal(tests.code, 0, tests.stdout + tests.stderr);
+  });
+
+  it('every query of the Grafana dashboard parses', async () => {
+    const dashboard = JSON.parse(await readFile(join(ROOT, 'deploy/grafana/lbd-dashboard.json'), 'utf8')) as GrafanaDashboard;
+    const rules: Array<{ record: string; expr: string }> = [];
+    for (const p of dashboard.panels ?? []) {
+      for (const [i, t] of (p.targets ?? []).entries()) {
+        // Grafana's variables, as it substitutes them.
+        const expr = t.expr.replaceAll('$__rate_interval', '1m').replace(/\$(cluster|director|service)\b/g, '.*');
+        rules.push({ record: `lbd_dashboard:panel_${p.id}_${i}`, expr });
+      }
+    }
+    const file = join(dir, 'dashboard-queries.yml');
+    await writeFile(file, JSON.stringify({ groups: [{ name: 'dashboard', rules }] }));
+    const r = await promtool('check', 'rules', file);
+    assert.equal(r.code, 0, r.stdout + r.stderr);
+    assert.match(r.stdout, new RegExp(`SUCCESS: ${rules.length} rules found`));
   });
 });
 
