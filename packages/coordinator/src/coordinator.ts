@@ -3,7 +3,7 @@ import type { Lease } from 'etcd3';
 import { ConfigStore } from './config-store.js';
 import { EventStore, type EventStoreLog } from './event-store.js';
 import {
-  GroupElection, type GroupHooks, type GroupSettings, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition,
+  GroupElection, type BeatOutcome, type GroupHooks, type GroupSettings, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition,
 } from './group-election.js';
 import { Kv } from './kv.js';
 import {
@@ -26,6 +26,10 @@ export interface CoordinatorOptions {
   /** preempt: after-sync waits until this returns null for the group (default: always null, as after-delay). */
   syncedFor?(group: string): string | null;
   onTransition?(t: Transition): void;
+  /** Every beat of a group this director leads, with its outcome (for metrics). */
+  onBeat?(group: string, outcome: BeatOutcome): void;
+  /** A group this director led fenced itself (for metrics). */
+  onFenced?(group: string): void;
   readonly clock?: Clock;
   /** TTL of the director's registration (default REGISTRATION_TTL_SEC): how long a dead director stays listed. */
   readonly registrationTtlSec?: number;
@@ -115,6 +119,7 @@ export class Coordinator {
           self: this.o.id, kv: this.kv, clock: this.clock, timing: this.o.timing, keys: this.k, hooks: this.o.hooks,
           transport: this.o.transport, peers: () => this.o.peers, directors: () => this.directorRecords,
           health: () => this.o.health(), syncedFor: (group) => this.o.syncedFor?.(group) ?? null, onTransition: (t) => { this.o.onTransition?.(t); this.publishSoon(); },
+          onBeat: (group, outcome) => this.o.onBeat?.(group, outcome), onFenced: (group) => this.o.onFenced?.(group),
         });
         this.elections.set(g.name, fresh);
         await fresh.start();

@@ -72,7 +72,14 @@ export interface GroupElectionDeps {
    */
   syncedFor(group: string): string | null;
   onTransition(t: Transition): void;
+  /** Every beat's outcome (metrics count the lost ones; nothing else keeps them). */
+  onBeat?(group: string, outcome: BeatOutcome): void;
+  /** This director fenced itself (released the group: it could not prove its leadership in time). */
+  onFenced?(group: string): void;
 }
+
+/** confirmed: etcd took it; failed: no answer (etcd slow or unreachable); superseded: another director holds the record. */
+export type BeatOutcome = 'confirmed' | 'failed' | 'superseded';
 
 interface Observed {
   readonly rev: string;
@@ -409,6 +416,7 @@ export class GroupElection {
           this.myRev = res.rev;
           this.myRecord = next;
         }
+        this.d.onBeat?.(this.name, 'confirmed');
         if (!this.leading() || this.handingOver) return;
         if (sent > this.lastConfirmedSend) this.lastConfirmedSend = sent;
         this.confirmedBeat = Math.max(this.confirmedBeat, next.beat);
@@ -419,15 +427,18 @@ export class GroupElection {
       const cur = res.current ? parseJson<LeaderRecord>(res.current.value, isLeaderRecord) : null;
       if (cur && res.current && cur.director === this.d.self && cur.term === rec.term) {
         // A beat of ours that timed out here but landed there: ours still, adopt its revision.
+        this.d.onBeat?.(this.name, 'confirmed');
         if (this.myRev === expect) {
           this.myRev = res.current.rev;
           this.myRecord = cur;
         }
         return;
       }
+      this.d.onBeat?.(this.name, 'superseded');
       if (!this.leading() || this.handingOver) return;
       this.serialize(() => this.stepDown(`superseded: ${cur?.director ?? 'nobody'} holds the record now`, { vacate: false }));
     } catch {
+      this.d.onBeat?.(this.name, 'failed');
       this.markFailing();
     } finally {
       this.beatInFlight = false;
@@ -451,6 +462,7 @@ export class GroupElection {
     const why = peers.length === 0 ? 'no peers to vouch' : `not every peer vouches (${missing.map((p) => `${p}: ${this.peerAnswers.get(p) ?? 'not asked yet'}`).join('; ')})`;
     const from = this.role;
     this.role = 'standby'; // stop beating at once; the release follows immediately
+    this.d.onFenced?.(this.name);
     this.serialize(() => this.stepDown(`fenced: no etcd confirmation for ${Math.round(age)} ms, ${why}`, { vacate: false, from }));
   }
 

@@ -11,7 +11,7 @@ export { EventStore, DEFAULT_EVENTS_KEPT, isStoredEvent } from './event-store.js
 export type { EventStoreLog, EventStoreOptions, EventStoreStats, StoredEvent } from './event-store.js';
 export type { ClusterStatus, CoordinatorOptions, GroupStatus } from './coordinator.js';
 export { GroupElection } from './group-election.js';
-export type { GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
+export type { BeatOutcome, GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
 export type { ConfigRecord, DirectorRecord, GroupRole, GroupView, LeaderRecord, PreemptPolicy } from './records.js';
 export { TIMING_PROFILES, checkTiming, timingProblems, worstCaseTakeoverMs } from './timing.js';
 export type { ElectionTiming, TimingProfile } from './timing.js';

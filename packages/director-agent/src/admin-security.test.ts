@@ -83,7 +83,7 @@ ${SERVICES}`;
   const agent = await Agent.start({
     configPath, dataPlane: dp, adminSocket: socket, watch: false,
     log: createLogger({ level: 'debug', write: (line) => logs.push(JSON.parse(line) as Record<string, unknown>) }),
-    opsRoutes: () => [echoRoute],
+    opsRoutes: () => ({ routes: [echoRoute] }),
     opsLimits: { headersTimeoutMs: 500, requestTimeoutMs: 1000, handshakeTimeoutMs: 500 },
   });
   return { dir, configPath, configText, socket, grpcPort, httpPort, dp, agent, pem, ca: await readFile(ca.certPath), logs };

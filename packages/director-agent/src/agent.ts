@@ -21,7 +21,7 @@ import { EventLog, isLbdEvent, summarizeServiceChanges } from './events.js';
 import { HealthManager, type HealthEvent } from './health.js';
 import { silentLogger, type Logger } from './log.js';
 import { OpsHttpServer, healthzRoute, type OpsLimits } from './ops-http.js';
-import type { Caller, LbdEvent, OpsRoute } from './ops-types.js';
+import type { Caller, LbdEvent, OpsSurfaces } from './ops-types.js';
 import { readTlsFiles } from './tls-files.js';
 import {
   healthResponse, resolveService, serviceStats, serviceStatuses, toWireConnection, wireHealthEvent, wireProblem,
@@ -92,8 +92,11 @@ export interface AgentOptions {
   readonly version?: string;
   /** The kernel's connection table: connection sync between directors (with agent.cluster.tls). */
   readonly flowTable?: FlowTable;
-  /** Routes the HTTPS listener (agent.admin.httpListen) serves besides GET /healthz: metrics, the dashboard. */
-  readonly opsRoutes?: (agent: Agent) => readonly OpsRoute[];
+  /**
+   * What the HTTPS listener (agent.admin.httpListen) serves besides GET /healthz (lbd-agent's main:
+   * metrics and the dashboard, operator-surfaces.ts); called once the agent exists, closed at stop.
+   */
+  readonly opsRoutes?: (agent: Agent) => OpsSurfaces;
   /** The HTTPS listener's limits (default OPS_LIMITS); tests shorten its timeouts. */
   readonly opsLimits?: Partial<OpsLimits>;
 }
@@ -148,6 +151,8 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   readonly configPath: string;
   readonly adminSocket: string;
   readonly startedAt: Date;
+  /** This agent's version, as reported to the cluster and in metrics. */
+  readonly version: string;
   private readonly dataPlane: DataPlane;
   private readonly log: Logger;
   private readonly now: () => Date;
@@ -161,6 +166,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   /** agent.admin.grpcListen and httpListen, when set. */
   private adminTcp: AdminServer | null = null;
   private ops: OpsHttpServer | null = null;
+  private surfaces: OpsSurfaces | null = null;
   private stopped = false;
   readonly health: HealthManager;
   private readonly clock: Clock;
@@ -204,6 +210,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     });
     this.health.on('event', (e) => this.recordHealth(e));
     this.startedAt = this.now();
+    this.version = opts.version ?? '0.1.0';
     this.adminSocket = opts.adminSocket ?? config.agent.adminSocket;
     this.fileSha = sha256(text);
     // Revision 0 until the first apply succeeds; `start` never returns an agent in that state.
@@ -311,7 +318,8 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       this.adminTcp = await listening('agent.admin.grpcListen', grpcListen, () => AdminServer.listenTcp({ ...grpcListen, tls, clients: admin.clients }, this, this.log));
     }
     if (httpListen !== null) {
-      const routes = [healthzRoute(() => this.liveness()), ...(opts.opsRoutes?.(this) ?? [])];
+      this.surfaces = opts.opsRoutes?.(this) ?? null;
+      const routes = [healthzRoute(() => this.liveness()), ...(this.surfaces?.routes ?? [])];
       const limits = opts.opsLimits ? { limits: opts.opsLimits } : {};
       this.ops = await listening('agent.admin.httpListen', httpListen, () => OpsHttpServer.listen({ ...httpListen, tls, clients: admin.clients, log: this.log, ...limits }, routes));
     }
@@ -765,6 +773,8 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.healthTimer = null;
     // Before the admin server: it ends the WatchHealth streams, which would otherwise hold up its shutdown.
     this.health.stop();
+    // Ends the dashboard's streams and polling, so the HTTPS listener's close is not held up by them.
+    this.surfaces?.close?.();
     await Promise.all([this.admin?.close(), this.adminTcp?.close(), this.ops?.close()]);
     // Let an apply in flight finish: the kernel transaction is atomic, but its record and file rename are not.
     await this.queue.catch(() => {});

@@ -4,7 +4,7 @@ import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
 import {
-  Coordinator, TIMING_PROFILES, type ClusterStatus as CoordinatorStatus, type GroupSettings, type PeerTransport, type PromiseReply,
+  Coordinator, TIMING_PROFILES, type BeatOutcome, type ClusterStatus as CoordinatorStatus, type GroupSettings, type PeerTransport, type PromiseReply,
   type PromiseRequest, type StoredConfig, type Transition,
 } from '@lbd/coordinator';
 import type { AddressOwner, FlowTable, FloatingAddress } from '@lbd/dataplane';
@@ -43,6 +43,28 @@ export interface ClusterMemberOptions {
   marks?(): Promise<ReadonlyMap<string, number>>;
 }
 
+/**
+ * What happened that no status keeps, counted for metrics (monotonic for the member's life): the beats of
+ * the groups it led (a lost one is a heartbeat loss), the times it fenced itself, its promise requests to each peer, and the
+ * gratuitous ARP / unsolicited NA announcements its claims asked the address owner for.
+ */
+export interface ClusterCounters {
+  /** group → outcome → beats. */
+  readonly beats: Map<string, Map<BeatOutcome, number>>;
+  /** peer → answer → promise requests (`error`: no answer in time). */
+  readonly promiseRequests: Map<string, Map<'granted' | 'refused' | 'error', number>>;
+  /** group → address family → announcements (addresses × the group's announce.count, per claim). */
+  readonly announcements: Map<string, Map<'ipv4' | 'ipv6', number>>;
+  /** group → times this director fenced itself in it. */
+  readonly fences: Map<string, number>;
+}
+
+function bump<A, B>(m: Map<A, Map<B, number>>, a: A, b: B, by = 1): void {
+  let inner = m.get(a);
+  if (inner === undefined) m.set(a, (inner = new Map()));
+  inner.set(b, (inner.get(b) ?? 0) + by);
+}
+
 /** Bound on expanding a local-address range into floating addresses (validation allows bigger IPv6 ranges). */
 const MAX_FLOATING_PER_RANGE = 1024;
 /** Longest a planned switchover waits for the target to acknowledge the flows sent to it. */
@@ -52,6 +74,7 @@ const LINK_CHECK_MS = 100;
 
 export class ClusterMember {
   readonly coordinator: Coordinator;
+  readonly counters: ClusterCounters = { beats: new Map(), promiseRequests: new Map(), announcements: new Map(), fences: new Map() };
   private readonly peers = new Map<string, PeerClient>();
   private server: grpc.Server | undefined;
   private config: Config | null = null;
@@ -85,6 +108,8 @@ export class ClusterMember {
       peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, version: o.version, transport: this.transport(),
       hooks: { claim: (g) => this.claim(g), release: (g) => this.release(g), beforeHandover: (g, to) => this.drainSync(g, to) },
       health: () => this.health(), onTransition: (t) => this.onTransition(t),
+      onBeat: (group, outcome) => bump(this.counters.beats, group, outcome),
+      onFenced: (group) => this.counters.fences.set(group, (this.counters.fences.get(group) ?? 0) + 1),
       syncedFor: (group) => (this.sync === null ? null : this.sync.notCaughtUp(group)),
       events: { log: o.log },
     });
@@ -335,7 +360,9 @@ export class ClusterMember {
     const g = this.groups.get(group);
     const started = performance.now();
     const addresses = this.addressesOf(group);
-    await this.o.owner.claim(group, addresses, g?.announce ?? { count: 3, intervalMs: 200 });
+    const announce = g?.announce ?? { count: 3, intervalMs: 200 };
+    await this.o.owner.claim(group, addresses, announce);
+    for (const a of addresses) bump(this.counters.announcements, group, a.address.includes(':') ? 'ipv6' : 'ipv4', announce.count);
     this.o.log.info('claimed vip group', { group, addresses: addresses.map((a) => a.address), durationMs: Math.round((performance.now() - started) * 10) / 10 });
     const why = again ? `vip group ${group}'s addresses changed with the config` : `vip group ${group} led here: ${this.roleReason.get(group) ?? 'elected'}`;
     this.recordAddresses(group, new Set(addresses.map((a) => a.address)), why);
@@ -388,6 +415,7 @@ export class ClusterMember {
         const client = this.peers.get(peerId);
         if (!client) return reject(new Error(`unknown peer ${peerId}`));
         client.RequestPromise({ from: req.from, group: req.group, term: req.term, beat: req.beat, durationMs: req.durationMs }, { deadline: Date.now() + timeoutMs }, (err, res) => {
+          bump(this.counters.promiseRequests, peerId, err || !res ? 'error' : res.granted ? 'granted' : 'refused');
           if (err || !res) return reject(err ?? new Error('no reply'));
           resolve({ granted: res.granted, etcdReachable: res.etcdReachable, reason: res.reason });
         });

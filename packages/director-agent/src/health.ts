@@ -4,7 +4,7 @@ import type { ObservedState } from '@lbd/dataplane';
 import {
   HealthScheduler, checkSpecFor, endpoint, formatDuration, slowStartWeight,
   type CheckSpec, type Clock, type FlapPolicy, type HealthRecord, type ProbeResult, type ProbeTarget, type Prober,
-  type SchedulerStats, type TransitionEvent,
+  type ResultEvent, type SchedulerStats, type TransitionEvent,
 } from '@lbd/health-checker';
 import { DesiredState, type AllDownChange, type Merge } from './desired.js';
 import type { Logger } from './log.js';
@@ -54,6 +54,15 @@ export interface HealthEvent {
   readonly action: string;
 }
 
+/** One probe result, per (service, real server) that uses the check: metrics count latencies from it. */
+export interface ProbeEvent {
+  readonly service: Service;
+  readonly serviceKey: string;
+  readonly rs: RealServer;
+  readonly checkKind: HealthCheck['kind'];
+  readonly result: ProbeResult;
+}
+
 export interface HealthWatcher {
   event(e: HealthEvent): void;
   /** The manager stopped (the agent is shutting down). */
@@ -78,6 +87,8 @@ type HealthManagerEvents = {
   event: [HealthEvent];
   /** A watcher subscribed (tests wait on it before causing a transition). */
   watch: [];
+  /** Every probe result (latency per attempt, which no record keeps), per (service, real server) of its check. */
+  probe: [ProbeEvent];
 };
 
 interface Binding {
@@ -122,6 +133,7 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
       prober: opts.prober, clock: opts.clock, ...(opts.maxConcurrent === undefined ? {} : { maxConcurrent: opts.maxConcurrent }),
     });
     this.scheduler.on('transition', (t) => this.onTransition(t));
+    this.scheduler.on('result', (r) => this.onResult(r));
   }
 
   /** Whether `config` has any health check. */
@@ -338,6 +350,13 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
       this.emit('event', e);
     }
     this.emit('change');
+  }
+
+  private onResult(r: ResultEvent): void {
+    if (this.listenerCount('probe') === 0) return;
+    for (const b of this.byKey.get(r.key) ?? []) {
+      this.emit('probe', { service: b.service, serviceKey: b.serviceKey, rs: b.rs, checkKind: b.check.kind, result: r.result });
+    }
   }
 
   /** What the agent does about a transition, in words (the transition's own record is already updated). */

@@ -11,7 +11,7 @@ export {
   type EventQuery, type EventSink, type HealthSink,
 } from './admin-server.js';
 export { EventLog, DEFAULT_EVENT_HISTORY, eventId, isLbdEvent, summarizeServiceChanges, type EventLogOptions } from './events.js';
-export { EVENT_KINDS, ROLES, type Caller, type EventKind, type EventSource, type LbdEvent, type OpsRoute, type Role } from './ops-types.js';
+export { EVENT_KINDS, ROLES, type Caller, type EventKind, type EventSource, type LbdEvent, type OpsRoute, type OpsSurfaces, type Role } from './ops-types.js';
 export {
   OPS_LIMITS, OpsHttpServer, authorizeCertificate, certificateNames, healthzRoute, requestBody, roleAllows, roleRefusal,
   type Authorization, type Liveness, type OpsHttpOptions, type OpsLimits, type TlsMaterial,
@@ -35,4 +35,6 @@ export {
   type Answers, type CounterSample, type DashboardDirector, type DashboardGroup, type DashboardServer, type DashboardService,
   type DashboardState, type DashboardSyncPeer, type LatencySample, type ServerState,
 } from './dashboard/state.js';
-export type { Caller, EventKind, EventSource, LbdEvent, OpsRoute, Role } from './ops-types.js';
+export { Metrics, metricsRoutes, GROUP_ROLES, type MetricsOptions } from './metrics.js';
+export { operatorSurfaces } from './operator-surfaces.js';
+export type { ProbeEvent } from './health.js';

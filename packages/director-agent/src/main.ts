@@ -5,6 +5,7 @@ import { readConfigText } from './config-file.js';
 import { createDefaultAddressOwner, createDefaultDataPlane, createDefaultFlowTable } from './default-dataplane.js';
 import { AgentError } from './errors.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
+import { operatorSurfaces } from './operator-surfaces.js';
 
 /**
  * lbd-agent's command line: flags, start-up order, signals and exit codes. `run` returns the exit code
@@ -133,7 +134,10 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     // Connection sync needs the peer link's TLS: without it there is nothing to read the table for.
     const flowTable = cluster?.tls ? await (deps.createFlowTable ?? createDefaultFlowTable)(log) : undefined;
     try {
-      agent = await Agent.start({ configPath, dataPlane, adminSocket, log, initial, ...(addressOwner ? { addressOwner } : {}), ...(flowTable ? { flowTable } : {}) });
+      agent = await Agent.start({
+        configPath, dataPlane, adminSocket, log, initial, opsRoutes: (a) => operatorSurfaces(a, log),
+        ...(addressOwner ? { addressOwner } : {}), ...(flowTable ? { flowTable } : {}),
+      });
     } catch (err) {
       return startFailure(err, writeError);
     }

@@ -27,6 +27,12 @@ export interface OpsRoute {
   handle(req: IncomingMessage, res: ServerResponse, caller: Caller): void | Promise<void>;
 }
 
+/** What the HTTPS ops listener serves besides /healthz, and what to stop with the agent. */
+export interface OpsSurfaces {
+  readonly routes: readonly OpsRoute[];
+  close?(): void;
+}
+
 /** Kinds of transition the event log records. */
 export type EventKind = 'role' | 'vip' | 'health' | 'config' | 'sync' | 'drill' | 'admin';
 export const EVENT_KINDS: readonly EventKind[] = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin'];

@@ -48,6 +48,7 @@ describe('lbd-dashboard', () => {
       status: () => fake.status(), healthStatus: () => fake.healthStatus(), clusterStatus: () => fake.clusterStatus(),
       watchHealth: (since, sink) => fake.watchHealth(since, sink),
       stats: unused, connections: unused, applyText: unused, doctor: unused, failover: unused, configHistory: unused, rollback: unused,
+      listEvents: unused, recordDrill: unused, getConfig: unused,
     };
     const socket = join(dir, 'admin.sock');
     const admin = await AdminServer.listen(socket, backend, createLogger({ write: () => {} }));

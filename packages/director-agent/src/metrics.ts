@@ -1,0 +1,367 @@
+import { hostname } from 'node:os';
+import { hostPort, serviceKey, type Config, type RealServer, type Service } from '@lbd/config';
+import type { GroupRole } from '@lbd/coordinator';
+import type { ClusterStatus, ConnSyncPeer, ServiceStatus } from '@lbd/proto';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Agent, ApplyRecord, HealthApplyRecord } from './agent.js';
+import type { HealthEvent, ProbeEvent } from './health.js';
+import type { EventSource, LbdEvent, OpsRoute } from './ops-types.js';
+
+/**
+ * Prometheus metrics of one agent, in its own Registry (never prom-client's global one: tests and a
+ * restarted agent in one process each have their own). Names follow Prometheus conventions: `lbd_`, base
+ * units (seconds, bytes), counters end in `_total`. docs/metrics.md lists every one.
+ *
+ * Most values are read on scrape from what the agent already keeps: its status and health views (the
+ * kernel's counters and connections, the check records), the cluster status (roles, beats, connection
+ * sync) and the cluster member's counters. Only what nothing keeps is counted as it happens: probe
+ * latencies (HealthManager `probe`), health transitions (`event`), apply durations (Agent `apply`,
+ * `healthApply`) and, from the event log when one is given, role transitions.
+ *
+ * Not here: serving them (the HTTPS ops listener dispatches `metricsRoutes`).
+ */
+
+export interface MetricsOptions {
+  /**
+   * The event log. Role transitions are counted from it: without one, lbd_vip_group_transitions_total is
+   * not registered at all (absent, rather than a counter that never moves).
+   */
+  readonly events?: EventSource;
+  /** Also export prom-client's process and Node.js metrics (lbd_process_*, lbd_nodejs_*); default true. */
+  readonly processMetrics?: boolean;
+}
+
+/** Every role a director can have in a vip group: one series each, so `role="leader" == 1` alerts are easy. */
+export const GROUP_ROLES: readonly GroupRole[] = ['leader', 'fail-static', 'standby', 'unhealthy'];
+
+/** The labels of a real server within a service. */
+const RS_LABELS = ['service', 'vip', 'port', 'protocol', 'server'] as const;
+type RsLabel = (typeof RS_LABELS)[number];
+type RsLabels = Record<RsLabel, string>;
+
+/** 1 ms .. 5 s: a LAN probe answers in about a millisecond, the longest timeout worth having is a few seconds. */
+const PROBE_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+/** An nft transaction takes milliseconds for a few services and seconds for tens of thousands of elements. */
+const APPLY_BUCKETS = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+const num = (v: number | string | { toNumber(): number } | null | undefined): number =>
+  v === null || v === undefined ? 0 : typeof v === 'object' ? v.toNumber() : Number(v);
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly unsubscribe: Array<() => void> = [];
+  private scraping: Promise<unknown> = Promise.resolve();
+  private healthApplyFailing = false;
+  /** Label sets of the event-driven series per `service key|server`, so a removed server's series go. */
+  private readonly eventSeries = new Map<string, { rs: RsLabels; probes: Set<string>; changes: Set<string> }>();
+
+  /** Every metric, by what it measures. */
+  private readonly m: Defined;
+
+  constructor(private readonly agent: Agent, opts: MetricsOptions = {}) {
+    this.registry.setDefaultLabels({ director: agent.cluster?.settings.director ?? hostname() });
+    if (opts.processMetrics !== false) {
+      collectDefaultMetrics({ register: this.registry, prefix: 'lbd_' });
+      // Gauges named like counters (the un-suffixed ones say the same): they would break `rate()` habits.
+      for (const what of ['resources', 'handles', 'requests']) this.registry.removeSingleMetric(`lbd_nodejs_active_${what}_total`);
+    }
+    this.m = defineMetrics(this.registry, opts.events !== undefined);
+    this.m.buildInfo.set({ version: agent.version, node_version: process.version }, 1);
+    this.m.startTime.set(agent.startedAt.getTime() / 1000);
+
+    const onProbe = (e: ProbeEvent): void => this.onProbe(e);
+    const onHealth = (e: HealthEvent): void => this.onHealthEvent(e);
+    const onApply = (r: ApplyRecord): void => this.onApply(r);
+    const onHealthApply = (r: HealthApplyRecord): void => {
+      this.m.healthApplies.inc({ result: r.result });
+      this.healthApplyFailing = r.result === 'failed';
+    };
+    agent.health.on('probe', onProbe);
+    agent.health.on('event', onHealth);
+    agent.on('apply', onApply);
+    agent.on('healthApply', onHealthApply);
+    this.unsubscribe.push(
+      () => agent.health.off('probe', onProbe), () => agent.health.off('event', onHealth),
+      () => agent.off('apply', onApply), () => agent.off('healthApply', onHealthApply),
+    );
+    if (opts.events) this.unsubscribe.push(opts.events.subscribe((e) => this.onEvent(e)));
+    // The apply of Agent.start happened before anyone could listen: counted from its record.
+    const last = agent.lastApplyRecord;
+    if (last !== null) this.onApply(last);
+  }
+
+  /** Reads the current state and renders the exposition. Scrapes run one at a time. */
+  scrape(): Promise<string> {
+    const run = this.scraping.then(() => this.collect()).then(() => this.registry.metrics());
+    this.scraping = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Stops counting (the agent's listeners and the event subscription go). */
+  close(): void {
+    for (const u of this.unsubscribe.splice(0)) u();
+  }
+
+  /** Everything read on scrape: all reads first, then every series is replaced at once. */
+  private async collect(): Promise<void> {
+    const agent = this.agent;
+    const [status, cluster] = await Promise.all([agent.status(), agent.cluster === null ? null : agent.clusterStatus()]);
+    const config = agent.config;
+    this.collectRealServers(status.services ?? [], config);
+    const stats = agent.health.stats();
+    this.m.checks.set(stats.checks);
+    for (const [c, v] of [
+      [this.m.probesStarted, stats.started], [this.m.probesTimedOut, stats.timedOut], [this.m.probesLate, stats.late], [this.m.probesSkipped, stats.skipped],
+    ] as const) {
+      c.reset();
+      c.inc(v);
+    }
+    this.m.configRevision.set(agent.revision);
+    this.m.applyFailing.set(agent.lastApplyRecord?.result === 'failed' || this.healthApplyFailing ? 1 : 0);
+    this.collectCluster(cluster);
+  }
+
+  private collectRealServers(services: readonly ServiceStatus[], config: Config): void {
+    for (const m of [this.m.connections, this.m.up, this.m.weight, this.m.effectiveWeight, this.m.eligible, this.m.heldDown, this.m.flapScore]) m.reset();
+    this.m.packets.reset();
+    this.m.bytes.reset();
+    for (const s of services) {
+      const key = s.key ?? '';
+      const base = { service: s.name || key, vip: s.vip ?? '', port: String(s.port ?? 0), protocol: s.protocol ?? '' };
+      for (const r of s.realServers ?? []) {
+        const labels: RsLabels = { ...base, server: hostPort(r.address ?? '', r.port ?? 0) };
+        this.m.connections.set({ ...labels, state: 'active' }, num(r.activeConnections));
+        this.m.connections.set({ ...labels, state: 'inactive' }, num(r.inactiveConnections));
+        this.m.packets.inc(labels, num(r.packets));
+        this.m.bytes.inc(labels, num(r.bytes));
+        this.m.weight.set(labels, r.weight ?? 0);
+        this.m.effectiveWeight.set(labels, r.effectiveWeight ?? 0);
+        this.m.eligible.set(labels, r.eligible === true ? 1 : 0);
+      }
+    }
+    const now = this.agent.health.now();
+    for (const e of this.agent.health.entries(config)) {
+      const labels = rsLabels(e.service, e.rs);
+      const r = e.record;
+      this.m.up.set(labels, r.state === 'up' ? 1 : 0);
+      this.m.heldDown.set(labels, r.holdDownUntil !== null && r.holdDownUntil > now ? 1 : 0);
+      this.m.flapScore.set(labels, r.transitions.length);
+    }
+  }
+
+  private collectCluster(c: ClusterStatus | null): void {
+    const gauges = [
+      this.m.role, this.m.term, this.m.leaseRemaining, this.m.peerReachable, this.m.etcdReachable, this.m.directorHealthy, this.m.directorProblems,
+      this.m.registrationLease, this.m.worstCaseTakeover, this.m.syncEnabled, this.m.syncSourceFlows, this.m.syncQueued, this.m.syncLag, this.m.syncCaughtUp,
+    ];
+    const counters = [
+      this.m.heartbeats, this.m.fences, this.m.promiseRequests, this.m.announcements, this.m.syncLossEvents, this.m.syncSent, this.m.syncReceived, this.m.syncInjected,
+      this.m.syncRemoved, this.m.syncFailed, this.m.syncSnapshots, this.m.syncResyncs,
+    ];
+    for (const m of gauges) m.reset();
+    for (const m of counters) m.reset();
+    const member = this.agent.cluster;
+    if (c === null || member === null) return;
+    const self = c.self ?? '';
+    const safetyWindowMs = c.safetyWindowMs ?? 0;
+    for (const g of c.groups ?? []) {
+      const group = g.name ?? '';
+      for (const role of GROUP_ROLES) this.m.role.set({ group, role }, g.role === role ? 1 : 0);
+      if (num(g.term) > 0) this.m.term.set({ group }, num(g.term));
+      const age = num(g.beatAgeMs);
+      if (age >= 0) this.m.leaseRemaining.set({ group }, Math.max(0, safetyWindowMs - age) / 1000);
+    }
+    this.m.etcdReachable.set(c.etcdReachable === true ? 1 : 0);
+    this.m.worstCaseTakeover.set((c.worstCaseTakeoverMs ?? 0) / 1000);
+    for (const d of c.directors ?? []) {
+      if (d.id === self) {
+        this.m.directorHealthy.set(d.healthy === true ? 1 : 0);
+        this.m.directorProblems.set(d.problems?.length ?? 0);
+        if (num(d.leaseLeftMs) >= 0) this.m.registrationLease.set(num(d.leaseLeftMs) / 1000);
+      } else {
+        this.m.peerReachable.set({ peer: d.id ?? '' }, d.peerReachable === true ? 1 : 0);
+      }
+    }
+    const k = member.counters;
+    for (const [group, byResult] of k.beats) for (const [result, n] of byResult) this.m.heartbeats.inc({ group, result }, n);
+    for (const [group, n] of k.fences) this.m.fences.inc({ group }, n);
+    for (const [peer, byResult] of k.promiseRequests) for (const [result, n] of byResult) this.m.promiseRequests.inc({ peer, result }, n);
+    for (const [group, byFamily] of k.announcements) for (const [family, n] of byFamily) this.m.announcements.inc({ group, family }, n);
+    const sync = c.sync;
+    this.m.syncEnabled.set(sync?.enabled === true ? 1 : 0);
+    if (sync?.enabled !== true) return;
+    this.m.syncSourceFlows.set(num(sync.flows));
+    this.m.syncLossEvents.inc(num(sync.lossEvents));
+    for (const p of sync.peers ?? []) this.collectSyncPeer(p);
+  }
+
+  private collectSyncPeer(p: ConnSyncPeer): void {
+    const peer = p.peer ?? '';
+    const direction = p.direction ?? '';
+    this.m.syncInjected.inc({ peer, direction }, num(p.injected));
+    this.m.syncFailed.inc({ peer, direction }, num(p.failed));
+    this.m.syncResyncs.inc({ peer, direction }, num(p.resyncs));
+    this.m.syncCaughtUp.set({ peer, direction }, p.caughtUp === true ? 1 : 0);
+    if (direction === 'to') {
+      this.m.syncSent.inc({ peer }, num(p.sent));
+      this.m.syncSnapshots.inc({ peer }, num(p.snapshots));
+      this.m.syncQueued.set({ peer }, num(p.queued));
+      this.m.syncLag.set({ peer, quantile: '0.5' }, num(p.lagP50Ms) / 1000);
+      this.m.syncLag.set({ peer, quantile: '0.99' }, num(p.lagP99Ms) / 1000);
+    } else {
+      this.m.syncReceived.inc({ peer }, num(p.received));
+      this.m.syncRemoved.inc({ peer }, num(p.removed));
+    }
+  }
+
+  private series(service: Service, rs: RealServer): { rs: RsLabels; probes: Set<string>; changes: Set<string> } {
+    const id = `${serviceKey(service)}|${hostPort(rs.address, rs.port)}`;
+    let s = this.eventSeries.get(id);
+    if (s === undefined) this.eventSeries.set(id, (s = { rs: rsLabels(service, rs), probes: new Set(), changes: new Set() }));
+    return s;
+  }
+
+  private onProbe(e: ProbeEvent): void {
+    const s = this.series(e.service, e.rs);
+    const labels = { ...s.rs, kind: e.checkKind, result: e.result.reason };
+    s.probes.add(JSON.stringify(labels));
+    this.m.probeDuration.observe(labels, e.result.durationMs / 1000);
+  }
+
+  private onHealthEvent(e: HealthEvent): void {
+    const svc = this.agent.config.services.find((x) => serviceKey(x) === e.service);
+    const rs = svc?.realServers.find((x) => x.address === e.address && x.port === e.port);
+    if (svc === undefined || rs === undefined) return; // a check of a config replaced in between: its series go anyway
+    const s = this.series(svc, rs);
+    const labels = { ...s.rs, to: e.to };
+    s.changes.add(JSON.stringify(labels));
+    this.m.stateChanges.inc(labels);
+  }
+
+  private onApply(r: ApplyRecord): void {
+    if (r.result === 'rejected' || r.result === 'failed') this.m.applyFailures.inc({ trigger: r.trigger, result: r.result });
+    // A rejected config never reached the data plane: it has no apply duration.
+    if (r.result !== 'rejected') this.m.applyDuration.observe({ trigger: r.trigger, result: r.result }, r.durationMs / 1000);
+    if (r.result === 'applied' || r.result === 'unchanged') this.pruneEventSeries(this.agent.config);
+  }
+
+  private onEvent(e: LbdEvent): void {
+    if (e.kind !== 'role' || this.m.transitions === null || e.from === e.to) return;
+    this.m.transitions.inc({ group: e.subject, from: e.from === '' ? 'none' : e.from, to: e.to });
+  }
+
+  /** A real server (or service) the config no longer has: its probe and transition series go with it. */
+  private pruneEventSeries(config: Config): void {
+    const keep = new Set<string>();
+    for (const svc of config.services) for (const rs of svc.realServers) keep.add(`${serviceKey(svc)}|${hostPort(rs.address, rs.port)}`);
+    for (const [id, s] of this.eventSeries) {
+      if (keep.has(id)) continue;
+      for (const l of s.probes) this.m.probeDuration.remove(JSON.parse(l) as Record<string, string>);
+      for (const l of s.changes) this.m.stateChanges.remove(JSON.parse(l) as Record<string, string>);
+      this.eventSeries.delete(id);
+    }
+  }
+}
+
+/** Every metric of one registry; `withTransitions`: the event log is there to count role changes from. */
+function defineMetrics(registry: Registry, withTransitions: boolean) {
+  const registers = [registry];
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []): Gauge<L> =>
+    new Gauge({ name, help, labelNames, registers });
+  const counter = <L extends string>(name: string, help: string, labelNames: readonly L[] = []): Counter<L> =>
+    new Counter({ name, help, labelNames, registers });
+  const rs = RS_LABELS;
+  return {
+    buildInfo: gauge('lbd_build_info', 'Always 1; the labels say which lbd-agent and Node.js run.', ['version', 'node_version']),
+    startTime: gauge('lbd_agent_start_time_seconds', 'When this lbd-agent started (unix time).'),
+
+    connections: gauge('lbd_real_server_connections', 'Conntrack entries of the service to the real server: active (ESTABLISHED, IPVS ActiveConn) or inactive (every other state).', [...rs, 'state']),
+    packets: counter('lbd_real_server_packets_total', 'Packets the kernel forwarded to the real server for the service (its nft counter; restarts from 0 when the table is rebuilt).', rs),
+    bytes: counter('lbd_real_server_bytes_total', 'Bytes the kernel forwarded to the real server for the service (its nft counter).', rs),
+    up: gauge('lbd_real_server_up', 'Health of a checked real server: 1 up, 0 down (servers without a health check have no series).', rs),
+    weight: gauge('lbd_real_server_weight', 'The real server\'s configured weight (0: quiesced by the operator).', rs),
+    effectiveWeight: gauge('lbd_real_server_effective_weight', 'The weight the agent programs now: 0 while down, ramping during slow start.', rs),
+    eligible: gauge('lbd_real_server_eligible', 'Whether the kernel schedules new connections to the real server (1) or not (0).', rs),
+    heldDown: gauge('lbd_real_server_held_down', 'Whether flap damping holds the checked real server down (1) whatever its probes say.', rs),
+    flapScore: gauge('lbd_real_server_flap_score', 'State changes of the checked real server within its flap window (hold-down starts at the policy\'s maxTransitions).', rs),
+    stateChanges: counter('lbd_real_server_state_changes_total', 'Health transitions of the real server in the service, by the state it went to.', [...rs, 'to']),
+    probeDuration: new Histogram({
+      name: 'lbd_probe_duration_seconds', help: 'Health probe latency per attempt, by check kind and result (ok, timeout, refused, status, ...).',
+      labelNames: [...rs, 'kind', 'result'], buckets: PROBE_BUCKETS, registers,
+    }),
+
+    checks: gauge('lbd_health_checks', 'Health checks running (identical checks of one target in several services run once).'),
+    probesStarted: counter('lbd_health_probes_started_total', 'Health probes started.'),
+    probesTimedOut: counter('lbd_health_probes_timed_out_total', 'Health probes that did not answer within their timeout.'),
+    probesLate: counter('lbd_health_probes_late_total', 'Health probes that started late because the concurrency limit was reached.'),
+    probesSkipped: counter('lbd_health_probes_skipped_total', 'Health probe rounds skipped because the previous probe of the check was still running.'),
+
+    configRevision: gauge('lbd_config_revision', 'Revision of the config this director runs (the cluster config revision in a cluster; 0 before the first apply).'),
+    applyDuration: new Histogram({
+      name: 'lbd_config_apply_duration_seconds', help: 'Config applies to the data plane (one nft transaction each), by trigger and result (applied, unchanged, failed).',
+      labelNames: ['trigger', 'result'], buckets: APPLY_BUCKETS, registers,
+    }),
+    applyFailures: counter('lbd_config_apply_failures_total', 'Configs not applied: rejected by validation, or failed in the data plane (the previous state stays).', ['trigger', 'result']),
+    healthApplies: counter('lbd_health_applies_total', 'Applies of health changes to the data plane, by result (applied, unchanged, skipped, failed).', ['result']),
+    applyFailing: gauge('lbd_data_plane_apply_failing', '1 while the last config or health apply failed: the kernel lags the desired state, and the director does not lead.'),
+
+    role: gauge('lbd_vip_group_role', 'This director\'s role in the vip group: 1 for the role it has, 0 for the others.', ['group', 'role']),
+    term: gauge('lbd_vip_group_term', 'The vip group\'s leadership term as etcd last showed it (it increases on every change of leader).', ['group']),
+    leaseRemaining: gauge('lbd_vip_group_lease_remaining_seconds', 'While this director leads the group: time until it fences itself unless etcd confirms a beat (safety window minus the age of the last confirmed beat).', ['group']),
+    heartbeats: counter('lbd_vip_group_heartbeats_total', 'Leader beats of groups this director led, by result: confirmed, failed (etcd did not answer: a heartbeat loss), superseded.', ['group', 'result']),
+    fences: counter('lbd_vip_group_fences_total', 'Times this director fenced itself in the group: it led, etcd did not confirm its beats within the safety window and not every peer vouched, so it released the vips.', ['group']),
+    promiseRequests: counter('lbd_peer_promise_requests_total', 'Fail-static promise requests to a peer while etcd did not confirm beats, by answer: granted, refused, error (no answer: a lost peer exchange).', ['peer', 'result']),
+    peerReachable: gauge('lbd_peer_reachable', 'Whether the peer answered a ping over the peer link during this scrape (1) or not (0).', ['peer']),
+    announcements: counter('lbd_announcements_total', 'Gratuitous ARP (ipv4) and unsolicited neighbour advertisements (ipv6) for floating addresses, as the claims of this director asked for them.', ['group', 'family']),
+    etcdReachable: gauge('lbd_etcd_reachable', 'Whether this director reaches etcd (1) or not (0).'),
+    directorHealthy: gauge('lbd_director_healthy', 'Whether this director is fit to lead (1) or not (0: a link down, a track check failing, the data plane not applying), as registered in etcd.'),
+    directorProblems: gauge('lbd_director_problems', 'Problems that make this director unfit to lead, as registered in etcd.'),
+    registrationLease: gauge('lbd_director_registration_lease_remaining_seconds', 'Time left on this director\'s registration lease in etcd (absent while etcd does not answer).'),
+    worstCaseTakeover: gauge('lbd_takeover_worst_case_seconds', 'Worst case from a leader\'s death to a standby leading, from the election timing.'),
+    transitions: !withTransitions ? null : counter('lbd_vip_group_transitions_total', 'Role changes of this director in the vip group (from the event log), by the roles before and after.', ['group', 'from', 'to']),
+
+    syncEnabled: gauge('lbd_sync_enabled', 'Whether connection sync runs (1) or is off (0; see lbadm cluster status for why).'),
+    syncSourceFlows: gauge('lbd_sync_source_flows', 'Connections this director copies to its peers now (those of the groups it leads).'),
+    syncLossEvents: counter('lbd_sync_loss_events_total', 'Kernel event batches lost (each costs every peer a snapshot).'),
+    syncSent: counter('lbd_sync_flows_sent_total', 'Connection changes sent to the peer.', ['peer']),
+    syncReceived: counter('lbd_sync_flows_received_total', 'Connection-sync messages received from the peer.', ['peer']),
+    syncInjected: counter('lbd_sync_flows_injected_total', 'Flows injected into the receiving kernel (direction to: the peer\'s, as it reports; from: this director\'s).', ['peer', 'direction']),
+    syncRemoved: counter('lbd_sync_flows_removed_total', 'Flows removed from this director\'s kernel on the peer\'s word.', ['peer']),
+    syncFailed: counter('lbd_sync_flows_failed_total', 'Flows the receiving kernel refused.', ['peer', 'direction']),
+    syncSnapshots: counter('lbd_sync_snapshots_total', 'Full snapshots sent to the peer.', ['peer']),
+    syncResyncs: counter('lbd_sync_resyncs_total', 'Resyncs after a gap in the stream.', ['peer', 'direction']),
+    syncQueued: gauge('lbd_sync_queued_flows', 'Connection changes waiting behind the peer\'s window.', ['peer']),
+    syncLag: gauge('lbd_sync_lag_seconds', 'From a kernel event on this director to the peer\'s acknowledgement, over recent changes (quantile 0.5 and 0.99).', ['peer', 'quantile']),
+    syncCaughtUp: gauge('lbd_sync_caught_up', 'Whether the stream is caught up (to: the peer acknowledged a whole snapshot; from: a group\'s snapshot completed).', ['peer', 'direction']),
+  };
+}
+
+type Defined = ReturnType<typeof defineMetrics>;
+
+function rsLabels(service: Service, rs: RealServer): RsLabels {
+  return {
+    service: service.name || serviceKey(service), vip: service.vip, port: String(service.port), protocol: service.protocol,
+    server: hostPort(rs.address, rs.port),
+  };
+}
+
+/** GET /metrics for the ops listener: the Prometheus text format, for any caller with the read role. */
+export function metricsRoutes(metrics: Metrics): OpsRoute[] {
+  return [{
+    method: 'GET',
+    path: '/metrics',
+    role: 'read',
+    async handle(_req, res) {
+      let body: string;
+      try {
+        body = await metrics.scrape();
+      } catch (err) {
+        res.writeHead(500, { 'content-type': 'text/plain; charset=utf-8' });
+        res.end(`lbd-agent: cannot collect metrics: ${err instanceof Error ? err.message : String(err)}\n`);
+        return;
+      }
+      res.writeHead(200, { 'content-type': metrics.registry.contentType });
+      res.end(body);
+    },
+  }];
+}
