@@ -4,10 +4,13 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { AdminApi } from '@lbd/proto';
 import { AdminServer, type AdminBackend } from '../admin-server.js';
+import { EventLog } from '../events.js';
 import { createLogger } from '../log.js';
+import type { LbdEvent } from '../ops-types.js';
 import { FakeDashboardBackend } from '../testing/index.js';
-import { parseDashboardArgs, runDashboard } from './loopback.js';
+import { AdminApiEventSource, parseDashboardArgs, runDashboard } from './loopback.js';
 import type { DashboardState } from './state.js';
 
 const WEB = '198.18.0.10:80/tcp';
@@ -92,6 +95,52 @@ describe('lbd-dashboard', () => {
     } finally {
       signals.emit('SIGTERM');
       assert.equal(await running, 0);
+      await admin.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('follows the agent\'s event log over ListEvents: the history, then each new event once, also across an agent restart', async function () {
+    this.timeout(20_000);
+    const dir = await mkdtemp(join(tmpdir(), 'lbd-dash-'));
+    const log = new EventLog({ director: 'dir1' });
+    log.record('health', `${WEB} 198.19.1.12:8080`, 'up', 'down', 'http GET /: got 500, want 200-399 (2 failures)');
+    const unused = (): never => { throw new Error('not used by the event source'); };
+    const backend: AdminBackend = {
+      status: unused, stats: unused, connections: unused, applyText: unused, doctor: unused, healthStatus: unused, watchHealth: unused,
+      clusterStatus: unused, failover: unused, configHistory: unused, rollback: unused, recordDrill: unused, getConfig: unused,
+      listEvents: async (q, sink) => {
+        for (const e of log.recent(q.sinceUnixMs).slice(-q.limit)) sink.event(e);
+        if (!q.follow) { sink.end(); return () => {}; }
+        return log.subscribe((e) => sink.event(e));
+      },
+    };
+    const quiet = createLogger({ write: () => {} });
+    const socket = join(dir, 'admin.sock');
+    let admin = await AdminServer.listen(socket, backend, quiet);
+    const api = new AdminApi(socket);
+    const source = new AdminApiEventSource(api, 100, 50);
+    const until = async (what: string, ok: () => boolean): Promise<void> => {
+      for (const deadline = Date.now() + 8000; !ok(); await new Promise((r) => setTimeout(r, 20))) {
+        if (Date.now() > deadline) assert.fail(`timed out waiting for ${what}: held ${source.recent(0).map((e) => e.kind).join(', ')}`);
+      }
+    };
+    try {
+      await until('the history', () => source.recent(0).length === 1);
+      const seen: LbdEvent[] = [];
+      source.subscribe((e) => seen.push(e));
+      log.record('role', 'default', 'standby', 'leader', 'won the election (priority 150)');
+      await until('a live event', () => seen.length === 1);
+      await admin.close();
+      log.record('config', 'config', '', 'applied', 'revision 2 applied');
+      admin = await AdminServer.listen(socket, backend, quiet);
+      await until('the event recorded while the agent was away', () => seen.length === 2);
+      await new Promise((r) => setTimeout(r, 200));
+      assert.deepEqual(source.recent(0).map((e) => e.kind), ['health', 'role', 'config']);
+      assert.deepEqual(seen.map((e) => e.kind), ['role', 'config']);
+    } finally {
+      source.close();
+      api.close();
       await admin.close();
       await rm(dir, { recursive: true, force: true });
     }

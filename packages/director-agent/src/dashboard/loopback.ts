@@ -2,9 +2,11 @@ import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
 import { EXIT } from '@lbd/config';
+import { setTimeout as delay } from 'node:timers/promises';
 import { AdminApi } from '@lbd/proto';
+import { isLbdEvent } from '../events.js';
 import { createLogger, type Logger } from '../log.js';
-import type { Caller, OpsRoute } from '../ops-types.js';
+import type { Caller, EventSource, LbdEvent, OpsRoute } from '../ops-types.js';
 import { Dashboard, type DashboardBackend } from './routes.js';
 
 /**
@@ -91,6 +93,57 @@ export function adminApiBackend(api: AdminApi, callTimeoutMs = 2000): DashboardB
 }
 
 /**
+ * The agent's event log read over its admin API: a copy of its recent history, kept current by
+ * following ListEvents (this director's own log, as the agent's own dashboard shows). A broken stream
+ * (the agent restarted) is followed again from the newest event held; an event seen twice is kept once.
+ */
+export class AdminApiEventSource implements EventSource {
+  private readonly kept: LbdEvent[] = [];
+  private readonly ids = new Set<string>();
+  private readonly subscribers = new Set<(e: LbdEvent) => void>();
+  private readonly stop = new AbortController();
+
+  constructor(private readonly api: AdminApi, private readonly keep = 1000, private readonly retryMs = 2000) {
+    void this.follow();
+  }
+
+  recent(sinceUnixMs: number): LbdEvent[] {
+    return this.kept.filter((e) => e.timeUnixMs >= sinceUnixMs);
+  }
+
+  subscribe(fn: (e: LbdEvent) => void): () => void {
+    this.subscribers.add(fn);
+    return () => { this.subscribers.delete(fn); };
+  }
+
+  close(): void {
+    this.stop.abort();
+  }
+
+  private async follow(): Promise<void> {
+    const signal = this.stop.signal;
+    while (!signal.aborted) {
+      const since = this.kept.at(-1)?.timeUnixMs ?? 0;
+      try {
+        const stream = this.api.listEvents({ sinceUnixMs: since, follow: true, scope: 'local', limit: this.keep, kind: '', director: '' }, { signal });
+        for await (const e of stream) if (isLbdEvent(e)) this.add(e);
+      } catch {
+        // The agent is away or cut the stream; the page shows what is held until it answers again.
+      }
+      await delay(this.retryMs, undefined, { signal }).catch(() => undefined);
+    }
+  }
+
+  private add(e: LbdEvent): void {
+    if (this.ids.has(e.id)) return;
+    this.kept.push(e);
+    this.ids.add(e.id);
+    while (this.kept.length > this.keep) this.ids.delete(this.kept.shift()!.id);
+    for (const fn of this.subscribers) fn(e);
+  }
+}
+
+/**
  * Answers requests from `routes` as the agent's ops listener does (method, exact path or prefix, the
  * caller's role against the route's), for one fixed caller.
  */
@@ -138,12 +191,14 @@ export async function runDashboard(argv: readonly string[], deps: { log?: Logger
   const { socket, host, port } = parsed.args;
   const log = deps.log ?? createLogger();
   const api = new AdminApi(socket);
-  const dashboard = new Dashboard({ backend: adminApiBackend(api), events: null, log });
+  const events = new AdminApiEventSource(api);
+  const dashboard = new Dashboard({ backend: adminApiBackend(api), events, log });
   let server: Server;
   try {
     server = await listenPlain(dashboard.routes(), { role: 'read', name: 'loopback' }, host, port);
   } catch (err) {
     out(`lbd-dashboard: cannot listen on ${host}:${port}: ${(err as Error).message}\n`);
+    events.close();
     api.close();
     return EXIT.failure;
   }
@@ -158,6 +213,7 @@ export async function runDashboard(argv: readonly string[], deps: { log?: Logger
   });
   log.info('stopping', { signal });
   dashboard.close();
+  events.close();
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
   api.close();
