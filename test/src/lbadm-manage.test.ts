@@ -105,6 +105,10 @@ describe('lbadm server and service commands against a single lbd-agent', () => {
     assert.deepEqual(weights(dp, '198.18.0.10'), ['198.19.1.11:8080=2', '198.19.1.12:8080=3']);
     // The one line lbadm wrote twice comes back with yaml's spacing before its comment.
     assert.equal(await readFile(configPath, 'utf8'), SERVICES.replace('weight: 3 }   # the big one', 'weight: 3 } # the big one'));
+    // config show prints what runs now, comments and all, to bring an operator's own copy up to date.
+    const show = await lbadm(socket, 'config', 'show');
+    assert.deepEqual([show.code, show.out], [EXIT.ok, await readFile(configPath, 'utf8')]);
+    assert.equal((JSON.parse((await lbadm(socket, 'config', 'show', '--json')).out) as { revision: number }).revision, agent.revision);
   });
 
   it('server add, edit and remove change the running config', async () => {

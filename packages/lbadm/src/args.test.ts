@@ -61,6 +61,7 @@ describe('parseArgs', () => {
     [['cluster'], 'lbadm cluster needs one of: cluster status'],
     [['cluster', 'show'], 'lbadm cluster needs one of: cluster status (not "show")'],
     [['cluster', 'status', 'now'], 'unexpected argument "now" after lbadm cluster status'],
+    [['config', 'show', 'now'], 'unexpected argument "now" after lbadm config show'],
     [['config', 'rollback'], 'lbadm config rollback needs one revision number (see lbadm config history), not none'],
     [['config', 'rollback', 'x'], 'lbadm config rollback needs one revision number (see lbadm config history), not "x"'],
     [['failover'], 'lbadm failover needs --group G (lbadm cluster status lists the vip groups)'],

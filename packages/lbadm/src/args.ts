@@ -117,6 +117,8 @@ commands:
   cluster status                  directors, their health and role per vip group, who leads each
                                   group and why, etcd health, worst-case takeover
   failover --group G [--to D]     planned switchover of vip group G (to D, or the best other director)
+  config show                     the running config's text as applied (cluster: etcd's), to bring a file
+                                  up to date after server / service edits (--json: with its revision)
   config history                  every cluster config applied, with its revision and author
   config rollback REV             applies cluster config revision REV again, as a new revision
   server add SERVICE ADDR:PORT [--weight N] [--health-port P] [--dry-run]
@@ -227,7 +229,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
 
 /** Commands that take words after them, and what those may be. */
 export const SUBCOMMANDS: Partial<Record<Command, readonly string[]>> = {
-  cluster: ['status'], config: ['history', 'rollback'], drill: ['failover'],
+  cluster: ['status'], config: ['show', 'history', 'rollback'], drill: ['failover'],
   server: ['add', 'edit', 'drain', 'enable', 'remove'], service: ['add', 'edit', 'remove', 'list'], completion: ['bash', 'zsh'],
 };
 
@@ -311,6 +313,9 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     const manage = MANAGE[`${command} ${sub}`];
     if (wantsRev && (words.length !== 2 || !/^[1-9]\d{0,15}$/.test(words[1]!))) {
       throw new UsageError(`lbadm config rollback needs one revision number (see lbadm config history), not ${words.length === 1 ? 'none' : `"${words.slice(1).join(' ')}"`}`);
+    }
+    if (command === 'config' && sub !== 'rollback' && words.length > 1) {
+      throw new UsageError(`unexpected argument "${words[1]}" after lbadm config ${sub}`);
     }
     if (manage) {
       const want = manage.words;

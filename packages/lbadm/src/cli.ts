@@ -114,6 +114,13 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case 'config': {
+        if (inv.args[0] === 'show') {
+          const c = await api.getConfig({ timeoutMs: TIMEOUT_MS });
+          if (inv.json) io.stdout(json(c));
+          else if (c.revision === 0 && c.configText === '') io.stderr('lbadm: the cluster has no config yet; apply one with lbadm apply -f FILE\n');
+          else io.stdout(c.configText.endsWith('\n') || c.configText === '' ? c.configText : `${c.configText}\n`);
+          return EXIT.ok;
+        }
         if (inv.args[0] === 'history') {
           const h = await api.configHistory({ timeoutMs: TIMEOUT_MS });
           io.stdout(inv.json ? json(h) : formatConfigHistory(h, (io.now ?? Date.now)()));
