@@ -6,7 +6,7 @@ import { EXIT } from '@lbd/config';
 import { AdminApi } from '@lbd/proto';
 import {
   issueCert, labConfigText, makeCa, removeOrphans, requireRoot, runPrefix, spawnTestClient, startHaLab, waitFor,
-  type BackgroundProcess, type CertFiles, type DirectorName, type HaLab, type ReadyReport,
+  type BackgroundProcess, type CertFiles, type DirectorName, type ExecResult, type HaLab, type ReadyReport,
 } from '@lbd/testkit';
 import { lbadmServer, lbadmSocket, opsCurl, scrape, scrapeUntil, value, type Sample } from './ops-lab.js';
 
@@ -159,6 +159,7 @@ describe('operator surfaces through the agents\' mutual-TLS listeners, in a two-
     assert.equal(before[0], before[1], 'both directors run the same revision');
 
     const drained = await lbadmServer(lab, 'dir1', lab.clientCert('ops'), ['server', 'drain', WEB.name, rs2]);
+    let enabled: ExecResult | undefined;
     assert.equal(drained.code, EXIT.ok, `ops drain: ${drained.stderr}`);
     try {
       for (const d of ['dir1', 'dir2'] as const) {
@@ -192,9 +193,10 @@ describe('operator surfaces through the agents\' mutual-TLS listeners, in a two-
       assert.equal(applied.fields.source, `etcd revision ${before[0]! + 1}`, JSON.stringify(applied));
       assert.match(applied.fields.comment ?? '', /server drain web 198\.19\.1\.12:8080$/, JSON.stringify(applied));
     } finally {
-      const enabled = await lbadmServer(lab, 'dir1', lab.clientCert('ops'), ['server', 'enable', WEB.name, rs2]);
-      assert.equal(enabled.code, EXIT.ok, `ops enable: ${enabled.stderr}`);
+      // Enabled again whatever failed above, so the lab's later state is the known one.
+      enabled = await lbadmServer(lab, 'dir1', lab.clientCert('ops'), ['server', 'enable', WEB.name, rs2]);
     }
+    assert.equal(enabled?.code, EXIT.ok, `ops enable: ${enabled?.stderr}`);
     for (const d of ['dir1', 'dir2'] as const) {
       await scrapeUntil(lab, d, `lbd_config_revision ${before[0]! + 2}`, (x) => value(x, 'lbd_config_revision') === before[0]! + 2, 15_000);
       await waitFor(`${d} programs ${rs2} of web at weight 2 again`, 15_000, async () => {
