@@ -1,8 +1,10 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type LaunchOptions } from 'playwright-core';
+import type { BackgroundProcess, Topology } from '@lbd/testkit';
 
 /**
  * Debian's Chromium driven by playwright-core, for the dashboard's browser tests. playwright-core never
@@ -61,4 +63,50 @@ export async function chromiumInNamespace(ns: string, dir: string): Promise<stri
   const path = join(dir, `chromium-in-${ns}`);
   await writeFile(path, `#!/bin/sh\nexec ip netns exec ${ns} ${CHROMIUM} "$@"\n`, { mode: 0o755 });
   return path;
+}
+
+const BROWSER_SERVER_JS = fileURLToPath(new URL('./browser-server.js', import.meta.url));
+
+export interface NamespacedBrowser {
+  readonly browser: Browser;
+  /** Closes the browser and its server (idempotent). */
+  stop(): Promise<void>;
+}
+
+/**
+ * Chromium and its Playwright server both in `host`'s namespace (browser-server.js), driven from here:
+ * what a browser with client certificates on that host sees. Contexts may use `clientCertificates`, which
+ * Playwright presents from its server (in the namespace, as it must be: it makes the TLS connections);
+ * `trustCa` (a PEM file) is trusted there for them. The Playwright server is reached through a unix
+ * socket in `dir` and a loopback relay here, since no address of this namespace reaches the other.
+ */
+export async function connectChromiumInNamespace(topology: Topology, host: string, dir: string, trustCa?: string): Promise<NamespacedBrowser> {
+  const socket = join(dir, `browser-${host}.sock`);
+  const server: BackgroundProcess = topology.spawn(host, process.execPath, [BROWSER_SERVER_JS, '--socket', socket], {
+    label: `${host}:browser-server`, env: { ...process.env, ...(trustCa ? { NODE_EXTRA_CA_CERTS: trustCa } : {}) },
+  });
+  const relay = createServer((c: Socket) => {
+    const u = connect(socket);
+    c.pipe(u).pipe(c);
+    c.on('error', () => u.destroy());
+    u.on('error', () => c.destroy());
+  });
+  let stopped = false;
+  const stop = async (browser?: Browser): Promise<void> => {
+    if (stopped) return;
+    stopped = true;
+    await browser?.close().catch(() => undefined);
+    relay.close();
+    await server.stop();
+  };
+  try {
+    const { wsPath } = await server.waitForJson<{ wsPath: string }>((v) => v.msg === 'browser server ready', 40_000);
+    await new Promise<void>((resolve, reject) => relay.once('error', reject).listen(0, '127.0.0.1', resolve));
+    const port = (relay.address() as AddressInfo).port;
+    const browser = await chromium.connect(`ws://127.0.0.1:${port}${wsPath}`, { timeout: 30_000 });
+    return { browser, stop: () => stop(browser) };
+  } catch (e) {
+    await stop();
+    throw new Error(`Chromium in ${host}'s namespace: ${(e as Error).message}\n${server.stderr.slice(-2000)}`);
+  }
 }

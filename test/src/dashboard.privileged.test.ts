@@ -2,11 +2,10 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { Browser, Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
 import { AdminApi, type HealthEvent__Output } from '@lbd/proto';
-import { removeOrphans, requireRoot, runPrefix, startHaLab, waitFor, type BackgroundProcess, type HaLab } from '@lbd/testkit';
-import { artifactsDir, chromiumInNamespace, launchChromium, requireChromium } from './browser.js';
+import { CLUSTER, adminListeners, removeOrphans, requireRoot, runPrefix, startHaLab, waitFor, type HaLab } from '@lbd/testkit';
+import { artifactsDir, connectChromiumInNamespace, requireChromium, type NamespacedBrowser } from './browser.js';
 
 /**
  * The dashboard in real headless Chromium on a real cluster: two directors running lbd-agent, three etcd
@@ -15,12 +14,11 @@ import { artifactsDir, chromiumInNamespace, launchChromium, requireChromium } fr
  * it down within 2 s of dir1's health checker taking it out (dir1's own transition time, from WatchHealth),
  * then up again once mended.
  *
- * The page is served inside dir1's namespace by lbd-dashboard, over dir1's admin socket, on dir1's
- * loopback; Chromium runs in dir1's namespace too (a wrapper script as its executable). The agent's HTTPS
- * ops listener serves the same routes inside the agent.
+ * The page is the agent's own: dir1's HTTPS listener (agent.admin.httpListen, its management address),
+ * with mutual TLS. Chromium runs on the ops host of the management network, as an operator's browser
+ * there would, trusting the lab CA and presenting the `viewer` certificate (role read); a browser
+ * without a client certificate gets no page.
  */
-
-const DASHBOARD_BIN = fileURLToPath(new URL('../../packages/director-agent/dist/bin/lbd-dashboard.js', import.meta.url));
 
 const WEB = '198.18.0.10:80/tcp';
 const RS2 = { host: 'rs2', address: '198.19.1.12', port: 8080 };
@@ -28,14 +26,16 @@ const WEB_SERVERS = ['198.19.1.11:8080', '198.19.1.12:8080', '198.19.1.13:8080']
 /** From the agent's transition to the page showing it. */
 const SHOW_WITHIN_MS = 2000;
 
-describe('dashboard in Chromium on a two-director cluster @privileged', function () {
+describe('dashboard in Chromium, served by the agent over mutual TLS, on a two-director cluster @privileged', function () {
   this.timeout(60_000);
   let lab: HaLab<AdminApi>;
   let faultDir: string;
-  let dashboard: BackgroundProcess;
-  let url: string;
-  let browser: Browser;
+  let chromium: NamespacedBrowser | undefined;
+  let viewer: BrowserContext;
   let page: Page;
+  const { address, httpPort } = adminListeners('dir1');
+  const origin = `https://${address}:${httpPort}`;
+  const url = `${origin}/`;
 
   before(async function () {
     this.timeout(150_000);
@@ -44,18 +44,15 @@ describe('dashboard in Chromium on a two-director cluster @privileged', function
     await removeOrphans('lbdt');
     faultDir = await mkdtemp(join(tmpdir(), 'lbd-dash-faults-'));
     lab = await startHaLab({ prefix: runPrefix('lbdt', 'dash'), admin: (socket) => new AdminApi(socket), faultDir });
-    dashboard = lab.cluster.topology.spawn('dir1', process.execPath, [DASHBOARD_BIN, '--socket', lab.socket('dir1'), '--listen', '127.0.0.1:0'], { label: 'dir1:lbd-dashboard' });
-    ({ url } = await dashboard.waitForJson<{ url: string }>((v) => v.msg === 'serving the dashboard', 10_000));
-    browser = await launchChromium({ executablePath: await chromiumInNamespace(lab.cluster.topology.ns('dir1'), faultDir) });
-    page = await browser.newPage({ viewport: { width: 1280, height: 1000 } });
+    chromium = await connectChromiumInNamespace(lab.cluster.topology, CLUSTER.ops.host, faultDir, lab.caPath);
+    const cert = lab.clientCert('viewer');
+    viewer = await chromium.browser.newContext({ viewport: { width: 1280, height: 1000 }, clientCertificates: [{ origin, certPath: cert.certPath, keyPath: cert.keyPath }] });
+    page = await viewer.newPage();
   });
   after(async function () {
     this.timeout(60_000);
-    await writeFile(join(faultDir, `${RS2.host}.fault`), '').catch(() => undefined);
-    await page?.close().catch(() => undefined);
-    await browser?.close().catch(() => undefined);
-    const stopped = await dashboard?.stop();
-    assert.ok(stopped === undefined || stopped.code === 0, `lbd-dashboard stopped with ${JSON.stringify(stopped)}: ${dashboard?.stderr}`);
+    if (faultDir) await writeFile(join(faultDir, `${RS2.host}.fault`), '').catch(() => undefined);
+    await chromium?.stop();
     await lab?.destroy();
     if (faultDir) await rm(faultDir, { recursive: true, force: true });
   });
@@ -74,8 +71,22 @@ describe('dashboard in Chromium on a two-director cluster @privileged', function
     return Date.now() - e.timeUnixMs;
   }
 
+  it('refuses a browser without a client certificate', async () => {
+    // It trusts the agent's certificate (no certificate error can hide the refusal); it only lacks its own.
+    const anonymous = await chromium!.browser.newContext({ ignoreHTTPSErrors: true });
+    try {
+      const p = await anonymous.newPage();
+      const answer = await p.goto(url, { timeout: 10_000 }).then((r) => `HTTP ${r?.status()}`, (e: Error) => e.message);
+      assert.match(answer, /net::ERR_/, `a browser without a certificate got ${answer}`);
+      assert.doesNotMatch(answer, /ERR_CERT_/, 'the agent\'s certificate was the problem, not the missing client certificate');
+    } finally {
+      await anonymous.close();
+    }
+  });
+
   it('shows the cluster, then a real server the health checker takes out within 2 s, and back in once mended', async function () {
-    await page.goto(url);
+    const answer = await page.goto(url);
+    assert.equal(answer?.status(), 200, `GET ${url} with the viewer certificate`);
     await page.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
     for (const s of WEB_SERVERS) await page.locator(tile(s, 'up')).waitFor({ timeout: 15_000 });
     await page.locator('.director[data-director="dir1"] .badge[data-role="leader"]').waitFor({ timeout: 10_000 });

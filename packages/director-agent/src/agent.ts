@@ -118,6 +118,8 @@ export interface HealthOptions {
 /** Who asked for a config and what it changes, for its event. */
 interface ApplyContext {
   readonly author?: string;
+  /** Cluster mode: what the writer said of the revision (its comment in etcd: the lbadm command, the file). */
+  readonly comment?: string;
   readonly caller?: Caller;
   /** The services it changes, in words ('' when none). */
   readonly changes?: string;
@@ -538,12 +540,12 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       parsed = parseConfig(c.text, source, { cluster: true });
     } catch (err) {
       // Written by an lbd of another version, or by hand: keep running what runs, and say so.
-      if (err instanceof ConfigError) { this.reject(err, 'cluster', source, sha, { author: c.author, revision: c.revision }); return; }
+      if (err instanceof ConfigError) { this.reject(err, 'cluster', source, sha, { author: c.author, comment: c.comment, revision: c.revision }); return; }
       throw err;
     }
     const config: Config = { ...parsed, agent: this.fileAgent };
     try {
-      await this.applyConfig(config, sha, 'cluster', source, c.revision, { author: c.author });
+      await this.applyConfig(config, sha, 'cluster', source, c.revision, { author: c.author, comment: c.comment });
     } catch (err) {
       this.cluster.healthMayHaveChanged();
       if (err instanceof DataPlaneError) return;
@@ -860,7 +862,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
 
   /** `revision`: the cluster config revision it is (cluster mode); otherwise counted here. */
   private async applyConfig(
-    config: Config, sha: string, trigger: Trigger, source: string, revision?: number, who: Pick<ApplyContext, 'author' | 'caller'> = {},
+    config: Config, sha: string, trigger: Trigger, source: string, revision?: number, who: Pick<ApplyContext, 'author' | 'caller' | 'comment'> = {},
   ): Promise<{ record: ApplyRecord; result: ApplyResult }> {
     const time = this.now();
     let result: ApplyResult;
@@ -957,7 +959,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.events.record('config', 'config', previous?.result ?? '', r.result, reason, {
       trigger: r.trigger, revision, sha256: short(r.sha256), source: r.source, author: ctx.author ?? '', durationMs: Math.round(r.durationMs * 10) / 10,
       operations: r.operations, services: this.running.config.services.length, changes: ctx.changes ?? '',
-      ...(ctx.caller ? { caller: ctx.caller.name } : {}),
+      ...(ctx.caller ? { caller: ctx.caller.name } : {}), ...(ctx.comment ? { comment: ctx.comment } : {}),
     });
   }
 

@@ -224,7 +224,9 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     assert.equal(new Set(listed.map((e) => e.id)).size, listed.length, 'no event twice');
     assert.deepEqual(listed.map((e) => e.timeUnixMs), [...listed.map((e) => e.timeUnixMs)].sort((x, y) => x - y), 'oldest first');
     const configs = listed.filter((e) => e.kind === 'config' && e.to === 'applied');
-    assert.deepEqual(configs.map((e) => [e.director, e.fields.author, e.fields.revision, e.fields.changes]).sort(), [['dir1', 'alice@ops1', '1', '+web'], ['dir2', 'alice@ops1', '1', '+web']]);
+    // Each director, applying the revision from etcd, names its author and what the writer said of it (the file).
+    assert.deepEqual(configs.map((e) => [e.director, e.fields.author, e.fields.revision, e.fields.changes, e.fields.comment]).sort(),
+      [['dir1', 'alice@ops1', '1', '+web', 'c.yaml'], ['dir2', 'alice@ops1', '1', '+web', 'c.yaml']]);
     const wrote = listed.find((e) => e.kind === 'admin' && e.subject === 'apply')!;
     assert.deepEqual([wrote.director, wrote.to, wrote.fields.author, wrote.fields.caller], ['dir1', 'done', 'alice@ops1', 'unix-socket']);
     const dir2Only: LbdEvent[] = [];

@@ -47,6 +47,15 @@ describe('testkit certs', () => {
     });
   }
 
+  it('names the addresses given as IP subjectAltNames, which Node\'s name check accepts; refuses a non-address', async () => {
+    const ca = await makeCa(join(dir, 'ips'), 'ca');
+    const leaf = await cert((await issueCert(ca, join(dir, 'ips'), 'dir1', ['198.18.3.1', 'fd00:0:0:3::1'])).certPath);
+    assert.equal(leaf.subjectAltName, 'DNS:dir1, IP Address:198.18.3.1, IP Address:FD00:0:0:3:0:0:0:1');
+    assert.equal(leaf.checkIP('198.18.3.1'), '198.18.3.1');
+    assert.equal(leaf.checkIP('198.18.3.2'), undefined);
+    await assert.rejects(issueCert(ca, join(dir, 'ips'), 'dir2', ['dir2.example']), /certificate dir2: "dir2.example" is not an IP address/);
+  });
+
   it('a certificate from another CA does not verify against the cluster CA', async () => {
     const other = await makeCa(join(dir, 'other'), 'other-ca');
     const rogue = await cert((await issueCert(other, join(dir, 'other'), 'dir1')).certPath);

@@ -1,4 +1,5 @@
 import { chmod, mkdir } from 'node:fs/promises';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import { runCommand } from './exec.js';
 
@@ -68,12 +69,15 @@ export async function makeCa(dir: string, name: string): Promise<CaFiles> {
 
 /**
  * A certificate for director `id`, signed by `ca`, in `<dir>/<id>.pem` and `<dir>/<id>.key`: subjectAltName
- * DNS:<id> (what the peer link checks), extendedKeyUsage serverAuth and clientAuth (each director is both
- * ends of the link).
+ * DNS:<id> (what the peer link checks) and IP:<a> for each of `ips` (so a client may also name it by
+ * address, as a browser at https://198.18.3.1:9443/ does), extendedKeyUsage serverAuth and clientAuth
+ * (each director is both ends of the link).
  */
-export async function issueCert(ca: CaFiles, dir: string, id: string): Promise<CertFiles> {
+export async function issueCert(ca: CaFiles, dir: string, id: string, ips: readonly string[] = []): Promise<CertFiles> {
   checkName(id, 'director id');
   if (id === ca.name) throw new Error(`director id ${JSON.stringify(id)} is the CA's name: its files would overwrite the CA's`);
+  const bad = ips.find((a) => !isIP(a));
+  if (bad !== undefined) throw new Error(`certificate ${id}: ${JSON.stringify(bad)} is not an IP address`);
   await mkdir(dir, { recursive: true });
   const certPath = join(dir, `${id}.pem`);
   const keyPath = join(dir, `${id}.key`);
@@ -81,14 +85,18 @@ export async function issueCert(ca: CaFiles, dir: string, id: string): Promise<C
   await openssl([
     ...REQ, '-CA', ca.certPath, '-CAkey', ca.keyPath, '-keyout', keyPath, '-out', certPath, '-days', String(LEAF_DAYS), '-subj', `/CN=${id}`,
     '-addext', 'basicConstraints=critical,CA:FALSE', '-addext', 'keyUsage=critical,digitalSignature',
-    '-addext', 'extendedKeyUsage=serverAuth,clientAuth', '-addext', `subjectAltName=DNS:${id}`,
+    '-addext', 'extendedKeyUsage=serverAuth,clientAuth', '-addext', `subjectAltName=${[`DNS:${id}`, ...ips.map((a) => `IP:${a}`)].join(',')}`,
   ]);
   await chmod(keyPath, 0o600);
   return { certPath, keyPath };
 }
 
-/** The cluster CA (`ca.pem`, `ca.key`) and one certificate per director in `dir` (created if missing). */
-export async function makeClusterPki(dir: string, directorIds: readonly string[]): Promise<ClusterPki> {
+/**
+ * The cluster CA (`ca.pem`, `ca.key`) and one certificate per id in `dir` (created if missing): the
+ * directors', and operators' client certificates (their name is what agent.admin.clients lists); `ips`:
+ * addresses a certificate also names (IP subjectAltNames), per id.
+ */
+export async function makeClusterPki(dir: string, directorIds: readonly string[], ips: Readonly<Record<string, readonly string[]>> = {}): Promise<ClusterPki> {
   if (directorIds.length === 0) throw new Error('makeClusterPki: no director ids');
   const dup = directorIds.find((id, i) => directorIds.indexOf(id) !== i);
   if (dup !== undefined) throw new Error(`makeClusterPki: director id ${JSON.stringify(dup)} given twice`);
@@ -97,6 +105,6 @@ export async function makeClusterPki(dir: string, directorIds: readonly string[]
   if (directorIds.includes('ca')) throw new Error('makeClusterPki: director id "ca" is the CA\'s name: its files would overwrite the CA\'s');
   const ca = await makeCa(dir, 'ca');
   const certs: Record<string, CertFiles> = {};
-  for (const id of directorIds) certs[id] = await issueCert(ca, dir, id);
+  for (const id of directorIds) certs[id] = await issueCert(ca, dir, id, ips[id] ?? []);
   return { dir, ca, certs };
 }

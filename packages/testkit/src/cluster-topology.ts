@@ -12,7 +12,7 @@ import { Topology } from './netns.js';
  *   fd00:0:0:4::2   eth1 198.18.0.254, fd00:0:0:1::fe    dir1 ───eth3─────── dir2     peer link 198.18.4.0/30
  *                                                        │ eth1 │ eth2       │ eth1 │ eth2
  *                                  sw (server switch) ───┴──────┼────────────┘      │
- *                                  rs1..rsN                     └── swm (mgmt switch) ┴── etcd1..etcd3
+ *                                  rs1..rsN                     └── swm (mgmt switch) ┴── etcd1..etcd3, ops
  *
  *   dirK  eth0 198.18.0.K/24  fd00:0:0:1::K/64    default via the router (198.18.0.254 / fd00:0:0:1::fe)
  *         eth1 198.19.1.K/24  fd00:0:0:2::K/64
@@ -20,6 +20,7 @@ import { Topology } from './netns.js';
  *         eth3 198.18.4.K/30  fd00:0:0:5::K/64    (direct veth dir1 <-> dir2: heartbeats, connection sync)
  *   rsK   eth0 198.19.1.(10+K)/24, fd00:0:0:2::(10+K)/64, default via the floating gateway 198.19.1.250 / fd00:0:0:2::fa
  *   etcdK eth0 198.18.3.(10+K)/24, fd00:0:0:3::(10+K)/64, client :2379, peer :2380
+ *   ops   eth0 198.18.3.100/24, fd00:0:0:3::64/64 on swm: an operator's box (lbadm --server, curl, a browser)
  *
  * No director holds a vip, local address or the real servers' gateway when the topology is built: those
  * float (FLOATING_ADDRESSES) and the agent of the elected director claims them. Real servers route via the
@@ -63,6 +64,13 @@ export const CLUSTER = {
   /** Floating: the real servers' default gateway, claimed on `server` by the active director (nat mode). */
   serverGateway: { ipv4: '198.19.1.250', ipv6: 'fd00:0:0:2::fa' },
   etcdPorts: { client: 2379, peer: 2380 },
+  /**
+   * An operator's machine on the management network (swm), the one segment every director's admin
+   * listeners (agent.admin, on the director's eth2 address) are reachable from and clients are not: where
+   * lbadm --server, curl, a browser or Prometheus run in tests and the lab. The client's side cannot reach
+   * swm (the router knows no route to it), as production keeps the admin API off the service network.
+   */
+  ops: { host: 'ops', ifname: 'eth0', ipv4: '198.18.3.100', ipv6: 'fd00:0:0:3::64' },
 } as const;
 
 export interface ClusterDirector {
@@ -175,6 +183,7 @@ export async function clusterTopology(opts: ClusterTopologyOptions): Promise<Clu
       buildDirectors(topology),
       ...realServers.map((rs) => buildRealServer(topology, rs)),
       ...etcdMembers().map((m) => buildEtcdHost(topology, m)),
+      buildOpsHost(topology),
     ]);
   } catch (e) {
     await topology.destroy().catch(() => undefined);
@@ -192,7 +201,7 @@ export async function openClusterTopology(opts: ClusterTopologyOptions): Promise
   const topology = new Topology(opts.prefix);
   const h = CLUSTER.hosts;
   for (const sw of [h.frontSwitch, h.serverSwitch, h.mgmtSwitch]) await topology.adoptHost(sw, { isSwitch: true });
-  for (const host of [h.client, h.router, ...DIRECTOR_NAMES, ...realServers.map((r) => r.host), ...etcdMembers().map((m) => m.host)]) {
+  for (const host of [h.client, h.router, ...DIRECTOR_NAMES, ...realServers.map((r) => r.host), ...etcdMembers().map((m) => m.host), CLUSTER.ops.host]) {
     await topology.adoptHost(host);
   }
   return clusterOf(topology, realServers);
@@ -202,7 +211,7 @@ export async function openClusterTopology(opts: ClusterTopologyOptions): Promise
 export function clusterHostNames(realServers = 3): string[] {
   const h = CLUSTER.hosts;
   return [h.client, h.router, h.frontSwitch, ...DIRECTOR_NAMES, h.serverSwitch, h.mgmtSwitch,
-    ...realServerList(realServers).map((r) => r.host), ...etcdMembers().map((m) => m.host)];
+    ...realServerList(realServers).map((r) => r.host), ...etcdMembers().map((m) => m.host), CLUSTER.ops.host];
 }
 
 function realServerList(count = 3): RealServerHost[] {
@@ -306,6 +315,14 @@ async function buildEtcdHost(t: Topology, m: EtcdMember): Promise<void> {
   await t.addHost(m.host);
   await t.attach(m.host, CLUSTER.hosts.mgmtSwitch, 'eth0');
   await addAddresses(t, m.host, 'eth0', [`${m.ipv4}/24`, `${m.ipv6}/64`]);
+}
+
+/** No default route: the ops host reaches the management network only, as an admin network would. */
+async function buildOpsHost(t: Topology): Promise<void> {
+  const o = CLUSTER.ops;
+  await t.addHost(o.host);
+  await t.attach(o.host, CLUSTER.hosts.mgmtSwitch, o.ifname);
+  await addAddresses(t, o.host, o.ifname, [`${o.ipv4}/24`, `${o.ipv6}/64`]);
 }
 
 async function addAddresses(t: Topology, host: string, ifname: string, cidrs: readonly string[]): Promise<void> {

@@ -2,8 +2,8 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CLUSTER, DIRECTOR_NAMES, clusterTopology, type ClusterTopology, type DirectorName } from './cluster-topology.js';
-import { makeClusterPki } from './certs.js';
+import { CLUSTER, DIRECTOR_NAMES, clusterDirector, clusterTopology, type ClusterTopology, type DirectorName } from './cluster-topology.js';
+import { makeClusterPki, type CertFiles } from './certs.js';
 import { startEtcdCluster, type RunningEtcdCluster } from './etcd.js';
 import { runCommand, type BackgroundProcess } from './exec.js';
 import { startTestServers } from './processes.js';
@@ -68,6 +68,23 @@ const LAB_TLS_DIR = '/run/lbd/lab-tls';
 export const HA_GROUP = 'default';
 export const HA_VIP = CLUSTER.vips.ipv4;
 
+/**
+ * The operators' certificates the lab's CA issues, with the role deploy/lab/dirK.yaml's agent.admin.clients
+ * gives each name: `ops` writes (lbadm server drain, apply, failover), `viewer` (a browser) and
+ * `prometheus` (a scraper) only read.
+ */
+export const OPS_CLIENTS = [
+  { name: 'ops', role: 'write' },
+  { name: 'viewer', role: 'read' },
+  { name: 'prometheus', role: 'read' },
+] as const;
+export type OpsClientName = (typeof OPS_CLIENTS)[number]['name'];
+
+/** Where a director's agent.admin listeners are (deploy/lab/dirK.yaml): its management address, from the ops host. */
+export function adminListeners(d: DirectorName): { readonly address: string; readonly grpcPort: number; readonly httpPort: number } {
+  return { address: clusterDirector(d).mgmtIpv4, grpcPort: 7412, httpPort: 9443 };
+}
+
 /** Bounds (ms). */
 const AGENT_READY_MS = 30_000;
 const LEADER_MS = 30_000;
@@ -97,6 +114,10 @@ export interface HaLab<A extends HaAdmin = HaAdmin> {
   readonly dir: string;
   /** The agents' etcd prefix (unique per lab). */
   readonly etcdPrefix: string;
+  /** The lab CA (it signed the directors' certificates: the agent.admin listeners' and the peer link's). */
+  readonly caPath: string;
+  /** An operator's certificate and key, signed by the lab CA (OPS_CLIENTS). */
+  clientCert(name: OpsClientName): CertFiles;
   readonly group: string;
   readonly vip: string;
   /** Admin API on the director's socket (one client per director, closed by destroy()). */
@@ -278,9 +299,11 @@ export async function startHaLab<A extends HaAdmin = HaAdmin>(opts: HaLabOptions
     await startTestServers(t, cluster.realServers.map((r) => r.host), { http: 8080, stream: 9000, udp: 5353 }, 10_000, opts.faultDir);
     const socket = (d: DirectorName): string => join(tmp!, `${d}.sock`);
     const file = (d: DirectorName): string => join(tmp!, `${d}.yaml`);
-    // The agents' own peer-link CA and certificates, not the lab's (which may not exist, or be another lab's).
+    // The agents' own CA and certificates (peer link and admin listeners), not the lab's (which may not
+    // exist, or be another lab's), and the operators' certificates it signs.
     const tlsDir = join(tmp, 'tls');
-    await makeClusterPki(tlsDir, DIRECTOR_NAMES);
+    const pki = await makeClusterPki(tlsDir, [...DIRECTOR_NAMES, ...OPS_CLIENTS.map((c) => c.name)],
+      Object.fromEntries(DIRECTOR_NAMES.map((d) => [d, [adminListeners(d).address]])));
     for (const d of DIRECTOR_NAMES) {
       await writeFile(file(d), await agentFileText(d, { adminSocket: socket(d), etcdPrefix, tlsDir, ...(opts.timing ? { timing: opts.timing } : {}) }));
     }
@@ -329,6 +352,8 @@ export async function startHaLab<A extends HaAdmin = HaAdmin>(opts: HaLabOptions
     await api('dir1').apply({ configText: opts.configText ?? (await labConfigText()), source: 'ha-lab', author: 'ha-lab' }, { timeoutMs: 15_000 });
     const lab: HaLab<A> = {
       cluster, etcd, dir: tmp, etcdPrefix, group: HA_GROUP, vip: HA_VIP,
+      caPath: pki.ca.certPath,
+      clientCert: (name) => pki.certs[name]!,
       api, socket, killAgent, startAgent, agentRunning, agentLog,
       leader: () => leaderOf(api),
       holders: () => holdersOf(cluster),

@@ -34,7 +34,7 @@ export type {
 } from './cluster-topology.js';
 export { etcdMemberArgs, etcdctlIn, freePort, startEtcd, startEtcdCluster } from './etcd.js';
 export type { EtcdClusterOptions, EtcdMemberTiming, EtcdOptions, RunningEtcd, RunningEtcdCluster } from './etcd.js';
-export { AGENT_BIN, HA_GROUP, HA_VIP, LBADM_BIN, agentFileText, holdersOf, labConfigText, lbadmAdmin, leaderOf, startHaLab, waitFor, waitSteady } from './ha-lab.js';
-export type { ClusterStatusView, HaAdmin, HaLab, HaLabOptions, SteadyTarget } from './ha-lab.js';
+export { AGENT_BIN, HA_GROUP, HA_VIP, LBADM_BIN, OPS_CLIENTS, adminListeners, agentFileText, holdersOf, labConfigText, lbadmAdmin, leaderOf, startHaLab, waitFor, waitSteady } from './ha-lab.js';
+export type { ClusterStatusView, HaAdmin, HaLab, HaLabOptions, OpsClientName, SteadyTarget } from './ha-lab.js';
 export { DRILL_MODES, formatDrill, runDrill, summary as drillSummary } from './drill.js';
 export type { DrillMode, DrillOptions, DrillResult, DrillTarget, HolderChange } from './drill.js';
