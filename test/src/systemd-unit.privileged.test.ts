@@ -15,6 +15,17 @@ import { requireRoot, runCommand } from '@lbd/testkit';
 
 const UNIT = fileURLToPath(new URL('../../deploy/systemd/lbd-agent.service', import.meta.url));
 const FIXTURE = fileURLToPath(new URL('./sandbox-work.fixture.js', import.meta.url));
+const REPO = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, '');
+
+/**
+ * PrivateTmp: an empty /tmp. A checkout under /tmp (a CI runner's, a clean clone) would vanish with it,
+ * fixture and all, so it is bound back in at its own path, through /mnt (a mount point only in this
+ * private mount namespace).
+ */
+function privateTmp(repo: string): string[] {
+  if (!repo.startsWith('/tmp/')) return ['mount -t tmpfs tmpfs /tmp'];
+  return ['mount --bind /tmp /mnt', 'mount -t tmpfs tmpfs /tmp', `mkdir -p ${repo}`, `mount --bind /mnt/${repo.slice('/tmp/'.length)} ${repo}`];
+}
 
 function unitValues(text: string, key: string): string[] {
   return text.split('\n').filter((l) => l.startsWith(`${key}=`)).flatMap((l) => l.slice(key.length + 1).trim().split(/\s+/));
@@ -37,7 +48,7 @@ describe('lbd-agent.service sandbox: the agent\'s kernel work under the unit\'s 
       'mount --make-rprivate /',
       'mount --bind /proc/sys /proc/sys && mount -o remount,bind,ro /proc/sys',
       ...procRw.map((p) => `mount --bind ${p} ${p} && mount -o remount,bind,rw ${p}`),
-      'mount -t tmpfs tmpfs /tmp',
+      ...privateTmp(REPO),
       // sysfs of this namespace: the IPv6 announcement reads the interface's index and address there.
       'mount -t sysfs -o ro sysfs /sys',
       'ip link set lo up',
