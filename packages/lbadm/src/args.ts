@@ -1,4 +1,5 @@
 import { DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS } from '@lbd/config';
+import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
 
 /**
  * lbadm's command line: a command and flags, in any order. Every mistake is a UsageError naming the
@@ -86,7 +87,6 @@ export type Since = { readonly agoMs: number } | { readonly unixMs: number };
 
 /** The event kinds the agent's event log records (admin.proto Event.kind). */
 export const EVENT_KINDS = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin'] as const;
-const MAX_EVENTS_LIMIT = 10_000;
 
 export const DRILL_MODES = ['switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage'] as const;
 
@@ -149,7 +149,7 @@ commands:
                                   cluster every director's (from etcd), with --local this one's.
                                   --since 10m, 2h, 1d or 2026-12-01T10:00:00Z; --follow prints
                                   new events until Ctrl-C; --kind one of ${EVENT_KINDS.join(', ')};
-                                  --limit the newest N kept (default 1000); --json: one document,
+                                  --limit the newest N kept (default ${DEFAULT_EVENTS_LIMIT}); --json: one document,
                                   with --follow one JSON event per line
 
 global flags:
