@@ -248,11 +248,17 @@ const MANAGE: Readonly<Record<string, { readonly words: readonly string[]; reado
   'service list': { words: [], flags: ['--names'] },
 };
 
+/** Flags every command takes. */
+export const GLOBAL_FLAGS: readonly string[] = Object.entries(FLAGS).filter(([, spec]) => spec.commands === undefined).map(([name]) => name);
+
+/** The global flags that say where the agent is and how to reach it (--socket, --server and its TLS files). */
+export const CONNECTION_FLAGS: readonly string[] = GLOBAL_FLAGS.filter((name) => FLAGS[name]!.value);
+
 /** Flags that `lbadm COMMAND [SUB]` takes, the global ones last: for shell completion. */
 export function flagsOf(command: Command, sub?: string): string[] {
   const manage = sub === undefined ? undefined : MANAGE[`${command} ${sub}`];
   const own = manage ? manage.flags : Object.entries(FLAGS).filter(([, spec]) => spec.commands?.includes(command)).map(([name]) => name);
-  return [...own, ...Object.entries(FLAGS).filter(([, spec]) => spec.commands === undefined).map(([name]) => name)];
+  return [...own, ...GLOBAL_FLAGS];
 }
 
 /** Flags that take a value: for shell completion, which must skip their values when it counts words. */

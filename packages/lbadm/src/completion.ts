@@ -1,5 +1,5 @@
 import { FORWARDING_MODES, PROTOCOLS, SCHEDULERS } from '@lbd/config';
-import { COMMANDS, DRILL_MODES, SUBCOMMANDS, VALUE_FLAGS, flagsOf, type Command } from './args.js';
+import { COMMANDS, CONNECTION_FLAGS, DRILL_MODES, GLOBAL_FLAGS, SUBCOMMANDS, VALUE_FLAGS, flagsOf, type Command } from './args.js';
 
 /**
  * `lbadm completion bash|zsh`: a completion script generated from the command line's own tables (commands,
@@ -23,7 +23,7 @@ function flagCases(): string {
     for (const sub of subs) arms.push(`      ${cmd}:${sub}) flags="${words(flagsOf(cmd, sub))}" ;;`);
     arms.push(`      ${cmd}:*) flags="${words(flagsOf(cmd))}" ;;`);
   }
-  arms.push(`      *) flags="${words(flagsOf('status').filter((f) => ['--socket', '--server', '--ca', '--cert', '--key', '--server-name', '--json', '--help'].includes(f)))}" ;;`);
+  arms.push(`      *) flags="${words(GLOBAL_FLAGS)}" ;;`);
   return arms.join('\n');
 }
 
@@ -37,8 +37,8 @@ _lbadm_services() {
   local args=() i
   for ((i = 1; i < \${#COMP_WORDS[@]}; i++)); do
     case "\${COMP_WORDS[i]}" in
-      --socket|--server|--ca|--cert|--key|--server-name) args+=("\${COMP_WORDS[i]}" "\${COMP_WORDS[i+1]}") ;;
-      --socket=*|--server=*|--ca=*|--cert=*|--key=*|--server-name=*) args+=("\${COMP_WORDS[i]}") ;;
+      ${CONNECTION_FLAGS.join('|')}) args+=("\${COMP_WORDS[i]}" "\${COMP_WORDS[i+1]}") ;;
+      ${CONNECTION_FLAGS.map((f) => `${f}=*`).join('|')}) args+=("\${COMP_WORDS[i]}") ;;
     esac
   done
   timeout 3 "\${COMP_WORDS[0]}" "\${args[@]}" service list --names 2>/dev/null

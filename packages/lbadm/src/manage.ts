@@ -1,7 +1,7 @@
 import { status } from '@grpc/grpc-js';
 import { ConfigError, EXIT, hostPort, parseConfig, serviceKey, type Config } from '@lbd/config';
 import { applyProblemsOf, isServiceError, type AdminApi, type ApplyResponse__Output, type GetConfigResponse__Output } from '@lbd/proto';
-import type { Invocation } from './args.js';
+import { CONNECTION_FLAGS, type Invocation } from './args.js';
 import { EditError, diffLines, editConfig, type EditOp } from './edit.js';
 import { columns, formatApply, formatProblems, json } from './format.js';
 
@@ -20,9 +20,6 @@ export interface ManageIo {
   stderr(text: string): void;
 }
 
-/** Flags that say where the agent is and how to reach it (and their values), not what was changed. */
-const WHERE_FLAGS: readonly string[] = ['--socket', '--server', '--server-name', '--ca', '--cert', '--key'];
-
 /**
  * The words of the command line that say what it changes (not where, how it prints, or whether it only
  * asks): the Apply's source, which the config history and the event log keep.
@@ -31,8 +28,8 @@ export function sourceOf(argv: readonly string[]): string {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
-    if (WHERE_FLAGS.includes(a)) { i++; continue; }
-    if (WHERE_FLAGS.some((f) => a.startsWith(`${f}=`)) || a === '--json' || a === '--dry-run') continue;
+    if (CONNECTION_FLAGS.includes(a)) { i++; continue; }
+    if (CONNECTION_FLAGS.some((f) => a.startsWith(`${f}=`)) || a === '--json' || a === '--dry-run') continue;
     out.push(a);
   }
   // The Apply's source is at most 256 characters.
