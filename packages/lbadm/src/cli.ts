@@ -164,12 +164,21 @@ async function watchHealth(api: AdminApi, inv: Invocation, serviceKey: string | 
   const wanted = (e: HealthEvent__Output): boolean => filter === undefined || e.service === filter || e.serviceName === filter || e.service === serviceKey;
   if (!inv.json) io.stderr(`lbadm: watching health transitions${filter === undefined ? '' : ` of ${filter}`}; Ctrl-C ends\n`);
   const since = (io.now ?? Date.now)();
-  for await (const e of api.watchHealth(since, io.interrupt ? { signal: io.interrupt } : {})) {
-    if (!wanted(e)) continue;
-    io.stdout(inv.json ? `${JSON.stringify(e)}\n` : formatHealthEvent(e));
+  return follow(api, api.watchHealth(since, io.interrupt ? { signal: io.interrupt } : {}), 'watch', inv, io, formatHealthEvent, wanted);
+}
+
+/**
+ * Prints each message of a stream the agent keeps open (`health --watch`, `events --follow`), a line or
+ * a JSON object (those `keep` takes), until interrupted, a clean exit (0), or until the agent ends it.
+ */
+async function follow<T>(
+  api: AdminApi, stream: AsyncIterable<T>, what: string, inv: Invocation, io: Io, format: (e: T) => string, keep: (e: T) => boolean = () => true,
+): Promise<number> {
+  for await (const e of stream) {
+    if (keep(e)) io.stdout(inv.json ? `${JSON.stringify(e)}\n` : format(e));
   }
   if (io.interrupt?.aborted) return EXIT.ok;
-  io.stderr(`lbadm: lbd-agent at ${api.where} ended the watch (it is shutting down?)\n`);
+  io.stderr(`lbadm: lbd-agent at ${api.where} ended the ${what} (it is shutting down?)\n`);
   return EXIT.unavailable;
 }
 
@@ -192,12 +201,7 @@ async function events(api: AdminApi, inv: Invocation, io: Io): Promise<number> {
     return EXIT.ok;
   }
   if (!inv.json) io.stderr('lbadm: following events; Ctrl-C ends\n');
-  for await (const e of api.listEvents(req, io.interrupt ? { signal: io.interrupt } : {})) {
-    io.stdout(inv.json ? `${JSON.stringify(e)}\n` : formatEvent(e));
-  }
-  if (io.interrupt?.aborted) return EXIT.ok;
-  io.stderr(`lbadm: lbd-agent at ${inv.socket} ended the stream (it is shutting down?)\n`);
-  return EXIT.unavailable;
+  return follow(api, api.listEvents(req, io.interrupt ? { signal: io.interrupt } : {}), 'stream', inv, io, formatEvent);
 }
 
 async function validate(inv: Invocation, io: Io): Promise<number> {
