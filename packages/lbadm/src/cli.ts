@@ -69,7 +69,7 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return endpoint.exit;
   }
   const api = new AdminApi(endpoint);
-  const where = whereOf(inv);
+  const where = whereOf(inv, api);
   try {
     switch (inv.command) {
       case 'status': {
@@ -264,8 +264,8 @@ function author(): string {
 }
 
 /** What describeFailure says lbadm talked to. */
-function whereOf(inv: Invocation): AdminTarget {
-  return inv.server === undefined ? inv.socket : { server: `${inv.server.address.includes(':') ? `[${inv.server.address}]` : inv.server.address}:${inv.server.port}`, cert: inv.server.cert };
+function whereOf(inv: Invocation, api: AdminApi): AdminTarget {
+  return inv.server === undefined ? api.where : { server: api.where, cert: inv.server.cert };
 }
 
 /**
