@@ -85,10 +85,7 @@ export class Coordinator {
     this.kv = new Kv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200));
     this.k = keys(o.prefix);
     this.config = new ConfigStore(this.kv, this.k);
-    this.events = new EventStore({
-      endpoints: o.endpoints, prefix: o.prefix, director: o.id,
-      ...(o.events?.keep === undefined ? {} : { keep: o.events.keep }), ...(o.events?.log === undefined ? {} : { log: o.events.log }),
-    });
+    this.events = new EventStore({ endpoints: o.endpoints, prefix: o.prefix, director: o.id, ...o.events });
   }
 
   /** Registers and watches the other directors. Elections start with setGroups(). */
