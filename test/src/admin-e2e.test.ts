@@ -9,6 +9,7 @@ import { EXIT } from '@lbd/config';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { Agent } from '@lbd/director-agent';
 import { main } from '@lbd/lbadm';
+import { runLbadm, type Run } from './lbadm-run.js';
 
 /**
  * lbadm against a real lbd-agent (FakeDataPlane, temp config and socket), through lbadm's CLI entry point
@@ -37,8 +38,6 @@ const CONFIG = `services:
       - { address: 198.19.1.21, port: 8080 }
 `;
 
-interface Run { code: number; out: string; err: string }
-
 describe('lbadm against lbd-agent (end to end)', () => {
   let dir: string;
   let socket: string;
@@ -46,13 +45,8 @@ describe('lbadm against lbd-agent (end to end)', () => {
   let dp: FakeDataPlane;
   let agent: Agent;
 
-  async function lbadm(...argv: string[]): Promise<Run> {
-    let out = '';
-    let err = '';
-    const code = await main(['--socket', socket, ...argv], {
-      stdout: (t) => { out += t; }, stderr: (t) => { err += t; }, env: {}, sleep: async () => {},
-    });
-    return { code, out, err };
+  function lbadm(...argv: string[]): Promise<Run> {
+    return runLbadm(['--socket', socket, ...argv]);
   }
 
   before(async () => {

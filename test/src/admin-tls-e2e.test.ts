@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { EXIT } from '@lbd/config';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { Agent } from '@lbd/director-agent';
-import { main } from '@lbd/lbadm';
 import { freePort, issueCert, makeCa, type CertFiles } from '@lbd/testkit';
+import { runLbadm as lbadm } from './lbadm-run.js';
 
 /**
  * lbadm --server against a real lbd-agent's admin API over TCP with mutual TLS (FakeDataPlane, loopback):
@@ -23,8 +23,6 @@ const CONFIG = `services:
       - { address: 198.19.1.11, port: 8080, weight: 2 }
 `;
 
-interface Run { code: number; out: string; err: string }
-
 describe('lbadm --server: the admin API over mutual TLS (end to end)', function () {
   this.timeout(60_000);
   let dir: string;
@@ -36,12 +34,6 @@ describe('lbadm --server: the admin API over mutual TLS (end to end)', function 
   let fileText: string;
   const certs: Record<string, CertFiles> = {};
 
-  async function lbadm(argv: string[], env: Record<string, string> = {}): Promise<Run> {
-    let out = '';
-    let err = '';
-    const code = await main(argv, { stdout: (t) => { out += t; }, stderr: (t) => { err += t; }, env, sleep: async () => {} });
-    return { code, out, err };
-  }
   const as = (name: string, extra: string[] = ['--server-name', 'dir1']): string[] =>
     ['--server', `127.0.0.1:${port}`, '--ca', caPath, '--cert', certs[name]!.certPath, '--key', certs[name]!.keyPath, ...extra];
 

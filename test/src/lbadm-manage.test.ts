@@ -8,8 +8,8 @@ import { promisify } from 'node:util';
 import { EXIT } from '@lbd/config';
 import { FakeAddressOwner, FakeDataPlane } from '@lbd/dataplane/testing';
 import { Agent, silentLogger } from '@lbd/director-agent';
-import { main } from '@lbd/lbadm';
 import { startEtcd, freePort, type RunningEtcd } from '@lbd/testkit';
+import { runLbadm, type Run } from './lbadm-run.js';
 
 /**
  * lbadm's management commands (server add|edit|drain|enable|remove, service add|edit|remove|list) through
@@ -38,13 +38,8 @@ const SERVICES = `services:
       - { address: 198.19.1.21, port: 8080 }
 `;
 
-interface Run { code: number; out: string; err: string }
-
-async function lbadm(socket: string, ...argv: string[]): Promise<Run> {
-  let out = '';
-  let err = '';
-  const code = await main(['--socket', socket, ...argv], { stdout: (t) => { out += t; }, stderr: (t) => { err += t; }, env: {} });
-  return { code, out, err };
+function lbadm(socket: string, ...argv: string[]): Promise<Run> {
+  return runLbadm(['--socket', socket, ...argv]);
 }
 
 /** Programmed weights of one service, as `address:port=weight`. */
