@@ -155,11 +155,8 @@ function editServer(
   return { changed: true, text: `${label}: ${changes.join(', ')}` };
 }
 
-/** The config's field for each service flag, in the order a new service writes them. */
-const SERVICE_KEYS: readonly [keyof ServiceFields, string][] = [
-  ['vip', 'vip'], ['port', 'port'], ['protocol', 'protocol'], ['mode', 'mode'], ['scheduler', 'scheduler'],
-  ['localAddresses', 'localAddresses'], ['vipGroup', 'vipGroup'],
-];
+/** The service's fields the flags set (each named as in the config), in the order a new service writes them. */
+const SERVICE_KEYS: readonly (keyof ServiceFields)[] = ['vip', 'port', 'protocol', 'mode', 'scheduler', 'localAddresses', 'vipGroup'];
 
 function addService(doc: Document, config: Pick<Config, 'services'>, name: string, fields: ServiceFields): { changed: boolean; text: string } {
   const same = config.services.findIndex((s) => s.name === name);
@@ -167,8 +164,8 @@ function addService(doc: Document, config: Pick<Config, 'services'>, name: strin
     throw new EditError({ path: 'NAME', value: name, rule: `is already a service (services[${same}])`, fix: 'change it with lbadm service edit, or choose another name' });
   }
   const item = doc.createNode({ name }) as YAMLMap;
-  for (const [flag, key] of SERVICE_KEYS) {
-    const v = fields[flag];
+  for (const key of SERVICE_KEYS) {
+    const v = fields[key];
     if (v === undefined || v === null) continue;
     item.set(key, valueNode(doc, v));
   }
@@ -185,11 +182,11 @@ function editService(doc: Document, i: number, svc: Service, fields: ServiceFiel
     vip: svc.vip, port: svc.port, protocol: svc.protocol, mode: svc.mode, scheduler: svc.scheduler,
     localAddresses: svc.localAddresses === null ? null : doc.toJS().services?.[i]?.localAddresses, vipGroup: svc.vipGroup,
   };
-  for (const [flag, key] of SERVICE_KEYS) {
-    const v = fields[flag];
+  for (const key of SERVICE_KEYS) {
+    const v = fields[key];
     if (v === undefined) continue;
-    const was = current[flag];
-    if (isDeepStrictEqual(v, was) || (flag === 'vip' && typeof v === 'string' && familyOf(v) !== null && canonicalAddress(v) === was)) continue;
+    const was = current[key];
+    if (isDeepStrictEqual(v, was) || (key === 'vip' && typeof v === 'string' && familyOf(v) !== null && canonicalAddress(v) === was)) continue;
     if (v === null) doc.deleteIn(['services', i, key]);
     else doc.setIn(['services', i, key], valueNode(doc, v));
     changes.push(`${key} ${show(was)} -> ${v === null ? '(none)' : show(v)}`);
