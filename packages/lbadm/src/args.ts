@@ -408,6 +408,12 @@ export function parseSince(text: string): Since {
   throw new UsageError(`--since: "${text}" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)`);
 }
 
+/** `HOST:PORT` or `[IPV6]:PORT` (1 to 5 digits), split; undefined when it is not of that form. */
+export function splitHostPort(text: string): { host: string; port: number } | undefined {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
+  return m ? { host: m[1] ?? m[2]!, port: Number(m[3]) } : undefined;
+}
+
 const TLS_FLAGS = [['--ca', 'LBADM_CA'], ['--cert', 'LBADM_CERT'], ['--key', 'LBADM_KEY']] as const;
 
 /**
@@ -424,9 +430,8 @@ function tcpServer(str: (name: string) => string | undefined, env: Readonly<Reco
     return undefined;
   }
   const from = flag !== undefined ? '--server' : 'LBADM_SERVER';
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
-  const port = Number(m?.[3]);
-  if (!m || !(port >= 1 && port <= 65535)) throw new UsageError(`${from}: "${text}" is not HOST:PORT (e.g. 198.18.3.1:7412, [fd00::1]:7412 or dir1.example.org:7412)`);
+  const hp = splitHostPort(text);
+  if (hp === undefined || hp.port < 1 || hp.port > 65535) throw new UsageError(`${from}: "${text}" is not HOST:PORT (e.g. 198.18.3.1:7412, [fd00::1]:7412 or dir1.example.org:7412)`);
   const files: Record<string, string> = {};
   const missing: string[] = [];
   for (const [f, e] of TLS_FLAGS) {
@@ -436,7 +441,7 @@ function tcpServer(str: (name: string) => string | undefined, env: Readonly<Reco
   }
   if (missing.length > 0) throw new UsageError(`${from} needs mutual TLS files: missing ${missing.join(', ')}`);
   return {
-    address: m[1] ?? m[2]!, port, ca: files['--ca']!, cert: files['--cert']!, key: files['--key']!,
+    address: hp.host, port: hp.port, ca: files['--ca']!, cert: files['--cert']!, key: files['--key']!,
     serverName: str('--server-name') ?? (env.LBADM_SERVER_NAME || undefined),
   };
 }

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { isMap, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from 'yaml';
 import { canonicalAddress, familyOf, formatProblem, hostPort, serviceKey, type Config, type Problem, type Service } from '@lbd/config';
-import type { ServerFields, ServiceFields } from './args.js';
+import { splitHostPort, type ServerFields, type ServiceFields } from './args.js';
 
 /**
  * The edits of `lbadm server` and `lbadm service`, as pure functions of the running config's text: the
@@ -223,10 +223,8 @@ export function findService(config: Pick<Config, 'services'>, ref: string, field
 
 /** `198.19.1.12:8080` or `[fd00::12]:8080`, the address in canonical form. */
 export function parseEndpoint(text: string): { address: string; port: number } {
-  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text);
-  const address = m ? (m[1] ?? m[2]!) : '';
-  const port = m ? Number(m[3]) : 0;
-  if (!m || familyOf(address) === null || port < 1 || port > 65535) {
+  const { host: address, port } = splitHostPort(text) ?? { host: '', port: 0 };
+  if (familyOf(address) === null || port < 1 || port > 65535) {
     throw new EditError({
       path: 'ADDR:PORT', value: text, rule: 'is not a real server address and port',
       fix: 'write address:port, e.g. 198.19.1.12:8080, or [fd00::12]:8080 for IPv6 (port 1 to 65535)',
