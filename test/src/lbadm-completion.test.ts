@@ -81,4 +81,15 @@ describe('lbadm completion', () => {
     // The word after SERVICE is an address: no names there.
     assert.deepEqual(await complete('lbadm --socket /tmp/answers server drain web w', fake), []);
   });
+
+  it('asks for service names with every connection flag of the line, in both forms, and no other flag', async () => {
+    // A stand-in that answers with the words it was run with.
+    const echo = join(dir, 'echo-lbadm');
+    await writeFile(echo, '#!/bin/sh\nprintf "%s\\n" "$@"\n');
+    await chmod(echo, 0o755);
+    assert.deepEqual(await complete('lbadm --server 198.18.3.1:7412 --ca ca.pem --cert=me.pem --key me.key --server-name=dir1 --json server drain ', echo), [
+      '--ca', '--cert=me.pem', '--key', '--names', '--server', '--server-name=dir1', '198.18.3.1:7412', 'ca.pem', 'list', 'me.key', 'service',
+    ]);
+    assert.deepEqual(await complete('lbadm --socket=/tmp/x.sock server drain ', echo), ['--names', '--socket=/tmp/x.sock', 'list', 'service']);
+  });
 });
