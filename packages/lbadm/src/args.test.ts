@@ -89,6 +89,7 @@ describe('parseArgs', () => {
     [['events', '--since', '10'], '--since: "10" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],
     [['events', '--director', 'dir 1'], '--director: "dir 1" is not a director id (letters, digits, ".", "_", "-"; lbadm cluster status lists them)'],
     [['events', '--limit', '0'], '--limit: "0" is not a whole number from 1 to 10000'],
+    [['events', '--limit', '10001'], '--limit: "10001" is not a whole number from 1 to 10000'],
     [['status', '--follow'], '--follow is not a flag of "lbadm status" (it belongs to lbadm events)'],
     [['server'], 'lbadm server needs one of: server add, server edit, server drain, server enable, server remove'],
     [['server', 'drain', 'web'], 'lbadm server drain needs SERVICE ADDR:PORT (SERVICE: a service name or key; lbadm service list shows them)'],
