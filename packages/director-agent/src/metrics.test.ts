@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, get, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,12 +13,13 @@ import { parse as parseYaml } from 'yaml';
 import { Agent } from './agent.js';
 import { silentLogger } from './log.js';
 import { GROUP_ROLES, Metrics, metricsRoutes } from './metrics.js';
-import type { Caller, EventSource, LbdEvent, OpsRoute } from './ops-types.js';
+import type { EventSource, LbdEvent } from './ops-types.js';
+import { serveOpsRoutes } from './testing/index.js';
 
 /**
  * Metrics against a real Agent with a fake kernel, FakeProber and FakeClock: a known state in, exact values
  * out of the Prometheus text (parsed here, not compared as strings). The exposition is checked against the
- * naming conventions, the route is called over plain HTTP through a test-only dispatcher (the real
+ * naming conventions, the route is called over plain HTTP through the test-only dispatcher (testing/, the real
  * listener is mutual TLS, tested with it), and the Grafana dashboard and alerting rules may only use
  * metrics the registry has. The cluster part runs two agents against a real etcd on loopback.
  */
@@ -379,17 +379,16 @@ describe('Metrics of one director', () => {
     const h = await start();
     const routes = metricsRoutes(h.metrics);
     assert.deepEqual(routes.map((r) => [r.method, r.path, r.role, r.prefix ?? false]), [['GET', '/metrics', 'read', false]]);
-    const server = await serveRoutes(routes);
+    const server = await serveOpsRoutes(routes);
     try {
-      const { port } = server.address() as AddressInfo;
-      const res = await httpGet(`http://127.0.0.1:${port}/metrics`);
+      const res = await httpGet(`${server.url}/metrics`);
       assert.equal(res.status, 200);
       assert.equal(res.contentType, 'text/plain; version=0.0.4; charset=utf-8');
       const x = parseExposition(res.body);
       assert.equal(value(x, 'lbd_real_server_up', rs(RS1)), 1);
-      assert.equal((await httpGet(`http://127.0.0.1:${port}/other`)).status, 404);
+      assert.equal((await httpGet(`${server.url}/other`)).status, 404);
     } finally {
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
     }
   });
 
@@ -683,26 +682,7 @@ services:
   });
 });
 
-// --- Helpers: a plain-HTTP stand-in for the ops listener, and the shapes of the deploy files ---
-
-/** Dispatches OpsRoutes like the HTTPS listener does (exact path, method, least role), without TLS: tests only. */
-function serveRoutes(routes: readonly OpsRoute[]): Promise<Server> {
-  const caller: Caller = { role: 'read', name: 'test' };
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const route = routes.find((r) => r.method === req.method && (r.prefix ? path.startsWith(r.path) : path === r.path));
-    if (route === undefined) {
-      res.writeHead(404).end();
-      return;
-    }
-    if (route.role === 'write' && caller.role !== 'write') {
-      res.writeHead(403).end();
-      return;
-    }
-    Promise.resolve(route.handle(req, res, caller)).catch(() => res.writeHead(500).end());
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
+// --- Helpers: a GET over plain HTTP, and the shapes of the deploy files ---
 
 function httpGet(url: string): Promise<{ status: number; contentType: string; body: string }> {
   return new Promise((resolve, reject) => {
