@@ -380,11 +380,6 @@ export class Dashboard {
   }
 }
 
-/** The dashboard's routes (see Dashboard): what the ops listener mounts. */
-export function dashboardRoutes(opts: DashboardOptions): OpsRoute[] {
-  return new Dashboard(opts).routes();
-}
-
 /**
  * One server-sent-events response. Writes go straight out while the socket keeps up; while it does not,
  * the newest state replaces any older one waiting and events queue up to a bound, past which the
