@@ -13,8 +13,7 @@ import { parse as parseYaml } from 'yaml';
 import { Agent } from './agent.js';
 import { silentLogger } from './log.js';
 import { GROUP_ROLES, Metrics, metricsRoutes } from './metrics.js';
-import type { EventSource, LbdEvent } from './ops-types.js';
-import { serveOpsRoutes } from './testing/index.js';
+import { MemoryEventSource, serveOpsRoutes } from './testing/index.js';
 
 /**
  * Metrics against a real Agent with a fake kernel, FakeProber and FakeClock: a known state in, exact values
@@ -84,23 +83,6 @@ function conn(server: string, state: string, clientPort: number): Connection {
   };
 }
 
-/** A test event log: what the events helper's EventLog does for subscribers, and nothing more. */
-class TestEvents implements EventSource {
-  private readonly subs = new Set<(e: LbdEvent) => void>();
-  private seq = 0;
-  recent(): LbdEvent[] {
-    return [];
-  }
-  subscribe(fn: (e: LbdEvent) => void): () => void {
-    this.subs.add(fn);
-    return () => this.subs.delete(fn);
-  }
-  emit(kind: LbdEvent['kind'], subject: string, from: string, to: string): void {
-    const e: LbdEvent = { id: String(++this.seq), timeUnixMs: Date.now(), director: 'dir1', kind, subject, from, to, reason: 'test', fields: {} };
-    for (const fn of this.subs) fn(e);
-  }
-}
-
 // --- The Prometheus text format, parsed ---
 
 interface Sample {
@@ -167,7 +149,7 @@ interface Harness {
   readonly prober: FakeProber;
   readonly agent: Agent;
   readonly metrics: Metrics;
-  readonly events: TestEvents;
+  readonly events: MemoryEventSource;
 }
 
 const harnesses: Harness[] = [];
@@ -180,7 +162,7 @@ async function start(text = config()): Promise<Harness> {
   const clock = new FakeClock();
   const prober = new FakeProber(clock);
   const agent = await Agent.start({ configPath, dataPlane: dp, serve: false, watch: false, log: silentLogger, version: '1.2.3', health: { prober, clock } });
-  const events = new TestEvents();
+  const events = new MemoryEventSource();
   const metrics = new Metrics(agent, { events });
   const h = { dir, configPath, dp, clock, prober, agent, metrics, events };
   harnesses.push(h);
@@ -317,16 +299,16 @@ describe('Metrics of one director', () => {
 
   it('counts role transitions from the event log, and nothing once closed', async () => {
     const h = await start();
-    h.events.emit('role', 'front', '', 'standby');
-    h.events.emit('role', 'front', 'standby', 'leader');
-    h.events.emit('role', 'front', 'leader', 'leader'); // a note (a refused handoff), not a transition
-    h.events.emit('health', `${SVC} ${RS2}`, 'up', 'down');
+    h.events.add('role', 'front', '', 'standby');
+    h.events.add('role', 'front', 'standby', 'leader');
+    h.events.add('role', 'front', 'leader', 'leader'); // a note (a refused handoff), not a transition
+    h.events.add('health', `${SVC} ${RS2}`, 'up', 'down');
     let x = await scrape(h);
     assert.equal(value(x, 'lbd_vip_group_transitions_total', { group: 'front', from: 'none', to: 'standby' }), 1);
     assert.equal(value(x, 'lbd_vip_group_transitions_total', { group: 'front', from: 'standby', to: 'leader' }), 1);
     assert.equal(x.samples.filter((s) => s.name === 'lbd_vip_group_transitions_total').length, 2);
     h.metrics.close();
-    h.events.emit('role', 'front', 'leader', 'standby');
+    h.events.add('role', 'front', 'leader', 'standby');
     x = await scrape(h);
     assert.equal(has(x, 'lbd_vip_group_transitions_total', { to: 'standby', from: 'leader' }), false);
 
