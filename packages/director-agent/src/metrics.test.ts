@@ -279,6 +279,17 @@ describe('Metrics of one director', () => {
     assert.equal(value(x, 'lbd_config_revision'), 2);
     assert.equal(value(x, 'lbd_config_apply_duration_seconds_count', { trigger: 'sighup', result: 'applied' }), 1);
     assert.equal(value(x, 'lbd_config_apply_failures_total', { trigger: 'sighup', result: 'failed' }), 1, 'a counter never goes back');
+
+    // A failed health apply lags the kernel too, until its retry lands.
+    h.dp.failNextApply = new DataPlaneError('Unknown', 'apply', { detail: 'nft: Device or resource busy' });
+    h.prober.set(RS2, FAIL);
+    await until(h, () => h.agent.dataPlaneProblem() !== null, 3000, 'a failed health apply');
+    x = await scrape(h);
+    assert.equal(value(x, 'lbd_data_plane_apply_failing'), 1, 'a health apply failed');
+    assert.equal(value(x, 'lbd_health_applies_total', { result: 'failed' }), 1);
+    await until(h, () => h.agent.dataPlaneProblem() === null, 10_000, 'the health apply retried');
+    x = await scrape(h);
+    assert.equal(value(x, 'lbd_data_plane_apply_failing'), 0, 'the retry landed');
   });
 
   it('drops the series of a real server the config no longer has', async () => {
