@@ -241,7 +241,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   }
 
   /** Why this director cannot program its kernel right now, or null: a director in that state must not lead. */
-  private dataPlaneProblem(): string | null {
+  dataPlaneProblem(): string | null {
     if (this.lastApply?.result === 'failed') return `data plane apply failed: ${this.lastApply.error}`;
     return this.lastHealthApplyFailed === null ? null : `data plane apply failed: ${this.lastHealthApplyFailed}`;
   }

@@ -28,7 +28,7 @@ export { run, main, parseAgentArgs, type RunDeps, type AgentArgs } from './main.
 export {
   serviceStatuses, serviceStats, toWireConnection, resolveService, wireProblem, healthResponse, wireHealthEvent, healthFlags,
 } from './views.js';
-export { Dashboard, STATIC_DIR, dashboardRoutes, type DashboardBackend, type DashboardOptions } from './dashboard/routes.js';
+export { Dashboard, STATIC_DIR, type DashboardBackend, type DashboardOptions } from './dashboard/routes.js';
 export { adminApiBackend, opsRequestHandler, parseDashboardArgs, runDashboard, type DashboardArgs } from './dashboard/loopback.js';
 export {
   LatencyRings, dashboardState, serverName,

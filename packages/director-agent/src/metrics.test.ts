@@ -1,7 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { createServer, get, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { get } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -14,12 +13,12 @@ import { parse as parseYaml } from 'yaml';
 import { Agent } from './agent.js';
 import { silentLogger } from './log.js';
 import { GROUP_ROLES, Metrics, metricsRoutes } from './metrics.js';
-import type { Caller, EventSource, LbdEvent, OpsRoute } from './ops-types.js';
+import { MemoryEventSource, serveOpsRoutes } from './testing/index.js';
 
 /**
  * Metrics against a real Agent with a fake kernel, FakeProber and FakeClock: a known state in, exact values
  * out of the Prometheus text (parsed here, not compared as strings). The exposition is checked against the
- * naming conventions, the route is called over plain HTTP through a test-only dispatcher (the real
+ * naming conventions, the route is called over plain HTTP through the test-only dispatcher (testing/, the real
  * listener is mutual TLS, tested with it), and the Grafana dashboard and alerting rules may only use
  * metrics the registry has. The cluster part runs two agents against a real etcd on loopback.
  */
@@ -82,23 +81,6 @@ function conn(server: string, state: string, clientPort: number): Connection {
     protocol: 'tcp', state, client: { address: '198.18.2.2', port: clientPort }, vip: { address: '198.18.0.10', port: 80 }, localAddress: null,
     realServer: { address, port: Number(port) }, expiresInSec: 100, unreplied: false, backendId: 1, service: SVC,
   };
-}
-
-/** A test event log: what the events helper's EventLog does for subscribers, and nothing more. */
-class TestEvents implements EventSource {
-  private readonly subs = new Set<(e: LbdEvent) => void>();
-  private seq = 0;
-  recent(): LbdEvent[] {
-    return [];
-  }
-  subscribe(fn: (e: LbdEvent) => void): () => void {
-    this.subs.add(fn);
-    return () => this.subs.delete(fn);
-  }
-  emit(kind: LbdEvent['kind'], subject: string, from: string, to: string): void {
-    const e: LbdEvent = { id: String(++this.seq), timeUnixMs: Date.now(), director: 'dir1', kind, subject, from, to, reason: 'test', fields: {} };
-    for (const fn of this.subs) fn(e);
-  }
 }
 
 // --- The Prometheus text format, parsed ---
@@ -167,7 +149,7 @@ interface Harness {
   readonly prober: FakeProber;
   readonly agent: Agent;
   readonly metrics: Metrics;
-  readonly events: TestEvents;
+  readonly events: MemoryEventSource;
 }
 
 const harnesses: Harness[] = [];
@@ -180,7 +162,7 @@ async function start(text = config()): Promise<Harness> {
   const clock = new FakeClock();
   const prober = new FakeProber(clock);
   const agent = await Agent.start({ configPath, dataPlane: dp, serve: false, watch: false, log: silentLogger, version: '1.2.3', health: { prober, clock } });
-  const events = new TestEvents();
+  const events = new MemoryEventSource();
   const metrics = new Metrics(agent, { events });
   const h = { dir, configPath, dp, clock, prober, agent, metrics, events };
   harnesses.push(h);
@@ -297,6 +279,17 @@ describe('Metrics of one director', () => {
     assert.equal(value(x, 'lbd_config_revision'), 2);
     assert.equal(value(x, 'lbd_config_apply_duration_seconds_count', { trigger: 'sighup', result: 'applied' }), 1);
     assert.equal(value(x, 'lbd_config_apply_failures_total', { trigger: 'sighup', result: 'failed' }), 1, 'a counter never goes back');
+
+    // A failed health apply lags the kernel too, until its retry lands.
+    h.dp.failNextApply = new DataPlaneError('Unknown', 'apply', { detail: 'nft: Device or resource busy' });
+    h.prober.set(RS2, FAIL);
+    await until(h, () => h.agent.dataPlaneProblem() !== null, 3000, 'a failed health apply');
+    x = await scrape(h);
+    assert.equal(value(x, 'lbd_data_plane_apply_failing'), 1, 'a health apply failed');
+    assert.equal(value(x, 'lbd_health_applies_total', { result: 'failed' }), 1);
+    await until(h, () => h.agent.dataPlaneProblem() === null, 10_000, 'the health apply retried');
+    x = await scrape(h);
+    assert.equal(value(x, 'lbd_data_plane_apply_failing'), 0, 'the retry landed');
   });
 
   it('drops the series of a real server the config no longer has', async () => {
@@ -317,16 +310,16 @@ describe('Metrics of one director', () => {
 
   it('counts role transitions from the event log, and nothing once closed', async () => {
     const h = await start();
-    h.events.emit('role', 'front', '', 'standby');
-    h.events.emit('role', 'front', 'standby', 'leader');
-    h.events.emit('role', 'front', 'leader', 'leader'); // a note (a refused handoff), not a transition
-    h.events.emit('health', `${SVC} ${RS2}`, 'up', 'down');
+    h.events.add('role', 'front', '', 'standby');
+    h.events.add('role', 'front', 'standby', 'leader');
+    h.events.add('role', 'front', 'leader', 'leader'); // a note (a refused handoff), not a transition
+    h.events.add('health', `${SVC} ${RS2}`, 'up', 'down');
     let x = await scrape(h);
     assert.equal(value(x, 'lbd_vip_group_transitions_total', { group: 'front', from: 'none', to: 'standby' }), 1);
     assert.equal(value(x, 'lbd_vip_group_transitions_total', { group: 'front', from: 'standby', to: 'leader' }), 1);
     assert.equal(x.samples.filter((s) => s.name === 'lbd_vip_group_transitions_total').length, 2);
     h.metrics.close();
-    h.events.emit('role', 'front', 'leader', 'standby');
+    h.events.add('role', 'front', 'leader', 'standby');
     x = await scrape(h);
     assert.equal(has(x, 'lbd_vip_group_transitions_total', { to: 'standby', from: 'leader' }), false);
 
@@ -379,17 +372,16 @@ describe('Metrics of one director', () => {
     const h = await start();
     const routes = metricsRoutes(h.metrics);
     assert.deepEqual(routes.map((r) => [r.method, r.path, r.role, r.prefix ?? false]), [['GET', '/metrics', 'read', false]]);
-    const server = await serveRoutes(routes);
+    const server = await serveOpsRoutes(routes);
     try {
-      const { port } = server.address() as AddressInfo;
-      const res = await httpGet(`http://127.0.0.1:${port}/metrics`);
+      const res = await httpGet(`${server.url}/metrics`);
       assert.equal(res.status, 200);
       assert.equal(res.contentType, 'text/plain; version=0.0.4; charset=utf-8');
       const x = parseExposition(res.body);
       assert.equal(value(x, 'lbd_real_server_up', rs(RS1)), 1);
-      assert.equal((await httpGet(`http://127.0.0.1:${port}/other`)).status, 404);
+      assert.equal((await httpGet(`${server.url}/other`)).status, 404);
     } finally {
-      await new Promise((resolve) => server.close(resolve));
+      await server.close();
     }
   });
 
@@ -683,26 +675,7 @@ services:
   });
 });
 
-// --- Helpers: a plain-HTTP stand-in for the ops listener, and the shapes of the deploy files ---
-
-/** Dispatches OpsRoutes like the HTTPS listener does (exact path, method, least role), without TLS: tests only. */
-function serveRoutes(routes: readonly OpsRoute[]): Promise<Server> {
-  const caller: Caller = { role: 'read', name: 'test' };
-  const server = createServer((req, res) => {
-    const path = (req.url ?? '/').split('?')[0]!;
-    const route = routes.find((r) => r.method === req.method && (r.prefix ? path.startsWith(r.path) : path === r.path));
-    if (route === undefined) {
-      res.writeHead(404).end();
-      return;
-    }
-    if (route.role === 'write' && caller.role !== 'write') {
-      res.writeHead(403).end();
-      return;
-    }
-    Promise.resolve(route.handle(req, res, caller)).catch(() => res.writeHead(500).end());
-  });
-  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
-}
+// --- Helpers: a GET over plain HTTP, and the shapes of the deploy files ---
 
 function httpGet(url: string): Promise<{ status: number; contentType: string; body: string }> {
   return new Promise((resolve, reject) => {

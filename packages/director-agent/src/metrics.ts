@@ -51,7 +51,6 @@ export class Metrics {
   readonly registry = new Registry();
   private readonly unsubscribe: Array<() => void> = [];
   private scraping: Promise<unknown> = Promise.resolve();
-  private healthApplyFailing = false;
   /** Label sets of the event-driven series per `service key|server`, so a removed server's series go. */
   private readonly eventSeries = new Map<string, { rs: RsLabels; probes: Set<string>; changes: Set<string> }>();
 
@@ -72,10 +71,7 @@ export class Metrics {
     const onProbe = (e: ProbeEvent): void => this.onProbe(e);
     const onHealth = (e: HealthEvent): void => this.onHealthEvent(e);
     const onApply = (r: ApplyRecord): void => this.onApply(r);
-    const onHealthApply = (r: HealthApplyRecord): void => {
-      this.m.healthApplies.inc({ result: r.result });
-      this.healthApplyFailing = r.result === 'failed';
-    };
+    const onHealthApply = (r: HealthApplyRecord): void => this.m.healthApplies.inc({ result: r.result });
     agent.health.on('probe', onProbe);
     agent.health.on('event', onHealth);
     agent.on('apply', onApply);
@@ -117,7 +113,8 @@ export class Metrics {
       c.inc(v);
     }
     this.m.configRevision.set(agent.revision);
-    this.m.applyFailing.set(agent.lastApplyRecord?.result === 'failed' || this.healthApplyFailing ? 1 : 0);
+    // The agent's own verdict: the one that keeps this director from leading.
+    this.m.applyFailing.set(agent.dataPlaneProblem() === null ? 0 : 1);
     this.collectCluster(cluster);
   }
 

@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
-import { EXIT } from '@lbd/config';
+import { EXIT, hostPort } from '@lbd/config';
 import { setTimeout as delay } from 'node:timers/promises';
 import { AdminApi } from '@lbd/proto';
 import { isLbdEvent } from '../events.js';
@@ -203,7 +203,7 @@ export async function runDashboard(argv: readonly string[], deps: { log?: Logger
     return EXIT.failure;
   }
   const bound = (server.address() as AddressInfo).port;
-  const url = `http://${host.includes(':') ? `[${host}]` : host}:${bound}/`;
+  const url = `http://${hostPort(host, bound)}/`;
   log.info('serving the dashboard', { url, socket });
   const signals = deps.signals ?? process;
   const signal = await new Promise<string>((resolve) => {

@@ -184,6 +184,7 @@ describe('dashboard routes', () => {
     assert.equal(state.services[0]?.realServers[0]?.state, 'up');
     assert.deepEqual(state.problems, ['cluster status: etcd is unreachable']);
     assert.equal(state.eventLog, true);
+    assert.deepEqual(backend.calls, { status: 1, health: 1, cluster: 1 }, 'one read of each call per request');
     assert.equal(dashboard.watching, false, 'a one-off read starts no poller');
   });
 
@@ -219,6 +220,7 @@ describe('dashboard routes', () => {
     assert.deepEqual(backlog.map((m) => m.id), [old.id, recent.id]);
     const first = stateOf(await s.next((m) => m.type === 'state', 'first state'));
     assert.equal(first.services[0]?.realServers[0]?.state, 'up');
+    assert.deepEqual(backend.calls, { status: 1, health: 1, cluster: 1 }, 'one read of each call on connect');
     assert.equal(dashboard.watching, true);
     assert.equal(backend.sinks.size, 1, 'watching health transitions');
 

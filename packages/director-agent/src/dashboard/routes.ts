@@ -118,7 +118,6 @@ export class Dashboard {
   private currentCounters: CounterSample | null = null;
   private state: DashboardState | null = null;
   private stateKey = '';
-  private stateAt = 0;
 
   private refreshing: Promise<void> | null = null;
   /** A refresh asked for while one runs: 'full' reads everything, 'health' only health. */
@@ -200,7 +199,7 @@ export class Dashboard {
   }
 
   private async stateRoute(_req: IncomingMessage, res: ServerResponse): Promise<void> {
-    if (this.state === null || this.now() - this.stateAt > STATE_REUSE_MS) await this.refresh('full');
+    if (!this.fresh()) await this.refresh('full');
     sendJson(res, 200, this.state);
   }
 
@@ -236,7 +235,7 @@ export class Dashboard {
     s.open(RETRY_MS);
     for (const e of this.backlog(lastEventId(req))) s.event(e);
     if (!this.watching) this.startWatching();
-    if (this.state !== null && this.now() - this.stateAt <= STATE_REUSE_MS) s.state(this.stateJson());
+    if (this.fresh()) s.state(this.stateJson());
     // A changed state reaches every stream, this one included; an unchanged one only this one.
     else void this.refresh('full').then(() => { if (!s.hasState && this.state !== null) s.state(this.stateJson()); });
   }
@@ -364,7 +363,6 @@ export class Dashboard {
     const { state, counters } = dashboardState(answers, now, this.prevCounters, (key) => this.rings.samples(key));
     if (status) this.currentCounters = counters;
     this.state = state;
-    this.stateAt = now;
     const key = JSON.stringify({ ...state, sampledAtUnixMs: 0 });
     if (key === this.stateKey) return;
     this.stateKey = key;
@@ -372,14 +370,14 @@ export class Dashboard {
     for (const s of this.streams) s.state(json);
   }
 
+  /** Whether the last state is young enough to answer with instead of reading the agent again. */
+  private fresh(): boolean {
+    return this.state !== null && this.now() - this.state.sampledAtUnixMs <= STATE_REUSE_MS;
+  }
+
   private stateJson(): string {
     return JSON.stringify(this.state);
   }
-}
-
-/** The dashboard's routes (see Dashboard): what the ops listener mounts. */
-export function dashboardRoutes(opts: DashboardOptions): OpsRoute[] {
-  return new Dashboard(opts).routes();
 }
 
 /**

@@ -1,3 +1,4 @@
+import { hostPort } from '@lbd/config';
 import type { ClusterStatus, GetHealthResponse, GetStatusResponse, RealServerHealth, RealServerStatus } from '@lbd/proto';
 
 /**
@@ -152,10 +153,8 @@ function num(v: unknown): number {
   return Number.isFinite(n) ? n : 0;
 }
 
-/** host:port as lbd writes it everywhere (IPv6 in brackets). */
-export function serverName(address: string, port: number): string {
-  return address.includes(':') ? `[${address}]:${port}` : `${address}:${port}`;
-}
+/** host:port as lbd writes it everywhere (IPv6 in brackets): @lbd/config's hostPort. */
+export const serverName = hostPort;
 
 /** Health's words in RealServerStatus.flags; RealServerHealth.flags has only these. */
 const HEALTH_FLAGS = new Set(['down', 'held-down', 'ramping', 'removed', 'kept']);
