@@ -15,7 +15,7 @@ import {
   Topology, freePort, makeClusterPki, namespacePids, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, startHaLab, waitFor,
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
-import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, passMiss, sum, table } from './report.js';
+import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, parseProcStat, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { startNginx, writeDocroot, SMALL_OBJECT } from './servers.js';
 import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } from './wrk.js';
@@ -532,8 +532,8 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
 
 /** CPU seconds of this process's children that it has waited for (conntrack runs), from /proc/self/stat. */
 async function childCpuSec(): Promise<number> {
-  const f = statFields(await readFile('/proc/self/stat', 'utf8'));
-  return ((f[13] ?? 0) + (f[14] ?? 0)) / (await clockTicks());
+  const st = parseProcStat(await readFile('/proc/self/stat', 'utf8'));
+  return (st.cutime + st.cstime) / (await clockTicks());
 }
 
 // ---- the lab --------------------------------------------------------------------------------------
@@ -786,20 +786,13 @@ async function bothStatuses(lab: HaLab<AdminApi>, timeoutMs = 2000): Promise<Rec
 }
 
 
-/** Fields after the command name: [0] is state (field 3); utime is [11], stime [12], cutime [13], cstime [14]. */
-function statFields(stat: string): number[] {
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-}
-
 async function cpuSample(ns: string): Promise<CpuSample> {
   const tck = await clockTicks();
   const byPid = new Map<number, { comm: string; sec: number }>();
   for (const pid of await namespacePids(ns)) {
     try {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = statFields(stat);
-      byPid.set(pid, { comm, sec: ((f[11] ?? 0) + (f[12] ?? 0) + (f[13] ?? 0) + (f[14] ?? 0)) / tck });
+      const st = parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
+      byPid.set(pid, { comm: st.comm, sec: (st.utime + st.stime + st.cutime + st.cstime) / tck });
     } catch {
       // Exited meanwhile: its time is in its parent's cutime/cstime once waited for.
     }

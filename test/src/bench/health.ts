@@ -7,7 +7,7 @@ import { formatProblem, validateConfig } from '@lbd/config';
 import { AdminApi, type HealthEvent__Output, type HealthSchedulerStats__Output } from '@lbd/proto';
 import { Topology, parseJsonObject, removeOrphans, runCommand, runPrefix, type BackgroundProcess } from '@lbd/testkit';
 import { ForeignLoad } from './foreign-load.js';
-import { clockTicks, formatCount as count, formatMs, formatNumber, median, passMiss, table } from './report.js';
+import { clockTicks, formatCount as count, formatMs, formatNumber, median, parseProcStat, passMiss, table } from './report.js';
 
 /**
  * `pnpm bench health`: what health checking costs the agent and how fast it notices failures, at the
@@ -651,9 +651,8 @@ function reportDetection(runs: readonly Detection[]): void {
 
 /** CPU seconds of a process (utime + stime; utime alone) and of its reaped children (cutime + cstime). */
 async function procCpu(pid: number, tck: number): Promise<{ self: number; user: number; children: number }> {
-  const text = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const f = text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
-  return { self: (f[11]! + f[12]!) / tck, user: f[11]! / tck, children: (f[13]! + f[14]!) / tck };
+  const st = parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
+  return { self: (st.utime + st.stime) / tck, user: st.utime / tck, children: (st.cutime + st.cstime) / tck };
 }
 
 async function rssMiB(pid: number): Promise<number> {
