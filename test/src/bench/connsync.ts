@@ -7,7 +7,7 @@ import { parseConfig, serviceKey, type Service } from '@lbd/config';
 import { ConnectionSync, SyncReceiver, backendName, type Logger } from '@lbd/connsync';
 import { flowKey, type FlowApplyResult, type FlowChange, type FlowTable, type FlowWatch, type FlowWatchHandlers, type SyncedFlow } from '@lbd/dataplane';
 import { FakeFlowTable } from '@lbd/dataplane/testing';
-import { ConntrackFlowTable, netnsRunner } from '@lbd/dataplane-nft';
+import { ConntrackFlowTable, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
 import {
   AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
 } from '@lbd/proto';
@@ -945,12 +945,9 @@ interface KernelFlow {
 async function kernelFlows(t: Topology, host: string): Promise<Map<string, KernelFlow>> {
   const { stdout } = await t.exec(host, 'conntrack', ['-L'], { timeoutMs: 10_000, allowFailure: true });
   const out = new Map<string, KernelFlow>();
-  for (const line of stdout.split('\n')) {
-    const m = /^(tcp|udp)\s+\d+\s+\d+\s+(?:([A-Z_]+)\s+)?src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+)/.exec(line);
-    if (!m) continue;
-    const [, protocol, state, src, dst, sport, dport] = m as unknown as [string, string, string | undefined, string, string, string, string];
-    const key = `${protocol} ${src}:${sport} ${dst}:${dport}`;
-    out.set(key, { key, protocol, vip: `${dst}:${dport}`, clientPort: Number(sport), state: state ?? '', assured: line.includes('[ASSURED]') });
+  for (const { protocol, original: { src, dst }, state, assured } of parseConntrack(stdout)) {
+    const key = `${protocol} ${src.address}:${src.port} ${dst.address}:${dst.port}`;
+    out.set(key, { key, protocol, vip: `${dst.address}:${dst.port}`, clientPort: src.port, state, assured });
   }
   return out;
 }
