@@ -99,10 +99,8 @@ function settingsFor(opts: ConnsyncBenchOptions): Settings {
   return opts.quick ? { bulk: 10_000, loadSec: 4, standbySec: 2, count } : { bulk: 100_000, loadSec: 15, standbySec: 10, count };
 }
 
-let loadAtStart = '';
 const log = (msg: string): void => { process.stderr.write(`[connsync] ${msg}\n`); };
 const out = (line = ''): void => { process.stdout.write(`${line}\n`); };
-/** Whole counts: 7,133 (formatNumber writes small values with decimals). */
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number> {
@@ -117,7 +115,7 @@ export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number>
   const prefix = runPrefix('lbdb', 'cs');
   const scope = new BenchScope(prefix, log);
   const started = performance.now();
-  loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
+  const loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
   try {
     scope.tmp = await mkdtemp(join(tmpdir(), 'lbd-bench-connsync-'));
     const bulk = await benchBulk(scope, prefix, s);
@@ -128,7 +126,7 @@ export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number>
     // cost failovers of its own), which would weigh on every drill after it.
     const drills = await benchDrills(lab, s);
     const load = await benchLoad(lab, scope.tmp, s);
-    report(s, bulk, standbyPath, load, drills, opts.quick);
+    report(s, bulk, standbyPath, load, drills, opts.quick, loadAtStart);
     out(`\ntotal time ${((performance.now() - started) / 1000).toFixed(0)} s`);
     return 0;
   } finally {
@@ -954,7 +952,7 @@ async function kernelFlows(t: Topology, host: string): Promise<Map<string, Kerne
 
 // ---- report -----------------------------------------------------------------------------------------
 
-function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: LoadResult, drills: DrillsResult, quick: boolean): void {
+function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: LoadResult, drills: DrillsResult, quick: boolean, loadAtStart: string): void {
   out(`lbd connection-sync benchmark${quick ? ' (--quick smoke run: small sizes, one drill each; the targets apply to the full run)' : ''}`);
   out(`${cpus().length} CPUs shared by everything (directors, etcd, real servers, client, this process), kernel ${release()}; `
     + `load average at the start ${loadAtStart} (anything above 0 is other work on the machine)`);
