@@ -783,7 +783,6 @@ async function bothStatuses(lab: HaLab<AdminApi>, timeoutMs = 2000): Promise<Rec
   return { dir1: a, dir2: b };
 }
 
-
 async function cpuSample(ns: string): Promise<CpuSample> {
   const tck = await clockTicks();
   const byPid = new Map<number, { comm: string; sec: number }>();
@@ -1077,5 +1076,3 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     ['broken per box death, sync off', perFailover(brokenOf('box-death', false)), '-', 'n/a'],
   ]));
 }
-
-

@@ -611,7 +611,6 @@ function healthApplies(stdout: string): { start: number; end: number }[] {
   return outList;
 }
 
-
 function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
@@ -673,7 +672,6 @@ async function mainPid(p: BackgroundProcess): Promise<number> {
   if (children.length !== 1 || !(children[0]! > 0)) throw new Error(`${p.label}: cannot find the process under ip netns exec`);
   return children[0]!;
 }
-
 
 async function timeWaitCount(t: Topology): Promise<number> {
   const { stdout } = await t.exec(DIRECTOR, 'ss', ['-Htan', 'state', 'time-wait'], { allowFailure: true });
