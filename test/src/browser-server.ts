@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-import { connect, createServer, type Socket } from 'node:net';
+import { connect } from 'node:net';
 import { chromium } from 'playwright-core';
-import { CHROMIUM, CHROMIUM_ARGS } from './browser.js';
+import { CHROMIUM, CHROMIUM_ARGS, relayServer } from './browser.js';
 
 /**
  * browser-server.js --socket PATH: Debian's Chromium under a Playwright server, meant to run inside a
@@ -19,12 +19,7 @@ async function main(argv: readonly string[]): Promise<void> {
   if (i < 0 || path === undefined) throw new Error('usage: browser-server.js --socket PATH');
   const server = await chromium.launchServer({ executablePath: CHROMIUM, args: CHROMIUM_ARGS, headless: true, host: '127.0.0.1', port: 0, timeout: 30_000 });
   const ws = new URL(server.wsEndpoint());
-  const relay = createServer((c: Socket) => {
-    const u = connect(Number(ws.port), '127.0.0.1');
-    c.pipe(u).pipe(c);
-    c.on('error', () => u.destroy());
-    u.on('error', () => c.destroy());
-  });
+  const relay = relayServer(() => connect(Number(ws.port), '127.0.0.1'));
   await new Promise<void>((resolve, reject) => relay.once('error', reject).listen(path, resolve));
   const stop = (): void => {
     relay.close();

@@ -1,9 +1,8 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type LaunchOptions } from 'playwright-core';
+import { chromium, type Browser } from 'playwright-core';
 import type { BackgroundProcess, Topology } from '@lbd/testkit';
 
 /**
@@ -44,25 +43,19 @@ export function requireChromium(ctx: Mocha.Context): void {
   }
 }
 
-/**
- * Starts Chromium headless (playwright gives every launch a new, empty user data dir). `executablePath`:
- * a wrapper script, to run it somewhere else (in a network namespace).
- */
-export function launchChromium(opts: { executablePath?: string } = {}): Promise<Browser> {
-  const launch: LaunchOptions = { executablePath: opts.executablePath ?? CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 };
-  return chromium.launch(launch);
+/** Starts Chromium headless (playwright gives every launch a new, empty user data dir). */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, headless: true, args: CHROMIUM_ARGS, timeout: 30_000 });
 }
 
-/**
- * A script (in `dir`) that starts Debian's Chromium in network namespace `ns`, for `launchChromium`'s
- * executablePath: the browser then reaches what listens inside that namespace, and playwright still
- * drives it over its pipe, which no namespace stops.
- */
-export async function chromiumInNamespace(ns: string, dir: string): Promise<string> {
-  if (!/^[a-z0-9][a-z0-9-]*$/.test(ns)) throw new Error(`chromiumInNamespace: "${ns}" is not a namespace name`);
-  const path = join(dir, `chromium-in-${ns}`);
-  await writeFile(path, `#!/bin/sh\nexec ip netns exec ${ns} ${CHROMIUM} "$@"\n`, { mode: 0o755 });
-  return path;
+/** A server whose every connection is piped both ways to a new connection from `dial`. */
+export function relayServer(dial: () => Socket): Server {
+  return createServer((c: Socket) => {
+    const u = dial();
+    c.pipe(u).pipe(c);
+    c.on('error', () => u.destroy());
+    u.on('error', () => c.destroy());
+  });
 }
 
 const BROWSER_SERVER_JS = fileURLToPath(new URL('./browser-server.js', import.meta.url));
@@ -85,12 +78,7 @@ export async function connectChromiumInNamespace(topology: Topology, host: strin
   const server: BackgroundProcess = topology.spawn(host, process.execPath, [BROWSER_SERVER_JS, '--socket', socket], {
     label: `${host}:browser-server`, env: { ...process.env, ...(trustCa ? { NODE_EXTRA_CA_CERTS: trustCa } : {}) },
   });
-  const relay = createServer((c: Socket) => {
-    const u = connect(socket);
-    c.pipe(u).pipe(c);
-    c.on('error', () => u.destroy());
-    u.on('error', () => c.destroy());
-  });
+  const relay = relayServer(() => connect(socket));
   let stopped = false;
   const stop = async (browser?: Browser): Promise<void> => {
     if (stopped) return;

@@ -226,5 +226,7 @@ async function clientCounts(lab: HaLab, count: number): Promise<Record<string, n
   const r = await p.waitForJson<{ ok: number; failed: number; servers: Record<string, number> }>((v) => 'servers' in v, 15_000);
   await p.stop();
   assert.equal(r.failed, 0, JSON.stringify(r));
+  // Every answer named its server: a count of 0 for one server then means none went there, not that none were counted.
+  assert.equal(Object.values(r.servers).reduce((a, n) => a + n, 0), count, JSON.stringify(r));
   return r.servers;
 }

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { CLUSTER, LBADM_BIN, adminListeners, runCommand, type CertFiles, type DirectorName, type ExecResult, type HaAdmin, type HaLab } from '@lbd/testkit';
+import { CLUSTER, LBADM_BIN, adminListeners, runCommand, waitFor, type CertFiles, type DirectorName, type ExecResult, type HaAdmin, type HaLab } from '@lbd/testkit';
 
 /**
  * What an operator on the HA lab's management network does, for the tests of the agents' admin listeners:
@@ -59,20 +59,11 @@ export async function scrape(lab: HaLab, d: DirectorName): Promise<Sample[]> {
 }
 
 /** Scrapes `d` until `pred` holds (bounded); fails naming `what`. */
-export async function scrapeUntil(lab: HaLab, d: DirectorName, what: string, pred: (s: Sample[]) => boolean, ms = 15_000): Promise<Sample[]> {
-  const end = Date.now() + ms;
-  let last: unknown;
-  for (;;) {
-    try {
-      const s = await scrape(lab, d);
-      if (pred(s)) return s;
-      last = undefined;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > end) assert.fail(`${d}'s /metrics: no ${what} within ${ms} ms${last ? ` (last error: ${(last as Error).message})` : ''}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
+export function scrapeUntil(lab: HaLab, d: DirectorName, what: string, pred: (s: Sample[]) => boolean, ms = 15_000): Promise<Sample[]> {
+  return waitFor(`${d}'s /metrics: ${what}`, ms, async () => {
+    const s = await scrape(lab, d);
+    return pred(s) ? s : undefined;
+  }, 200);
 }
 
 /**

@@ -59,7 +59,7 @@ export class FlowSource {
   /** Flows being copied, by flowKey. */
   private readonly copied = new Map<string, CopiedFlow>();
   /** Flows held back by minAgeMs: key → when the flow was first seen, its latest form, and when it is due. */
-  private readonly held = new Map<string, { flow: SyncedFlow; service: string; dueAt: number; seenAt: number }>();
+  private readonly held = new Map<string, CopiedFlow & { dueAt: number; seenAt: number }>();
   /** When each flow of a service with minAgeMs was first seen (its `new` event). */
   private readonly firstSeen = new Map<string, number>();
   private scope: SyncScope = new Map();

@@ -169,7 +169,7 @@ if ($mode eq 'events') {
 `;
 
 /** conntrack-tools' names of the kernel's TCP states, by number (9 is the kernel's SYN_SENT2). */
-const TCP_STATE_NAMES = ['NONE', 'SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'TIME_WAIT', 'CLOSE', 'LISTEN'];
+export const TCP_STATE_NAMES = ['NONE', 'SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'TIME_WAIT', 'CLOSE', 'LISTEN'];
 const IPS_SEEN_REPLY = 2;
 const IPS_ASSURED = 4;
 /** Part of every status an update sends: the kernel refuses (EBUSY) a status that would clear it. */

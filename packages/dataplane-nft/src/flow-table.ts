@@ -9,7 +9,7 @@ import {
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
 import {
-  CTNL_SCRIPT, CtnlWriter, flowOf, helperError, impliedStatus, parseEventLine, renderDeleteRequest, renderUpdateRequest,
+  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, flowOf, helperError, impliedStatus, parseEventLine, renderDeleteRequest, renderUpdateRequest,
 } from './ctnetlink.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
 
@@ -52,7 +52,7 @@ export interface ConntrackFlowTableOptions {
 }
 
 /** TCP states `conntrack --state` accepts. */
-const TCP_STATES = new Set(['NONE', 'SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'TIME_WAIT', 'CLOSE', 'LISTEN']);
+const TCP_STATES = new Set(TCP_STATE_NAMES);
 const UDP_RANK: Record<string, number> = { UNREPLIED: 0, REPLIED: 1, ASSURED: 2 };
 const MAX_ERRORS = 5;
 /** From this many changes on, apply dumps the kernel's table before its first batch. */

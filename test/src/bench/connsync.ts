@@ -7,7 +7,7 @@ import { parseConfig, serviceKey, type Service } from '@lbd/config';
 import { ConnectionSync, SyncReceiver, backendName, type Logger } from '@lbd/connsync';
 import { flowKey, type FlowApplyResult, type FlowChange, type FlowTable, type FlowWatch, type FlowWatchHandlers, type SyncedFlow } from '@lbd/dataplane';
 import { FakeFlowTable } from '@lbd/dataplane/testing';
-import { ConntrackFlowTable, netnsRunner } from '@lbd/dataplane-nft';
+import { ConntrackFlowTable, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
 import {
   AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
 } from '@lbd/proto';
@@ -15,7 +15,7 @@ import {
   Topology, freePort, makeClusterPki, namespacePids, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, startHaLab, waitFor,
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
-import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, passMiss, sum, table } from './report.js';
+import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, parseProcStat, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { startNginx, writeDocroot, SMALL_OBJECT } from './servers.js';
 import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } from './wrk.js';
@@ -99,10 +99,8 @@ function settingsFor(opts: ConnsyncBenchOptions): Settings {
   return opts.quick ? { bulk: 10_000, loadSec: 4, standbySec: 2, count } : { bulk: 100_000, loadSec: 15, standbySec: 10, count };
 }
 
-let loadAtStart = '';
 const log = (msg: string): void => { process.stderr.write(`[connsync] ${msg}\n`); };
 const out = (line = ''): void => { process.stdout.write(`${line}\n`); };
-/** Whole counts: 7,133 (formatNumber writes small values with decimals). */
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number> {
@@ -117,7 +115,7 @@ export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number>
   const prefix = runPrefix('lbdb', 'cs');
   const scope = new BenchScope(prefix, log);
   const started = performance.now();
-  loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
+  const loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
   try {
     scope.tmp = await mkdtemp(join(tmpdir(), 'lbd-bench-connsync-'));
     const bulk = await benchBulk(scope, prefix, s);
@@ -128,7 +126,7 @@ export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number>
     // cost failovers of its own), which would weigh on every drill after it.
     const drills = await benchDrills(lab, s);
     const load = await benchLoad(lab, scope.tmp, s);
-    report(s, bulk, standbyPath, load, drills, opts.quick);
+    report(s, bulk, standbyPath, load, drills, opts.quick, loadAtStart);
     out(`\ntotal time ${((performance.now() - started) / 1000).toFixed(0)} s`);
     return 0;
   } finally {
@@ -532,8 +530,8 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
 
 /** CPU seconds of this process's children that it has waited for (conntrack runs), from /proc/self/stat. */
 async function childCpuSec(): Promise<number> {
-  const f = statFields(await readFile('/proc/self/stat', 'utf8'));
-  return ((f[13] ?? 0) + (f[14] ?? 0)) / (await clockTicks());
+  const st = parseProcStat(await readFile('/proc/self/stat', 'utf8'));
+  return (st.cutime + st.cstime) / (await clockTicks());
 }
 
 // ---- the lab --------------------------------------------------------------------------------------
@@ -785,21 +783,13 @@ async function bothStatuses(lab: HaLab<AdminApi>, timeoutMs = 2000): Promise<Rec
   return { dir1: a, dir2: b };
 }
 
-
-/** Fields after the command name: [0] is state (field 3); utime is [11], stime [12], cutime [13], cstime [14]. */
-function statFields(stat: string): number[] {
-  return stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-}
-
 async function cpuSample(ns: string): Promise<CpuSample> {
   const tck = await clockTicks();
   const byPid = new Map<number, { comm: string; sec: number }>();
   for (const pid of await namespacePids(ns)) {
     try {
-      const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-      const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const f = statFields(stat);
-      byPid.set(pid, { comm, sec: ((f[11] ?? 0) + (f[12] ?? 0) + (f[13] ?? 0) + (f[14] ?? 0)) / tck });
+      const st = parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
+      byPid.set(pid, { comm: st.comm, sec: (st.utime + st.stime + st.cutime + st.cstime) / tck });
     } catch {
       // Exited meanwhile: its time is in its parent's cutime/cstime once waited for.
     }
@@ -952,19 +942,16 @@ interface KernelFlow {
 async function kernelFlows(t: Topology, host: string): Promise<Map<string, KernelFlow>> {
   const { stdout } = await t.exec(host, 'conntrack', ['-L'], { timeoutMs: 10_000, allowFailure: true });
   const out = new Map<string, KernelFlow>();
-  for (const line of stdout.split('\n')) {
-    const m = /^(tcp|udp)\s+\d+\s+\d+\s+(?:([A-Z_]+)\s+)?src=(\S+) dst=(\S+) sport=(\d+) dport=(\d+)/.exec(line);
-    if (!m) continue;
-    const [, protocol, state, src, dst, sport, dport] = m as unknown as [string, string, string | undefined, string, string, string, string];
-    const key = `${protocol} ${src}:${sport} ${dst}:${dport}`;
-    out.set(key, { key, protocol, vip: `${dst}:${dport}`, clientPort: Number(sport), state: state ?? '', assured: line.includes('[ASSURED]') });
+  for (const { protocol, original: { src, dst }, state, assured } of parseConntrack(stdout)) {
+    const key = `${protocol} ${src.address}:${src.port} ${dst.address}:${dst.port}`;
+    out.set(key, { key, protocol, vip: `${dst.address}:${dst.port}`, clientPort: src.port, state, assured });
   }
   return out;
 }
 
 // ---- report -----------------------------------------------------------------------------------------
 
-function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: LoadResult, drills: DrillsResult, quick: boolean): void {
+function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: LoadResult, drills: DrillsResult, quick: boolean, loadAtStart: string): void {
   out(`lbd connection-sync benchmark${quick ? ' (--quick smoke run: small sizes, one drill each; the targets apply to the full run)' : ''}`);
   out(`${cpus().length} CPUs shared by everything (directors, etcd, real servers, client, this process), kernel ${release()}; `
     + `load average at the start ${loadAtStart} (anything above 0 is other work on the machine)`);
@@ -1089,5 +1076,3 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     ['broken per box death, sync off', perFailover(brokenOf('box-death', false)), '-', 'n/a'],
   ]));
 }
-
-

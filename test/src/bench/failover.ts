@@ -120,5 +120,3 @@ function targets(variants: readonly Variant[], all: ReadonlyMap<string, DrillRes
   }
   return table(['variant', 'figure', 'measured', 'target', ''], rows);
 }
-
-

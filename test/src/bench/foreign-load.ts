@@ -1,5 +1,5 @@
 import { readFile, readdir, readlink, stat } from 'node:fs/promises';
-import { clockTicks } from './report.js';
+import { clockTicks, parseProcStat } from './report.js';
 
 /**
  * CPU time used by processes that are not the benchmark's: everything outside its network namespaces
@@ -33,12 +33,10 @@ export class ForeignLoad {
       try {
         const [statText, net] = await Promise.all([readFile(`/proc/${pid}/stat`, 'utf8'), readlink(`/proc/${pid}/ns/net`)]);
         if (this.ownNamespaces.has(net)) return;
-        // Fields after the command name, which may itself hold spaces and parentheses.
-        const f = statText.slice(statText.lastIndexOf(')') + 2).split(' ').map(Number);
+        const st = parseProcStat(statText);
         const PF_KTHREAD = 0x00200000;
-        if ((f[6]! & PF_KTHREAD) !== 0) return;
-        const comm = statText.slice(statText.indexOf('(') + 1, statText.lastIndexOf(')'));
-        out.set(pid, { sec: (f[11]! + f[12]! + f[13]! + f[14]!) / this.ticksPerSec, comm });
+        if ((st.flags & PF_KTHREAD) !== 0) return;
+        out.set(pid, { sec: (st.utime + st.stime + st.cutime + st.cstime) / this.ticksPerSec, comm: st.comm });
       } catch {
         // Exited while we looked.
       }

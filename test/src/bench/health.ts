@@ -7,7 +7,7 @@ import { formatProblem, validateConfig } from '@lbd/config';
 import { AdminApi, type HealthEvent__Output, type HealthSchedulerStats__Output } from '@lbd/proto';
 import { Topology, parseJsonObject, removeOrphans, runCommand, runPrefix, type BackgroundProcess } from '@lbd/testkit';
 import { ForeignLoad } from './foreign-load.js';
-import { clockTicks, formatCount as count, formatMs, formatNumber, median, passMiss, table } from './report.js';
+import { clockTicks, formatCount as count, formatMs, formatNumber, median, parseProcStat, passMiss, table } from './report.js';
 
 /**
  * `pnpm bench health`: what health checking costs the agent and how fast it notices failures, at the
@@ -611,7 +611,6 @@ function healthApplies(stdout: string): { start: number; end: number }[] {
   return outList;
 }
 
-
 function percentile(values: readonly number[], p: number): number {
   if (values.length === 0) return Number.NaN;
   const sorted = [...values].sort((a, b) => a - b);
@@ -651,9 +650,8 @@ function reportDetection(runs: readonly Detection[]): void {
 
 /** CPU seconds of a process (utime + stime; utime alone) and of its reaped children (cutime + cstime). */
 async function procCpu(pid: number, tck: number): Promise<{ self: number; user: number; children: number }> {
-  const text = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const f = text.slice(text.lastIndexOf(')') + 2).split(' ').map(Number);
-  return { self: (f[11]! + f[12]!) / tck, user: f[11]! / tck, children: (f[13]! + f[14]!) / tck };
+  const st = parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
+  return { self: (st.utime + st.stime) / tck, user: st.utime / tck, children: (st.cutime + st.cstime) / tck };
 }
 
 async function rssMiB(pid: number): Promise<number> {
@@ -674,7 +672,6 @@ async function mainPid(p: BackgroundProcess): Promise<number> {
   if (children.length !== 1 || !(children[0]! > 0)) throw new Error(`${p.label}: cannot find the process under ip netns exec`);
   return children[0]!;
 }
-
 
 async function timeWaitCount(t: Topology): Promise<number> {
   const { stdout } = await t.exec(DIRECTOR, 'ss', ['-Htan', 'state', 'time-wait'], { allowFailure: true });

@@ -44,6 +44,27 @@ export async function clockTicks(): Promise<number> {
   return ticksPerSec;
 }
 
+/** The fields of a /proc/<pid>/stat line that the benchmarks read; times in clock ticks (see clockTicks). */
+export interface ProcStat {
+  readonly comm: string;
+  readonly flags: number;
+  readonly utime: number;
+  readonly stime: number;
+  /** Reaped children's user and system time. */
+  readonly cutime: number;
+  readonly cstime: number;
+}
+
+/** Parses /proc/<pid>/stat: the command name may itself hold spaces and parentheses, so fields count from the last ')'. */
+export function parseProcStat(text: string): ProcStat {
+  const close = text.lastIndexOf(')');
+  const f = text.slice(close + 2).split(' ').map(Number);
+  return {
+    comm: text.slice(text.indexOf('(') + 1, close),
+    flags: f[6] ?? 0, utime: f[11] ?? 0, stime: f[12] ?? 0, cutime: f[13] ?? 0, cstime: f[14] ?? 0,
+  };
+}
+
 export function formatMs(ms: number): string {
   if (!Number.isFinite(ms)) return 'n/a';
   return ms >= 100 ? `${Math.round(ms)} ms` : `${ms.toFixed(1)} ms`;
