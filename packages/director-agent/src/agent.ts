@@ -20,7 +20,7 @@ import { diagnose, probeTargets } from './doctor.js';
 import { EventLog, isLbdEvent, summarizeServiceChanges } from './events.js';
 import { HealthManager, type HealthEvent } from './health.js';
 import { silentLogger, type Logger } from './log.js';
-import { OpsHttpServer, healthzRoute, type OpsLimits } from './ops-http.js';
+import { OpsHttpServer, healthzRoute, type Liveness, type OpsLimits } from './ops-http.js';
 import type { Caller, LbdEvent, OpsSurfaces } from './ops-types.js';
 import { readTlsFiles } from './tls-files.js';
 import {
@@ -328,7 +328,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   }
 
   /** GET /healthz: up and serving, with what a person checking on it wants to see first. */
-  private liveness(): { ok: boolean; [fact: string]: unknown } {
+  private liveness(): Liveness {
     const last = this.lastApply;
     return {
       ok: !this.stopped && this.running.revision > 0, pid: process.pid, startedAt: this.startedAt.toISOString(),
