@@ -624,11 +624,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
    */
   async listEvents(q: EventQuery, sink: EventSink): Promise<() => void> {
     const match = (e: LbdEvent): boolean => (q.kind === '' || e.kind === q.kind) && (q.director === '' || e.director === q.director);
-    if (q.scope === 'local' || this.cluster === null) {
-      for (const e of this.events.recent(q.sinceUnixMs).filter(match).slice(-q.limit)) sink.event(e);
-      if (!q.follow) { sink.end(); return () => {}; }
-      return this.events.subscribe((e) => { if (match(e)) sink.event(e); });
-    }
+    if (q.scope === 'local' || this.cluster === null) return this.listLocalEvents(q, match, sink);
     const store = this.cluster.coordinator.events;
     const seen = new SeenIds();
     const buffered: LbdEvent[] = [];
@@ -671,6 +667,13 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       unsubscribe();
       void stopWatch?.();
     };
+  }
+
+  /** ListEvents of this director's own log: the newest `limit` that match, then, with follow, each new one. */
+  private listLocalEvents(q: EventQuery, match: (e: LbdEvent) => boolean, sink: EventSink): () => void {
+    for (const e of this.events.recent(q.sinceUnixMs).filter(match).slice(-q.limit)) sink.event(e);
+    if (!q.follow) { sink.end(); return () => {}; }
+    return this.events.subscribe((e) => { if (match(e)) sink.event(e); });
   }
 
   async getConfig(): Promise<GetConfigResponse> {
