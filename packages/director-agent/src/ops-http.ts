@@ -22,12 +22,16 @@ export interface TlsMaterial {
   readonly key: Buffer;
 }
 
-export interface OpsHttpOptions {
+/** Where an operators' listener (admin gRPC or HTTPS) binds, its TLS, and the clients it lets in. */
+export interface TlsListenerOptions {
   readonly address: string;
-  /** 0: any free port (tests); `OpsHttpServer.port` says which. */
+  /** 0: any free port (tests); the server's `port` says which. */
   readonly port: number;
   readonly tls: TlsMaterial;
   readonly clients: readonly AdminClientEntry[];
+}
+
+export interface OpsHttpOptions extends TlsListenerOptions {
   readonly log: Logger;
   /** Defaults: OPS_LIMITS. Tests shorten the timeouts. */
   readonly limits?: Partial<OpsLimits>;
