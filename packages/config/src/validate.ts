@@ -777,8 +777,7 @@ function checkAdmin(c: Collector, raw: unknown, cluster: ClusterSettings | null,
   const same = (a: { address: string; port: number } | null, b: { address: string; port: number } | null): boolean =>
     a !== null && b !== null && a.port === b.port && a.address === b.address;
   if (same(grpcListen, httpListen)) c.add(`${path}.httpListen`, raw.httpListen, 'is the same address and port as grpcListen', 'give each listener its own port, e.g. 7412 for gRPC and 9443 for HTTPS');
-  for (const k of ['grpcListen', 'httpListen'] as const) {
-    const l = k === 'grpcListen' ? grpcListen : httpListen;
+  for (const [k, l] of [['grpcListen', grpcListen], ['httpListen', httpListen]] as const) {
     if (cluster !== null && same(l, cluster.peerListen)) c.add(`${path}.${k}`, raw[k], 'is the same address and port as agent.cluster.peerListen', 'give it its own port, e.g. 7412 for gRPC and 9443 for HTTPS');
   }
   const listening = raw.grpcListen !== undefined && raw.grpcListen !== null || raw.httpListen !== undefined && raw.httpListen !== null;

@@ -284,6 +284,7 @@ describe('admin API security (TCP listeners, mutual TLS, roles)', function () {
       const r = await https(h, h.pem.mallory);
       assert.equal(r.status, 403);
       assert.equal(r.body, 'lbd-agent: the client certificate mallory is not listed in agent.admin.clients; add {name: mallory, role: read} (or role: write) there on this director and restart lbd-agent, or use a listed certificate\n');
+      assert.ok(h.logs.some((l) => l.msg === 'ops request refused' && l.caller === 'mallory' && l.method === 'GET'), 'the refusal is logged with the certificate\'s name');
     });
 
     it('GET /healthz answers a reader with the agent\'s liveness', async () => {

@@ -3,7 +3,7 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { hostPort, type AdminClientEntry, type ConfigError } from '@lbd/config';
+import { hostPort, type ConfigError } from '@lbd/config';
 import type { ApplyResult } from '@lbd/dataplane';
 import {
   CONNECTIONS_PER_MESSAGE, DEFAULT_EVENTS_LIMIT, MAX_CONFIG_TEXT_BYTES, MAX_EVENTS_LIMIT, MAX_PENDING_EVENTS, MAX_PENDING_HEALTH_EVENTS,
@@ -14,7 +14,7 @@ import {
 } from '@lbd/proto';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
 import type { Logger } from './log.js';
-import { authorizeCertificate, certificateNames, roleAllows, roleRefusal, type Authorization, type TlsMaterial } from './ops-http.js';
+import { authorizeCertificate, certificateNames, roleAllows, roleRefusal, type Authorization, type TlsListenerOptions } from './ops-http.js';
 import { EVENT_KINDS, type Caller, type EventKind, type LbdEvent, type Role } from './ops-types.js';
 import { wireProblem } from './views.js';
 
@@ -61,13 +61,7 @@ export function roleNeeded(method: string, request: Record<string, unknown> | un
 /** Every caller on the unix socket: its mode (0600, root) is the authentication. */
 export const UNIX_SOCKET_CALLER: Caller = { name: 'unix-socket', role: 'write' };
 
-export interface AdminTcpOptions {
-  readonly address: string;
-  /** 0: any free port (tests); `AdminServer.port` says which. */
-  readonly port: number;
-  readonly tls: TlsMaterial;
-  readonly clients: readonly AdminClientEntry[];
-}
+export type AdminTcpOptions = TlsListenerOptions;
 
 export type ApplyOutcome =
   | { readonly ok: true; readonly result: ApplyResult; readonly serviceCount: number; readonly sha256: string; readonly clusterRevision?: number }

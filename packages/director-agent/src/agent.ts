@@ -20,7 +20,7 @@ import { diagnose, probeTargets } from './doctor.js';
 import { EventLog, isLbdEvent, summarizeServiceChanges } from './events.js';
 import { HealthManager, type HealthEvent } from './health.js';
 import { silentLogger, type Logger } from './log.js';
-import { OpsHttpServer, healthzRoute, type OpsLimits } from './ops-http.js';
+import { OpsHttpServer, healthzRoute, type Liveness, type OpsLimits } from './ops-http.js';
 import type { Caller, LbdEvent, OpsSurfaces } from './ops-types.js';
 import { readTlsFiles } from './tls-files.js';
 import {
@@ -328,7 +328,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   }
 
   /** GET /healthz: up and serving, with what a person checking on it wants to see first. */
-  private liveness(): { ok: boolean; [fact: string]: unknown } {
+  private liveness(): Liveness {
     const last = this.lastApply;
     return {
       ok: !this.stopped && this.running.revision > 0, pid: process.pid, startedAt: this.startedAt.toISOString(),
@@ -624,11 +624,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
    */
   async listEvents(q: EventQuery, sink: EventSink): Promise<() => void> {
     const match = (e: LbdEvent): boolean => (q.kind === '' || e.kind === q.kind) && (q.director === '' || e.director === q.director);
-    if (q.scope === 'local' || this.cluster === null) {
-      for (const e of this.events.recent(q.sinceUnixMs).filter(match).slice(-q.limit)) sink.event(e);
-      if (!q.follow) { sink.end(); return () => {}; }
-      return this.events.subscribe((e) => { if (match(e)) sink.event(e); });
-    }
+    if (q.scope === 'local' || this.cluster === null) return this.listLocalEvents(q, match, sink);
     const store = this.cluster.coordinator.events;
     const seen = new SeenIds();
     const buffered: LbdEvent[] = [];
@@ -671,6 +667,13 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       unsubscribe();
       void stopWatch?.();
     };
+  }
+
+  /** ListEvents of this director's own log: the newest `limit` that match, then, with follow, each new one. */
+  private listLocalEvents(q: EventQuery, match: (e: LbdEvent) => boolean, sink: EventSink): () => void {
+    for (const e of this.events.recent(q.sinceUnixMs).filter(match).slice(-q.limit)) sink.event(e);
+    if (!q.follow) { sink.end(); return () => {}; }
+    return this.events.subscribe((e) => { if (match(e)) sink.event(e); });
   }
 
   async getConfig(): Promise<GetConfigResponse> {

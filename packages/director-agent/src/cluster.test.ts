@@ -4,12 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
-import { FakeAddressOwner, FakeDataPlane } from '@lbd/dataplane/testing';
 import { freePort, startEtcd, type RunningEtcd } from '@lbd/testkit';
-import { Agent } from './agent.js';
 import { AgentError } from './errors.js';
-import { silentLogger } from './log.js';
 import type { LbdEvent } from './ops-types.js';
+import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
 
 /**
  * Two clustered agents in this process against a real etcd on loopback, with fake data planes and fake
@@ -43,12 +41,7 @@ function waitFor(pred: () => boolean, ms: number, what: string): Promise<void> {
   });
 }
 
-interface Member {
-  readonly id: string;
-  readonly agent: Agent;
-  readonly owner: FakeAddressOwner;
-  readonly dp: FakeDataPlane;
-}
+type Member = PairMember;
 
 describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function () {
   this.timeout(30_000);
@@ -60,27 +53,10 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
   const holder = (): string[] => members.filter((m) => m.owner.held.size > 0).map((m) => m.id);
 
   async function start(prefix: string): Promise<void> {
-    const ports = [await freePort(), await freePort()];
-    const ids = ['dir1', 'dir2'];
-    for (const [i, id] of ids.entries()) {
-      const other = 1 - i;
-      const configPath = join(dir, `${id}-${run}.yaml`);
-      await writeFile(configPath, `agent:
-  cluster:
-    director: ${id}
-    etcd: [${etcd.endpoints[0]}]
-    prefix: ${prefix}
-    peerListen: 127.0.0.1:${ports[i]}
-    peers: [{ id: ${ids[other]}, address: "127.0.0.1:${ports[other]}" }]
-    interfaces: { vip: eth0, local: eth1 }
-    priorities: { front: ${i === 0 ? 150 : 100} }
-    track: [{ name: uplink, command: [/bin/sh, -c, "test ! -e ${join(dir, `${id}-${run}.broken`)}"], intervalMs: 100, rise: 1, fall: 1 }]
-`);
-      const owner = new FakeAddressOwner();
-      const dp = new FakeDataPlane();
-      const agent = await Agent.start({ configPath, dataPlane: dp, serve: false, watch: false, addressOwner: owner, log: silentLogger });
-      members.push({ id, agent, owner, dp });
-    }
+    await startClusterPair({
+      dir, run, prefix, etcdEndpoint: etcd.endpoints[0]!, ports: [await freePort(), await freePort()],
+      extra: (id) => `    track: [{ name: uplink, command: [/bin/sh, -c, "test ! -e ${join(dir, `${id}-${run}.broken`)}"], intervalMs: 100, rise: 1, fall: 1 }]\n`,
+    }, members);
   }
 
   /** `of`'s problems as `from` sees them: the registration record follows a resignation by a moment. */

@@ -67,6 +67,12 @@ function bump<A, B>(m: Map<A, Map<B, number>>, a: A, b: B, by = 1): void {
 
 /** Bound on expanding a local-address range into floating addresses (validation allows bigger IPv6 ranges). */
 const MAX_FLOATING_PER_RANGE = 1024;
+/** A connection-sync stream's event fields, from its key `<peer> <send|receive>`. */
+function streamFields(stream: string): { peer: string; direction: string } {
+  const [peer = '', direction = ''] = stream.split(' ');
+  return { peer, direction };
+}
+
 /** Longest a planned switchover waits for the target to acknowledge the flows sent to it. */
 const HANDOVER_DRAIN_MS = 250;
 /** How often links are checked: a leader whose vip interface goes down resigns within this. */
@@ -337,15 +343,13 @@ export class ClusterMember {
       const was = this.syncStates.get(stream) ?? '';
       if (state === was || state === 'connecting' || state === 'waiting') continue;
       this.syncStates.set(stream, state);
-      this.o.events.record('sync', stream, was, state, reason || state, { peer: stream.split(' ')[0]!, direction: stream.split(' ')[1]! });
+      this.o.events.record('sync', stream, was, state, reason || state, streamFields(stream));
     }
     for (const [stream, was] of this.syncStates) {
       if (now.has(stream)) continue;
       this.syncStates.delete(stream);
-      const sending = stream.endsWith(' send');
-      this.o.events.record('sync', stream, was, 'closed', sending ? 'this director leads no vip group: nothing to send' : 'the peer\'s stream is gone', {
-        peer: stream.split(' ')[0]!, direction: sending ? 'send' : 'receive',
-      });
+      const fields = streamFields(stream);
+      this.o.events.record('sync', stream, was, 'closed', fields.direction === 'send' ? 'this director leads no vip group: nothing to send' : 'the peer\'s stream is gone', fields);
     }
   }
 

@@ -11,10 +11,10 @@ export {
   type EventQuery, type EventSink, type HealthSink,
 } from './admin-server.js';
 export { EventLog, DEFAULT_EVENT_HISTORY, eventId, isLbdEvent, summarizeServiceChanges, type EventLogOptions } from './events.js';
-export { EVENT_KINDS, ROLES, type Caller, type EventKind, type EventSource, type LbdEvent, type OpsRoute, type OpsSurfaces, type Role } from './ops-types.js';
+export { EVENT_KINDS, type Caller, type EventKind, type EventSource, type LbdEvent, type OpsRoute, type OpsSurfaces, type Role } from './ops-types.js';
 export {
   OPS_LIMITS, OpsHttpServer, authorizeCertificate, certificateNames, healthzRoute, requestBody, roleAllows, roleRefusal,
-  type Authorization, type Liveness, type OpsHttpOptions, type OpsLimits, type TlsMaterial,
+  type Authorization, type Liveness, type OpsHttpOptions, type OpsLimits, type TlsListenerOptions, type TlsMaterial,
 } from './ops-http.js';
 export { DesiredState, type HealthLookup, type Merge, type MergedRealServer, type MergedService, type ServerHealth } from './desired.js';
 export { HealthManager, type HealthEntry, type HealthEvent, type HealthManagerOptions, type HealthWatcher } from './health.js';

@@ -22,12 +22,16 @@ export interface TlsMaterial {
   readonly key: Buffer;
 }
 
-export interface OpsHttpOptions {
+/** Where an operators' listener (admin gRPC or HTTPS) binds, its TLS, and the clients it lets in. */
+export interface TlsListenerOptions {
   readonly address: string;
-  /** 0: any free port (tests); `OpsHttpServer.port` says which. */
+  /** 0: any free port (tests); the server's `port` says which. */
   readonly port: number;
   readonly tls: TlsMaterial;
   readonly clients: readonly AdminClientEntry[];
+}
+
+export interface OpsHttpOptions extends TlsListenerOptions {
   readonly log: Logger;
   /** Defaults: OPS_LIMITS. Tests shorten the timeouts. */
   readonly limits?: Partial<OpsLimits>;
@@ -196,8 +200,9 @@ export class OpsHttpServer {
 
 async function dispatch(req: IncomingMessage, res: ServerResponse, routes: readonly OpsRoute[], clients: readonly AdminClientEntry[], limits: OpsLimits, log: Logger): Promise<void> {
   let caller: Caller | undefined;
+  const names = certificateNames((req.socket as TLSSocket).getPeerCertificate?.());
   try {
-    const auth = authorizeCertificate(certificateNames((req.socket as TLSSocket).getPeerCertificate?.()), clients);
+    const auth = authorizeCertificate(names, clients);
     if (!auth.ok) throw new HttpRefusal(403, auth.reason);
     caller = auth.caller;
     const url = req.url ?? '/';
@@ -222,7 +227,7 @@ async function dispatch(req: IncomingMessage, res: ServerResponse, routes: reado
     await route.handle(req, res, caller);
   } catch (err) {
     if (err instanceof HttpRefusal) {
-      if (err.status === 403) log.info('ops request refused', { caller: caller?.name ?? certificateNames((req.socket as TLSSocket).getPeerCertificate?.()).join(','), method: req.method, reason: err.message });
+      if (err.status === 403) log.info('ops request refused', { caller: caller?.name ?? names.join(','), method: req.method, reason: err.message });
       refuse(res, err);
       return;
     }

@@ -1,13 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AdminRole } from '@lbd/config';
 
 /**
  * The seams of the operator surfaces (issue 6), shared by the admin API's TCP listener, the HTTPS
  * listener (metrics, dashboard), the event log and lbadm. Types only: each side has its own file.
  */
 
-/** What a caller may do. `write` changes the cluster (apply, failover, drain, rollback); `read` only looks. */
-export type Role = 'read' | 'write';
-export const ROLES: readonly Role[] = ['read', 'write'];
+/** What a caller may do: agent.admin.clients' roles (`write` changes the cluster, `read` only looks). */
+export type Role = AdminRole;
 
 /** Who called: the unix socket (root only, always `write`) or a TLS client certificate's name. */
 export interface Caller {

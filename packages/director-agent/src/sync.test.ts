@@ -9,6 +9,7 @@ import { createConnSyncClient, type ConnSyncStatus__Output, type PeerSecurity } 
 import { freePort, issueCert, makeCa, makeClusterPki, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
 import { Agent } from './agent.js';
 import { silentLogger } from './log.js';
+import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
 
 /**
  * Connection sync between two clustered agents in this process: real etcd on loopback, real gRPC with
@@ -54,14 +55,7 @@ async function waitFor(what: string, check: () => boolean | Promise<boolean>, ms
   }
 }
 
-interface Member {
-  readonly id: string;
-  readonly agent: Agent;
-  readonly owner: FakeAddressOwner;
-  readonly dp: FakeDataPlane;
-  readonly table: FakeFlowTable;
-  readonly port: number;
-}
+type Member = PairMember;
 
 describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and gRPC on loopback, fake kernel)', function () {
   this.timeout(40_000);
@@ -81,29 +75,11 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
   });
   beforeEach(async () => {
     run++;
-    const ports = [await freePort(), await freePort()];
-    const ids = ['dir1', 'dir2'];
-    for (const [i, id] of ids.entries()) {
-      const other = 1 - i;
-      const configPath = join(dir, `${id}-${run}.yaml`);
-      await writeFile(configPath, `agent:
-  cluster:
-    director: ${id}
-    etcd: [${etcd.endpoints[0]}]
-    prefix: /lbd-sync-test-${run}
-    peerListen: 127.0.0.1:${ports[i]}
-    peers: [{ id: ${ids[other]}, address: "127.0.0.1:${ports[other]}" }]
-    interfaces: { vip: eth0, local: eth1 }
-    priorities: { front: ${i === 0 ? 150 : 100} }
-    tls: { ca: ${pki.ca.certPath}, cert: ${pki.certs[id]!.certPath}, key: ${pki.certs[id]!.keyPath} }
-`);
-      const owner = new FakeAddressOwner();
-      // The two kernels number their backends differently, as real directors may.
-      const dp = new FakeDataPlane();
-      const table = new FakeFlowTable();
-      const agent = await Agent.start({ configPath, dataPlane: dp, serve: false, watch: false, addressOwner: owner, flowTable: table, log: silentLogger });
-      members.push({ id, agent, owner, dp, table, port: ports[i]! });
-    }
+    // The two kernels number their backends differently, as real directors may.
+    await startClusterPair({
+      dir, run, prefix: `/lbd-sync-test-${run}`, etcdEndpoint: etcd.endpoints[0]!, ports: [await freePort(), await freePort()], flowTable: true,
+      extra: (id) => `    tls: { ca: ${pki.ca.certPath}, cert: ${pki.certs[id]!.certPath}, key: ${pki.certs[id]!.keyPath} }\n`,
+    }, members);
   });
   afterEach(async () => {
     for (const m of members) await m.agent.stop('test over');
