@@ -228,4 +228,94 @@ describe('KernelAddressOwner in namespaces @privileged', function () {
     assert.ok(ms !== null, 'addresses expired');
     console.log(`      lifetime ${lifetime} s: addresses gone ${((performance.now() - t0) / 1000).toFixed(2)} s after the kills`);
   });
+
+  // ---- the kernel lease (lease.ts) -----------------------------------------------------------------
+
+  /** Whether `address` answers one ping from the router (the director's input path, or its ARP/ND). */
+  const answers = (address: string): boolean => {
+    try {
+      inNs(R, 'ping', '-c', '1', '-W', '0.5', address);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  /** Whether the director answers an ARP request for `address` (arping from the router). */
+  const arpAnswers = (address: string): boolean => {
+    try {
+      inNs(R, 'arping', '-q', '-c', '1', '-w', '1', '-I', 'br0', address);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  /** The lease4/lease6 element for `address` in D1's kernel: its remaining ms, or null when it has none. */
+  const leaseExpiresMs = (address: string): number | null => {
+    const set = address.includes(':') ? 'lease6' : 'lease4';
+    const text = inNs(D1, 'nft', 'list', 'set', 'inet', 'lbd', set);
+    const m = new RegExp(`${address.replace(/[.:]/g, (c) => `\\${c}`)} timeout \\S+ expires (?:(\\d+)s)?(?:(\\d+)ms)?`).exec(text);
+    return m === null ? null : Number(m[1] ?? 0) * 1000 + Number(m[2] ?? 0);
+  };
+
+  it('the kernel serves a guarded address only while its group is leased: none, leased, ended at the deadline, revoked', async () => {
+    const o = owner(D1);
+    const vip = v4(30);
+    const vip6 = v6(0x30);
+    await o.guard(new Map([['g', [vip, vip6]]]));
+    await o.claim('g', [vip, vip6], { count: 0, intervalMs: 0 });
+    inNs(R, 'ip', 'neigh', 'flush', 'dev', 'br0');
+    assert.ok(!arpAnswers(vip.address), 'no lease: ARP requests for the vip go unanswered');
+    assert.ok(!answers(vip.address), 'no lease: the vip is not served');
+    assert.ok(!answers(vip6.address), 'no lease: the IPv6 vip is not served (its neighbour advertisements are dropped)');
+    assert.equal(o.leaseLeftMs('g'), null);
+
+    await o.lease('g', 5000);
+    assert.ok(arpAnswers(vip.address), 'leased: ARP answered');
+    assert.ok(answers(vip.address) && answers(vip6.address), 'leased: both vips served');
+
+    // Shortened to 300 ms: the kernel holds exactly that much, and ends it by itself.
+    const t0 = performance.now();
+    await o.lease('g', 300);
+    for (const a of [vip.address, vip6.address]) {
+      const ms = leaseExpiresMs(a);
+      assert.ok(ms !== null && ms <= 300 && ms > 0, `${a}'s lease in the kernel expires in ${String(ms)} ms, at most the 300 written`);
+    }
+    // The router's neighbour entry is still fresh: from here on only the forwarding/input guard decides.
+    const tick = async (): Promise<void> => { await sleep(Math.max(0, t0 + 300 + 10 - performance.now())); };
+    await tick();
+    assert.equal(leaseExpiresMs(vip.address), null, 'the kernel removed the element by the deadline (one jiffy later at most)');
+    assert.equal(leaseExpiresMs(vip6.address), null);
+    assert.ok(!answers(vip.address) && !answers(vip6.address), 'after the deadline the vips are not served, with no process doing anything');
+    assert.ok(!arpAnswers(vip.address), 'nor is ARP answered');
+    assert.ok((o.leaseLeftMs('g') ?? 0) < 0, 'the owner knows the kernel ended it');
+    assert.deepEqual(await o.present([vip, vip6]), [vip, vip6], 'the addresses are still on the interface: holding is not serving');
+
+    // Leased again, then released: the lease goes first, with the addresses.
+    await o.lease('g', 5000);
+    assert.ok(answers(vip.address));
+    await o.release('g');
+    assert.equal(leaseExpiresMs(vip.address), null, 'release ends the lease');
+    assert.equal(o.leaseLeftMs('g'), null);
+  });
+
+  it('guard() again keeps a leased group serving and leases its new addresses; a new owner starts with no lease at all', async () => {
+    const o = owner(D1);
+    await o.guard(new Map([['g', [v4(31)]], ['h', [v4(32)]]]));
+    await o.claim('g', [v4(31)], { count: 0, intervalMs: 0 });
+    await o.lease('g', 5000);
+    await o.guard(new Map([['g', [v4(31), v4(33)]], ['h', [v4(32)]]]));
+    await o.claim('g', [v4(31), v4(33)], { count: 0, intervalMs: 0 });
+    assert.ok((leaseExpiresMs('198.18.0.31') ?? 0) > 4000, 'the leased address keeps its lease');
+    assert.ok((leaseExpiresMs('198.18.0.33') ?? 0) > 4000, 'the new address of the leased group is leased with the same deadline');
+    assert.equal(leaseExpiresMs('198.18.0.32'), null, 'the group without a lease stays without');
+    assert.ok(answers('198.18.0.33'));
+    // A restarted agent: a new owner's first guard starts from nothing (it leads nothing yet).
+    await o.close();
+    const fresh = owner(D1);
+    await fresh.guard(new Map([['g', [v4(31), v4(33)]]]));
+    assert.equal(leaseExpiresMs('198.18.0.31'), null, 'a previous life\'s lease is gone');
+    assert.ok(!answers('198.18.0.31'));
+    await fresh.close({ releaseAll: true });
+    assert.throws(() => inNs(D1, 'nft', 'list', 'table', 'inet', 'lbd'), 'a graceful stop removes the lease tables');
+  });
 });

@@ -1,8 +1,10 @@
 import { type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { performance } from 'node:perf_hooks';
 import { canonicalAddress, familyOf } from '@lbd/config';
 import { DataPlaneError, type AddressOwner, type Announce, type FloatingAddress } from '@lbd/dataplane';
+import { KernelLease } from './lease.js';
 import { localRunner, type CommandRunner } from './runner.js';
 
 /**
@@ -21,6 +23,9 @@ import { localRunner, type CommandRunner } from './runner.js';
  *   ff02::1, hop limit 255, as keepalived does) from a raw ICMPv6 socket in a few lines of perl: perl-base is
  *   Essential in Debian, so no package is needed, and the kernel fills in the ICMPv6 checksum.
  *   A Linux neighbour replaces the lladdr of its existing entry (state STALE).
+ *
+ * The kernel lease (lease.ts) decides whether the kernel serves what is held: a release ends the lease
+ * first, a caller leases before it claims, and lease writes never queue behind address changes.
  *
  * Lifetimes: addresses are added with `valid_lft`/`preferred_lft` = lifetimeSec and refreshed every
  * lifetimeSec/3, so if the agent and its watchdog both die the kernel drops them. Observed expiry granularity
@@ -186,6 +191,7 @@ export class KernelAddressOwner implements AddressOwner {
   private readonly ready: Promise<void>;
   private closed = false;
   private readonly written: { batch: string | null; state: string | null } = { batch: null, state: null };
+  private readonly kernelLease: KernelLease;
 
   constructor(opts: KernelAddressOwnerOptions = {}) {
     this.runner = opts.runner ?? localRunner();
@@ -194,6 +200,7 @@ export class KernelAddressOwner implements AddressOwner {
     this.stateDir = opts.stateDir ?? '/run/lbd';
     const spawnFn = this.runner.spawn?.bind(this.runner);
     this.batch = new IpBatch(spawnFn ? () => spawnFn('ip', ['-j', '-force', '-batch', '-']) : null, this.runner, this.onEvent);
+    this.kernelLease = new KernelLease({ runner: this.runner });
     this.ready = this.start(opts.watchdog !== false);
     this.ready.catch(() => {}); // reported by the first call that awaits it
   }
@@ -264,7 +271,30 @@ export class KernelAddressOwner implements AddressOwner {
     });
   }
 
-  release(group: string): Promise<void> {
+  async guard(groups: ReadonlyMap<string, readonly FloatingAddress[]>): Promise<void> {
+    await this.ready;
+    if (this.closed) throw new Error('address owner is closed');
+    await this.kernelLease.guard(new Map([...groups].map(([g, xs]) => [g, xs.map((a) => normalise(a).address)])));
+  }
+
+  lease(group: string, forMs: number): Promise<void> {
+    // The deadline is fixed now, on this thread's monotonic clock; the writer counts down from it.
+    return this.kernelLease.lease(group, performance.now() + forMs);
+  }
+
+  leaseLeftMs(group: string): number | null {
+    return this.kernelLease.leftMs(group);
+  }
+
+  async release(group: string): Promise<void> {
+    // The lease first: the kernel stops serving before the addresses (and their announcements) go.
+    let leaseError: unknown = null;
+    await this.kernelLease.revoke(group).catch((e: unknown) => { leaseError = e; });
+    await this.releaseAddresses(group);
+    if (leaseError !== null) throw leaseError;
+  }
+
+  private releaseAddresses(group: string): Promise<void> {
     return this.serialise(async () => {
       this.cancelAnnouncements(group);
       const held = this.held.get(group);
@@ -300,6 +330,7 @@ export class KernelAddressOwner implements AddressOwner {
       this.refreshTimer = null;
       for (const group of [...this.announcers.keys()]) this.cancelAnnouncements(group);
       if (opts.releaseAll) {
+        await this.kernelLease.remove().catch((e: unknown) => this.onEvent('removing the kernel lease tables failed', { error: String(e) }));
         const all = this.allHeld();
         for (const a of all) this.leaving.set(key(a), a);
         this.held.clear();
@@ -307,6 +338,7 @@ export class KernelAddressOwner implements AddressOwner {
       }
     });
     this.batch.close();
+    this.kernelLease.close();
     const watchdog = this.watchdog;
     this.watchdog = null;
     if (watchdog && watchdog.exitCode === null) {

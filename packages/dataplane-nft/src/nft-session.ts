@@ -18,10 +18,18 @@ export class NftSession {
   private stderr = '';
   private waiter: { done: () => void; fail: (e: Error) => void } | null = null;
 
-  constructor(private readonly start: () => ChildProcessWithoutNullStreams) {}
+  /**
+   * `sentinel`: a command that lists a small set of the session's own table (the default is the data
+   * plane's `schema` set); its listing ends with the two closing braces the end of a change is known by.
+   */
+  constructor(private readonly start: () => ChildProcessWithoutNullStreams, private readonly sentinel = `list set ip ${TABLE_NAME} schema`) {}
 
-  /** Applies `commands` as one transaction; resolves with nft's error text ('' on success). */
-  async run(commands: readonly string[]): Promise<string> {
+  /**
+   * Applies `commands` as one transaction; resolves with nft's error text ('' on success). With `timeoutMs`,
+   * a session that has not answered by then is killed and the call rejects (the next call starts another):
+   * a sentinel that itself fails (its table deleted under us) would otherwise never end the wait.
+   */
+  async run(commands: readonly string[], timeoutMs?: number): Promise<string> {
     const child = this.ensure();
     // Held while a change is in flight (the process must not exit awaiting nft), released when idle.
     setRef(child, true);
@@ -31,16 +39,22 @@ export class NftSession {
     const finished = new Promise<void>((done, fail) => {
       this.waiter = { done, fail };
     });
-    child.stdin.write(`${commands.join('; ')}\nlist set ip ${TABLE_NAME} schema\n`);
+    child.stdin.write(`${commands.join('; ')}\n${this.sentinel}\n`);
     const check = (): void => {
       if (this.stdout.endsWith(sentinelEnd)) this.waiter?.done();
     };
     const onData = (): void => check();
     child.stdout.on('data', onData);
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => {
+      this.waiter?.fail(new Error(`nft -i did not answer within ${timeoutMs} ms: ${this.stderr.trim()}`));
+      if (this.child === child) this.child = null;
+      child.kill('SIGKILL');
+    }, timeoutMs);
     try {
       check();
       await finished;
     } finally {
+      clearTimeout(timer);
       child.stdout.off('data', onData);
       this.waiter = null;
       setRef(child, false);

@@ -2,6 +2,11 @@
  * Floating addresses of a vip group: the vips (on the front interface) and the FULLNAT local addresses or a
  * floating gateway (on the server-side interface) that move with the group's leadership. The elected
  * director claims them (adds them and announces them: gratuitous ARP / unsolicited NA), the others release.
+ *
+ * Holding an address is not enough to serve it: the kernel serves a group's addresses (forwards their
+ * traffic, answers ARP/ND for them) only while the group holds a *lease* that runs out in the kernel by
+ * itself (DESIGN.md "High availability"). The election extends it from beats etcd confirmed; a frozen agent
+ * therefore stops serving at the lease's end even with its addresses still on the interfaces.
  */
 
 /** A host address (plain text, no prefix: it is added as /32 or /128) on one interface. */
@@ -17,12 +22,27 @@ export interface Announce {
 }
 
 export interface AddressOwner {
+  /**
+   * Which floating addresses the kernel guards, per vip group (every group this director serves, leader or
+   * not): traffic to them and ARP/ND from them is dropped unless their group is leased. Called with every
+   * config; the first call starts from no lease at all (a starting agent leads nothing).
+   */
+  guard(groups: ReadonlyMap<string, readonly FloatingAddress[]>): Promise<void>;
+  /**
+   * Lets the kernel serve `group`'s guarded addresses for the next `forMs` milliseconds, counted from this
+   * call; then it stops by itself unless leased again (forMs <= 0 ends the lease at once). Resolves once the
+   * kernel has it. Never waits behind a claim, a release or an announcement.
+   */
+  lease(group: string, forMs: number): Promise<void>;
+  /** Milliseconds left on `group`'s lease as last written; negative: the kernel ended it that long ago; null: none. */
+  leaseLeftMs(group: string): number | null;
   /** Adds every address that is missing (idempotent, one batch), then announces them in the background:
    *  resolves once the addresses are on their interfaces, NEVER waits for the announcements
    *  (a blocking arping once starved a lease keepalive). A second claim of the same group replaces its set
    *  (adds new, removes ones no longer listed). */
   claim(group: string, addresses: readonly FloatingAddress[], announce: Announce): Promise<void>;
-  /** Removes the group's addresses (and stops its announcements); resolves once they are gone. Idempotent. */
+  /** Ends the group's lease, then removes its addresses (and stops its announcements); resolves once they
+   *  are gone. Idempotent. */
   release(group: string): Promise<void>;
   /** Which of `addresses` are on their interface right now (read from the kernel, not from memory). */
   present(addresses: readonly FloatingAddress[]): Promise<FloatingAddress[]>;

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { AddressOwner, Announce, FloatingAddress } from '../addresses.js';
 
 const key = (a: FloatingAddress): string => `${a.address.toLowerCase()}%${a.ifname}`;
@@ -5,6 +6,8 @@ const key = (a: FloatingAddress): string => `${a.address.toLowerCase()}%${a.ifna
 export type AddressCall =
   | { readonly op: 'claim'; readonly group: string; readonly addresses: readonly FloatingAddress[]; readonly announce: Announce }
   | { readonly op: 'release'; readonly group: string }
+  | { readonly op: 'guard'; readonly groups: ReadonlyMap<string, readonly FloatingAddress[]> }
+  | { readonly op: 'lease'; readonly group: string; readonly forMs: number }
   | { readonly op: 'close'; readonly releaseAll: boolean };
 
 /**
@@ -22,6 +25,36 @@ export class FakeAddressOwner implements AddressOwner {
   /** Set to make the next claim fail with this error (then it is cleared); nothing is added. */
   failNextClaim: Error | null = null;
   closed = false;
+  /** What the kernel would guard, per group (the last guard call). */
+  guarded: ReadonlyMap<string, readonly FloatingAddress[]> = new Map();
+  /** group → lease deadline on `now` (absent: no lease). */
+  readonly leases = new Map<string, number>();
+
+  /** `now`: the clock leases run on (default performance.now; election tests pass their FakeClock's). */
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** Whether the kernel would serve `group`'s addresses right now. */
+  leased(group: string): boolean {
+    return (this.leases.get(group) ?? Number.NEGATIVE_INFINITY) > this.now();
+  }
+
+  async guard(groups: ReadonlyMap<string, readonly FloatingAddress[]>): Promise<void> {
+    this.assertOpen();
+    this.calls.push({ op: 'guard', groups });
+    this.guarded = groups;
+  }
+
+  async lease(group: string, forMs: number): Promise<void> {
+    this.assertOpen();
+    this.calls.push({ op: 'lease', group, forMs });
+    if (forMs > 0) this.leases.set(group, this.now() + forMs);
+    else this.leases.delete(group);
+  }
+
+  leaseLeftMs(group: string): number | null {
+    const d = this.leases.get(group);
+    return d === undefined ? null : d - this.now();
+  }
 
   setLink(ifname: string, up: boolean): void {
     if (up) this.linksDown.delete(ifname);
@@ -50,6 +83,7 @@ export class FakeAddressOwner implements AddressOwner {
   async release(group: string): Promise<void> {
     this.assertOpen();
     this.calls.push({ op: 'release', group });
+    this.leases.delete(group);
     this.held.delete(group);
   }
 
@@ -63,7 +97,10 @@ export class FakeAddressOwner implements AddressOwner {
 
   async close(opts: { releaseAll?: boolean } = {}): Promise<void> {
     this.calls.push({ op: 'close', releaseAll: opts.releaseAll === true });
-    if (opts.releaseAll) this.held.clear();
+    if (opts.releaseAll) {
+      this.held.clear();
+      this.leases.clear();
+    }
     this.closed = true;
   }
 
