@@ -89,6 +89,8 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
   const transport = new MemoryTransport();
   const running: Array<{ c: Coordinator; proxy: CutProxy }> = [];
   const holders = new Map<string, Set<string>>();
+  /** group → director → where its kernel lease ends (performance.now). */
+  const leases = new Map<string, Map<string, number>>();
   const violations: string[] = [];
   const transitions: Array<Transition & { id: string }> = [];
   const health = new Map<string, { ok: boolean; problems: string[] }>();
@@ -104,13 +106,27 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
       id, endpoints: [`http://127.0.0.1:${proxy.port}`], prefix, timing, peers: opts.peers ?? ['a', 'b'].filter((p) => p !== id),
       peerAddress: `${id}:7411`, version: 'test', transport,
       hooks: {
+        // The kernel lease, modelled on this process's monotonic clock (every director here shares it): a
+        // lease written while another director's still runs is the dual ownership the kernel would allow.
+        lease: async (g, forMs) => {
+          const now = performance.now();
+          for (const [other, until] of leases.get(g) ?? []) {
+            if (other !== id && until > now && forMs > 0) violations.push(`${id} leased ${g} while ${other}'s lease ran ${Math.round(until - now)} ms more`);
+          }
+          const m = leases.get(g) ?? new Map<string, number>();
+          m.set(id, now + forMs);
+          leases.set(g, m);
+        },
         claim: async (g) => {
           const set = holders.get(g) ?? new Set<string>();
           if (set.size > 0 && !set.has(id)) violations.push(`${id} claimed ${g} while ${[...set].join(',')} held it`);
           set.add(id);
           holders.set(g, set);
         },
-        release: async (g) => { holders.get(g)?.delete(id); },
+        release: async (g) => {
+          leases.get(g)?.delete(id);
+          holders.get(g)?.delete(id);
+        },
       },
       health: () => health.get(id)!,
       ...(opts.syncedFor ? { syncedFor: opts.syncedFor } : {}),
@@ -137,6 +153,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
   beforeEach(() => {
     prefix = `/lbd-test-${++prefixN}`;
     holders.clear();
+    leases.clear();
     violations.length = 0;
     transitions.length = 0;
     transport.cut.clear();

@@ -5,11 +5,18 @@ import {
   isHandoff, isLeaderRecord, parseJson, type DirectorRecord, type GroupRole, type GroupView, type HandoffRequest, type LeaderRecord,
   type PreemptPolicy,
 } from './records.js';
-import type { ElectionTiming } from './timing.js';
+import { kernelLeaseMs, type ElectionTiming } from './timing.js';
 
 /** What the agent does when this director gains or loses a group: claim or release its addresses. */
 export interface GroupHooks {
+  /**
+   * Lets the kernel serve the group for the next `forMs` ms and no longer (timing.ts): written before every
+   * claim and after every confirmed beat while leading. A rejection means the kernel may stop serving at
+   * the old deadline, so the leader steps down.
+   */
+  lease(group: string, forMs: number): Promise<void>;
   claim(group: string): Promise<void>;
+  /** Ends the lease, then releases the addresses. */
   release(group: string): Promise<void>;
   /**
    * A planned switchover to `to` is about to release the group: the last chance, while still leading, to
@@ -102,6 +109,8 @@ export class GroupElection {
   private myRev: string | null = null;
   private myRecord: LeaderRecord | null = null;
   private lastConfirmedSend = 0;
+  /** Where the kernel lease we last wrote ends (our clock). */
+  private leaseUntil = 0;
   /** The beat number of our last confirmed beat (adopted revisions do not count). */
   private confirmedBeat = 0;
   private beatInFlight = false;
@@ -386,16 +395,50 @@ export class GroupElection {
     this.myRev = rev;
     this.myRecord = record;
     this.lastConfirmedSend = sent;
+    this.leaseUntil = sent + kernelLeaseMs(this.d.timing);
     this.confirmedBeat = record.beat;
     this.lastBeatAt = sent;
     this.coverage.clear();
     this.preemptSince = null;
     this.setRole('leader', reason);
     try {
+      // The lease first: addresses are never announced without the kernel's leave to serve them.
+      await this.d.hooks.lease(this.name, this.leaseForMs(this.d.clock.now()));
+    } catch (err) {
+      await this.stepDown(`kernel lease failed: ${(err as Error).message}`, { vacate: true });
+      return;
+    }
+    try {
       await this.d.hooks.claim(this.name);
     } catch (err) {
       await this.stepDown(`claim failed: ${(err as Error).message}`, { vacate: true });
     }
+  }
+
+  /**
+   * How long the kernel may serve the group from `now`: until the lease's end after our last confirmed
+   * send, or, while every peer's promise still runs (fail-static), until the earliest promise ends less
+   * the slack and drift the rule allows for (timing.ts).
+   */
+  private leaseForMs(now: number): number {
+    const t = this.d.timing;
+    let until = this.lastConfirmedSend + kernelLeaseMs(t);
+    const peers = this.d.peers();
+    if (peers.length > 0 && peers.every((p) => (this.coverage.get(p) ?? 0) > now)) {
+      until = Math.max(until, Math.min(...peers.map((p) => this.coverage.get(p) ?? 0)) - t.maxLeaseSlackMs - t.maxClockDriftMs);
+    }
+    return until - now;
+  }
+
+  /** Writes the kernel lease from the newest confirmation; a failed write steps down (its old deadline stands). */
+  private renewLease(): void {
+    const forMs = this.leaseForMs(this.d.clock.now());
+    this.leaseUntil = this.d.clock.now() + forMs;
+    this.d.hooks.lease(this.name, forMs).catch((err: unknown) => {
+      if (!this.leading() || this.handingOver) return;
+      this.role = 'standby';
+      this.serialize(() => this.stepDown(`kernel lease failed: ${err instanceof Error ? err.message : String(err)}`, { vacate: true, from: 'leader' }));
+    });
   }
 
   private async beat(): Promise<void> {
@@ -418,7 +461,10 @@ export class GroupElection {
         }
         this.d.onBeat?.(this.name, 'confirmed');
         if (!this.leading() || this.handingOver) return;
-        if (sent > this.lastConfirmedSend) this.lastConfirmedSend = sent;
+        if (sent > this.lastConfirmedSend) {
+          this.lastConfirmedSend = sent;
+          this.renewLease();
+        }
         this.confirmedBeat = Math.max(this.confirmedBeat, next.beat);
         if (this.etcdFailing) this.etcdBack();
         if (this.role === 'fail-static') this.setRole('leader', 'etcd confirms beats again');
@@ -451,9 +497,12 @@ export class GroupElection {
     // Ask as soon as one beat is overdue: a peer needs a round trip and an etcd probe to answer, and
     // its promise must arrive before the window closes.
     if (age > t.beatIntervalMs + t.fenceCheckMs) this.askPromises(now);
-    if (age < t.safetyWindowMs) return;
     const peers = this.d.peers();
     const covered = peers.length > 0 && peers.every((p) => (this.coverage.get(p) ?? 0) > now);
+    // Once every peer has promised, the promises carry the kernel lease (before the window closes, so the
+    // kernel never stops a leader that is about to go fail-static); written again a beat further on.
+    if (covered && now + this.leaseForMs(now) > this.leaseUntil + t.beatIntervalMs) this.renewLease();
+    if (age < t.safetyWindowMs) return;
     if (covered) {
       if (this.role !== 'fail-static') this.setRole('fail-static', `etcd unreachable for ${Math.round(age)} ms; peers ${peers.join(', ')} cannot reach it either, keeping the vips`);
       return;

@@ -13,6 +13,6 @@ export type { ClusterStatus, CoordinatorOptions, GroupStatus } from './coordinat
 export { GroupElection } from './group-election.js';
 export type { BeatOutcome, GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
 export type { ConfigRecord, DirectorRecord, GroupRole, GroupView, LeaderRecord, PreemptPolicy } from './records.js';
-export { TIMING_PROFILES, checkTiming, timingProblems, worstCaseTakeoverMs } from './timing.js';
+export { TIMING_PROFILES, checkTiming, kernelLeaseMs, timingProblems, worstCaseTakeoverMs } from './timing.js';
 export type { ElectionTiming, TimingProfile } from './timing.js';
 export { systemClock, type Clock, type TimerHandle } from '@lbd/clock';

@@ -4,47 +4,72 @@
  * Leadership of a vip group is a record in etcd (`groups/<g>/leader`) that only changes by compare-and-swap
  * on its revision. The leader *beats*: every `beatIntervalMs` it rewrites the record, conditioned on the
  * revision it wrote last. It records the time it SENT each beat that etcd then confirmed
- * (`lastConfirmedSend`, on its own monotonic clock), and acts as leader only while
+ * (`lastConfirmedSend`, on its own monotonic clock).
  *
- *     now − lastConfirmedSend < safetyWindowMs            (or while every peer has promised not to take over)
+ * Safety rests on the kernel, not on the agent running on time. From each confirmed beat the leader writes
+ * a *kernel lease* (dataplane-nft lease.ts): nftables set elements with a timeout, without which the kernel
+ * neither forwards the group's traffic nor answers ARP/ND for its addresses. The lease it writes ends at
  *
- * after which it releases its vips and local addresses, within `maxReleaseMs`.
+ *     lastConfirmedSend + kernelLeaseMs            kernelLeaseMs = safetyWindowMs + fenceCheckMs + maxReleaseMs
+ *
+ * (or, fail-static, where every peer's promise ends: see below). The kernel enforces that deadline with no
+ * process involved, late by at most `maxLeaseSlackMs`: the time from reading the clock to the kernel taking
+ * the write (one line to a long-lived `nft -i`), plus one jiffy of the kernel's timeout check (4 ms at
+ * HZ=250). A frozen, starved or dead agent therefore stops serving by then.
+ *
+ * The agent's own fence is the tidy path, not the safe one: while it runs on time it sees
+ * `now − lastConfirmedSend ≥ safetyWindowMs`, checks that at most `fenceCheckMs` late, and releases its vips
+ * within `maxReleaseMs`, so it lets go before the kernel's deadline. When the kernel's deadline came first,
+ * the agent was late, and says so ("lease expired in the kernel: agent late by N ms").
  *
  * A standby takes over only by compare-and-swap on the revision R it last saw, and only after it has seen R
  * unchanged for `takeoverAfterMs`, measured from when it RECEIVED R. If that swap succeeds, R was the
  * leader's last confirmed beat: it was sent no later than it was committed, which is no later than the
  * standby received it. So the standby acts at least `takeoverAfterMs` after the leader's last confirmed send,
- * and the leader stopped at most `safetyWindowMs + fenceCheckMs + maxReleaseMs` after it. The rule
+ * and the leader's kernel stopped serving at most `kernelLeaseMs + maxLeaseSlackMs` after it. The rule
  *
- *     takeoverAfterMs ≥ safetyWindowMs + fenceCheckMs + maxReleaseMs + maxClockDriftMs
+ *     takeoverAfterMs ≥ safetyWindowMs + fenceCheckMs + maxReleaseMs + maxLeaseSlackMs + maxClockDriftMs
  *     beatIntervalMs × 2 < safetyWindowMs
  *
  * keeps the two apart; the second gives a healthy leader two beats per window. No etcd lease is involved, so
  * an etcd leader change (which extends leases) cannot break it: it only delays beats, which fences early.
- * What the rule cannot cover is a leader whose process stalls (a frozen event loop) longer than the margin;
- * the address lifetime backstop and the agent-death watchdog (dataplane-nft addresses.ts) bound that case.
+ *
+ * What it assumes of clocks: each director measures only intervals, on CLOCK_MONOTONIC (performance.now in
+ * the agent, jiffies in the kernel's timeouts: both count the same time on one box, wall-clock steps change
+ * neither), and two directors' monotonic clocks drift apart by at most `maxClockDriftMs` over one takeover
+ * interval. Nothing compares one box's clock reading with another's.
+ *
+ * Fail-static: a leader whose beats stop being confirmed asks its peers to promise not to take over for a
+ * while; each promise runs from when the peer received the request, which is after the leader sent it, so
+ * the leader's lease may run to the earliest promise's end counted from its own send, less the slack and
+ * the drift.
  *
  * A new leader's first act is a beat too (the takeover swap, or a swap on a handed-over record), so every
- * leader, new or old, is fenced from a beat it sent itself.
+ * leader, new or old, is leased from a beat it sent itself, and it writes that lease before it claims.
  */
 export interface ElectionTiming {
   readonly beatIntervalMs: number;
   readonly safetyWindowMs: number;
   readonly takeoverAfterMs: number;
-  /** Bound on releasing a group's addresses once the fence fires. */
+  /** How long the agent's own release may take once its fence fires, before the kernel's deadline ends the lease. */
   readonly maxReleaseMs: number;
   /** How often leaders check their fence and standbys their takeover condition. */
   readonly fenceCheckMs: number;
   /** Bound on how far two directors' monotonic clocks drift apart over one takeover interval. */
   readonly maxClockDriftMs: number;
+  /** Bound on how late the kernel ends a lease: the write's latency from the clock read, plus one jiffy. */
+  readonly maxLeaseSlackMs: number;
 }
 
-/** Named timing profiles: `default` for ordinary networks and loaded boxes, `fast` for quiet dedicated ones. */
+/**
+ * Named timing profiles: `default` for ordinary networks and loaded boxes, `fast` for quiet dedicated ones.
+ * Since the kernel enforces the lease, the margin between the fence and a takeover no longer has to cover a
+ * starved agent (issue 4 measured dual ownership with `fast` at a 35 ms margin because of exactly that), only
+ * the agent's tidy release and the lease write.
+ */
 export const TIMING_PROFILES = {
-  default: { beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 330, maxReleaseMs: 50, fenceCheckMs: 10, maxClockDriftMs: 5 },
-  // fast keeps the default's margin between fence and takeover (75 ms: release, a late timer, drift). With
-  // only 35 ms, drills under a busy loop on every core measured dual ownership (a starved agent released late).
-  fast: { beatIntervalMs: 25, safetyWindowMs: 75, takeoverAfterMs: 150, maxReleaseMs: 60, fenceCheckMs: 5, maxClockDriftMs: 10 },
+  default: { beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 300, maxReleaseMs: 20, fenceCheckMs: 10, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },
+  fast: { beatIntervalMs: 25, safetyWindowMs: 75, takeoverAfterMs: 110, maxReleaseMs: 10, fenceCheckMs: 5, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },
 } as const satisfies Record<string, ElectionTiming>;
 
 export type TimingProfile = keyof typeof TIMING_PROFILES;
@@ -60,9 +85,9 @@ export function timingProblems(t: ElectionTiming): string[] {
   if (!(t.beatIntervalMs * 2 < t.safetyWindowMs)) {
     out.push(`safetyWindowMs ${t.safetyWindowMs}: must exceed 2 × beatIntervalMs = ${t.beatIntervalMs * 2}, or a healthy leader fences itself after one slow beat`);
   }
-  const min = t.safetyWindowMs + t.fenceCheckMs + t.maxReleaseMs + t.maxClockDriftMs;
+  const min = kernelLeaseMs(t) + t.maxLeaseSlackMs + t.maxClockDriftMs;
   if (!(t.takeoverAfterMs >= min)) {
-    out.push(`takeoverAfterMs ${t.takeoverAfterMs}: must be >= safetyWindowMs + fenceCheckMs + maxReleaseMs + maxClockDriftMs = ${min}, or a standby could act before the leader has released`);
+    out.push(`takeoverAfterMs ${t.takeoverAfterMs}: must be >= safetyWindowMs + fenceCheckMs + maxReleaseMs + maxLeaseSlackMs + maxClockDriftMs = ${min}, or a standby could serve while the old leader's kernel lease still runs`);
   }
   return out;
 }
@@ -80,4 +105,9 @@ export function checkTiming(t: ElectionTiming): void {
  */
 export function worstCaseTakeoverMs(t: ElectionTiming): number {
   return t.takeoverAfterMs + t.fenceCheckMs;
+}
+
+/** How long past its last confirmed send a leader's kernel lease runs (the rule above). */
+export function kernelLeaseMs(t: ElectionTiming): number {
+  return t.safetyWindowMs + t.fenceCheckMs + t.maxReleaseMs;
 }
