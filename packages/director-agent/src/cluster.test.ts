@@ -103,7 +103,20 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     assert.equal(st.clustered, true);
     assert.deepEqual(st.directors!.map((d) => d.id), ['dir1', 'dir2']);
     assert.equal(st.groups![0]?.leader, leader.id);
-    assert.equal(st.worstCaseTakeoverMs, 340);
+    assert.equal(st.worstCaseTakeoverMs, 310);
+    // The kernel guards every floating address on both directors and serves them only on the leader.
+    const standby = members.find((m) => m !== leader)!;
+    for (const m of members) assert.deepEqual([...m.owner.guarded.keys()], ['front'], `${m.id} guards the group`);
+    // Written, not necessarily still running: on a starved machine a beat can come later than the lease lasts.
+    assert.ok(leader.owner.leases.has('front'), 'the leader has written a kernel lease');
+    assert.ok(!standby.owner.leases.has('front'), 'the standby has none');
+    const leaderCalls = leader.owner.calls.map((c) => c.op);
+    assert.ok(leaderCalls.indexOf('lease') < leaderCalls.indexOf('claim'), `leased before claiming: ${leaderCalls.join(', ')}`);
+    const rows = st.directors!.map((d) => [d.id, d.groups![0]?.kernelLeaseLeftMs ?? -2]);
+    for (const [id, left] of rows) {
+      if (id === leader.id) assert.ok(Number(left) >= 0 && Number(left) <= 280, `the leader's lease is shown (${String(left)} ms)`);
+      else assert.equal(left, -1, 'the standby holds no lease');
+    }
     const hist = await a.agent.configHistory();
     assert.deepEqual(hist.versions!.map((v) => [v.revision, v.author, v.serviceCount]), [[1, 'test@host', 1]]);
   });

@@ -57,6 +57,8 @@ export interface ClusterCounters {
   readonly announcements: Map<string, Map<'ipv4' | 'ipv6', number>>;
   /** group → times this director fenced itself in it. */
   readonly fences: Map<string, number>;
+  /** group → times the kernel ended this director's lease before the agent released (it ran late). */
+  readonly leaseExpiries: Map<string, number>;
 }
 
 function bump<A, B>(m: Map<A, Map<B, number>>, a: A, b: B, by = 1): void {
@@ -80,7 +82,7 @@ const LINK_CHECK_MS = 100;
 
 export class ClusterMember {
   readonly coordinator: Coordinator;
-  readonly counters: ClusterCounters = { beats: new Map(), promiseRequests: new Map(), announcements: new Map(), fences: new Map() };
+  readonly counters: ClusterCounters = { beats: new Map(), promiseRequests: new Map(), announcements: new Map(), fences: new Map(), leaseExpiries: new Map() };
   private readonly peers = new Map<string, PeerClient>();
   private server: grpc.Server | undefined;
   private config: Config | null = null;
@@ -112,7 +114,10 @@ export class ClusterMember {
     this.coordinator = new Coordinator({
       id: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers.map((p) => p.id),
       peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, version: o.version, transport: this.transport(),
-      hooks: { claim: (g) => this.claim(g), release: (g) => this.release(g), beforeHandover: (g, to) => this.drainSync(g, to) },
+      hooks: {
+        lease: (g, forMs) => o.owner.lease(g, forMs), claim: (g) => this.claim(g), release: (g) => this.release(g),
+        beforeHandover: (g, to) => this.drainSync(g, to),
+      },
       health: () => this.health(), onTransition: (t) => this.onTransition(t),
       onBeat: (group, outcome) => bump(this.counters.beats, group, outcome),
       onFenced: (group) => this.counters.fences.set(group, (this.counters.fences.get(group) ?? 0) + 1),
@@ -174,6 +179,9 @@ export class ClusterMember {
     const first = this.config === null;
     this.config = config;
     this.groups = new Map(config.vipGroups.map((g) => [g.name, g]));
+    // The kernel guards every floating address of every group served here; the first call also drops any
+    // lease a previous life of this agent left in the kernel.
+    await this.o.owner.guard(new Map([...this.groups.keys()].map((g) => [g, this.addressesOf(g)])));
     if (first) {
       // Whatever a previous life of this agent left (it crashed and its watchdog was killed too, say) goes
       // first: addresses are only ever held on the election's word.
@@ -237,9 +245,14 @@ export class ClusterMember {
   async status(configRevision: number): Promise<ClusterStatus> {
     const st: CoordinatorStatus = await this.coordinator.status();
     const reach = new Map<string, boolean>();
+    /** Each director's kernel lease per group: our own, and what each peer's ping answered. */
+    const leases = new Map<string, Readonly<Record<string, number>>>([[st.self, this.leasesLeft()]]);
     await Promise.all([...this.peers].map(async ([id, client]) => {
       reach.set(id, await new Promise<boolean>((resolve) => {
-        client.Ping({ from: this.o.settings.director }, { deadline: Date.now() + 300 }, (err) => resolve(!err));
+        client.Ping({ from: this.o.settings.director }, { deadline: Date.now() + 300 }, (err, res) => {
+          if (!err && res) leases.set(id, res.kernelLeaseLeftMs);
+          resolve(!err);
+        });
       }));
     }));
     const t = st.timing;
@@ -253,6 +266,7 @@ export class ClusterMember {
         leaseLeftMs: d.leaseLeftMs ?? -1, peerAddress: d.peerAddress, peerReachable: d.id === st.self || reach.get(d.id) === true,
         groups: Object.entries(d.groups).map(([group, v]) => ({
           group, role: v.role, reason: v.lastTransition?.reason ?? '', atUnixMs: v.lastTransition?.at ?? 0,
+          kernelLeaseLeftMs: leases.get(d.id)?.[group] ?? -1,
         })),
       })),
       groups: st.groups.map((g) => {
@@ -261,9 +275,26 @@ export class ClusterMember {
           name: g.name, leader: g.record?.director ?? '', term: g.record?.term ?? 0, sinceUnixMs: g.record?.since ?? 0,
           reason: g.record?.reason ?? '', addresses: this.addressesOf(g.name).map((a) => a.address), role: g.view.role,
           beatAgeMs: g.beatAgeMs === null ? -1 : Math.round(g.beatAgeMs), preempt: vg?.preempt ?? '', preemptDelayMs: vg?.preemptDelayMs ?? 0,
+          kernelLeaseLeftMs: this.leaseLeft(g.name),
         };
       }),
     };
+  }
+
+  /** This director's kernel lease on `group`: ms left, 0 once ended, -1 when it holds none. */
+  leaseLeft(group: string): number {
+    const left = this.o.owner.leaseLeftMs(group);
+    return left === null ? -1 : Math.max(0, Math.round(left));
+  }
+
+  /** leaseLeft of every group that has a lease (what a peer's ping answers). */
+  private leasesLeft(): Record<string, number> {
+    const out: Record<string, number> = {};
+    for (const g of this.groups.keys()) {
+      const left = this.leaseLeft(g);
+      if (left >= 0) out[g] = left;
+    }
+    return out;
   }
 
   private syncStatus(): ConnSyncStatus {
@@ -375,6 +406,15 @@ export class ClusterMember {
 
   private async release(group: string): Promise<void> {
     this.leading.delete(group);
+    // The kernel ended the lease before the agent let go: the agent did not run on time (paused, starved).
+    // The lease kept the vip safe; this is the sign that the box is starved.
+    const left = this.o.owner.leaseLeftMs(group);
+    if (left !== null && left < 0) {
+      const reason = `lease expired in the kernel: agent late by ${Math.round(-left)} ms`;
+      this.o.log.warn('kernel lease expired before the agent released', { group, lateMs: Math.round(-left) });
+      this.counters.leaseExpiries.set(group, (this.counters.leaseExpiries.get(group) ?? 0) + 1);
+      this.o.events.record('vip', group, 'leased', 'expired', reason, { group, lateMs: String(Math.round(-left)) });
+    }
     await this.o.owner.release(group);
     // The election says why right after this hook returns (onTransition): the vip events take that reason.
     this.releasing.add(group);
@@ -446,7 +486,7 @@ export class ClusterMember {
         this.coordinator.answerPromise({ from: r.from, group: r.group, term: Number(r.term), beat: Number(r.beat), durationMs: Math.min(r.durationMs, 10_000) })
           .then((res) => cb(null, res), (err: unknown) => cb({ code: grpc.status.INTERNAL, details: String(err) }));
       },
-      Ping: (_call, cb) => cb(null, { director: this.o.settings.director, version: this.o.version }),
+      Ping: (_call, cb) => cb(null, { director: this.o.settings.director, version: this.o.version, kernelLeaseLeftMs: this.leasesLeft() }),
     };
     server.addService(peerServiceDefinition(), handlers);
     if (this.sync !== null) server.addService(connSyncServiceDefinition(), this.sync.handlers());

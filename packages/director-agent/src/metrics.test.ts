@@ -607,6 +607,9 @@ services:
     const st = await agents[li]!.clusterStatus();
     assert.ok(lease > 0 && lease <= st.safetyWindowMs! / 1000, `lease ${lease} s within the ${st.safetyWindowMs} ms window`);
     assert.equal(has(sx, 'lbd_vip_group_lease_remaining_seconds'), false, 'only the leader has a lease');
+    const kernel = value(lx, 'lbd_vip_group_kernel_lease_remaining_seconds', { group: 'front' });
+    assert.ok(kernel > 0 && kernel <= 0.28, `the leader's kernel lease ${kernel} s, at most the 280 ms past a confirmed beat`);
+    assert.equal(has(sx, 'lbd_vip_group_kernel_lease_remaining_seconds'), false, 'a standby holds no kernel lease');
     const announced = owners[li]!.announcements.reduce((n, a) => n + a.count, 0);
     assert.ok(announced > 0);
     assert.equal(value(lx, 'lbd_announcements_total', { group: 'front', family: 'ipv4' }), announced, 'as many as the claims asked the owner for');
@@ -615,7 +618,7 @@ services:
       assert.equal(value(x, 'lbd_etcd_reachable'), 1);
       assert.equal(value(x, 'lbd_director_healthy'), 1);
       assert.equal(value(x, 'lbd_config_revision'), 1);
-      assert.equal(value(x, 'lbd_takeover_worst_case_seconds'), 0.34);
+      assert.equal(value(x, 'lbd_takeover_worst_case_seconds'), 0.31);
       assert.ok(value(x, 'lbd_director_registration_lease_remaining_seconds') > 0);
       assert.equal(value(x, 'lbd_sync_enabled'), 0, 'no agent.cluster.tls: sync is off');
     }
@@ -634,6 +637,7 @@ services:
     assert.equal(value(ox, 'lbd_director_healthy'), 0);
     assert.equal(value(ox, 'lbd_director_problems'), 1);
     assert.equal(has(ox, 'lbd_vip_group_lease_remaining_seconds'), false);
+    assert.equal(has(ox, 'lbd_vip_group_kernel_lease_remaining_seconds'), false, 'the release ended the kernel lease');
   });
 
   it('shows connection sync at both ends: flows copied, sent, injected, caught up, and the sender\'s lag', async () => {

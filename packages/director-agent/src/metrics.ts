@@ -148,11 +148,11 @@ export class Metrics {
 
   private collectCluster(c: ClusterStatus | null): void {
     const gauges = [
-      this.m.role, this.m.term, this.m.leaseRemaining, this.m.peerReachable, this.m.etcdReachable, this.m.directorHealthy, this.m.directorProblems,
+      this.m.role, this.m.term, this.m.leaseRemaining, this.m.kernelLease, this.m.peerReachable, this.m.etcdReachable, this.m.directorHealthy, this.m.directorProblems,
       this.m.registrationLease, this.m.worstCaseTakeover, this.m.syncEnabled, this.m.syncSourceFlows, this.m.syncQueued, this.m.syncLag, this.m.syncCaughtUp,
     ];
     const counters = [
-      this.m.heartbeats, this.m.fences, this.m.promiseRequests, this.m.announcements, this.m.syncLossEvents, this.m.syncSent, this.m.syncReceived, this.m.syncInjected,
+      this.m.heartbeats, this.m.fences, this.m.kernelLeaseExpiries, this.m.promiseRequests, this.m.announcements, this.m.syncLossEvents, this.m.syncSent, this.m.syncReceived, this.m.syncInjected,
       this.m.syncRemoved, this.m.syncFailed, this.m.syncSnapshots, this.m.syncResyncs,
     ];
     for (const m of gauges) m.reset();
@@ -167,6 +167,7 @@ export class Metrics {
       if (num(g.term) > 0) this.m.term.set({ group }, num(g.term));
       const age = num(g.beatAgeMs);
       if (age >= 0) this.m.leaseRemaining.set({ group }, Math.max(0, safetyWindowMs - age) / 1000);
+      if (num(g.kernelLeaseLeftMs) >= 0) this.m.kernelLease.set({ group }, num(g.kernelLeaseLeftMs) / 1000);
     }
     this.m.etcdReachable.set(c.etcdReachable === true ? 1 : 0);
     this.m.worstCaseTakeover.set((c.worstCaseTakeoverMs ?? 0) / 1000);
@@ -182,6 +183,7 @@ export class Metrics {
     const k = member.counters;
     for (const [group, byResult] of k.beats) for (const [result, n] of byResult) this.m.heartbeats.inc({ group, result }, n);
     for (const [group, n] of k.fences) this.m.fences.inc({ group }, n);
+    for (const [group, n] of k.leaseExpiries) this.m.kernelLeaseExpiries.inc({ group }, n);
     for (const [peer, byResult] of k.promiseRequests) for (const [result, n] of byResult) this.m.promiseRequests.inc({ peer, result }, n);
     for (const [group, byFamily] of k.announcements) for (const [family, n] of byFamily) this.m.announcements.inc({ group, family }, n);
     const sync = c.sync;
@@ -305,6 +307,8 @@ function defineMetrics(registry: Registry, withTransitions: boolean) {
     role: gauge('lbd_vip_group_role', 'This director\'s role in the vip group: 1 for the role it has, 0 for the others.', ['group', 'role']),
     term: gauge('lbd_vip_group_term', 'The vip group\'s leadership term as etcd last showed it (it increases on every change of leader).', ['group']),
     leaseRemaining: gauge('lbd_vip_group_lease_remaining_seconds', 'While this director leads the group: time until it fences itself unless etcd confirms a beat (safety window minus the age of the last confirmed beat).', ['group']),
+    kernelLease: gauge('lbd_vip_group_kernel_lease_remaining_seconds', 'Time left on this director\'s kernel lease for the group: the kernel forwards its traffic and answers ARP/ND for its addresses until then, whatever the agent does (absent while it holds none).', ['group']),
+    kernelLeaseExpiries: counter('lbd_vip_group_kernel_lease_expiries_total', 'Times the kernel ended this director\'s lease before its agent released the group: the agent ran late (paused or starved); the lease kept the vip safe.', ['group']),
     heartbeats: counter('lbd_vip_group_heartbeats_total', 'Leader beats of groups this director led, by result: confirmed, failed (etcd did not answer: a heartbeat loss), superseded.', ['group', 'result']),
     fences: counter('lbd_vip_group_fences_total', 'Times this director fenced itself in the group: it led, etcd did not confirm its beats within the safety window and not every peer vouched, so it released the vips.', ['group']),
     promiseRequests: counter('lbd_peer_promise_requests_total', 'Fail-static promise requests to a peer while etcd did not confirm beats, by answer: granted, refused, error (no answer: a lost peer exchange).', ['peer', 'result']),

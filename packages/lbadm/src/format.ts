@@ -227,15 +227,18 @@ export function formatClusterStatus(c: ClusterStatus__Output, now: number): stri
   }
   lines.push(...columns(groupRows));
   lines.push('');
-  const dirRows: string[][] = [['DIRECTOR', 'GROUP', 'ROLE', 'PRIO', 'HEALTH', 'LEASE', 'PEER LINK', 'LAST TRANSITION']];
+  // KERNEL LEASE: how long the director's kernel still serves the group whatever its agent does; LEASE: its
+  // registration in etcd.
+  const dirRows: string[][] = [['DIRECTOR', 'GROUP', 'ROLE', 'KERNEL LEASE', 'PRIO', 'HEALTH', 'LEASE', 'PEER LINK', 'LAST TRANSITION']];
   for (const d of c.directors) {
     const health = d.healthy ? 'ok' : `unhealthy: ${d.problems.join('; ')}`;
     const lease = d.leaseLeftMs >= 0 ? `${(d.leaseLeftMs / 1000).toFixed(0)}s` : '-';
     const peer = d.id === c.self ? '(self)' : d.peerReachable ? 'up' : 'DOWN';
-    const groups = d.groups.length > 0 ? d.groups : [{ group: '-', role: '-', reason: '', atUnixMs: 0 }];
+    const groups = d.groups.length > 0 ? d.groups : [{ group: '-', role: '-', reason: '', atUnixMs: 0, kernelLeaseLeftMs: -1 }];
     for (const g of groups) {
       const last = g.atUnixMs > 0 ? `${formatAge(now - g.atUnixMs)} ago: ${g.reason}` : '-';
-      dirRows.push([d.id, g.group, g.role, String(d.priorities[g.group] ?? '-'), health, lease, peer, last]);
+      const kernel = g.kernelLeaseLeftMs > 0 ? `${g.kernelLeaseLeftMs} ms` : g.kernelLeaseLeftMs === 0 ? 'ENDED' : '-';
+      dirRows.push([d.id, g.group, g.role, kernel, String(d.priorities[g.group] ?? '-'), health, lease, peer, last]);
     }
   }
   lines.push(...columns(dirRows));

@@ -16,6 +16,11 @@ export interface DirectorGroup {
    */
   'reason'?: (string);
   'atUnixMs'?: (number | string | Long);
+  /**
+   * Time left on its kernel lease for the group (the kernel stops serving the group's addresses then,
+   * whatever its agent does): 0 once ended, -1 when it holds none or its peer link did not answer.
+   */
+  'kernelLeaseLeftMs'?: (number | string | Long);
 }
 
 export interface DirectorGroup__Output {
@@ -29,4 +34,9 @@ export interface DirectorGroup__Output {
    */
   'reason': (string);
   'atUnixMs': (number);
+  /**
+   * Time left on its kernel lease for the group (the kernel stops serving the group's addresses then,
+   * whatever its agent does): 0 once ended, -1 when it holds none or its peer link did not answer.
+   */
+  'kernelLeaseLeftMs': (number);
 }

@@ -34,6 +34,10 @@ export interface GroupStatus {
    */
   'preempt'?: (string);
   'preemptDelayMs'?: (number);
+  /**
+   * The answering director's kernel lease on the group: ms left, 0 once ended, -1 when it holds none.
+   */
+  'kernelLeaseLeftMs'?: (number | string | Long);
 }
 
 export interface GroupStatus__Output {
@@ -65,4 +69,8 @@ export interface GroupStatus__Output {
    */
   'preempt': (string);
   'preemptDelayMs': (number);
+  /**
+   * The answering director's kernel lease on the group: ms left, 0 once ended, -1 when it holds none.
+   */
+  'kernelLeaseLeftMs': (number);
 }
