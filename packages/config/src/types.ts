@@ -193,6 +193,8 @@ export const ADMIN_DEFAULTS: AdminSettings = { grpcListen: null, httpListen: nul
 export const PREEMPT_POLICIES = ['never', 'after-delay', 'after-sync'] as const;
 export type PreemptPolicy = (typeof PREEMPT_POLICIES)[number];
 export const TIMING_PROFILE_NAMES = ['default', 'fast'] as const;
+/** agent.cluster.realtimePriority's default: above ordinary real-time helpers, far below the kernel's own (50, 99). */
+export const DEFAULT_REALTIME_PRIORITY = 10;
 export type TimingProfileName = (typeof TIMING_PROFILE_NAMES)[number];
 
 /** This director's part in a cluster: director-local, so it stays in its own file, never in etcd. */
@@ -211,6 +213,12 @@ export interface ClusterSettings {
   /** Priority per vip group (1..255, higher leads); groups not listed get 100. */
   readonly priorities: Readonly<Record<string, number>>;
   readonly timing: TimingProfileName;
+  /**
+   * SCHED_FIFO priority of the election thread (beats, fence, takeover, claim; keepalived's
+   * vrrp_rt_priority), 1..99; 0 leaves it at normal priority. Needs CAP_SYS_NICE; without it the agent says
+   * so and runs the election at normal priority (still in its own thread).
+   */
+  readonly realtimePriority: number;
   /**
    * Commands whose failure makes this director unfit to lead (keepalived's track_script): an upstream
    * link, a firewall, a local dependency. Each runs every intervalMs; exit 0 = ok.

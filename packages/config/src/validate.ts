@@ -1,6 +1,6 @@
 import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
 import {
-  ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
+  ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, DEFAULT_REALTIME_PRIORITY, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
   PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, hostPort, serviceKey,
   type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
@@ -52,7 +52,7 @@ const ADMIN_FIELDS = ['grpcListen', 'httpListen', 'tls', 'clients'] as const;
  * list) and no wildcards but `*` alone.
  */
 const CLIENT_NAME_PATTERN = /^[A-Za-z0-9]([A-Za-z0-9 ._@-]{0,251}[A-Za-z0-9])?$/;
-const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'track', 'tls'] as const;
+const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'realtimePriority', 'track', 'tls'] as const;
 const TRACK_FIELDS = ['name', 'command', 'intervalMs', 'timeoutMs', 'rise', 'fall'] as const;
 const VIP_GROUP_FIELDS = ['name', 'preempt', 'preemptDelayMs', 'announce', 'gateways'] as const;
 /** Linux interface names: at most 15 bytes, no "/" or whitespace. */
@@ -680,10 +680,13 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
     }
   }
   const timing = checkEnum<TimingProfileName>(c, `${path}.timing`, raw.timing, TIMING_PROFILE_NAMES, 'default', 'timing profile');
+  const realtimePriority = raw.realtimePriority === undefined ? DEFAULT_REALTIME_PRIORITY
+    : checkWholeNumber(c, `${path}.realtimePriority`, raw.realtimePriority, 0, 99, 'is not a real-time priority (a whole number from 0 to 99)',
+      `give 1..99 for the election thread's SCHED_FIFO priority (default ${DEFAULT_REALTIME_PRIORITY}), or 0 for normal priority`);
   const track = checkTrack(c, `${path}.track`, raw.track);
   const tls = checkPeerTls(c, `${path}.tls`, raw.tls);
-  if (c.problems.length !== before || director === undefined || prefix === undefined || !peerListen || timing === undefined) return null;
-  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, track, tls };
+  if (c.problems.length !== before || director === undefined || prefix === undefined || !peerListen || timing === undefined || realtimePriority === undefined) return null;
+  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, realtimePriority, track, tls };
 }
 
 /** An hour: a flow younger than that is not worth holding back from sync any longer. */

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { startEtcd, type RunningEtcd } from '@lbd/testkit';
 import { Coordinator } from './coordinator.js';
+import { Elections } from './elections.js';
 import type { PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
 import type { PreemptPolicy } from './records.js';
 import { TIMING_PROFILES } from './timing.js';
@@ -55,7 +56,7 @@ class CutProxy {
 }
 
 class MemoryTransport implements PeerTransport {
-  readonly nodes = new Map<string, Coordinator>();
+  readonly nodes = new Map<string, Elections>();
   readonly cut = new Set<string>();
   async requestPromise(peerId: string, req: PromiseRequest, timeoutMs: number): Promise<PromiseReply> {
     const peer = this.nodes.get(peerId);
@@ -87,7 +88,9 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
   let prefixN = 0;
   let prefix = '';
   const transport = new MemoryTransport();
-  const running: Array<{ c: Coordinator; proxy: CutProxy }> = [];
+  /** One director: its elections (what the agent's election thread runs) and its coordinator (the rest). */
+  type Director = { c: Coordinator; e: Elections; proxy: CutProxy };
+  const running: Director[] = [];
   const holders = new Map<string, Set<string>>();
   /** group → director → where its kernel lease ends (performance.now). */
   const leases = new Map<string, Map<string, number>>();
@@ -97,13 +100,15 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
 
   const held = (group = 'g'): string[] => [...(holders.get(group) ?? [])];
 
-  async function director(id: string, priority: number, opts: { preempt?: PreemptPolicy; preemptDelayMs?: number; peers?: string[]; syncedFor?: (g: string) => string | null } = {}): Promise<{ c: Coordinator; proxy: CutProxy }> {
+  async function director(id: string, priority: number, opts: { preempt?: PreemptPolicy; preemptDelayMs?: number; peers?: string[]; syncedFor?: (g: string) => string | null } = {}): Promise<Director> {
     const url = new URL(etcd.endpoints[0]!);
     const proxy = new CutProxy({ host: url.hostname, port: Number(url.port) });
     await proxy.start();
     health.set(id, { ok: true, problems: [] });
-    const c = new Coordinator({
-      id, endpoints: [`http://127.0.0.1:${proxy.port}`], prefix, timing, peers: opts.peers ?? ['a', 'b'].filter((p) => p !== id),
+    const endpoints = [`http://127.0.0.1:${proxy.port}`];
+    const c = new Coordinator({ id, endpoints, prefix, timing });
+    const e = new Elections({
+      id, endpoints, prefix, timing, peers: opts.peers ?? ['a', 'b'].filter((p) => p !== id),
       peerAddress: `${id}:7411`, version: 'test', transport,
       hooks: {
         // The kernel lease, modelled on this process's monotonic clock (every director here shares it): a
@@ -132,16 +137,16 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
       ...(opts.syncedFor ? { syncedFor: opts.syncedFor } : {}),
       onTransition: (t) => transitions.push({ ...t, id }),
     });
-    transport.nodes.set(id, c);
-    await c.start();
-    await c.setGroups([{ name: 'g', priority, preempt: opts.preempt ?? 'never', preemptDelayMs: opts.preemptDelayMs ?? 0 }]);
-    const d = { c, proxy };
+    transport.nodes.set(id, e);
+    await e.start();
+    await e.setGroups([{ name: 'g', priority, preempt: opts.preempt ?? 'never', preemptDelayMs: opts.preemptDelayMs ?? 0 }]);
+    const d = { c, e, proxy };
     running.push(d);
     return d;
   }
 
   /** a (priority 150) leads, b (100) stands by and has seen a few beats. */
-  async function aLeadsBStandsBy(): Promise<{ c: Coordinator; proxy: CutProxy }> {
+  async function aLeadsBStandsBy(): Promise<Director> {
     const a = await director('a', 150);
     await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
     await director('b', 100);
@@ -160,9 +165,10 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
   });
   afterEach(async () => {
     await etcd.resume();
-    for (const { c, proxy } of running.splice(0)) {
+    for (const { c, e, proxy } of running.splice(0)) {
       proxy.restore();
-      await c.close({ vacate: false });
+      await e.close({ vacate: false });
+      await c.close();
       await proxy.stop();
     }
     transport.nodes.clear();
@@ -179,7 +185,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     assert.equal(res.to, first === 'a' ? 'b' : 'a');
     await waitFor(() => held().length === 1 && held()[0] === res.to, 2000, 'the new leader to claim');
     assert.ok(res.tookMs < 1000, `switchover took ${res.tookMs} ms`);
-    const status = await other.c.status();
+    const status = await other.c.status(['g']);
     assert.equal(status.groups[0]!.record?.director, res.to);
     assert.deepEqual(violations, []);
   });
@@ -243,11 +249,11 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     const b = await director('b', 100);
     await sleep(200);
     health.set('a', { ok: false, problems: ['interface eth0 down'] });
-    running[0]!.c.healthChanged();
+    running[0]!.e.healthChanged();
     await waitFor(() => held()[0] === 'b', 2000, 'b to lead');
     // Elected on the vacancy a left, not after waiting out a silent leader.
     assert.match(transitions.find((t) => t.id === 'b' && t.to === 'leader')?.reason ?? '', /^elected: vacant: a resigned: unhealthy: interface eth0 down/);
-    const st = await b.c.status();
+    const st = await b.c.status(['g']);
     assert.equal(st.directors.find((d) => d.id === 'a')?.healthy, false);
     assert.match(transitions.find((t) => t.id === 'a' && t.to === 'unhealthy')?.reason ?? '', /interface eth0 down/);
     assert.deepEqual(violations, []);

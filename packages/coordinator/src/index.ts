@@ -6,10 +6,12 @@
  */
 export { ConfigStore } from './config-store.js';
 export type { ConfigWrite, StoredConfig } from './config-store.js';
-export { Coordinator, REGISTRATION_TTL_SEC } from './coordinator.js';
+export { Coordinator } from './coordinator.js';
+export { Elections, REGISTRATION_TTL_SEC } from './elections.js';
+export type { ElectionView, ElectionsOptions } from './elections.js';
 export { EventStore, DEFAULT_EVENTS_KEPT, isStoredEvent } from './event-store.js';
 export type { EventStoreLog, EventStoreOptions, EventStoreStats, StoredEvent } from './event-store.js';
-export type { ClusterStatus, CoordinatorOptions, GroupStatus } from './coordinator.js';
+export type { ClusterStatus, CoordinatorOptions, GroupRecordStatus } from './coordinator.js';
 export { GroupElection } from './group-election.js';
 export type { BeatOutcome, GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
 export type { ConfigRecord, DirectorRecord, GroupRole, GroupView, LeaderRecord, PreemptPolicy } from './records.js';

@@ -12,3 +12,4 @@ export { ConntrackFlowTable, type ConntrackFlowTableOptions } from './flow-table
 export { planTables, type Plan, type Leaving } from './plan.js';
 export { KernelAddressOwner, type KernelAddressOwnerOptions } from './addresses.js';
 export { KernelLease, LEASE_TABLE, renderGuarded, renderLease, renderLeaseTables, renderRevoke, type KernelLeaseOptions } from './lease.js';
+export { raiseThreadToRealtime } from './realtime.js';

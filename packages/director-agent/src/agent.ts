@@ -13,6 +13,7 @@ import {
   AdminServer, UNIX_SOCKET_CALLER, type AdminBackend, type ApplyOptions, type ApplyOutcome, type DrillRecord, type EventQuery, type EventSink, type HealthSink,
 } from './admin-server.js';
 import { ClusterMember } from './cluster.js';
+import { inProcessElection, type ElectionHostFactory } from './election-thread.js';
 import { readConfigText, sha256, stageFile } from './config-file.js';
 import { AgentError } from './errors.js';
 import type { Merge } from './desired.js';
@@ -86,7 +87,12 @@ export interface AgentOptions {
   /** The config text and its validated form, when the caller has already read it (lbd-agent's main). */
   readonly initial?: { readonly text: string; readonly config: Config };
   readonly health?: HealthOptions;
-  /** Floating addresses (vips, local addresses): required when the config has agent.cluster. */
+  /**
+   * Where a clustered director's election runs (required with agent.cluster, one of the two): `election`
+   * (lbd-agent's main: electionThread(), which owns the kernel's floating addresses itself), or an
+   * `addressOwner` to run it in-process with (tests: a fake kernel).
+   */
+  readonly election?: ElectionHostFactory;
   readonly addressOwner?: AddressOwner;
   /** Reported to the cluster (default: the package version). */
   readonly version?: string;
@@ -221,9 +227,10 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     const cluster = config.agent.cluster;
     if (cluster !== null) {
       // A wiring mistake in the caller (lbd-agent's main always passes one), not an operator's.
-      if (!opts.addressOwner) throw new Error('AgentOptions.addressOwner is required when the config has agent.cluster');
+      const election = opts.election ?? (opts.addressOwner ? inProcessElection(opts.addressOwner) : null);
+      if (election === null) throw new Error('AgentOptions.election or addressOwner is required when the config has agent.cluster');
       this.cluster = new ClusterMember({
-        settings: cluster, version: opts.version ?? '0.1.0', owner: opts.addressOwner, log: this.log, events: this.events,
+        settings: cluster, version: opts.version ?? '0.1.0', election, log: this.log, events: this.events,
         onConfig: (c) => { void this.serialize(() => this.applyFromCluster(c)).catch(() => undefined); },
         dataPlaneProblem: () => this.dataPlaneProblem(),
         ...(opts.flowTable ? { flowTable: opts.flowTable } : {}),

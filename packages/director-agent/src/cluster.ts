@@ -3,31 +3,32 @@ import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
-import {
-  Coordinator, TIMING_PROFILES, type BeatOutcome, type ClusterStatus as CoordinatorStatus, type GroupSettings, type PeerTransport, type PromiseReply,
-  type PromiseRequest, type StoredConfig, type Transition,
-} from '@lbd/coordinator';
-import type { AddressOwner, FlowTable, FloatingAddress } from '@lbd/dataplane';
+import { Coordinator, TIMING_PROFILES, type BeatOutcome, type StoredConfig, type Transition } from '@lbd/coordinator';
+import type { FlowTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
   connSyncServiceDefinition, createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, type ClusterStatus,
   type ConnSyncStatus, type PeerClient, type PeerHandlers, type PeerSecurity,
 } from '@lbd/proto';
+import type { ElectionNotice, ElectionSnapshot, GroupPlan } from './election-core.js';
+import type { ElectionHost, ElectionHostFactory } from './election-thread.js';
 import type { EventLog } from './events.js';
 import type { Logger } from './log.js';
 import { readTlsFiles } from './tls-files.js';
 
 /**
- * This director's membership of a cluster: the coordinator (election per vip group, registration, the
- * cluster config in etcd), the floating addresses it claims and releases on the coordinator's word, the
- * peer gRPC service (promises for fail-static, pings), and this director's own health as the election
- * sees it. The Agent stays in charge of the data plane; this class tells it which config to run.
+ * This director's membership of a cluster: the election (run apart, by an ElectionHost: registration, one
+ * election per vip group, the kernel lease, the floating addresses), the coordinator beside it (the cluster
+ * config in etcd, the event history, failovers, status), the peer gRPC service (promises for fail-static,
+ * pings, connection sync), and this director's own health as the election sees it. The Agent stays in
+ * charge of the data plane; this class tells it which config to run.
  */
 
 export interface ClusterMemberOptions {
   readonly settings: ClusterSettings;
   readonly version: string;
-  readonly owner: AddressOwner;
+  /** Where the election runs: electionThread() in lbd-agent, inProcessElection(fakeOwner) in tests. */
+  readonly election: ElectionHostFactory;
   readonly log: Logger;
   /** Where this director's transitions are recorded; the member also copies every event to etcd. */
   readonly events: EventLog;
@@ -75,21 +76,38 @@ function streamFields(stream: string): { peer: string; direction: string } {
   return { peer, direction };
 }
 
+/** A kernel lease as status shows it: ms left, 0 once ended, -1 when none is held. */
+function leaseLeft(ms: number | null): number {
+  return ms === null ? -1 : Math.max(0, Math.round(ms));
+}
+
+/** The groups this director holds a kernel lease for, with the ms left (what a peer's ping answers). */
+function leasesLeft(snap: ElectionSnapshot): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const g of snap.groups) if (g.kernelLeaseLeftMs !== null) out[g.name] = leaseLeft(g.kernelLeaseLeftMs);
+  return out;
+}
+
 /** Longest a planned switchover waits for the target to acknowledge the flows sent to it. */
 const HANDOVER_DRAIN_MS = 250;
-/** How often links are checked: a leader whose vip interface goes down resigns within this. */
-const LINK_CHECK_MS = 100;
+/** How often the election hears how far connection sync has caught up, and stream changes are recorded. */
+const SYNC_CHECK_MS = 100;
 
 export class ClusterMember {
   readonly coordinator: Coordinator;
   readonly counters: ClusterCounters = { beats: new Map(), promiseRequests: new Map(), announcements: new Map(), fences: new Map(), leaseExpiries: new Map() };
   private readonly peers = new Map<string, PeerClient>();
+  private election: ElectionHost | null = null;
+  /** Interfaces down, as the election thread last said. */
+  private linkProblems: readonly string[] = [];
+  private lastSynced = '';
+  /** The problems the election last heard from here (null: none sent yet). */
+  private lastAgentProblems: string | null = null;
   private server: grpc.Server | undefined;
   private config: Config | null = null;
   private groups = new Map<string, VipGroup>();
   private readonly leading = new Set<string>();
-  private linkProblems: string[] = [];
-  private linkTimer: ReturnType<typeof setInterval> | undefined;
+  private syncTimer: ReturnType<typeof setInterval> | undefined;
   private stopConfigWatch: (() => Promise<void>) | undefined;
   private lastHealthKey = '';
   private closed = false;
@@ -111,19 +129,7 @@ export class ClusterMember {
 
   constructor(private readonly o: ClusterMemberOptions) {
     const s = o.settings;
-    this.coordinator = new Coordinator({
-      id: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers.map((p) => p.id),
-      peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, version: o.version, transport: this.transport(),
-      hooks: {
-        lease: (g, forMs) => o.owner.lease(g, forMs), claim: (g) => this.claim(g), release: (g) => this.release(g),
-        beforeHandover: (g, to) => this.drainSync(g, to),
-      },
-      health: () => this.health(), onTransition: (t) => this.onTransition(t),
-      onBeat: (group, outcome) => bump(this.counters.beats, group, outcome),
-      onFenced: (group) => this.counters.fences.set(group, (this.counters.fences.get(group) ?? 0) + 1),
-      syncedFor: (group) => (this.sync === null ? null : this.sync.notCaughtUp(group)),
-      events: { log: o.log },
-    });
+    this.coordinator = new Coordinator({ id: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], events: { log: o.log } });
     // The cluster's history: every event of this director goes to etcd too (queued, never waited for).
     this.stopCopyingEvents = o.events.subscribe((e) => this.coordinator.events.append(e));
     this.track = s.track.length === 0 ? null : new HealthScheduler({ prober: o.prober ?? new ProberSet() });
@@ -159,9 +165,15 @@ export class ClusterMember {
       flap: DEFAULT_FLAP_POLICY, startState: 'down',
     })));
     await this.listenPeers();
-    await this.checkLinks();
-    this.linkTimer = setInterval(() => { void this.checkLinks(); }, LINK_CHECK_MS);
-    await this.coordinator.start();
+    const s = this.o.settings;
+    this.election = this.o.election({
+      self: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers,
+      peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, version: this.o.version, security: this.security,
+      realtimePriority: s.realtimePriority, stateDir: `/run/lbd/${s.director}`, interfaces: s.interfaces,
+    }, (n) => this.onNotice(n));
+    this.healthMayHaveChanged();
+    await this.election.start();
+    this.syncTimer = setInterval(() => this.syncTick(), SYNC_CHECK_MS);
     this.stopConfigWatch = await this.coordinator.config.watch((c) => {
       if (c === null) {
         this.o.log.warn('no cluster config in etcd yet; apply one with lbadm apply -f FILE', { prefix: this.o.settings.prefix });
@@ -176,22 +188,15 @@ export class ClusterMember {
    * match, and groups this director leads claim their new address set.
    */
   async configApplied(config: Config): Promise<void> {
-    const first = this.config === null;
     this.config = config;
     this.groups = new Map(config.vipGroups.map((g) => [g.name, g]));
-    // The kernel guards every floating address of every group served here; the first call also drops any
-    // lease a previous life of this agent left in the kernel.
-    await this.o.owner.guard(new Map([...this.groups.keys()].map((g) => [g, this.addressesOf(g)])));
-    if (first) {
-      // Whatever a previous life of this agent left (it crashed and its watchdog was killed too, say) goes
-      // first: addresses are only ever held on the election's word.
-      for (const g of this.groups.keys()) await this.o.owner.release(g).catch(() => undefined);
-    }
-    const settings: GroupSettings[] = config.vipGroups.map((g) => ({
-      name: g.name, priority: this.o.settings.priorities[g.name] ?? DEFAULT_PRIORITY, preempt: g.preempt, preemptDelayMs: g.preemptDelayMs,
+    // The election guards every floating address of every group served here (the kernel lease), starts
+    // or stops elections to match, and re-claims the groups it leads with their new addresses.
+    const plans: GroupPlan[] = config.vipGroups.map((g) => ({
+      settings: { name: g.name, priority: this.o.settings.priorities[g.name] ?? DEFAULT_PRIORITY, preempt: g.preempt, preemptDelayMs: g.preemptDelayMs },
+      addresses: this.addressesOf(g.name), announce: g.announce,
     }));
-    await this.coordinator.setGroups(settings);
-    for (const g of this.leading) await this.claim(g).catch((err: unknown) => this.o.log.error('re-claim failed', { group: g, error: err }));
+    await this.election?.setPlan(plans);
     if (this.sync !== null) {
       this.sync.setMarks(await this.o.marks?.() ?? new Map());
       await this.sync.setConfig(config.services);
@@ -202,14 +207,15 @@ export class ClusterMember {
   async stop(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.linkTimer !== undefined) clearInterval(this.linkTimer);
+    if (this.syncTimer !== undefined) clearInterval(this.syncTimer);
     this.track?.stop();
     await this.stopConfigWatch?.();
-    await this.coordinator.close({ vacate: true });
+    // The election releases and vacates every group it leads (its notices arrive before its answer).
+    await this.election?.stop({ vacate: true });
     for (const g of this.releasing) this.recordAddresses(g, new Set(), `vip group ${g} released: the director is stopping`);
     this.releasing.clear();
+    await this.coordinator.close();
     this.stopCopyingEvents();
-    await this.o.owner.close({ releaseAll: true });
     await this.sync?.close();
     for (const c of this.peers.values()) c.close();
     await new Promise<void>((resolve) => {
@@ -243,10 +249,11 @@ export class ClusterMember {
   }
 
   async status(configRevision: number): Promise<ClusterStatus> {
-    const st: CoordinatorStatus = await this.coordinator.status();
+    const snap = await this.snapshot();
+    const st = await this.coordinator.status(snap.groups.map((g) => g.name));
     const reach = new Map<string, boolean>();
     /** Each director's kernel lease per group: our own, and what each peer's ping answered. */
-    const leases = new Map<string, Readonly<Record<string, number>>>([[st.self, this.leasesLeft()]]);
+    const leases = new Map<string, Readonly<Record<string, number>>>([[st.self, leasesLeft(snap)]]);
     await Promise.all([...this.peers].map(async ([id, client]) => {
       reach.set(id, await new Promise<boolean>((resolve) => {
         client.Ping({ from: this.o.settings.director }, { deadline: Date.now() + 300 }, (err, res) => {
@@ -261,6 +268,7 @@ export class ClusterMember {
       worstCaseTakeoverMs: st.worstCaseTakeoverMs, timingProfile: this.o.settings.timing,
       beatIntervalMs: t.beatIntervalMs, safetyWindowMs: t.safetyWindowMs, takeoverAfterMs: t.takeoverAfterMs,
       configRevision, sync: this.syncStatus(),
+      electionPlacement: snap.placement, electionTickLateP99Ms: snap.tickLateMs.p99, electionTickLateMaxMs: snap.tickLateMs.max,
       directors: st.directors.map((d) => ({
         id: d.id, version: d.version, healthy: d.healthy, problems: [...d.problems], priorities: { ...d.priorities },
         leaseLeftMs: d.leaseLeftMs ?? -1, peerAddress: d.peerAddress, peerReachable: d.id === st.self || reach.get(d.id) === true,
@@ -269,32 +277,24 @@ export class ClusterMember {
           kernelLeaseLeftMs: leases.get(d.id)?.[group] ?? -1,
         })),
       })),
-      groups: st.groups.map((g) => {
+      groups: snap.groups.map((g) => {
         const vg = this.groups.get(g.name);
+        const record = st.groups.find((x) => x.name === g.name)?.record ?? null;
         return {
-          name: g.name, leader: g.record?.director ?? '', term: g.record?.term ?? 0, sinceUnixMs: g.record?.since ?? 0,
-          reason: g.record?.reason ?? '', addresses: this.addressesOf(g.name).map((a) => a.address), role: g.view.role,
+          name: g.name, leader: record?.director ?? '', term: record?.term ?? 0, sinceUnixMs: record?.since ?? 0,
+          reason: record?.reason ?? '', addresses: this.addressesOf(g.name).map((a) => a.address), role: g.view.role,
           beatAgeMs: g.beatAgeMs === null ? -1 : Math.round(g.beatAgeMs), preempt: vg?.preempt ?? '', preemptDelayMs: vg?.preemptDelayMs ?? 0,
-          kernelLeaseLeftMs: this.leaseLeft(g.name),
+          kernelLeaseLeftMs: leaseLeft(g.kernelLeaseLeftMs),
         };
       }),
     };
   }
 
-  /** This director's kernel lease on `group`: ms left, 0 once ended, -1 when it holds none. */
-  leaseLeft(group: string): number {
-    const left = this.o.owner.leaseLeftMs(group);
-    return left === null ? -1 : Math.max(0, Math.round(left));
-  }
-
-  /** leaseLeft of every group that has a lease (what a peer's ping answers). */
-  private leasesLeft(): Record<string, number> {
-    const out: Record<string, number> = {};
-    for (const g of this.groups.keys()) {
-      const left = this.leaseLeft(g);
-      if (left >= 0) out[g] = left;
-    }
-    return out;
+  /** The election as it is now (empty before start and after a failed election thread). */
+  private async snapshot(): Promise<ElectionSnapshot> {
+    const none: ElectionSnapshot = { groups: [], tickLateMs: { max: 0, p99: 0 }, placement: 'not started' };
+    if (this.election === null) return none;
+    return this.election.snapshot().catch((err: unknown) => ({ ...none, placement: `unavailable: ${err instanceof Error ? err.message : String(err)}` }));
   }
 
   private syncStatus(): ConnSyncStatus {
@@ -325,28 +325,49 @@ export class ClusterMember {
   }
 
   private health(): { ok: boolean; problems: string[] } {
-    const problems = [...this.linkProblems];
-    for (const [name, reason] of this.trackDown) problems.push(`track check ${name}: ${reason}`);
-    const dp = this.o.dataPlaneProblem();
-    if (dp !== null) problems.push(dp);
+    const problems = [...this.linkProblems, ...this.agentProblems()];
     return { ok: problems.length === 0, problems };
   }
 
-  private async checkLinks(): Promise<void> {
-    const { vip, local } = this.o.settings.interfaces;
-    const problems: string[] = [];
-    for (const ifname of new Set([vip, local])) {
-      const up = await this.o.owner.linkUp(ifname).catch(() => false);
-      if (!up) problems.push(`interface ${ifname} is down`);
+  /** What keeps this director from leading that the election does not check itself (links are its own). */
+  private agentProblems(): string[] {
+    const problems = [...this.trackDown].map(([name, reason]) => `track check ${name}: ${reason}`);
+    const dp = this.o.dataPlaneProblem();
+    if (dp !== null) problems.push(dp);
+    return problems;
+  }
+
+  /**
+   * Whether this director may lead, as the events tell it (links from the election thread, track checks and
+   * the data plane here); a change is recorded once and the election hears the problems it does not check
+   * itself.
+   */
+  healthMayHaveChanged(): void {
+    const agentProblems = this.agentProblems();
+    const agentKey = agentProblems.join('|');
+    if (this.election !== null && agentKey !== this.lastAgentProblems) {
+      this.lastAgentProblems = agentKey;
+      this.election.setAgentProblems(agentProblems);
     }
-    this.linkProblems = problems;
     const key = this.health().problems.join('|');
-    if (key !== this.lastHealthKey) {
-      const was = this.lastHealthKey;
-      this.lastHealthKey = key;
-      this.o.events.record('health', `director ${this.o.settings.director}`, was === '' ? 'healthy' : 'unhealthy', key === '' ? 'healthy' : 'unhealthy',
-        key === '' ? 'every check passes: it may lead' : `${key.split('|').join('; ')}: it leads nothing and takes nothing over`);
-      this.coordinator.healthChanged();
+    if (key === this.lastHealthKey) return;
+    const was = this.lastHealthKey;
+    this.lastHealthKey = key;
+    this.o.events.record('health', `director ${this.o.settings.director}`, was === '' ? 'healthy' : 'unhealthy', key === '' ? 'healthy' : 'unhealthy',
+      key === '' ? 'every check passes: it may lead' : `${key.split('|').join('; ')}: it leads nothing and takes nothing over`);
+  }
+
+  /** Every SYNC_CHECK_MS: how far sync has caught up goes to the election (after-sync), stream changes to the events. */
+  private syncTick(): void {
+    // The data plane's verdict has no event of its own here: look at it as often as at sync.
+    this.healthMayHaveChanged();
+    if (this.sync === null) return;
+    const synced: Record<string, string | null> = {};
+    for (const g of this.groups.keys()) synced[g] = this.sync.notCaughtUp(g);
+    const key = JSON.stringify(synced);
+    if (key !== this.lastSynced) {
+      this.lastSynced = key;
+      this.election?.setSynced(synced);
     }
     this.recordSyncStates();
   }
@@ -384,41 +405,47 @@ export class ClusterMember {
     }
   }
 
-  /** Called by the agent when its data-plane health may have changed. */
-  healthMayHaveChanged(): void {
-    void this.checkLinks();
-  }
-
-  private async claim(group: string): Promise<void> {
-    const again = this.leading.has(group);
-    this.leading.add(group);
-    const g = this.groups.get(group);
-    const started = performance.now();
-    const addresses = this.addressesOf(group);
-    const announce = g?.announce ?? { count: 3, intervalMs: 200 };
-    await this.o.owner.claim(group, addresses, announce);
-    for (const a of addresses) bump(this.counters.announcements, group, a.address.includes(':') ? 'ipv6' : 'ipv4', announce.count);
-    this.o.log.info('claimed vip group', { group, addresses: addresses.map((a) => a.address), durationMs: Math.round((performance.now() - started) * 10) / 10 });
-    const why = again ? `vip group ${group}'s addresses changed with the config` : `vip group ${group} led here: ${this.roleReason.get(group) ?? 'elected'}`;
-    this.recordAddresses(group, new Set(addresses.map((a) => a.address)), why);
-    this.syncLeading();
-  }
-
-  private async release(group: string): Promise<void> {
-    this.leading.delete(group);
-    // The kernel ended the lease before the agent let go: the agent did not run on time (paused, starved).
-    // The lease kept the vip safe; this is the sign that the box is starved.
-    const left = this.o.owner.leaseLeftMs(group);
-    if (left !== null && left < 0) {
-      const reason = `lease expired in the kernel: agent late by ${Math.round(-left)} ms`;
-      this.o.log.warn('kernel lease expired before the agent released', { group, lateMs: Math.round(-left) });
-      this.counters.leaseExpiries.set(group, (this.counters.leaseExpiries.get(group) ?? 0) + 1);
-      this.o.events.record('vip', group, 'leased', 'expired', reason, { group, lateMs: String(Math.round(-left)) });
+  /** What the election did, in order: counted, logged, recorded, and acted on by connection sync. */
+  private onNotice(n: ElectionNotice): void {
+    switch (n.kind) {
+      case 'transition': return this.onTransition(n.transition);
+      case 'beat': return bump(this.counters.beats, n.group, n.outcome);
+      case 'fenced':
+        this.counters.fences.set(n.group, (this.counters.fences.get(n.group) ?? 0) + 1);
+        return;
+      case 'promise': return bump(this.counters.promiseRequests, n.peer, n.result);
+      case 'links':
+        this.linkProblems = n.problems;
+        this.healthMayHaveChanged();
+        return;
+      case 'handover':
+        void this.drainSync(n.group, n.to).finally(() => this.election?.handoverReady(n.id));
+        return;
+      case 'log':
+        this.o.log[n.level](n.msg, n.fields);
+        return;
+      case 'claimed': {
+        this.leading.add(n.group);
+        for (const a of n.addresses) bump(this.counters.announcements, n.group, a.includes(':') ? 'ipv6' : 'ipv4', n.announceCount);
+        this.o.log.info('claimed vip group', { group: n.group, addresses: n.addresses, durationMs: n.durationMs });
+        const why = n.again ? `vip group ${n.group}'s addresses changed with the config` : `vip group ${n.group} led here: ${this.roleReason.get(n.group) ?? 'elected'}`;
+        this.recordAddresses(n.group, new Set(n.addresses), why);
+        this.syncLeading();
+        return;
+      }
+      case 'released':
+        this.leading.delete(n.group);
+        if (n.lateMs !== null) {
+          // The kernel ended the lease before the agent let go: the election did not run on time (paused,
+          // starved). The lease kept the vip safe; this is the sign that the box is starved.
+          this.o.log.warn('kernel lease expired before the agent released', { group: n.group, lateMs: n.lateMs });
+          this.counters.leaseExpiries.set(n.group, (this.counters.leaseExpiries.get(n.group) ?? 0) + 1);
+          this.o.events.record('vip', n.group, 'leased', 'expired', `lease expired in the kernel: agent late by ${n.lateMs} ms`, { group: n.group, lateMs: n.lateMs });
+        }
+        // The election says why right after this (its transition): the vip events take that reason.
+        this.releasing.add(n.group);
+        this.syncLeading();
     }
-    await this.o.owner.release(group);
-    // The election says why right after this hook returns (onTransition): the vip events take that reason.
-    this.releasing.add(group);
-    this.syncLeading();
   }
 
   /** A `vip` event per floating address of `group` that this director now holds or no longer holds. */
@@ -453,20 +480,6 @@ export class ClusterMember {
     this.o.events.record('role', t.group, t.from, t.to, t.reason, { group: t.group });
   }
 
-  private transport(): PeerTransport {
-    return {
-      requestPromise: (peerId: string, req: PromiseRequest, timeoutMs: number) => new Promise<PromiseReply>((resolve, reject) => {
-        const client = this.peers.get(peerId);
-        if (!client) return reject(new Error(`unknown peer ${peerId}`));
-        client.RequestPromise({ from: req.from, group: req.group, term: req.term, beat: req.beat, durationMs: req.durationMs }, { deadline: Date.now() + timeoutMs }, (err, res) => {
-          bump(this.counters.promiseRequests, peerId, err || !res ? 'error' : res.granted ? 'granted' : 'refused');
-          if (err || !res) return reject(err ?? new Error('no reply'));
-          resolve({ granted: res.granted, etcdReachable: res.etcdReachable, reason: res.reason });
-        });
-      }),
-    };
-  }
-
   private async listenPeers(): Promise<void> {
     const server = new grpc.Server();
     const known = new Set(this.o.settings.peers.map((p) => p.id));
@@ -483,10 +496,16 @@ export class ClusterMember {
           cb({ code: grpc.status.PERMISSION_DENIED, details: `the client certificate names ${(named ?? []).join(', ') || 'no director'}, not ${r.from}` });
           return;
         }
-        this.coordinator.answerPromise({ from: r.from, group: r.group, term: Number(r.term), beat: Number(r.beat), durationMs: Math.min(r.durationMs, 10_000) })
+        if (this.election === null) {
+          cb({ code: grpc.status.UNAVAILABLE, details: `${this.o.settings.director} is starting` });
+          return;
+        }
+        this.election.answerPromise({ from: r.from, group: r.group, term: Number(r.term), beat: Number(r.beat), durationMs: Math.min(r.durationMs, 10_000) })
           .then((res) => cb(null, res), (err: unknown) => cb({ code: grpc.status.INTERNAL, details: String(err) }));
       },
-      Ping: (_call, cb) => cb(null, { director: this.o.settings.director, version: this.o.version, kernelLeaseLeftMs: this.leasesLeft() }),
+      Ping: (_call, cb) => {
+        void this.snapshot().then((snap) => cb(null, { director: this.o.settings.director, version: this.o.version, kernelLeaseLeftMs: leasesLeft(snap) }));
+      },
     };
     server.addService(peerServiceDefinition(), handlers);
     if (this.sync !== null) server.addService(connSyncServiceDefinition(), this.sync.handlers());

@@ -1,4 +1,4 @@
-import type { AddressOwner, DataPlane, FlowTable } from '@lbd/dataplane';
+import type { DataPlane, FlowTable } from '@lbd/dataplane';
 import type { Logger } from './log.js';
 
 /**
@@ -10,16 +10,6 @@ export async function createDefaultDataPlane(log: Logger): Promise<DataPlane> {
   const { NftDataPlane } = await import('@lbd/dataplane-nft');
   // The adapter reports its own transitions (re-adoption on restart, full rebuilds, expiries).
   return new NftDataPlane({ onEvent: (msg, fields) => log.info(msg, { component: 'dataplane', ...fields }) });
-}
-
-/**
- * The production owner of floating addresses for a clustered director: `ip -batch`, announcements, and a
- * watchdog that removes them if the agent dies. Its state lives under /run/lbd/<director>, so directors
- * sharing a filesystem (namespaces on one box, as in the lab) never read each other's.
- */
-export async function createDefaultAddressOwner(log: Logger, director: string): Promise<AddressOwner> {
-  const { KernelAddressOwner } = await import('@lbd/dataplane-nft');
-  return new KernelAddressOwner({ stateDir: `/run/lbd/${director}`, onEvent: (msg, fields) => log.info(msg, { component: 'addresses', ...fields }) });
 }
 
 /** The production connection table for connection sync: conntrack events, dumps and injection. */

@@ -1,8 +1,9 @@
 import { ConfigError, EXIT, parseConfig } from '@lbd/config';
-import { DataPlaneError, type AddressOwner, type DataPlane, type FlowTable } from '@lbd/dataplane';
+import { DataPlaneError, type DataPlane, type FlowTable } from '@lbd/dataplane';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
-import { createDefaultAddressOwner, createDefaultDataPlane, createDefaultFlowTable } from './default-dataplane.js';
+import { createDefaultDataPlane, createDefaultFlowTable } from './default-dataplane.js';
+import { electionThread, type ElectionHostFactory } from './election-thread.js';
 import { AgentError } from './errors.js';
 import { createLogger, type Logger, type LogLevel } from './log.js';
 import { operatorSurfaces } from './operator-surfaces.js';
@@ -72,8 +73,8 @@ export function parseAgentArgs(argv: readonly string[]): ParsedArgs {
 export interface RunDeps {
   /** Default: the nftables data plane. */
   readonly createDataPlane?: (log: Logger) => Promise<DataPlane>;
-  /** Default: the kernel's (ip, arping); only a clustered director has one. */
-  readonly createAddressOwner?: (log: Logger, director: string) => Promise<AddressOwner>;
+  /** Where a clustered director's election runs. Default: a thread of its own with the kernel's addresses. */
+  readonly createElection?: () => ElectionHostFactory;
   /** Default: conntrack; only a clustered director with agent.cluster.tls has one. */
   readonly createFlowTable?: (log: Logger) => Promise<FlowTable>;
   /** Log lines (JSON); default stdout. */
@@ -130,13 +131,14 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     }
     const dataPlane = await (deps.createDataPlane ?? createDefaultDataPlane)(log);
     const cluster = initial.config.agent.cluster;
-    const addressOwner = cluster === null ? undefined : await (deps.createAddressOwner ?? createDefaultAddressOwner)(log, cluster.director);
+    // A clustered director's election runs in a thread of its own, which owns the floating addresses.
+    const election = cluster === null ? undefined : (deps.createElection ?? electionThread)();
     // Connection sync needs the peer link's TLS: without it there is nothing to read the table for.
     const flowTable = cluster?.tls ? await (deps.createFlowTable ?? createDefaultFlowTable)(log) : undefined;
     try {
       agent = await Agent.start({
         configPath, dataPlane, adminSocket, log, initial, opsRoutes: (a) => operatorSurfaces(a, log),
-        ...(addressOwner ? { addressOwner } : {}), ...(flowTable ? { flowTable } : {}),
+        ...(election ? { election } : {}), ...(flowTable ? { flowTable } : {}),
       });
     } catch (err) {
       return startFailure(err, writeError);

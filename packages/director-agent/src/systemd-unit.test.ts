@@ -29,6 +29,7 @@ const TOOL_CAPABILITIES: Readonly<Record<string, readonly string[]>> = {
   perl: ['CAP_NET_ADMIN', 'CAP_NET_RAW'], // ctnetlink events with SO_RCVBUFFORCE; raw ICMPv6 for unsolicited NAs
   arping: ['CAP_NET_RAW'], // gratuitous ARP on an AF_PACKET socket
   ping: ['CAP_NET_RAW'], // icmp health checks (Debian's ping_group_range leaves ICMP sockets to root)
+  chrt: ['CAP_SYS_NICE'], // the election thread at SCHED_FIFO (realtime.ts)
   sysctl: [], // net.netfilter.* of the agent's own namespace: root-owned files, writable via ReadWritePaths
   cat: [], // /proc/sys and /proc/net reads (doctor)
   setsid: [], // the address watchdog's own session

@@ -291,7 +291,8 @@ describe('formatDoctor', () => {
 describe('formatClusterStatus: connection sync', () => {
   const base: ClusterStatus__Output = {
     clustered: true, self: 'dir1', etcdReachable: true, etcdEndpoints: ['http://198.18.3.11:2379'], worstCaseTakeoverMs: 340, timingProfile: 'default',
-    beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 330, directors: [], groups: [], configRevision: 2, sync: null,
+    beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 300, directors: [], groups: [], configRevision: 2, sync: null,
+    electionPlacement: '', electionTickLateP99Ms: 0, electionTickLateMaxMs: 0,
   };
   const peer = {
     peer: 'dir2', direction: 'to', state: 'streaming', caughtUp: true, groups: ['default'], sent: 500, received: 0, injected: 498, removed: 0,
@@ -309,6 +310,29 @@ describe('formatClusterStatus: connection sync', () => {
       'dir3 dir3 -> dir1 resync    NO        default 7             0        2      0       -      -              gap: expected message 5, got 7',
       '',
     ].join('\n'));
+  });
+});
+
+describe('formatClusterStatus: directors, kernel leases and the election thread', () => {
+  it('shows each director\'s kernel lease per group (ENDED once the kernel ended it) and where its election runs', () => {
+    const group = (role: string, kernelLeaseLeftMs: number): { group: string; role: string; reason: string; atUnixMs: number; kernelLeaseLeftMs: number } => ({
+      group: 'front', role, reason: '', atUnixMs: 0, kernelLeaseLeftMs,
+    });
+    const director = (id: string, g: ReturnType<typeof group>): ClusterStatus__Output['directors'][number] => ({
+      id, version: '1', healthy: true, problems: [], priorities: { front: 100 }, leaseLeftMs: 4000, peerAddress: '', peerReachable: true, groups: [g],
+    });
+    const out = formatClusterStatus({
+      clustered: true, self: 'dir1', etcdReachable: true, etcdEndpoints: ['http://198.18.3.11:2379'], worstCaseTakeoverMs: 310, timingProfile: 'default',
+      beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 300, groups: [], configRevision: 2, sync: null,
+      electionPlacement: 'election thread, SCHED_FIFO 10 (thread 42)', electionTickLateP99Ms: 0.4, electionTickLateMaxMs: 1.2,
+      directors: [director('dir1', group('leader', 231)), director('dir2', group('standby', -1)), director('dir3', group('standby', 0))],
+    }, 0);
+    assert.match(out, /^election: election thread, SCHED_FIFO 10 \(thread 42\); its timer ran late by p99 0.4 ms, max 1.2 ms$/m);
+    const rows = out.split('\n').filter((l) => /^(DIRECTOR|dir\d) /.test(l));
+    assert.match(rows[0]!, /^DIRECTOR GROUP ROLE +KERNEL LEASE PRIO /);
+    assert.match(rows[1]!, /^dir1 +front +leader +231 ms /);
+    assert.match(rows[2]!, /^dir2 +front +standby +- /);
+    assert.match(rows[3]!, /^dir3 +front +standby +ENDED /);
   });
 });
 

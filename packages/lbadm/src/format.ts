@@ -217,6 +217,9 @@ export function formatClusterStatus(c: ClusterStatus__Output, now: number): stri
   const lines: string[] = [];
   lines.push(`cluster seen from ${c.self}: etcd ${c.etcdReachable ? 'reachable' : 'UNREACHABLE'} (${c.etcdEndpoints.join(', ')}), config revision ${c.configRevision}`);
   lines.push(`timing ${c.timingProfile}: beat ${c.beatIntervalMs} ms, safety window ${c.safetyWindowMs} ms, takeover after ${c.takeoverAfterMs} ms; worst-case takeover ${c.worstCaseTakeoverMs} ms + one etcd write and the address claim`);
+  if (c.electionPlacement !== '') {
+    lines.push(`election: ${c.electionPlacement}; its timer ran late by p99 ${c.electionTickLateP99Ms} ms, max ${c.electionTickLateMaxMs} ms`);
+  }
   lines.push('');
   const groupRows: string[][] = [['GROUP', 'LEADER', 'SINCE', 'PREEMPT', 'ADDRESSES', 'WHY']];
   for (const g of c.groups) {

@@ -41,6 +41,16 @@ export interface ClusterStatus {
    * Connection sync as this director sees it.
    */
   'sync'?: (_lbd_admin_v1_ConnSyncStatus | null);
+  /**
+   * Where this director's election runs: "election thread, SCHED_FIFO 10 (thread 1234)", or why it runs
+   * at normal priority.
+   */
+  'electionPlacement'?: (string);
+  /**
+   * How late the election thread's own timer ran over its last 4 096 ticks (what a beat would suffer).
+   */
+  'electionTickLateP99Ms'?: (number | string);
+  'electionTickLateMaxMs'?: (number | string);
 }
 
 export interface ClusterStatus__Output {
@@ -76,4 +86,14 @@ export interface ClusterStatus__Output {
    * Connection sync as this director sees it.
    */
   'sync': (_lbd_admin_v1_ConnSyncStatus__Output | null);
+  /**
+   * Where this director's election runs: "election thread, SCHED_FIFO 10 (thread 1234)", or why it runs
+   * at normal priority.
+   */
+  'electionPlacement': (string);
+  /**
+   * How late the election thread's own timer ran over its last 4 096 ticks (what a beat would suffer).
+   */
+  'electionTickLateP99Ms': (number);
+  'electionTickLateMaxMs': (number);
 }

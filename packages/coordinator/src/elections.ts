@@ -1,0 +1,189 @@
+import { systemClock, type Clock } from '@lbd/clock';
+import type { Lease } from 'etcd3';
+import {
+  GroupElection, type BeatOutcome, type GroupHooks, type GroupSettings, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition,
+} from './group-election.js';
+import { Kv } from './kv.js';
+import { isDirectorRecord, keys, parseJson, type DirectorRecord, type GroupView } from './records.js';
+import { checkTiming, type ElectionTiming } from './timing.js';
+
+export interface ElectionsOptions {
+  readonly id: string;
+  readonly endpoints: readonly string[];
+  readonly prefix: string;
+  readonly timing: ElectionTiming;
+  /** This director's configured peers: ids (addresses are the transport's business). */
+  readonly peers: readonly string[];
+  readonly peerAddress: string;
+  readonly version: string;
+  readonly transport: PeerTransport;
+  readonly hooks: GroupHooks;
+  health(): { ok: boolean; problems: readonly string[] };
+  /** preempt: after-sync waits until this returns null for the group (default: always null, as after-delay). */
+  syncedFor?(group: string): string | null;
+  onTransition?(t: Transition): void;
+  /** Every beat of a group this director leads, with its outcome (for metrics). */
+  onBeat?(group: string, outcome: BeatOutcome): void;
+  /** A group this director led fenced itself (for metrics). */
+  onFenced?(group: string): void;
+  readonly clock?: Clock;
+  /** TTL of the director's registration (default REGISTRATION_TTL_SEC): how long a dead director stays listed. */
+  readonly registrationTtlSec?: number;
+}
+
+/**
+ * How long a director's registration outlives it (its etcd lease): until then the others still list a
+ * dead director as healthy. deploy/systemd/lbd-agent.service waits longer than this before a restart.
+ */
+export const REGISTRATION_TTL_SEC = 5;
+
+/** One group's election as this director sees it now. */
+export interface ElectionView {
+  readonly name: string;
+  readonly view: GroupView;
+  /** While leading: ms since the last beat etcd confirmed. */
+  readonly beatAgeMs: number | null;
+}
+
+/**
+ * The election side of the coordinator: this director's registration and one GroupElection per vip group
+ * it serves, on an etcd connection of its own. It runs apart from everything else the agent does (the
+ * agent's election thread), so that nothing but the election's own work can delay a beat; the Coordinator
+ * (config, events, failover, status) runs beside the rest of the agent.
+ */
+export class Elections {
+  private readonly kv: Kv;
+  private readonly k: ReturnType<typeof keys>;
+  private readonly clock: Clock;
+  private readonly elections = new Map<string, GroupElection>();
+  private readonly directorRecords = new Map<string, DirectorRecord>();
+  private lease: Lease | undefined;
+  private stopWatch: (() => void) | undefined;
+  private publishTimer: ReturnType<typeof setTimeout> | undefined;
+  private closed = false;
+
+  constructor(private readonly o: ElectionsOptions) {
+    checkTiming(o.timing);
+    this.clock = o.clock ?? systemClock;
+    // Calls that cannot finish within the safety window are useless to an election: fail them then.
+    this.kv = new Kv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200));
+    this.k = keys(o.prefix);
+  }
+
+  /** Registers and watches the other directors. Elections start with setGroups(). */
+  async start(): Promise<void> {
+    const w = await this.kv.watchPrefix(this.k.directors);
+    // A failed read is retried by the next event or reconnection; the last list stays meanwhile.
+    const reread = (): void => { this.readDirectors().catch(() => undefined); };
+    w.on('put', reread).on('delete', reread).on('connected', reread).on('error', () => undefined);
+    this.stopWatch = () => { void w.cancel().catch(() => undefined); };
+    await this.readDirectors().catch(() => undefined);
+    await this.register();
+  }
+
+  /** The groups this director serves, with its priority in each; starts and stops elections to match. */
+  async setGroups(groups: readonly GroupSettings[]): Promise<void> {
+    const wanted = new Map(groups.map((g) => [g.name, g]));
+    for (const [name, e] of this.elections) {
+      if (!wanted.has(name)) {
+        this.elections.delete(name);
+        await e.stop({ vacate: true });
+      }
+    }
+    for (const g of groups) {
+      const e = this.elections.get(g.name);
+      if (e) e.update(g);
+      else {
+        const fresh = new GroupElection(g, {
+          self: this.o.id, kv: this.kv, clock: this.clock, timing: this.o.timing, keys: this.k, hooks: this.o.hooks,
+          transport: this.o.transport, peers: () => this.o.peers, directors: () => this.directorRecords,
+          health: () => this.o.health(), syncedFor: (group) => this.o.syncedFor?.(group) ?? null, onTransition: (t) => { this.o.onTransition?.(t); this.publishSoon(); },
+          onBeat: (group, outcome) => this.o.onBeat?.(group, outcome), onFenced: (group) => this.o.onFenced?.(group),
+        });
+        this.elections.set(g.name, fresh);
+        await fresh.start();
+        fresh.healthChanged();
+      }
+    }
+    // At once, not coalesced: other directors rank candidates and pick failover targets by these priorities.
+    await this.publish().catch(() => undefined);
+  }
+
+  /** Call when this director's health changes: leaders resign at once, standbys stop being candidates. */
+  healthChanged(): void {
+    for (const e of this.elections.values()) e.healthChanged();
+    this.publishSoon();
+  }
+
+  async answerPromise(req: PromiseRequest): Promise<PromiseReply> {
+    const e = this.elections.get(req.group);
+    if (!e) return { granted: true, etcdReachable: false, reason: `${this.o.id} does not serve ${req.group}` };
+    return e.answerPromise(req);
+  }
+
+  views(): Record<string, GroupView> {
+    return Object.fromEntries([...this.elections].map(([n, e]) => [n, e.view()]));
+  }
+
+  /** Every group's election as this director sees it. */
+  groups(): ElectionView[] {
+    return [...this.elections].map(([name, e]) => ({ name, view: e.view(), beatAgeMs: e.beatAgeMs() }));
+  }
+
+  /** Stops every election; `vacate` releases and hands the groups to the standbys at once. */
+  async close(opts: { vacate: boolean } = { vacate: true }): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.publishTimer !== undefined) clearTimeout(this.publishTimer);
+    await Promise.all([...this.elections.values()].map((e) => e.stop(opts)));
+    this.stopWatch?.();
+    if (opts.vacate) await this.lease?.revoke().catch(() => undefined);
+    this.lease?.release();
+    this.kv.close();
+  }
+
+  private async readDirectors(): Promise<void> {
+    const all = await this.kv.list(this.k.directors);
+    this.directorRecords.clear();
+    for (const e of all) {
+      const r = parseJson<DirectorRecord>(e.value, isDirectorRecord);
+      if (r) this.directorRecords.set(r.id, r);
+    }
+  }
+
+  private record(): DirectorRecord {
+    const h = this.o.health();
+    const priorities: Record<string, number> = {};
+    for (const [name, e] of this.elections) priorities[name] = e.view().priority;
+    return {
+      id: this.o.id, version: this.o.version, peerAddress: this.o.peerAddress, priorities, healthy: h.ok, problems: [...h.problems],
+      groups: this.views(), updatedAt: Date.now(),
+    };
+  }
+
+  private async register(): Promise<void> {
+    const lease = this.kv.lease(this.o.registrationTtlSec ?? REGISTRATION_TTL_SEC);
+    this.lease = lease;
+    lease.on('lost', () => {
+      if (this.closed) return;
+      // etcd forgot us (it was unreachable longer than the TTL): register again once it answers.
+      setTimeout(() => { if (!this.closed) void this.register().catch(() => undefined); }, 200);
+    });
+    await lease.put(this.k.director(this.o.id)).value(JSON.stringify(this.record())).exec();
+  }
+
+  /** Transitions publish the director record, coalesced (a burst of group changes is one write). */
+  private publishSoon(): void {
+    if (this.publishTimer !== undefined || this.closed) return;
+    this.publishTimer = setTimeout(() => {
+      this.publishTimer = undefined;
+      this.publish().catch(() => undefined);
+    }, 20);
+  }
+
+  private async publish(): Promise<void> {
+    const lease = this.lease;
+    if (lease === undefined || this.closed) return;
+    await lease.put(this.k.director(this.o.id)).value(JSON.stringify(this.record())).exec();
+  }
+}
