@@ -165,6 +165,18 @@ export interface RunningEtcdCluster {
 /** Bound on one etcdctl call: a paused or cut member must not stall a health poll. */
 const ETCDCTL_TIMEOUT_MS = 3000;
 
+/**
+ * The SCHED_FIFO priority the labs run their etcd members at: the directors' election threads run at
+ * agent.cluster.realtimePriority (default 10), and in a lab etcd shares their CPUs (production would give
+ * etcd boxes of its own). At normal priority, a loaded lab starves etcd and every beat waits for it.
+ */
+export const ETCD_REALTIME_PRIORITY = 10;
+
+/** The whole command of cluster member k (`chrt --fifo 10 etcd ...`), with its data in `<dataRoot>/etcdK`. */
+export function etcdMemberCommand(k: number, dataRoot: string, opts: EtcdMemberTiming = {}): string[] {
+  return ['chrt', '--fifo', String(ETCD_REALTIME_PRIORITY), 'etcd', ...etcdMemberArgs(k, dataRoot, opts)];
+}
+
 /** The etcd command line (without `etcd`) of cluster member k, with its data in `<dataRoot>/etcdK`. */
 export function etcdMemberArgs(k: number, dataRoot: string, opts: EtcdMemberTiming = {}): string[] {
   const m = etcdMember(k);
@@ -226,7 +238,8 @@ export async function startEtcdCluster(topology: Topology, opts: EtcdClusterOpti
   };
   const spawnMember = (k: number): void => {
     const m = member(k);
-    procs.set(k, topology.spawn(m.host, 'etcd', etcdMemberArgs(k, dataRoot, opts), { label: `${m.host}:etcd` }));
+    const [command, ...args] = etcdMemberCommand(k, dataRoot, opts);
+    procs.set(k, topology.spawn(m.host, command!, args, { label: `${m.host}:etcd` }));
   };
   const waitHealthy = async (ks: readonly number[], timeoutMs: number): Promise<void> => {
     const deadline = Date.now() + timeoutMs;

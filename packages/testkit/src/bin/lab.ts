@@ -9,7 +9,7 @@ import {
 import { realServer } from '../director-topology.js';
 import { AdminApi } from '@lbd/proto';
 import { DRILL_MODES, drillPassed, drillRecord, formatDrill, runDrill, summary, type DrillMode, type DrillResult, type DrillTarget } from '../drill.js';
-import { etcdMemberArgs } from '../etcd.js';
+import { etcdMemberCommand } from '../etcd.js';
 import { HA_GROUP, HA_VIP, lbadmAdmin, waitAgentAnswers, waitSteady, type HaAdmin } from '../ha-lab.js';
 import { runCommand } from '../exec.js';
 import { listNamespaces, namespacePids } from '../netns.js';
@@ -25,7 +25,7 @@ import { listNamespaces, namespacePids } from '../netns.js';
  *   lab.js status              namespaces and the processes in each
  *   lab.js hosts               one line per real server: NAME IPV4 IPV6
  *   lab.js etcd-members        one line per etcd member: HOST CLIENT_URL
- *   lab.js etcd-args K DATADIR etcd member K's command line, one argument per line (data in DATADIR/etcdK)
+ *   lab.js etcd-args K DATADIR etcd member K's whole command (chrt --fifo 10 etcd ...), one argument per line (data in DATADIR/etcdK)
  *   lab.js cut DIR WHAT        cut dir1|dir2 off etcd|peer|front; `restore DIR WHAT` undoes it
  *   lab.js kill-box DIR        SIGKILL everything in DIR and set its links down; `revive DIR` brings the links back
  *   lab.js drill --mode MODE [--count N] [--json]
@@ -110,7 +110,7 @@ function printEtcdMembers(): number {
 
 function printEtcdArgs(k: string | undefined, dataDir: string | undefined): number {
   if (k === undefined || !/^\d+$/.test(k) || dataDir === undefined) return usage();
-  for (const a of etcdMemberArgs(Number(k), dataDir)) process.stdout.write(`${a}\n`);
+  for (const a of etcdMemberCommand(Number(k), dataDir)) process.stdout.write(`${a}\n`);
   return 0;
 }
 
