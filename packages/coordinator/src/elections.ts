@@ -66,7 +66,7 @@ export class Elections {
     checkTiming(o.timing);
     this.clock = o.clock ?? systemClock;
     // Calls that cannot finish within the safety window are useless to an election: fail them then.
-    this.kv = new Kv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200));
+    this.kv = new Kv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200), { hostFailures: 1 });
     this.k = keys(o.prefix);
   }
 

@@ -17,7 +17,13 @@ export type SwapResult = { readonly ok: true; readonly rev: string } | { readonl
 export class Kv {
   readonly client: Etcd3;
 
-  constructor(endpoints: readonly string[], private readonly callTimeoutMs: number) {
+  /**
+   * `hostFailures`: consecutive failures after which a member is skipped for 100 ms. The election's own
+   * connection uses 1: a beat that fails on a member that died is retried at once on another, instead of
+   * the next two beats trying the dead one again (three beats is most of a safety window: the leader fenced
+   * while etcd was fine for everyone else).
+   */
+  constructor(endpoints: readonly string[], private readonly callTimeoutMs: number, opts: { hostFailures?: number } = {}) {
     this.client = new Etcd3({
       hosts: [...endpoints],
       dialTimeout: callTimeoutMs,
@@ -26,7 +32,7 @@ export class Kv {
         // etcd3's default opens a host's breaker for 5 s after 3 failures: while an etcd member dies and
         // the others elect a leader, every host fails a few calls, and the client then refused to try any
         // of them for 5 s (measured: a leader fenced 5.5 s into a 1 s etcd election). Retry soon instead.
-        host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 100, breaker: new ConsecutiveBreaker(3) }),
+        host: () => circuitBreaker(handleWhen(isRecoverableError), { halfOpenAfter: 100, breaker: new ConsecutiveBreaker(opts.hostFailures ?? 3) }),
         // One more attempt, on another host, for errors that say the host (not the request) failed.
         global: retry(handleWhen(isRecoverableError), { maxAttempts: 1 }),
       },
