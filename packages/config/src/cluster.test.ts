@@ -25,7 +25,7 @@ describe('cluster settings and vip groups', () => {
     assert.ok(own.ok && r.ok);
     assert.deepEqual(own.config.agent.cluster, {
       director: 'dir1', etcd: CLUSTER.etcd, prefix: '/lbd/lab', peerListen: { address: '198.18.4.1', port: 7411 },
-      peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default', track: [], tls: null,
+      peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default', realtimePriority: 10, track: [], tls: null,
     });
     assert.deepEqual(r.config.vipGroups, [
       { name: 'front', preempt: 'never', preemptDelayMs: 10000, announce: { count: 5, intervalMs: 200 }, gateways: ['198.19.1.250'] },
@@ -35,7 +35,7 @@ describe('cluster settings and vip groups', () => {
 
   it('every problem of a bad cluster section, each with its path, value, rule and fix', () => {
     assert.deepEqual(problems({
-      agent: { cluster: { ...CLUSTER, director: 'Dir 1', etcd: ['etcd:2379'], prefix: 'lbd/', peerListen: '198.18.4.1', peers: [{ id: 'dir2', address: '198.18.4.2:99999' }, { id: 'dir2', address: '198.18.4.3:7411' }], interfaces: { vip: 'a-very-long-interface-name' }, priorities: { default: 300 }, timing: 'turbo' } },
+      agent: { cluster: { ...CLUSTER, director: 'Dir 1', etcd: ['etcd:2379'], prefix: 'lbd/', peerListen: '198.18.4.1', peers: [{ id: 'dir2', address: '198.18.4.2:99999' }, { id: 'dir2', address: '198.18.4.3:7411' }], interfaces: { vip: 'a-very-long-interface-name' }, priorities: { default: 300 }, timing: 'turbo', realtimePriority: 100 } },
     }), [
       'agent.cluster.director: "Dir 1" is not a valid director id; use 1 to 63 lower-case letters, digits, "-", "_" or ".", starting and ending with a letter or digit',
       'agent.cluster.etcd[0]: "etcd:2379" is not an http:// or https:// URL; give a client URL such as http://198.18.3.11:2379',
@@ -47,6 +47,7 @@ describe('cluster settings and vip groups', () => {
       'agent.cluster.interfaces.local: an interface name is required; give a Linux interface name such as eth0 (at most 15 characters)',
       'agent.cluster.priorities.default: 300 is not a priority (a whole number from 1 to 255); give a whole number from 1 to 255; the highest healthy director leads',
       'agent.cluster.timing: "turbo" is not a supported timing profile; use one of: default, fast',
+      'agent.cluster.realtimePriority: 100 is not a real-time priority (a whole number from 0 to 99); give 1..99 for the election thread\'s SCHED_FIFO priority (default 10), or 0 for normal priority',
     ]);
   });
 
