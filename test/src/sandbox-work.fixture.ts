@@ -3,6 +3,7 @@ import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { ConntrackFlowTable, KernelAddressOwner, localRunner } from '@lbd/dataplane-nft';
 
 /**
@@ -48,6 +49,21 @@ async function main(): Promise<void> {
   await step('announcements: arping -U, raw ICMPv6 neighbour advertisement', async () => {
     const failed = events.filter((e) => e.includes('announcement failed'));
     if (failed.length > 0) throw new Error(failed.join('; '));
+  });
+  await step('kernel lease: nft tables inet/arp lbd, a lease written through nft -i', async () => {
+    await owner.guard(new Map([['default', addresses]]));
+    await owner.lease('default', 5000);
+    const left = owner.leaseLeftMs('default');
+    if (left === null || left <= 0) throw new Error(`no lease after writing one: ${String(left)}`);
+  });
+  await step('the election thread at SCHED_FIFO (chrt, CAP_SYS_NICE)', async () => {
+    const lib = new URL('../../packages/dataplane-nft/dist/realtime.js', import.meta.url).href;
+    const worker = new Worker(`const { parentPort } = require('node:worker_threads');
+      import(${JSON.stringify(lib)}).then((m) => m.raiseThreadToRealtime(10)).then((said) => parentPort.postMessage({ said }), (e) => parentPort.postMessage({ error: String(e) }));`, { eval: true });
+    const reply = await new Promise<{ said?: string; error?: string }>((resolve) => worker.once('message', resolve));
+    await worker.terminate();
+    if (reply.error !== undefined) throw new Error(reply.error);
+    return reply.said;
   });
   await step('release and close', async () => {
     await owner.release('default');
