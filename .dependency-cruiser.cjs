@@ -116,10 +116,10 @@ module.exports = {
       to: { path: '^(node:)?child_process$' },
     },
     {
-      name: 'etcd3-only-in-coordinator',
+      name: 'etcd3-only-in-coordinator-kv',
       severity: 'error',
-      comment: 'etcd is an implementation detail of the coordinator: use its Election/store interfaces.',
-      from: { pathNot: '^packages/coordinator/' },
+      comment: 'etcd is an implementation detail of the coordinator, behind its Kv interface: only EtcdKv (packages/coordinator/src/kv.ts) imports etcd3. Use the Election/store interfaces, or Kv.',
+      from: { pathNot: '^packages/coordinator/src/kv\\.ts$' },
       to: { path: '(^|/)etcd3(/|$)' },
     },
     {

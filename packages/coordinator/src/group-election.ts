@@ -1,6 +1,5 @@
 import type { Clock, TimerHandle } from '@lbd/clock';
-import type { Watcher } from 'etcd3';
-import type { Kv } from './kv.js';
+import type { Kv, KvWatch } from './kv.js';
 import {
   isHandoff, isLeaderRecord, parseJson, type DirectorRecord, type GroupRole, type GroupView, type HandoffRequest, type LeaderRecord,
   type PreemptPolicy,
@@ -137,8 +136,8 @@ export class GroupElection {
   private handingOver = false;
   private transitions: { at: number; reason: string } | null = null;
   private timer: TimerHandle | undefined;
-  private leaderWatch: Watcher | undefined;
-  private handoffWatch: Watcher | undefined;
+  private leaderWatch: KvWatch | undefined;
+  private handoffWatch: KvWatch | undefined;
   private stopped = false;
   private busy: Promise<void> = Promise.resolve();
 
@@ -167,17 +166,19 @@ export class GroupElection {
   async start(): Promise<void> {
     this.etcdBackAt = this.d.clock.now();
     await this.refresh();
-    this.leaderWatch = await this.d.kv.watchKey(this.d.keys.leader(this.name));
-    this.leaderWatch
-      .on('put', (kv) => this.see(kv.mod_revision, kv.value.toString()))
-      .on('delete', () => { this.observed = { rev: '0', record: null, at: this.d.clock.now() }; })
-      .on('connected', () => { this.etcdBack(); void this.refresh(); })
-      .on('disconnected', () => { this.markFailing(); })
-      .on('error', () => { this.markFailing(); });
-    this.handoffWatch = await this.d.kv.watchKey(this.d.keys.handoff(this.name));
-    this.handoffWatch.on('error', () => undefined).on('put', (kv) => {
-      const req = parseJson<HandoffRequest>(kv.value.toString(), isHandoff);
-      if (req) this.serialize(() => this.handOver(req));
+    this.leaderWatch = await this.d.kv.watchKey(this.d.keys.leader(this.name), {
+      put: (e) => this.see(e.rev, e.value),
+      delete: () => { this.observed = { rev: '0', record: null, at: this.d.clock.now() }; },
+      connected: () => { this.etcdBack(); void this.refresh(); },
+      disconnected: () => { this.markFailing(); },
+      error: () => { this.markFailing(); },
+    });
+    this.handoffWatch = await this.d.kv.watchKey(this.d.keys.handoff(this.name), {
+      error: () => undefined,
+      put: (e) => {
+        const req = parseJson<HandoffRequest>(e.value, isHandoff);
+        if (req) this.serialize(() => this.handOver(req));
+      },
     });
     this.tick();
   }
@@ -554,7 +555,7 @@ export class GroupElection {
     this.preemptWaitReason = null;
     this.preemptSince = now; // ask again after another delay if the leader does not answer
     const req: HandoffRequest = { to: this.d.self, reason: `preempt: priority ${s.priority} > ${rec.priority} of ${rec.director ?? '?'} (${s.preempt}${synced})`, at: Date.now() };
-    this.d.kv.client.put(this.d.keys.handoff(this.name)).value(JSON.stringify(req)).exec().catch(() => undefined);
+    this.d.kv.put(this.d.keys.handoff(this.name), JSON.stringify(req)).catch(() => undefined);
   }
 
   /** Planned switchover: release first, then name the new leader, who claims on seeing it. */
