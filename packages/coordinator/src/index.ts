@@ -13,6 +13,8 @@ export { EventStore, DEFAULT_EVENTS_KEPT, isStoredEvent } from './event-store.js
 export type { EventStoreLog, EventStoreOptions, EventStoreStats, StoredEvent } from './event-store.js';
 export type { ClusterStatus, CoordinatorOptions, GroupRecordStatus } from './coordinator.js';
 export { GroupElection } from './group-election.js';
+export { decide, initialState, leaseForMs } from './decide.js';
+export type { Decision, ElectionAction, ElectionEvent, ElectionState, Observation, SeenRecord, World } from './decide.js';
 export type { BeatOutcome, GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
 export type { ConfigRecord, DirectorRecord, GroupRole, GroupView, LeaderRecord, PreemptPolicy } from './records.js';
 export { TIMING_PROFILES, checkTiming, kernelLeaseMs, timingProblems, worstCaseTakeoverMs } from './timing.js';
