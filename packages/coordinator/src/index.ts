@@ -1,6 +1,7 @@
 /**
- * @lbd/coordinator: the only package that talks to etcd. Registration of directors, one election per vip
- * group with fenced leadership, priorities and preemption (group-election.ts, rule in timing.ts), planned
+ * @lbd/coordinator: the only package that talks to etcd (through Kv, kv.ts). Registration of directors, one
+ * election per vip group with fenced leadership, priorities and preemption (decisions: decide.ts, a pure
+ * step; I/O: group-election.ts; rule: timing.ts), planned
  * switchovers, the cluster config with its history (config-store.ts), and the cluster's event history
  * (event-store.ts).
  */
