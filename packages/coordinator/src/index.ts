@@ -1,9 +1,9 @@
 /**
  * @lbd/coordinator: the only package that talks to etcd (through Kv, kv.ts). Registration of directors, one
  * election per vip group with fenced leadership, priorities and preemption (decisions: decide.ts, a pure
- * step; I/O: group-election.ts; rule: timing.ts), planned
- * switchovers, the cluster config with its history (config-store.ts), and the cluster's event history
- * (event-store.ts).
+ * step; I/O: group-election.ts; rule: timing.ts), planned switchovers, the cluster config with its
+ * history (config-store.ts), and the cluster's event history (event-store.ts). Fakes (MemoryKv, FakeClock)
+ * are in `@lbd/coordinator/testing`.
  */
 export { ConfigStore } from './config-store.js';
 export type { ConfigWrite, StoredConfig } from './config-store.js';
