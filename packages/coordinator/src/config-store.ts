@@ -61,7 +61,6 @@ export class ConfigStore {
 
   /** Calls `onChange` with every new config (and once with the current one). Returns a stop function. */
   async watch(onChange: (c: StoredConfig | null) => void): Promise<() => Promise<void>> {
-    const w = await this.kv.watchKey(this.k.config);
     let last = '';
     const reread = (): void => {
       this.current().then((c) => {
@@ -69,7 +68,7 @@ export class ConfigStore {
         if (id !== last) { last = id; onChange(c); }
       }).catch(() => undefined);
     };
-    w.on('put', reread).on('connected', reread).on('error', () => undefined);
+    const w = await this.kv.watchKey(this.k.config, { put: reread, connected: reread, error: () => undefined });
     reread();
     return async () => { await w.cancel().catch(() => undefined); };
   }

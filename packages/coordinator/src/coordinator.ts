@@ -1,6 +1,6 @@
 import { ConfigStore } from './config-store.js';
 import { EventStore, type EventStoreLog } from './event-store.js';
-import { Kv } from './kv.js';
+import { EtcdKv } from './kv.js';
 import {
   isDirectorRecord, isLeaderRecord, keys, parseJson, type DirectorRecord, type HandoffRequest, type LeaderRecord,
 } from './records.js';
@@ -40,14 +40,14 @@ export class Coordinator {
   readonly config: ConfigStore;
   /** The cluster's event history (its own etcd connection: see event-store.ts). */
   readonly events: EventStore;
-  private readonly kv: Kv;
+  private readonly kv: EtcdKv;
   private readonly k: ReturnType<typeof keys>;
   private readonly directorRecords = new Map<string, DirectorRecord>();
   private closed = false;
 
   constructor(private readonly o: CoordinatorOptions) {
     checkTiming(o.timing);
-    this.kv = new Kv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200));
+    this.kv = new EtcdKv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200));
     this.k = keys(o.prefix);
     this.config = new ConfigStore(this.kv, this.k);
     this.events = new EventStore({ endpoints: o.endpoints, prefix: o.prefix, director: o.id, ...o.events });
@@ -74,7 +74,7 @@ export class Coordinator {
     if (!rec.peers.includes(target)) throw new Error(`${target} is not in ${rec.director}'s peer list; add it to agent.peers on ${rec.director}`);
     const started = Date.now();
     const req: HandoffRequest = { to: target, reason: `lbadm failover${to ? ` --to ${to}` : ''}`, at: started };
-    await this.kv.client.put(this.k.handoff(group)).value(JSON.stringify(req)).exec();
+    await this.kv.put(this.k.handoff(group), JSON.stringify(req));
     for (;;) {
       const now = await this.kv.get(this.k.leader(group)).catch(() => null);
       const r = now ? parseJson<LeaderRecord>(now.value, isLeaderRecord) : null;

@@ -1,9 +1,8 @@
-import { systemClock, type Clock } from '@lbd/clock';
-import type { Lease } from 'etcd3';
+import { systemClock, type Clock, type TimerHandle } from '@lbd/clock';
 import {
   GroupElection, type BeatOutcome, type GroupHooks, type GroupSettings, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition,
 } from './group-election.js';
-import { Kv } from './kv.js';
+import { EtcdKv, type Kv, type KvLease } from './kv.js';
 import { isDirectorRecord, keys, parseJson, type DirectorRecord, type GroupView } from './records.js';
 import { checkTiming, type ElectionTiming } from './timing.js';
 
@@ -27,6 +26,8 @@ export interface ElectionsOptions {
   /** A group this director led fenced itself (for metrics). */
   onFenced?(group: string): void;
   readonly clock?: Clock;
+  /** The store (default: etcd at `endpoints`, on a connection of its own); tests pass a MemoryKv. */
+  readonly kv?: Kv;
   /** TTL of the director's registration (default REGISTRATION_TTL_SEC): how long a dead director stays listed. */
   readonly registrationTtlSec?: number;
 }
@@ -57,25 +58,24 @@ export class Elections {
   private readonly clock: Clock;
   private readonly elections = new Map<string, GroupElection>();
   private readonly directorRecords = new Map<string, DirectorRecord>();
-  private lease: Lease | undefined;
+  private lease: KvLease | undefined;
   private stopWatch: (() => void) | undefined;
-  private publishTimer: ReturnType<typeof setTimeout> | undefined;
+  private publishTimer: TimerHandle | undefined;
   private closed = false;
 
   constructor(private readonly o: ElectionsOptions) {
     checkTiming(o.timing);
     this.clock = o.clock ?? systemClock;
     // Calls that cannot finish within the safety window are useless to an election: fail them then.
-    this.kv = new Kv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200), { hostFailures: 1 });
+    this.kv = o.kv ?? new EtcdKv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200), { hostFailures: 1 });
     this.k = keys(o.prefix);
   }
 
   /** Registers and watches the other directors. Elections start with setGroups(). */
   async start(): Promise<void> {
-    const w = await this.kv.watchPrefix(this.k.directors);
     // A failed read is retried by the next event or reconnection; the last list stays meanwhile.
     const reread = (): void => { this.readDirectors().catch(() => undefined); };
-    w.on('put', reread).on('delete', reread).on('connected', reread).on('error', () => undefined);
+    const w = await this.kv.watchPrefix(this.k.directors, { put: reread, delete: reread, connected: reread, error: () => undefined });
     this.stopWatch = () => { void w.cancel().catch(() => undefined); };
     await this.readDirectors().catch(() => undefined);
     await this.register();
@@ -134,7 +134,7 @@ export class Elections {
   async close(opts: { vacate: boolean } = { vacate: true }): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    if (this.publishTimer !== undefined) clearTimeout(this.publishTimer);
+    if (this.publishTimer !== undefined) this.clock.clearTimeout(this.publishTimer);
     await Promise.all([...this.elections.values()].map((e) => e.stop(opts)));
     this.stopWatch?.();
     if (opts.vacate) await this.lease?.revoke().catch(() => undefined);
@@ -164,18 +164,18 @@ export class Elections {
   private async register(): Promise<void> {
     const lease = this.kv.lease(this.o.registrationTtlSec ?? REGISTRATION_TTL_SEC);
     this.lease = lease;
-    lease.on('lost', () => {
+    lease.onLost(() => {
       if (this.closed) return;
       // etcd forgot us (it was unreachable longer than the TTL): register again once it answers.
-      setTimeout(() => { if (!this.closed) void this.register().catch(() => undefined); }, 200);
+      this.clock.setTimeout(() => { if (!this.closed) void this.register().catch(() => undefined); }, 200);
     });
-    await lease.put(this.k.director(this.o.id)).value(JSON.stringify(this.record())).exec();
+    await lease.put(this.k.director(this.o.id), JSON.stringify(this.record()));
   }
 
   /** Transitions publish the director record, coalesced (a burst of group changes is one write). */
   private publishSoon(): void {
     if (this.publishTimer !== undefined || this.closed) return;
-    this.publishTimer = setTimeout(() => {
+    this.publishTimer = this.clock.setTimeout(() => {
       this.publishTimer = undefined;
       this.publish().catch(() => undefined);
     }, 20);
@@ -184,6 +184,6 @@ export class Elections {
   private async publish(): Promise<void> {
     const lease = this.lease;
     if (lease === undefined || this.closed) return;
-    await lease.put(this.k.director(this.o.id)).value(JSON.stringify(this.record())).exec();
+    await lease.put(this.k.director(this.o.id), JSON.stringify(this.record()));
   }
 }

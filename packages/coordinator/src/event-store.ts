@@ -1,5 +1,4 @@
-import type { Watcher } from 'etcd3';
-import { Kv } from './kv.js';
+import { EtcdKv } from './kv.js';
 import { parseJson } from './records.js';
 
 /**
@@ -76,7 +75,7 @@ function prefixEnd(prefix: string): string {
 }
 
 export class EventStore {
-  private readonly kv: Kv;
+  private readonly kv: EtcdKv;
   private readonly root: string;
   private readonly own: string;
   private readonly keep: number;
@@ -96,7 +95,7 @@ export class EventStore {
   constructor(o: EventStoreOptions) {
     if (o.director === '' || o.director.includes('/')) throw new Error(`EventStore: director "${o.director}" must be non-empty, without "/"`);
     this.callTimeoutMs = o.callTimeoutMs ?? 2000;
-    this.kv = new Kv(o.endpoints, this.callTimeoutMs);
+    this.kv = new EtcdKv(o.endpoints, this.callTimeoutMs);
     this.root = `${o.prefix.replace(/\/+$/, '')}/events/`;
     this.own = `${this.root}${o.director}/`;
     this.keep = Math.max(1, o.keep ?? DEFAULT_EVENTS_KEPT);
@@ -163,7 +162,7 @@ export class EventStore {
    * for good (etcd3 reconnects by itself otherwise).
    */
   async watch(afterRevision: string, onEvent: (e: StoredEvent) => void, onError: (err: Error) => void): Promise<() => Promise<void>> {
-    const w: Watcher = await this.kv.client.watch().prefix(this.root).startRevision(String(BigInt(afterRevision) + 1n)).create();
+    const w = await this.kv.client.watch().prefix(this.root).startRevision(String(BigInt(afterRevision) + 1n)).create();
     w.on('put', (kv) => {
       const e = parseJson<StoredEvent>(kv.value.toString(), isStoredEvent);
       if (e !== null) onEvent(e);

@@ -1,8 +1,9 @@
 /**
- * @lbd/coordinator: the only package that talks to etcd. Registration of directors, one election per vip
- * group with fenced leadership, priorities and preemption (group-election.ts, rule in timing.ts), planned
- * switchovers, the cluster config with its history (config-store.ts), and the cluster's event history
- * (event-store.ts).
+ * @lbd/coordinator: the only package that talks to etcd (through Kv, kv.ts). Registration of directors, one
+ * election per vip group with fenced leadership, priorities and preemption (decisions: decide.ts, a pure
+ * step; I/O: group-election.ts; rule: timing.ts), planned switchovers, the cluster config with its
+ * history (config-store.ts), and the cluster's event history (event-store.ts). Fakes (MemoryKv, FakeClock)
+ * are in `@lbd/coordinator/testing`.
  */
 export { ConfigStore } from './config-store.js';
 export type { ConfigWrite, StoredConfig } from './config-store.js';
@@ -13,6 +14,8 @@ export { EventStore, DEFAULT_EVENTS_KEPT, isStoredEvent } from './event-store.js
 export type { EventStoreLog, EventStoreOptions, EventStoreStats, StoredEvent } from './event-store.js';
 export type { ClusterStatus, CoordinatorOptions, GroupRecordStatus } from './coordinator.js';
 export { GroupElection } from './group-election.js';
+export { decide, initialState, leaseForMs } from './decide.js';
+export type { Decision, ElectionAction, ElectionEvent, ElectionState, Observation, SeenRecord, World } from './decide.js';
 export type { BeatOutcome, GroupHooks, GroupSettings, PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
 export type { ConfigRecord, DirectorRecord, GroupRole, GroupView, LeaderRecord, PreemptPolicy } from './records.js';
 export { TIMING_PROFILES, checkTiming, kernelLeaseMs, timingProblems, worstCaseTakeoverMs } from './timing.js';

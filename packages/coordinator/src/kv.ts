@@ -2,19 +2,64 @@ import { ConsecutiveBreaker, circuitBreaker, handleWhen, retry } from 'cockatiel
 import { Etcd3, isRecoverableError, type Lease, type Watcher } from 'etcd3';
 
 /**
- * The few etcd operations lbd needs, over etcd3 1.1.2, each with its own deadline: a read or a swap that
- * cannot finish within it fails instead of queueing behind an unreachable etcd (a late swap must never
- * land after the caller has given up on it and acted on that).
+ * The few key-value operations lbd's election and stores need (Kv), and their etcd implementation (EtcdKv,
+ * over etcd3 1.1.2: the only module that imports etcd3). Each call has its own deadline: a read or a swap
+ * that cannot finish within it fails instead of queueing behind an unreachable etcd (a late swap must never
+ * land after the caller has given up on it and acted on that). Tests run the election over MemoryKv
+ * (`@lbd/coordinator/testing`), on a fake clock, with faults injected.
  */
 export interface Entry {
   readonly value: string;
-  /** etcd mod revision, as a decimal string (int64). */
+  /** Mod revision, as a decimal string (int64). */
   readonly rev: string;
 }
 
 export type SwapResult = { readonly ok: true; readonly rev: string } | { readonly ok: false; readonly current: Entry | null };
 
-export class Kv {
+/** What a watch reports; every handler is optional. Events arrive in revision order. */
+export interface WatchHandlers {
+  put?(e: { readonly key: string; readonly value: string; readonly rev: string }): void;
+  delete?(e: { readonly key: string; readonly rev: string }): void;
+  /** The watch is (again) connected: events missed meanwhile follow. */
+  connected?(): void;
+  disconnected?(): void;
+  error?(err: unknown): void;
+}
+
+export interface KvWatch {
+  cancel(): Promise<void>;
+}
+
+/** A lease with automatic keep-alive: keys put through it vanish when it is revoked or expires. */
+export interface KvLease {
+  put(key: string, value: string): Promise<void>;
+  /** The store forgot the lease (unreachable longer than its TTL): its keys are gone. */
+  onLost(fn: () => void): void;
+  revoke(): Promise<void>;
+  /** Stops the keep-alive without revoking (the keys stay until the TTL runs out). */
+  release(): void;
+}
+
+export interface Kv {
+  get(key: string, timeoutMs?: number): Promise<Entry | null>;
+  list(prefix: string): Promise<Array<{ key: string } & Entry>>;
+  /**
+   * Writes `value` if the key's mod revision is still `expectRev` (`null`: the key must not exist), and
+   * `also` with it. On a lost swap returns what is there now.
+   */
+  swap(key: string, expectRev: string | null, value: string, timeoutMs?: number, also?: { key: string; value: string }): Promise<SwapResult>;
+  put(key: string, value: string, timeoutMs?: number): Promise<void>;
+  delete(key: string): Promise<void>;
+  /** Whether the store answers a linearizable read (for etcd: one that needs a raft leader) within `timeoutMs`. */
+  reachable(timeoutMs: number): Promise<boolean>;
+  watchKey(key: string, handlers: WatchHandlers): Promise<KvWatch>;
+  watchPrefix(prefix: string, handlers: WatchHandlers): Promise<KvWatch>;
+  lease(ttlSec: number): KvLease;
+  close(): void;
+}
+
+export class EtcdKv implements Kv {
+  /** For the few etcd-only reads (ranges at a revision, lease TTLs) of the stores beside the election. */
   readonly client: Etcd3;
 
   /**
@@ -50,10 +95,6 @@ export class Kv {
     return res.kvs.map((kv) => ({ key: kv.key.toString(), value: kv.value.toString(), rev: kv.mod_revision }));
   }
 
-  /**
-   * Writes `value` if the key's mod revision is still `expectRev` (`null`: the key must not exist). On a
-   * lost swap returns what is there now.
-   */
   async swap(key: string, expectRev: string | null, value: string, timeoutMs = this.callTimeoutMs, also?: { key: string; value: string }): Promise<SwapResult> {
     const deadline = { deadline: Date.now() + timeoutMs };
     const cond = expectRev === null ? this.client.if(key, 'Create', '==', 0) : this.client.if(key, 'Mod', '==', expectRev);
@@ -65,11 +106,14 @@ export class Kv {
     return { ok: false, current: kv === undefined ? null : { value: kv.value.toString(), rev: kv.mod_revision } };
   }
 
+  async put(key: string, value: string, timeoutMs = this.callTimeoutMs): Promise<void> {
+    await this.client.put(key).value(value).options({ deadline: Date.now() + timeoutMs }).exec();
+  }
+
   async delete(key: string): Promise<void> {
     await this.client.delete().key(key).exec();
   }
 
-  /** Whether etcd answers a linearizable read (which needs a raft leader) within `timeoutMs`. */
   async reachable(timeoutMs: number): Promise<boolean> {
     // Our own timer as well as the call's deadline: dialing a member that just died, or waiting out a
     // retry, happens before the deadline applies.
@@ -83,19 +127,35 @@ export class Kv {
     }
   }
 
-  watchKey(key: string): Promise<Watcher> {
-    return this.client.watch().key(key).create();
+  async watchKey(key: string, handlers: WatchHandlers): Promise<KvWatch> {
+    return wire(await this.client.watch().key(key).create(), handlers);
   }
 
-  watchPrefix(prefix: string): Promise<Watcher> {
-    return this.client.watch().prefix(prefix).create();
+  async watchPrefix(prefix: string, handlers: WatchHandlers): Promise<KvWatch> {
+    return wire(await this.client.watch().prefix(prefix).create(), handlers);
   }
 
-  lease(ttlSec: number): Lease {
-    return this.client.lease(ttlSec, { autoKeepAlive: true });
+  lease(ttlSec: number): KvLease {
+    const lease: Lease = this.client.lease(ttlSec, { autoKeepAlive: true });
+    return {
+      put: async (key, value) => { await lease.put(key).value(value).exec(); },
+      onLost: (fn) => { lease.on('lost', () => fn()); },
+      revoke: async () => { await lease.revoke(); },
+      release: () => lease.release(),
+    };
   }
 
   close(): void {
     this.client.close();
   }
+}
+
+function wire(w: Watcher, h: WatchHandlers): KvWatch {
+  w.on('put', (kv) => h.put?.({ key: kv.key.toString(), value: kv.value.toString(), rev: kv.mod_revision }))
+    .on('delete', (kv) => h.delete?.({ key: kv.key.toString(), rev: kv.mod_revision }))
+    .on('connected', () => h.connected?.())
+    .on('disconnected', () => h.disconnected?.())
+    // Without a listener an 'error' event would throw.
+    .on('error', (err) => h.error?.(err));
+  return { cancel: async () => { await w.cancel(); } };
 }
