@@ -162,6 +162,18 @@ describe('decide: the election as a pure step', () => {
       assert.deepEqual(state.observed, { rev: '71', record: r, at: 1310 });
     });
 
+    it('a swap that took longer than a lease lasts: not leading on it; the record names us, so the next tick resumes with a fresh beat', () => {
+      const r = rec({ term: 4, beat: 11 });
+      const late = run(standby({}, { attempting: true }), { kind: 'attempt-result', sent: 1300, record: r, reason: 'took over: x', result: { kind: 'swapped', rev: '71' } }, 1300 + k);
+      assert.deepEqual(late.actions, []);
+      assert.equal(late.state.role, 'standby');
+      assert.deepEqual(late.state.observed, { rev: '71', record: r, at: 1300 + k });
+      const done = run(late.state, { kind: 'attempt-done' }, 1300 + k + 1);
+      const next = run(done.state, { kind: 'tick' }, 1300 + k + 5);
+      assert.deepEqual(kinds(next.actions), ['attempt']);
+      assert.match(JSON.stringify(next.actions[0]), /resumed: named leader in etcd/);
+    });
+
     it('the first confirmed beat after etcd came back ends fail-static', () => {
       const s = leader({ role: 'fail-static', lastConfirmedSend: 1000, etcd: { failing: true, failingSince: 1100, backAt: 0, recoveredAt: -Infinity } });
       const { state, actions } = run(s, { kind: 'beat-result', sent: 1500, expectRev: '50', record: rec({ beat: 11 }), result: { kind: 'confirmed', rev: '51' } }, 1510);

@@ -385,6 +385,11 @@ class Step {
     // The swap landed after we promised a fail-static leader to stay away: lead only once that promise
     // has run out (the named-leader branch of tick() resumes then, with a fresh beat).
     if (this.now < this.s.promisedUntil) return;
+    // The swap took longer than a kernel lease lasts (etcd slow, or this thread starved): leading now would
+    // start past our own fence, with no lease to serve under and announcements the kernel would drop. The
+    // record names us, so the named-leader branch of tick() resumes at once with a fresh beat, whose send
+    // the lease is then counted from.
+    if (e.sent + kernelLeaseMs(this.t) <= this.now) return;
     const s = this.s;
     s.mine = { rev: r.rev, record: e.record };
     s.lastConfirmedSend = e.sent;
