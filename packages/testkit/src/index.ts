@@ -38,3 +38,5 @@ export { AGENT_BIN, HA_GROUP, HA_VIP, LBADM_BIN, OPS_CLIENTS, adminListeners, ag
 export type { ClusterStatusView, HaAdmin, HaLab, HaLabOptions, OpsClientName, SteadyTarget } from './ha-lab.js';
 export { DRILL_MODES, formatDrill, runDrill, summary as drillSummary } from './drill.js';
 export type { DrillMode, DrillOptions, DrillResult, DrillTarget, HolderChange } from './drill.js';
+export { ArpProbe, VipCapture, dualFigures, parseCaptureLine, sentFigures } from './vip-capture.js';
+export type { CaptureSubject, DualFigures, SentFigures, VipCaptureResult, VipPacket, VipPacketKind } from './vip-capture.js';
