@@ -40,3 +40,4 @@ export { DRILL_MODES, formatDrill, runDrill, summary as drillSummary } from './d
 export type { DrillMode, DrillOptions, DrillResult, DrillTarget, HolderChange } from './drill.js';
 export { ArpProbe, VipCapture, dualFigures, parseCaptureLine, sentFigures } from './vip-capture.js';
 export type { CaptureSubject, DualFigures, SentFigures, VipCaptureResult, VipPacket, VipPacketKind } from './vip-capture.js';
+export { BusyLoops } from './busy-loops.js';

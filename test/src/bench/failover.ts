@@ -1,8 +1,6 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { availableParallelism } from 'node:os';
 import { AdminApi } from '@lbd/proto';
 import {
-  DRILL_MODES, drillSummary, formatDrill, privilegeProblem, removeOrphans, runDrill, runPrefix, startHaLab,
+  BusyLoops, DRILL_MODES, drillSummary, formatDrill, privilegeProblem, removeOrphans, runDrill, runPrefix, startHaLab,
   type DrillMode, type DrillResult,
 } from '@lbd/testkit';
 import { passMiss, sum, table } from './report.js';
@@ -59,37 +57,25 @@ export async function benchFailover(opts: { quick: boolean; count?: number; load
 
 async function runVariant(v: Variant, count: number): Promise<DrillResult[]> {
   const lab = await startHaLab({ prefix: runPrefix('lbdb', 'fo'), timing: v.timing, admin: (s) => new AdminApi(s) });
-  const load: ChildProcess[] = [];
   const results: DrillResult[] = [];
   try {
     for (const mode of DRILL_MODES) {
       for (let i = 1; i <= count; i++) {
         // The load runs during each drill only (not the lab start or steady waits), bounded by its own deadline.
-        if (v.cpuLoad) load.push(...cpuLoad(60_000));
+        const load = v.cpuLoad ? BusyLoops.start(60_000) : undefined;
         try {
           const r = await runDrill(lab, mode);
           results.push(r);
           process.stdout.write(`${v.name} ${mode} ${i}/${count}: ${drillSummary(r)}\n`);
         } finally {
-          stopLoad(load);
+          await load?.stop();
         }
       }
     }
   } finally {
-    stopLoad(load);
     await lab.destroy();
   }
   return results;
-}
-
-/** One busy loop per core (in the root namespace, nothing to do with lbd), each ending by itself after `ms`. */
-function cpuLoad(ms: number): ChildProcess[] {
-  return Array.from({ length: availableParallelism() }, () =>
-    spawn(process.execPath, ['-e', `const end = Date.now() + ${ms}; while (Date.now() < end) {}`], { stdio: 'ignore' }));
-}
-
-function stopLoad(load: ChildProcess[]): void {
-  for (const p of load.splice(0)) p.kill('SIGKILL');
 }
 
 function p99(values: readonly number[]): number {
