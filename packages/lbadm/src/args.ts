@@ -1,4 +1,4 @@
-import { DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS } from '@lbd/config';
+import { DEFAULT_ADMIN_SOCKET, DRILL_MODES, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS } from '@lbd/config';
 import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
 
 /**
@@ -87,8 +87,6 @@ export type Since = { readonly agoMs: number } | { readonly unixMs: number };
 
 /** The event kinds the agent's event log records (admin.proto Event.kind). */
 export const EVENT_KINDS = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin'] as const;
-
-export const DRILL_MODES = ['switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage'] as const;
 
 export const USAGE = `usage: lbadm [--socket PATH | --server HOST:PORT --ca F --cert F --key F] [--json] COMMAND [flags]   (COMMAND: ${COMMANDS.join(', ')})`;
 

@@ -1,4 +1,5 @@
 import { randomInt } from 'node:crypto';
+import { DRILL_MODES, type DrillMode } from '@lbd/config';
 import { CLUSTER, DIRECTOR_NAMES, type ClusterTopology, type DirectorName } from './cluster-topology.js';
 import { runCommand, type BackgroundProcess } from './exec.js';
 import { holdersOf, leaderOf, statuses, waitFor, waitSteady, type ClusterStatusView, type HaAdmin, type SteadyTarget } from './ha-lab.js';
@@ -36,8 +37,7 @@ import type { ReadyReport, StreamResult } from './testclient.js';
  * - moved / newLeader: whether leadership changed by the end of the observation.
  */
 
-export type DrillMode = 'switchover' | 'kill-agent' | 'box-death' | 'etcd-partition' | 'peer-partition' | 'etcd-outage';
-export const DRILL_MODES: readonly DrillMode[] = ['switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage'];
+export { DRILL_MODES, type DrillMode };
 
 /** What a drill acts on: an HaLab, or the lab's running processes (deploy/lab/lab drill). */
 export interface DrillTarget extends SteadyTarget {
