@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import { AdminApi, isServiceError } from '@lbd/proto';
 import {
-  DIRECTOR_NAMES, drillSummary, labConfigText, removeOrphans, requireRoot, runDrill, runPrefix, runTestClient, startHaLab, waitFor, waitSteady,
-  type DirectorName, type DrillMode, type DrillResult, type HaLab, type HttpResult,
+  DIRECTOR_NAMES, PAUSE_DRILL_MODES, drillLabel, drillProblems, drillSummary, labConfigText, removeOrphans, requireRoot, runDrill, runPrefix, runTestClient,
+  startHaLab, waitFor, waitSteady,
+  type DirectorName, type DrillMode, type DrillOptions, type DrillResult, type HaLab, type HttpResult,
 } from '@lbd/testkit';
 
 /**
@@ -25,7 +26,7 @@ describe('high availability: failover drills on two directors with etcd @privile
 
   before(async function () {
     this.timeout(120_000);
-    await requireRoot(this, { commands: ['nft', 'ip', 'etcd', 'etcdctl', 'arping'] });
+    await requireRoot(this, { commands: ['nft', 'ip', 'etcd', 'etcdctl', 'arping', 'tcpdump'] });
     await removeOrphans('lbdt');
     labYaml = await labConfigText();
     lab = await startHaLab({ prefix: runPrefix('lbdt', 'ha'), admin: (socket) => new AdminApi(socket) });
@@ -39,13 +40,16 @@ describe('high availability: failover drills on two directors with etcd @privile
   const why = (r: DrillResult | undefined, what: string): string =>
     `${what}${r ? `\n${drillSummary(r)}\n${JSON.stringify({ ...r, failedStartsMs: r.failedStartsMs.slice(0, 20) })}` : ''}\n${lab.logs(25)}`;
 
-  async function drills(mode: DrillMode, times = REPEAT): Promise<DrillResult[]> {
+  async function drills(mode: DrillMode, times = REPEAT, opts: DrillOptions = {}): Promise<DrillResult[]> {
     const out: DrillResult[] = [];
     for (let i = 0; i < times; i++) {
-      const r = await runDrill(lab, mode);
-      assert.equal(r.dualOwnership, 0, why(r, `${mode} #${i + 1}: both directors held the vip`));
-      assert.ok(r.recovered, why(r, `${mode} #${i + 1}: service did not come back`));
-      assert.ok(r.holderSamples > 50, why(r, `${mode} #${i + 1}: the holder sampler hardly ran`));
+      const r = await runDrill(lab, mode, opts);
+      const name = `${drillLabel(r)}${r.busyCores > 0 ? ` (${r.busyCores} busy cores)` : ''} #${i + 1}`;
+      process.stderr.write(`      (${name}: ${drillSummary(r)})\n`);
+      assert.deepEqual(drillProblems(r), [], why(r, `${name} failed`));
+      // Where no agent is frozen, no director holds the vip address while another does either.
+      if (!PAUSE_DRILL_MODES.includes(mode)) assert.equal(r.dualHolding, 0, why(r, `${name}: both directors held the vip address`));
+      assert.ok(r.holderSamples > 50, why(r, `${name}: the holder sampler hardly ran`));
       out.push(r);
     }
     return out;
@@ -73,7 +77,7 @@ describe('high availability: failover drills on two directors with etcd @privile
     }
   });
 
-  it('agent kill -9 on the leader: no dual ownership, service continues or moves', async function () {
+  it('agent kill -9 on the leader: never two forwarding or answering, service continues or moves', async function () {
     this.timeout(REPEAT * 30_000);
     for (const r of await drills('kill-agent')) {
       assert.ok(r.restoredAfterMs <= r.worstCaseTakeoverMs + 1000, why(r, `service back after ${r.restoredAfterMs} ms`));

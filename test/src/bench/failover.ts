@@ -101,8 +101,8 @@ function targets(variants: readonly Variant[], all: ReadonlyMap<string, DrillRes
     // A request may fail only if it was open while the Failover call ran.
     const beyond = sum(sw.map((r) => r.failedStartsMs.filter((s) => s > r.injectMs).length));
     rows.push([v.name, 'switchover: failed beyond in flight', String(beyond), '0', passMiss(beyond === 0)]);
-    const dual = sum(rs.map((r) => r.dualOwnership));
-    rows.push([v.name, 'dual-ownership intervals (all modes, kernel events)', String(dual), '0', passMiss(dual === 0)]);
+    const dual = sum(rs.map((r) => r.dualHolding));
+    rows.push([v.name, 'dual address holding intervals (all modes, kernel events)', String(dual), '0', passMiss(dual === 0)]);
   }
   return table(['variant', 'figure', 'measured', 'target', ''], rows);
 }
