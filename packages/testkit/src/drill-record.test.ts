@@ -65,11 +65,13 @@ describe('leaderFigures', () => {
     groups: [{ name: 'default', leader, term, sinceUnixMs, reason: '', role: 'standby', preempt: 'after-sync', preemptDelayMs: 5000 }],
   });
   const of = (...vs: ClusterStatusView[]): Map<DirectorName, ClusterStatusView> => new Map(vs.map((v, i) => [(['dir1', 'dir2'] as const)[i]!, v]));
+  // The last number: from when the preempt delay counts (the other's claim, or the old leader's thaw).
   const cases: [string, Map<DirectorName, ClusterStatusView>, DirectorName, number | null, { leaderChanges: number | null; flapped: boolean }][] = [
     ['no change', of(view(7, 'dir1', 0)), 'dir1', null, { leaderChanges: 0, flapped: false }],
     ['one takeover', of(view(8, 'dir2', failedAt + 340)), 'dir2', 340, { leaderChanges: 1, flapped: false }],
     ['back after the preempt delay: scheduled', of(view(9, 'dir1', failedAt + 340 + 5200)), 'dir1', 340, { leaderChanges: 2, flapped: false }],
     ['back before the preempt delay: a flap', of(view(9, 'dir1', failedAt + 1400)), 'dir1', 340, { leaderChanges: 2, flapped: true }],
+    ['back 2.3 s after a 10 s pause: a flap, though 12 s after the claim', of(view(9, 'dir1', failedAt + 12_300)), 'dir1', 10_000, { leaderChanges: 2, flapped: true }],
     ['three changes: a flap', of(view(10, 'dir2', failedAt + 9000)), 'dir2', 340, { leaderChanges: 3, flapped: true }],
     ['the highest term any director reports', of(view(7, 'dir1', 0), view(8, 'dir2', failedAt + 340)), 'dir2', 340, { leaderChanges: 1, flapped: false }],
     ['no status after: unknown', new Map(), 'dir1', null, { leaderChanges: null, flapped: false }],

@@ -28,7 +28,7 @@ export { DRILL_MODES, PAUSE_DRILL_MODES, type DrillMode };
  *   every `arpProbeIntervalMs` from the router (ArpProbe) makes answering observable at all.
  * - leaderChanges: how often the group's leader changed during the observation (its term, before and
  *   after); `flapped` when it changed more than once, unless the second change was the preemption back
- *   that the group's preempt delay schedules (at least preemptDelayMs after the first).
+ *   that the group's preempt delay schedules (see leaderFigures).
  *
  * Service:
  * - noServiceMs: the longest stretch, ending at or after the failure, during which every HTTP request the
@@ -81,7 +81,7 @@ export interface DrillOptions {
   readonly etcdOutageMs?: number;
   /** How long pause-leader and pause-standby freeze the agent (default 3000 ms). */
   readonly pauseMs?: number;
-  /** Busy loops in the root namespace, one per core asked for, from before the load to the end of the observation (default 0). */
+  /** Busy loops in the root namespace, one per core asked for, from the baseline to the end of the observation (default 0). */
   readonly busyCores?: number;
   /** A broadcast ARP request for the vip from the router every this many ms (default 250; 0: none). */
   readonly arpProbeIntervalMs?: number;
@@ -244,7 +244,6 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     await Promise.all([sampler.stop(), probe?.stop(), busy?.stop()]);
   };
   try {
-    if (o.busyCores > 0) busy = BusyLoops.start(expectedMs + LOAD_SLACK_MS, o.busyCores);
     load = topology.spawn('client', process.execPath, ['-e', LOAD_SCRIPT, JSON.stringify({
       url: `http://${target.vip}/`, intervalMs: o.requestIntervalMs, timeoutMs: o.requestTimeoutMs, maxMs: expectedMs + LOAD_SLACK_MS,
       maxInFlight: 200, maxRequests: Math.ceil((expectedMs + LOAD_SLACK_MS) / o.requestIntervalMs) + 10,
@@ -264,6 +263,9 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     capture = await VipCapture.start(topology, router.host, router.frontIf, target.vip, macs);
     if (o.arpProbeIntervalMs > 0) probe = ArpProbe.start(topology, router.host, router.frontIf, router.frontIpv4, target.vip, o.arpProbeIntervalMs, expectedMs + LOAD_SLACK_MS);
     sampler.start();
+    // The busy loops start once the drill's own processes run (a starved start-up is not what is measured)
+    // and cover the baseline, the failure and the observation.
+    if (o.busyCores > 0) busy = BusyLoops.start(expectedMs + LOAD_SLACK_MS, o.busyCores);
     await delay(o.baselineMs);
     // The capture attributes the leader's replies before anything fails: it runs, and the MACs are right.
     await capture.waitForPacket((p) => p.kind === 'forwarded' && p.from === oldLeader, CAPTURE_SIGN_MS).catch((e: unknown) => {
@@ -327,7 +329,8 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     brokenConnections: streamResult ? streamResult.broken : o.streams,
     streamErrors: streamResult ? streamResult.perConnection.map((c) => c.error).filter((x): x is string => x !== null) : ['no stream report'],
     ...forwardingFigures(captured.value, failedAt, oldLeader, other),
-    ...leaderFigures(before, after, group, oldLeader, newLeader, failedAt, holding.claimedAtMs),
+    ...leaderFigures(before, after, group, oldLeader, newLeader, failedAt,
+      preemptFromMs(holding.claimedAtMs, paused === oldLeader && thawedAt !== null ? thawedAt - failedAt : null)),
     ...holding,
     skewedDualSamples: sampler.dual,
     holderChanges: sampler.changesFrom(failedAt),
@@ -379,13 +382,22 @@ function forwardingFigures(c: VipCaptureResult, failedAt: number, oldLeader: Dir
 }
 
 /**
+ * From when (relative to the failure) the old leader can have been a standby waiting out its preempt
+ * delay: once the other director claimed the vip, and, if the old leader was the one frozen, not before
+ * its thaw (a frozen agent counts no delay). Null when the other director never claimed the vip.
+ */
+function preemptFromMs(claimedAtMs: number | null, thawedAtMs: number | null): number | null {
+  return claimedAtMs === null ? null : Math.max(claimedAtMs, thawedAtMs ?? claimedAtMs);
+}
+
+/**
  * Leader changes during the observation from the group's term (every takeover and handover raises it by
  * one), the highest any answering director reports. A second change is the scheduled preemption back,
- * not a flap, when it returned the group to the old leader at least the group's preempt delay after the
- * first (the other director's claim of the vip, from address events).
+ * not a flap, when it returned the group to the old leader at least the group's preempt delay after
+ * `preemptFromMs` (relative to the failure, see preemptFromMs): a takeover back sooner is a flap.
  */
 export function leaderFigures(before: ReadonlyMap<DirectorName, ClusterStatusView>, after: ReadonlyMap<DirectorName, ClusterStatusView>, group: string,
-  oldLeader: DirectorName, newLeader: DirectorName | null, failedAt: number, claimedAtMs: number | null): Pick<DrillResult, 'leaderChanges' | 'flapped'> {
+  oldLeader: DirectorName, newLeader: DirectorName | null, failedAt: number, preemptFromMs: number | null): Pick<DrillResult, 'leaderChanges' | 'flapped'> {
   const groupOf = (m: ReadonlyMap<DirectorName, ClusterStatusView>) => [...m.values()].map((s) => s.groups.find((g) => g.name === group)).filter((g) => g !== undefined);
   const term = (m: ReadonlyMap<DirectorName, ClusterStatusView>): number | null => {
     const terms = groupOf(m).map((g) => Number(g.term)).filter((t) => Number.isFinite(t));
@@ -395,8 +407,8 @@ export function leaderFigures(before: ReadonlyMap<DirectorName, ClusterStatusVie
   if (t0 === null || t1 === null) return { leaderChanges: null, flapped: false };
   const changes = t1 - t0;
   const g = groupOf(after).find((x) => x.leader === oldLeader);
-  const scheduledBack = changes === 2 && newLeader === oldLeader && g !== undefined && g.preempt !== 'never' && claimedAtMs !== null
-    && g.sinceUnixMs - (failedAt + claimedAtMs) >= (g.preemptDelayMs ?? 0);
+  const scheduledBack = changes === 2 && newLeader === oldLeader && g !== undefined && g.preempt !== 'never' && preemptFromMs !== null
+    && g.sinceUnixMs - (failedAt + preemptFromMs) >= (g.preemptDelayMs ?? 0);
   return { leaderChanges: changes, flapped: changes > 1 && !scheduledBack };
 }
 
