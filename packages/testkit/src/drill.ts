@@ -305,12 +305,20 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
   // The watch and the capture are stopped and reaped here whatever happens; a timeline either could not
   // make exact fails the drill, after the restore below, rather than reporting a guess.
   const [ownership, captured] = await Promise.allSettled([watch.stop(), capture.stop()]);
-  const newLeader = (await leaderOf(api, group).catch(() => undefined)) ?? null;
-  const after = await statuses(target);
-  await Promise.all([load.stop(3000), streams?.stop(3000)]);
-  const records = parseLoad(load);
-  const streamResult = streams?.lastJson<StreamResult>();
-  const m = measure(records, failedAt, o.requestIntervalMs);
+  let newLeader: DirectorName | null;
+  let after: Map<DirectorName, ClusterStatusView>;
+  let m: ReturnType<typeof measure>;
+  let streamResult: StreamResult | undefined;
+  try {
+    newLeader = (await leaderOf(api, group).catch(() => undefined)) ?? null;
+    after = await statuses(target);
+    await Promise.all([load.stop(3000), streams?.stop(3000)]);
+    m = measure(parseLoad(load), failedAt, o.requestIntervalMs);
+    streamResult = streams?.lastJson<StreamResult>();
+  } catch (e) {
+    await undo().catch(() => undefined);
+    throw e;
+  }
 
   // ---- restore ----
   const restoreStart = Date.now();
