@@ -15,9 +15,9 @@ import { startTestServers } from './processes.js';
  * its own, a peer-link CA and certificates of its own). Everything it starts runs under the Topology, so
  * `destroy()` removes it all.
  *
- * The testkit does not depend on @lbd/proto: the admin API comes in through `admin` (tests pass
+ * This module does not depend on @lbd/proto: the admin API comes in through `admin` (tests pass
  * `(socket) => new AdminApi(socket)`); without it, `lbadmAdmin` drives the built lbadm (slower, one
- * process per call; what the lab bin uses).
+ * process per call: too slow for the drills' 2 s status bound on a loaded machine).
  */
 
 /** What the labs and drills need of the admin API: a structural subset of @lbd/proto's AdminApi. */

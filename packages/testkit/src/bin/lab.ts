@@ -11,7 +11,7 @@ import { DRILL_PAUSE_MS } from '@lbd/config';
 import { AdminApi } from '@lbd/proto';
 import { DRILL_MODES, PAUSE_DRILL_MODES, drillProblems, drillRecord, formatDrill, runDrill, summary, type DrillMode, type DrillResult, type DrillTarget } from '../drill.js';
 import { etcdMemberArgs } from '../etcd.js';
-import { HA_GROUP, HA_VIP, lbadmAdmin, waitAgentAnswers, waitSteady, type HaAdmin } from '../ha-lab.js';
+import { HA_GROUP, HA_VIP, waitAgentAnswers, waitSteady, type HaAdmin } from '../ha-lab.js';
 import { runCommand } from '../exec.js';
 import { listNamespaces, namespacePids } from '../netns.js';
 
@@ -145,7 +145,6 @@ async function drill(cmd: string, args: readonly string[]): Promise<number> {
 const LAB_ENV = {
   state: process.env.LAB_STATE ?? '.lab',
   agentJs: process.env.LAB_AGENT_JS ?? 'packages/director-agent/dist/bin/lbd-agent.js',
-  lbadmJs: process.env.LAB_LBADM_JS ?? 'packages/lbadm/dist/bin/lbadm.js',
   socketDir: process.env.LAB_SOCKET_DIR ?? '/run/lbd',
   configDir: process.env.LAB_CONFIG_DIR ?? 'deploy/lab',
 };
@@ -173,10 +172,12 @@ async function labTarget(): Promise<DrillTarget> {
   const cluster = await openClusterTopology({ prefix: LAB_PREFIX, realServers: LAB_REAL_SERVERS });
   const socket = (d: DirectorName): string => `${LAB_ENV.socketDir}/${d}.sock`;
   const agentPidFile = (d: DirectorName): string => `${LAB_ENV.state}/${d}-agent.pid`;
+  // The admin API in this process, not through lbadm: on a loaded machine starting one lbadm process per
+  // call took longer than the drills' 2 s bound on a status call (seen: 2.7 s), so every call failed.
   const apis = new Map<DirectorName, HaAdmin>();
   const api = (d: DirectorName): HaAdmin => {
     let a = apis.get(d);
-    if (a === undefined) apis.set(d, (a = lbadmAdmin(socket(d), LAB_ENV.lbadmJs)));
+    if (a === undefined) apis.set(d, (a = new AdminApi(socket(d))));
     return a;
   };
   /** Agent pids as last seen, so agentRunning can answer synchronously. */
