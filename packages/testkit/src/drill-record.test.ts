@@ -26,23 +26,32 @@ describe('drillRecord', () => {
     assert.ok(Object.values(r.fields).every((v) => typeof v === 'string'));
   });
 
-  const failing: [string, Partial<DrillResult>, RegExp][] = [
-    ['dual forwarding', { dualForwarding: 12, dualForwardingMs: 2480.5 }, /both directors forwarded for the vip: dir1 still 12 packets over 2480\.5 ms after dir2's first/],
-    ['dual ARP answering', { dualAnswering: 3, dualAnsweringMs: 1000 }, /both directors answered ARP for the vip: dir1 still 3 ARP packets/],
-    ['service not back', { recovered: false }, /service did not come back/],
-    ['service back too late', { restoredAfterMs: 1341 }, /service back after 1341 ms, beyond the worst-case takeover 340 ms \+ 1000 ms/],
-    ['a flap', { leaderChanges: 3, flapped: true }, /the leader changed 3 times/],
-    ['leader changes unknown', { leaderChanges: null }, /leader changes unknown/],
+  const failing: [string, Partial<DrillResult>, RegExp, string][] = [
+    ['dual forwarding', { dualForwarding: 12, dualForwardingMs: 2480.5 }, /both directors forwarded for the vip: dir1 still 12 packets over 2480\.5 ms after dir2's first/, 'dual-forwarding'],
+    ['dual ARP answering', { dualAnswering: 3, dualAnsweringMs: 1000 }, /both directors answered ARP for the vip: dir1 still 3 ARP packets/, 'dual-answering'],
+    ['service not back', { recovered: false }, /service did not come back/, 'no-service'],
+    ['service back too late', { restoredAfterMs: 1341 }, /service back after 1341 ms, beyond the worst-case takeover 340 ms \+ 1000 ms/, 'service-late'],
+    ['a flap', { leaderChanges: 3, flapped: true }, /the leader changed 3 times/, 'flap'],
+    ['leader changes unknown', { leaderChanges: null }, /leader changes unknown/, 'leader-unknown'],
   ];
-  for (const [what, change, reason] of failing) {
+  for (const [what, change, reason, code] of failing) {
     it(`fails on ${what}`, () => {
       const r = { ...ok, ...change };
       assert.equal(drillPassed(r), false);
       assert.match(drillProblems(r).join('; '), reason);
       assert.equal(drillRecord(r).result, 'fail');
-      assert.match(drillRecord(r).fields.problems ?? '', reason);
+      assert.equal(drillRecord(r).fields.failedOn, code);
+      assert.match(drillRecord(r).reason, reason);
     });
   }
+
+  it('keeps every field within the event log\'s 256 characters, whatever failed', () => {
+    const worst = { ...ok, recovered: false, dualForwarding: 123_456, dualForwardingMs: 12_345.6, dualAnswering: 99_999, dualAnsweringMs: 12_345.6, leaderChanges: 9, flapped: true };
+    const r = drillRecord(worst);
+    assert.equal(r.fields.failedOn, 'dual-forwarding,dual-answering,no-service,flap');
+    for (const [k, v] of Object.entries(r.fields)) assert.ok(v.length <= 256, `${k}: ${v.length} characters`);
+    assert.ok(r.reason.length <= 2000, `reason: ${r.reason.length} characters`);
+  });
 
   it('does not judge address holding: a frozen director may keep the address while its kernel neither forwards nor answers', () => {
     assert.deepEqual(drillProblems({ ...ok, dualHolding: 1, dualHoldingMs: 3000 }), []);

@@ -864,6 +864,30 @@ async function readStart(topology: Topology, switchHost: string, s: OwnershipSub
 
 // ---- reporting --------------------------------------------------------------------------------------
 
+/** One reason a drill failed: a short code (the event log's `failedOn` field) and the words. */
+interface DrillProblem {
+  readonly code: 'dual-forwarding' | 'dual-answering' | 'no-service' | 'service-late' | 'leader-unknown' | 'flap';
+  readonly text: string;
+}
+
+function problemsOf(r: DrillResult): DrillProblem[] {
+  const out: DrillProblem[] = [];
+  const other = r.oldLeader === 'dir1' ? 'dir2' : 'dir1';
+  if (r.dualForwarding > 0) {
+    out.push({ code: 'dual-forwarding', text: `both directors forwarded for the vip: ${r.oldLeader} still ${r.dualForwarding} packets over ${r.dualForwardingMs.toFixed(1)} ms after ${other}'s first` });
+  }
+  if (r.dualAnswering > 0) {
+    out.push({ code: 'dual-answering', text: `both directors answered ARP for the vip: ${r.oldLeader} still ${r.dualAnswering} ARP packets over ${r.dualAnsweringMs.toFixed(1)} ms after ${other}'s first` });
+  }
+  if (!r.recovered) out.push({ code: 'no-service', text: 'service did not come back' });
+  else if (r.restoredAfterMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS) {
+    out.push({ code: 'service-late', text: `service back after ${r.restoredAfterMs} ms, beyond the worst-case takeover ${r.worstCaseTakeoverMs} ms + ${SERVICE_BACK_SLACK_MS} ms` });
+  }
+  if (r.leaderChanges === null) out.push({ code: 'leader-unknown', text: 'no director reported the group\'s term: leader changes unknown' });
+  else if (r.flapped) out.push({ code: 'flap', text: `the leader changed ${r.leaderChanges} times during the observation (a flap)` });
+  return out;
+}
+
 /**
  * Why a drill failed, in words; empty when it passed. A drill passes on forwarding and answering: at no
  * instant did two directors forward or answer ARP for the vip, service was back within the worst-case
@@ -871,21 +895,7 @@ async function readStart(topology: Topology, switchHost: string, s: OwnershipSub
  * frozen director under a kernel lease keeps the address, harmlessly).
  */
 export function drillProblems(r: DrillResult): string[] {
-  const out: string[] = [];
-  const other = r.oldLeader === 'dir1' ? 'dir2' : 'dir1';
-  if (r.dualForwarding > 0) {
-    out.push(`both directors forwarded for the vip: ${r.oldLeader} still ${r.dualForwarding} packets over ${r.dualForwardingMs.toFixed(1)} ms after ${other}'s first`);
-  }
-  if (r.dualAnswering > 0) {
-    out.push(`both directors answered ARP for the vip: ${r.oldLeader} still ${r.dualAnswering} ARP packets over ${r.dualAnsweringMs.toFixed(1)} ms after ${other}'s first`);
-  }
-  if (!r.recovered) out.push('service did not come back');
-  else if (r.restoredAfterMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS) {
-    out.push(`service back after ${r.restoredAfterMs} ms, beyond the worst-case takeover ${r.worstCaseTakeoverMs} ms + ${SERVICE_BACK_SLACK_MS} ms`);
-  }
-  if (r.leaderChanges === null) out.push('no director reported the group\'s term: leader changes unknown');
-  else if (r.flapped) out.push(`the leader changed ${r.leaderChanges} times during the observation (a flap)`);
-  return out;
+  return problemsOf(r).map((p) => p.text);
 }
 
 /** A drill passes when drillProblems finds nothing. */
@@ -900,7 +910,7 @@ export function drillLabel(r: Pick<DrillResult, 'mode' | 'pauseMs'>): string {
 
 /** A drill's result as the agents' event log stores it (admin RecordDrill: a `drill` event). */
 export function drillRecord(r: DrillResult): { mode: string; result: 'pass' | 'fail'; reason: string; fields: Record<string, string> } {
-  const problems = drillProblems(r);
+  const problems = problemsOf(r);
   const fields: Record<string, string> = {
     failedAt: new Date(r.failedAt).toISOString(), oldLeader: r.oldLeader, newLeader: r.newLeader ?? '', moved: String(r.moved),
     noServiceMs: String(r.noServiceMs), restoredAfterMs: String(r.restoredAfterMs), recovered: String(r.recovered),
@@ -912,9 +922,12 @@ export function drillRecord(r: DrillResult): { mode: string; result: 'pass' | 'f
     releaseToClaimMs: r.releaseToClaimMs === null ? '' : r.releaseToClaimMs.toFixed(3),
     ...(r.pauseMs === null ? {} : { pauseMs: String(r.pauseMs) }),
     ...(r.busyCores === 0 ? {} : { busyCores: String(r.busyCores) }),
-    ...(problems.length === 0 ? {} : { problems: problems.join('; ') }),
+    // The event log bounds a field's length: the codes here, the figures in the other fields and the reason.
+    ...(problems.length === 0 ? {} : { failedOn: problems.map((p) => p.code).join(',') }),
   };
-  return { mode: r.mode, result: problems.length === 0 ? 'pass' : 'fail', reason: summary(r), fields };
+  // A failed drill's reason starts with why it failed (the log bounds a reason at 2000 characters: ample).
+  const reason = problems.length === 0 ? summary(r) : `${problems.map((p) => p.text).join('; ')}. ${summary(r)}`;
+  return { mode: r.mode, result: problems.length === 0 ? 'pass' : 'fail', reason, fields };
 }
 
 /** One line about one drill. */
