@@ -23,6 +23,7 @@ describe('parseArgs', () => {
     [['failover', '--group', 'default', '--to', 'dir2'], {}, 'failover /run/lbd/admin.sock json=false group=default to=dir2'],
     [['apply', '-f', 'x', '--expect-revision', '0'], {}, 'apply /run/lbd/admin.sock json=false file=x expect=0'],
     [['drill', 'failover', '--mode', 'box-death', '--count', '20'], {}, 'drill /run/lbd/admin.sock json=false args=failover mode=box-death count=20'],
+    [['drill', 'failover', '--mode', 'pause-leader', '--pause-ms', '10000'], {}, 'drill /run/lbd/admin.sock json=false args=failover mode=pause-leader count=1 pause=10000'],
     [['server', 'drain', 'web', '198.19.1.12:8080', '--dry-run'], {}, 'server /run/lbd/admin.sock json=false dry-run args=drain,web,198.19.1.12:8080'],
     [['server', 'add', 'web', '[fd00::1]:80', '--weight', '0', '--health-port', '9000'], {}, 'server /run/lbd/admin.sock json=false args=add,web,[fd00::1]:80 server={"weight":0,"healthPort":9000}'],
     [['server', 'edit', 'web', '198.19.1.12:8080', '--weight=65535'], {}, 'server /run/lbd/admin.sock json=false args=edit,web,198.19.1.12:8080 server={"weight":65535}'],
@@ -48,6 +49,7 @@ describe('parseArgs', () => {
       if (i.to !== undefined) parts.push(`to=${i.to}`);
       if (i.expectRevision !== undefined) parts.push(`expect=${i.expectRevision}`);
       if (i.mode !== undefined) parts.push(`mode=${i.mode}`, `count=${i.count}`);
+      if (i.pauseMs !== undefined) parts.push(`pause=${i.pauseMs}`);
       if (Object.keys(i.serverFields).length > 0) parts.push(`server=${JSON.stringify(i.serverFields)}`);
       if (Object.keys(i.serviceFields).length > 0) parts.push(`service=${JSON.stringify(i.serviceFields)}`);
       if (i.names) parts.push('names');
@@ -67,8 +69,10 @@ describe('parseArgs', () => {
     [['failover'], 'lbadm failover needs --group G (lbadm cluster status lists the vip groups)'],
     [['failover', '--to', 'dir2'], 'lbadm failover needs --group G (lbadm cluster status lists the vip groups)'],
     [['apply', '-f', 'x', '--expect-revision', '-1'], '--expect-revision: "-1" is not a config revision (0 or more)'],
-    [['drill', 'failover'], 'lbadm drill failover needs --mode, one of: switchover, kill-agent, box-death, etcd-partition, peer-partition, etcd-outage'],
-    [['drill', 'failover', '--mode', 'meteor'], '--mode: "meteor" is not one of switchover, kill-agent, box-death, etcd-partition, peer-partition, etcd-outage'],
+    [['drill', 'failover'], 'lbadm drill failover needs --mode, one of: switchover, kill-agent, box-death, etcd-partition, peer-partition, etcd-outage, pause-leader, pause-standby'],
+    [['drill', 'failover', '--mode', 'meteor'], '--mode: "meteor" is not one of switchover, kill-agent, box-death, etcd-partition, peer-partition, etcd-outage, pause-leader, pause-standby'],
+    [['drill', 'failover', '--mode', 'pause-leader', '--pause-ms', '50'], '--pause-ms: "50" is not a whole number of milliseconds from 100 to 60000'],
+    [['drill', 'failover', '--mode', 'box-death', '--pause-ms', '1000'], '--pause-ms: only the modes pause-leader and pause-standby pause an agent'],
     [['drill', 'failover', '--mode', 'box-death', '--count', '0'], '--count: "0" is not a whole number from 1 to 1000'],
     [['status', '--watch'], '--watch is not a flag of "lbadm status" (it belongs to lbadm health)'],
     [['status', '--service', 'web'], '--service is not a flag of "lbadm status" (it belongs to lbadm conns, lbadm health)'],

@@ -1,4 +1,4 @@
-import { DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS } from '@lbd/config';
+import { DEFAULT_ADMIN_SOCKET, DRILL_MODES, DRILL_PAUSE_MS, FORWARDING_MODES, MAX_WEIGHT, PAUSE_DRILL_MODES, PROTOCOLS, SCHEDULERS } from '@lbd/config';
 import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
 
 /**
@@ -49,6 +49,8 @@ export interface Invocation {
   /** drill */
   readonly mode: string | undefined;
   readonly count: number;
+  /** drill, pause modes: how long the agent stays frozen (undefined: the lab's default) */
+  readonly pauseMs: number | undefined;
   /** events: keep streaming new ones */
   readonly follow: boolean;
   /** events: from when (a duration before now, or a time) */
@@ -87,8 +89,6 @@ export type Since = { readonly agoMs: number } | { readonly unixMs: number };
 
 /** The event kinds the agent's event log records (admin.proto Event.kind). */
 export const EVENT_KINDS = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin'] as const;
-
-export const DRILL_MODES = ['switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage'] as const;
 
 export const USAGE = `usage: lbadm [--socket PATH | --server HOST:PORT --ca F --cert F --key F] [--json] COMMAND [flags]   (COMMAND: ${COMMANDS.join(', ')})`;
 
@@ -138,11 +138,13 @@ commands:
                                   changes the agent would make, and changes nothing
   completion bash|zsh             prints a shell completion script, e.g.
                                   lbadm completion bash > /etc/bash_completion.d/lbadm
-  drill failover --mode MODE [--count N]
+  drill failover --mode MODE [--count N] [--pause-ms MS]
                                   in the lab (deploy/lab/lab up): runs a client load through the vip,
                                   causes MODE (${DRILL_MODES.join(', ')}) N times (default 1)
                                   and reports time without service, failed requests, broken
-                                  connections and whether two directors ever held the vip
+                                  connections and whether two directors ever forwarded or answered
+                                  ARP for the vip at once (seen from the router); --pause-ms: how
+                                  long pause-leader and pause-standby freeze the agent (default ${DRILL_PAUSE_MS.default})
   events [--since DURATION|TIME] [--follow] [--kind K] [--director D] [--local] [--limit N]
                                   the event log: every transition (vip group role, vip, health,
                                   config, sync, drill, admin) with its reason, oldest first; in a
@@ -209,6 +211,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--to': { value: true, commands: ['failover'] },
   '--expect-revision': { value: true, commands: ['apply'] },
   '--count': { value: true, commands: ['drill'] },
+  '--pause-ms': { value: true, commands: ['drill'] },
   '--follow': { value: false, commands: ['events'] },
   '--since': { value: true, commands: ['events'] },
   '--director': { value: true, commands: ['events'] },
@@ -382,10 +385,18 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
   const countText = str('--count') ?? '1';
   const count = Number(countText);
   if (!/^\d+$/.test(countText) || count < 1 || count > 1000) throw new UsageError(`--count: "${countText}" is not a whole number from 1 to 1000`);
+  const pauseText = str('--pause-ms');
+  const pauseMs = pauseText === undefined ? undefined : Number(pauseText);
+  if (pauseText !== undefined) {
+    if (!/^\d+$/.test(pauseText) || pauseMs! < DRILL_PAUSE_MS.min || pauseMs! > DRILL_PAUSE_MS.max) {
+      throw new UsageError(`--pause-ms: "${pauseText}" is not a whole number of milliseconds from ${DRILL_PAUSE_MS.min} to ${DRILL_PAUSE_MS.max}`);
+    }
+    if (!(PAUSE_DRILL_MODES as readonly (string | undefined)[]).includes(mode)) throw new UsageError(`--pause-ms: only the modes ${PAUSE_DRILL_MODES.join(' and ')} pause an agent`);
+  }
   return {
     command, socket, server, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
     rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
-    group: str('--group'), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode, count,
+    group: str('--group'), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode, count, pauseMs,
     follow: seen.has('--follow'), since, director, kind, local: seen.has('--local'), limit,
     serverFields: serverFields(str), serviceFields: serviceFields(str, command === 'service' ? mode : undefined), names: seen.has('--names'),
   };

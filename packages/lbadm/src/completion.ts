@@ -1,5 +1,5 @@
-import { FORWARDING_MODES, PROTOCOLS, SCHEDULERS } from '@lbd/config';
-import { COMMANDS, CONNECTION_FLAGS, DRILL_MODES, GLOBAL_FLAGS, SUBCOMMANDS, VALUE_FLAGS, flagsOf, type Command } from './args.js';
+import { DRILL_MODES, FORWARDING_MODES, PROTOCOLS, SCHEDULERS } from '@lbd/config';
+import { COMMANDS, CONNECTION_FLAGS, GLOBAL_FLAGS, SUBCOMMANDS, VALUE_FLAGS, flagsOf, type Command } from './args.js';
 
 /**
  * `lbadm completion bash|zsh`: a completion script generated from the command line's own tables (commands,

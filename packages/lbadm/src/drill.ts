@@ -15,7 +15,7 @@ export async function drill(inv: Invocation, io: { stdout(text: string): void; s
     io.stderr(`lbadm: drills run in the lab only, and ${lab} is not there; run lbadm from the lbd repository after deploy/lab/lab up\n`);
     return EXIT.unavailable;
   }
-  const args = ['drill', '--mode', inv.mode!, '--count', String(inv.count), ...(inv.json ? ['--json'] : [])];
+  const args = ['drill', '--mode', inv.mode!, '--count', String(inv.count), ...(inv.pauseMs !== undefined ? ['--pause-ms', String(inv.pauseMs)] : []), ...(inv.json ? ['--json'] : [])];
   return new Promise<number>((resolve) => {
     const child = spawn(lab, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout.on('data', (b: Buffer) => io.stdout(b.toString()));

@@ -1,17 +1,36 @@
 import { randomInt } from 'node:crypto';
+import { DRILL_MODES, DRILL_PAUSE_MS, PAUSE_DRILL_MODES, type DrillMode } from '@lbd/config';
+import { BusyLoops } from './busy-loops.js';
 import { CLUSTER, DIRECTOR_NAMES, type ClusterTopology, type DirectorName } from './cluster-topology.js';
 import { runCommand, type BackgroundProcess } from './exec.js';
 import { holdersOf, leaderOf, statuses, waitFor, waitSteady, type ClusterStatusView, type HaAdmin, type SteadyTarget } from './ha-lab.js';
 import { spawnTestClient } from './processes.js';
 import type { Topology } from './netns.js';
 import type { ReadyReport, StreamResult } from './testclient.js';
+import { ArpProbe, VipCapture, dualFigures, sentFigures, type SentFigures, type VipCaptureResult } from './vip-capture.js';
+
+export { DRILL_MODES, PAUSE_DRILL_MODES, type DrillMode };
 
 /**
  * Failure drills on a running active/standby cluster (an HaLab in tests and benchmarks, the lab's
- * namespaces in `deploy/lab/lab drill`): while a client load runs through the vip and both directors are
- * sampled for holding it, one failure is caused on the current leader, measured, and undone.
+ * namespaces in `deploy/lab/lab drill`): while a client load runs through the vip, one failure is caused
+ * (on the current leader; pause-standby: on the standby), measured, and undone. The modes are
+ * @lbd/config's DRILL_MODES.
  *
- * Measures (times relative to `failedAt`, the instant the failure was caused):
+ * Forwarding and answering, the measure a drill passes or fails on (VipCapture, on the router's front
+ * interface; times relative to `failedAt`, the instant the failure was caused):
+ * - forwarded / arpSent: per director, the IPv4 packets from the vip (replies to clients, after de-NAT)
+ *   and the ARP packets naming the vip as sender (answers, announcements) that reached the router after
+ *   the failure, told apart by source MAC: count, first and last.
+ * - dualForwarding / dualForwardingMs: packets the old leader still forwarded at or after the other
+ *   director's first, and the span from that first to the old leader's last (0 and 0: a clean handover,
+ *   or no move). dualAnswering / dualAnsweringMs: the same for ARP. A broadcast ARP request for the vip
+ *   every `arpProbeIntervalMs` from the router (ArpProbe) makes answering observable at all.
+ * - leaderChanges: how often the group's leader changed during the observation (its term, before and
+ *   after); `flapped` when it changed more than once, unless the second change was the preemption back
+ *   that the group's preempt delay schedules (see leaderFigures).
+ *
+ * Service:
  * - noServiceMs: the longest stretch, ending at or after the failure, during which every HTTP request the
  *   client *started* failed: the time between the starts of the two successful requests either side of
  *   it. A request is a fresh TCP connection every `requestIntervalMs` (5 ms) with a `requestTimeoutMs`
@@ -25,23 +44,26 @@ import type { ReadyReport, StreamResult } from './testclient.js';
  * - failedRequests: every failed request of the drill (baseline included: those should be none);
  *   `failedStartsMs` where they started; `inFlightAtFailure` how many were open when the failure came.
  * - brokenConnections: of `streams` long-lived connections (lbd-testclient stream to vip:9000), those that
- *   broke or stalled. Connections are not synced between directors (not built yet), so an unplanned move
- *   of the vip breaks them; they are reported, not judged.
- * - dualOwnership / dualOwnershipMs / dualIntervals: whether, how long and when both directors held the vip
- *   (the address on eth0, eth0 up with carrier), from the kernel's address and link events (OwnershipWatch),
- *   not from sampling: exact to the order the kernel made the changes, durations to the µs. dualOwnership
- *   counts the intervals. The drill fails (rejects) when the events could not all be read.
+ *   broke or stalled. Reported, not judged here.
+ *
+ * Address holding (OwnershipWatch: the kernel's address and link events; for comparison, not judged: a
+ * director frozen under a kernel lease keeps the address but neither forwards nor answers):
+ * - dualHolding / dualHoldingMs / dualHoldingIntervals: whether, how long and when both directors held the
+ *   vip address (on eth0, eth0 up with carrier); exact to the order the kernel made the changes, durations
+ *   to the µs. dualHolding counts the intervals.
  * - releasedAtMs / claimedAtMs / releaseToClaimMs: when the old leader stopped holding the vip, when the
- *   other director started, and the gap between them (negative: an overlap, also counted as dual).
- * - moved / newLeader: whether leadership changed by the end of the observation.
+ *   other director started, and the gap between them (negative: an overlap).
+ *
+ * The drill rejects when a measure could not be taken exactly (the capture dropped packets, the monitor
+ * lost events): a guess is not a result.
  */
-
-export type DrillMode = 'switchover' | 'kill-agent' | 'box-death' | 'etcd-partition' | 'peer-partition' | 'etcd-outage';
-export const DRILL_MODES: readonly DrillMode[] = ['switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage'];
 
 /** What a drill acts on: an HaLab, or the lab's running processes (deploy/lab/lab drill). */
 export interface DrillTarget extends SteadyTarget {
+  /** Signals the director's agent and waits for it to exit (SIGKILL after a bound). */
   killAgent(dir: DirectorName, signal?: NodeJS.Signals): Promise<void>;
+  /** Signals the director's agent and returns at once (SIGSTOP, SIGCONT): no-op when it does not run. */
+  signalAgent(dir: DirectorName, signal: NodeJS.Signals): Promise<void>;
   startAgent(dir: DirectorName): Promise<void>;
   pauseEtcd(): Promise<void>;
   resumeEtcd(): Promise<void>;
@@ -50,10 +72,19 @@ export interface DrillTarget extends SteadyTarget {
 export interface DrillOptions {
   /** Load before the failure (default 500 ms). */
   readonly baselineMs?: number;
-  /** Watching after the failure (default: worst-case takeover + 1500 ms; etcd-outage: outage + 1500 ms). */
+  /**
+   * Watching after the failure (default: worst-case takeover + 1500 ms; etcd-outage: the outage + 1500 ms;
+   * pause modes: the pause + worst-case takeover + 2000 ms, long enough to see a flap after the thaw).
+   */
   readonly observeMs?: number;
   /** How long etcd-outage pauses every member (default 3000 ms). */
   readonly etcdOutageMs?: number;
+  /** How long pause-leader and pause-standby freeze the agent (default 3000 ms). */
+  readonly pauseMs?: number;
+  /** Busy loops in the root namespace, one per core asked for, from the baseline to the end of the observation (default 0). */
+  readonly busyCores?: number;
+  /** A broadcast ARP request for the vip from the router every this many ms (default 250; 0: none). */
+  readonly arpProbeIntervalMs?: number;
   readonly requestIntervalMs?: number;
   readonly requestTimeoutMs?: number;
   /** Long-lived stream connections (default 10; 0 for none). */
@@ -75,6 +106,12 @@ export interface HolderChange {
 
 export interface DrillResult {
   readonly mode: DrillMode;
+  /** Pause modes: how long the agent was frozen (asked for); null for the other modes. */
+  readonly pauseMs: number | null;
+  /** Pause modes: when the agent was thawed, relative to the failure; null for the other modes. */
+  readonly thawedAtMs: number | null;
+  /** Busy loops that ran beside the drill (one per core). */
+  readonly busyCores: number;
   /** Unix ms when the failure was caused. */
   readonly failedAt: number;
   /** How long causing it took (the failover call, the kill, the cut). */
@@ -96,14 +133,30 @@ export interface DrillResult {
   readonly streams: number;
   readonly brokenConnections: number;
   readonly streamErrors: readonly string[];
-  /** Intervals in which both directors held the vip (0: never), from kernel events. */
-  readonly dualOwnership: number;
+  /** Per director, IPv4 packets from the vip that reached the router after the failure. */
+  readonly forwarded: Readonly<Record<DirectorName, SentFigures>>;
+  /** Per director, ARP packets with the vip as sender that reached the router after the failure. */
+  readonly arpSent: Readonly<Record<DirectorName, SentFigures>>;
+  /** Packets the old leader forwarded at or after the other director's first (0: never both). */
+  readonly dualForwarding: number;
+  /** From the other director's first forwarded packet to the old leader's last of those (ms; 0 when none). */
+  readonly dualForwardingMs: number;
+  /** The same for ARP packets: the old leader still answering once the other had started to. */
+  readonly dualAnswering: number;
+  readonly dualAnsweringMs: number;
+  /** Packets the capture saw in all (baseline included), and those from a MAC that is no director's. */
+  readonly capturedPackets: number;
+  readonly unattributedPackets: number;
+  /** How often the group's leader changed during the observation (term after - term before); null if unknown. */
+  readonly leaderChanges: number | null;
+  /** The leader changed more than once, and not by the scheduled preemption back. */
+  readonly flapped: boolean;
+  /** Address holding: intervals in which both directors held the vip address (0: never), from kernel events. */
+  readonly dualHolding: number;
   /** Their total length (ms, µs precision). */
-  readonly dualOwnershipMs: number;
+  readonly dualHoldingMs: number;
   /** The intervals, relative to the failure (ms, µs precision). */
-  readonly dualIntervals: readonly RelInterval[];
-  /** Start of the first dual interval relative to the failure, null if none. */
-  readonly firstDualMs: number | null;
+  readonly dualHoldingIntervals: readonly RelInterval[];
   /** Per director, when it held the vip during the observation, relative to the failure (from kernel events). */
   readonly holdIntervals: Readonly<Record<DirectorName, readonly RelInterval[]>>;
   /** When the old leader stopped holding the vip (the end of its hold at the failure), null if it kept it. */
@@ -131,11 +184,20 @@ export interface RelInterval {
 }
 
 const DEFAULTS = {
-  baselineMs: 500, etcdOutageMs: 3000, requestIntervalMs: 5, requestTimeoutMs: 500, streams: 10, sampleIntervalMs: 10,
+  baselineMs: 500, etcdOutageMs: 3000, pauseMs: DRILL_PAUSE_MS.default, busyCores: 0, arpProbeIntervalMs: 250,
+  requestIntervalMs: 5, requestTimeoutMs: 500, streams: 10, sampleIntervalMs: 10,
 };
+/** Watching after a timed failure (etcd outage, agent pause) ends, or after the worst-case takeover. */
+const OBSERVE_AFTER_MS = 1500;
+/** After a thaw: a flap (a frozen agent acting on what it knew before the pause) shows within this. */
+const OBSERVE_AFTER_THAW_MS = 2000;
+/** Service must be back within the worst-case takeover plus this (announcements, a loaded machine). */
+export const SERVICE_BACK_SLACK_MS = 1000;
 /** Slack of the load client's own deadline beyond the drill's expected length. */
 const LOAD_SLACK_MS = 30_000;
 const STREAM_READY_MS = 10_000;
+/** Bound on seeing the leader's first forwarded packet in the capture before the failure. */
+const CAPTURE_SIGN_MS = 5000;
 
 export async function runDrill(target: DrillTarget, mode: DrillMode, opts: DrillOptions = {}): Promise<DrillResult> {
   if (!DRILL_MODES.includes(mode)) throw new Error(`drill mode must be one of ${DRILL_MODES.join(', ')} (got ${JSON.stringify(mode)})`);
@@ -143,48 +205,75 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
   const log = opts.log ?? ((): void => undefined);
   const api = (d: DirectorName): HaAdmin => target.api(d);
   const group = target.group;
+  const topology = target.cluster.topology;
+  const pause = PAUSE_DRILL_MODES.includes(mode);
 
   const oldLeader = await waitFor('a leader before the drill', 10_000, () => leaderOf(api, group));
   const before = await statuses(target);
   const status = before.get(oldLeader) ?? [...before.values()][0];
   const worstCaseTakeoverMs = status?.worstCaseTakeoverMs ?? 0;
-  const observeMs = opts.observeMs ?? (mode === 'etcd-outage' ? o.etcdOutageMs : worstCaseTakeoverMs) + 1500;
   const other = DIRECTOR_NAMES.find((d) => d !== oldLeader)!;
+  // A timed failure (etcd paused, an agent frozen) is undone by the drill itself after heldMs.
+  const heldMs = mode === 'etcd-outage' ? o.etcdOutageMs : pause ? o.pauseMs : null;
+  const observeMs = opts.observeMs ?? (mode === 'etcd-outage' ? o.etcdOutageMs + OBSERVE_AFTER_MS
+    : pause ? o.pauseMs + worstCaseTakeoverMs + OBSERVE_AFTER_THAW_MS
+    : worstCaseTakeoverMs + OBSERVE_AFTER_MS);
   const expectedMs = o.baselineMs + observeMs + STREAM_READY_MS;
+  const paused = mode === 'pause-standby' ? other : oldLeader;
+  const macs = await Promise.all(DIRECTOR_NAMES.map(async (d) => ({ name: d, mac: await topology.mac(d, CLUSTER.interfaces.front) })));
 
-  // ---- load and sampler ----
-  const load = target.cluster.topology.spawn('client', process.execPath, ['-e', LOAD_SCRIPT, JSON.stringify({
-    url: `http://${target.vip}/`, intervalMs: o.requestIntervalMs, timeoutMs: o.requestTimeoutMs, maxMs: expectedMs + LOAD_SLACK_MS,
-    maxInFlight: 200, maxRequests: Math.ceil((expectedMs + LOAD_SLACK_MS) / o.requestIntervalMs) + 10,
-  })], { label: 'client:drill-load' });
+  // ---- load, sampler, watch, capture ----
+  let busy: BusyLoops | undefined;
+  let load: BackgroundProcess | undefined;
   let streams: BackgroundProcess | undefined;
   const sampler = new HolderSampler(target.cluster, target.vip, o.sampleIntervalMs, expectedMs + LOAD_SLACK_MS);
   let watch: OwnershipWatch | undefined;
+  let capture: VipCapture | undefined;
+  let probe: ArpProbe | undefined;
   let failedAt = 0;
   let injectMs = 0;
+  let thawedAt: number | null = null;
   let undone = false;
   const undo = async (): Promise<void> => {
     if (undone) return;
     undone = true;
-    await restoreFailure(target, mode, oldLeader);
+    await restoreFailure(target, mode, oldLeader, paused);
+  };
+  /** Ends what runs beside the drill (idempotent), whatever happened. */
+  const stopAside = async (): Promise<void> => {
+    await Promise.all([sampler.stop(), probe?.stop(), busy?.stop()]);
   };
   try {
+    load = topology.spawn('client', process.execPath, ['-e', LOAD_SCRIPT, JSON.stringify({
+      url: `http://${target.vip}/`, intervalMs: o.requestIntervalMs, timeoutMs: o.requestTimeoutMs, maxMs: expectedMs + LOAD_SLACK_MS,
+      maxInFlight: 200, maxRequests: Math.ceil((expectedMs + LOAD_SLACK_MS) / o.requestIntervalMs) + 10,
+    })], { label: 'client:drill-load' });
     await load.waitForJson((v) => 'started' in v, 10_000);
     if (o.streams > 0) {
-      streams = spawnTestClient(target.cluster.topology, 'client', ['stream', '--target', `${target.vip}:9000`, '--connections', String(o.streams),
+      streams = spawnTestClient(topology, 'client', ['stream', '--target', `${target.vip}:9000`, '--connections', String(o.streams),
         '--duration-ms', String(expectedMs + LOAD_SLACK_MS), '--stall-ms', '2000']);
       const ready = await streams.waitForJson<ReadyReport>((v) => 'ready' in v, STREAM_READY_MS);
       if (!ready.ready) log(`drill: only ${ready.started} of ${ready.connections} streams started`);
     }
-    watch = await OwnershipWatch.start(target.cluster.topology, CLUSTER.hosts.frontSwitch, target.vip, DIRECTOR_NAMES.map((d) => ({
+    watch = await OwnershipWatch.start(topology, CLUSTER.hosts.frontSwitch, target.vip, DIRECTOR_NAMES.map((d) => ({
       // Topology.attach names a host's port on a switch p-<host>.
       name: d, host: d, ifname: CLUSTER.interfaces.front, port: `p-${d}`,
     })));
+    const router = CLUSTER.router;
+    capture = await VipCapture.start(topology, router.host, router.frontIf, target.vip, macs);
+    if (o.arpProbeIntervalMs > 0) probe = ArpProbe.start(topology, router.host, router.frontIf, router.frontIpv4, target.vip, o.arpProbeIntervalMs, expectedMs + LOAD_SLACK_MS);
     sampler.start();
+    // The busy loops start once the drill's own processes run (a starved start-up is not what is measured)
+    // and cover the baseline, the failure and the observation.
+    if (o.busyCores > 0) busy = BusyLoops.start(expectedMs + LOAD_SLACK_MS, o.busyCores);
     await delay(o.baselineMs);
+    // The capture attributes the leader's replies before anything fails: it runs, and the MACs are right.
+    await capture.waitForPacket((p) => p.kind === 'forwarded' && p.from === oldLeader, CAPTURE_SIGN_MS).catch((e: unknown) => {
+      throw new Error(`drill ${mode}: the capture on the router saw no packet forwarded by ${oldLeader} before the failure: ${(e as Error).message}`);
+    });
 
     // ---- the failure ----
-    log(`drill ${mode}: failing ${oldLeader}`);
+    log(`drill ${mode}: failing ${paused}${pause ? ` for ${o.pauseMs} ms` : ''}`);
     failedAt = Date.now();
     switch (mode) {
       case 'switchover': await api(oldLeader).failover(group, '', { timeoutMs: 5000 }); break;
@@ -193,38 +282,43 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
       case 'etcd-partition': await target.cluster.cut(oldLeader, 'etcd'); break;
       case 'peer-partition': await target.cluster.cut(oldLeader, 'peer'); break;
       case 'etcd-outage': await target.pauseEtcd(); break;
+      case 'pause-leader': case 'pause-standby': await target.signalAgent(paused, 'SIGSTOP'); break;
     }
     injectMs = Date.now() - failedAt;
-    if (mode === 'etcd-outage') {
-      await delay(Math.max(0, o.etcdOutageMs - injectMs));
-      await target.resumeEtcd();
-      await delay(observeMs - o.etcdOutageMs);
-    } else {
-      await delay(Math.max(0, observeMs - injectMs));
+    if (heldMs !== null) {
+      await delay(Math.max(0, failedAt + heldMs - Date.now()));
+      if (mode === 'etcd-outage') await target.resumeEtcd();
+      else {
+        await target.signalAgent(paused, 'SIGCONT');
+        thawedAt = Date.now();
+      }
     }
+    await delay(Math.max(0, failedAt + observeMs - Date.now()));
   } catch (e) {
-    await Promise.all([sampler.stop(), watch?.abort(), load.stop(), streams?.stop()]);
+    await Promise.all([stopAside(), watch?.abort(), capture?.abort(), load?.stop(), streams?.stop()]);
     await undo().catch(() => undefined);
     throw e;
   }
 
   // ---- results ----
-  await sampler.stop();
-  // The watch is stopped and reaped here whatever happens; a timeline it could not make exact fails the
-  // drill, after the restore below, rather than reporting a guess.
-  let ownership: OwnershipTimeline | undefined;
-  let ownershipError: unknown;
+  await stopAside();
+  // The watch and the capture are stopped and reaped here whatever happens; a timeline either could not
+  // make exact fails the drill, after the restore below, rather than reporting a guess.
+  const [ownership, captured] = await Promise.allSettled([watch.stop(), capture.stop()]);
+  let newLeader: DirectorName | null;
+  let after: Map<DirectorName, ClusterStatusView>;
+  let m: ReturnType<typeof measure>;
+  let streamResult: StreamResult | undefined;
   try {
-    ownership = await watch.stop();
+    newLeader = (await leaderOf(api, group).catch(() => undefined)) ?? null;
+    after = await statuses(target);
+    await Promise.all([load.stop(3000), streams?.stop(3000)]);
+    m = measure(parseLoad(load), failedAt, o.requestIntervalMs);
+    streamResult = streams?.lastJson<StreamResult>();
   } catch (e) {
-    ownershipError = e;
+    await undo().catch(() => undefined);
+    throw e;
   }
-  const newLeader = (await leaderOf(api, group).catch(() => undefined)) ?? null;
-  const after = await statuses(target);
-  await Promise.all([load.stop(3000), streams?.stop(3000)]);
-  const records = parseLoad(load);
-  const streamResult = streams?.lastJson<StreamResult>();
-  const m = measure(records, failedAt, o.requestIntervalMs);
 
   // ---- restore ----
   const restoreStart = Date.now();
@@ -232,14 +326,20 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     await undo();
     await waitSteady(target, opts.steadyTimeoutMs);
   }
-  if (ownership === undefined) throw new Error(`drill ${mode}: cannot tell who held the vip: ${(ownershipError as Error)?.message ?? String(ownershipError)}`);
+  if (ownership.status === 'rejected') throw new Error(`drill ${mode}: cannot tell who held the vip: ${(ownership.reason as Error)?.message ?? String(ownership.reason)}`);
+  if (captured.status === 'rejected') throw new Error(`drill ${mode}: cannot tell who forwarded and answered for the vip: ${(captured.reason as Error)?.message ?? String(captured.reason)}`);
+  const holding = holdingFigures(ownership.value, failedAt, oldLeader, other);
   const result: DrillResult = {
-    mode, failedAt, injectMs, oldLeader, newLeader, moved: newLeader !== null && newLeader !== oldLeader, worstCaseTakeoverMs,
+    mode, pauseMs: pause ? o.pauseMs : null, thawedAtMs: thawedAt === null ? null : thawedAt - failedAt, busyCores: busy?.count ?? 0,
+    failedAt, injectMs, oldLeader, newLeader, moved: newLeader !== null && newLeader !== oldLeader, worstCaseTakeoverMs,
     ...m,
     streams: o.streams,
     brokenConnections: streamResult ? streamResult.broken : o.streams,
     streamErrors: streamResult ? streamResult.perConnection.map((c) => c.error).filter((x): x is string => x !== null) : ['no stream report'],
-    ...ownershipFigures(ownership, failedAt, oldLeader, other),
+    ...forwardingFigures(captured.value, failedAt, oldLeader, other),
+    ...leaderFigures(before, after, group, oldLeader, newLeader, failedAt,
+      preemptFromMs(holding.claimedAtMs, paused === oldLeader && thawedAt !== null ? thawedAt - failedAt : null)),
+    ...holding,
     skewedDualSamples: sampler.dual,
     holderChanges: sampler.changesFrom(failedAt),
     holderSamples: sampler.samples,
@@ -250,8 +350,8 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
   return result;
 }
 
-/** Undoes what `mode` did to `leader`. */
-async function restoreFailure(target: DrillTarget, mode: DrillMode, leader: DirectorName): Promise<void> {
+/** Undoes what `mode` did to `leader` (pause modes: to `paused`). Idempotent. */
+async function restoreFailure(target: DrillTarget, mode: DrillMode, leader: DirectorName, paused: DirectorName): Promise<void> {
   switch (mode) {
     case 'kill-agent': await target.startAgent(leader); break;
     case 'box-death':
@@ -261,6 +361,7 @@ async function restoreFailure(target: DrillTarget, mode: DrillMode, leader: Dire
     case 'etcd-partition': await target.cluster.restore(leader, 'etcd'); break;
     case 'peer-partition': await target.cluster.restore(leader, 'peer'); break;
     case 'etcd-outage': await target.resumeEtcd(); break;
+    case 'pause-leader': case 'pause-standby': await target.signalAgent(paused, 'SIGCONT'); break;
     case 'switchover': break;
   }
 }
@@ -273,9 +374,55 @@ function transitionsDiffer(before: Map<DirectorName, ClusterStatusView>, after: 
   return dirs.some((d) => own(before, d) !== own(after, d));
 }
 
-/** The drill's figures from the ownership timeline, relative to the failure. */
-function ownershipFigures(t: OwnershipTimeline, failedAt: number, oldLeader: DirectorName, other: DirectorName): Pick<DrillResult,
-  'dualOwnership' | 'dualOwnershipMs' | 'dualIntervals' | 'firstDualMs' | 'holdIntervals' | 'releasedAtMs' | 'claimedAtMs' | 'releaseToClaimMs'> {
+/** Forwarding and answering after the failure, from the router's capture. */
+function forwardingFigures(c: VipCaptureResult, failedAt: number, oldLeader: DirectorName, other: DirectorName): Pick<DrillResult,
+  'forwarded' | 'arpSent' | 'dualForwarding' | 'dualForwardingMs' | 'dualAnswering' | 'dualAnsweringMs' | 'capturedPackets' | 'unattributedPackets'> {
+  const fromUs = failedAt * 1000;
+  const per = (kind: 'forwarded' | 'arp'): Record<DirectorName, SentFigures> =>
+    ({ dir1: sentFigures(c.packets, kind, 'dir1', fromUs), dir2: sentFigures(c.packets, kind, 'dir2', fromUs) });
+  const fwd = dualFigures(c.packets, 'forwarded', oldLeader, other, fromUs);
+  const arp = dualFigures(c.packets, 'arp', oldLeader, other, fromUs);
+  return {
+    forwarded: per('forwarded'), arpSent: per('arp'),
+    dualForwarding: fwd.packets, dualForwardingMs: fwd.spanMs, dualAnswering: arp.packets, dualAnsweringMs: arp.spanMs,
+    capturedPackets: c.packets.length, unattributedPackets: c.packets.filter((p) => p.from === null).length,
+  };
+}
+
+/**
+ * From when (relative to the failure) the old leader can have been a standby waiting out its preempt
+ * delay: once the other director claimed the vip, and, if the old leader was the one frozen, not before
+ * its thaw (a frozen agent counts no delay). Null when the other director never claimed the vip.
+ */
+function preemptFromMs(claimedAtMs: number | null, thawedAtMs: number | null): number | null {
+  return claimedAtMs === null ? null : Math.max(claimedAtMs, thawedAtMs ?? claimedAtMs);
+}
+
+/**
+ * Leader changes during the observation from the group's term (every takeover and handover raises it by
+ * one), the highest any answering director reports. A second change is the scheduled preemption back,
+ * not a flap, when it returned the group to the old leader at least the group's preempt delay after
+ * `preemptFromMs` (relative to the failure, see preemptFromMs): a takeover back sooner is a flap.
+ */
+export function leaderFigures(before: ReadonlyMap<DirectorName, ClusterStatusView>, after: ReadonlyMap<DirectorName, ClusterStatusView>, group: string,
+  oldLeader: DirectorName, newLeader: DirectorName | null, failedAt: number, preemptFromMs: number | null): Pick<DrillResult, 'leaderChanges' | 'flapped'> {
+  const groupOf = (m: ReadonlyMap<DirectorName, ClusterStatusView>) => [...m.values()].map((s) => s.groups.find((g) => g.name === group)).filter((g) => g !== undefined);
+  const term = (m: ReadonlyMap<DirectorName, ClusterStatusView>): number | null => {
+    const terms = groupOf(m).map((g) => Number(g.term)).filter((t) => Number.isFinite(t));
+    return terms.length === 0 ? null : Math.max(...terms);
+  };
+  const [t0, t1] = [term(before), term(after)];
+  if (t0 === null || t1 === null) return { leaderChanges: null, flapped: false };
+  const changes = t1 - t0;
+  const g = groupOf(after).find((x) => x.leader === oldLeader);
+  const scheduledBack = changes === 2 && newLeader === oldLeader && g !== undefined && g.preempt !== 'never' && preemptFromMs !== null
+    && g.sinceUnixMs - (failedAt + preemptFromMs) >= (g.preemptDelayMs ?? 0);
+  return { leaderChanges: changes, flapped: changes > 1 && !scheduledBack };
+}
+
+/** The address-holding figures from the ownership timeline, relative to the failure. */
+function holdingFigures(t: OwnershipTimeline, failedAt: number, oldLeader: DirectorName, other: DirectorName): Pick<DrillResult,
+  'dualHolding' | 'dualHoldingMs' | 'dualHoldingIntervals' | 'holdIntervals' | 'releasedAtMs' | 'claimedAtMs' | 'releaseToClaimMs'> {
   const failedUs = failedAt * 1000;
   const rel = (us: number): number => (us - failedUs) / 1000;
   const relAll = (xs: readonly UsInterval[] = []): RelInterval[] => xs.map((x) => ({ startMs: rel(x.startUs), endMs: rel(x.endUs) }));
@@ -284,10 +431,8 @@ function ownershipFigures(t: OwnershipTimeline, failedAt: number, oldLeader: Dir
   const released = held !== undefined && held.endUs < t.endUs ? held.endUs : null;
   const claim = (t.holds[other] ?? []).find((x) => x.startUs >= failedUs);
   const before = claim === undefined ? undefined : old.filter((x) => x.startUs < claim.startUs).at(-1);
-  const dualIntervals = relAll(t.dual);
   return {
-    dualOwnership: t.dual.length, dualOwnershipMs: t.dualMs, dualIntervals,
-    firstDualMs: dualIntervals[0]?.startMs ?? null,
+    dualHolding: t.dual.length, dualHoldingMs: t.dualMs, dualHoldingIntervals: relAll(t.dual),
     holdIntervals: { dir1: relAll(t.holds.dir1), dir2: relAll(t.holds.dir2) },
     releasedAtMs: released === null ? null : rel(released),
     claimedAtMs: claim === undefined ? null : rel(claim.startUs),
@@ -397,7 +542,7 @@ function measure(records: readonly RequestRecord[], failedAt: number, intervalMs
  * Samples both directors for the vip every intervalMs (bounded in time and count) until stopped. Its two
  * reads are not atomic (each is an `ip` run taking 3-30 ms under load), so a handover can look like both
  * holding (read skew) or a short overlap can fall between samples: it feeds the coarse `holderChanges`
- * timeline and counts `skewedDualSamples` for comparison, never the dual-ownership judgement, which comes
+ * timeline and counts `skewedDualSamples` for comparison, never the address-holding figures, which come
  * from the kernel's events (OwnershipWatch).
  */
 class HolderSampler {
@@ -719,29 +864,84 @@ async function readStart(topology: Topology, switchHost: string, s: OwnershipSub
 
 // ---- reporting --------------------------------------------------------------------------------------
 
-/** A drill passes when service came back and no two directors ever held the vip at once. */
+/** One reason a drill failed: a short code (the event log's `failedOn` field) and the words. */
+interface DrillProblem {
+  readonly code: 'dual-forwarding' | 'dual-answering' | 'no-service' | 'service-late' | 'leader-unknown' | 'flap';
+  readonly text: string;
+}
+
+function problemsOf(r: DrillResult): DrillProblem[] {
+  const out: DrillProblem[] = [];
+  const other = r.oldLeader === 'dir1' ? 'dir2' : 'dir1';
+  if (r.dualForwarding > 0) {
+    out.push({ code: 'dual-forwarding', text: `both directors forwarded for the vip: ${r.oldLeader} still ${r.dualForwarding} packets over ${r.dualForwardingMs.toFixed(1)} ms after ${other}'s first` });
+  }
+  if (r.dualAnswering > 0) {
+    out.push({ code: 'dual-answering', text: `both directors answered ARP for the vip: ${r.oldLeader} still ${r.dualAnswering} ARP packets over ${r.dualAnsweringMs.toFixed(1)} ms after ${other}'s first` });
+  }
+  if (!r.recovered) out.push({ code: 'no-service', text: 'service did not come back' });
+  else if (r.restoredAfterMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS) {
+    out.push({ code: 'service-late', text: `service back after ${r.restoredAfterMs} ms, beyond the worst-case takeover ${r.worstCaseTakeoverMs} ms + ${SERVICE_BACK_SLACK_MS} ms` });
+  }
+  if (r.leaderChanges === null) out.push({ code: 'leader-unknown', text: 'no director reported the group\'s term: leader changes unknown' });
+  else if (r.flapped) out.push({ code: 'flap', text: `the leader changed ${r.leaderChanges} times during the observation (a flap)` });
+  return out;
+}
+
+/**
+ * Why a drill failed, in words; empty when it passed. A drill passes on forwarding and answering: at no
+ * instant did two directors forward or answer ARP for the vip, service was back within the worst-case
+ * takeover plus SERVICE_BACK_SLACK_MS, and the leader did not flap. Address holding is not judged (a
+ * frozen director under a kernel lease keeps the address, harmlessly).
+ */
+export function drillProblems(r: DrillResult): string[] {
+  return problemsOf(r).map((p) => p.text);
+}
+
+/** A drill passes when drillProblems finds nothing. */
 export function drillPassed(r: DrillResult): boolean {
-  return r.recovered && r.dualOwnership === 0;
+  return drillProblems(r).length === 0;
+}
+
+/** `pause-leader 3 s`: the mode, and the pause where there is one. */
+export function drillLabel(r: Pick<DrillResult, 'mode' | 'pauseMs'>): string {
+  return r.pauseMs === null ? r.mode : `${r.mode} ${r.pauseMs % 1000 === 0 ? `${r.pauseMs / 1000} s` : `${r.pauseMs} ms`}`;
 }
 
 /** A drill's result as the agents' event log stores it (admin RecordDrill: a `drill` event). */
 export function drillRecord(r: DrillResult): { mode: string; result: 'pass' | 'fail'; reason: string; fields: Record<string, string> } {
+  const problems = problemsOf(r);
   const fields: Record<string, string> = {
     failedAt: new Date(r.failedAt).toISOString(), oldLeader: r.oldLeader, newLeader: r.newLeader ?? '', moved: String(r.moved),
     noServiceMs: String(r.noServiceMs), restoredAfterMs: String(r.restoredAfterMs), recovered: String(r.recovered),
     requests: String(r.requests), failedRequests: String(r.failedRequests), streams: String(r.streams), brokenConnections: String(r.brokenConnections),
-    dualOwnership: String(r.dualOwnership), dualOwnershipMs: r.dualOwnershipMs.toFixed(3), worstCaseTakeoverMs: String(r.worstCaseTakeoverMs),
+    dualForwarding: String(r.dualForwarding), dualForwardingMs: r.dualForwardingMs.toFixed(3),
+    dualAnswering: String(r.dualAnswering), dualAnsweringMs: r.dualAnsweringMs.toFixed(3),
+    leaderChanges: r.leaderChanges === null ? '' : String(r.leaderChanges),
+    dualHolding: String(r.dualHolding), dualHoldingMs: r.dualHoldingMs.toFixed(3), worstCaseTakeoverMs: String(r.worstCaseTakeoverMs),
     releaseToClaimMs: r.releaseToClaimMs === null ? '' : r.releaseToClaimMs.toFixed(3),
+    ...(r.pauseMs === null ? {} : { pauseMs: String(r.pauseMs) }),
+    ...(r.busyCores === 0 ? {} : { busyCores: String(r.busyCores) }),
+    // The event log bounds a field's length: the codes here, the figures in the other fields and the reason.
+    ...(problems.length === 0 ? {} : { failedOn: problems.map((p) => p.code).join(',') }),
   };
-  return { mode: r.mode, result: drillPassed(r) ? 'pass' : 'fail', reason: summary(r), fields };
+  // A failed drill's reason starts with why it failed (the log bounds a reason at 2000 characters: ample).
+  const reason = problems.length === 0 ? summary(r) : `${problems.map((p) => p.text).join('; ')}. ${summary(r)}`;
+  return { mode: r.mode, result: problems.length === 0 ? 'pass' : 'fail', reason, fields };
 }
 
 /** One line about one drill. */
 export function summary(r: DrillResult): string {
   const move = r.moved ? `${r.oldLeader} -> ${r.newLeader}` : `stayed on ${r.newLeader ?? '(none)'}`;
-  return `${move}; no service ${r.noServiceMs} ms (restored after ${r.restoredAfterMs} ms${r.recovered ? '' : ', NOT recovered'}), `
+  const f = r.forwarded;
+  const a = r.arpSent;
+  return `${move}${r.pauseMs === null ? '' : ` (paused ${r.pauseMs} ms)`}${r.busyCores > 0 ? ` [${r.busyCores} busy cores]` : ''}; `
+    + `no service ${r.noServiceMs} ms (restored after ${r.restoredAfterMs} ms${r.recovered ? '' : ', NOT recovered'}), `
     + `${r.failedRequests}/${r.requests} requests failed, ${r.brokenConnections}/${r.streams} streams broken, `
-    + `dual ownership ${r.dualOwnership} (${r.dualOwnershipMs.toFixed(3)} ms), `
+    + `dual forwarding ${r.dualForwarding} (${r.dualForwardingMs.toFixed(1)} ms), dual ARP ${r.dualAnswering} (${r.dualAnsweringMs.toFixed(1)} ms), `
+    + `after the failure forwarded dir1 ${f.dir1.packets} dir2 ${f.dir2.packets}, ARP dir1 ${a.dir1.packets} dir2 ${a.dir2.packets}, `
+    + `leader changes ${r.leaderChanges ?? '?'}${r.flapped ? ' (FLAP)' : ''}; `
+    + `address holding: dual ${r.dualHolding} (${r.dualHoldingMs.toFixed(3)} ms), `
     + `release->claim ${r.releaseToClaimMs === null ? 'none' : `${r.releaseToClaimMs.toFixed(3)} ms`}`
     + (r.releasedAtMs === null ? '' : ` (released at +${r.releasedAtMs.toFixed(3)} ms)`);
 }
@@ -752,27 +952,39 @@ function percentile(values: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
 }
 
-/** A table per mode over repeated drills: p50/p99/max of the no-service time and the other figures. */
+/**
+ * A table per drill (mode, and pause) over repeated drills: p50/p99/max of the no-service time, the other
+ * figures, dual forwarding and dual ARP answering (packets, and the longest span), address holding.
+ */
 export function formatDrill(results: readonly DrillResult[]): string {
-  const header = ['mode', 'n', 'moved', 'noService p50', 'p99', 'max', 'restored p50', 'max', 'failed req (max)', 'broken conns', 'release->claim max', 'dual (ms)'];
+  const header = ['drill', 'n', 'pass', 'moved', 'noService p50', 'p99', 'max', 'restored p50', 'max', 'failed req (max)', 'broken conns',
+    'fwd dual', 'fwd dual ms', 'arp dual', 'arp dual ms', 'flaps', 'holding dual (ms)', 'release->claim max'];
   const rows: string[][] = [header];
-  for (const mode of DRILL_MODES) {
-    const rs = results.filter((r) => r.mode === mode);
-    if (rs.length === 0) continue;
+  const labels = [...new Set(results.map(drillLabel))].sort((x, y) => order(x) - order(y) || x.localeCompare(y, 'en', { numeric: true }));
+  for (const label of labels) {
+    const rs = results.filter((r) => drillLabel(r) === label);
     const ns = rs.map((r) => r.noServiceMs);
     const ra = rs.map((r) => r.restoredAfterMs);
     rows.push([
-      mode, String(rs.length), `${rs.filter((r) => r.moved).length}/${rs.length}`,
+      label, String(rs.length), `${rs.filter(drillPassed).length}/${rs.length}`, `${rs.filter((r) => r.moved).length}/${rs.length}`,
       `${percentile(ns, 50)} ms`, `${percentile(ns, 99)} ms`, `${Math.max(...ns)} ms`,
       `${percentile(ra, 50)} ms`, `${Math.max(...ra)} ms`,
       `${sum(rs.map((r) => r.failedRequests))} (${Math.max(...rs.map((r) => r.failedRequests))})`,
       `${sum(rs.map((r) => r.brokenConnections))}/${sum(rs.map((r) => r.streams))}`,
+      String(sum(rs.map((r) => r.dualForwarding))), Math.max(...rs.map((r) => r.dualForwardingMs)).toFixed(1),
+      String(sum(rs.map((r) => r.dualAnswering))), Math.max(...rs.map((r) => r.dualAnsweringMs)).toFixed(1),
+      String(rs.filter((r) => r.flapped).length),
+      `${sum(rs.map((r) => r.dualHolding))} (${sum(rs.map((r) => r.dualHoldingMs)).toFixed(3)})`,
       gapMax(rs),
-      `${sum(rs.map((r) => r.dualOwnership))} (${sum(rs.map((r) => r.dualOwnershipMs)).toFixed(3)})`,
     ]);
   }
   const widths = header.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')).join('\n') + '\n';
+}
+
+/** Rows in DRILL_MODES order. */
+function order(label: string): number {
+  return DRILL_MODES.indexOf(label.split(' ')[0] as DrillMode);
 }
 
 function gapMax(rs: readonly DrillResult[]): string {
@@ -787,4 +999,3 @@ function sum(xs: readonly number[]): number {
 function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
-

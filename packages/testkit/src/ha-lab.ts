@@ -15,9 +15,9 @@ import { startTestServers } from './processes.js';
  * its own, a peer-link CA and certificates of its own). Everything it starts runs under the Topology, so
  * `destroy()` removes it all.
  *
- * The testkit does not depend on @lbd/proto: the admin API comes in through `admin` (tests pass
+ * This module does not depend on @lbd/proto: the admin API comes in through `admin` (tests pass
  * `(socket) => new AdminApi(socket)`); without it, `lbadmAdmin` drives the built lbadm (slower, one
- * process per call; what the lab bin uses).
+ * process per call: too slow for the drills' 2 s status bound on a loaded machine).
  */
 
 /** What the labs and drills need of the admin API: a structural subset of @lbd/proto's AdminApi. */
@@ -125,6 +125,8 @@ export interface HaLab<A extends HaAdmin = HaAdmin> {
   socket(dir: DirectorName): string;
   /** Signals the director's agent (only the agent: its address watchdog lives on) and waits for it to exit. */
   killAgent(dir: DirectorName, signal?: NodeJS.Signals): Promise<void>;
+  /** Signals the director's agent and returns at once (SIGSTOP freezes it, SIGCONT thaws it); no-op when none runs. */
+  signalAgent(dir: DirectorName, signal: NodeJS.Signals): Promise<void>;
   /** Starts the director's agent (no-op while one runs) and waits until its admin API answers. */
   startAgent(dir: DirectorName): Promise<void>;
   agentRunning(dir: DirectorName): boolean;
@@ -338,11 +340,15 @@ export async function startHaLab<A extends HaAdmin = HaAdmin>(opts: HaLabOptions
         throw new Error(`${(e as Error).message}\n${agentLog(d)}`);
       }
     };
+    const signalAgent = async (d: DirectorName, signal: NodeJS.Signals): Promise<void> => {
+      const p = agents.get(d);
+      // The agent only: `ip netns exec` execs node, so the pid is the agent's. Its watchdog has its own session.
+      if (p?.running && p.pid !== undefined) process.kill(p.pid, signal);
+    };
     const killAgent = async (d: DirectorName, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> => {
       const p = agents.get(d);
       if (p === undefined || !p.running) return;
-      // The agent only: `ip netns exec` execs node, so the pid is the agent's. Its watchdog has its own session.
-      if (p.pid !== undefined) process.kill(p.pid, signal);
+      await signalAgent(d, signal);
       const timer = setTimeout(() => p.signal('SIGKILL'), 5000);
       await p.exited;
       clearTimeout(timer);
@@ -354,7 +360,7 @@ export async function startHaLab<A extends HaAdmin = HaAdmin>(opts: HaLabOptions
       cluster, etcd, dir: tmp, etcdPrefix, group: HA_GROUP, vip: HA_VIP,
       caPath: pki.ca.certPath,
       clientCert: (name) => pki.certs[name]!,
-      api, socket, killAgent, startAgent, agentRunning, agentLog,
+      api, socket, killAgent, signalAgent, startAgent, agentRunning, agentLog,
       leader: () => leaderOf(api),
       holders: () => holdersOf(cluster),
       pauseEtcd: () => etcd!.pause(),

@@ -137,6 +137,14 @@ export class Topology {
     await this.ip(host, 'link', 'set', ifname, up ? 'up' : 'down');
   }
 
+  /** The MAC address of `ifname` in the host's namespace, lower case. */
+  async mac(host: string, ifname: string): Promise<string> {
+    const { stdout } = await this.ip(host, '-j', 'link', 'show', 'dev', ifname);
+    const [link] = JSON.parse(stdout) as { address?: string }[];
+    if (link?.address === undefined) throw new Error(`${this.ns(host)}: ${ifname} has no MAC address`);
+    return link.address.toLowerCase();
+  }
+
   async setForwarding(host: string, on: boolean): Promise<void> {
     await this.sysctl(host, 'net.ipv4.ip_forward', on ? '1' : '0');
     await this.sysctl(host, 'net.ipv6.conf.all.forwarding', on ? '1' : '0');

@@ -17,9 +17,11 @@ benchmarks:
   health      5 000 tcp checks at 1 s: the agent's CPU, due -> start delay, detection latency of
               100 targets failing at once (about 2 minutes; needs root, nft)
   failover    failure drills on two directors with etcd: N of each mode (switchover, kill-agent,
-              box-death, etcd-partition, peer-partition, etcd-outage), default and fast timing, quiet
-              and with a CPU load on every core; p50/p99/max next to the targets (about N x 4 minutes;
-              needs root, nft, etcd). --count N: drills per mode and variant (default 20);
+              box-death, etcd-partition, peer-partition, etcd-outage; pause-leader and pause-standby
+              for 1, 3 and 10 s each), default and fast timing, quiet and with a CPU load on every
+              core; p50/p99/max, dual forwarding and ARP answering seen from the router, next to the
+              targets (about N x 9 minutes; needs root, nft, etcd, tcpdump).
+              --count N: drills per mode (and pause) and variant (default 20);
               --load-count N: drills per mode in the CPU-load variants (default: --count);
               --quick: one drill each, without the CPU-load variants
   connsync    connection sync: bulk of 100 000 flows (kernel alone and the whole path), sync lag and

@@ -6,7 +6,8 @@
 
 export interface RecordDrillRequest {
   /**
-   * The drill mode: "switchover", "kill-agent", "box-death", "etcd-partition", "peer-partition", "etcd-outage".
+   * The drill mode: "switchover", "kill-agent", "box-death", "etcd-partition", "peer-partition", "etcd-outage",
+   * "pause-leader", "pause-standby" (@lbd/config DRILL_MODES).
    */
   'mode'?: (string);
   /**
@@ -18,14 +19,15 @@ export interface RecordDrillRequest {
    */
   'reason'?: (string);
   /**
-   * Figures: tookMs, noServiceMs, failedRequests, brokenConnections, dualOwnership, oldLeader, newLeader, ...
+   * Figures: tookMs, noServiceMs, failedRequests, brokenConnections, dualForwarding, dualAnswering, dualHolding, oldLeader, newLeader, ...
    */
   'fields'?: ({[key: string]: string});
 }
 
 export interface RecordDrillRequest__Output {
   /**
-   * The drill mode: "switchover", "kill-agent", "box-death", "etcd-partition", "peer-partition", "etcd-outage".
+   * The drill mode: "switchover", "kill-agent", "box-death", "etcd-partition", "peer-partition", "etcd-outage",
+   * "pause-leader", "pause-standby" (@lbd/config DRILL_MODES).
    */
   'mode': (string);
   /**
@@ -37,7 +39,7 @@ export interface RecordDrillRequest__Output {
    */
   'reason': (string);
   /**
-   * Figures: tookMs, noServiceMs, failedRequests, brokenConnections, dualOwnership, oldLeader, newLeader, ...
+   * Figures: tookMs, noServiceMs, failedRequests, brokenConnections, dualForwarding, dualAnswering, dualHolding, oldLeader, newLeader, ...
    */
   'fields': ({[key: string]: string});
 }

@@ -1,0 +1,236 @@
+import type { BackgroundProcess } from './exec.js';
+import type { Topology } from './netns.js';
+
+/**
+ * Who forwarded and who answered for a vip, seen from one capture point: the drills' authoritative
+ * measure of dual ownership. A director *holding* the vip address (OwnershipWatch, from address events)
+ * is not what harms clients: a director whose kernel keeps forwarding for the vip or answering ARP for it
+ * while another does is. With the kernel lease (DESIGN.md, High availability) a frozen director keeps the
+ * address but its kernel stops both at the lease's deadline, so only this measure tells the two apart.
+ *
+ * The capture point is the router's interface on the front segment: everything the directors send
+ * towards clients for the vip (replies after de-NAT, source = the vip) and every ARP packet naming the
+ * vip as its sender (replies, gratuitous announcements, requests) arrives there. `tcpdump -tt -e -n`
+ * gives each packet its kernel receive timestamp (µs, the wall clock) and its source MAC, which names the
+ * director; one capture on one interface gives one timeline, in the kernel's order.
+ *
+ * Not a throughput tool: the drills' load is a few thousand packets a second at most.
+ */
+
+/** A host that may send for the vip, known by the MAC of its interface on the captured segment. */
+export interface CaptureSubject {
+  readonly name: string;
+  readonly mac: string;
+}
+
+/** What a captured packet was. */
+export type VipPacketKind = 'forwarded' | 'arp';
+
+export interface VipPacket {
+  /** Kernel receive time at the capture point, µs since the Unix epoch. */
+  readonly atUs: number;
+  /** `forwarded`: an IPv4 packet from the vip; `arp`: an ARP packet whose sender address is the vip. */
+  readonly kind: VipPacketKind;
+  /** The subject whose MAC sent it, null for any other MAC. */
+  readonly from: string | null;
+  readonly mac: string;
+}
+
+const CAPTURE_LINE = /^(\d+)\.(\d{6}) ([0-9a-f]{2}(?::[0-9a-f]{2}){5}) > [0-9a-f:]+, ethertype (IPv4|ARP) /;
+
+/**
+ * Parses one `tcpdump -tt -e -n` line; undefined for anything else (tcpdump's own messages). The capture
+ * filter already chose the packets, so the ethertype alone says which kind it is.
+ */
+export function parseCaptureLine(line: string, subjects: readonly CaptureSubject[]): VipPacket | undefined {
+  const m = CAPTURE_LINE.exec(line);
+  if (!m) return undefined;
+  const [, sec, us, mac, type] = m;
+  const from = subjects.find((s) => s.mac.toLowerCase() === mac)?.name ?? null;
+  return { atUs: Number(sec) * 1_000_000 + Number(us), kind: type === 'ARP' ? 'arp' : 'forwarded', from, mac: mac! };
+}
+
+/** What one subject sent of one kind from a given instant on. */
+export interface SentFigures {
+  readonly packets: number;
+  /** The first and the last, relative to that instant (ms, µs precision); null without packets. */
+  readonly firstMs: number | null;
+  readonly lastMs: number | null;
+}
+
+/** Overlap of two senders of one kind. */
+export interface DualFigures {
+  /** Packets of `old` at or after the first packet of `successor`: 0 when they never overlapped. */
+  readonly packets: number;
+  /** From the successor's first packet to the last of those (ms, µs precision); 0 when none. */
+  readonly spanMs: number;
+}
+
+/** What `name` sent of `kind` at or after `fromUs`. */
+export function sentFigures(packets: readonly VipPacket[], kind: VipPacketKind, name: string, fromUs: number): SentFigures {
+  const mine = packets.filter((p) => p.kind === kind && p.from === name && p.atUs >= fromUs);
+  const rel = (us: number | undefined): number | null => (us === undefined ? null : (us - fromUs) / 1000);
+  return { packets: mine.length, firstMs: rel(mine[0]?.atUs), lastMs: rel(mine.at(-1)?.atUs) };
+}
+
+/**
+ * Whether `old` (the leader at the failure) still sent packets of `kind` once `successor` (the other
+ * director) had started to, counting from `fromUs` (the failure): the packets of `old` at or after the
+ * successor's first, and the span from that first to the last of them. A clean handover is 0 and 0: the
+ * old leader's last packet comes before the new one's first. Packets must be in capture order.
+ */
+export function dualFigures(packets: readonly VipPacket[], kind: VipPacketKind, old: string, successor: string, fromUs: number): DualFigures {
+  const ofKind = packets.filter((p) => p.kind === kind && p.atUs >= fromUs);
+  const first = ofKind.find((p) => p.from === successor);
+  if (first === undefined) return { packets: 0, spanMs: 0 };
+  const late = ofKind.filter((p) => p.from === old && p.atUs >= first.atUs);
+  return { packets: late.length, spanMs: late.length === 0 ? 0 : (late.at(-1)!.atUs - first.atUs) / 1000 };
+}
+
+export interface VipCaptureResult {
+  /** Every packet captured, in capture order. */
+  readonly packets: readonly VipPacket[];
+  /** tcpdump's own count at the end (to check nothing was lost between it and us). */
+  readonly captured: number;
+}
+
+/** Bounds: tcpdump's startup, the lines kept, the wait for packets the kernel queued just before the stop. */
+const CAPTURE_READY_MS = 5000;
+const CAPTURE_MAX_LINES = 1_000_000;
+const CAPTURE_DRAIN_MS = 50;
+const CAPTURE_STOP_MS = 2000;
+
+/**
+ * A running `tcpdump` on one interface for one IPv4 vip. `start` returns once tcpdump says it is
+ * listening (its filter is attached by then); `stop` ends and reaps it and rejects when the timeline
+ * cannot be exact: tcpdump died early, the kernel dropped packets, or lines were lost.
+ */
+export class VipCapture {
+  private readonly lines: string[] = [];
+  private overflow = false;
+  private partial = '';
+  private stopped: Promise<void> | undefined;
+  private readonly waiters = new Set<(p: VipPacket) => void>();
+
+  private constructor(private readonly dump: BackgroundProcess, private readonly subjects: readonly CaptureSubject[]) {
+    dump.child.stdout!.on('data', (chunk: string) => {
+      const parts = (this.partial + chunk).split('\n');
+      this.partial = parts.pop()!;
+      for (const l of parts) {
+        if (this.lines.length >= CAPTURE_MAX_LINES) {
+          this.overflow = true;
+          continue;
+        }
+        this.lines.push(l);
+        if (this.waiters.size > 0) {
+          const p = parseCaptureLine(l, this.subjects);
+          if (p !== undefined) for (const w of [...this.waiters]) w(p);
+        }
+      }
+    });
+  }
+
+  static async start(topology: Topology, host: string, ifname: string, vip: string, subjects: readonly CaptureSubject[]): Promise<VipCapture> {
+    if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(vip)) throw new Error(`vip capture: ${JSON.stringify(vip)} is not an IPv4 address (ND for IPv6 vips is not captured yet)`);
+    // -Q in: what reaches the router, not what it sends; -l and --immediate-mode: each packet printed as it
+    // arrives (a waiter sees it, and nothing is left in a buffer at the stop); -B: a 4 MiB ring so a
+    // loaded machine's scheduling does not make the kernel drop packets before tcpdump reads them.
+    const dump = topology.spawn(host, 'tcpdump', [
+      '-i', ifname, '-Q', 'in', '-n', '-e', '-tt', '-l', '--immediate-mode', '-B', '4096', '-s', '96',
+      `ip src host ${vip} or arp src host ${vip}`,
+    ], { label: `${host}:tcpdump` });
+    const capture = new VipCapture(dump, subjects);
+    try {
+      // tcpdump prints this once the socket is bound and the filter attached, right before its loop.
+      await dump.waitForLine((l) => l.startsWith(`listening on ${ifname},`), CAPTURE_READY_MS, 'stderr');
+    } catch (e) {
+      await capture.abort();
+      throw new Error(`vip capture on ${host}:${ifname} did not start: ${(e as Error).message}`);
+    }
+    return capture;
+  }
+
+  /** The packets captured so far. */
+  packets(): VipPacket[] {
+    return this.lines.map((l) => parseCaptureLine(l, this.subjects)).filter((p): p is VipPacket => p !== undefined);
+  }
+
+  /** Resolves with the first packet (already captured or to come) that `match` accepts; rejects after `timeoutMs` or if tcpdump exits. */
+  waitForPacket(match: (p: VipPacket) => boolean, timeoutMs: number): Promise<VipPacket> {
+    const seen = this.packets().find(match);
+    if (seen !== undefined) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const done = (fn: () => void): void => { clearTimeout(timer); this.waiters.delete(onPacket); fn(); };
+      const onPacket = (p: VipPacket): void => { if (match(p)) done(() => resolve(p)); };
+      const timer = setTimeout(() => done(() => reject(new Error(`vip capture: no matching packet within ${timeoutMs} ms`))), timeoutMs);
+      this.waiters.add(onPacket);
+      void this.dump.exited.then(() => done(() => reject(new Error(`vip capture: tcpdump exited: ${this.dump.stderr.trim().slice(-500)}`))));
+    });
+  }
+
+  /** Stops and reaps tcpdump; every packet captured. Rejects when the timeline may have gaps. */
+  async stop(): Promise<VipCaptureResult> {
+    const diedEarly = !this.dump.running;
+    if (!diedEarly) await delay(CAPTURE_DRAIN_MS);
+    await this.abort();
+    const stderr = this.dump.stderr;
+    // tcpdump's closing statistics (printed on SIGTERM): what it saw and what the kernel could not give it.
+    const stat = (what: string): number | null => {
+      const m = new RegExp(`^(\\d+) packets? ${what}$`, 'm').exec(stderr);
+      return m ? Number(m[1]) : null;
+    };
+    const captured = stat('captured');
+    const dropped = stat('dropped by kernel');
+    const packets = this.packets();
+    const problem = diedEarly ? 'tcpdump exited before the end of the drill'
+      : this.overflow ? `more than ${CAPTURE_MAX_LINES} lines`
+      : captured === null || dropped === null ? 'tcpdump printed no statistics at its end'
+      : dropped > 0 ? `the kernel dropped ${dropped} packets before tcpdump read them`
+      : captured !== packets.length ? `tcpdump captured ${captured} packets but printed ${packets.length}`
+      : null;
+    if (problem !== null) throw new Error(`vip capture: ${problem}; stderr: ${stderr.trim().slice(-500) || '(empty)'}`);
+    return { packets, captured: captured! };
+  }
+
+  /** Stops and reaps tcpdump (idempotent); for error paths. */
+  abort(): Promise<void> {
+    this.stopped ??= this.dump.stop(CAPTURE_STOP_MS).then(() => undefined);
+    return this.stopped;
+  }
+}
+
+/**
+ * Broadcast ARP requests for the vip from the router, as a router asks when its neighbour entry has
+ * expired. Without a question nobody answers: this makes ARP *answering* observable, so a director whose
+ * kernel still answers for a vip it should no longer own shows up (and, as in a real network, pulls the
+ * router's traffic back to itself once the router's neighbour locktime has passed).
+ *
+ * iputils arping takes whole seconds as its interval, so `1000 / intervalMs` of them run staggered. Each
+ * ends by itself after `maxMs` (bounded count); stop() ends them sooner.
+ */
+export class ArpProbe {
+  private constructor(private readonly probes: BackgroundProcess[], private readonly timers: NodeJS.Timeout[]) {}
+
+  static start(topology: Topology, host: string, ifname: string, source: string, vip: string, intervalMs: number, maxMs: number): ArpProbe {
+    if (!(intervalMs >= 100 && intervalMs <= 1000 && 1000 % intervalMs === 0)) throw new Error(`arp probe: intervalMs must divide 1000 and be 100..1000 (got ${intervalMs})`);
+    const count = Math.ceil(maxMs / 1000) + 1;
+    const probe = new ArpProbe([], []);
+    const spawnOne = (): void => {
+      probe.probes.push(topology.spawn(host, 'arping', ['-b', '-q', '-I', ifname, '-s', source, '-i', '1', '-c', String(count), vip], { label: `${host}:arping` }));
+    };
+    for (let i = 0; i < 1000 / intervalMs; i++) {
+      if (i === 0) spawnOne();
+      else probe.timers.push(setTimeout(spawnOne, i * intervalMs));
+    }
+    return probe;
+  }
+
+  async stop(): Promise<void> {
+    for (const t of this.timers) clearTimeout(t);
+    await Promise.all(this.probes.map((p) => p.stop(1000)));
+  }
+}
+
+function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
