@@ -26,7 +26,7 @@ import { listNamespaces, namespacePids } from '../netns.js';
  *   lab.js status              namespaces and the processes in each
  *   lab.js hosts               one line per real server: NAME IPV4 IPV6
  *   lab.js etcd-members        one line per etcd member: HOST CLIENT_URL
- *   lab.js etcd-args K DATADIR etcd member K's whole command (chrt --fifo 10 etcd ...), one argument per line (data in DATADIR/etcdK)
+ *   lab.js etcd-args K DATADIR etcd member K's whole command (nice -n -20 etcd ...), one argument per line (data in DATADIR/etcdK)
  *   lab.js cut DIR WHAT        cut dir1|dir2 off etcd|peer|front; `restore DIR WHAT` undoes it
  *   lab.js kill-box DIR        SIGKILL everything in DIR and set its links down; `revive DIR` brings the links back
  *   lab.js drill --mode MODE [--count N] [--pause-ms MS] [--json]
