@@ -1,10 +1,10 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { availableParallelism } from 'node:os';
+import type { ChildProcess } from 'node:child_process';
 import { AdminApi } from '@lbd/proto';
 import {
   DRILL_MODES, drillSummary, formatDrill, privilegeProblem, removeOrphans, runDrill, runPrefix, startHaLab,
   type DrillMode, type DrillResult,
 } from '@lbd/testkit';
+import { cpuLoad, stopLoad } from './cpu-load.js';
 import { passMiss, sum, table } from './report.js';
 
 /**
@@ -80,16 +80,6 @@ async function runVariant(v: Variant, count: number): Promise<DrillResult[]> {
     await lab.destroy();
   }
   return results;
-}
-
-/** One busy loop per core (in the root namespace, nothing to do with lbd), each ending by itself after `ms`. */
-function cpuLoad(ms: number): ChildProcess[] {
-  return Array.from({ length: availableParallelism() }, () =>
-    spawn(process.execPath, ['-e', `const end = Date.now() + ${ms}; while (Date.now() < end) {}`], { stdio: 'ignore' }));
-}
-
-function stopLoad(load: ChildProcess[]): void {
-  for (const p of load.splice(0)) p.kill('SIGKILL');
 }
 
 function p99(values: readonly number[]): number {
