@@ -394,7 +394,7 @@ function report(specs: readonly PhaseSpec[], outcomes: readonly PhaseOutcome[], 
     const fences = r.fences ?? r.fencedEvents;
     rows.push([
       `${spec.id}. ${spec.name}`, `${r.wrk.durationSec.toFixed(0)} s`, formatNumber(r.wrk.requestsPerSec), count(errorCount(r.wrk)),
-      `${r.transitions.length}${r.after.term !== r.before.term ? ` (term ${r.before.term}->${r.after.term})` : ''}`,
+      `${r.transitions.length - r.afterLoad}${r.afterLoad > 0 ? ` + ${r.afterLoad} after` : ''}${r.after.term !== r.before.term ? ` (term ${r.before.term}->${r.after.term})` : ''}`,
       `${fences}${r.fences === undefined ? ' (events)' : ''}`, passMiss(moved === TARGET_TRANSITIONS && fences === 0),
     ]);
   }
@@ -435,7 +435,7 @@ function report(specs: readonly PhaseSpec[], outcomes: readonly PhaseOutcome[], 
     if (events.streamErrors.length > 0) out(`event streams broke (each opened again from its last event): ${events.streamErrors.slice(0, 3).join(' | ')}`);
     if (events.readErrors.length > 0) out(`reads of a director's kept history failed (its followed events stand alone): ${events.readErrors.slice(0, 3).join(' | ')}`);
   }
-  out('\ntransitions: role events with a change of role on either director (one move of the group is two: the old leader\'s and the new one\'s; '
+  out('\ntransitions: during the load + after it, until a beat confirmed after the load and a steady group; role events with a change of role on either director (one move of the group is two: the old leader\'s and the new one\'s; '
     + 'a fenced leader that resumes is two on one director); fences: lbd_vip_group_fences_total on both directors (a fence is also a transition)');
 }
 
