@@ -6,7 +6,7 @@ import { benchConnsync } from './connsync.js';
 import { benchDataplane } from './dataplane.js';
 import { benchFailover } from './failover.js';
 import { benchHealth } from './health.js';
-import { benchStability } from './stability.js';
+import { MAX_MINUTES, benchStability } from './stability.js';
 
 const EXIT_USAGE = 64;
 
@@ -74,7 +74,7 @@ async function main(argv: readonly string[]): Promise<number> {
       if (!Number.isInteger(loadCount) || loadCount < 1) unknown.push(`--load-count ${rest[i] ?? ''}`);
     } else if (rest[i] === '--minutes' && name === 'stability') {
       minutes = Number(rest[++i]);
-      if (!Number.isFinite(minutes) || minutes <= 0 || minutes > 120) unknown.push(`--minutes ${rest[i] ?? ''}`);
+      if (!Number.isFinite(minutes) || minutes <= 0 || minutes > MAX_MINUTES) unknown.push(`--minutes ${rest[i] ?? ''}`);
     } else unknown.push(rest[i]!);
   }
   if (bench === undefined || unknown.length > 0) {

@@ -54,7 +54,7 @@ export interface StabilityBenchOptions {
 }
 
 const DEFAULT_MINUTES = 10;
-const MAX_MINUTES = 120;
+export const MAX_MINUTES = 120;
 /** Phase C (without sync): conn/s needs no longer a window. */
 const BASELINE_SEC = 60;
 const WRK = { threads: 2, connections: 50 } as const;
