@@ -28,12 +28,12 @@ benchmarks:
               switchover and box death with and without sync (about 2 + N x 0.7 minutes: 4 minutes with
               the default --count 3; needs root, nft, etcd, conntrack, openssl, wrk, nginx).
               --count N: drills of each kind, with and without sync (default 3)
-  stability   does the directors' own traffic move the vip group? The connsync lab under a saturating
-              new-connection load (wrk -t2 -c50, Connection: close): A. sync on; B. sync on with a busy
-              loop on every core; C. sync off (60 s). Per phase: conn/s, wrk errors, vip group
-              transitions and fences (target 0), and conn/s with sync / without (about 2 x N + 3
-              minutes; needs root, nft, etcd, conntrack, openssl, wrk, nginx, curl).
-              --minutes N: how long phases A and B last (default 10); --quick: 1 minute each
+  stability   does the directors' own traffic move the vip group? The connsync lab, idle for 60 s (the
+              control), then under a saturating new-connection load (wrk -t2 -c50, Connection: close):
+              A. sync on; B. sync on with a busy loop on every core; C. sync off (60 s). Per phase:
+              conn/s, wrk errors, vip group transitions and fences (target 0), and conn/s with sync /
+              without (about 2 x N + 5 minutes; needs root, nft, etcd, conntrack, openssl, wrk, nginx,
+              curl). --minutes N: how long phases A and B last (default 10); --quick: every phase 1 minute
 
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough

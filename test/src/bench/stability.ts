@@ -19,17 +19,21 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } fr
  * asserted: each phase is a PASS when the group did not move, a MISS when it did.
  *
  * The HA lab of the connsync bench (sync-lab.ts: two directors, three etcd members, nginx on three real
- * servers, fullnat round robin, tcp health checks every second), then three phases, each a saturating
- * new-connection load from the client namespace through the vip: `wrk -t2 -c50 -H 'Connection: close'`
- * (every request its own connection) on http://<vip>/small (nginx's small object: `/` has no index and
- * would answer 403, which wrk counts as errors).
+ * servers, fullnat round robin, tcp health checks every second), then a control and three phases, each a
+ * saturating new-connection load from the client namespace through the vip: `wrk -t2 -c50 -H 'Connection:
+ * close'` (every request its own connection) on http://<vip>/small (nginx's small object: `/` has no
+ * index and would answer 403, which wrk counts as errors).
+ *   0. the control: no traffic at all, sync on, for 60 s (--quick: as long as A). The machine is shared
+ *      (other people's tests on the same 2 CPUs): what moves the group here is not the load's doing.
  *   A. sync on, for --minutes (default 10; --quick 1).
  *   B. the same with a foreign busy loop on every core (cpu-load.ts, as the failover bench's loaded
  *      variants): each loop ends by itself with the phase and is killed when it ends, or on any way out.
  *   C. sync off (applied per service, as connsync's baseline), for 60 s (--quick: as long as A), so that
  *      conn/s with and without sync come from the same run.
- * Every phase starts from empty connection tables (flushed on both directors while sync is off, so no
- * removal is sent for them) with the group steady and, with sync, the leader's stream caught up.
+ * Every phase starts from empty connection tables (B and C flush both directors while sync is off, so no
+ * removal is sent for them) with the group steady and, with sync, the leader's stream caught up; when
+ * that does not come within its bound (a group that keeps moving after the previous phase), the phase
+ * runs anyway and the report marks it.
  *
  * What counts as a move, per phase, from the moment before the load to the moment after it (once the
  * leader has had a beat confirmed after the load, so that a fence the load caused is already recorded):
@@ -40,7 +44,8 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } fr
  *     its term: the events see it, the term does not);
  *   - fences: lbd_vip_group_fences_total on both directors (scraped from /metrics through the ops host),
  *     next to the role events whose reason starts with "fenced"; failed beats (heartbeat losses) too.
- * Role events between the phases (the applies that switch sync) are reported apart.
+ * Role events between the phases (the applies that switch sync, the flushes, the waits) are reported apart,
+ * and so is the machine's load average at the start and end of each phase.
  *
  * Everything is bounded: wrk by its duration (and a kill 20 s after), the loops by their own deadline,
  * every wait by a timeout. The namespaces (`lbdb<pid>st-…`) and every process in them go on every way
@@ -61,6 +66,10 @@ const WRK = { threads: 2, connections: 50 } as const;
 /** The target: no vip group transition caused by load. */
 const TARGET_TRANSITIONS = 0;
 
+/** Bounds on the waits before a phase; when one runs out the phase starts anyway, and says so. */
+const STEADY_MS = 60_000;
+const CAUGHT_UP_MS = 120_000;
+
 /** Transitions listed per phase in the report (the rest are counted). */
 const LISTED = 10;
 
@@ -70,10 +79,14 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
 const LAB_USER: SyncLabUser = { bench: 'stability', log };
 
 interface PhaseSpec {
-  readonly id: 'A' | 'B' | 'C';
+  readonly id: '0' | 'A' | 'B' | 'C';
   readonly name: string;
+  /** false: the control, no traffic at all. */
+  readonly load: boolean;
   readonly sync: boolean;
   readonly cpuLoad: boolean;
+  /** Starts from empty connection tables (the phases after a load). */
+  readonly flush: boolean;
   readonly sec: number;
 }
 
@@ -81,10 +94,12 @@ function phasesFor(opts: StabilityBenchOptions): PhaseSpec[] {
   const minutes = opts.minutes ?? (opts.quick ? 1 : DEFAULT_MINUTES);
   if (!Number.isFinite(minutes) || minutes <= 0 || minutes > MAX_MINUTES) throw new Error(`--minutes must be more than 0 and at most ${MAX_MINUTES}`);
   const sec = Math.max(1, Math.round(minutes * 60));
+  const short = opts.quick ? sec : Math.min(sec, BASELINE_SEC);
   return [
-    { id: 'A', name: 'sync on', sync: true, cpuLoad: false, sec },
-    { id: 'B', name: 'sync on + busy loop on every core', sync: true, cpuLoad: true, sec },
-    { id: 'C', name: 'sync off (baseline)', sync: false, cpuLoad: false, sec: opts.quick ? sec : Math.min(sec, BASELINE_SEC) },
+    { id: '0', name: 'control: no load, sync on', load: false, sync: true, cpuLoad: false, flush: false, sec: short },
+    { id: 'A', name: 'sync on', load: true, sync: true, cpuLoad: false, flush: false, sec },
+    { id: 'B', name: 'sync on + busy loop on every core', load: true, sync: true, cpuLoad: true, flush: true, sec },
+    { id: 'C', name: 'sync off (baseline)', load: true, sync: false, cpuLoad: false, flush: true, sec: short },
   ];
 }
 
@@ -101,7 +116,12 @@ interface Counters {
 
 interface PhaseResult {
   readonly spec: PhaseSpec;
-  readonly wrk: WrkResult;
+  /** undefined for the control (no load). */
+  readonly wrk: WrkResult | undefined;
+  /** A precondition that did not hold when the phase started (it ran anyway), or ''. */
+  readonly startProblem: string;
+  /** 1-minute load average of the machine at the start and at the end of the load (other work shows here). */
+  readonly loadAvg: readonly [number, number];
   readonly before: GroupView;
   readonly after: GroupView;
   /** Role events of the window that changed a role, oldest first. */
@@ -167,9 +187,9 @@ export async function benchStability(opts: StabilityBenchOptions): Promise<numbe
       let syncNow = true;
       for (const spec of specs) {
         try {
-          await prepare(lab, spec, syncNow);
+          const startProblem = await prepare(lab, spec, syncNow);
           syncNow = spec.sync;
-          const result = await runPhase(lab, spec, script, events, load);
+          const result = await runPhase(lab, spec, script, events, load, startProblem);
           outcomes.push({ spec, result });
         } catch (e) {
           stopLoad(load);
@@ -196,49 +216,59 @@ export async function benchStability(opts: StabilityBenchOptions): Promise<numbe
 // ---- phases ---------------------------------------------------------------------------------------
 
 /**
- * Empty connection tables on both directors, and the phase's sync setting. The flush runs with sync off
- * (switched off first if it was on), so no removal of the old entries is sent; with sync, the phase
- * waits for the leader's stream to catch up again.
+ * Empty connection tables on both directors (spec.flush), and the phase's sync setting. The flush runs
+ * with sync off (switched off first if it was on), so no removal of the old entries is sent; with sync,
+ * the phase waits for the leader's stream to catch up again. Returns what did not hold in time ('' when
+ * everything did): the phase runs anyway, the report says so.
  */
-async function prepare(lab: HaLab<AdminApi>, spec: PhaseSpec, syncNow: boolean): Promise<void> {
+async function prepare(lab: HaLab<AdminApi>, spec: PhaseSpec, syncNow: boolean): Promise<string> {
   const t = lab.cluster.topology;
-  const fresh = spec.id === 'A';
-  if (!fresh) {
+  if (spec.flush) {
     if (syncNow) await applyConfig(LAB_USER, lab, false);
     log(`phase ${spec.id}: flushing both directors' connection tables`);
     for (const d of DIRECTOR_NAMES) await t.exec(d, 'conntrack', ['-F'], { timeoutMs: 60_000, allowFailure: true });
     if (spec.sync) await applyConfig(LAB_USER, lab, true);
     // The agents' own conntrack watches see every flushed entry go: let them work through it first.
     await sleep(3000);
+  } else if (spec.sync !== syncNow) {
+    await applyConfig(LAB_USER, lab, spec.sync);
   }
-  const leader = await waitSteady(lab);
+  let problem = '';
+  await waitSteady(lab, STEADY_MS).catch((e: Error) => { problem = (e.message.split('\n')[0] ?? ''); });
   if (spec.sync) {
-    await waitFor(`${leader} streaming to its peer, caught up`, 60_000, async () => {
+    // Whoever leads at the moment (a leader that flaps hands the stream over).
+    await waitFor('the leader streaming to its peer, caught up', CAUGHT_UP_MS, async () => {
+      const leader = await lab.leader();
+      if (leader === undefined) return false;
       const st = await lab.api(leader).getClusterStatus({ timeoutMs: 2000 });
       const to = st.sync?.peers.find((p) => p.direction === 'to');
       return to?.state === 'streaming' && to.caughtUp;
-    }, 100);
+    }, 100).catch((e: Error) => { problem ||= e.message; });
   }
+  if (problem !== '') log(`phase ${spec.id}: starting anyway: ${problem}`);
+  return problem;
 }
 
-async function runPhase(lab: HaLab<AdminApi>, spec: PhaseSpec, script: string, events: EventCollector, load: ChildProcess[]): Promise<PhaseResult> {
-  const leader = await waitSteady(lab);
+async function runPhase(lab: HaLab<AdminApi>, spec: PhaseSpec, script: string, events: EventCollector, load: ChildProcess[], startProblem: string): Promise<PhaseResult> {
   const before = await groupView(lab);
   const counters0 = await counters(lab);
   const url = `http://${VIP}${SMALL_OBJECT}`;
-  log(`phase ${spec.id} (${spec.name}): ${spec.sec} s of wrk -t${WRK.threads} -c${WRK.connections} -H 'Connection: close' ${url}, `
-    + `${leader} leading (term ${before.term})${spec.cpuLoad ? `, ${cpus().length} busy loops` : ''}`);
+  log(`phase ${spec.id} (${spec.name}): ${spec.sec} s of ${spec.load ? `wrk -t${WRK.threads} -c${WRK.connections} -H 'Connection: close' ${url}` : 'no traffic'}, `
+    + `${before.leader} leading (term ${before.term})${spec.cpuLoad ? `, ${cpus().length} busy loops` : ''}`);
+  const loadAt0 = loadavg()[0]!;
   const since = Date.now();
-  let wrk: WrkResult;
+  let wrk: WrkResult | undefined;
   try {
     // The loops end by themselves when the load does; stopLoad below is for a wrk that ends early.
     if (spec.cpuLoad) load.push(...cpuLoad(spec.sec * 1000));
-    wrk = await runWrk(lab.cluster.topology, 'client', script, { url, connections: WRK.connections, threads: WRK.threads, durationSec: spec.sec, closeEach: true });
+    if (spec.load) wrk = await runWrk(lab.cluster.topology, 'client', script, { url, connections: WRK.connections, threads: WRK.threads, durationSec: spec.sec, closeEach: true });
+    else await sleep(spec.sec * 1000);
   } finally {
     stopLoad(load);
   }
   const loadEndMs = Date.now();
-  log(`phase ${spec.id}: ${formatNumber(wrk.requestsPerSec)} connections/s, errors: ${describeErrors(wrk)}`);
+  const loadAvg = [loadAt0, loadavg()[0]!] as const;
+  if (wrk !== undefined) log(`phase ${spec.id}: ${formatNumber(wrk.requestsPerSec)} connections/s, errors: ${describeErrors(wrk)}`);
   const conntrackAfter = {
     dir1: await conntrackCount(lab, 'dir1'), dir2: await conntrackCount(lab, 'dir2'),
   };
@@ -261,7 +291,7 @@ async function runPhase(lab: HaLab<AdminApi>, spec: PhaseSpec, script: string, e
   const role = inWindow.filter((e) => e.kind === 'role');
   const transitions = role.filter((e) => e.from !== e.to);
   const r: PhaseResult = {
-    spec, wrk, before, after, transitions, notes: role.length - transitions.length,
+    spec, wrk, startProblem, loadAvg, before, after, transitions, notes: role.length - transitions.length,
     fencedEvents: transitions.filter((e) => e.reason.startsWith('fenced')).length,
     fences: counters0 && counters1 ? counters1.fences - counters0.fences : undefined,
     beatsFailed: counters0 && counters1 ? counters1.beatsFailed - counters0.beatsFailed : undefined,
@@ -384,27 +414,29 @@ function report(specs: readonly PhaseSpec[], outcomes: readonly PhaseOutcome[], 
 
   const rows: string[][] = [];
   for (const spec of specs) {
-    const o = outcomes.find((x) => x.spec.id === spec.id);
-    const r = o?.result;
+    const r = outcomes.find((x) => x.spec.id === spec.id)?.result;
     if (r === undefined) {
-      rows.push([`${spec.id}. ${spec.name}`, `${spec.sec} s`, '-', '-', '-', '-', 'not run']);
+      rows.push([`${spec.id}. ${spec.name}`, `${spec.sec} s`, '-', '-', '-', '-', '-', 'not run']);
       continue;
     }
     const moved = r.transitions.length + (r.after.term !== r.before.term || r.after.leader !== r.before.leader ? 1 : 0);
     const fences = r.fences ?? r.fencedEvents;
     rows.push([
-      `${spec.id}. ${spec.name}`, `${r.wrk.durationSec.toFixed(0)} s`, formatNumber(r.wrk.requestsPerSec), count(errorCount(r.wrk)),
+      `${spec.id}. ${spec.name}`, `${r.wrk ? r.wrk.durationSec.toFixed(0) : spec.sec} s`, r.wrk ? formatNumber(r.wrk.requestsPerSec) : '-', r.wrk ? count(errorCount(r.wrk)) : '-',
       `${r.transitions.length - r.afterLoad}${r.afterLoad > 0 ? ` + ${r.afterLoad} after` : ''}${r.after.term !== r.before.term ? ` (term ${r.before.term}->${r.after.term})` : ''}`,
-      `${fences}${r.fences === undefined ? ' (events)' : ''}`, passMiss(moved === TARGET_TRANSITIONS && fences === 0),
+      `${fences}${r.fences === undefined ? ' (events)' : ''}`, `${r.loadAvg[0].toFixed(1)} / ${r.loadAvg[1].toFixed(1)}`,
+      `${passMiss(moved === TARGET_TRANSITIONS && fences === 0)}${r.startProblem ? ' *' : ''}`,
     ]);
   }
   out('');
-  out(table(['phase', 'duration', 'conn/s', 'wrk errors', 'vip group transitions', 'fences', `target ${TARGET_TRANSITIONS}`], rows));
+  out(table(['phase', 'duration', 'conn/s', 'wrk errors', 'vip group transitions', 'fences', 'machine load', `target ${TARGET_TRANSITIONS}`], rows));
+  out('machine load: the 1-minute load average at the start / end of the phase, everything on the machine (other people\'s tests too)');
+  if (outcomes.some((o) => o.result?.startProblem)) out('*: the phase started before its preconditions held (see below)');
 
-  const a = outcomes.find((o) => o.spec.id === 'A')?.result;
-  const c = outcomes.find((o) => o.spec.id === 'C')?.result;
-  out(`\nconn/s with sync / without sync (A / C): ${a && c ? `${formatRatio(a.wrk.requestsPerSec / c.wrk.requestsPerSec)} `
-    + `(${formatNumber(a.wrk.requestsPerSec)} / ${formatNumber(c.wrk.requestsPerSec)}; A over ${a.spec.sec} s, C over ${c.spec.sec} s)` : 'n/a (a phase did not run)'}`);
+  const a = outcomes.find((o) => o.spec.id === 'A')?.result?.wrk;
+  const c = outcomes.find((o) => o.spec.id === 'C')?.result?.wrk;
+  out(`\nconn/s with sync / without sync (A / C): ${a && c ? `${formatRatio(a.requestsPerSec / c.requestsPerSec)} `
+    + `(${formatNumber(a.requestsPerSec)} / ${formatNumber(c.requestsPerSec)}; A over ${a.durationSec.toFixed(0)} s, C over ${c.durationSec.toFixed(0)} s)` : 'n/a (a phase did not run)'}`);
 
   out('\nper phase:');
   for (const o of outcomes) {
@@ -413,13 +445,13 @@ function report(specs: readonly PhaseSpec[], outcomes: readonly PhaseOutcome[], 
       out(`${o.spec.id}: could not run: ${o.problem ?? 'unknown'}`);
       continue;
     }
-    out(`${o.spec.id}: ${count(r.wrk.requests)} connections in ${r.wrk.durationSec.toFixed(1)} s (errors: ${describeErrors(r.wrk)}); `
-      + `leader ${r.before.leader} term ${r.before.term} before, ${r.after.leader} term ${r.after.term} after; `
+    const load = r.wrk ? `${count(r.wrk.requests)} connections in ${r.wrk.durationSec.toFixed(1)} s (errors: ${describeErrors(r.wrk)})` : `no traffic for ${o.spec.sec} s`;
+    out(`${o.spec.id}: ${load}; leader ${r.before.leader} term ${r.before.term} before, ${r.after.leader} term ${r.after.term} after; `
       + `role events: ${r.transitions.length} transitions, ${r.notes} without a change of role, ${r.fencedEvents} "fenced"; `
       + `/metrics: fences ${r.fences ?? 'n/a (scrape failed)'}, failed beats ${r.beatsFailed ?? 'n/a'}; real-server state changes ${r.healthEvents}; `
       + `conntrack entries at the end: dir1 ${r.conntrackAfter.dir1 ?? 'n/a'}, dir2 ${r.conntrackAfter.dir2 ?? 'n/a'}; `
       + `window ${clock(r.sinceMs)} to ${clock(r.untilMs)}, the load ended at ${clock(r.loadEndMs)} (${r.afterLoad} of the transitions after it)`
-      + `${r.sentinelProblem ? `; ${r.sentinelProblem}` : ''}`);
+      + `${r.sentinelProblem ? `; ${r.sentinelProblem}` : ''}${r.startProblem ? `; started before this held: ${r.startProblem}` : ''}`);
     for (const e of r.transitions.slice(0, LISTED)) out(`   ${describeEvent(e)}`);
     if (r.transitions.length > LISTED) out(`   ... and ${r.transitions.length - LISTED} more`);
   }
@@ -429,14 +461,16 @@ function report(specs: readonly PhaseSpec[], outcomes: readonly PhaseOutcome[], 
     const windows = outcomes.flatMap((o) => (o.result ? [o.result] : []));
     const outside = events.sorted().filter((e) => e.kind === 'role' && e.from !== e.to && e.timeUnixMs >= events.sinceMs);
     const notIn = outside.filter((e) => !windows.some((r) => r.transitions.some((x) => x.id === e.id)));
-    out(`\nvip group transitions between the phases (applies switching sync, flushes): ${notIn.length}`);
+    out(`\nvip group transitions between the phases (applies switching sync, flushes, waits for a steady group): ${notIn.length}`);
     for (const e of notIn.slice(0, LISTED)) out(`   ${describeEvent(e)}`);
     if (notIn.length > LISTED) out(`   ... and ${notIn.length - LISTED} more`);
     if (events.streamErrors.length > 0) out(`event streams broke (each opened again from its last event): ${events.streamErrors.slice(0, 3).join(' | ')}`);
     if (events.readErrors.length > 0) out(`reads of a director's kept history failed (its followed events stand alone): ${events.readErrors.slice(0, 3).join(' | ')}`);
   }
-  out('\ntransitions: during the load + after it, until a beat confirmed after the load and a steady group; role events with a change of role on either director (one move of the group is two: the old leader\'s and the new one\'s; '
-    + 'a fenced leader that resumes is two on one director); fences: lbd_vip_group_fences_total on both directors (a fence is also a transition)');
+  out('\ntransitions: during the load + after it, until a beat confirmed after the load and a steady group; role events with a change of role on either director '
+    + '(one move of the group is two: the old leader\'s and the new one\'s; a fenced leader that resumes is two on one director); '
+    + 'fences: lbd_vip_group_fences_total on both directors (a fence is also a transition). Phase 0 is the control: the same count with no traffic '
+    + 'at all, so that what the machine alone does (other people\'s tests on the same 2 CPUs) is not put down to the load');
 }
 
 const clock = (ms: number): string => new Date(ms).toISOString().slice(11, 23);
