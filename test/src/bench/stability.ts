@@ -279,7 +279,9 @@ async function runPhase(lab: HaLab<AdminApi>, spec: PhaseSpec, script: string, e
   const ended = (await counters(lab)) ?? counters0;
   if (ended === undefined) sentinelProblem = 'no beat count to wait on (/metrics did not answer)';
   else {
-    await waitFor('a beat confirmed after the load', 15_000, async () => ((await counters(lab))?.beatsConfirmed ?? 0) > ended.beatsConfirmed, 200)
+    // Once a second: each poll is a curl with a TLS handshake to both agents, work the benchmark must not
+    // add to what it measures (Prometheus scrapes every 15 s or so).
+    await waitFor('a beat confirmed after the load', 15_000, async () => ((await counters(lab))?.beatsConfirmed ?? 0) > ended.beatsConfirmed, 1000)
       .catch((e: Error) => { sentinelProblem = e.message; });
   }
   await waitSteady(lab).catch((e: Error) => { sentinelProblem ||= `not steady after the load: ${e.message.split('\n')[0]}`; });
