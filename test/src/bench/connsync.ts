@@ -1,5 +1,4 @@
 import { appendFile, mkdtemp, readFile } from 'node:fs/promises';
-import { rmSync } from 'node:fs';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -12,12 +11,13 @@ import {
   AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
 } from '@lbd/proto';
 import {
-  Topology, freePort, makeClusterPki, namespacePids, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, startHaLab, waitFor,
+  Topology, freePort, makeClusterPki, namespacePids, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, waitFor,
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
 import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, parseProcStat, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
-import { startNginx, writeDocroot, SMALL_OBJECT } from './servers.js';
+import { SMALL_OBJECT } from './servers.js';
+import { GROUP, LOCAL_ADDRESSES, RS_HOSTS, VIP, applyConfig, other, startLab, type SyncLabUser } from './sync-lab.js';
 import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } from './wrk.js';
 
 /**
@@ -71,12 +71,6 @@ export interface ConnsyncBenchOptions {
 const TARGETS = { bulkMs: 2000, lagP99Ms: 50, rate: 5000, brokenWithSync: 0 } as const;
 const DEFAULT_COUNT = 3;
 const MAX_COUNT = 100;
-const GROUP = 'default';
-const VIP = '198.18.0.10';
-const RS_HOSTS = [11, 12, 13].map((h) => `198.19.1.${h}`);
-const LOCAL_ADDRESSES = [100, 101, 102, 103].map((h) => `198.19.1.${h}`);
-/** nginx on every real server for the load (lbd-testserver's HTTP is a Node process: too slow for 5 000/s). */
-const NGINX_PORT = 8081;
 const WRK_CONNECTIONS = 100;
 const STREAMS = 100;
 const UDP_FLOWS = 20;
@@ -121,7 +115,7 @@ export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number>
     const bulk = await benchBulk(scope, prefix, s);
     // Before the lab exists: nothing else runs on the machine meanwhile.
     const standbyPath = await benchStandbyPath(scope, prefix, s);
-    const lab = await startLab(scope, prefix);
+    const lab = await startLab(LAB_USER, scope, prefix);
     // Drills first, on a fresh lab: the load leaves tens of thousands of entries (and, see the report, can
     // cost failovers of its own), which would weigh on every drill after it.
     const drills = await benchDrills(lab, s);
@@ -534,74 +528,9 @@ async function childCpuSec(): Promise<number> {
   return (st.cutime + st.cstime) / (await clockTicks());
 }
 
-// ---- the lab --------------------------------------------------------------------------------------
+// ---- the lab (sync-lab.ts) ---------------------------------------------------------------------
 
-function labConfig(sync: boolean): string {
-  const rs = (port: number): string => RS_HOSTS.map((a) => `      - { address: ${a}, port: ${port} }\n`).join('');
-  const common = `    mode: fullnat
-    scheduler: rr
-    localAddresses: [${LOCAL_ADDRESSES[0]}-${LOCAL_ADDRESSES.at(-1)}]
-    sync: { enabled: ${sync} }
-`;
-  return `# bench connsync: round robin everywhere, so a director without a flow's entry sends it elsewhere.
-vipGroups:
-  - name: ${GROUP}
-    # One change of leader per drill: no failback inside a measurement.
-    preempt: never
-    gateways: [198.19.1.250]
-services:
-  - name: load
-    vip: ${VIP}
-    port: 80
-${common}    healthCheck: { kind: tcp, intervalMs: 1000, rise: 2, fall: 2 }
-    realServers:
-${rs(NGINX_PORT)}  - name: stream
-    vip: ${VIP}
-    port: 9000
-${common}    healthCheck: { kind: tcp, intervalMs: 1000, rise: 2, fall: 2 }
-    realServers:
-${rs(9000)}  - name: udp
-    vip: ${VIP}
-    port: 53
-    protocol: udp
-${common}    healthCheck: { kind: udp, send: health, expect: '"server"', intervalMs: 1000, rise: 2, fall: 2 }
-    realServers:
-${rs(5353)}`;
-}
-
-async function startLab(scope: BenchScope, prefix: string): Promise<HaLab<AdminApi>> {
-  log('starting the HA lab (2 directors, 3 etcd members, 3 real servers)');
-  // The lab's namespaces share the bench's prefix, so the scope's sweep removes them on a signal too.
-  const lab = await startHaLab({ prefix, admin: (socket) => new AdminApi(socket), configText: labConfig(true) });
-  scope.onCleanup(() => rmSync(lab.dir, { recursive: true, force: true }));
-  scope.topology = lab.cluster.topology;
-  const root = await writeDocroot(scope.tmp!);
-  for (const r of lab.cluster.realServers) await startNginx(lab.cluster.topology, r.host, scope.tmp!, root, { workers: 1, port: NGINX_PORT });
-  await waitHealthy(lab);
-  return lab;
-}
-
-/** Every real server of every service up on both directors (nginx just started: the checks need 2 rises). */
-async function waitHealthy(lab: HaLab<AdminApi>): Promise<void> {
-  for (const d of ['dir1', 'dir2'] as const) {
-    await waitFor(`${d}: every real server up`, 30_000, async () => {
-      const h = await lab.api(d).getHealth('', { timeoutMs: 2000 });
-      return h.realServers.length === 3 * RS_HOSTS.length && h.realServers.every((r) => r.state === 'up');
-    }, 200);
-  }
-}
-
-async function applyConfig(lab: HaLab<AdminApi>, sync: boolean): Promise<void> {
-  const leader = await waitSteady(lab);
-  const res = await lab.api(leader).apply({ configText: labConfig(sync), source: `bench connsync: sync ${sync ? 'on' : 'off'}`, author: 'bench' }, { timeoutMs: 15_000 });
-  const revision = Number(res.clusterRevision ?? 0);
-  await waitFor(`both directors running config revision ${revision}`, 15_000, async () => {
-    const all = await Promise.all((['dir1', 'dir2'] as const).map((d) => lab.api(d).getClusterStatus({ timeoutMs: 2000 })));
-    return all.every((st) => st.configRevision >= revision);
-  }, 100);
-}
-
-const other = (d: DirectorName): DirectorName => (d === 'dir1' ? 'dir2' : 'dir1');
+const LAB_USER: SyncLabUser = { bench: 'connsync', log };
 
 function peerOf(st: ClusterStatus__Output | undefined, direction: 'to' | 'from'): ConnSyncPeer__Output | undefined {
   return st?.sync?.peers.find((p) => p.direction === direction);
@@ -672,7 +601,7 @@ async function benchLoad(lab: HaLab<AdminApi>, tmp: string, s: Settings): Promis
   // The baseline left its entries (TIME_WAIT, 120 s) on the leader: the sync run starts from empty tables
   // (with sync still off, so no removal is sent for them), as the baseline did.
   for (const d of ['dir1', 'dir2'] as const) await lab.cluster.topology.exec(d, 'conntrack', ['-F'], { timeoutMs: 60_000, allowFailure: true });
-  await applyConfig(lab, true);
+  await applyConfig(LAB_USER, lab, true);
   await sleep(2000);
   const withSync = await loadRun(lab, true, s, wrk);
   const conntrackAfter = {
@@ -845,7 +774,7 @@ async function benchDrills(lab: HaLab<AdminApi>, s: Settings): Promise<DrillsRes
   const failures: DrillFailure[] = [];
   // The lab starts with sync on: those drills first, then the baseline.
   for (const sync of [true, false]) {
-    if (!sync) await applyConfig(lab, false);
+    if (!sync) await applyConfig(LAB_USER, lab, false);
     for (const kind of ['switchover', 'box-death'] as const) {
       for (let i = 1; i <= s.count; i++) {
         try {

@@ -6,10 +6,11 @@ import { benchConnsync } from './connsync.js';
 import { benchDataplane } from './dataplane.js';
 import { benchFailover } from './failover.js';
 import { benchHealth } from './health.js';
+import { MAX_MINUTES, benchStability } from './stability.js';
 
 const EXIT_USAGE = 64;
 
-const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N]
+const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--minutes N]
 
 benchmarks:
   dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
@@ -29,13 +30,19 @@ benchmarks:
               switchover and box death with and without sync (about 2 + N x 0.7 minutes: 4 minutes with
               the default --count 3; needs root, nft, etcd, conntrack, openssl, wrk, nginx).
               --count N: drills of each kind, with and without sync (default 3)
+  stability   does the directors' own traffic move the vip group? The connsync lab, idle for 60 s (the
+              control), then under a saturating new-connection load (wrk -t2 -c50, Connection: close):
+              A. sync on; B. sync on with a busy loop on every core; C. sync off (60 s). Per phase:
+              conn/s, wrk errors, vip group transitions and fences (target 0), and conn/s with sync /
+              without (about 2 x N + 5 minutes; needs root, nft, etcd, conntrack, openssl, wrk, nginx,
+              curl). --minutes N: how long phases A and B last (default 10); --quick: every phase 1 minute
 
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough
 `;
 
 interface Bench {
-  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number }) => Promise<number>;
+  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number; minutes?: number }) => Promise<number>;
   /** Takes --count N. */
   readonly counted?: boolean;
 }
@@ -45,6 +52,7 @@ const BENCHES: Record<string, Bench> = {
   health: { run: benchHealth },
   failover: { run: benchFailover, counted: true },
   connsync: { run: benchConnsync, counted: true },
+  stability: { run: benchStability },
 };
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -56,6 +64,7 @@ async function main(argv: readonly string[]): Promise<number> {
   const bench = name === undefined ? undefined : BENCHES[name];
   let count: number | undefined;
   let loadCount: number | undefined;
+  let minutes: number | undefined;
   const unknown: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     if (rest[i] === '--quick') continue;
@@ -65,6 +74,9 @@ async function main(argv: readonly string[]): Promise<number> {
     } else if (rest[i] === '--load-count' && name === 'failover') {
       loadCount = Number(rest[++i]);
       if (!Number.isInteger(loadCount) || loadCount < 1) unknown.push(`--load-count ${rest[i] ?? ''}`);
+    } else if (rest[i] === '--minutes' && name === 'stability') {
+      minutes = Number(rest[++i]);
+      if (!Number.isFinite(minutes) || minutes <= 0 || minutes > MAX_MINUTES) unknown.push(`--minutes ${rest[i] ?? ''}`);
     } else unknown.push(rest[i]!);
   }
   if (bench === undefined || unknown.length > 0) {
@@ -72,7 +84,7 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`${what}\n${USAGE}`);
     return EXIT_USAGE;
   }
-  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}) });
+  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}), ...(minutes !== undefined ? { minutes } : {}) });
 }
 
 main(process.argv.slice(2)).then(

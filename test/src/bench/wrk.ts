@@ -48,6 +48,8 @@ export interface WrkRun {
   readonly closeEach: boolean;
   /** CPU list to pin wrk to (taskset -c), or undefined to leave placement to the scheduler. */
   readonly cpus?: string;
+  /** wrk threads (-t); default 1. */
+  readonly threads?: number;
 }
 
 /** Writes the Lua hook into `dir` and returns its path. */
@@ -58,11 +60,11 @@ export async function writeWrkScript(dir: string): Promise<string> {
 }
 
 /**
- * One bounded wrk run (1 thread: the machine's 2 cores are shared by client, director and servers) from
- * `host`. wrk stops itself after `durationSec`; the command is killed if it overruns by 20 s.
+ * One bounded wrk run (1 thread unless `run.threads` says otherwise: the machine's 2 cores are shared by
+ * client, director and servers) from `host`. wrk stops itself after `durationSec`; the command is killed if it overruns by 20 s.
  */
 export async function runWrk(topology: CommandHost, host: string, script: string, run: WrkRun): Promise<WrkResult> {
-  const args = ['-t1', `-c${run.connections}`, `-d${run.durationSec}s`, '--timeout', '2s', '-s', script];
+  const args = [`-t${run.threads ?? 1}`, `-c${run.connections}`, `-d${run.durationSec}s`, '--timeout', '2s', '-s', script];
   if (run.closeEach) args.push('-H', 'Connection: close');
   args.push(run.url);
   const [cmd, argv] = run.cpus === undefined ? ['wrk', args] : ['taskset', ['-c', run.cpus, 'wrk', ...args]];
