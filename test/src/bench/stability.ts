@@ -133,6 +133,11 @@ interface PhaseResult {
   readonly beatsFailed: number | undefined;
   /** Real-server state changes (health events) in the window: the load may starve the checks too. */
   readonly healthEvents: number;
+  /**
+   * How late each director's election thread ran its own timer over its last 4 096 ticks (about 41 s),
+   * read as the load ended: what a beat suffered under the load (undefined: the status did not answer).
+   */
+  readonly electionLate: Readonly<Record<string, { readonly p99: number; readonly max: number; readonly placement: string } | undefined>>;
   /** The window: from just before the load to the sentinel after it; the load ended at loadEndMs. */
   readonly sinceMs: number;
   readonly loadEndMs: number;
@@ -266,6 +271,11 @@ async function runPhase(lab: HaLab<AdminApi>, spec: PhaseSpec, script: string, e
   }
   const loadEndMs = Date.now();
   const loadAvg = [loadAt0, loadavg()[0]!] as const;
+  const electionLate: Record<string, { p99: number; max: number; placement: string } | undefined> = {};
+  for (const d of DIRECTOR_NAMES) {
+    const st = await lab.api(d).getClusterStatus({ timeoutMs: 2000 }).catch(() => undefined);
+    electionLate[d] = st === undefined ? undefined : { p99: st.electionTickLateP99Ms, max: st.electionTickLateMaxMs, placement: st.electionPlacement };
+  }
   if (wrk !== undefined) log(`phase ${spec.id}: ${formatNumber(wrk.requestsPerSec)} connections/s, errors: ${describeErrors(wrk)}`);
   const conntrackAfter = {
     dir1: await conntrackCount(lab, 'dir1'), dir2: await conntrackCount(lab, 'dir2'),
@@ -295,7 +305,7 @@ async function runPhase(lab: HaLab<AdminApi>, spec: PhaseSpec, script: string, e
     fencedEvents: transitions.filter((e) => e.reason.startsWith('fenced')).length,
     fences: counters0 && counters1 ? counters1.fences - counters0.fences : undefined,
     beatsFailed: counters0 && counters1 ? counters1.beatsFailed - counters0.beatsFailed : undefined,
-    healthEvents: inWindow.filter((e) => e.kind === 'health').length,
+    healthEvents: inWindow.filter((e) => e.kind === 'health').length, electionLate,
     sinceMs: since, loadEndMs, untilMs: until, afterLoad: transitions.filter((e) => e.timeUnixMs > loadEndMs).length, sentinelProblem, conntrackAfter,
   };
   log(`phase ${spec.id}: ${r.transitions.length} vip group transition(s), fences ${r.fences ?? 'n/a'} (role events "fenced" ${r.fencedEvents}), `
@@ -450,6 +460,7 @@ function report(specs: readonly PhaseSpec[], outcomes: readonly PhaseOutcome[], 
       + `role events: ${r.transitions.length} transitions, ${r.notes} without a change of role, ${r.fencedEvents} "fenced"; `
       + `/metrics: fences ${r.fences ?? 'n/a (scrape failed)'}, failed beats ${r.beatsFailed ?? 'n/a'}; real-server state changes ${r.healthEvents}; `
       + `conntrack entries at the end: dir1 ${r.conntrackAfter.dir1 ?? 'n/a'}, dir2 ${r.conntrackAfter.dir2 ?? 'n/a'}; `
+      + `election thread's timer late (last ~41 s of the load) ${DIRECTOR_NAMES.map((d) => { const e = r.electionLate[d]; return e === undefined ? `${d} n/a` : `${d} p99 ${e.p99} ms, max ${e.max} ms`; }).join(', ')}; `
       + `window ${clock(r.sinceMs)} to ${clock(r.untilMs)}, the load ended at ${clock(r.loadEndMs)} (${r.afterLoad} of the transitions after it)`
       + `${r.sentinelProblem ? `; ${r.sentinelProblem}` : ''}${r.startProblem ? `; started before this held: ${r.startProblem}` : ''}`);
     for (const e of r.transitions.slice(0, LISTED)) out(`   ${describeEvent(e)}`);
