@@ -19,7 +19,9 @@ describe('vip capture', () => {
   const cases: [string, VipPacket[], { packets: number; spanMs: number }][] = [
     ['no move: none', [at(0, 'dir1'), at(10, 'dir1'), at(900, 'dir1')], { packets: 0, spanMs: 0 }],
     ['a clean handover: none', [at(0, 'dir1'), at(100, 'dir1'), at(450, 'dir2'), at(460, 'dir2')], { packets: 0, spanMs: 0 }],
-    ['the old leader after the new one\'s first', [at(0, 'dir1'), at(450, 'dir2'), at(451, 'dir1'), at(500, 'dir2'), at(2450.5, 'dir1')], { packets: 2, spanMs: 2000.5 }],
+    ['the old leader after the new one\'s first', [at(0, 'dir1'), at(450, 'dir2'), at(451, 'dir1'), at(500, 'dir2'), at(2450.5, 'dir1'), at(2451, 'dir2')], { packets: 2, spanMs: 2000.5 }],
+    ['a handover that bounced back: none', [at(0, 'dir1'), at(450, 'dir2'), at(500, 'dir2'), at(900, 'dir1'), at(905, 'dir1')], { packets: 0, spanMs: 0 }],
+    ['the old leader beside the new one, then back alone: only the overlap', [at(0, 'dir1'), at(450, 'dir2'), at(460, 'dir1'), at(500, 'dir2'), at(900, 'dir1')], { packets: 1, spanMs: 10 }],
     ['the same instant counts', [at(450, 'dir2'), at(450, 'dir1')], { packets: 1, spanMs: 0 }],
     ['before the failure does not count', [at(-50, 'dir2'), at(-10, 'dir1'), at(20, 'dir1')], { packets: 0, spanMs: 0 }],
     ['other kinds and unknown senders do not count', [at(450, 'dir2'), at(500, 'dir1', 'arp'), at(510, 'x')], { packets: 0, spanMs: 0 }],

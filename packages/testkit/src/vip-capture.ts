@@ -60,9 +60,9 @@ export interface SentFigures {
 
 /** Overlap of two senders of one kind. */
 export interface DualFigures {
-  /** Packets of `old` at or after the first packet of `successor`: 0 when they never overlapped. */
+  /** Packets of `old` during `successor`'s tenure (see dualFigures): 0 when they never overlapped. */
   readonly packets: number;
-  /** From the successor's first packet to the last of those (ms, µs precision); 0 when none. */
+  /** From the tenure's start to the last of those (ms, µs precision); 0 when none. */
   readonly spanMs: number;
 }
 
@@ -74,16 +74,23 @@ export function sentFigures(packets: readonly VipPacket[], kind: VipPacketKind, 
 }
 
 /**
- * Whether `old` (the leader at the failure) still sent packets of `kind` once `successor` (the other
- * director) had started to, counting from `fromUs` (the failure): the packets of `old` at or after the
- * successor's first, and the span from that first to the last of them. A clean handover is 0 and 0: the
- * old leader's last packet comes before the new one's first. Packets must be in capture order.
+ * Whether `old` (the leader at the failure) still sent packets of `kind` while `successor` (the other
+ * director) served, counting from `fromUs` (the failure): the packets of `old` in the successor's tenure,
+ * and the span from the tenure's start to the last of them. The tenure runs from the successor's first
+ * packet (of any kind) until `old` takes the vip back: its first forwarded packet after the successor's
+ * last one. So a clean handover is 0 and 0 (the old leader's last packet comes before the new one's
+ * first), and so is a handover that bounced back (the old leader serves again only once the successor has
+ * stopped: a flap, which drills report apart); a frozen leader still forwarding beside the new one is not.
+ * Packets must be in capture order.
  */
 export function dualFigures(packets: readonly VipPacket[], kind: VipPacketKind, old: string, successor: string, fromUs: number): DualFigures {
-  const ofKind = packets.filter((p) => p.kind === kind && p.atUs >= fromUs);
-  const first = ofKind.find((p) => p.from === successor);
+  const after = packets.filter((p) => p.atUs >= fromUs);
+  const first = after.find((p) => p.from === successor);
   if (first === undefined) return { packets: 0, spanMs: 0 };
-  const late = ofKind.filter((p) => p.from === old && p.atUs >= first.atUs);
+  const lastForwarded = after.findLast((p) => p.from === successor && p.kind === 'forwarded');
+  const back = lastForwarded === undefined ? undefined : after.find((p) => p.from === old && p.kind === 'forwarded' && p.atUs > lastForwarded.atUs);
+  const end = back?.atUs ?? Number.POSITIVE_INFINITY;
+  const late = after.filter((p) => p.kind === kind && p.from === old && p.atUs >= first.atUs && p.atUs < end);
   return { packets: late.length, spanMs: late.length === 0 ? 0 : (late.at(-1)!.atUs - first.atUs) / 1000 };
 }
 
