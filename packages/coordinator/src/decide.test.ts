@@ -62,12 +62,20 @@ describe('decide: the election as a pure step', () => {
       { name: 'asked half a beat ago: not again', s: { beatInFlight: true, lastBeatAt: 1075, lastPromiseAsk: 1086 }, now: 1120, actions: [], role: 'leader' },
       { name: 'one ms short of the window: holds', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240 }, now: 1249, actions: [], role: 'leader' },
       {
-        name: 'window closed, peer never answered: fences', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240 }, now: 1260, role: 'standby',
-        actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 260 ms, not every peer vouches (b: not asked yet)' }],
+        name: 'window closed, the peer\'s answer still out: waits for it (the kernel lease ends on time regardless)', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240 },
+        now: 1260, role: 'leader', actions: [],
+      },
+      {
+        name: 'the peer answered only before this episode: still waits', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1290, answeredAt: new Map([['b', 1084]]) },
+        now: 1300, role: 'leader', actions: [],
+      },
+      {
+        name: 'no answer within another window: fences', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1480 }, now: 1500, role: 'standby',
+        actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 500 ms, not every peer vouches (b: not asked yet)' }],
       },
       {
         name: 'window closed, peer refused: fences with its reason', now: 1250, role: 'standby',
-        s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240, peerAnswers: new Map([['b', 'b reaches etcd: the leader is the one cut off']]) },
+        s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240, peerAnswers: new Map([['b', 'b reaches etcd: the leader is the one cut off']]), answeredAt: new Map([['b', 1130]]) },
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 250 ms, not every peer vouches (b: b reaches etcd: the leader is the one cut off)' }],
       },
       {
@@ -75,7 +83,7 @@ describe('decide: the election as a pure step', () => {
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 250 ms, no peers to vouch' }],
       },
       {
-        name: 'a promise that ran out is no promise', now: 1250, role: 'standby', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240, coverage: new Map([['b', 1250]]) },
+        name: 'a promise that ran out is no promise', now: 1250, role: 'standby', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240, coverage: new Map([['b', 1250]]), answeredAt: new Map([['b', 1100]]) },
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 250 ms, not every peer vouches (b: not asked yet)' }],
       },
       {

@@ -68,6 +68,8 @@ export interface ElectionState {
   readonly coverage: ReadonlyMap<string, number>;
   /** Each peer's last answer to a promise request, for the fence's reason. */
   readonly peerAnswers: ReadonlyMap<string, string>;
+  /** When each peer's last answer (a promise, a refusal or an error) came. */
+  readonly answeredAt: ReadonlyMap<string, number>;
   readonly lastPromiseAsk: number;
   /** Until when we promised a leader not to take over. */
   readonly promisedUntil: number;
@@ -210,7 +212,7 @@ export interface Decision {
 export function initialState(now: number): ElectionState {
   return {
     role: 'standby', observed: null, mine: null, lastConfirmedSend: 0, leaseUntil: 0, confirmedBeat: 0, beatInFlight: false, lastBeatAt: 0,
-    coverage: new Map(), peerAnswers: new Map(), lastPromiseAsk: 0, promisedUntil: 0,
+    coverage: new Map(), peerAnswers: new Map(), answeredAt: new Map(), lastPromiseAsk: 0, promisedUntil: 0,
     etcd: { failing: false, failingSince: 0, backAt: now, recoveredAt: Number.NEGATIVE_INFINITY },
     vacantSince: null, preemptSince: null, preemptWaitReason: null, attempting: false, handingOver: false, lastTransition: null,
   };
@@ -472,6 +474,15 @@ class Step {
       if (s.role !== 'fail-static') this.setRole('fail-static', `etcd unreachable for ${Math.round(age)} ms; peers ${peers.join(', ')} cannot reach it either, keeping the vips`);
       return;
     }
+    // A peer asked in this episode has not answered yet: a peer must probe etcd before it can promise, and
+    // its answer crosses the peer link twice, so under load it can come after the window. Wait for it, at
+    // most another window (the request's own deadline): the kernel lease ends on time whatever the agent
+    // does, and a promise that comes late is still good (the peer granted it while not leading, and takes
+    // nothing over while it runs), so the lease is written again and fail-static holds. A peer that refuses
+    // (it reaches etcd: we are the one cut off) answers quickly, and the fence is not delayed then.
+    const episode = s.lastConfirmedSend + t.beatIntervalMs + t.fenceCheckMs;
+    const awaited = peers.filter((p) => (s.answeredAt.get(p) ?? Number.NEGATIVE_INFINITY) < episode);
+    if (awaited.length > 0 && age < 2 * t.safetyWindowMs) return;
     const missing = peers.filter((p) => !((s.coverage.get(p) ?? 0) > now));
     const why = peers.length === 0 ? 'no peers to vouch' : `not every peer vouches (${missing.map((p) => `${p}: ${s.peerAnswers.get(p) ?? 'not asked yet'}`).join('; ')})`;
     const from = s.role;
@@ -498,6 +509,7 @@ class Step {
       if (e.reply.granted) this.s.coverage = new Map(this.s.coverage).set(e.peer, Math.max(this.s.coverage.get(e.peer) ?? 0, e.sent + e.durationMs));
     }
     this.s.peerAnswers = answers;
+    this.s.answeredAt = new Map(this.s.answeredAt).set(e.peer, this.now);
   }
 
   /** A leader asks us (a standby) to promise not to take over while etcd is unreachable. */
