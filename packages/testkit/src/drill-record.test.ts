@@ -45,6 +45,10 @@ describe('drillRecord', () => {
     });
   }
 
+  it('a late first success without any failed request is no outage (a starved client), not a late service', () => {
+    assert.equal(drillPassed({ ...ok, failedRequests: 0, restoredAfterMs: 4076, noServiceMs: 80 }), true);
+  });
+
   it('keeps every field within the event log\'s 256 characters, whatever failed', () => {
     const worst = { ...ok, recovered: false, dualForwarding: 123_456, dualForwardingMs: 12_345.6, dualAnswering: 99_999, dualAnsweringMs: 12_345.6, leaderChanges: 9, flapped: true };
     const r = drillRecord(worst);
