@@ -49,6 +49,11 @@ describe('drillRecord', () => {
     assert.equal(drillPassed({ ...ok, failedRequests: 0, restoredAfterMs: 4076, noServiceMs: 80 }), true);
   });
 
+  it('a short stretch long after the failure (a planned preemption back) is judged by its length', () => {
+    assert.equal(drillPassed({ ...ok, restoredAfterMs: 15_887, noServiceMs: 122 }), true);
+    assert.equal(drillPassed({ ...ok, restoredAfterMs: 15_887, noServiceMs: 1500 }), false);
+  });
+
   it('keeps every field within the event log\'s 256 characters, whatever failed', () => {
     const worst = { ...ok, recovered: false, dualForwarding: 123_456, dualForwardingMs: 12_345.6, dualAnswering: 99_999, dualAnsweringMs: 12_345.6, leaderChanges: 9, flapped: true };
     const r = drillRecord(worst);

@@ -881,8 +881,11 @@ function problemsOf(r: DrillResult): DrillProblem[] {
   }
   if (!r.recovered) out.push({ code: 'no-service', text: 'service did not come back' });
   // Without a failed request there was no outage to come back from: the longest gap between successes was
-  // the client's own (a starved client on a busy machine), wherever in the drill it fell.
-  else if (r.failedRequests > 0 && r.restoredAfterMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS) {
+  // the client's own (a starved client on a busy machine), wherever in the drill it fell. And when the
+  // longest stretch began well after the failure (a planned preemption back after a pause, say), it is
+  // judged by its length, not by how long after the failure it ended.
+  else if (r.failedRequests > 0 && r.restoredAfterMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS
+    && (r.restoredAfterMs - r.noServiceMs <= r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS || r.noServiceMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS)) {
     out.push({ code: 'service-late', text: `service back after ${r.restoredAfterMs} ms, beyond the worst-case takeover ${r.worstCaseTakeoverMs} ms + ${SERVICE_BACK_SLACK_MS} ms` });
   }
   if (r.leaderChanges === null) out.push({ code: 'leader-unknown', text: 'no director reported the group\'s term: leader changes unknown' });
