@@ -57,7 +57,7 @@ describe('decide: the election as a pure step', () => {
       { name: 'beat in flight: no second beat', s: { beatInFlight: true, lastBeatAt: 1000 }, now: 1080, actions: [], role: 'leader' },
       {
         name: 'a beat overdue (age > beat + check): asks its peers for two windows', s: { beatInFlight: true, lastBeatAt: 1075 }, now: 1086, role: 'leader',
-        actions: [{ kind: 'askPromises', peers: ['b'], request: { from: 'a', group: 'g', term: 3, beat: 10, durationMs: 500 }, sent: 1086, timeoutMs: 250 }],
+        actions: [{ kind: 'askPromises', peers: ['b'], request: { from: 'a', group: 'g', term: 3, beat: 10, durationMs: 500 }, sent: 1086, timeoutMs: 500 }],
       },
       { name: 'asked half a beat ago: not again', s: { beatInFlight: true, lastBeatAt: 1075, lastPromiseAsk: 1086 }, now: 1120, actions: [], role: 'leader' },
       { name: 'one ms short of the window: holds', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240 }, now: 1249, actions: [], role: 'leader' },
@@ -70,8 +70,8 @@ describe('decide: the election as a pure step', () => {
         now: 1300, role: 'leader', actions: [],
       },
       {
-        name: 'no answer within another window: fences', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1480 }, now: 1500, role: 'standby',
-        actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 500 ms, not every peer vouches (b: not asked yet)' }],
+        name: 'no reply within four windows: fences', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1980 }, now: 2000, role: 'standby',
+        actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 1000 ms, not every peer vouches (b: not asked yet)' }],
       },
       {
         name: 'window closed, peer refused: fences with its reason', now: 1250, role: 'standby',

@@ -209,6 +209,9 @@ export interface Decision {
   readonly actions: readonly ElectionAction[];
 }
 
+/** How long past its last confirmed send a leader waits for a promise reply still out, in safety windows. */
+const PROMISE_WAIT_WINDOWS = 4;
+
 export function initialState(now: number): ElectionState {
   return {
     role: 'standby', observed: null, mine: null, lastConfirmedSend: 0, leaseUntil: 0, confirmedBeat: 0, beatInFlight: false, lastBeatAt: 0,
@@ -474,15 +477,15 @@ class Step {
       if (s.role !== 'fail-static') this.setRole('fail-static', `etcd unreachable for ${Math.round(age)} ms; peers ${peers.join(', ')} cannot reach it either, keeping the vips`);
       return;
     }
-    // A peer asked in this episode has not answered yet: a peer must probe etcd before it can promise, and
-    // its answer crosses the peer link twice, so under load it can come after the window. Wait for it, at
-    // most another window (the request's own deadline): the kernel lease ends on time whatever the agent
-    // does, and a promise that comes late is still good (the peer granted it while not leading, and takes
-    // nothing over while it runs), so the lease is written again and fail-static holds. A peer that refuses
-    // (it reaches etcd: we are the one cut off) answers quickly, and the fence is not delayed then.
+    // A peer asked in this episode has not replied yet: a peer must probe etcd before it can promise, and
+    // its reply crosses the peer link twice (through the peer's main thread), so under load it can come
+    // after the window. Wait for it, at most PROMISE_WAIT_WINDOWS windows: the kernel lease ends on time
+    // whatever the agent does, and a promise that comes late is still good (the peer granted it while not
+    // leading, and takes nothing over while it runs), so the lease is written again and fail-static holds.
+    // A peer that refuses (it reaches etcd: we are the one cut off) replies quickly: no delay then.
     const episode = s.lastConfirmedSend + t.beatIntervalMs + t.fenceCheckMs;
     const awaited = peers.filter((p) => (s.answeredAt.get(p) ?? Number.NEGATIVE_INFINITY) < episode);
-    if (awaited.length > 0 && age < 2 * t.safetyWindowMs) return;
+    if (awaited.length > 0 && age < PROMISE_WAIT_WINDOWS * t.safetyWindowMs) return;
     const missing = peers.filter((p) => !((s.coverage.get(p) ?? 0) > now));
     const why = peers.length === 0 ? 'no peers to vouch' : `not every peer vouches (${missing.map((p) => `${p}: ${s.peerAnswers.get(p) ?? 'not asked yet'}`).join('; ')})`;
     const from = s.role;
@@ -497,7 +500,8 @@ class Step {
     // (when etcd failed for everyone, then only for us) by no more than that.
     const durationMs = this.t.safetyWindowMs * 2;
     const request: PromiseRequest = { from: this.w.self, group: this.g.name, term: this.s.mine?.record.term ?? 0, beat: this.s.confirmedBeat, durationMs };
-    this.actions.push({ kind: 'askPromises', peers: [...this.w.peers], request, sent: this.now, timeoutMs: this.t.safetyWindowMs });
+    // A reply may take longer than a window on a busy peer (see checkFence): give it two.
+    this.actions.push({ kind: 'askPromises', peers: [...this.w.peers], request, sent: this.now, timeoutMs: 2 * this.t.safetyWindowMs });
   }
 
   private promiseAnswer(e: Extract<ElectionEvent, { kind: 'promise-answer' }>): void {
@@ -509,7 +513,8 @@ class Step {
       if (e.reply.granted) this.s.coverage = new Map(this.s.coverage).set(e.peer, Math.max(this.s.coverage.get(e.peer) ?? 0, e.sent + e.durationMs));
     }
     this.s.peerAnswers = answers;
-    this.s.answeredAt = new Map(this.s.answeredAt).set(e.peer, this.now);
+    // Only a reply is an answer to wait for: a request that timed out on a busy peer link is asked again.
+    if (!('error' in e)) this.s.answeredAt = new Map(this.s.answeredAt).set(e.peer, this.now);
   }
 
   /** A leader asks us (a standby) to promise not to take over while etcd is unreachable. */
