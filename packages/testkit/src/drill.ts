@@ -310,7 +310,9 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
   let m: ReturnType<typeof measure>;
   let streamResult: StreamResult | undefined;
   try {
-    newLeader = (await leaderOf(api, group).catch(() => undefined)) ?? null;
+    // Asked until the directors agree (bounded): on a busy machine a status call can time out, or the old
+    // leader still be between its fence and its release, and a single look would report no leader.
+    newLeader = (await waitFor('the leader after the drill', 10_000, () => leaderOf(api, group)).catch(() => undefined)) ?? null;
     after = await statuses(target);
     await Promise.all([load.stop(3000), streams?.stop(3000)]);
     m = measure(parseLoad(load), failedAt, o.requestIntervalMs);
