@@ -2,7 +2,7 @@ import { ConfigStore } from './config-store.js';
 import { EventStore, type EventStoreLog } from './event-store.js';
 import { EtcdKv } from './kv.js';
 import {
-  isDirectorRecord, isLeaderRecord, keys, parseJson, type DirectorRecord, type HandoffRequest, type LeaderRecord,
+  fillDirectorRecords, isLeaderRecord, keys, parseJson, type DirectorRecord, type HandoffRequest, type LeaderRecord,
 } from './records.js';
 import { checkTiming, worstCaseTakeoverMs, type ElectionTiming } from './timing.js';
 
@@ -122,11 +122,6 @@ export class Coordinator {
   }
 
   private async readDirectors(): Promise<void> {
-    const all = await this.kv.list(this.k.directors);
-    this.directorRecords.clear();
-    for (const e of all) {
-      const r = parseJson<DirectorRecord>(e.value, isDirectorRecord);
-      if (r) this.directorRecords.set(r.id, r);
-    }
+    fillDirectorRecords(this.directorRecords, await this.kv.list(this.k.directors));
   }
 }

@@ -3,7 +3,7 @@ import {
   GroupElection, type BeatOutcome, type GroupHooks, type GroupSettings, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition,
 } from './group-election.js';
 import { EtcdKv, type Kv, type KvLease } from './kv.js';
-import { isDirectorRecord, keys, parseJson, type DirectorRecord, type GroupView } from './records.js';
+import { fillDirectorRecords, keys, type DirectorRecord, type GroupView } from './records.js';
 import { checkTiming, type ElectionTiming } from './timing.js';
 
 export interface ElectionsOptions {
@@ -143,12 +143,7 @@ export class Elections {
   }
 
   private async readDirectors(): Promise<void> {
-    const all = await this.kv.list(this.k.directors);
-    this.directorRecords.clear();
-    for (const e of all) {
-      const r = parseJson<DirectorRecord>(e.value, isDirectorRecord);
-      if (r) this.directorRecords.set(r.id, r);
-    }
+    fillDirectorRecords(this.directorRecords, await this.kv.list(this.k.directors));
   }
 
   private record(): DirectorRecord {

@@ -107,3 +107,12 @@ export function isConfigRecord(v: unknown): boolean {
   const r = v as Partial<ConfigRecord>;
   return typeof v === 'object' && v !== null && typeof r.text === 'string' && typeof r.revision === 'number';
 }
+
+/** Replaces `into`'s records with those of `entries` (the directors' keys as listed), skipping unparsable ones. */
+export function fillDirectorRecords(into: Map<string, DirectorRecord>, entries: readonly { readonly value: string }[]): void {
+  into.clear();
+  for (const e of entries) {
+    const r = parseJson<DirectorRecord>(e.value, isDirectorRecord);
+    if (r) into.set(r.id, r);
+  }
+}
