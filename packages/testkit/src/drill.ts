@@ -269,7 +269,10 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     await delay(o.baselineMs);
     // The capture attributes the leader's replies before anything fails: it runs, and the MACs are right.
     await capture.waitForPacket((p) => p.kind === 'forwarded' && p.from === oldLeader, CAPTURE_SIGN_MS).catch((e: unknown) => {
-      throw new Error(`drill ${mode}: the capture on the router saw no packet forwarded by ${oldLeader} before the failure: ${(e as Error).message}`);
+      const seen = capture!.packets();
+      const from = (who: string | null): number => seen.filter((p) => p.from === who).length;
+      throw new Error(`drill ${mode}: the capture on the router saw no packet forwarded by ${oldLeader} before the failure `
+        + `(${DIRECTOR_NAMES.map((d) => `${from(d)} from ${d}`).join(', ')}, ${from(null)} from other MACs): ${(e as Error).message}`);
     });
 
     // ---- the failure ----
