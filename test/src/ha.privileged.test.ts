@@ -54,7 +54,9 @@ describe('high availability: failover drills on two directors with etcd @privile
       assert.deepEqual(drillProblems(r), [], why(r, `${name} failed`));
       // Where no agent is frozen, no director holds the vip address while another does either.
       if (!PAUSE_DRILL_MODES.includes(mode)) assert.equal(r.dualHolding, 0, why(r, `${name}: both directors held the vip address`));
-      assert.ok(r.holderSamples > 50, why(r, `${name}: the holder sampler hardly ran`));
+      // The 10 ms sampler (two `ip` runs a sample) only shows it ran: beside a busy loop on a loaded
+      // 2-core machine a sample took 40-100 ms (seen: 29 samples in a drill); the judgement is exact anyway.
+      assert.ok(r.holderSamples > 10, why(r, `${name}: the holder sampler hardly ran`));
       out.push(r);
     }
     return out;
@@ -96,10 +98,11 @@ describe('high availability: failover drills on two directors with etcd @privile
     assert.ok(safetyWindowMs > 0);
     for (const r of await drills('etcd-partition')) {
       assert.ok(r.moved, why(r, 'the standby did not take over'));
-      const released = r.holderChanges.find((c) => c.atMs >= 0 && !c.holders.includes(r.oldLeader));
-      assert.ok(released !== undefined, why(r, `${r.oldLeader} never released the vip`));
-      // The window runs from its last confirmed beat, at most one beat before the cut; 150 ms for sampling and the address removal.
-      assert.ok(released.atMs <= safetyWindowMs + 150, why(r, `${r.oldLeader} released ${released.atMs} ms after the cut; its window is ${safetyWindowMs} ms`));
+      // When it released, from the kernel's address events (exact; the sampler is too coarse under load).
+      const released = r.releasedAtMs;
+      assert.ok(released !== null, why(r, `${r.oldLeader} never released the vip`));
+      // The window runs from its last confirmed beat, at most one beat before the cut; 150 ms for the fence check and the address removal.
+      assert.ok(released <= safetyWindowMs + 150, why(r, `${r.oldLeader} released ${released} ms after the cut; its window is ${safetyWindowMs} ms`));
       assert.ok(r.restoredAfterMs <= r.worstCaseTakeoverMs + 1000, why(r, `service back after ${r.restoredAfterMs} ms`));
     }
   });
