@@ -80,14 +80,13 @@ describe('high availability: failover drills on two directors with etcd @privile
     for (const r of await drills('box-death')) {
       assert.ok(r.moved, why(r, 'the vip did not move'));
       assert.ok(r.worstCaseTakeoverMs > 0, why(r, 'no worst-case takeover in cluster status'));
-      assert.ok(r.restoredAfterMs <= r.worstCaseTakeoverMs + 1000, why(r, `service back after ${r.restoredAfterMs} ms, bound ${r.worstCaseTakeoverMs} + 1000 ms`));
+      // Service back within it: drillProblems judges that (SERVICE_BACK_SLACK_MS), on the failure's outage.
     }
   });
 
   it('agent kill -9 on the leader: never two forwarding or answering, service continues or moves', async function () {
     this.timeout(REPEAT * 30_000);
     for (const r of await drills('kill-agent')) {
-      assert.ok(r.restoredAfterMs <= r.worstCaseTakeoverMs + 1000, why(r, `service back after ${r.restoredAfterMs} ms`));
       assert.ok(r.newLeader !== null, why(r, 'nobody leads after the agent died'));
     }
   });
@@ -103,7 +102,6 @@ describe('high availability: failover drills on two directors with etcd @privile
       assert.ok(released !== null, why(r, `${r.oldLeader} never released the vip`));
       // The window runs from its last confirmed beat, at most one beat before the cut; 150 ms for the fence check and the address removal.
       assert.ok(released <= safetyWindowMs + 150, why(r, `${r.oldLeader} released ${released} ms after the cut; its window is ${safetyWindowMs} ms`));
-      assert.ok(r.restoredAfterMs <= r.worstCaseTakeoverMs + 1000, why(r, `service back after ${r.restoredAfterMs} ms`));
     }
   });
 
