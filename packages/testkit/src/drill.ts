@@ -38,7 +38,8 @@ export { DRILL_MODES, PAUSE_DRILL_MODES, type DrillMode };
  *   With nothing wrong it is about one request interval; it is the time until the end of the load when
  *   service never came back (`recovered` false).
  * - restoredAfterMs: from the failure to the start of the successful request that ended that stretch,
- *   i.e. when service was back. For failures the old leader keeps serving through (an etcd cut is only
+ *   i.e. when service was back (judged on outageEndMs: the end of the last real outage that began within
+ *   the worst-case takeover + SERVICE_BACK_SLACK_MS, not a later hiccup). For failures the old leader keeps serving through (an etcd cut is only
  *   fenced after the safety window) this is larger than noServiceMs by the time it kept serving. With no
  *   real outage (a stretch under ten request intervals) it is the first success after the failure.
  * - failedRequests: every failed request of the drill (baseline included: those should be none);
@@ -122,6 +123,13 @@ export interface DrillResult {
   readonly worstCaseTakeoverMs: number;
   readonly noServiceMs: number;
   readonly restoredAfterMs: number;
+  /**
+   * The end of the last stretch without service (ten request intervals or more) that began within the
+   * worst-case takeover + SERVICE_BACK_SLACK_MS, relative to the failure; null when there was none. What
+   * "service back in time" is judged on: the longest stretch (restoredAfterMs) can be a later hiccup of a
+   * loaded machine, long after service was back.
+   */
+  readonly outageEndMs: number | null;
   readonly recovered: boolean;
   readonly requests: number;
   readonly failedRequests: number;
@@ -269,7 +277,10 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     await delay(o.baselineMs);
     // The capture attributes the leader's replies before anything fails: it runs, and the MACs are right.
     await capture.waitForPacket((p) => p.kind === 'forwarded' && p.from === oldLeader, CAPTURE_SIGN_MS).catch((e: unknown) => {
-      throw new Error(`drill ${mode}: the capture on the router saw no packet forwarded by ${oldLeader} before the failure: ${(e as Error).message}`);
+      const seen = capture!.packets();
+      const from = (who: string | null): number => seen.filter((p) => p.from === who).length;
+      throw new Error(`drill ${mode}: the capture on the router saw no packet forwarded by ${oldLeader} before the failure `
+        + `(${DIRECTOR_NAMES.map((d) => `${from(d)} from ${d}`).join(', ')}, ${from(null)} from other MACs): ${(e as Error).message}`);
     });
 
     // ---- the failure ----
@@ -315,7 +326,7 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     newLeader = (await waitFor('the leader after the drill', 10_000, () => leaderOf(api, group)).catch(() => undefined)) ?? null;
     after = await statuses(target);
     await Promise.all([load.stop(3000), streams?.stop(3000)]);
-    m = measure(parseLoad(load), failedAt, o.requestIntervalMs);
+    m = measure(parseLoad(load), failedAt, o.requestIntervalMs, worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS);
     streamResult = streams?.lastJson<StreamResult>();
   } catch (e) {
     await undo().catch(() => undefined);
@@ -500,13 +511,14 @@ function parseLoad(load: BackgroundProcess): RequestRecord[] {
   return report.records.map(([s, d, ok, err]) => [report.t0! + s, d, ok === 1, err] as const).sort((a, b) => a[0] - b[0]);
 }
 
-function measure(records: readonly RequestRecord[], failedAt: number, intervalMs: number): Pick<DrillResult,
-  'noServiceMs' | 'restoredAfterMs' | 'recovered' | 'requests' | 'failedRequests' | 'failedStartsMs' | 'inFlightAtFailure' | 'errors'> {
+function measure(records: readonly RequestRecord[], failedAt: number, intervalMs: number, boundMs: number): Pick<DrillResult,
+  'noServiceMs' | 'restoredAfterMs' | 'outageEndMs' | 'recovered' | 'requests' | 'failedRequests' | 'failedStartsMs' | 'inFlightAtFailure' | 'errors'> {
   const ok = records.filter((r) => r[2]).map((r) => r[0]);
   const failed = records.filter((r) => !r[2]);
   const lastStart = records.at(-1)?.[0] ?? failedAt;
   let noServiceMs = 0;
   let restoredAt = failedAt;
+  let outageEnd: number | null = null;
   let recovered = true;
   const lastOkBefore = [...ok].reverse().find((s) => s < failedAt);
   const firstOkAfter = ok.find((s) => s >= failedAt);
@@ -514,6 +526,7 @@ function measure(records: readonly RequestRecord[], failedAt: number, intervalMs
     recovered = false;
     noServiceMs = lastStart - (lastOkBefore ?? failedAt);
     restoredAt = lastStart;
+    outageEnd = lastStart;
   } else {
     // Gaps between consecutive successful starts that end at or after the failure.
     for (let i = 0; i < ok.length; i++) {
@@ -523,6 +536,8 @@ function measure(records: readonly RequestRecord[], failedAt: number, intervalMs
         noServiceMs = ok[i]! - prev;
         restoredAt = ok[i]!;
       }
+      // A real outage (ten request intervals or more) that began within the bound is the failure's.
+      if (ok[i]! - prev >= intervalMs * 10 && prev < failedAt + boundMs) outageEnd = ok[i]!;
     }
     // No real outage (under ten request intervals): service was back with the first request after the failure.
     if (noServiceMs < intervalMs * 10) restoredAt = firstOkAfter;
@@ -530,7 +545,7 @@ function measure(records: readonly RequestRecord[], failedAt: number, intervalMs
   const errors: Record<string, number> = {};
   for (const r of failed) errors[r[3]] = (errors[r[3]] ?? 0) + 1;
   return {
-    noServiceMs, restoredAfterMs: restoredAt - failedAt, recovered,
+    noServiceMs, restoredAfterMs: restoredAt - failedAt, outageEndMs: outageEnd === null ? null : outageEnd - failedAt, recovered,
     requests: records.length, failedRequests: failed.length,
     failedStartsMs: failed.slice(0, 100).map((r) => r[0] - failedAt),
     inFlightAtFailure: records.filter((r) => r[0] < failedAt && r[0] + r[1] >= failedAt).length,
@@ -882,13 +897,8 @@ function problemsOf(r: DrillResult): DrillProblem[] {
     out.push({ code: 'dual-answering', text: `both directors answered ARP for the vip: ${r.oldLeader} still ${r.dualAnswering} ARP packets over ${r.dualAnsweringMs.toFixed(1)} ms after ${other}'s first` });
   }
   if (!r.recovered) out.push({ code: 'no-service', text: 'service did not come back' });
-  // Without a failed request there was no outage to come back from: the longest gap between successes was
-  // the client's own (a starved client on a busy machine), wherever in the drill it fell. And when the
-  // longest stretch began well after the failure (a planned preemption back after a pause, say), it is
-  // judged by its length, not by how long after the failure it ended.
-  else if (r.failedRequests > 0 && r.restoredAfterMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS
-    && (r.restoredAfterMs - r.noServiceMs <= r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS || r.noServiceMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS)) {
-    out.push({ code: 'service-late', text: `service back after ${r.restoredAfterMs} ms, beyond the worst-case takeover ${r.worstCaseTakeoverMs} ms + ${SERVICE_BACK_SLACK_MS} ms` });
+  else if (r.outageEndMs !== null && r.outageEndMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS) {
+    out.push({ code: 'service-late', text: `service back after ${r.outageEndMs} ms, beyond the worst-case takeover ${r.worstCaseTakeoverMs} ms + ${SERVICE_BACK_SLACK_MS} ms` });
   }
   if (r.leaderChanges === null) out.push({ code: 'leader-unknown', text: 'no director reported the group\'s term: leader changes unknown' });
   else if (r.flapped) out.push({ code: 'flap', text: `the leader changed ${r.leaderChanges} times during the observation (a flap)` });

@@ -2,7 +2,7 @@ import { availableParallelism } from 'node:os';
 import { AdminApi } from '@lbd/proto';
 import {
   DRILL_MODES, PAUSE_DRILL_MODES, drillLabel, drillSummary, formatDrill, privilegeProblem, removeOrphans, runDrill, runPrefix, startHaLab,
-  type DrillMode, type DrillResult,
+  type DrillMode, type DrillResult, type HaLab,
 } from '@lbd/testkit';
 import { passMiss, sum, table } from './report.js';
 
@@ -11,7 +11,8 @@ import { passMiss, sum, table } from './report.js';
  * N of each mode (the pause modes N per pause: 1 s, 3 s, 10 s), with the `default` and the `fast`
  * timing profile, each quiet and with a busy loop on every core. Prints p50/p99/max of the time without
  * service and the other figures per variant, then the figures next to the targets. Asserts nothing: a
- * MISS is a figure to look at.
+ * MISS is a figure to look at. A drill that cannot complete (a failover refused by a slow etcd, a steady
+ * wait that runs out) is reported with its reason, counts as a MISS, and the run goes on.
  *
  * Targets: unplanned failover (box death, etcd partition) <= 500 ms p99 with `default`, <= 150 ms p99 with
  * `fast`; planned switchover <= 200 ms with no failed request beyond those in flight; never two directors
@@ -49,37 +50,57 @@ export async function benchFailover(opts: { quick: boolean; count?: number; load
     ]),
   ];
   await removeOrphans('lbdb');
-  const all = new Map<string, DrillResult[]>();
+  const all = new Map<string, VariantRun>();
   for (const v of variants) {
     process.stdout.write(`\n== ${v.name}: ${v.cpuLoad ? (opts.loadCount ?? count) : count} drill(s) of each mode (${DRILL_MODES.join(', ')}; pauses of ${PAUSES_MS.join(', ')} ms)\n`);
     const n = v.cpuLoad ? (opts.loadCount ?? count) : count;
-    const results = await runVariant(v, n);
-    all.set(v.name, results);
-    process.stdout.write(`\n${formatDrill(results)}`);
+    const run = await runVariant(v, n);
+    all.set(v.name, run);
+    process.stdout.write(`\n${formatDrill(run.results)}`);
+    for (const why of run.incomplete) process.stdout.write(`incomplete: ${why}\n`);
   }
   process.stdout.write(`\n== targets\n${targets(variants, all)}\n`);
   return 0;
 }
 
-async function runVariant(v: Variant, count: number): Promise<DrillResult[]> {
-  const lab = await startHaLab({ prefix: runPrefix('lbdb', 'fo'), timing: v.timing, admin: (s) => new AdminApi(s) });
-  const results: DrillResult[] = [];
+interface VariantRun {
+  readonly results: DrillResult[];
+  /** Drills (or the lab) that could not complete, with why. */
+  readonly incomplete: string[];
+}
+
+async function runVariant(v: Variant, count: number): Promise<VariantRun> {
+  const run: VariantRun = { results: [], incomplete: [] };
+  const firstLine = (e: unknown): string => ((e as Error).message ?? String(e)).split('\n')[0]!;
+  let lab: HaLab<AdminApi>;
+  try {
+    lab = await startHaLab({ prefix: runPrefix('lbdb', 'fo'), timing: v.timing, admin: (s) => new AdminApi(s) });
+  } catch (e) {
+    run.incomplete.push(`${v.name}: the lab did not start: ${firstLine(e)}`);
+    return run;
+  }
   // The busy loops run during each drill only (not the lab start or the steady waits); runDrill ends them.
   const busyCores = v.cpuLoad ? availableParallelism() : 0;
   try {
     for (const mode of DRILL_MODES) {
       for (const pauseMs of PAUSE_DRILL_MODES.includes(mode) ? PAUSES_MS : [undefined]) {
+        const label = drillLabel({ mode, pauseMs: pauseMs ?? null });
         for (let i = 1; i <= count; i++) {
-          const r = await runDrill(lab, mode, { busyCores, ...(pauseMs !== undefined ? { pauseMs } : {}) });
-          results.push(r);
-          process.stdout.write(`${v.name} ${drillLabel(r)} ${i}/${count}: ${drillSummary(r)}\n`);
+          try {
+            const r = await runDrill(lab, mode, { busyCores, ...(pauseMs !== undefined ? { pauseMs } : {}) });
+            run.results.push(r);
+            process.stdout.write(`${v.name} ${label} ${i}/${count}: ${drillSummary(r)}\n`);
+          } catch (e) {
+            run.incomplete.push(`${v.name} ${label} ${i}/${count}: ${firstLine(e)}`);
+            process.stdout.write(`${v.name} ${label} ${i}/${count}: could not complete: ${firstLine(e)}\n`);
+          }
         }
       }
     }
   } finally {
     await lab.destroy();
   }
-  return results;
+  return run;
 }
 
 function p99(values: readonly number[]): number {
@@ -87,10 +108,12 @@ function p99(values: readonly number[]): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil(0.99 * s.length) - 1))] ?? NaN;
 }
 
-function targets(variants: readonly Variant[], all: ReadonlyMap<string, DrillResult[]>): string {
+function targets(variants: readonly Variant[], all: ReadonlyMap<string, VariantRun>): string {
   const rows: string[][] = [];
   for (const v of variants) {
-    const rs = all.get(v.name) ?? [];
+    const rs = all.get(v.name)?.results ?? [];
+    const incomplete = all.get(v.name)?.incomplete.length ?? 0;
+    rows.push([v.name, 'drills that could not complete (or the lab did not start)', String(incomplete), '0', passMiss(incomplete === 0)]);
     const of = (m: DrillMode): DrillResult[] => rs.filter((r) => r.mode === m);
     for (const m of ['box-death', 'etcd-partition'] as const) {
       const ns = p99(of(m).map((r) => r.noServiceMs));
