@@ -11,5 +11,4 @@ export { parseConntrack, parseConntrackLine, type ConntrackEntry, type Conntrack
 export { ConntrackFlowTable, type ConntrackFlowTableOptions } from './flow-table.js';
 export { planTables, type Plan, type Leaving } from './plan.js';
 export { KernelAddressOwner, type KernelAddressOwnerOptions } from './addresses.js';
-export { KernelLease, LEASE_TABLE, renderGuarded, renderLease, renderLeaseTables, renderRevoke, type KernelLeaseOptions } from './lease.js';
 export { raiseThreadToRealtime } from './realtime.js';

@@ -164,7 +164,10 @@ export class KernelLease {
    * sets and re-lease the new addresses of groups leased now, with the deadline they have.
    */
   async guard(groups: ReadonlyMap<string, readonly string[]>): Promise<void> {
-    this.guarded = new Map([...groups].map(([g, xs]) => [g, [...byFamily(xs).v4, ...byFamily(xs).v6]]));
+    this.guarded = new Map([...groups].map(([g, xs]) => {
+      const { v4, v6 } = byFamily(xs);
+      return [g, [...v4, ...v6]];
+    }));
     const all = new Set([...this.guarded.values()].flat());
     const cmds = this.created ? renderGuarded(all, true) : renderLeaseTables(all);
     for (const [group, deadline] of this.written) {
