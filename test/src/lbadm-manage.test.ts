@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { EXIT } from '@lbd/config';
 import { FakeAddressOwner, FakeDataPlane } from '@lbd/dataplane/testing';
 import { Agent, silentLogger } from '@lbd/director-agent';
-import { startEtcd, freePort, type RunningEtcd } from '@lbd/testkit';
+import { startEtcd, freePeerPorts, type RunningEtcd } from '@lbd/testkit';
 import { runLbadm, type Run } from './lbadm-run.js';
 
 /**
@@ -240,7 +240,7 @@ describe('lbadm server and service commands in a cluster (real etcd on loopback,
   before(async () => {
     etcd = await startEtcd();
     dir = await mkdtemp(join(tmpdir(), 'lbadm-cluster-'));
-    const ports = [await freePort(), await freePort()];
+    const ports = await freePeerPorts(2);
     const ids = ['dir1', 'dir2'];
     for (const [i, id] of ids.entries()) {
       const configPath = join(dir, `${id}.yaml`);

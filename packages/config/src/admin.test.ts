@@ -54,6 +54,12 @@ describe('agent.admin settings', () => {
     ]);
   });
 
+  it('an admin listener on the connection-sync port (peerListen + 1) is refused', () => {
+    assert.deepEqual(problems({ agent: { cluster: CLUSTER, admin: { grpcListen: '198.18.4.1:7412', tls: TLS, clients: [{ name: 'ops', role: 'read' }] } } }), [
+      "agent.admin.grpcListen: \"198.18.4.1:7412\" is the address and port connection sync listens on (agent.cluster.peerListen's port + 1); give it another port, or move agent.cluster.peerListen",
+    ]);
+  });
+
   it('every problem of a bad admin section, each with its path, value, rule and fix', () => {
     assert.deepEqual(problems({ agent: { cluster: CLUSTER, admin: {
       grpcListen: '198.18.4.1:7411', httpListen: 'localhost:9443', tls: { ca: 'ca.pem', cert: TLS.cert, key: TLS.key }, client: [],

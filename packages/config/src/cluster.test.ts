@@ -51,6 +51,13 @@ describe('cluster settings and vip groups', () => {
     ]);
   });
 
+  it('a peer port must leave the next port for connection sync', () => {
+    assert.deepEqual(problems({ agent: { cluster: { ...CLUSTER, peerListen: '198.18.4.1:65535', peers: [{ id: 'dir2', address: '198.18.4.2:65535' }] } } }), [
+      'agent.cluster.peerListen: "198.18.4.1:65535" has port 65535, which leaves no port for connection sync (it listens on the next one); give a port from 1 to 65534, e.g. 7411 (connection sync then uses 7412)',
+      'agent.cluster.peers[0].address: "198.18.4.2:65535" has port 65535, which leaves no port for connection sync (it listens on the next one); give a port from 1 to 65534, e.g. 7411 (connection sync then uses 7412)',
+    ]);
+  });
+
   it('a clustered director\'s own file holds no services or vip groups: they are the cluster\'s', () => {
     assert.deepEqual(problems({ agent: { cluster: CLUSTER }, vipGroups: [{ name: 'default' }], services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', realServers: [{ address: '198.19.1.11' }] }] }), [
       "services: cannot be in a director's own file when agent.cluster is set: the cluster config in etcd holds them; move services to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here",

@@ -204,9 +204,12 @@ export interface ClusterSettings {
   readonly etcd: readonly string[];
   /** The cluster's etcd key prefix, e.g. /lbd/prod. */
   readonly prefix: string;
-  /** host:port this director's peer service listens on (heartbeats and promises). */
+  /**
+   * host:port this director's peer service listens on: promises and pings, served by the election thread.
+   * Connection sync listens on the same address, the next port (connSyncPort).
+   */
   readonly peerListen: { readonly address: string; readonly port: number };
-  /** Every other director of the cluster: the only ones that may take over from this one. */
+  /** Every other director of the cluster (its peerListen): the only ones that may take over from this one. */
   readonly peers: readonly { readonly id: string; readonly address: string; readonly port: number }[];
   /** Where floating addresses go: vips on `vip`, local addresses and gateways on `local`. */
   readonly interfaces: { readonly vip: string; readonly local: string };
@@ -230,6 +233,15 @@ export interface ClusterSettings {
    * plain gRPC and connections are not synced.
    */
   readonly tls: PeerTls | null;
+}
+
+/**
+ * The port connection sync listens on, beside a director's peerListen port: the next one. Promises are
+ * served by the election thread and connection sync by the agent's main thread, each on its own listener,
+ * so a flood of flows never queues a promise (an operator opens both ports on the peer link).
+ */
+export function connSyncPort(peerPort: number): number {
+  return peerPort + 1;
 }
 
 /** PEM files. */

@@ -1,7 +1,7 @@
 import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
 import {
   ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, DEFAULT_REALTIME_PRIORITY, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
-  PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, hostPort, serviceKey,
+  PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, connSyncPort, hostPort, serviceKey,
   type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
   type AdminClientEntry, type AdminRole, type AdminSettings, type Service, type ClusterSettings, type TrackCheck, type PreemptPolicy, type TimingProfileName, type VipGroup, type PeerTls, type ServiceSync,
@@ -614,6 +614,15 @@ function checkHostPort(c: Collector, path: string, v: unknown): { address: strin
   return address ? { address: address.address, port } : undefined;
 }
 
+/** A peer link's port leaves room for connection sync on the next one (connSyncPort). */
+function checkPeerPort(c: Collector, path: string, v: unknown, hp: { address: string; port: number } | undefined): { address: string; port: number } | undefined {
+  if (hp && connSyncPort(hp.port) > 65535) {
+    c.add(path, v, `has port ${hp.port}, which leaves no port for connection sync (it listens on the next one)`, 'give a port from 1 to 65534, e.g. 7411 (connection sync then uses 7412)');
+    return undefined;
+  }
+  return hp;
+}
+
 function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
   const path = 'agent.cluster';
   if (!isRecord(raw)) {
@@ -638,7 +647,7 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
   if (typeof raw.prefix !== 'string' || !/^\/[A-Za-z0-9_.\/-]*[A-Za-z0-9_.-]$/.test(raw.prefix)) {
     c.add(`${path}.prefix`, raw.prefix, raw.prefix === undefined ? 'an etcd key prefix is required' : 'is not an etcd key prefix', 'give an absolute path without a trailing slash, e.g. /lbd/prod (every director of the cluster uses the same)');
   } else prefix = raw.prefix;
-  const peerListen = checkHostPort(c, `${path}.peerListen`, raw.peerListen);
+  const peerListen = checkPeerPort(c, `${path}.peerListen`, raw.peerListen, checkHostPort(c, `${path}.peerListen`, raw.peerListen));
   const peers: Array<{ id: string; address: string; port: number }> = [];
   const peerIds = new Set<string>();
   if (raw.peers !== undefined && !Array.isArray(raw.peers)) {
@@ -649,7 +658,7 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
       if (!isRecord(p)) { c.add(pp, p, `is ${typeName(p)}, not a peer`, 'write {id: dir2, address: 198.18.4.2:7411}'); return; }
       checkUnknownFields(c, pp, p, ['id', 'address']);
       const id = checkName(c, `${pp}.id`, p.id, 'director id');
-      const hp = checkHostPort(c, `${pp}.address`, p.address);
+      const hp = checkPeerPort(c, `${pp}.address`, p.address, checkHostPort(c, `${pp}.address`, p.address));
       if (id !== undefined && id === director) c.add(`${pp}.id`, id, 'is this director itself', 'list only the other directors');
       else if (id !== undefined && peerIds.has(id)) c.add(`${pp}.id`, id, 'is listed twice', 'list every peer once');
       else if (id !== undefined && hp) peers.push({ id, ...hp });
@@ -782,6 +791,8 @@ function checkAdmin(c: Collector, raw: unknown, cluster: ClusterSettings | null,
   if (same(grpcListen, httpListen)) c.add(`${path}.httpListen`, raw.httpListen, 'is the same address and port as grpcListen', 'give each listener its own port, e.g. 7412 for gRPC and 9443 for HTTPS');
   for (const [k, l] of [['grpcListen', grpcListen], ['httpListen', httpListen]] as const) {
     if (cluster !== null && same(l, cluster.peerListen)) c.add(`${path}.${k}`, raw[k], 'is the same address and port as agent.cluster.peerListen', 'give it its own port, e.g. 7412 for gRPC and 9443 for HTTPS');
+    const sync = cluster === null ? null : { address: cluster.peerListen.address, port: connSyncPort(cluster.peerListen.port) };
+    if (same(l, sync)) c.add(`${path}.${k}`, raw[k], `is the address and port connection sync listens on (agent.cluster.peerListen's port + 1)`, 'give it another port, or move agent.cluster.peerListen');
   }
   const listening = raw.grpcListen !== undefined && raw.grpcListen !== null || raw.httpListen !== undefined && raw.httpListen !== null;
   const ownTls = checkPeerTls(c, `${path}.tls`, raw.tls, ADMIN_TLS_FIX);

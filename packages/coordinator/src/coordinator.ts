@@ -31,6 +31,14 @@ export interface ClusterStatus {
 }
 
 /**
+ * How long an operator's etcd call (a config write, a failover request, a status read) may take. Nothing
+ * here is timed against the safety window (the elections have their own connection), so a busy etcd or
+ * a busy agent makes an apply slower, never refused: measured, a window-long deadline refused a config
+ * apply while a loaded etcd answered in 300 ms.
+ */
+const OPERATOR_CALL_MS = 2000;
+
+/**
  * The coordinator beside the rest of the agent: the cluster config store, the cluster's event history,
  * planned switchovers and the cluster's status as etcd holds it. The elections themselves (registration,
  * beats, fences, takeovers) are Elections (elections.ts), which runs apart, on its own etcd connection.
@@ -47,7 +55,7 @@ export class Coordinator {
 
   constructor(private readonly o: CoordinatorOptions) {
     checkTiming(o.timing);
-    this.kv = new EtcdKv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200));
+    this.kv = new EtcdKv(o.endpoints, OPERATOR_CALL_MS);
     this.k = keys(o.prefix);
     this.config = new ConfigStore(this.kv, this.k);
     this.events = new EventStore({ endpoints: o.endpoints, prefix: o.prefix, director: o.id, ...o.events });

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
-import { freePort, startEtcd, type RunningEtcd } from '@lbd/testkit';
+import { freePeerPorts, startEtcd, type RunningEtcd } from '@lbd/testkit';
 import { AgentError } from './errors.js';
 import type { LbdEvent } from './ops-types.js';
 import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
@@ -54,7 +54,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
 
   async function start(prefix: string): Promise<void> {
     await startClusterPair({
-      dir, run, prefix, etcdEndpoint: etcd.endpoints[0]!, ports: [await freePort(), await freePort()],
+      dir, run, prefix, etcdEndpoint: etcd.endpoints[0]!, ports: await freePeerPorts(2) as [number, number],
       extra: (id) => `    track: [{ name: uplink, command: [/bin/sh, -c, "test ! -e ${join(dir, `${id}-${run}.broken`)}"], intervalMs: 100, rise: 1, fall: 1 }]\n`,
     }, members);
   }

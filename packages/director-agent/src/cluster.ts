@@ -1,14 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
 import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
-  DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, type ClusterSettings, type Config, type VipGroup,
+  DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
 import { Coordinator, TIMING_PROFILES, type BeatOutcome, type StoredConfig, type Transition } from '@lbd/coordinator';
 import type { FlowTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
-  connSyncServiceDefinition, createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, type ClusterStatus,
-  type ConnSyncStatus, type PeerClient, type PeerHandlers, type PeerSecurity,
+  connSyncServiceDefinition, createPeerClient, peerServerCredentials, type ClusterStatus, type ConnSyncStatus, type PeerClient, type PeerSecurity,
 } from '@lbd/proto';
 import type { ElectionNotice, ElectionSnapshot, GroupPlan } from './election-core.js';
 import type { ElectionHost, ElectionHostFactory } from './election-thread.js';
@@ -18,9 +17,9 @@ import { readTlsFiles } from './tls-files.js';
 
 /**
  * This director's membership of a cluster: the election (run apart, by an ElectionHost: registration, one
- * election per vip group, the kernel lease, the floating addresses), the coordinator beside it (the cluster
- * config in etcd, the event history, failovers, status), the peer gRPC service (promises for fail-static,
- * pings, connection sync), and this director's own health as the election sees it. The Agent stays in
+ * election per vip group, the kernel lease, the floating addresses, the peer service that answers promises
+ * and pings), the coordinator beside it (the cluster config in etcd, the event history, failovers, status),
+ * connection sync and its listener, and this director's own health as the election sees it. The Agent stays in
  * charge of the data plane; this class tells it which config to run.
  */
 
@@ -147,15 +146,17 @@ export class ClusterMember {
     return this.o.settings;
   }
 
-  /** Serves the peer service, registers, and starts following the cluster config. */
+  /** Serves connection sync, starts the election (which serves the peer service), and follows the cluster config. */
   async start(): Promise<void> {
     await this.loadSecurity();
     for (const p of this.o.settings.peers) this.peers.set(p.id, createPeerClient(p.address, p.port, this.security, p.id));
     if (this.security.kind === 'insecure') this.syncOff = 'agent.cluster.tls is not set (connection sync needs mutual TLS)';
     else if (!this.o.flowTable) this.syncOff = 'no connection table given to the agent';
     else {
+      // Connection sync has a listener of its own (peerListen's port + 1): promises stay on the election's.
       this.sync = new ConnectionSync({
-        self: this.o.settings.director, peers: this.o.settings.peers, security: this.security, table: this.o.flowTable, log: this.o.log,
+        self: this.o.settings.director, peers: this.o.settings.peers.map((p) => ({ ...p, port: connSyncPort(p.port) })), security: this.security,
+        table: this.o.flowTable, log: this.o.log,
       });
       await this.sync.start();
     }
@@ -164,11 +165,11 @@ export class ClusterMember {
       intervalMs: t.intervalMs, timeoutMs: t.timeoutMs, jitterMs: 0, thresholds: { rise: t.rise, fall: t.fall },
       flap: DEFAULT_FLAP_POLICY, startState: 'down',
     })));
-    await this.listenPeers();
+    await this.listenSync();
     const s = this.o.settings;
     this.election = this.o.election({
       self: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers,
-      peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, version: this.o.version, security: this.security,
+      peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, listen: s.peerListen, version: this.o.version, security: this.security,
       realtimePriority: s.realtimePriority, stateDir: `/run/lbd/${s.director}`, interfaces: s.interfaces,
     }, (n) => this.onNotice(n));
     this.healthMayHaveChanged();
@@ -480,39 +481,18 @@ export class ClusterMember {
     this.o.events.record('role', t.group, t.from, t.to, t.reason, { group: t.group });
   }
 
-  private async listenPeers(): Promise<void> {
+  /**
+   * Serves connection sync to the peers on peerListen's address, the next port. The peer service
+   * (promises, pings) is the election's, on peerListen itself: a flood of flows here never delays it.
+   */
+  private async listenSync(): Promise<void> {
+    if (this.sync === null) return;
     const server = new grpc.Server();
-    const known = new Set(this.o.settings.peers.map((p) => p.id));
-    const handlers: PeerHandlers = {
-      RequestPromise: (call, cb) => {
-        const r = call.request;
-        if (!known.has(r.from)) {
-          // Only configured peers may pin this director's takeover: anyone else is refused, loudly.
-          cb({ code: grpc.status.PERMISSION_DENIED, details: `${r.from} is not in ${this.o.settings.director}'s agent.cluster.peers` });
-          return;
-        }
-        const named = peerIdsOfCall(call as unknown as Parameters<typeof peerIdsOfCall>[0]);
-        if (this.security.kind === 'tls' && !(named ?? []).includes(r.from)) {
-          cb({ code: grpc.status.PERMISSION_DENIED, details: `the client certificate names ${(named ?? []).join(', ') || 'no director'}, not ${r.from}` });
-          return;
-        }
-        if (this.election === null) {
-          cb({ code: grpc.status.UNAVAILABLE, details: `${this.o.settings.director} is starting` });
-          return;
-        }
-        this.election.answerPromise({ from: r.from, group: r.group, term: Number(r.term), beat: Number(r.beat), durationMs: Math.min(r.durationMs, 10_000) })
-          .then((res) => cb(null, res), (err: unknown) => cb({ code: grpc.status.INTERNAL, details: String(err) }));
-      },
-      Ping: (_call, cb) => {
-        void this.snapshot().then((snap) => cb(null, { director: this.o.settings.director, version: this.o.version, kernelLeaseLeftMs: leasesLeft(snap) }));
-      },
-    };
-    server.addService(peerServiceDefinition(), handlers);
-    if (this.sync !== null) server.addService(connSyncServiceDefinition(), this.sync.handlers());
+    server.addService(connSyncServiceDefinition(), this.sync.handlers());
     const { address, port } = this.o.settings.peerListen;
     const host = address.includes(':') ? `[${address}]` : address;
     await new Promise<void>((resolve, reject) => {
-      server.bindAsync(`${host}:${port}`, peerServerCredentials(this.security), (err) => (err ? reject(err) : resolve()));
+      server.bindAsync(`${host}:${connSyncPort(port)}`, peerServerCredentials(this.security), (err) => (err ? reject(err) : resolve()));
     });
     this.server = server;
   }

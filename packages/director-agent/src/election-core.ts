@@ -1,10 +1,13 @@
 import { performance } from 'node:perf_hooks';
+import * as grpc from '@grpc/grpc-js';
 import {
   Elections, type BeatOutcome, type ElectionTiming, type GroupSettings, type GroupView, type PeerTransport, type PromiseReply, type PromiseRequest,
   type Transition,
 } from '@lbd/coordinator';
 import type { AddressOwner, Announce, FloatingAddress } from '@lbd/dataplane';
-import { createPeerClient, type PeerClient, type PeerSecurity } from '@lbd/proto';
+import {
+  createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, type PeerClient, type PeerHandlers, type PeerSecurity,
+} from '@lbd/proto';
 
 /**
  * The election and everything it needs to act at once, in one place that runs apart from the rest of the
@@ -24,6 +27,11 @@ export interface ElectionCoreOptions {
   readonly timing: ElectionTiming;
   readonly peers: readonly { readonly id: string; readonly address: string; readonly port: number }[];
   readonly peerAddress: string;
+  /**
+   * Where this thread serves the peer service (promises and pings): agent.cluster.peerListen. A promise is
+   * answered here, never on the agent's main thread, so a busy agent answers a fail-static leader in time.
+   */
+  readonly listen: { readonly address: string; readonly port: number };
   readonly version: string;
   readonly security: PeerSecurity;
   /** The election thread's SCHED_FIFO priority (0: normal priority). */
@@ -77,6 +85,8 @@ const LINK_CHECK_MS = 100;
 /** How often the election's timer runs to measure its own lateness (the elections' own checks run on theirs). */
 const TICK_PROBE_MS = 10;
 const TICK_SAMPLES = 4096;
+/** The longest promise granted, whatever a peer asks for. */
+const MAX_PROMISE_MS = 10_000;
 
 export class ElectionCore {
   private readonly elections: Elections;
@@ -94,6 +104,7 @@ export class ElectionCore {
   private stopped = false;
   private readonly handovers = new Map<number, () => void>();
   private nextHandover = 1;
+  private server: grpc.Server | undefined;
 
   constructor(private readonly o: ElectionCoreOptions, private readonly owner: AddressOwner, private readonly notify: (n: ElectionNotice) => void,
     private readonly placement: string, transport?: PeerTransport) {
@@ -113,6 +124,7 @@ export class ElectionCore {
   }
 
   async start(): Promise<void> {
+    await this.listen();
     this.tickProbe(performance.now() + TICK_PROBE_MS);
     await this.checkLinks();
     this.linkTimer = setInterval(() => { void this.checkLinks(); }, LINK_CHECK_MS);
@@ -150,10 +162,6 @@ export class ElectionCore {
     this.handovers.get(id)?.();
   }
 
-  answerPromise(req: PromiseRequest): Promise<PromiseReply> {
-    return this.elections.answerPromise(req);
-  }
-
   snapshot(): ElectionSnapshot {
     const n = Math.min(this.lateCount, TICK_SAMPLES);
     const sorted = Array.from(this.late.subarray(0, n)).sort((a, b) => a - b);
@@ -173,6 +181,55 @@ export class ElectionCore {
     await this.elections.close(opts);
     await this.owner.close({ releaseAll: opts.vacate });
     for (const c of this.peerClients.values()) c.close();
+    await new Promise<void>((resolve) => {
+      if (!this.server) return resolve();
+      const t = setTimeout(() => { this.server?.forceShutdown(); resolve(); }, 1000);
+      this.server.tryShutdown(() => { clearTimeout(t); resolve(); });
+    });
+  }
+
+  /**
+   * Serves lbd.peer.v1.Peer on agent.cluster.peerListen from this thread: a leader that etcd stopped
+   * confirming asks for promises here, and its kernel lease runs on the answers, so they must not wait for
+   * connection sync, health checks or the admin API (those stay on the agent's main thread, with
+   * connection sync on the next port).
+   */
+  private async listen(): Promise<void> {
+    const known = new Set(this.o.peers.map((p) => p.id));
+    const self = this.o.self;
+    const handlers: PeerHandlers = {
+      RequestPromise: (call, cb) => {
+        const r = call.request;
+        if (!known.has(r.from)) {
+          // Only configured peers may pin this director's takeover: anyone else is refused, loudly.
+          cb({ code: grpc.status.PERMISSION_DENIED, details: `${r.from} is not in ${self}'s agent.cluster.peers` });
+          return;
+        }
+        const named = peerIdsOfCall(call as unknown as Parameters<typeof peerIdsOfCall>[0]);
+        if (this.o.security.kind === 'tls' && !(named ?? []).includes(r.from)) {
+          cb({ code: grpc.status.PERMISSION_DENIED, details: `the client certificate names ${(named ?? []).join(', ') || 'no director'}, not ${r.from}` });
+          return;
+        }
+        const req: PromiseRequest = { from: r.from, group: r.group, term: Number(r.term), beat: Number(r.beat), durationMs: Math.min(r.durationMs, MAX_PROMISE_MS) };
+        this.elections.answerPromise(req).then((res) => cb(null, res), (err: unknown) => cb({ code: grpc.status.INTERNAL, details: String(err) }));
+      },
+      Ping: (_call, cb) => {
+        const leases: Record<string, number> = {};
+        for (const g of this.elections.groups()) {
+          const left = this.owner.leaseLeftMs(g.name);
+          if (left !== null) leases[g.name] = Math.max(0, Math.round(left));
+        }
+        cb(null, { director: self, version: this.o.version, kernelLeaseLeftMs: leases });
+      },
+    };
+    const server = new grpc.Server();
+    server.addService(peerServiceDefinition(), handlers);
+    const { address, port } = this.o.listen;
+    const host = address.includes(':') ? `[${address}]` : address;
+    await new Promise<void>((resolve, reject) => {
+      server.bindAsync(`${host}:${port}`, peerServerCredentials(this.o.security), (err) => (err ? reject(err) : resolve()));
+    });
+    this.server = server;
   }
 
   private async claim(group: string): Promise<void> {

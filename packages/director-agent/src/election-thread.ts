@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads';
-import type { PeerTransport, PromiseReply, PromiseRequest } from '@lbd/coordinator';
+import type { PeerTransport } from '@lbd/coordinator';
 import type { AddressOwner } from '@lbd/dataplane';
 import { ElectionCore, type ElectionCoreOptions, type ElectionNotice, type ElectionSnapshot, type GroupPlan } from './election-core.js';
 
@@ -24,7 +24,6 @@ export interface ElectionHost {
   setSynced(s: Readonly<Record<string, string | null>>): void;
   /** Answers the 'handover' notice `id`: connection sync has done what it could for the target. */
   handoverReady(id: number): void;
-  answerPromise(req: PromiseRequest): Promise<PromiseReply>;
   snapshot(): Promise<ElectionSnapshot>;
   stop(opts: { vacate: boolean }): Promise<void>;
 }
@@ -41,7 +40,6 @@ export function inProcessElection(owner: AddressOwner, transport?: PeerTransport
       setAgentProblems: (p) => core.setAgentProblems(p),
       setSynced: (s) => core.setSynced(s),
       handoverReady: (id) => core.handoverReady(id),
-      answerPromise: (req) => core.answerPromise(req),
       snapshot: async () => core.snapshot(),
       stop: (opts) => core.stop(opts),
     };
@@ -57,7 +55,6 @@ export function electionThread(): ElectionHostFactory {
 export type ElectionRequest =
   | { readonly id: number; readonly op: 'start' }
   | { readonly id: number; readonly op: 'setPlan'; readonly groups: readonly GroupPlan[] }
-  | { readonly id: number; readonly op: 'answerPromise'; readonly req: PromiseRequest }
   | { readonly id: number; readonly op: 'snapshot' }
   | { readonly id: number; readonly op: 'stop'; readonly vacate: boolean }
   | { readonly id: 0; readonly op: 'setAgentProblems'; readonly problems: readonly string[] }
@@ -104,7 +101,6 @@ class ElectionThread implements ElectionHost {
 
   start(): Promise<void> { return this.call({ op: 'start' }) as Promise<void>; }
   setPlan(groups: readonly GroupPlan[]): Promise<void> { return this.call({ op: 'setPlan', groups }) as Promise<void>; }
-  answerPromise(req: PromiseRequest): Promise<PromiseReply> { return this.call({ op: 'answerPromise', req }) as Promise<PromiseReply>; }
   snapshot(): Promise<ElectionSnapshot> { return this.call({ op: 'snapshot' }) as Promise<ElectionSnapshot>; }
 
   setAgentProblems(problems: readonly string[]): void {

@@ -39,7 +39,6 @@ port.on('message', (m: ElectionRequest) => {
     switch (m.op) {
       case 'start': return core.start();
       case 'setPlan': return core.setPlan(m.groups);
-      case 'answerPromise': return core.answerPromise(m.req);
       case 'snapshot': return core.snapshot();
       case 'stop': return core.stop({ vacate: m.vacate });
       case 'setAgentProblems': return core.setAgentProblems(m.problems);

@@ -8,7 +8,7 @@ import { hostPort, serviceKey } from '@lbd/config';
 import { DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type Counters, type DesiredState, type ObservedState } from '@lbd/dataplane';
 import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
 import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
-import { freePort, makeClusterPki, runCommand, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
+import { freePeerPorts, makeClusterPki, runCommand, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
 import { parse as parseYaml } from 'yaml';
 import { Agent } from './agent.js';
 import { silentLogger } from './log.js';
@@ -533,7 +533,7 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
   /** Two directors of one vip group; with `sync`, mutual TLS and fake connection tables (connection sync on). */
   async function startPair(opts: { sync?: boolean } = {}): Promise<{ owners: FakeAddressOwner[]; tables: FakeFlowTable[] }> {
     run++;
-    const ports = [await freePort(), await freePort()];
+    const ports = await freePeerPorts(2);
     const owners: FakeAddressOwner[] = [];
     const tables: FakeFlowTable[] = [];
     for (const [i, id] of ids.entries()) {

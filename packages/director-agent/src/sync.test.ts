@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { flowKey, type SyncedFlow } from '@lbd/dataplane';
 import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
-import { createConnSyncClient, type ConnSyncStatus__Output, type PeerSecurity } from '@lbd/proto';
-import { freePort, issueCert, makeCa, makeClusterPki, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
+import { connSyncPort } from '@lbd/config';
+import { createConnSyncClient, createPeerClient, type ConnSyncStatus__Output, type PeerSecurity } from '@lbd/proto';
+import { freePeerPorts, freePort, issueCert, makeCa, makeClusterPki, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
 import { Agent } from './agent.js';
 import { silentLogger } from './log.js';
 import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
@@ -77,7 +79,7 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     run++;
     // The two kernels number their backends differently, as real directors may.
     await startClusterPair({
-      dir, run, prefix: `/lbd-sync-test-${run}`, etcdEndpoint: etcd.endpoints[0]!, ports: [await freePort(), await freePort()], flowTable: true,
+      dir, run, prefix: `/lbd-sync-test-${run}`, etcdEndpoint: etcd.endpoints[0]!, ports: await freePeerPorts(2) as [number, number], flowTable: true,
       extra: (id) => `    tls: { ca: ${pki.ca.certPath}, cert: ${pki.certs[id]!.certPath}, key: ${pki.certs[id]!.keyPath} }\n`,
     }, members);
   });
@@ -162,7 +164,7 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     const other = await makeCa(join(dir, 'other'), 'other-ca');
     const foreign = await issueCert(other, join(dir, 'other'), 'dir2');
     const attempt = async (security: PeerSecurity): Promise<string> => {
-      const client = createConnSyncClient('127.0.0.1', a.port, security, 'dir1');
+      const client = createConnSyncClient('127.0.0.1', connSyncPort(a.port), security, 'dir1');
       try {
         return await new Promise<string>((resolve) => {
           const call = client.Stream();
@@ -184,12 +186,40 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     assert.equal(early, 'UNAVAILABLE: this director has no cluster config yet; try again shortly');
     // Without a client certificate the TLS handshake itself fails (the server requires one).
     const plain = await new Promise<string>((resolve) => {
-      const client = createConnSyncClient('127.0.0.1', a.port, { kind: 'insecure' }, 'dir1');
+      const client = createConnSyncClient('127.0.0.1', connSyncPort(a.port), { kind: 'insecure' }, 'dir1');
       const call = client.Stream();
       call.on('error', (e: grpc.ServiceError) => { client.close(); resolve(grpc.status[e.code] ?? String(e.code)); });
       call.write({ seq: 1, hello: { from: 'dir2', session: 'x', groups: [] } });
     });
     assert.equal(plain, 'UNAVAILABLE');
     assert.equal(a.table.applyCount, 0, 'nothing was injected');
+  });
+
+  it('promises are answered on peerListen (the election\'s own listener), only to a configured peer whose certificate names it', async () => {
+    const [a] = members as [Member, Member];
+    const pem = async (p: string): Promise<Buffer> => readFile(p);
+    const ca = await pem(pki.ca.certPath);
+    const as = async (cert: 'dir2' | 'dir3', from: string): Promise<string> => {
+      const client = createPeerClient('127.0.0.1', a.port, { kind: 'tls', ca, cert: await pem(pki.certs[cert]!.certPath), key: await pem(pki.certs[cert]!.keyPath) }, 'dir1');
+      try {
+        return await new Promise<string>((resolve) => {
+          client.RequestPromise({ from, group: 'front', term: 1, beat: 1, durationMs: 500 }, { deadline: Date.now() + 5000 }, (err, res) => {
+            resolve(err ? `${grpc.status[err.code]}: ${err.details}` : `granted ${res!.granted}: ${res!.reason}`);
+          });
+        });
+      } finally {
+        client.close();
+      }
+    };
+    assert.equal(await as('dir3', 'dir3'), 'PERMISSION_DENIED: dir3 is not in dir1\'s agent.cluster.peers');
+    assert.equal(await as('dir3', 'dir2'), 'PERMISSION_DENIED: the client certificate names dir3, not dir2');
+    // dir2 itself is heard: with no cluster config yet, dir1 serves no group and can take nothing over.
+    assert.equal(await as('dir2', 'dir2'), 'granted true: dir1 does not serve front');
+    // Connection sync is not served there, nor promises on the sync port.
+    const wrong = await new Promise<string>((resolve) => {
+      const client = createPeerClient('127.0.0.1', connSyncPort(a.port), { kind: 'tls', ca, cert: readFileSync(pki.certs.dir2!.certPath), key: readFileSync(pki.certs.dir2!.keyPath) }, 'dir1');
+      client.RequestPromise({ from: 'dir2', group: 'front', term: 1, beat: 1, durationMs: 500 }, { deadline: Date.now() + 5000 }, (err) => { client.close(); resolve(err ? grpc.status[err.code] ?? '' : 'answered'); });
+    });
+    assert.equal(wrong, 'UNIMPLEMENTED');
   });
 });

@@ -53,6 +53,29 @@ export function freePort(): Promise<number> {
   });
 }
 
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/**
+ * `count` ports for directors' agent.cluster.peerListen on 127.0.0.1: each free, and the next one too
+ * (connection sync listens there, @lbd/config's connSyncPort), no two pairs overlapping.
+ */
+export async function freePeerPorts(count: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < 50 * count && out.length < count; i++) {
+    const port = await freePort();
+    const overlaps = out.some((p) => Math.abs(p - port) <= 1);
+    if (port < 65535 && !overlaps && await canListen(port + 1)) out.push(port);
+  }
+  if (out.length < count) throw new Error(`no ${count} pairs of free consecutive ports on 127.0.0.1`);
+  return out;
+}
+
 function healthy(url: string): Promise<boolean> {
   return new Promise((resolve) => {
     const req = get(`${url}/health`, { timeout: 1000 }, (res) => {

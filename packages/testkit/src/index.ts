@@ -32,7 +32,7 @@ export {
 export type {
   ClusterDirector, ClusterTopology, ClusterTopologyOptions, CutTarget, DirectorName, EtcdMember, FloatingAddress,
 } from './cluster-topology.js';
-export { ETCD_NICE, etcdMemberArgs, etcdMemberCommand, etcdctlIn, freePort, startEtcd, startEtcdCluster } from './etcd.js';
+export { ETCD_NICE, etcdMemberArgs, etcdMemberCommand, etcdctlIn, freePeerPorts, freePort, startEtcd, startEtcdCluster } from './etcd.js';
 export type { EtcdClusterOptions, EtcdMemberTiming, EtcdOptions, RunningEtcd, RunningEtcdCluster } from './etcd.js';
 export { AGENT_BIN, HA_GROUP, HA_VIP, LBADM_BIN, OPS_CLIENTS, adminListeners, agentFileText, holdersOf, labConfigText, lbadmAdmin, leaderOf, startHaLab, waitFor, waitSteady } from './ha-lab.js';
 export type { ClusterStatusView, HaAdmin, HaLab, HaLabOptions, OpsClientName, SteadyTarget } from './ha-lab.js';
