@@ -108,7 +108,7 @@ describe('dashboard page in Chromium', function () {
     page.locator(`.rs[data-service="${service}"][data-server="${server}"]`).getAttribute('data-state', { timeout: 5000 });
 
   it('draws the topology, the health grid, the timeline and the drill results', async () => {
-    events.add('drill', 'box-death', '', 'pass', { reason: 'standby took over in 612 ms', fields: { broken: '0', total: '120', tookMs: '612' } });
+    events.add('drill', 'box-death', '', 'pass', { reason: 'standby took over in 612 ms', fields: { failedRequests: '0', requests: '120', noServiceMs: '612' } });
     events.add('role', 'default', 'standby', 'leader', { reason: 'elected: priority 150 > 100' });
     events.add('health', `${WEB} 198.19.1.13:8080`, 'up', 'down', { reason: 'http GET /: got 500, want 200-399 (2 failures)' });
     await serve(true);

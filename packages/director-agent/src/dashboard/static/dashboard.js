@@ -250,8 +250,9 @@ function renderEvents() {
       h('td', {}, e.director),
       h('td', {}, e.subject),
       h('td', { class: e.to === 'pass' ? 'pass' : 'fail' }, e.to),
-      h('td', {}, e.fields.broken !== undefined ? `${e.fields.broken} of ${e.fields.total ?? '?'}` : ''),
-      h('td', {}, e.fields.tookMs !== undefined ? `${e.fields.tookMs} ms` : ''),
+      // The fields a drill records (@lbd/testkit's drillRecord, through lbadm drill and the lab).
+      h('td', {}, e.fields.failedRequests !== undefined ? `${e.fields.failedRequests} of ${e.fields.requests ?? '?'}` : ''),
+      h('td', {}, e.fields.noServiceMs !== undefined ? `${e.fields.noServiceMs} ms` : ''),
       h('td', { class: 'muted' }, e.reason))));
 }
 
