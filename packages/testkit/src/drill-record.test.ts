@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { drillLabel, drillPassed, drillProblems, drillRecord, formatDrill, leaderFigures, summary, type DrillResult } from './drill.js';
+import { drillLabel, drillPassed, drillProblems, drillRecord, formatDrill, leaderFigures, measureLoad, summary, type DrillResult, type RequestRecord } from './drill.js';
 import type { DirectorName } from './cluster-topology.js';
 import type { ClusterStatusView } from './ha-lab.js';
 
@@ -98,4 +98,35 @@ describe('leaderFigures', () => {
       assert.deepEqual(leaderFigures(of(view(7, 'dir1', 0)), after, 'default', 'dir1', newLeader, failedAt, claimedAtMs), want);
     });
   }
+});
+
+/** What the drill's load says of the service: lost service is where requests started and failed. */
+describe('measureLoad', () => {
+  const t0 = 1_000_000;
+  /** A request every 5 ms from `from` to `to` (ms after t0), ok or failed. */
+  const run = (from: number, to: number, ok: boolean): RequestRecord[] => {
+    const out: RequestRecord[] = [];
+    for (let s = from; s < to; s += 5) out.push([t0 + s, ok ? 3 : 1000, ok, ok ? '' : 'timeout']);
+    return out;
+  };
+
+  it('an outage is the stretch whose requests failed, measured from the failure', () => {
+    const m = measureLoad([...run(0, 500, true), ...run(500, 800, false), ...run(800, 2000, true)], t0 + 500, 5, 1310);
+    assert.equal(m.noServiceMs, 305);
+    assert.equal(m.outageEndMs, 300);
+    assert.equal(m.failedRequests, 60);
+    assert.ok(m.recovered);
+  });
+
+  it('a stretch in which the client started nothing is its own stall, not lost service', () => {
+    // The outage, then the client stalls for 500 ms (nothing started) well within the bound.
+    const m = measureLoad([...run(0, 500, true), ...run(500, 800, false), ...run(800, 1200, true), ...run(1700, 2500, true)], t0 + 500, 5, 1310);
+    assert.equal(m.noServiceMs, 305);
+    assert.equal(m.outageEndMs, 300, 'the stall after service was back is not the failure\'s outage');
+  });
+
+  it('a later stretch of failed requests within the bound is still the failure\'s', () => {
+    const m = measureLoad([...run(0, 500, true), ...run(500, 800, false), ...run(800, 1200, true), ...run(1200, 1500, false), ...run(1500, 2500, true)], t0 + 500, 5, 1310);
+    assert.equal(m.outageEndMs, 1000);
+  });
 });

@@ -318,7 +318,7 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
   const [ownership, captured] = await Promise.allSettled([watch.stop(), capture.stop()]);
   let newLeader: DirectorName | null;
   let after: Map<DirectorName, ClusterStatusView>;
-  let m: ReturnType<typeof measure>;
+  let m: ReturnType<typeof measureLoad>;
   let streamResult: StreamResult | undefined;
   try {
     // Asked until the directors agree (bounded): on a busy machine a status call can time out, or the old
@@ -326,7 +326,7 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     newLeader = (await waitFor('the leader after the drill', 10_000, () => leaderOf(api, group)).catch(() => undefined)) ?? null;
     after = await statuses(target);
     await Promise.all([load.stop(3000), streams?.stop(3000)]);
-    m = measure(parseLoad(load), failedAt, o.requestIntervalMs, worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS);
+    m = measureLoad(parseLoad(load), failedAt, o.requestIntervalMs, worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS);
     streamResult = streams?.lastJson<StreamResult>();
   } catch (e) {
     await undo().catch(() => undefined);
@@ -503,7 +503,7 @@ tick();
 `;
 
 /** [start (unix ms), duration ms, ok, error]. */
-type RequestRecord = readonly [start: number, durationMs: number, ok: boolean, error: string];
+export type RequestRecord = readonly [start: number, durationMs: number, ok: boolean, error: string];
 
 function parseLoad(load: BackgroundProcess): RequestRecord[] {
   const report = load.lastJson<{ t0?: number; records?: [number, number, number, string][] }>();
@@ -511,7 +511,12 @@ function parseLoad(load: BackgroundProcess): RequestRecord[] {
   return report.records.map(([s, d, ok, err]) => [report.t0! + s, d, ok === 1, err] as const).sort((a, b) => a[0] - b[0]);
 }
 
-function measure(records: readonly RequestRecord[], failedAt: number, intervalMs: number, boundMs: number): Pick<DrillResult,
+/**
+ * The load's figures around the failure at `failedAt`. A stretch without a successful start counts as lost
+ * service only when a request started in it and failed: a stretch in which the client started nothing is
+ * the client's own stall (a loaded box, the killed box's teardown), not the vip's.
+ */
+export function measureLoad(records: readonly RequestRecord[], failedAt: number, intervalMs: number, boundMs: number): Pick<DrillResult,
   'noServiceMs' | 'restoredAfterMs' | 'outageEndMs' | 'recovered' | 'requests' | 'failedRequests' | 'failedStartsMs' | 'inFlightAtFailure' | 'errors'> {
   const ok = records.filter((r) => r[2]).map((r) => r[0]);
   const failed = records.filter((r) => !r[2]);
@@ -528,10 +533,12 @@ function measure(records: readonly RequestRecord[], failedAt: number, intervalMs
     restoredAt = lastStart;
     outageEnd = lastStart;
   } else {
-    // Gaps between consecutive successful starts that end at or after the failure.
+    const failedStarts = failed.map((r) => r[0]);
+    // Gaps between consecutive successful starts that end at or after the failure, with a failed start inside.
     for (let i = 0; i < ok.length; i++) {
       if (ok[i]! < failedAt) continue;
       const prev = i > 0 ? ok[i - 1]! : failedAt;
+      if (!failedStarts.some((f) => f > prev && f < ok[i]!)) continue;
       if (ok[i]! - prev > noServiceMs) {
         noServiceMs = ok[i]! - prev;
         restoredAt = ok[i]!;
