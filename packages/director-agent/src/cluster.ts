@@ -169,7 +169,7 @@ export class ClusterMember {
     const s = this.o.settings;
     this.election = this.o.election({
       self: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers,
-      peerAddress: `${s.peerListen.address}:${s.peerListen.port}`, listen: s.peerListen, version: this.o.version, security: this.security,
+      listen: s.peerListen, version: this.o.version, security: this.security,
       realtimePriority: s.realtimePriority, stateDir: `/run/lbd/${s.director}`, interfaces: s.interfaces,
     }, (n) => this.onNotice(n));
     this.healthMayHaveChanged();

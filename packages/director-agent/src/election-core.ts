@@ -26,7 +26,6 @@ export interface ElectionCoreOptions {
   readonly prefix: string;
   readonly timing: ElectionTiming;
   readonly peers: readonly { readonly id: string; readonly address: string; readonly port: number }[];
-  readonly peerAddress: string;
   /**
    * Where this thread serves the peer service (promises and pings): agent.cluster.peerListen. A promise is
    * answered here, never on the agent's main thread, so a busy agent answers a fail-static leader in time.
@@ -109,7 +108,8 @@ export class ElectionCore {
   constructor(private readonly o: ElectionCoreOptions, private readonly owner: AddressOwner, private readonly notify: (n: ElectionNotice) => void,
     private readonly placement: string, transport?: PeerTransport) {
     this.elections = new Elections({
-      id: o.self, endpoints: o.endpoints, prefix: o.prefix, timing: o.timing, peers: o.peers.map((p) => p.id), peerAddress: o.peerAddress,
+      id: o.self, endpoints: o.endpoints, prefix: o.prefix, timing: o.timing, peers: o.peers.map((p) => p.id),
+      peerAddress: `${o.listen.address}:${o.listen.port}`,
       version: o.version, transport: transport ?? this.grpcTransport(),
       hooks: {
         lease: (g, forMs) => this.owner.lease(g, forMs), claim: (g) => this.claim(g), release: (g) => this.release(g),
