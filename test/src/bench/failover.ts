@@ -7,7 +7,7 @@ import {
 import { passMiss, sum, table } from './report.js';
 
 /**
- * `pnpm bench failover [--count N] [--quick]`: failure drills (packages/testkit/src/drill.ts) on an HA lab,
+ * `pnpm bench failover [--count N] [--modes M,M] [--quick]`: failure drills (packages/testkit/src/drill.ts) on an HA lab,
  * N of each mode (the pause modes N per pause: 1 s, 3 s, 10 s), with the `default` and the `fast`
  * timing profile, each quiet and with a busy loop on every core. Prints p50/p99/max of the time without
  * service and the other figures per variant, then the figures next to the targets. Asserts nothing: a
@@ -33,7 +33,8 @@ const PAUSES_MS = [1000, 3000, 10_000];
 
 const TARGETS = { unplanned: { default: 500, fast: 150 }, switchover: 200 } as const;
 
-export async function benchFailover(opts: { quick: boolean; count?: number; loadCount?: number }): Promise<number> {
+export async function benchFailover(opts: { quick: boolean; count?: number; loadCount?: number; modes?: readonly string[] }): Promise<number> {
+  const modes = opts.modes === undefined ? DRILL_MODES : DRILL_MODES.filter((m) => opts.modes!.includes(m));
   const problem = await privilegeProblem({ commands: ['nft', 'ip', 'etcd', 'etcdctl', 'arping', 'tcpdump'] });
   if (problem !== null) {
     process.stderr.write(`bench failover: ${problem}\n`);
@@ -52,9 +53,9 @@ export async function benchFailover(opts: { quick: boolean; count?: number; load
   await removeOrphans('lbdb');
   const all = new Map<string, VariantRun>();
   for (const v of variants) {
-    process.stdout.write(`\n== ${v.name}: ${v.cpuLoad ? (opts.loadCount ?? count) : count} drill(s) of each mode (${DRILL_MODES.join(', ')}; pauses of ${PAUSES_MS.join(', ')} ms)\n`);
+    process.stdout.write(`\n== ${v.name}: ${v.cpuLoad ? (opts.loadCount ?? count) : count} drill(s) of each mode (${modes.join(', ')}; pauses of ${PAUSES_MS.join(', ')} ms)\n`);
     const n = v.cpuLoad ? (opts.loadCount ?? count) : count;
-    const run = await runVariant(v, n);
+    const run = await runVariant(v, n, modes);
     all.set(v.name, run);
     process.stdout.write(`\n${formatDrill(run.results)}`);
     for (const why of run.incomplete) process.stdout.write(`incomplete: ${why}\n`);
@@ -69,7 +70,7 @@ interface VariantRun {
   readonly incomplete: string[];
 }
 
-async function runVariant(v: Variant, count: number): Promise<VariantRun> {
+async function runVariant(v: Variant, count: number, modes: readonly DrillMode[]): Promise<VariantRun> {
   const run: VariantRun = { results: [], incomplete: [] };
   const firstLine = (e: unknown): string => ((e as Error).message ?? String(e)).split('\n')[0]!;
   let lab: HaLab<AdminApi>;
@@ -82,7 +83,7 @@ async function runVariant(v: Variant, count: number): Promise<VariantRun> {
   // The busy loops run during each drill only (not the lab start or the steady waits); runDrill ends them.
   const busyCores = v.cpuLoad ? availableParallelism() : 0;
   try {
-    for (const mode of DRILL_MODES) {
+    for (const mode of modes) {
       for (const pauseMs of PAUSE_DRILL_MODES.includes(mode) ? PAUSES_MS : [undefined]) {
         const label = drillLabel({ mode, pauseMs: pauseMs ?? null });
         for (let i = 1; i <= count; i++) {

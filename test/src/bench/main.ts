@@ -2,6 +2,7 @@
  * `pnpm bench <name> [options]`: lbd's benchmarks. Each prints its figures as ratios to baselines measured
  * in the same run; none asserts speed (that is not what tests are for).
  */
+import { DRILL_MODES } from '@lbd/config';
 import { benchConnsync } from './connsync.js';
 import { benchDataplane } from './dataplane.js';
 import { benchFailover } from './failover.js';
@@ -10,7 +11,7 @@ import { MAX_MINUTES, benchStability } from './stability.js';
 
 const EXIT_USAGE = 64;
 
-const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--minutes N]
+const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--modes M,M] [--minutes N]
 
 benchmarks:
   dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
@@ -24,6 +25,7 @@ benchmarks:
               targets (about N x 9 minutes; needs root, nft, etcd, tcpdump).
               --count N: drills per mode (and pause) and variant (default 20);
               --load-count N: drills per mode in the CPU-load variants (default: --count);
+              --modes M,M: only these drill modes (e.g. --modes box-death,etcd-partition);
               --quick: one drill each, without the CPU-load variants
   connsync    connection sync: bulk of 100 000 flows (kernel alone and the whole path), sync lag and
               CPU under about 5 000 new connections/s (and without sync), connections broken per
@@ -42,7 +44,7 @@ options:
 `;
 
 interface Bench {
-  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number; minutes?: number }) => Promise<number>;
+  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number; minutes?: number; modes?: readonly string[] }) => Promise<number>;
   /** Takes --count N. */
   readonly counted?: boolean;
 }
@@ -65,6 +67,7 @@ async function main(argv: readonly string[]): Promise<number> {
   let count: number | undefined;
   let loadCount: number | undefined;
   let minutes: number | undefined;
+  let modes: string[] | undefined;
   const unknown: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     if (rest[i] === '--quick') continue;
@@ -74,6 +77,10 @@ async function main(argv: readonly string[]): Promise<number> {
     } else if (rest[i] === '--load-count' && name === 'failover') {
       loadCount = Number(rest[++i]);
       if (!Number.isInteger(loadCount) || loadCount < 1) unknown.push(`--load-count ${rest[i] ?? ''}`);
+    } else if (rest[i] === '--modes' && name === 'failover') {
+      modes = (rest[++i] ?? '').split(',').filter((m) => m !== '');
+      const wrong = modes.find((m) => !(DRILL_MODES as readonly string[]).includes(m));
+      if (modes.length === 0 || wrong !== undefined) unknown.push(`--modes ${rest[i] ?? ''} (drill modes, comma-separated: ${DRILL_MODES.join(', ')})`);
     } else if (rest[i] === '--minutes' && name === 'stability') {
       minutes = Number(rest[++i]);
       if (!Number.isFinite(minutes) || minutes <= 0 || minutes > MAX_MINUTES) unknown.push(`--minutes ${rest[i] ?? ''}`);
@@ -84,7 +91,7 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`${what}\n${USAGE}`);
     return EXIT_USAGE;
   }
-  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}), ...(minutes !== undefined ? { minutes } : {}) });
+  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}), ...(minutes !== undefined ? { minutes } : {}), ...(modes !== undefined ? { modes } : {}) });
 }
 
 main(process.argv.slice(2)).then(
