@@ -37,6 +37,12 @@ export interface ClusterStatus {
  * apply while a loaded etcd answered in 300 ms.
  */
 const OPERATOR_CALL_MS = 2000;
+/**
+ * Each etcd read of a status (lbadm cluster status, the dashboard, metrics): a status answers within its
+ * callers' deadlines (2 s) even when etcd is slow or a member is down; a read that takes longer shows as
+ * unknown.
+ */
+const STATUS_CALL_MS = 500;
 
 /**
  * The coordinator beside the rest of the agent: the cluster config store, the cluster's event history,
@@ -94,16 +100,18 @@ export class Coordinator {
 
   /** etcd's view of the cluster: the directors registered, and each of `groups`' leader record. */
   async status(groups: readonly string[]): Promise<ClusterStatus> {
-    const reachable = await this.kv.reachable(500);
-    const out: GroupRecordStatus[] = [];
-    for (const name of groups) {
-      const entry = reachable ? await this.kv.get(this.k.leader(name)).catch(() => null) : null;
-      out.push({ name, record: entry ? parseJson<LeaderRecord>(entry.value, isLeaderRecord) : null });
-    }
-    if (reachable) await this.readDirectors().catch(() => undefined);
-    const directors: Array<DirectorRecord & { leaseLeftMs: number | null }> = [];
+    const reachable = await this.kv.reachable(STATUS_CALL_MS);
+    // The reads at once, each bounded: a status is read on every lbadm call, dashboard tick and scrape.
+    const [out] = await Promise.all([
+      Promise.all(groups.map(async (name): Promise<GroupRecordStatus> => {
+        const entry = reachable ? await this.kv.get(this.k.leader(name), STATUS_CALL_MS).catch(() => null) : null;
+        return { name, record: entry ? parseJson<LeaderRecord>(entry.value, isLeaderRecord) : null };
+      })),
+      reachable ? this.readDirectors(STATUS_CALL_MS).catch(() => undefined) : undefined,
+    ]);
     // A snapshot: a concurrent read refills the map while the lease lookups wait.
-    for (const d of [...this.directorRecords.values()]) directors.push({ ...d, leaseLeftMs: reachable ? await this.leaseLeft(d.id) : null });
+    const directors: Array<DirectorRecord & { leaseLeftMs: number | null }> = await Promise.all([...this.directorRecords.values()]
+      .map(async (d) => ({ ...d, leaseLeftMs: reachable ? await this.leaseLeft(d.id) : null })));
     return {
       self: this.o.id, etcd: { reachable, endpoints: this.o.endpoints }, worstCaseTakeoverMs: worstCaseTakeoverMs(this.o.timing),
       timing: this.o.timing, directors: directors.sort((a, b) => a.id.localeCompare(b.id)), groups: out,
@@ -119,17 +127,17 @@ export class Coordinator {
 
   private async leaseLeft(id: string): Promise<number | null> {
     try {
-      const res = await this.kv.client.get(this.k.director(id)).exec();
+      const res = await this.kv.client.get(this.k.director(id)).options({ deadline: Date.now() + STATUS_CALL_MS }).exec();
       const lease = res.kvs[0]?.lease;
       if (lease === undefined || lease === '0') return null;
-      const r = await this.kv.client.leaseClient.leaseTimeToLive({ ID: lease });
+      const r = await this.kv.client.leaseClient.leaseTimeToLive({ ID: lease }, { deadline: Date.now() + STATUS_CALL_MS });
       return Number(r.TTL) * 1000;
     } catch {
       return null;
     }
   }
 
-  private async readDirectors(): Promise<void> {
-    fillDirectorRecords(this.directorRecords, await this.kv.list(this.k.directors));
+  private async readDirectors(timeoutMs?: number): Promise<void> {
+    fillDirectorRecords(this.directorRecords, await this.kv.list(this.k.directors, timeoutMs));
   }
 }

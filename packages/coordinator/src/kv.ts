@@ -42,7 +42,7 @@ export interface KvLease {
 
 export interface Kv {
   get(key: string, timeoutMs?: number): Promise<Entry | null>;
-  list(prefix: string): Promise<Array<{ key: string } & Entry>>;
+  list(prefix: string, timeoutMs?: number): Promise<Array<{ key: string } & Entry>>;
   /**
    * Writes `value` if the key's mod revision is still `expectRev` (`null`: the key must not exist), and
    * `also` with it. On a lost swap returns what is there now.
@@ -90,8 +90,8 @@ export class EtcdKv implements Kv {
     return kv === undefined ? null : { value: kv.value.toString(), rev: kv.mod_revision };
   }
 
-  async list(prefix: string): Promise<Array<{ key: string } & Entry>> {
-    const res = await this.client.getAll().prefix(prefix).exec();
+  async list(prefix: string, timeoutMs = this.callTimeoutMs): Promise<Array<{ key: string } & Entry>> {
+    const res = await this.client.getAll().prefix(prefix).options({ deadline: Date.now() + timeoutMs }).exec();
     return res.kvs.map((kv) => ({ key: kv.key.toString(), value: kv.value.toString(), rev: kv.mod_revision }));
   }
 

@@ -224,8 +224,8 @@ export class MemoryKv implements Kv {
     return this.call('get', timeoutMs, false, () => this.store.entry(key));
   }
 
-  list(prefix: string): Promise<Array<{ key: string } & Entry>> {
-    return this.call('list', this.callTimeoutMs, false, () => [...this.store.entries]
+  list(prefix: string, timeoutMs = this.callTimeoutMs): Promise<Array<{ key: string } & Entry>> {
+    return this.call('list', timeoutMs, false, () => [...this.store.entries]
       .filter(([k]) => k.startsWith(prefix)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([key, e]) => ({ key, value: e.value, rev: String(e.modRev) })));
   }
