@@ -294,7 +294,7 @@ describe('high availability: failover drills on two directors with etcd @privile
         if (Number(cs.configRevision) !== rev || !check(st.services.map((s) => s.name))) return false;
       }
       return true;
-    });
+    }).catch((e: unknown) => { throw new Error(`${(e as Error).message}\n${lab.logs(40)}`); });
   }
 });
 
