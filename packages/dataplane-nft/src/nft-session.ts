@@ -17,6 +17,8 @@ export class NftSession {
   private stdout = '';
   private stderr = '';
   private waiter: { done: () => void; fail: (e: Error) => void } | null = null;
+  /** The calls, one at a time: a line's end is known only by its own sentinel (see run). */
+  private queue: Promise<unknown> = Promise.resolve();
 
   /**
    * `sentinel`: a command that lists a small set of the session's own table (the default is the data
@@ -29,7 +31,17 @@ export class NftSession {
    * a session that has not answered by then is killed and the call rejects (the next call starts another):
    * a sentinel that itself fails (its table deleted under us) would otherwise never end the wait.
    */
-  async run(commands: readonly string[], timeoutMs?: number): Promise<string> {
+  run(commands: readonly string[], timeoutMs?: number): Promise<string> {
+    // One change in flight at a time: a second line written before the first's sentinel came would take
+    // over the wait, and the first call would never end (seen: a config apply's guard() beside a beat's
+    // lease renewal stopped the kernel lease's writer, and with it the election, for good). The timeout
+    // counts from the call's own turn.
+    const mine = this.queue.then(() => this.runNow(commands, timeoutMs));
+    this.queue = mine.catch(() => undefined);
+    return mine;
+  }
+
+  private async runNow(commands: readonly string[], timeoutMs?: number): Promise<string> {
     const child = this.ensure();
     // Held while a change is in flight (the process must not exit awaiting nft), released when idle.
     setRef(child, true);
