@@ -13,6 +13,7 @@ import {
   type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse, type GetConfigResponse,
 } from '@lbd/proto';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
+import { bindServer, stopServer } from './grpc-server.js';
 import type { Logger } from './log.js';
 import { authorizeCertificate, certificateNames, roleAllows, roleRefusal, type Authorization, type TlsListenerOptions } from './ops-http.js';
 import { EVENT_KINDS, type Caller, type EventKind, type LbdEvent, type Role } from './ops-types.js';
@@ -211,19 +212,14 @@ export class AdminServer {
     });
     addGuardedService(server, backend, log, (call) => authorizeCertificate(certificateNames(call.getAuthContext?.()?.sslPeerCertificate), opts.clients));
     const creds = grpc.ServerCredentials.createSsl(opts.tls.ca, [{ private_key: opts.tls.key, cert_chain: opts.tls.cert }], true);
-    const port = await new Promise<number>((resolve, reject) => {
-      server.bindAsync(hostPort(opts.address, opts.port), creds, (err, bound) => (err ? reject(err) : resolve(bound)));
-    });
+    const port = await bindServer(server, opts.address, opts.port, creds);
     log.info('admin listener started', { listen: hostPort(opts.address, port), clients: opts.clients.map((c) => `${c.name}:${c.role}`) });
     return new AdminServer(server, null, 0, port);
   }
 
   /** Stops accepting calls, gives calls in flight a moment, and removes the socket file. */
   async close(): Promise<void> {
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(() => { this.server.forceShutdown(); resolve(); }, SHUTDOWN_GRACE_MS);
-      this.server.tryShutdown(() => { clearTimeout(timer); resolve(); });
-    });
+    await stopServer(this.server, SHUTDOWN_GRACE_MS);
     if (this.socketPath === null) return;
     try {
       if ((await lstat(this.socketPath)).ino === this.inode) await unlink(this.socketPath);

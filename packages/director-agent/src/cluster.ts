@@ -12,6 +12,7 @@ import {
 import type { ElectionNotice, ElectionSnapshot, GroupPlan } from './election-core.js';
 import type { ElectionHost, ElectionHostFactory } from './election-thread.js';
 import type { EventLog } from './events.js';
+import { bindServer, stopServer } from './grpc-server.js';
 import type { Logger } from './log.js';
 import { readTlsFiles } from './tls-files.js';
 
@@ -219,11 +220,7 @@ export class ClusterMember {
     this.stopCopyingEvents();
     await this.sync?.close();
     for (const c of this.peers.values()) c.close();
-    await new Promise<void>((resolve) => {
-      if (!this.server) return resolve();
-      const t = setTimeout(() => { this.server?.forceShutdown(); resolve(); }, 1000);
-      this.server.tryShutdown(() => { clearTimeout(t); resolve(); });
-    });
+    await stopServer(this.server, 1000);
   }
 
   /** The floating addresses of `group` under the running config. */
@@ -490,10 +487,7 @@ export class ClusterMember {
     const server = new grpc.Server();
     server.addService(connSyncServiceDefinition(), this.sync.handlers());
     const { address, port } = this.o.settings.peerListen;
-    const host = address.includes(':') ? `[${address}]` : address;
-    await new Promise<void>((resolve, reject) => {
-      server.bindAsync(`${host}:${connSyncPort(port)}`, peerServerCredentials(this.security), (err) => (err ? reject(err) : resolve()));
-    });
+    await bindServer(server, address, connSyncPort(port), peerServerCredentials(this.security));
     this.server = server;
   }
 }

@@ -8,6 +8,7 @@ import type { AddressOwner, Announce, FloatingAddress } from '@lbd/dataplane';
 import {
   createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, type PeerClient, type PeerHandlers, type PeerSecurity,
 } from '@lbd/proto';
+import { bindServer, stopServer } from './grpc-server.js';
 
 /**
  * The election and everything it needs to act at once, in one place that runs apart from the rest of the
@@ -84,6 +85,8 @@ const LINK_CHECK_MS = 100;
 /** How often the election's timer runs to measure its own lateness (the elections' own checks run on theirs). */
 const TICK_PROBE_MS = 10;
 const TICK_SAMPLES = 4096;
+/** How long calls in flight get to end when the peer service stops. */
+const SHUTDOWN_GRACE_MS = 1000;
 /** The longest promise granted, whatever a peer asks for. */
 const MAX_PROMISE_MS = 10_000;
 
@@ -181,11 +184,7 @@ export class ElectionCore {
     await this.elections.close(opts);
     await this.owner.close({ releaseAll: opts.vacate });
     for (const c of this.peerClients.values()) c.close();
-    await new Promise<void>((resolve) => {
-      if (!this.server) return resolve();
-      const t = setTimeout(() => { this.server?.forceShutdown(); resolve(); }, 1000);
-      this.server.tryShutdown(() => { clearTimeout(t); resolve(); });
-    });
+    await stopServer(this.server, SHUTDOWN_GRACE_MS);
   }
 
   /**
@@ -224,11 +223,7 @@ export class ElectionCore {
     };
     const server = new grpc.Server();
     server.addService(peerServiceDefinition(), handlers);
-    const { address, port } = this.o.listen;
-    const host = address.includes(':') ? `[${address}]` : address;
-    await new Promise<void>((resolve, reject) => {
-      server.bindAsync(`${host}:${port}`, peerServerCredentials(this.o.security), (err) => (err ? reject(err) : resolve()));
-    });
+    await bindServer(server, this.o.listen.address, this.o.listen.port, peerServerCredentials(this.o.security));
     this.server = server;
   }
 
