@@ -52,8 +52,11 @@ describe('high availability: failover drills on two directors with etcd @privile
       const name = `${drillLabel(r)}${r.busyCores > 0 ? ` (${r.busyCores} busy cores)` : ''} #${i + 1}`;
       process.stderr.write(`      (${name}: ${drillSummary(r)})\n`);
       assert.deepEqual(drillProblems(r), [], why(r, `${name} failed`));
-      // Where no agent is frozen, no director holds the vip address while another does either.
-      if (!PAUSE_DRILL_MODES.includes(mode)) assert.equal(r.dualHolding, 0, why(r, `${name}: both directors held the vip address`));
+      // Where the old leader's agent runs, no director holds the vip address while another does either.
+      // Not after a freeze or a kill -9: nothing of that agent runs, its address stays until the thaw or the
+      // watchdog (under load that can come after the takeover), and only the kernel lease keeps it unserved,
+      // which drillProblems judges from the router (no dual forwarding, no dual ARP).
+      if (!PAUSE_DRILL_MODES.includes(mode) && mode !== 'kill-agent') assert.equal(r.dualHolding, 0, why(r, `${name}: both directors held the vip address`));
       out.push(r);
     }
     return out;
