@@ -54,41 +54,47 @@ describe('decide: the election as a pure step', () => {
         name: 'a beat interval on: beats on its revision, deadline two beats', now: 1075, role: 'leader',
         actions: [{ kind: 'beat', expectRev: '50', record: rec({ beat: 11 }), sent: 1075, timeoutMs: 150 }],
       },
-      { name: 'beat in flight: no second beat', s: { beatInFlight: true, lastBeatAt: 1000 }, now: 1080, actions: [], role: 'leader' },
+      { name: 'a beat in flight, sent less than a beat interval ago: no second try yet', s: { beatsInFlight: 1, lastBeatAt: 1075, lastPromiseAsk: 1120 }, now: 1140, actions: [], role: 'leader' },
       {
-        name: 'a beat overdue (age > beat + check): asks its peers for two windows', s: { beatInFlight: true, lastBeatAt: 1075 }, now: 1086, role: 'leader',
+        name: 'a beat in flight a beat interval: a second try beside it, on the same revision, with the same number', now: 1150, role: 'leader',
+        s: { beatsInFlight: 1, lastBeatAt: 1075, sending: { rev: '50', beat: 11, firstSent: 1075 }, lastPromiseAsk: 1140 },
+        actions: [{ kind: 'beat', expectRev: '50', record: rec({ beat: 11 }), sent: 1150, timeoutMs: 150 }],
+      },
+      { name: 'three beats in flight: no fourth', s: { beatsInFlight: 3, lastBeatAt: 1000, lastPromiseAsk: 1140 }, now: 1150, actions: [], role: 'leader' },
+      {
+        name: 'a beat overdue (age > beat + check): asks its peers for two windows', s: { beatsInFlight: 1, lastBeatAt: 1075 }, now: 1086, role: 'leader',
         actions: [{ kind: 'askPromises', peers: ['b'], request: { from: 'a', group: 'g', term: 3, beat: 10, durationMs: 500 }, sent: 1086, timeoutMs: 500 }],
       },
-      { name: 'asked half a beat ago: not again', s: { beatInFlight: true, lastBeatAt: 1075, lastPromiseAsk: 1086 }, now: 1120, actions: [], role: 'leader' },
-      { name: 'one ms short of the window: holds', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240 }, now: 1249, actions: [], role: 'leader' },
+      { name: 'asked half a beat ago: not again', s: { beatsInFlight: 1, lastBeatAt: 1075, lastPromiseAsk: 1086 }, now: 1120, actions: [], role: 'leader' },
+      { name: 'one ms short of the window: holds', s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240 }, now: 1249, actions: [], role: 'leader' },
       {
-        name: 'window closed, the peer\'s answer still out: waits for it (the kernel lease ends on time regardless)', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240 },
+        name: 'window closed, the peer\'s answer still out: waits for it (the kernel lease ends on time regardless)', s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240 },
         now: 1260, role: 'leader', actions: [],
       },
       {
-        name: 'the peer answered only before this episode: still waits', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1290, answeredAt: new Map([['b', 1084]]) },
+        name: 'the peer answered only before this episode: still waits', s: { beatsInFlight: 1, lastBeatAt: 1250, lastPromiseAsk: 1290, answeredAt: new Map([['b', 1084]]) },
         now: 1300, role: 'leader', actions: [],
       },
       {
-        name: 'no reply within four windows: fences', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1980 }, now: 2000, role: 'standby',
+        name: 'no reply within four windows: fences', s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1980 }, now: 2000, role: 'standby',
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 1000 ms, not every peer vouches (b: not asked yet)' }],
       },
       {
         name: 'window closed, peer refused: fences with its reason', now: 1250, role: 'standby',
-        s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240, peerAnswers: new Map([['b', 'b reaches etcd: the leader is the one cut off']]), answeredAt: new Map([['b', 1130]]) },
+        s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240, peerAnswers: new Map([['b', 'b reaches etcd: the leader is the one cut off']]), answeredAt: new Map([['b', 1130]]) },
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 250 ms, not every peer vouches (b: b reaches etcd: the leader is the one cut off)' }],
       },
       {
-        name: 'no peers: fences', w: { peers: [] }, s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240 }, now: 1250, role: 'standby',
+        name: 'no peers: fences', w: { peers: [] }, s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240 }, now: 1250, role: 'standby',
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 250 ms, no peers to vouch' }],
       },
       {
-        name: 'a promise that ran out is no promise', now: 1250, role: 'standby', s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240, coverage: new Map([['b', 1250]]), answeredAt: new Map([['b', 1100]]) },
+        name: 'a promise that ran out is no promise', now: 1250, role: 'standby', s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240, coverage: new Map([['b', 1250]]), answeredAt: new Map([['b', 1100]]) },
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 250 ms, not every peer vouches (b: not asked yet)' }],
       },
       {
         name: 'window closed, every peer promised: fail-static, the lease carried by the promises', now: 1250, role: 'fail-static',
-        s: { beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1240, coverage: new Map([['b', 1600]]) },
+        s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240, coverage: new Map([['b', 1600]]) },
         actions: [
           { kind: 'lease', forMs: 1600 - T.maxLeaseSlackMs - T.maxClockDriftMs - 1250 },
           { kind: 'transition', from: 'leader', to: 'fail-static', reason: 'etcd unreachable for 250 ms; peers b cannot reach it either, keeping the vips' },
@@ -96,7 +102,7 @@ describe('decide: the election as a pure step', () => {
       },
       {
         name: 'fail-static already, lease written less than a beat ago: nothing', now: 1300, role: 'fail-static',
-        s: { role: 'fail-static', beatInFlight: true, lastBeatAt: 1200, lastPromiseAsk: 1280, coverage: new Map([['b', 1600]]), leaseUntil: 1585 },
+        s: { role: 'fail-static', beatsInFlight: 1, lastBeatAt: 1250, lastPromiseAsk: 1280, coverage: new Map([['b', 1600]]), leaseUntil: 1585 },
         actions: [],
       },
       { name: 'handing over: no fence, no beat', s: { handingOver: true }, now: 2000, actions: [], role: 'leader' },
@@ -111,8 +117,9 @@ describe('decide: the election as a pure step', () => {
 
     it('a beat moves the state: in flight, sent now', () => {
       const { state } = run(leader(), tick, 1075);
-      assert.equal(state.beatInFlight, true);
+      assert.equal(state.beatsInFlight, 1);
       assert.equal(state.lastBeatAt, 1075);
+      assert.deepEqual(state.sending, { rev: '50', beat: 11, firstSent: 1075 });
     });
   });
 
@@ -135,13 +142,13 @@ describe('decide: the election as a pure step', () => {
     }
 
     it('a confirmed beat renews the lease from its send, not from its answer', () => {
-      const s = leader({ beatInFlight: true, lastBeatAt: 1075 });
+      const s = leader({ beatsInFlight: 1, lastBeatAt: 1075 });
       const { state, actions } = run(s, { kind: 'beat-result', sent: 1075, expectRev: '50', record: rec({ beat: 11 }), result: { kind: 'confirmed', rev: '51' } }, 1140);
       assert.deepEqual(actions, [{ kind: 'beatOutcome', outcome: 'confirmed' }, { kind: 'lease', forMs: 1075 + k - 1140 }]);
       assert.equal(state.leaseUntil, 1075 + k);
       assert.equal(state.lastConfirmedSend, 1075);
       assert.deepEqual(state.mine, { rev: '51', record: rec({ beat: 11 }) });
-      assert.equal(state.beatInFlight, false);
+      assert.equal(state.beatsInFlight, 0);
     });
 
     it('an older beat confirmed after a newer one does not move the lease back', () => {
@@ -194,12 +201,34 @@ describe('decide: the election as a pure step', () => {
 
   describe('beat outcomes', () => {
     const sent = { kind: 'beat-result', sent: 1075, expectRev: '50', record: rec({ beat: 11 }) } as const;
-    it('lost to our own earlier beat (it timed out here, landed there): adopted, still leading', () => {
-      const { state, actions } = run(leader({ beatInFlight: true }), { ...sent, result: { kind: 'lost', current: { rev: '52', record: rec({ beat: 12 }) } } }, 1100);
+    it('lost to a revision of ours that is not one of its tries: adopted, still leading, confirms nothing', () => {
+      const { state, actions } = run(leader({ beatsInFlight: 1 }), { ...sent, result: { kind: 'lost', current: { rev: '52', record: rec({ beat: 12 }) } } }, 1100);
       assert.deepEqual(actions, [{ kind: 'beatOutcome', outcome: 'confirmed' }]);
       assert.deepEqual(state.mine, { rev: '52', record: rec({ beat: 12 }) });
       assert.equal(state.role, 'leader');
       assert.equal(state.lastConfirmedSend, 1000, 'an adopted revision confirms nothing');
+    });
+    it('lost to another try of the same beat (the first, late on a lost packet): confirmed from the first try\'s send', () => {
+      // Tries of beat 11 on revision 50 went at 1075 and 1150; the second's swap finds the first landed.
+      const s = leader({ beatsInFlight: 2, lastBeatAt: 1150, sending: { rev: '50', beat: 11, firstSent: 1075 } });
+      const { state, actions } = run(s, { ...sent, sent: 1150, result: { kind: 'lost', current: { rev: '51', record: rec({ beat: 11 }) } } }, 1240);
+      const k = kernelLeaseMs(T);
+      assert.deepEqual(actions, [{ kind: 'beatOutcome', outcome: 'confirmed' }, { kind: 'lease', forMs: 1075 + k - 1240 }]);
+      assert.deepEqual(state.mine, { rev: '51', record: rec({ beat: 11 }) });
+      assert.equal(state.lastConfirmedSend, 1075);
+      assert.equal(state.confirmedBeat, 11);
+      assert.equal(state.beatsInFlight, 1);
+      // The first try's own answer, when it comes, moves nothing back.
+      const late = run(state, { ...sent, result: { kind: 'confirmed', rev: '51' } }, 1250);
+      assert.deepEqual(late.actions, [{ kind: 'beatOutcome', outcome: 'confirmed' }]);
+      assert.deepEqual(late.state.mine, { rev: '51', record: rec({ beat: 11 }) });
+      assert.equal(late.state.beatsInFlight, 0);
+    });
+    it('the next beat after a landed try swaps on its revision with the next number', () => {
+      const s = leader({ mine: { rev: '51', record: rec({ beat: 11 }) }, lastConfirmedSend: 1075, lastBeatAt: 1150, lastPromiseAsk: 1220, sending: { rev: '50', beat: 11, firstSent: 1075 } });
+      const { state, actions } = run(s, tick, 1225);
+      assert.deepEqual(actions, [{ kind: 'beat', expectRev: '51', record: rec({ beat: 12 }), sent: 1225, timeoutMs: 150 }]);
+      assert.deepEqual(state.sending, { rev: '51', beat: 12, firstSent: 1225 });
     });
     it('lost to another director: superseded, steps down without vacating', () => {
       const { state, actions } = run(leader(), { ...sent, result: { kind: 'lost', current: { rev: '60', record: rec({ director: 'c', term: 4 }) } } }, 1100);
@@ -207,10 +236,10 @@ describe('decide: the election as a pure step', () => {
       assert.equal(state.role, 'standby');
     });
     it('no answer: failed, etcd failing from now', () => {
-      const { state, actions } = run(leader({ beatInFlight: true }), { ...sent, result: { kind: 'failed' } }, 1225);
+      const { state, actions } = run(leader({ beatsInFlight: 1 }), { ...sent, result: { kind: 'failed' } }, 1225);
       assert.deepEqual(actions, [{ kind: 'beatOutcome', outcome: 'failed' }]);
       assert.deepEqual(state.etcd, { failing: true, failingSince: 1225, backAt: 0, recoveredAt: -Infinity });
-      assert.equal(state.beatInFlight, false);
+      assert.equal(state.beatsInFlight, 0);
     });
   });
 

@@ -62,7 +62,14 @@ export interface ElectionState {
   readonly leaseUntil: number;
   /** The beat number of our last confirmed beat (adopted revisions do not count). */
   readonly confirmedBeat: number;
-  readonly beatInFlight: boolean;
+  /** Beats sent and not answered yet (they all swap on `mine.rev` or an older revision). */
+  readonly beatsInFlight: number;
+  /**
+   * The beat being sent on our revision `rev`: its number (every beat sent on that revision carries it: at
+   * most one of them can land) and when the first of them was sent. A later beat on the same revision is a
+   * second try beside the first, not instead of it.
+   */
+  readonly sending: { readonly rev: string; readonly beat: number; readonly firstSent: number } | null;
   readonly lastBeatAt: number;
   /** peer id → until when it promised not to take over (our clock: from when we asked). */
   readonly coverage: ReadonlyMap<string, number>;
@@ -176,7 +183,7 @@ export type ElectionAction =
   | { readonly kind: 'askPromises'; readonly peers: readonly string[]; readonly request: PromiseRequest; readonly sent: number; readonly timeoutMs: number }
   /** The fence: the leader could not prove its leadership in time; release, keep the record (others take over). */
   | { readonly kind: 'fence'; readonly from: GroupRole; readonly reason: string }
-  /** Leave leadership: release, report 'released', wait for a beat in flight, report 'settled'. */
+  /** Leave leadership: release, report 'released', wait for the beats in flight, report 'settled'. */
   | { readonly kind: 'stepDown'; readonly from: GroupRole; readonly reason: string; readonly vacate: boolean }
   /** Write the vacancy: swap our revision to a record naming nobody. */
   | { readonly kind: 'vacate'; readonly expectRev: string; readonly record: LeaderRecord; readonly timeoutMs: number }
@@ -189,7 +196,7 @@ export type ElectionAction =
   | { readonly kind: 'preempt'; readonly request: HandoffRequest }
   /** Hand over to `req.to`: beforeHandover, then report 'handover-ready'. */
   | { readonly kind: 'handover'; readonly req: HandoffRequest; readonly priority: number }
-  /** Release for the handover, wait for a beat in flight, report 'handover-released'. */
+  /** Release for the handover, wait for the beats in flight, report 'handover-released'. */
   | { readonly kind: 'handoverRelease'; readonly req: HandoffRequest; readonly priority: number; readonly from: GroupRole }
   /** Name the target: swap our revision to `record`. */
   | { readonly kind: 'handoverSwap'; readonly expectRev: string; readonly record: LeaderRecord; readonly timeoutMs: number }
@@ -212,9 +219,17 @@ export interface Decision {
 /** How long past its last confirmed send a leader waits for a promise reply still out, in safety windows. */
 const PROMISE_WAIT_WINDOWS = 4;
 
+/**
+ * Beats a leader keeps in flight at once. A beat not answered within a beat interval gets a second try
+ * beside it, not after it: etcd3 sends each call to a member picked at random, so the second try usually
+ * travels on another connection and reaches the raft leader while the first waits out a lost packet's
+ * retransmission (200 ms at least: most of a window) or a member that stopped answering.
+ */
+export const MAX_BEATS_IN_FLIGHT = 3;
+
 export function initialState(now: number): ElectionState {
   return {
-    role: 'standby', observed: null, mine: null, lastConfirmedSend: 0, leaseUntil: 0, confirmedBeat: 0, beatInFlight: false, lastBeatAt: 0,
+    role: 'standby', observed: null, mine: null, lastConfirmedSend: 0, leaseUntil: 0, confirmedBeat: 0, beatsInFlight: 0, sending: null, lastBeatAt: 0,
     coverage: new Map(), peerAnswers: new Map(), answeredAt: new Map(), lastPromiseAsk: 0, promisedUntil: 0,
     etcd: { failing: false, failingSince: 0, backAt: now, recoveredAt: Number.NEGATIVE_INFINITY },
     vacantSince: null, preemptSince: null, preemptWaitReason: null, attempting: false, handingOver: false, lastTransition: null,
@@ -318,7 +333,7 @@ class Step {
     if (leading(s)) {
       if (s.handingOver) return;
       this.checkFence();
-      if (leading(this.s) && !this.s.beatInFlight && now - this.s.lastBeatAt >= this.t.beatIntervalMs) this.beat();
+      if (leading(this.s) && this.s.beatsInFlight < MAX_BEATS_IN_FLIGHT && now - this.s.lastBeatAt >= this.t.beatIntervalMs) this.beat();
       return;
     }
     if (s.attempting || s.role === 'unhealthy') return;
@@ -409,19 +424,24 @@ class Step {
   }
 
   private beat(): void {
-    const mine = this.s.mine;
+    const s = this.s;
+    const mine = s.mine;
     if (mine === null) return;
-    this.s.beatInFlight = true;
-    this.s.lastBeatAt = this.now;
-    const next: LeaderRecord = { ...mine.record, beat: mine.record.beat + 1, peers: [...this.w.peers], priority: this.g.priority };
-    // Two beat intervals, not the whole window: a beat stuck on a dead etcd member gives way to a fresh
-    // one (on a member that answers) while the window still has room for it.
+    // Every beat on one revision carries one number: only one of them can land (each swaps on that
+    // revision), so a peer that sees two numbers past a leader's last confirmed one knows that leader
+    // learned of a landing after it asked (see promiseRequest).
+    if (s.sending?.rev !== mine.rev) s.sending = { rev: mine.rev, beat: mine.record.beat + 1, firstSent: this.now };
+    s.beatsInFlight += 1;
+    s.lastBeatAt = this.now;
+    const next: LeaderRecord = { ...mine.record, beat: s.sending.beat, peers: [...this.w.peers], priority: this.g.priority };
+    // Two beat intervals: a beat stuck on a dead etcd member fails and opens that member's breaker, so the
+    // tries after it go to members that answer while the window still has room for them.
     this.actions.push({ kind: 'beat', expectRev: mine.rev, record: next, sent: this.now, timeoutMs: this.t.beatIntervalMs * 2 });
   }
 
   private beatResult(e: Extract<ElectionEvent, { kind: 'beat-result' }>): void {
     const s = this.s;
-    s.beatInFlight = false;
+    s.beatsInFlight = Math.max(0, s.beatsInFlight - 1);
     const r = e.result;
     if (r.kind === 'failed') {
       this.actions.push({ kind: 'beatOutcome', outcome: 'failed' });
@@ -431,26 +451,35 @@ class Step {
       // The newest revision is ours even while we step down or hand over: they swap on it next.
       if (s.mine?.rev === e.expectRev) s.mine = { rev: r.rev, record: e.record };
       this.actions.push({ kind: 'beatOutcome', outcome: 'confirmed' });
-      if (!leading(s) || s.handingOver) return;
-      if (e.sent > s.lastConfirmedSend) {
-        s.lastConfirmedSend = e.sent;
-        this.renewLease();
-      }
-      s.confirmedBeat = Math.max(s.confirmedBeat, e.record.beat);
-      if (s.etcd.failing) this.etcdBack();
-      if (s.role === 'fail-static') this.setRole('leader', 'etcd confirms beats again');
-      return;
+      return this.confirmed(e.sent, e.record.beat);
     }
     const cur = r.current?.record ?? null;
     if (r.current && cur && cur.director === this.w.self && cur.term === e.record.term) {
-      // A beat of ours that timed out here but landed there: ours still, adopt its revision.
+      // Another try of ours landed first (or one that timed out here landed there): ours still, adopt its
+      // revision. When it is one of the tries on the revision this one swapped on, it was sent no earlier
+      // than the first of them: etcd confirmed a beat from then.
       this.actions.push({ kind: 'beatOutcome', outcome: 'confirmed' });
       if (s.mine?.rev === e.expectRev) s.mine = { rev: r.current.rev, record: cur };
+      const tried = s.sending;
+      if (tried !== null && tried.rev === e.expectRev && tried.beat === cur.beat) this.confirmed(tried.firstSent, cur.beat);
       return;
     }
     this.actions.push({ kind: 'beatOutcome', outcome: 'superseded' });
     if (!leading(s) || s.handingOver) return;
     this.stepDown(`superseded: ${cur?.director ?? 'nobody'} holds the record now`, false);
+  }
+
+  /** Etcd confirmed a beat of ours sent at `sent`: the lease runs from there. */
+  private confirmed(sent: number, beat: number): void {
+    const s = this.s;
+    if (!leading(s) || s.handingOver) return;
+    if (sent > s.lastConfirmedSend) {
+      s.lastConfirmedSend = sent;
+      this.renewLease();
+    }
+    s.confirmedBeat = Math.max(s.confirmedBeat, beat);
+    if (s.etcd.failing) this.etcdBack();
+    if (s.role === 'fail-static') this.setRole('leader', 'etcd confirms beats again');
   }
 
   private renewLease(): void {
@@ -529,8 +558,8 @@ class Step {
       if (rec?.director === req.from && rec.term === req.term && rec.beat >= req.beat + 2) {
         // Two beats have landed since its last confirmed one: its writes get through, etcd is slow to answer
         // it, not gone. A failover would meet the same etcd; promising keeps the group where it is (and our
-        // takeover waits for our promise, so it is safe). A leader cut off from etcd has at most one beat in
-        // flight, so at most one lands unconfirmed: it never looks like this.
+        // takeover waits for our promise, so it is safe). A leader cut off from etcd swaps every beat on its
+        // last confirmed revision, so at most one of them lands unconfirmed: it never looks like this.
         promise();
         return reply({ granted: true, etcdReachable: !s.etcd.failing, reason: `${self} sees ${req.from}'s beats landing: etcd is slow, not gone` });
       }

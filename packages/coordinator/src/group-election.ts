@@ -81,8 +81,8 @@ export class GroupElection {
   private s: ElectionState;
   private settings: GroupSettings;
   private lastProbe: { at: number; ok: boolean } | null = null;
-  /** Settles when the beat in flight has been answered (or has failed) and its result decided. */
-  private beatDone: Promise<void> = Promise.resolve();
+  /** The beats in flight: each settles once answered (or failed) and its result decided. */
+  private readonly beats = new Set<Promise<void>>();
   private timer: TimerHandle | undefined;
   private leaderWatch: KvWatch | undefined;
   private handoffWatch: KvWatch | undefined;
@@ -228,7 +228,11 @@ export class GroupElection {
     const g = this.name;
     for (const a of actions) {
       switch (a.kind) {
-        case 'beat': this.beatDone = this.beat(a); break;
+        case 'beat': {
+          const beat: Promise<void> = this.beat(a).finally(() => { this.beats.delete(beat); });
+          this.beats.add(beat);
+          break;
+        }
         case 'lease':
           this.d.hooks.lease(g, a.forMs).catch((err: unknown) => {
             void this.act({ kind: 'lease-failed', message: err instanceof Error ? err.message : String(err) });
@@ -357,11 +361,11 @@ export class GroupElection {
 
   /** Waits (bounded by the call deadline) until no beat is in flight. */
   private async settleBeat(): Promise<void> {
-    if (!this.s.beatInFlight) return;
+    if (this.beats.size === 0) return;
     let timer: TimerHandle | undefined;
     const late = new Promise<void>((resolve) => { timer = this.d.clock.setTimeout(resolve, this.d.timing.safetyWindowMs + 50); });
     try {
-      await Promise.race([this.beatDone, late]);
+      await Promise.race([Promise.all([...this.beats]), late]);
     } finally {
       this.d.clock.clearTimeout(timer);
     }

@@ -4,7 +4,10 @@
  * Leadership of a vip group is a record in etcd (`groups/<g>/leader`) that only changes by compare-and-swap
  * on its revision. The leader *beats*: every `beatIntervalMs` it rewrites the record, conditioned on the
  * revision it wrote last. It records the time it SENT each beat that etcd then confirmed
- * (`lastConfirmedSend`, on its own monotonic clock).
+ * (`lastConfirmedSend`, on its own monotonic clock). A beat not answered within a beat interval gets a second
+ * try beside it (decide.ts MAX_BEATS_IN_FLIGHT), on the same revision: at most one of them lands, and when a
+ * try finds another one landed, the leader counts the confirmation from the first try's send (no later than
+ * the one that landed).
  *
  * Safety rests on the kernel, not on the agent running on time. From each confirmed beat the leader writes
  * a *kernel lease* (dataplane-nft lease.ts): nftables set elements with a timeout, without which the kernel
@@ -23,9 +26,9 @@
  * the agent was late, and says so ("lease expired in the kernel: agent late by N ms").
  *
  * A standby takes over only by compare-and-swap on the revision R it last saw, and only after it has seen R
- * unchanged for `takeoverAfterMs`, measured from when it RECEIVED R. If that swap succeeds, R was the
- * leader's last confirmed beat: it was sent no later than it was committed, which is no later than the
- * standby received it. So the standby acts at least `takeoverAfterMs` after the leader's last confirmed send,
+ * unchanged for `takeoverAfterMs`, measured from when it RECEIVED R. If that swap succeeds, no beat
+ * of the leader's landed after R (it would have changed the revision), so every beat it had confirmed was
+ * committed no later than R, and sent before that; R was committed before the standby received it. So the standby acts at least `takeoverAfterMs` after the leader's last confirmed send,
  * and the leader's kernel stopped serving at most `kernelLeaseMs + maxLeaseSlackMs` after it. The rule
  *
  *     takeoverAfterMs ≥ safetyWindowMs + fenceCheckMs + maxReleaseMs + maxLeaseSlackMs + maxClockDriftMs

@@ -15,7 +15,9 @@ import type { Entry, Kv, KvLease, KvWatch, SwapResult, WatchHandlers } from '../
  *                event until the fault is cleared (then all of them, in order)
  *
  * A fault set on the store (`setStoreFault`) is every client's: a frozen or slow etcd. `loseAnswers(n)`
- * makes the client's next n writes land with their answers lost (they fail at their deadline).
+ * makes the client's next n writes land with their answers lost (they fail at their deadline);
+ * `delayWrites(n, ms)` makes them land and answer `ms` later (a lost packet, retransmitted: the calls after
+ * them travel apart, as on another member's connection).
  * Not a model of etcd's raft or of its client's retries: a link is up, slow, held or down, and calls see the
  * state their link is in when they start.
  */
@@ -166,6 +168,7 @@ class ClientWatch {
 export class MemoryKv implements Kv {
   private fault: KvFault | null = null;
   private answersToLose = 0;
+  private writesToDelay: { n: number; ms: number } = { n: 0, ms: 0 };
   private closed = false;
   /** Answers (and failures) waiting for a held link to be released. */
   private heldAnswers: Array<() => void> = [];
@@ -203,6 +206,11 @@ export class MemoryKv implements Kv {
   /** The next `n` writes of this client land, and their answers are lost (they fail at their deadline). */
   loseAnswers(n: number): void {
     this.answersToLose += n;
+  }
+
+  /** The next `n` writes of this client land `ms` later, and answer then (or fail at a shorter deadline). */
+  delayWrites(n: number, ms: number): void {
+    this.writesToDelay = { n, ms };
   }
 
   /** The fault this client's calls meet now (its own link's first, then the store's). */
@@ -325,6 +333,8 @@ export class MemoryKv implements Kv {
     const f = this.linkFault();
     const lose = write && this.answersToLose > 0;
     if (lose) this.answersToLose--;
+    const delay = write && this.writesToDelay.n > 0 ? this.writesToDelay.ms : 0;
+    if (delay > 0) this.writesToDelay.n--;
     return new Promise<T>((resolve, reject) => {
       let done = false;
       const answer = (fn: () => void): void => {
@@ -352,9 +362,10 @@ export class MemoryKv implements Kv {
         return;
       }
       if (lose) failAtDeadline('answer lost');
-      if (f?.kind === 'slow') {
-        if (f.ms > timeoutMs) failAtDeadline(`store answers after ${f.ms} ms`);
-        this.clock.setTimeout(land, f.ms);
+      const late = Math.max(delay, f?.kind === 'slow' ? f.ms : 0);
+      if (late > 0) {
+        if (late > timeoutMs) failAtDeadline(`store answers after ${late} ms`);
+        this.clock.setTimeout(land, late);
         return;
       }
       // Up (or held): lands now, answers after the caller's current synchronous work, like any I/O.
