@@ -433,7 +433,7 @@ function report(specs: readonly PhaseSpec[], outcomes: readonly PhaseOutcome[], 
     const fences = r.fences ?? r.fencedEvents;
     rows.push([
       `${spec.id}. ${spec.name}`, `${r.wrk ? r.wrk.durationSec.toFixed(0) : spec.sec} s`, r.wrk ? formatNumber(r.wrk.requestsPerSec) : '-', r.wrk ? count(errorCount(r.wrk)) : '-',
-      `${r.transitions.length - r.afterLoad}${r.afterLoad > 0 ? ` + ${r.afterLoad} after` : ''}${r.after.term !== r.before.term ? ` (term ${r.before.term}->${r.after.term})` : ''}`,
+      `${r.transitions.length - r.afterLoad}${r.afterLoad > 0 ? ` + ${r.afterLoad} after` : ''}${staticOnly(r.transitions)}${r.after.term !== r.before.term ? ` (term ${r.before.term}->${r.after.term})` : ''}`,
       `${fences}${r.fences === undefined ? ' (events)' : ''}`, `${r.loadAvg[0].toFixed(1)} / ${r.loadAvg[1].toFixed(1)}`,
       `${passMiss(moved === TARGET_TRANSITIONS && fences === 0)}${r.startProblem ? ' *' : ''}`,
     ]);
@@ -479,12 +479,22 @@ function report(specs: readonly PhaseSpec[], outcomes: readonly PhaseOutcome[], 
     if (events.readErrors.length > 0) out(`reads of a director's kept history failed (its followed events stand alone): ${events.readErrors.slice(0, 3).join(' | ')}`);
   }
   out('\ntransitions: during the load + after it, until a beat confirmed after the load and a steady group; role events with a change of role on either director '
-    + '(one move of the group is two: the old leader\'s and the new one\'s; a fenced leader that resumes is two on one director); '
+    + '(one move of the group is two: the old leader\'s and the new one\'s; a fenced leader that resumes is two on one director; '
+    + 'so is a leader that goes fail-static and back, which moves nothing: counted, and named in brackets); '
     + 'fences: lbd_vip_group_fences_total on both directors (a fence is also a transition). Phase 0 is the control: the same count with no traffic '
     + 'at all, so that what the machine alone does (other people\'s tests on the same 2 CPUs) is not put down to the load');
 }
 
 const clock = (ms: number): string => new Date(ms).toISOString().slice(11, 23);
+
+/**
+ * ' (N fail-static)' when N of the transitions are a leader going fail-static and back: the leader kept
+ * serving (every peer had lost etcd too, so each promised to stay away); they count, but they moved nothing.
+ */
+function staticOnly(transitions: readonly Event__Output[]): string {
+  const n = transitions.filter((e) => (e.from === 'leader' && e.to === 'fail-static') || (e.from === 'fail-static' && e.to === 'leader')).length;
+  return n > 0 ? ` (${n} fail-static)` : '';
+}
 
 function describeEvent(e: Event__Output): string {
   return `${clock(e.timeUnixMs)} ${e.director}: ${e.from} -> ${e.to}: ${e.reason}`;
