@@ -118,7 +118,7 @@ module.exports = {
     {
       name: 'etcd3-only-in-coordinator-kv',
       severity: 'error',
-      comment: 'etcd is an implementation detail of the coordinator, behind its Kv interface: only EtcdKv (packages/coordinator/src/kv.ts) imports etcd3. Use the Election/store interfaces, or Kv.',
+      comment: 'etcd is an implementation detail of the coordinator, behind its Kv interface: only EtcdKv (packages/coordinator/src/kv.ts) imports etcd3. Use the Coordinator interface, or Kv.',
       from: { pathNot: '^packages/coordinator/src/kv\\.ts$' },
       to: { path: '(^|/)etcd3(/|$)' },
     },

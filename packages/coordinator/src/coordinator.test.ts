@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { startEtcd, type RunningEtcd } from '@lbd/testkit';
-import { Coordinator } from './coordinator.js';
+import { EtcdCoordinator } from './coordinator.js';
 import { Elections } from './elections.js';
 import type { PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
 import type { PreemptPolicy } from './records.js';
@@ -90,7 +90,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
   let prefix = '';
   const transport = new MemoryTransport();
   /** One director: its elections (what the agent's election thread runs) and its coordinator (the rest). */
-  type Director = { c: Coordinator; e: Elections; proxy: CutProxy };
+  type Director = { c: EtcdCoordinator; e: Elections; proxy: CutProxy };
   const running: Director[] = [];
   const holders = new Map<string, Set<string>>();
   /** group → director → where its kernel lease ends (performance.now). */
@@ -116,7 +116,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     await proxy.start();
     health.set(id, { ok: true, problems: [] });
     const endpoints = [`http://127.0.0.1:${proxy.port}`];
-    const c = new Coordinator({ id, endpoints, prefix, timing });
+    const c = new EtcdCoordinator({ id, endpoints, prefix, timing });
     const e = new Elections({
       id, endpoints, prefix, timing, peers: opts.peers ?? ['a', 'b'].filter((p) => p !== id),
       peerAddress: `${id}:7411`, version: 'test', transport,
@@ -281,20 +281,20 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
 
   it('config: writes swap on the revision, a concurrent write loses cleanly, history and rollback', async () => {
     const a = await director('a', 100);
-    const store = a.c.config;
-    assert.equal(await store.current(), null);
-    assert.deepEqual(await store.write({ text: 'services: []\n', author: 't', at: 1, comment: 'first' }, 0), { ok: true, revision: 1 });
+    const c = a.c;
+    assert.equal(await c.currentConfig(), null);
+    assert.deepEqual(await c.writeConfig({ text: 'services: []\n', author: 't', at: 1, comment: 'first' }, 0), { ok: true, revision: 1 });
     const [x, y] = await Promise.all([
-      store.write({ text: 'x', author: 't', at: 2, comment: '' }, 1),
-      store.write({ text: 'y', author: 't', at: 2, comment: '' }, 1),
+      c.writeConfig({ text: 'x', author: 't', at: 2, comment: '' }, 1),
+      c.writeConfig({ text: 'y', author: 't', at: 2, comment: '' }, 1),
     ]);
     assert.equal([x, y].filter((r) => r.ok).length, 1);
     const lost = [x, y].find((r) => !r.ok);
     assert.deepEqual(lost, { ok: false, reason: 'conflict', current: 2 });
-    const hist = await store.history();
+    const hist = await c.configHistory();
     assert.deepEqual(hist.map((h) => h.revision), [1, 2]);
-    const old = await store.at(1);
-    assert.equal((await store.write({ ...old!, comment: 'rollback to 1' }, 2)).ok, true);
-    assert.equal((await store.current())?.text, 'services: []\n');
+    const old = await c.configAt(1);
+    assert.equal((await c.writeConfig({ ...old!, comment: 'rollback to 1' }, 2)).ok, true);
+    assert.equal((await c.currentConfig())?.text, 'services: []\n');
   });
 });

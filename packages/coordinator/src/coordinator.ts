@@ -1,8 +1,8 @@
-import { ConfigStore } from './config-store.js';
-import { EventStore, type EventStoreLog } from './event-store.js';
+import { ConfigStore, type ConfigWrite, type StoredConfig } from './config-store.js';
+import { EventStore, type EventStoreLog, type StoredEvent } from './event-store.js';
 import { EtcdKv } from './kv.js';
 import {
-  fillDirectorRecords, isLeaderRecord, keys, parseJson, type DirectorRecord, type HandoffRequest, type LeaderRecord,
+  fillDirectorRecords, isLeaderRecord, keys, parseJson, type ConfigRecord, type DirectorRecord, type HandoffRequest, type LeaderRecord,
 } from './records.js';
 import { checkTiming, worstCaseTakeoverMs, type ElectionTiming } from './timing.js';
 
@@ -44,16 +44,70 @@ const OPERATOR_CALL_MS = 2000;
  */
 const STATUS_CALL_MS = 500;
 
+/** A planned switchover that happened: who led, who leads now, and how long the handoff took. */
+export interface FailoverResult {
+  readonly from: string;
+  readonly to: string;
+  readonly tookMs: number;
+}
+
+/** The cluster's events at or after a time, and the store revision they were read at (where a watch starts). */
+export interface ListedEvents {
+  readonly events: StoredEvent[];
+  readonly revision: string;
+}
+
 /**
- * The coordinator beside the rest of the agent: the cluster config store, the cluster's event history,
- * planned switchovers and the cluster's status as etcd holds it. The elections themselves (registration,
- * beats, fences, takeovers) are Elections (elections.ts), which runs apart, on its own etcd connection.
- * With Elections, the only code that talks to etcd.
+ * What a director asks of the cluster beside its election: the cluster config (read, compare-and-swap
+ * write, history, watch), the cluster's event history (append, read, follow), planned switchovers and
+ * the cluster's status as the store holds it. The agent depends on this interface only: EtcdCoordinator
+ * is the implementation, FakeCoordinator (`@lbd/coordinator/testing`) keeps it in memory. The elections
+ * themselves are not here: they run apart (Elections, elections.ts).
  */
-export class Coordinator {
-  readonly config: ConfigStore;
+export interface Coordinator {
+  /** The config the cluster runs, or null when none was written yet. */
+  currentConfig(): Promise<StoredConfig | null>;
+  /**
+   * Writes `rec` as the next revision. `expectRevision`: the config revision the writer based its change on
+   * (0: none yet); a different current revision loses with `conflict`.
+   */
+  writeConfig(rec: Omit<ConfigRecord, 'revision'>, expectRevision: number): Promise<ConfigWrite>;
+  /** Every accepted config, oldest first. */
+  configHistory(): Promise<StoredConfig[]>;
+  /** An accepted config by its revision, or null when the history has none. */
+  configAt(revision: number): Promise<ConfigRecord | null>;
+  /** Calls `onChange` with every new config (and once with the current one). Returns a stop function. */
+  watchConfig(onChange: (c: StoredConfig | null) => void): Promise<() => Promise<void>>;
+  /** Queues this director's event for the cluster's history and returns at once. */
+  appendEvent(e: StoredEvent): void;
+  /** The cluster's events at or after `sinceUnixMs`: the newest `limit` of each director, merged by time. */
+  listEvents(sinceUnixMs: number, limit: number): Promise<ListedEvents>;
+  /**
+   * Calls `onEvent` with every event appended after `afterRevision` (from listEvents). Returns the stop
+   * function; `onError`: the watch failed for good.
+   */
+  watchEvents(afterRevision: string, onEvent: (e: StoredEvent) => void, onError: (err: Error) => void): Promise<() => Promise<void>>;
+  /**
+   * Planned switchover of `group` to `to` (default: the healthiest, highest-priority other director).
+   * Resolves with the new leader once the record names it, or rejects with why not.
+   */
+  failover(group: string, to?: string, timeoutMs?: number): Promise<FailoverResult>;
+  /** The store's view of the cluster: the directors registered, and each of `groups`' leader record. */
+  status(groups: readonly string[]): Promise<ClusterStatus>;
+  /** Writes what events are queued (briefly), then closes the connections. */
+  close(): Promise<void>;
+}
+
+/**
+ * The Coordinator over etcd: the cluster config store, the cluster's event history, planned switchovers
+ * and the cluster's status as etcd holds it. The elections themselves (registration, beats, fences,
+ * takeovers) are Elections (elections.ts), which runs apart, on its own etcd connection. With Elections,
+ * the only code that talks to etcd.
+ */
+export class EtcdCoordinator implements Coordinator {
+  private readonly config: ConfigStore;
   /** The cluster's event history (its own etcd connection: see event-store.ts). */
-  readonly events: EventStore;
+  private readonly events: EventStore;
   private readonly kv: EtcdKv;
   private readonly k: ReturnType<typeof keys>;
   private readonly directorRecords = new Map<string, DirectorRecord>();
@@ -67,11 +121,39 @@ export class Coordinator {
     this.events = new EventStore({ endpoints: o.endpoints, prefix: o.prefix, director: o.id, ...o.events });
   }
 
-  /**
-   * Planned switchover of `group` to `to` (default: the healthiest, highest-priority other director).
-   * Resolves with the new leader once the record names it, or rejects with why not.
-   */
-  async failover(group: string, to?: string, timeoutMs = 3000): Promise<{ from: string; to: string; tookMs: number }> {
+  currentConfig(): Promise<StoredConfig | null> {
+    return this.config.current();
+  }
+
+  writeConfig(rec: Omit<ConfigRecord, 'revision'>, expectRevision: number): Promise<ConfigWrite> {
+    return this.config.write(rec, expectRevision);
+  }
+
+  configHistory(): Promise<StoredConfig[]> {
+    return this.config.history();
+  }
+
+  configAt(revision: number): Promise<ConfigRecord | null> {
+    return this.config.at(revision);
+  }
+
+  watchConfig(onChange: (c: StoredConfig | null) => void): Promise<() => Promise<void>> {
+    return this.config.watch(onChange);
+  }
+
+  appendEvent(e: StoredEvent): void {
+    this.events.append(e);
+  }
+
+  listEvents(sinceUnixMs: number, limit: number): Promise<ListedEvents> {
+    return this.events.list(sinceUnixMs, limit);
+  }
+
+  watchEvents(afterRevision: string, onEvent: (e: StoredEvent) => void, onError: (err: Error) => void): Promise<() => Promise<void>> {
+    return this.events.watch(afterRevision, onEvent, onError);
+  }
+
+  async failover(group: string, to?: string, timeoutMs = 3000): Promise<FailoverResult> {
     const cur = await this.kv.get(this.k.leader(group));
     const rec = cur ? parseJson<LeaderRecord>(cur.value, isLeaderRecord) : null;
     if (!rec?.director) throw new Error(`group ${group} has no leader to fail over from`);
@@ -98,7 +180,6 @@ export class Coordinator {
     }
   }
 
-  /** etcd's view of the cluster: the directors registered, and each of `groups`' leader record. */
   async status(groups: readonly string[]): Promise<ClusterStatus> {
     const reachable = await this.kv.reachable(STATUS_CALL_MS);
     // The reads at once, each bounded: a status is read on every lbadm call, dashboard tick and scrape.

@@ -256,7 +256,8 @@ export class EventStore {
   }
 }
 
-function byTime(a: StoredEvent, b: StoredEvent): number {
+/** Oldest first; events of the same millisecond in id order. */
+export function byTime(a: StoredEvent, b: StoredEvent): number {
   return a.timeUnixMs - b.timeUnixMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }
 

@@ -1,16 +1,15 @@
 /**
  * @lbd/coordinator: the only package that talks to etcd (through Kv, kv.ts). Registration of directors, one
  * election per vip group with fenced leadership, priorities and preemption (decisions: decide.ts, a pure
- * step; I/O: group-election.ts; rule: timing.ts), planned switchovers, the cluster config with its
- * history (config-store.ts), and the cluster's event history (event-store.ts). Fakes (MemoryKv, FakeClock)
- * are in `@lbd/coordinator/testing`.
+ * step; I/O: group-election.ts; rule: timing.ts), and beside the elections the Coordinator (coordinator.ts):
+ * planned switchovers, the cluster config with its history (config-store.ts) and the cluster's event
+ * history (event-store.ts). Fakes (FakeCoordinator, MemoryKv, FakeClock) are in `@lbd/coordinator/testing`.
  */
-export { ConfigStore } from './config-store.js';
 export type { ConfigWrite, StoredConfig } from './config-store.js';
-export { Coordinator } from './coordinator.js';
+export { EtcdCoordinator, type Coordinator, type FailoverResult, type ListedEvents } from './coordinator.js';
 export { Elections, REGISTRATION_TTL_SEC } from './elections.js';
 export type { ElectionView, ElectionsOptions } from './elections.js';
-export { EventStore, DEFAULT_EVENTS_KEPT, isStoredEvent } from './event-store.js';
+export { DEFAULT_EVENTS_KEPT, isStoredEvent } from './event-store.js';
 export type { EventStoreLog, EventStoreOptions, EventStoreStats, StoredEvent } from './event-store.js';
 export type { ClusterStatus, CoordinatorOptions, GroupRecordStatus } from './coordinator.js';
 export { GroupElection } from './group-election.js';

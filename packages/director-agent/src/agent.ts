@@ -504,7 +504,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     const trail = { author, caller: opts.caller?.name ?? '', source, changes };
     let write;
     try {
-      write = await cluster.coordinator.config.write({ text, author, at: Date.now(), comment: source }, expect);
+      write = await cluster.coordinator.writeConfig({ text, author, at: Date.now(), comment: source }, expect);
     } catch (cause) {
       const err = new AgentError('EtcdUnavailable', `cannot write the cluster config to etcd (${(cause as Error).message}); nothing was changed`, { cause });
       this.events.record('admin', 'apply', '', 'refused', err.message, trail);
@@ -591,7 +591,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
 
   async configHistory(): Promise<ConfigHistoryResponse> {
     const cluster = this.requireCluster('config history');
-    const versions = await cluster.coordinator.config.history();
+    const versions = await cluster.coordinator.configHistory();
     return {
       current: this.running.revision,
       versions: versions.map((v) => {
@@ -605,13 +605,13 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   async rollback(revision: number, author: string, caller?: Caller): Promise<number> {
     const cluster = this.requireCluster('config rollback');
     const trail = { author, caller: caller?.name ?? '', to: revision };
-    const old = await cluster.coordinator.config.at(revision);
+    const old = await cluster.coordinator.configAt(revision);
     if (old === null) {
       const err = new AgentError('NotFound', `revision: ${revision} is not in the cluster config history; see lbadm config history`);
       this.events.record('admin', 'rollback', '', 'refused', err.message, trail);
       throw err;
     }
-    const current = (await cluster.coordinator.config.current())?.revision ?? 0;
+    const current = (await cluster.coordinator.currentConfig())?.revision ?? 0;
     // The apply records its own admin event (written or refused) with the services it changes.
     const outcome = await this.applyToCluster(old.text, `rollback to revision ${revision}`, false, { expectRevision: current, author, ...(caller ? { caller } : {}) });
     if (!outcome.ok) throw outcome.error;
@@ -632,7 +632,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   async listEvents(q: EventQuery, sink: EventSink): Promise<() => void> {
     const match = (e: LbdEvent): boolean => (q.kind === '' || e.kind === q.kind) && (q.director === '' || e.director === q.director);
     if (q.scope === 'local' || this.cluster === null) return this.listLocalEvents(q, match, sink);
-    const store = this.cluster.coordinator.events;
+    const coordinator = this.cluster.coordinator;
     const seen = new SeenIds();
     const buffered: LbdEvent[] = [];
     let live = false;
@@ -645,7 +645,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     let listed;
     try {
       // With a kind filter, read more: the limit counts what matches.
-      listed = await store.list(q.sinceUnixMs, q.kind === '' ? q.limit : MAX_EVENTS_READ);
+      listed = await coordinator.listEvents(q.sinceUnixMs, q.kind === '' ? q.limit : MAX_EVENTS_READ);
     } catch (cause) {
       unsubscribe();
       throw new AgentError('EtcdUnavailable', `cannot read the cluster's event history from etcd (${(cause as Error).message}); lbadm events --local shows this director's`, { cause });
@@ -661,7 +661,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     let stopWatch: (() => Promise<void>) | null = null;
     let stopped = false;
     try {
-      stopWatch = await store.watch(listed.revision, (e) => { if (isLbdEvent(e)) send(e); }, (err) => {
+      stopWatch = await coordinator.watchEvents(listed.revision, (e) => { if (isLbdEvent(e)) send(e); }, (err) => {
         sink.fail(new AgentError('EtcdUnavailable', `the cluster's event history cannot be followed: ${err.message}; lbadm events --local --follow follows this director's`, { cause: err }));
       });
     } catch (cause) {
@@ -687,7 +687,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     if (this.cluster !== null) {
       let cur: StoredConfig | null;
       try {
-        cur = await this.cluster.coordinator.config.current();
+        cur = await this.cluster.coordinator.currentConfig();
       } catch (cause) {
         throw new AgentError('EtcdUnavailable', `cannot read the cluster config from etcd (${(cause as Error).message})`, { cause });
       }

@@ -3,7 +3,7 @@ import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
-import { Coordinator, TIMING_PROFILES, type BeatOutcome, type StoredConfig, type Transition } from '@lbd/coordinator';
+import { EtcdCoordinator, TIMING_PROFILES, type BeatOutcome, type Coordinator, type StoredConfig, type Transition } from '@lbd/coordinator';
 import type { FlowTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
@@ -32,6 +32,8 @@ export interface ClusterMemberOptions {
   readonly log: Logger;
   /** Where this director's transitions are recorded; the member also copies every event to etcd. */
   readonly events: EventLog;
+  /** The cluster config, event history, failovers and status (default: EtcdCoordinator on agent.cluster.etcd). */
+  readonly coordinator?: Coordinator;
   /** Called with every cluster config (text and revision) this director should run. */
   onConfig(c: StoredConfig): void;
   /** Whether the last data-plane apply failed (a director that cannot program its kernel must not lead). */
@@ -129,9 +131,10 @@ export class ClusterMember {
 
   constructor(private readonly o: ClusterMemberOptions) {
     const s = o.settings;
-    this.coordinator = new Coordinator({ id: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], events: { log: o.log } });
+    this.coordinator = o.coordinator
+      ?? new EtcdCoordinator({ id: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], events: { log: o.log } });
     // The cluster's history: every event of this director goes to etcd too (queued, never waited for).
-    this.stopCopyingEvents = o.events.subscribe((e) => this.coordinator.events.append(e));
+    this.stopCopyingEvents = o.events.subscribe((e) => this.coordinator.appendEvent(e));
     this.track = s.track.length === 0 ? null : new HealthScheduler({ prober: o.prober ?? new ProberSet() });
     for (const t of s.track) this.trackDown.set(t.name, 'not checked yet');
     this.track?.on('transition', (e) => {
@@ -176,7 +179,7 @@ export class ClusterMember {
     this.healthMayHaveChanged();
     await this.election.start();
     this.syncTimer = setInterval(() => this.syncTick(), SYNC_CHECK_MS);
-    this.stopConfigWatch = await this.coordinator.config.watch((c) => {
+    this.stopConfigWatch = await this.coordinator.watchConfig((c) => {
       if (c === null) {
         this.o.log.warn('no cluster config in etcd yet; apply one with lbadm apply -f FILE', { prefix: this.o.settings.prefix });
         return;
