@@ -9,7 +9,8 @@ import { DataPlaneError } from '@lbd/dataplane';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { waitFor } from '@lbd/testkit';
 import { AdminApi, MAX_CONFIG_TEXT_BYTES, MAX_PENDING_EVENTS, applyProblemsOf, isServiceError } from '@lbd/proto';
-import { Agent, type ApplyRecord } from './agent.js';
+import { Agent } from './agent.js';
+import type { ApplyRecord } from './apply-record.js';
 import { AgentError } from './errors.js';
 import { createLogger } from './log.js';
 

@@ -3,7 +3,7 @@ import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
-import { EtcdCoordinator, TIMING_PROFILES, type BeatOutcome, type Coordinator, type StoredConfig, type Transition } from '@lbd/coordinator';
+import { TIMING_PROFILES, type BeatOutcome, type Coordinator, type FailoverResult, type StoredConfig, type Transition } from '@lbd/coordinator';
 import type { FlowTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
@@ -32,8 +32,8 @@ export interface ClusterMemberOptions {
   readonly log: Logger;
   /** Where this director's transitions are recorded; the member also copies every event to etcd. */
   readonly events: EventLog;
-  /** The cluster config, event history, failovers and status (default: EtcdCoordinator on agent.cluster.etcd). */
-  readonly coordinator?: Coordinator;
+  /** The cluster config, event history, failovers and status; the member closes it when it stops. */
+  readonly coordinator: Coordinator;
   /** Called with every cluster config (text and revision) this director should run. */
   onConfig(c: StoredConfig): void;
   /** Whether the last data-plane apply failed (a director that cannot program its kernel must not lead). */
@@ -96,7 +96,7 @@ const HANDOVER_DRAIN_MS = 250;
 const SYNC_CHECK_MS = 100;
 
 export class ClusterMember {
-  readonly coordinator: Coordinator;
+  private readonly coordinator: Coordinator;
   readonly counters: ClusterCounters = { beats: new Map(), promiseRequests: new Map(), announcements: new Map(), fences: new Map(), leaseExpiries: new Map() };
   private readonly peers = new Map<string, PeerClient>();
   private election: ElectionHost | null = null;
@@ -131,8 +131,7 @@ export class ClusterMember {
 
   constructor(private readonly o: ClusterMemberOptions) {
     const s = o.settings;
-    this.coordinator = o.coordinator
-      ?? new EtcdCoordinator({ id: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], events: { log: o.log } });
+    this.coordinator = o.coordinator;
     // The cluster's history: every event of this director goes to etcd too (queued, never waited for).
     this.stopCopyingEvents = o.events.subscribe((e) => this.coordinator.appendEvent(e));
     this.track = s.track.length === 0 ? null : new HealthScheduler({ prober: o.prober ?? new ProberSet() });
@@ -224,6 +223,11 @@ export class ClusterMember {
     await this.sync?.close();
     for (const c of this.peers.values()) c.close();
     await stopServer(this.server, 1000);
+  }
+
+  /** A planned switchover of `group` (to `to`, or the best other director), through the coordinator. */
+  failover(group: string, to?: string): Promise<FailoverResult> {
+    return this.coordinator.failover(group, to);
   }
 
   /** The floating addresses of `group` under the running config. */

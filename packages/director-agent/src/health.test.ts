@@ -8,7 +8,8 @@ import { DataPlaneError, type DesiredState } from '@lbd/dataplane';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
 import { AdminApi, isServiceError, type HealthEvent__Output } from '@lbd/proto';
-import { Agent, type HealthApplyRecord } from './agent.js';
+import { Agent } from './agent.js';
+import type { HealthApplyRecord } from './apply-record.js';
 import { createLogger } from './log.js';
 
 /**

@@ -3,9 +3,8 @@
  * Tests start an agent in-process with `Agent.start({ configPath, dataPlane, adminSocket })` and any
  * DataPlane (and `health: { prober, clock }` with the health checker's fakes).
  */
-export {
-  Agent, type AgentOptions, type ApplyRecord, type ApplyResultWord, type HealthApplyRecord, type HealthOptions, type Trigger,
-} from './agent.js';
+export { Agent, type AgentOptions, type HealthOptions } from './agent.js';
+export type { ApplyRecord, ApplyResultWord, HealthApplyRecord, Trigger } from './apply-record.js';
 export {
   AdminServer, METHOD_ROLES, UNIX_SOCKET_CALLER, roleNeeded, type AdminBackend, type AdminTcpOptions, type ApplyOutcome, type DrillRecord,
   type EventQuery, type EventSink, type HealthSink,

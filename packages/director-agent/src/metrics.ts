@@ -3,7 +3,8 @@ import { hostPort, serviceKey, type Config, type RealServer, type Service } from
 import type { GroupRole } from '@lbd/coordinator';
 import type { ClusterStatus, ConnSyncPeer, ServiceStatus } from '@lbd/proto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { Agent, ApplyRecord, HealthApplyRecord } from './agent.js';
+import type { Agent } from './agent.js';
+import type { ApplyRecord, HealthApplyRecord } from './apply-record.js';
 import type { HealthEvent, ProbeEvent } from './health.js';
 import type { EventSource, LbdEvent, OpsRoute } from './ops-types.js';
 

@@ -2,9 +2,10 @@ import { formatProblem, hostPort, serviceKey, type Config, type Problem, type Se
 import type { Connection, Counters, ObservedRealServer, ObservedService, ObservedState } from '@lbd/dataplane';
 import { describeTarget, type SchedulerStats } from '@lbd/health-checker';
 import type {
-  Connection as WireConnection, GetHealthResponse, HealthEvent as WireHealthEvent, Problem as WireProblem, RealServerHealth,
+  ApplyRecord as WireApplyRecord, Connection as WireConnection, GetHealthResponse, HealthEvent as WireHealthEvent, Problem as WireProblem, RealServerHealth,
   RealServerStats, RealServerStatus, ServiceStats, ServiceStatus,
 } from '@lbd/proto';
+import type { ApplyRecord } from './apply-record.js';
 import type { Merge, MergedRealServer } from './desired.js';
 import { targetText, type HealthEntry, type HealthEvent } from './health.js';
 
@@ -236,5 +237,12 @@ export function wireHealthEvent(e: HealthEvent): WireHealthEvent {
     seq: e.seq, timeUnixMs: Math.round(e.time), service: e.service, serviceName: e.serviceName, address: e.address, port: e.port,
     checkKind: e.checkKind, from: e.from, to: e.to, reason: e.reason, probeReason: e.probeReason, latencyMs: e.latencyMs,
     heldDownUntilUnixMs: e.heldDownUntil === null ? 0 : Math.round(e.heldDownUntil), action: e.action,
+  };
+}
+
+export function wireApplyRecord(r: ApplyRecord): WireApplyRecord {
+  return {
+    time: r.time.toISOString(), trigger: r.trigger, result: r.result, error: r.error, problems: r.problems.map(wireProblem),
+    operations: r.operations, fullRebuild: r.fullRebuild, durationMs: r.durationMs, source: r.source, configSha256: r.sha256,
   };
 }
