@@ -6,9 +6,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
-import { Dashboard, opsRequestHandler } from '@lbd/director-agent';
+import { Dashboard, opsRequestHandler } from '@lbd/operator-surfaces';
 import { issueCert, makeCa } from '@lbd/testkit';
-import { FakeDashboardBackend, MemoryEventSource, serveOpsRoutes, type PlainOpsServer } from '@lbd/director-agent/testing';
+import { FakeDashboardBackend, MemoryEventSource, serveOpsRoutes, type PlainOpsServer } from '@lbd/operator-surfaces/testing';
 import type { ClusterStatus, GetHealthResponse, GetStatusResponse, RealServerHealth } from '@lbd/proto';
 import { artifactsDir, launchChromium, requireChromium } from './browser.js';
 

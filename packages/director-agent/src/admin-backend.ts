@@ -2,18 +2,17 @@ import type {
   ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, FailoverResponse, Finding as WireFinding, GetConfigResponse,
   GetHealthResponse, GetStatsResponse, GetStatusResponse,
 } from '@lbd/proto';
-import type {
-  AdminBackend, ApplyOptions, ApplyOutcome, DrillRecord, EventQuery, EventSink, HealthSink,
-} from './admin-server.js';
+import {
+  AgentError, type AdminBackend, type ApplyOptions, type ApplyOutcome, type Caller, type DrillRecord, type EventQuery, type EventSink,
+  type HealthSink,
+} from '@lbd/operator-surfaces';
+import type { Logger } from '@lbd/log';
 import type { ClusterMember } from './cluster.js';
-import type { ConfigSource } from './config-source.js';
+import { notClustered, type ConfigSource } from './config-source.js';
 import { diagnose, probeTargets } from './doctor.js';
-import { AgentError, notClustered } from './errors.js';
 import type { EventHistory } from './event-query.js';
 import type { EventLog } from './events.js';
 import type { HealthManager } from './health.js';
-import type { Logger } from './log.js';
-import type { Caller } from './ops-types.js';
 import type { Reconciler } from './reconciler.js';
 import {
   healthResponse, resolveService, serviceStats, serviceStatuses, toWireConnection, wireApplyRecord, wireHealthEvent,

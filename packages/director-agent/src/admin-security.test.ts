@@ -11,11 +11,11 @@ import { ConfigError } from '@lbd/config';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { AdminApi, adminServiceDefinition, applyProblemsOf, isServiceError, unixTarget, type AdminEndpoint } from '@lbd/proto';
 import { freePort, issueCert, makeCa } from '@lbd/testkit';
-import { AdminServer, METHOD_ROLES, roleNeeded, type AdminBackend } from './admin-server.js';
+import {
+  AdminServer, METHOD_ROLES, OpsHttpServer, authorizeCertificate, certificateNames, requestBody, roleNeeded, type AdminBackend, type OpsRoute,
+} from '@lbd/operator-surfaces';
+import { createLogger, silentLogger } from '@lbd/log';
 import { Agent } from './agent.js';
-import { createLogger, silentLogger } from './log.js';
-import { OpsHttpServer, authorizeCertificate, certificateNames, requestBody } from './ops-http.js';
-import type { OpsRoute } from './ops-types.js';
 
 /**
  * The operators' TCP listeners, for real on loopback: a real Agent (FakeDataPlane) with agent.admin set,

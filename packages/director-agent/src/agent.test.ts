@@ -9,10 +9,10 @@ import { DataPlaneError } from '@lbd/dataplane';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { waitFor } from '@lbd/testkit';
 import { AdminApi, MAX_CONFIG_TEXT_BYTES, MAX_PENDING_EVENTS, applyProblemsOf, isServiceError } from '@lbd/proto';
+import { AgentError } from '@lbd/operator-surfaces';
+import { createLogger } from '@lbd/log';
 import { Agent } from './agent.js';
 import type { ApplyRecord } from './apply-record.js';
-import { AgentError } from './errors.js';
-import { createLogger } from './log.js';
 
 /**
  * Scenario tests: a real Agent with FakeDataPlane, a temp config file and a temp admin socket. They wait

@@ -4,14 +4,16 @@ import { hostPort, parseConfig, type Config } from '@lbd/config';
 import { EtcdCoordinator, TIMING_PROFILES, type Coordinator } from '@lbd/coordinator';
 import type { AddressOwner, DataPlane, FlowTable } from '@lbd/dataplane';
 import { ProberSet, systemClock, type FlapPolicy, type Prober, type Clock } from '@lbd/health-checker';
+import { silentLogger, type Logger } from '@lbd/log';
 import type {
   ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, FailoverResponse, Finding as WireFinding, GetConfigResponse,
   GetHealthResponse, GetStatsResponse, GetStatusResponse,
 } from '@lbd/proto';
-import { DirectorAdmin } from './admin-backend.js';
 import {
-  AdminServer, type AdminBackend, type ApplyOptions, type ApplyOutcome, type DrillRecord, type EventQuery, type EventSink, type HealthSink,
-} from './admin-server.js';
+  AdminServer, AgentError, OpsHttpServer, healthzRoute, type AdminBackend, type ApplyOptions, type ApplyOutcome, type Caller, type DrillRecord,
+  type EventQuery, type EventSink, type HealthSink, type Liveness, type OpsLimits, type OpsSurfaces,
+} from '@lbd/operator-surfaces';
+import { DirectorAdmin } from './admin-backend.js';
 import { recordHealthEvent } from './agent-events.js';
 import type { ApplyRecord, HealthApplyRecord, RunningConfig } from './apply-record.js';
 import { ClusterConfigSource } from './cluster-config-source.js';
@@ -19,14 +21,10 @@ import type { ClusterMember } from './cluster.js';
 import { readConfigText, sha256 } from './config-file.js';
 import type { ConfigSource } from './config-source.js';
 import { inProcessElection, type ElectionHostFactory } from './election-thread.js';
-import { AgentError } from './errors.js';
 import { ClusterEventHistory, LocalEventHistory, type EventHistory } from './event-query.js';
 import { EventLog } from './events.js';
 import { FileConfigSource } from './file-config-source.js';
 import { HealthManager } from './health.js';
-import { silentLogger, type Logger } from './log.js';
-import { OpsHttpServer, healthzRoute, type Liveness, type OpsLimits } from './ops-http.js';
-import type { Caller, OpsSurfaces } from './ops-types.js';
 import { Reconciler } from './reconciler.js';
 import { readTlsFiles } from './tls-files.js';
 

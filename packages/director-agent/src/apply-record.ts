@@ -1,5 +1,5 @@
 import type { Config, Problem } from '@lbd/config';
-import type { Caller } from './ops-types.js';
+import type { Caller } from '@lbd/operator-surfaces';
 
 /** What one apply attempt is and says, shared by the reconciler that makes it and the views that report it. */
 

@@ -3,11 +3,11 @@ import { parseConfig } from '@lbd/config';
 import { FakeCoordinator } from '@lbd/coordinator/testing';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
+import { silentLogger } from '@lbd/log';
 import { ClusterConfigSource } from './cluster-config-source.js';
 import type { ElectionHostFactory } from './election-thread.js';
 import { EventLog } from './events.js';
 import { HealthManager } from './health.js';
-import { silentLogger } from './log.js';
 import { Reconciler } from './reconciler.js';
 
 const FILE = `agent:

@@ -2,15 +2,13 @@ import { ConfigError, parseConfig, type Config } from '@lbd/config';
 import type { Coordinator, StoredConfig } from '@lbd/coordinator';
 import { DataPlaneError, type ApplyResult } from '@lbd/dataplane';
 import type { ConfigHistoryResponse, GetConfigResponse } from '@lbd/proto';
-import type { ApplyOptions, ApplyOutcome } from './admin-server.js';
+import { AgentError, type ApplyOptions, type ApplyOutcome, type Caller } from '@lbd/operator-surfaces';
+import type { Logger } from '@lbd/log';
 import type { ApplyRecord } from './apply-record.js';
 import { ClusterMember, type ClusterMemberOptions } from './cluster.js';
 import { sha256 } from './config-file.js';
 import type { ConfigSource } from './config-source.js';
-import { AgentError } from './errors.js';
 import { summarizeServiceChanges, type EventLog } from './events.js';
-import type { Logger } from './log.js';
-import type { Caller } from './ops-types.js';
 import type { Reconciler } from './reconciler.js';
 
 export interface ClusterConfigSourceOptions {

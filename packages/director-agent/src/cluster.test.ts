@@ -5,8 +5,7 @@ import { join } from 'node:path';
 import { ConfigError } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
 import { freePeerPorts, startEtcd, type RunningEtcd } from '@lbd/testkit';
-import { AgentError } from './errors.js';
-import type { LbdEvent } from './ops-types.js';
+import { AgentError, type LbdEvent } from '@lbd/operator-surfaces';
 import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
 
 /**

@@ -7,13 +7,12 @@ import { TIMING_PROFILES, type BeatOutcome, type Coordinator, type FailoverResul
 import type { FlowTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
-  connSyncServiceDefinition, createPeerClient, peerServerCredentials, type ClusterStatus, type ConnSyncStatus, type PeerClient, type PeerSecurity,
+  bindServer, connSyncServiceDefinition, createPeerClient, peerServerCredentials, stopServer, type ClusterStatus, type ConnSyncStatus, type PeerClient, type PeerSecurity,
 } from '@lbd/proto';
+import type { Logger } from '@lbd/log';
 import type { ElectionNotice, ElectionSnapshot, GroupPlan } from './election-core.js';
 import type { ElectionHost, ElectionHostFactory } from './election-thread.js';
 import type { EventLog } from './events.js';
-import { bindServer, stopServer } from './grpc-server.js';
-import type { Logger } from './log.js';
 import { readTlsFiles } from './tls-files.js';
 
 /**

@@ -1,6 +1,5 @@
-import type { Caller } from './ops-types.js';
+import { AgentError, type ApplyOptions, type ApplyOutcome, type Caller } from '@lbd/operator-surfaces';
 import type { ConfigHistoryResponse, GetConfigResponse } from '@lbd/proto';
-import type { ApplyOptions, ApplyOutcome } from './admin-server.js';
 import type { ApplyRecord } from './apply-record.js';
 
 /**
@@ -37,4 +36,9 @@ export interface ConfigSource {
   rollback(revision: number, author: string, caller?: Caller): Promise<number>;
   /** The last data-plane apply failed, or succeeded again: a director that cannot program its kernel must not lead. */
   dataPlaneProblemChanged(): void;
+}
+
+/** What only a cluster has (a history of configs, other directors to fail over to), asked of a single director. */
+export function notClustered(what: string, configPath: string): AgentError {
+  return new AgentError('NotClustered', `${what} needs a cluster: this director has no agent.cluster in ${configPath} (a single director keeps its config in that file)`);
 }

@@ -1,5 +1,5 @@
 import type { DataPlane, FlowTable } from '@lbd/dataplane';
-import type { Logger } from './log.js';
+import type { Logger } from '@lbd/log';
 
 /**
  * The production data plane, in one small file so it is the only place the agent names the nftables

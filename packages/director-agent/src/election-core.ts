@@ -6,9 +6,8 @@ import {
 } from '@lbd/coordinator';
 import type { AddressOwner, Announce, FloatingAddress } from '@lbd/dataplane';
 import {
-  createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, type PeerClient, type PeerHandlers, type PeerSecurity,
+  bindServer, createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, stopServer, type PeerClient, type PeerHandlers, type PeerSecurity,
 } from '@lbd/proto';
-import { bindServer, stopServer } from './grpc-server.js';
 
 /**
  * The election and everything it needs to act at once, in one place that runs apart from the rest of the

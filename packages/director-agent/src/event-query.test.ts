@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { FakeCoordinator } from '@lbd/coordinator/testing';
-import type { EventQuery, EventSink } from './admin-server.js';
+import type { EventQuery, EventSink, LbdEvent } from '@lbd/operator-surfaces';
 import { ClusterEventHistory, LocalEventHistory } from './event-query.js';
 import { EventLog } from './events.js';
-import type { LbdEvent } from './ops-types.js';
 
 const query = (q: Partial<EventQuery> = {}): EventQuery => ({ sinceUnixMs: 0, follow: false, scope: 'cluster', limit: 100, kind: '', director: '', ...q });
 

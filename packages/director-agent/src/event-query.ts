@@ -1,8 +1,6 @@
 import type { Coordinator } from '@lbd/coordinator';
-import type { EventQuery, EventSink } from './admin-server.js';
-import { AgentError } from './errors.js';
-import { isLbdEvent, type EventLog } from './events.js';
-import type { LbdEvent } from './ops-types.js';
+import { AgentError, isLbdEvent, type EventQuery, type EventSink, type LbdEvent } from '@lbd/operator-surfaces';
+import type { EventLog } from './events.js';
 
 /**
  * ListEvents: which events a query selects, from where. Alone, this director's log (LocalEventHistory).

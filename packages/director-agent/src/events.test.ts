@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { parseConfig } from '@lbd/config';
-import { EventLog, eventId, isLbdEvent, summarizeServiceChanges } from './events.js';
-import type { LbdEvent } from './ops-types.js';
+import { isLbdEvent, type LbdEvent } from '@lbd/operator-surfaces';
+import { EventLog, eventId, summarizeServiceChanges } from './events.js';
 
 describe('EventLog', () => {
   it('gives each event a unique id that sorts by time: 13-digit ms, director, 6-digit sequence', () => {

@@ -1,8 +1,8 @@
 import { hostPort, serviceKey, type Service } from '@lbd/config';
-import { EVENT_KINDS, type EventKind, type EventSource, type LbdEvent } from './ops-types.js';
+import type { EventKind, EventSource, LbdEvent } from '@lbd/operator-surfaces';
 
 /**
- * The event log: every transition of this director with its reason (ops-types.ts LbdEvent), the answer
+ * The event log: every transition of this director with its reason (LbdEvent, @lbd/operator-surfaces), the answer
  * to "why am I backup?" and "why did rs2 leave?". A bounded history in memory (the oldest go first) and
  * subscribers: the admin API's ListEvents, the dashboard, and in a cluster the etcd store, which keeps the
  * cluster's history (@lbd/coordinator EventStore).
@@ -108,15 +108,6 @@ export class EventLog implements EventSource {
 
 export function eventId(ms: number, director: string, seq: number): string {
   return `${String(ms).padStart(13, '0')}-${director}-${String(seq).padStart(6, '0')}`;
-}
-
-/** Whether `v` is an event as the log records it (for events read back from etcd, written by any lbd). */
-export function isLbdEvent(v: unknown): v is LbdEvent {
-  const e = v as Partial<LbdEvent>;
-  return typeof v === 'object' && v !== null && typeof e.id === 'string' && typeof e.timeUnixMs === 'number'
-    && typeof e.director === 'string' && typeof e.kind === 'string' && (EVENT_KINDS as readonly string[]).includes(e.kind)
-    && typeof e.subject === 'string' && typeof e.from === 'string' && typeof e.to === 'string' && typeof e.reason === 'string'
-    && typeof e.fields === 'object' && e.fields !== null && Object.values(e.fields).every((x) => typeof x === 'string');
 }
 
 function clip(s: string): string {

@@ -1,13 +1,11 @@
 import { ConfigError, parseConfig, type Config } from '@lbd/config';
 import { DataPlaneError, type ApplyResult } from '@lbd/dataplane';
 import type { ConfigHistoryResponse, GetConfigResponse } from '@lbd/proto';
-import { UNIX_SOCKET_CALLER, type ApplyOptions, type ApplyOutcome } from './admin-server.js';
+import { AgentError, UNIX_SOCKET_CALLER, type ApplyOptions, type ApplyOutcome, type Caller } from '@lbd/operator-surfaces';
+import type { Logger } from '@lbd/log';
 import type { ApplyRecord } from './apply-record.js';
 import { readConfigText, sha256, stageFile } from './config-file.js';
-import type { ConfigSource } from './config-source.js';
-import { AgentError, notClustered } from './errors.js';
-import type { Logger } from './log.js';
-import type { Caller } from './ops-types.js';
+import { notClustered, type ConfigSource } from './config-source.js';
 import type { Reconciler } from './reconciler.js';
 import { watchConfigFile, type ConfigWatcher } from './watch.js';
 

@@ -8,9 +8,9 @@ import { DataPlaneError, type DesiredState } from '@lbd/dataplane';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
 import { AdminApi, isServiceError, type HealthEvent__Output } from '@lbd/proto';
+import { createLogger } from '@lbd/log';
 import { Agent } from './agent.js';
 import type { HealthApplyRecord } from './apply-record.js';
-import { createLogger } from './log.js';
 
 /**
  * Health scenarios: a real Agent with FakeDataPlane, FakeProber and FakeClock (health intervals, batching

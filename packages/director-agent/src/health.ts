@@ -6,8 +6,8 @@ import {
   type CheckSpec, type Clock, type FlapPolicy, type HealthRecord, type ProbeResult, type ProbeTarget, type Prober,
   type ResultEvent, type SchedulerStats, type TransitionEvent,
 } from '@lbd/health-checker';
+import type { Logger } from '@lbd/log';
 import { DesiredState, type AllDownChange, type Merge } from './desired.js';
-import type { Logger } from './log.js';
 
 /**
  * Health checking as the agent sees it: one check per (service, real server) that has one, run by one

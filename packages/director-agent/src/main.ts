@@ -1,11 +1,11 @@
 import { ConfigError, EXIT, parseConfig } from '@lbd/config';
 import { DataPlaneError, type DataPlane, type FlowTable } from '@lbd/dataplane';
+import { AgentError } from '@lbd/operator-surfaces';
+import { createLogger, type Logger, type LogLevel } from '@lbd/log';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
 import { createDefaultDataPlane, createDefaultFlowTable } from './default-dataplane.js';
 import { electionThread, type ElectionHostFactory } from './election-thread.js';
-import { AgentError } from './errors.js';
-import { createLogger, type Logger, type LogLevel } from './log.js';
 import { operatorSurfaces } from './operator-surfaces.js';
 
 /**

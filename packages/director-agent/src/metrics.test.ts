@@ -10,10 +10,10 @@ import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/t
 import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
 import { freePeerPorts, makeClusterPki, runCommand, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
 import { parse as parseYaml } from 'yaml';
+import { silentLogger } from '@lbd/log';
+import { MemoryEventSource, serveOpsRoutes } from '@lbd/operator-surfaces/testing';
 import { Agent } from './agent.js';
-import { silentLogger } from './log.js';
 import { GROUP_ROLES, Metrics, metricsRoutes } from './metrics.js';
-import { MemoryEventSource, serveOpsRoutes } from './testing/index.js';
 
 /**
  * Metrics against a real Agent with a fake kernel, FakeProber and FakeClock: a known state in, exact values

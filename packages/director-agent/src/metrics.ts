@@ -3,10 +3,10 @@ import { hostPort, serviceKey, type Config, type RealServer, type Service } from
 import type { GroupRole } from '@lbd/coordinator';
 import type { ClusterStatus, ConnSyncPeer, ServiceStatus } from '@lbd/proto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { EventSource, LbdEvent, OpsRoute } from '@lbd/operator-surfaces';
 import type { Agent } from './agent.js';
 import type { ApplyRecord, HealthApplyRecord } from './apply-record.js';
 import type { HealthEvent, ProbeEvent } from './health.js';
-import type { EventSource, LbdEvent, OpsRoute } from './ops-types.js';
 
 /**
  * Prometheus metrics of one agent, in its own Registry (never prom-client's global one: tests and a

@@ -1,8 +1,7 @@
+import { Dashboard, type OpsSurfaces } from '@lbd/operator-surfaces';
+import type { Logger } from '@lbd/log';
 import type { Agent } from './agent.js';
-import { Dashboard } from './dashboard/routes.js';
-import type { Logger } from './log.js';
 import { Metrics, metricsRoutes } from './metrics.js';
-import type { OpsSurfaces } from './ops-types.js';
 
 /**
  * lbd-agent's operator surfaces on agent.admin.httpListen: Prometheus metrics (GET /metrics) and the

@@ -5,12 +5,12 @@ import {
   DataPlaneError, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane, type Endpoint, type KernelFacts, type ObservedState,
 } from '@lbd/dataplane';
 import type { Clock } from '@lbd/health-checker';
+import type { Logger } from '@lbd/log';
 import { recordConfigEvent } from './agent-events.js';
 import { shortSha, type ApplyContext, type ApplyRecord, type HealthApplyRecord, type RunningConfig, type Trigger } from './apply-record.js';
 import type { Merge } from './desired.js';
 import { summarizeServiceChanges, type EventLog } from './events.js';
 import { HealthManager } from './health.js';
-import type { Logger } from './log.js';
 
 /**
  * The reconcile loop, and the only holder of the DataPlane: it merges the running config with health

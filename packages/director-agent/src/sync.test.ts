@@ -9,8 +9,8 @@ import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/t
 import { connSyncPort } from '@lbd/config';
 import { createConnSyncClient, createPeerClient, type ConnSyncStatus__Output, type PeerSecurity } from '@lbd/proto';
 import { freePeerPorts, freePort, issueCert, makeCa, makeClusterPki, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
+import { silentLogger } from '@lbd/log';
 import { Agent } from './agent.js';
-import { silentLogger } from './log.js';
 import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
 
 /**

@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { PeerTls } from '@lbd/config';
-import { AgentError } from './errors.js';
-import type { TlsMaterial } from './ops-http.js';
+import { AgentError, type TlsMaterial } from '@lbd/operator-surfaces';
 
 /**
  * Reads a TLS section's PEM files at start. A missing or unreadable one stops the start with the

@@ -1,8 +1,9 @@
-import { formatProblem, hostPort, serviceKey, type Config, type Problem, type Service } from '@lbd/config';
+import { hostPort, serviceKey, type Config, type Service } from '@lbd/config';
+import { wireProblem } from '@lbd/operator-surfaces';
 import type { Connection, Counters, ObservedRealServer, ObservedService, ObservedState } from '@lbd/dataplane';
 import { describeTarget, type SchedulerStats } from '@lbd/health-checker';
 import type {
-  ApplyRecord as WireApplyRecord, Connection as WireConnection, GetHealthResponse, HealthEvent as WireHealthEvent, Problem as WireProblem, RealServerHealth,
+  ApplyRecord as WireApplyRecord, Connection as WireConnection, GetHealthResponse, HealthEvent as WireHealthEvent, RealServerHealth,
   RealServerStats, RealServerStatus, ServiceStats, ServiceStatus,
 } from '@lbd/proto';
 import type { ApplyRecord } from './apply-record.js';
@@ -182,16 +183,6 @@ export function resolveService(config: Config, keyOrName: string): string | null
   return null;
 }
 
-/** A config problem on the wire: its parts, and the one-line text lbadm and the logs print. */
-export function wireProblem(p: Problem): WireProblem {
-  return {
-    path: p.path,
-    value: p.value === undefined ? '' : (JSON.stringify(p.value) ?? String(p.value)),
-    rule: p.rule,
-    fix: p.fix,
-    text: formatProblem(p),
-  };
-}
 
 /** GetHealth's answer: every checked (service, real server), with what the agent programs for it. */
 export function healthResponse(entries: readonly HealthEntry[], merge: Merge, stats: SchedulerStats, now: number): GetHealthResponse {

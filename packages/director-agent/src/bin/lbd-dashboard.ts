@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { runDashboard } from '../dashboard/loopback.js';
+import { runDashboard } from '@lbd/operator-surfaces';
 
 // The only place this program exits.
 void runDashboard(process.argv.slice(2)).then((code) => process.exit(code));

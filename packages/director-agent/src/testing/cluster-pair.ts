@@ -1,8 +1,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
+import { silentLogger } from '@lbd/log';
 import { Agent } from '../agent.js';
-import { silentLogger } from '../log.js';
 
 /** One of the two agents `startClusterPair` starts. */
 export interface PairMember {

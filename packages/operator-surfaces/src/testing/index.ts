@@ -1,5 +1,5 @@
 /**
- * Test helpers of @lbd/director-agent (`@lbd/director-agent/testing`); never imported by production code.
+ * Test helpers of @lbd/operator-surfaces (`@lbd/operator-surfaces/testing`); never imported by production code.
  */
 export { serveOpsRoutes, type PlainOpsServer } from './ops-routes-server.js';
 export { FakeDashboardBackend, MemoryEventSource } from './dashboard.js';

@@ -4,14 +4,10 @@ import { get, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
 import type { LbdEvent } from '../ops-types.js';
 import { FakeDashboardBackend, MemoryEventSource, serveOpsRoutes, type PlainOpsServer } from '../testing/index.js';
-import type { Agent } from '../agent.js';
-import { Dashboard, type DashboardBackend } from './routes.js';
+import { Dashboard } from './routes.js';
 import type { DashboardState } from './state.js';
 
 const WEB = '198.18.0.10:80/tcp';
-
-/** The build fails when the Agent stops having every read call the dashboard makes (the ops listener passes it as the backend). */
-export const agentIsADashboardBackend = (agent: Agent): DashboardBackend => agent;
 
 const RS = { address: '198.19.1.11', port: 8080 };
 

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { ClusterStatus, GetHealthResponse, GetStatusResponse } from '@lbd/proto';
+import { silentLogger, type Logger } from '@lbd/log';
 import type { HealthSink } from '../admin-server.js';
-import { silentLogger, type Logger } from '../log.js';
 import type { EventSource, LbdEvent, OpsRoute } from '../ops-types.js';
 import { LatencyRings, dashboardState, type Answers, type CounterSample, type DashboardState } from './state.js';
 
@@ -26,7 +26,7 @@ import { LatencyRings, dashboardState, type Answers, type CounterSample, type Da
  * Each stream is bounded: a browser that stops reading gets newer snapshots in place of older ones and at
  * most `maxQueuedEvents` events waiting, after which its stream is cut (it reconnects and catches up).
  *
- * Not here: TLS, client certificates and roles (the ops listener's), the event log itself (events.ts).
+ * Not here: TLS, client certificates and roles (the ops listener's), the event log itself (the agent's EventLog).
  */
 
 /** What the dashboard reads of the agent: the admin API's read calls (the Agent implements them). */

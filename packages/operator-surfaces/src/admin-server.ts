@@ -3,21 +3,19 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { hostPort, type ConfigError } from '@lbd/config';
+import { formatProblem, hostPort, type ConfigError, type Problem } from '@lbd/config';
 import type { ApplyResult } from '@lbd/dataplane';
 import {
   CONNECTIONS_PER_MESSAGE, DEFAULT_EVENTS_LIMIT, MAX_CONFIG_TEXT_BYTES, MAX_EVENTS_LIMIT, MAX_PENDING_EVENTS, MAX_PENDING_HEALTH_EVENTS,
-  MAX_SOURCE_CHARS, SERVER_CHANNEL_OPTIONS, adminServiceDefinition, unixTarget, type Event as WireEvent,
+  MAX_SOURCE_CHARS, SERVER_CHANNEL_OPTIONS, adminServiceDefinition, bindServer, stopServer, unixTarget, type Event as WireEvent,
   type AdminDefinition, type AdminHandlers, type ApplyResponse, type Connection as WireConnection, type Finding as WireFinding,
   type GetHealthResponse, type GetStatsResponse, type GetStatusResponse, type HealthEvent as WireHealthEvent,
-  type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse, type GetConfigResponse,
+  type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse, type GetConfigResponse, type Problem as WireProblem,
 } from '@lbd/proto';
+import type { Logger } from '@lbd/log';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
-import { bindServer, stopServer } from './grpc-server.js';
-import type { Logger } from './log.js';
 import { authorizeCertificate, certificateNames, roleAllows, roleRefusal, type Authorization, type TlsListenerOptions } from './ops-http.js';
 import { EVENT_KINDS, type Caller, type EventKind, type LbdEvent, type Role } from './ops-types.js';
-import { wireProblem } from './views.js';
 
 /**
  * The gRPC admin API, on a root-only unix socket and, with agent.admin.grpcListen, over TCP with mutual
@@ -568,4 +566,15 @@ function failure(method: string, err: unknown, log: Logger): Partial<grpc.Status
   const { code, details, unexpected } = toGrpcStatus(err);
   if (unexpected) log.error('admin call failed', { method, error: err, stack: err instanceof Error ? err.stack : undefined });
   return { code, details };
+}
+
+/** A config problem on the wire: its parts, and the one-line text lbadm and the logs print. */
+export function wireProblem(p: Problem): WireProblem {
+  return {
+    path: p.path,
+    value: p.value === undefined ? '' : (JSON.stringify(p.value) ?? String(p.value)),
+    rule: p.rule,
+    fix: p.fix,
+    text: formatProblem(p),
+  };
 }

@@ -14,11 +14,6 @@ export class AgentError extends Error {
   }
 }
 
-/** What only a cluster has (a history of configs, other directors to fail over to), asked of a single director. */
-export function notClustered(what: string, configPath: string): AgentError {
-  return new AgentError('NotClustered', `${what} needs a cluster: this director has no agent.cluster in ${configPath} (a single director keeps its config in that file)`);
-}
-
 /** A caller's request is wrong; `field` is the request field (proto name), named in the message. */
 export class RequestError extends Error {
   constructor(readonly code: status, readonly field: string, detail: string) {

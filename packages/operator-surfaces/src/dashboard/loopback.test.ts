@@ -5,11 +5,10 @@ import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AdminApi } from '@lbd/proto';
+import { createLogger } from '@lbd/log';
 import { AdminServer, type AdminBackend } from '../admin-server.js';
-import { EventLog } from '../events.js';
-import { createLogger } from '../log.js';
 import type { LbdEvent } from '../ops-types.js';
-import { FakeDashboardBackend } from '../testing/index.js';
+import { FakeDashboardBackend, MemoryEventSource } from '../testing/index.js';
 import { AdminApiEventSource, parseDashboardArgs, runDashboard } from './loopback.js';
 import type { DashboardState } from './state.js';
 
@@ -103,8 +102,8 @@ describe('lbd-dashboard', () => {
   it('follows the agent\'s event log over ListEvents: the history, then each new event once, also across an agent restart', async function () {
     this.timeout(20_000);
     const dir = await mkdtemp(join(tmpdir(), 'lbd-dash-'));
-    const log = new EventLog({ director: 'dir1' });
-    log.record('health', `${WEB} 198.19.1.12:8080`, 'up', 'down', 'http GET /: got 500, want 200-399 (2 failures)');
+    const log = new MemoryEventSource('dir1');
+    log.add('health', `${WEB} 198.19.1.12:8080`, 'up', 'down', { reason: 'http GET /: got 500, want 200-399 (2 failures)' });
     const unused = (): never => { throw new Error('not used by the event source'); };
     const backend: AdminBackend = {
       status: unused, stats: unused, connections: unused, applyText: unused, doctor: unused, healthStatus: unused, watchHealth: unused,
@@ -129,10 +128,10 @@ describe('lbd-dashboard', () => {
       await until('the history', () => source.recent(0).length === 1);
       const seen: LbdEvent[] = [];
       source.subscribe((e) => seen.push(e));
-      log.record('role', 'default', 'standby', 'leader', 'won the election (priority 150)');
+      log.add('role', 'default', 'standby', 'leader', { reason: 'won the election (priority 150)' });
       await until('a live event', () => seen.length === 1);
       await admin.close();
-      log.record('config', 'config', '', 'applied', 'revision 2 applied');
+      log.add('config', 'config', '', 'applied', { reason: 'revision 2 applied' });
       admin = await AdminServer.listen(socket, backend, quiet);
       await until('the event recorded while the agent was away', () => seen.length === 2);
       await new Promise((r) => setTimeout(r, 200));

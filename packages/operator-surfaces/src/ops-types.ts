@@ -3,7 +3,7 @@ import type { AdminRole } from '@lbd/config';
 
 /**
  * The seams of the operator surfaces (issue 6), shared by the admin API's TCP listener, the HTTPS
- * listener (metrics, dashboard), the event log and lbadm. Types only: each side has its own file.
+ * listener (metrics, dashboard), the event log and lbadm: types, and the check of an event read back.
  */
 
 /** What a caller may do: agent.admin.clients' roles (`write` changes the cluster, `read` only looks). */
@@ -65,10 +65,19 @@ export interface LbdEvent {
   readonly fields: Readonly<Record<string, string>>;
 }
 
-/** Where transitions are read from: the event log (events.ts) implements it; metrics and the dashboard use it. */
+/** Where transitions are read from: the agent's event log (@lbd/director-agent EventLog) implements it; metrics and the dashboard use it. */
 export interface EventSource {
   /** Kept events at or after `sinceUnixMs`, oldest first. */
   recent(sinceUnixMs: number): LbdEvent[];
   /** Calls `fn` for every new event; returns the unsubscribe. */
   subscribe(fn: (e: LbdEvent) => void): () => void;
+}
+
+/** Whether `v` is an event as the log records it (for events read back from etcd, written by any lbd). */
+export function isLbdEvent(v: unknown): v is LbdEvent {
+  const e = v as Partial<LbdEvent>;
+  return typeof v === 'object' && v !== null && typeof e.id === 'string' && typeof e.timeUnixMs === 'number'
+    && typeof e.director === 'string' && typeof e.kind === 'string' && (EVENT_KINDS as readonly string[]).includes(e.kind)
+    && typeof e.subject === 'string' && typeof e.from === 'string' && typeof e.to === 'string' && typeof e.reason === 'string'
+    && typeof e.fields === 'object' && e.fields !== null && Object.values(e.fields).every((x) => typeof x === 'string');
 }

@@ -4,9 +4,8 @@ import { isIP, type AddressInfo } from 'node:net';
 import { EXIT, hostPort } from '@lbd/config';
 import { setTimeout as delay } from 'node:timers/promises';
 import { AdminApi } from '@lbd/proto';
-import { isLbdEvent } from '../events.js';
-import { createLogger, type Logger } from '../log.js';
-import type { Caller, EventSource, LbdEvent, OpsRoute } from '../ops-types.js';
+import { createLogger, type Logger } from '@lbd/log';
+import { isLbdEvent, type Caller, type EventSource, type LbdEvent, type OpsRoute } from '../ops-types.js';
 import { Dashboard, type DashboardBackend } from './routes.js';
 
 /**

@@ -1,5 +1,5 @@
 // lbd dashboard: draws the agent's state (GET /api/events/stream, `state` events: see
-// packages/director-agent/src/dashboard/state.ts for its shape) and its event log (`lbd-event` events).
+// packages/operator-surfaces/src/dashboard/state.ts for its shape) and its event log (`lbd-event` events).
 // Plain DOM, no framework and nothing from outside the agent. Every value from the agent is set as
 // text, never as HTML.
 

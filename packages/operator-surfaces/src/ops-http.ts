@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { PeerCertificate, TLSSocket } from 'node:tls';
 import { ANY_CLIENT, hostPort, type AdminClientEntry } from '@lbd/config';
-import type { Logger } from './log.js';
+import type { Logger } from '@lbd/log';
 import type { Caller, OpsRoute, Role } from './ops-types.js';
 
 /**
