@@ -208,11 +208,7 @@ export class EtcdCoordinator implements Coordinator {
 
   private async leaseLeft(id: string): Promise<number | null> {
     try {
-      const res = await this.kv.client.get(this.k.director(id)).options({ deadline: Date.now() + STATUS_CALL_MS }).exec();
-      const lease = res.kvs[0]?.lease;
-      if (lease === undefined || lease === '0') return null;
-      const r = await this.kv.client.leaseClient.leaseTimeToLive({ ID: lease }, { deadline: Date.now() + STATUS_CALL_MS });
-      return Number(r.TTL) * 1000;
+      return await this.kv.leaseTtlMs(this.k.director(id), STATUS_CALL_MS);
     } catch {
       return null;
     }

@@ -124,17 +124,15 @@ export class EventStore {
    * (oldest first, at most `limit` in all), read at one etcd revision, which is returned for `watch`.
    */
   async list(sinceUnixMs: number, limit: number): Promise<{ events: StoredEvent[]; revision: string }> {
-    const deadline = (): { deadline: number } => ({ deadline: Date.now() + this.callTimeoutMs * 2 });
+    const deadline = (): number => Date.now() + this.callTimeoutMs * 2;
     const end = prefixEnd(this.root);
     // The directors that have events: one tiny read per director, skipping over each one's keys.
     const directors: string[] = [];
     let revision: string | undefined;
     for (let cursor = this.root; ;) {
-      const b = this.kv.client.getAll().inRange({ start: cursor, end }).limit(1).options(deadline());
-      if (revision !== undefined) b.revision(revision);
-      const r = await b.exec();
-      revision ??= r.header.revision;
-      const key = r.kvs[0]?.key.toString();
+      const r = await this.kv.range(cursor, end, { deadline: deadline(), limit: 1, ...(revision === undefined ? {} : { revision }) });
+      revision ??= r.revision;
+      const key = r.entries[0]?.key;
       if (key === undefined) break;
       const d = key.slice(this.root.length).split('/')[0]!;
       directors.push(d);
@@ -145,10 +143,9 @@ export class EventStore {
     const out: StoredEvent[] = [];
     for (const d of directors) {
       const dp = `${this.root}${d}/`;
-      const r = await this.kv.client.getAll().inRange({ start: `${dp}${from}`, end: prefixEnd(dp) })
-        .sort('Key', 'Descend').limit(limit).revision(revision).options(deadline()).exec();
-      for (const kv of r.kvs) {
-        const e = parseJson<StoredEvent>(kv.value.toString(), isStoredEvent);
+      const r = await this.kv.range(`${dp}${from}`, prefixEnd(dp), { deadline: deadline(), descending: true, limit, revision });
+      for (const kv of r.entries) {
+        const e = parseJson<StoredEvent>(kv.value, isStoredEvent);
         if (e !== null && e.timeUnixMs >= sinceUnixMs) out.push(e);
       }
     }
@@ -162,12 +159,13 @@ export class EventStore {
    * for good (etcd3 reconnects by itself otherwise).
    */
   async watch(afterRevision: string, onEvent: (e: StoredEvent) => void, onError: (err: Error) => void): Promise<() => Promise<void>> {
-    const w = await this.kv.client.watch().prefix(this.root).startRevision(String(BigInt(afterRevision) + 1n)).create();
-    w.on('put', (kv) => {
-      const e = parseJson<StoredEvent>(kv.value.toString(), isStoredEvent);
-      if (e !== null) onEvent(e);
+    const w = await this.kv.watchPrefixAfter(this.root, afterRevision, {
+      put: (kv) => {
+        const e = parseJson<StoredEvent>(kv.value, isStoredEvent);
+        if (e !== null) onEvent(e);
+      },
+      error: (err) => onError(err as Error),
     });
-    w.on('error', (err) => onError(err));
     return async () => { await w.cancel().catch(() => undefined); };
   }
 
@@ -203,9 +201,7 @@ export class EventStore {
   private async writeSome(): Promise<void> {
     const batch = this.queue.slice(0, BATCH);
     try {
-      await this.kv.client.kv.txn({
-        success: batch.map((e) => ({ request_put: { key: Buffer.from(`${this.own}${e.id}`), value: Buffer.from(JSON.stringify(e)) } })),
-      }, { deadline: Date.now() + this.callTimeoutMs });
+      await this.kv.putAll(batch.map((e) => ({ key: `${this.own}${e.id}`, value: JSON.stringify(e) })), Date.now() + this.callTimeoutMs);
     } catch (err) {
       this.counts.failures++;
       if (!this.failing) {
@@ -243,15 +239,15 @@ export class EventStore {
 
   /** Deletes this director's oldest events beyond `keep`. */
   private async trim(): Promise<void> {
-    const deadline = { deadline: Date.now() + this.callTimeoutMs };
-    const count = await this.kv.client.getAll().prefix(this.own).options(deadline).count();
+    const deadline = Date.now() + this.callTimeoutMs;
+    const count = await this.kv.count(this.own, deadline);
     const excess = count - this.keep;
     if (excess <= 0) return;
-    const keys = await this.kv.client.getAll().prefix(this.own).sort('Key', 'Ascend').limit(excess).options(deadline).keys();
+    const keys = await this.kv.firstKeys(this.own, excess, deadline);
     const last = keys[keys.length - 1];
     if (last === undefined) return;
     // One range delete: from the first key of this director up to and including the last excess one.
-    await this.kv.client.delete().inRange({ start: this.own, end: `${last}\0` }).options(deadline).exec();
+    await this.kv.deleteRange(this.own, `${last}\0`, deadline);
     this.counts.trimmed += keys.length;
   }
 }

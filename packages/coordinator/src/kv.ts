@@ -59,8 +59,7 @@ export interface Kv {
 }
 
 export class EtcdKv implements Kv {
-  /** For the few etcd-only reads (ranges at a revision, lease TTLs) of the stores beside the election. */
-  readonly client: Etcd3;
+  private readonly client: Etcd3;
 
   /**
    * `hostFailures`: consecutive failures after which a member is skipped for 100 ms. The election's own
@@ -143,6 +142,57 @@ export class EtcdKv implements Kv {
       revoke: async () => { await lease.revoke(); },
       release: () => lease.release(),
     };
+  }
+
+  // etcd-only operations, for the stores beside the election (the event history's ranges at a revision, its
+  // batched writes and trims; a registration's lease): not part of Kv, which the election and its fake share.
+  // Each takes an absolute deadline (unix ms), so a caller can bound several calls by one.
+
+  /** Time left on the lease `key` is attached to, in ms; null when the key has none (or is gone). */
+  async leaseTtlMs(key: string, timeoutMs: number): Promise<number | null> {
+    const res = await this.client.get(key).options({ deadline: Date.now() + timeoutMs }).exec();
+    const lease = res.kvs[0]?.lease;
+    if (lease === undefined || lease === '0') return null;
+    const r = await this.client.leaseClient.leaseTimeToLive({ ID: lease }, { deadline: Date.now() + timeoutMs });
+    return Number(r.TTL) * 1000;
+  }
+
+  /** Keys in [start, end) in key order (descending: newest key first), read at `revision` (default: now). */
+  async range(
+    start: string, end: string, o: { readonly deadline: number; readonly limit?: number; readonly descending?: boolean; readonly revision?: string },
+  ): Promise<{ entries: Array<{ key: string; value: string }>; revision: string }> {
+    const b = this.client.getAll().inRange({ start, end });
+    if (o.descending) b.sort('Key', 'Descend');
+    if (o.limit !== undefined) b.limit(o.limit);
+    if (o.revision !== undefined) b.revision(o.revision);
+    const r = await b.options({ deadline: o.deadline }).exec();
+    return { entries: r.kvs.map((kv) => ({ key: kv.key.toString(), value: kv.value.toString() })), revision: r.header.revision };
+  }
+
+  /** Writes every entry in one transaction. */
+  async putAll(entries: readonly { readonly key: string; readonly value: string }[], deadline: number): Promise<void> {
+    await this.client.kv.txn({
+      success: entries.map((e) => ({ request_put: { key: Buffer.from(e.key), value: Buffer.from(e.value) } })),
+    }, { deadline });
+  }
+
+  async count(prefix: string, deadline: number): Promise<number> {
+    return this.client.getAll().prefix(prefix).options({ deadline }).count();
+  }
+
+  /** The first `limit` keys under `prefix`, in key order. */
+  async firstKeys(prefix: string, limit: number, deadline: number): Promise<string[]> {
+    return this.client.getAll().prefix(prefix).sort('Key', 'Ascend').limit(limit).options({ deadline }).keys();
+  }
+
+  /** Deletes the keys in [start, end). */
+  async deleteRange(start: string, end: string, deadline: number): Promise<void> {
+    await this.client.delete().inRange({ start, end }).options({ deadline }).exec();
+  }
+
+  /** Watches `prefix` from the revision after `afterRevision`, so nothing written since that read is missed. */
+  async watchPrefixAfter(prefix: string, afterRevision: string, handlers: WatchHandlers): Promise<KvWatch> {
+    return wire(await this.client.watch().prefix(prefix).startRevision(String(BigInt(afterRevision) + 1n)).create(), handlers);
   }
 
   close(): void {
