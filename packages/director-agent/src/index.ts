@@ -18,6 +18,5 @@ export { run, main, parseAgentArgs, type RunDeps, type AgentArgs } from './main.
 export {
   serviceStatuses, serviceStats, toWireConnection, resolveService, healthResponse, wireHealthEvent, healthFlags,
 } from './views.js';
-export { Metrics, metricsRoutes, GROUP_ROLES, type MetricsOptions } from './metrics.js';
-export { operatorSurfaces } from './operator-surfaces.js';
+export { metricsSource, operatorSurfaces } from './operator-surfaces.js';
 export type { ProbeEvent } from './health.js';

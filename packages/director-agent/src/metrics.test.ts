@@ -11,9 +11,10 @@ import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
 import { freePeerPorts, makeClusterPki, runCommand, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
 import { parse as parseYaml } from 'yaml';
 import { silentLogger } from '@lbd/log';
+import { GROUP_ROLES, Metrics, metricsRoutes } from '@lbd/operator-surfaces';
 import { MemoryEventSource, serveOpsRoutes } from '@lbd/operator-surfaces/testing';
 import { Agent } from './agent.js';
-import { GROUP_ROLES, Metrics, metricsRoutes } from './metrics.js';
+import { metricsSource } from './operator-surfaces.js';
 
 /**
  * Metrics against a real Agent with a fake kernel, FakeProber and FakeClock: a known state in, exact values
@@ -163,7 +164,7 @@ async function start(text = config()): Promise<Harness> {
   const prober = new FakeProber(clock);
   const agent = await Agent.start({ configPath, dataPlane: dp, serve: false, watch: false, log: silentLogger, version: '1.2.3', health: { prober, clock } });
   const events = new MemoryEventSource();
-  const metrics = new Metrics(agent, { events });
+  const metrics = new Metrics(metricsSource(agent), { events });
   const h = { dir, configPath, dp, clock, prober, agent, metrics, events };
   harnesses.push(h);
   return h;
@@ -323,7 +324,7 @@ describe('Metrics of one director', () => {
     x = await scrape(h);
     assert.equal(has(x, 'lbd_vip_group_transitions_total', { to: 'standby', from: 'leader' }), false);
 
-    const without = new Metrics(h.agent, { processMetrics: false });
+    const without = new Metrics(metricsSource(h.agent), { processMetrics: false });
     assert.equal(has(await scrape({ metrics: without }), 'lbd_vip_group_transitions_total'), false);
     assert.equal((await without.registry.getMetricsAsJSON()).some((m) => m.name === 'lbd_vip_group_transitions_total'), false,
       'without an event log the counter does not exist, rather than stay at 0');
@@ -558,7 +559,7 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
       agents.push(await Agent.start({
         configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: owner, log: silentLogger, ...(opts.sync ? { flowTable: table } : {}),
       }));
-      all.push(new Metrics(agents[i]!, { processMetrics: false }));
+      all.push(new Metrics(metricsSource(agents[i]!), { processMetrics: false }));
     }
     const out = await agents[0]!.applyText(`vipGroups:
   - { name: front, preempt: never }

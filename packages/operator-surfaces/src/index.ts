@@ -1,11 +1,11 @@
 /**
  * @lbd/operator-surfaces: what operators and their tools talk to, apart from the agent core. The admin gRPC
  * API (admin-server.ts: on the unix socket and, with mutual TLS, on agent.admin.grpcListen), the HTTPS ops
- * listener (ops-http.ts: GET /healthz and the routes it is given), the live dashboard (dashboard/: its routes,
- * its state, and lbd-dashboard, which reads an agent through its admin socket), and the one mapping of
- * errors to gRPC statuses (errors.ts). They serve what the agent gives them through interfaces
- * (AdminBackend, DashboardBackend, EventSource) and know nothing of the agent itself. Fakes are in
- * `@lbd/operator-surfaces/testing`.
+ * listener (ops-http.ts: GET /healthz and the routes it is given), Prometheus metrics (metrics.ts), the
+ * live dashboard (dashboard/: its routes, its state, and lbd-dashboard, which reads an agent through its
+ * admin socket), and the one mapping of errors to gRPC statuses (errors.ts). They serve what the agent
+ * gives them through interfaces (AdminBackend, DashboardBackend, MetricsSource, EventSource) and know
+ * nothing of the agent itself. Fakes are in `@lbd/operator-surfaces/testing`.
  */
 export {
   AdminServer, METHOD_ROLES, UNIX_SOCKET_CALLER, roleNeeded, wireProblem, type AdminBackend, type AdminTcpOptions, type ApplyOptions, type ApplyOutcome,
@@ -17,6 +17,10 @@ export {
   type Authorization, type Liveness, type OpsHttpOptions, type OpsLimits, type TlsListenerOptions, type TlsMaterial,
 } from './ops-http.js';
 export { AgentError, RequestError, toGrpcStatus } from './errors.js';
+export {
+  GROUP_ROLES, Metrics, metricsRoutes,
+  type ApplySample, type CheckedServer, type ClusterCounters, type HealthTransition, type MetricsOptions, type MetricsSource, type ProbeSample,
+} from './metrics.js';
 export { Dashboard, STATIC_DIR, type DashboardBackend, type DashboardOptions } from './dashboard/routes.js';
 export { adminApiBackend, opsRequestHandler, parseDashboardArgs, runDashboard, type DashboardArgs } from './dashboard/loopback.js';
 export {

@@ -1,12 +1,79 @@
 import { hostname } from 'node:os';
 import { hostPort, serviceKey, type Config, type RealServer, type Service } from '@lbd/config';
-import type { GroupRole } from '@lbd/coordinator';
-import type { ClusterStatus, ConnSyncPeer, ServiceStatus } from '@lbd/proto';
+import type { ClusterStatus, ConnSyncPeer, GetStatusResponse, ServiceStatus } from '@lbd/proto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EventSource, LbdEvent, OpsRoute } from '@lbd/operator-surfaces';
-import type { Agent } from './agent.js';
-import type { ApplyRecord, HealthApplyRecord } from './apply-record.js';
-import type { HealthEvent, ProbeEvent } from './health.js';
+import type { EventSource, LbdEvent, OpsRoute } from './ops-types.js';
+
+/** One probe result of a real server (a check's latency per attempt, which no record keeps). */
+export interface ProbeSample {
+  readonly service: Service;
+  readonly rs: RealServer;
+  readonly checkKind: string;
+  readonly result: { readonly reason: string; readonly durationMs: number };
+}
+
+/** A real server's health transition. */
+export interface HealthTransition {
+  /** The service's key. */
+  readonly service: string;
+  readonly address: string;
+  readonly port: number;
+  readonly to: string;
+}
+
+/** One config apply attempt. */
+export interface ApplySample {
+  readonly trigger: string;
+  readonly result: 'applied' | 'unchanged' | 'rejected' | 'failed';
+  readonly durationMs: number;
+}
+
+/** One checked real server, as its health record stands. */
+export interface CheckedServer {
+  readonly service: Service;
+  readonly rs: RealServer;
+  readonly record: { readonly state: string; readonly holdDownUntil: number | null; readonly transitions: readonly unknown[] };
+}
+
+/**
+ * What a clustered director counted that no status keeps (monotonic): beats per group and outcome, fences,
+ * kernel lease expiries, promise requests per peer and answer, announcements per group and family.
+ */
+export interface ClusterCounters {
+  readonly beats: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  readonly promiseRequests: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  readonly announcements: ReadonlyMap<string, ReadonlyMap<string, number>>;
+  readonly fences: ReadonlyMap<string, number>;
+  readonly leaseExpiries: ReadonlyMap<string, number>;
+}
+
+/** What the metrics read of one director (lbd-agent's wiring adapts its Agent to it). */
+export interface MetricsSource {
+  /** Its cluster id; null when alone (the host name labels the series then). */
+  readonly director: string | null;
+  readonly version: string;
+  readonly startedAt: Date;
+  /** The running config, its revision, and the last apply attempt. */
+  config(): Config;
+  revision(): number;
+  lastApply(): ApplySample | null;
+  /** Why the director cannot program its kernel now, or null. */
+  dataPlaneProblem(): string | null;
+  status(): Promise<GetStatusResponse>;
+  /** The cluster's status and this member's counters; null when alone. */
+  cluster(): { status(): Promise<ClusterStatus>; readonly counters: ClusterCounters } | null;
+  /** Every checked real server of `config`, the probe scheduler's counts, and the health clock's now. */
+  checkedServers(config: Config): readonly CheckedServer[];
+  probeStats(): { readonly checks: number; readonly started: number; readonly timedOut: number; readonly late: number; readonly skipped: number };
+  healthNow(): number;
+  /** Calls each handler as it happens; returns the unsubscribe. */
+  subscribe(h: {
+    probe(e: ProbeSample): void;
+    health(e: HealthTransition): void;
+    apply(r: ApplySample): void;
+    healthApply(r: { readonly result: string }): void;
+  }): () => void;
+}
 
 /**
  * Prometheus metrics of one agent, in its own Registry (never prom-client's global one: tests and a
@@ -33,7 +100,7 @@ export interface MetricsOptions {
 }
 
 /** Every role a director can have in a vip group: one series each, so `role="leader" == 1` alerts are easy. */
-export const GROUP_ROLES: readonly GroupRole[] = ['leader', 'fail-static', 'standby', 'unhealthy'];
+export const GROUP_ROLES: readonly string[] = ['leader', 'fail-static', 'standby', 'unhealthy'];
 
 /** The labels of a real server within a service. */
 const RS_LABELS = ['service', 'vip', 'port', 'protocol', 'server'] as const;
@@ -58,32 +125,26 @@ export class Metrics {
   /** Every metric, by what it measures. */
   private readonly m: Defined;
 
-  constructor(private readonly agent: Agent, opts: MetricsOptions = {}) {
-    this.registry.setDefaultLabels({ director: agent.cluster?.settings.director ?? hostname() });
+  constructor(private readonly source: MetricsSource, opts: MetricsOptions = {}) {
+    this.registry.setDefaultLabels({ director: source.director ?? hostname() });
     if (opts.processMetrics !== false) {
       collectDefaultMetrics({ register: this.registry, prefix: 'lbd_' });
       // Gauges named like counters (the un-suffixed ones say the same): they would break `rate()` habits.
       for (const what of ['resources', 'handles', 'requests']) this.registry.removeSingleMetric(`lbd_nodejs_active_${what}_total`);
     }
     this.m = defineMetrics(this.registry, opts.events !== undefined);
-    this.m.buildInfo.set({ version: agent.version, node_version: process.version }, 1);
-    this.m.startTime.set(agent.startedAt.getTime() / 1000);
+    this.m.buildInfo.set({ version: source.version, node_version: process.version }, 1);
+    this.m.startTime.set(source.startedAt.getTime() / 1000);
 
-    const onProbe = (e: ProbeEvent): void => this.onProbe(e);
-    const onHealth = (e: HealthEvent): void => this.onHealthEvent(e);
-    const onApply = (r: ApplyRecord): void => this.onApply(r);
-    const onHealthApply = (r: HealthApplyRecord): void => this.m.healthApplies.inc({ result: r.result });
-    agent.health.on('probe', onProbe);
-    agent.health.on('event', onHealth);
-    agent.on('apply', onApply);
-    agent.on('healthApply', onHealthApply);
-    this.unsubscribe.push(
-      () => agent.health.off('probe', onProbe), () => agent.health.off('event', onHealth),
-      () => agent.off('apply', onApply), () => agent.off('healthApply', onHealthApply),
-    );
+    this.unsubscribe.push(source.subscribe({
+      probe: (e) => this.onProbe(e),
+      health: (e) => this.onHealthEvent(e),
+      apply: (r) => this.onApply(r),
+      healthApply: (r) => this.m.healthApplies.inc({ result: r.result }),
+    }));
     if (opts.events) this.unsubscribe.push(opts.events.subscribe((e) => this.onEvent(e)));
     // The apply of Agent.start happened before anyone could listen: counted from its record.
-    const last = agent.lastApplyRecord;
+    const last = source.lastApply();
     if (last !== null) this.onApply(last);
   }
 
@@ -101,11 +162,12 @@ export class Metrics {
 
   /** Everything read on scrape: all reads first, then every series is replaced at once. */
   private async collect(): Promise<void> {
-    const agent = this.agent;
-    const [status, cluster] = await Promise.all([agent.status(), agent.cluster === null ? null : agent.clusterStatus()]);
-    const config = agent.config;
+    const source = this.source;
+    const member = source.cluster();
+    const [status, cluster] = await Promise.all([source.status(), member === null ? null : member.status()]);
+    const config = source.config();
     this.collectRealServers(status.services ?? [], config);
-    const stats = agent.health.stats();
+    const stats = source.probeStats();
     this.m.checks.set(stats.checks);
     for (const [c, v] of [
       [this.m.probesStarted, stats.started], [this.m.probesTimedOut, stats.timedOut], [this.m.probesLate, stats.late], [this.m.probesSkipped, stats.skipped],
@@ -113,10 +175,10 @@ export class Metrics {
       c.reset();
       c.inc(v);
     }
-    this.m.configRevision.set(agent.revision);
+    this.m.configRevision.set(source.revision());
     // The agent's own verdict: the one that keeps this director from leading.
-    this.m.applyFailing.set(agent.dataPlaneProblem() === null ? 0 : 1);
-    this.collectCluster(cluster);
+    this.m.applyFailing.set(source.dataPlaneProblem() === null ? 0 : 1);
+    this.collectCluster(cluster, member?.counters ?? null);
   }
 
   private collectRealServers(services: readonly ServiceStatus[], config: Config): void {
@@ -137,8 +199,8 @@ export class Metrics {
         this.m.eligible.set(labels, r.eligible === true ? 1 : 0);
       }
     }
-    const now = this.agent.health.now();
-    for (const e of this.agent.health.entries(config)) {
+    const now = this.source.healthNow();
+    for (const e of this.source.checkedServers(config)) {
       const labels = rsLabels(e.service, e.rs);
       const r = e.record;
       this.m.up.set(labels, r.state === 'up' ? 1 : 0);
@@ -147,7 +209,7 @@ export class Metrics {
     }
   }
 
-  private collectCluster(c: ClusterStatus | null): void {
+  private collectCluster(c: ClusterStatus | null, k: ClusterCounters | null): void {
     const gauges = [
       this.m.role, this.m.term, this.m.leaseRemaining, this.m.kernelLease, this.m.peerReachable, this.m.etcdReachable, this.m.directorHealthy, this.m.directorProblems,
       this.m.registrationLease, this.m.worstCaseTakeover, this.m.syncEnabled, this.m.syncSourceFlows, this.m.syncQueued, this.m.syncLag, this.m.syncCaughtUp,
@@ -158,8 +220,7 @@ export class Metrics {
     ];
     for (const m of gauges) m.reset();
     for (const m of counters) m.reset();
-    const member = this.agent.cluster;
-    if (c === null || member === null) return;
+    if (c === null || k === null) return;
     const self = c.self ?? '';
     const safetyWindowMs = c.safetyWindowMs ?? 0;
     for (const g of c.groups ?? []) {
@@ -181,7 +242,6 @@ export class Metrics {
         this.m.peerReachable.set({ peer: d.id ?? '' }, d.peerReachable === true ? 1 : 0);
       }
     }
-    const k = member.counters;
     for (const [group, byResult] of k.beats) for (const [result, n] of byResult) this.m.heartbeats.inc({ group, result }, n);
     for (const [group, n] of k.fences) this.m.fences.inc({ group }, n);
     for (const [group, n] of k.leaseExpiries) this.m.kernelLeaseExpiries.inc({ group }, n);
@@ -221,15 +281,15 @@ export class Metrics {
     return s;
   }
 
-  private onProbe(e: ProbeEvent): void {
+  private onProbe(e: ProbeSample): void {
     const s = this.series(e.service, e.rs);
     const labels = { ...s.rs, kind: e.checkKind, result: e.result.reason };
     s.probes.add(JSON.stringify(labels));
     this.m.probeDuration.observe(labels, e.result.durationMs / 1000);
   }
 
-  private onHealthEvent(e: HealthEvent): void {
-    const svc = this.agent.config.services.find((x) => serviceKey(x) === e.service);
+  private onHealthEvent(e: HealthTransition): void {
+    const svc = this.source.config().services.find((x) => serviceKey(x) === e.service);
     const rs = svc?.realServers.find((x) => x.address === e.address && x.port === e.port);
     if (svc === undefined || rs === undefined) return; // a check of a config replaced in between: its series go anyway
     const s = this.series(svc, rs);
@@ -238,11 +298,11 @@ export class Metrics {
     this.m.stateChanges.inc(labels);
   }
 
-  private onApply(r: ApplyRecord): void {
+  private onApply(r: ApplySample): void {
     if (r.result === 'rejected' || r.result === 'failed') this.m.applyFailures.inc({ trigger: r.trigger, result: r.result });
     // A rejected config never reached the data plane: it has no apply duration.
     if (r.result !== 'rejected') this.m.applyDuration.observe({ trigger: r.trigger, result: r.result }, r.durationMs / 1000);
-    if (r.result === 'applied' || r.result === 'unchanged') this.pruneEventSeries(this.agent.config);
+    if (r.result === 'applied' || r.result === 'unchanged') this.pruneEventSeries(this.source.config());
   }
 
   private onEvent(e: LbdEvent): void {
