@@ -188,6 +188,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       source: this.source, member: this.cluster, history, events: this.events, log: this.log,
     });
   }
+
   /** Why this director cannot program its kernel right now, or null: a director in that state must not lead. */
   dataPlaneProblem(): string | null {
     return this.reconciler.dataPlaneProblem();

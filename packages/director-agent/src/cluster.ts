@@ -19,8 +19,8 @@ import { readTlsFiles } from './tls-files.js';
  * This director's membership of a cluster: the election (run apart, by an ElectionHost: registration, one
  * election per vip group, the kernel lease, the floating addresses, the peer service that answers promises
  * and pings), the coordinator beside it (the cluster config in etcd, the event history, failovers, status),
- * connection sync and its listener, and this director's own health as the election sees it. The Agent stays in
- * charge of the data plane; this class tells it which config to run.
+ * connection sync and its listener, and this director's own health as the election sees it. The Reconciler stays
+ * in charge of the data plane; the member tells the ClusterConfigSource which config to run.
  */
 
 export interface ClusterMemberOptions {

@@ -20,8 +20,8 @@ import { EVENT_KINDS, type Caller, type EventKind, type LbdEvent, type Role } fr
 /**
  * The gRPC admin API, on a root-only unix socket and, with agent.admin.grpcListen, over TCP with mutual
  * TLS. It decides who may call what (METHOD_ROLES), checks what callers send (well-formed messages,
- * sizes, required fields) and maps errors to statuses; what the answers mean is the backend's (the
- * Agent's) business, which keeps this file free of lbd policy and the Agent free of gRPC.
+ * sizes, required fields) and maps errors to statuses; what the answers mean is the backend's (lbd-agent's
+ * DirectorAdmin) business, which keeps this file free of lbd policy and the agent free of gRPC.
  */
 
 /**

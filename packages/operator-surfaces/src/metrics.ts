@@ -83,8 +83,8 @@ export interface MetricsSource {
  * Most values are read on scrape from what the agent already keeps: its status and health views (the
  * kernel's counters and connections, the check records), the cluster status (roles, beats, connection
  * sync) and the cluster member's counters. Only what nothing keeps is counted as it happens: probe
- * latencies (HealthManager `probe`), health transitions (`event`), apply durations (Agent `apply`,
- * `healthApply`) and, from the event log when one is given, role transitions.
+ * latencies, health transitions and apply durations (MetricsSource `subscribe`) and, from the event log
+ * when one is given, role transitions.
  *
  * Not here: serving them (the HTTPS ops listener dispatches `metricsRoutes`).
  */
@@ -143,7 +143,7 @@ export class Metrics {
       healthApply: (r) => this.m.healthApplies.inc({ result: r.result }),
     }));
     if (opts.events) this.unsubscribe.push(opts.events.subscribe((e) => this.onEvent(e)));
-    // The apply of Agent.start happened before anyone could listen: counted from its record.
+    // The apply at the agent's start happened before anyone could listen: counted from its record.
     const last = source.lastApply();
     if (last !== null) this.onApply(last);
   }
