@@ -6,9 +6,8 @@ import {
   AgentError, type AdminBackend, type ApplyOptions, type ApplyOutcome, type Caller, type DrillRecord, type EventQuery, type EventSink,
   type HealthSink,
 } from '@lbd/operator-surfaces';
-import type { Logger } from '@lbd/log';
-import type { ClusterMember } from './cluster.js';
-import { notClustered, type ConfigSource } from './config-source.js';
+import type { ClusterAdmin } from './cluster-admin.js';
+import type { ConfigSource } from './config-source.js';
 import { diagnose, probeTargets } from './doctor.js';
 import type { EventHistory } from './event-query.js';
 import type { EventLog } from './events.js';
@@ -25,17 +24,16 @@ export interface DirectorAdminOptions {
   readonly reconciler: Reconciler;
   readonly health: HealthManager;
   readonly source: ConfigSource;
-  /** This director's cluster membership, or null when it is alone. */
-  readonly member: ClusterMember | null;
+  /** Cluster status and failovers: this director's membership, or SingleDirectorAdmin when it is alone. */
+  readonly cluster: ClusterAdmin;
   readonly history: EventHistory;
   readonly events: EventLog;
-  readonly log: Logger;
 }
 
 /**
  * The admin API's answers for one director (AdminBackend): views of what runs and what the kernel has,
- * applies and config reads (through the ConfigSource), failovers and cluster status (through the cluster
- * member), and the event history. It reads the data plane only through the Reconciler.
+ * applies and config reads (through the ConfigSource), failovers and cluster status (through a ClusterAdmin),
+ * and the event history. It reads the data plane only through the Reconciler.
  */
 export class DirectorAdmin implements AdminBackend {
   constructor(private readonly o: DirectorAdminOptions) {}
@@ -107,33 +105,12 @@ export class DirectorAdmin implements AdminBackend {
     return this.o.health.watch(sinceUnixMs, { event: (e) => sink.event(wireHealthEvent(e)), end: () => sink.end() });
   }
 
-  async clusterStatus(): Promise<ClusterStatus> {
-    const revision = this.o.reconciler.running.revision;
-    if (this.o.member === null) {
-      return {
-        clustered: false, self: '', etcdReachable: false, etcdEndpoints: [], worstCaseTakeoverMs: 0, timingProfile: '', beatIntervalMs: 0,
-        safetyWindowMs: 0, takeoverAfterMs: 0, directors: [], groups: [], configRevision: revision,
-      };
-    }
-    return this.o.member.status(revision);
+  clusterStatus(): Promise<ClusterStatus> {
+    return this.o.cluster.status(this.o.reconciler.running.revision);
   }
 
-  async failover(group: string, to: string, author = '', caller?: Caller): Promise<FailoverResponse> {
-    const member = this.o.member;
-    if (member === null) throw notClustered('failover', this.o.configPath);
-    const who = { group, author, caller: caller?.name ?? '' };
-    const asked = `${author === '' ? 'an operator' : author}${caller ? ` (${caller.name})` : ''}`;
-    try {
-      const r = await member.failover(group, to === '' ? undefined : to);
-      this.o.log.info('planned failover', { group, from: r.from, to: r.to, tookMs: r.tookMs, caller: caller?.name });
-      this.o.events.record('admin', 'failover', '', 'done', `${asked} moved vip group ${group} from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms`,
-        { ...who, from: r.from, to: r.to, tookMs: Math.round(r.tookMs) });
-      return { from: r.from, to: r.to, tookMs: r.tookMs };
-    } catch (err) {
-      const e = new AgentError('Refused', `failover of ${group}: ${(err as Error).message}`, { cause: err });
-      this.o.events.record('admin', 'failover', '', 'refused', `${asked} asked to move vip group ${group}${to === '' ? '' : ` to ${to}`}: ${(err as Error).message}`, { ...who, to });
-      throw e;
-    }
+  failover(group: string, to: string, author = '', caller?: Caller): Promise<FailoverResponse> {
+    return this.o.cluster.failover(group, to, author, caller);
   }
 
   configHistory(): Promise<ConfigHistoryResponse> {

@@ -16,6 +16,7 @@ import {
 import { DirectorAdmin } from './admin-backend.js';
 import { recordHealthEvent } from './agent-events.js';
 import type { ApplyRecord, HealthApplyRecord, RunningConfig } from './apply-record.js';
+import { MemberAdmin, SingleDirectorAdmin, type ClusterAdmin } from './cluster-admin.js';
 import { ClusterConfigSource } from './cluster-config-source.js';
 import type { ClusterMember } from './cluster.js';
 import { readConfigText, sha256 } from './config-file.js';
@@ -158,11 +159,13 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     this.reconciler.on('healthApply', (r) => this.emit('healthApply', r));
     const cluster = config.agent.cluster;
     let history: EventHistory;
+    let clusterAdmin: ClusterAdmin;
     if (cluster === null) {
       this.source = new FileConfigSource({
         path: opts.configPath, reconciler: this.reconciler, log: this.log, initial: { text, config }, watch: opts.watch !== false, debounceMs: opts.debounceMs ?? 200,
       });
       history = new LocalEventHistory(this.events);
+      clusterAdmin = new SingleDirectorAdmin(opts.configPath);
     } else {
       // A wiring mistake in the caller (lbd-agent's main always passes one), not an operator's.
       const election = opts.election ?? (opts.addressOwner ? inProcessElection(opts.addressOwner) : null);
@@ -182,10 +185,11 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
       this.source = source;
       this.cluster = source.member;
       history = new ClusterEventHistory(this.events, coordinator);
+      clusterAdmin = new MemberAdmin(source.member, this.events, this.log);
     }
     this.admin = new DirectorAdmin({
       configPath: this.configPath, adminSocket: this.adminSocket, startedAt: this.startedAt, reconciler: this.reconciler, health: this.health,
-      source: this.source, member: this.cluster, history, events: this.events, log: this.log,
+      source: this.source, cluster: clusterAdmin, history, events: this.events,
     });
   }
 
