@@ -45,7 +45,9 @@ export { DRILL_MODES, PAUSE_DRILL_MODES, type DrillMode };
  * - failedRequests: every failed request of the drill (baseline included: those should be none);
  *   `failedStartsMs` where they started; `inFlightAtFailure` how many were open when the failure came.
  * - brokenConnections: of `streams` long-lived connections (lbd-testclient stream to vip:9000), those that
- *   broke or stalled. Reported, not judged here.
+ *   broke or stalled. Reported, not judged here: a drill judges forwarding and service, while whether
+ *   connection sync keeps streams whole across a move is test/src/connsync.privileged.test.ts's to judge
+ *   (the HA test asserts none break where nothing moves).
  *
  * Address holding (OwnershipWatch: the kernel's address and link events; for comparison, not judged: a
  * director frozen under a kernel lease keeps the address but neither forwards nor answers):
