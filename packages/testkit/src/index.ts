@@ -20,7 +20,7 @@ export { TESTCLIENT_BIN, TESTSERVER_BIN, runTestClient, spawnTestClient, startTe
 export type { ServerPorts } from './processes.js';
 export { STREAM_INTERVAL_MS, startTestServer } from './testserver.js';
 export type { RunningTestServer, ServerAnswer, TestServerConfig } from './testserver.js';
-export type { Counts, HttpResult, ReadyReport, StreamResult, TcpOnceResult, UdpFlowsReadyReport, UdpFlowsResult, UdpResult } from './testclient.js';
+export type { Counts, HttpPacedResult, HttpResult, PacedRecord, ReadyReport, StreamResult, TcpOnceResult, UdpFlowsReadyReport, UdpFlowsResult, UdpResult } from './testclient.js';
 export { StreamChecker } from './stream-check.js';
 export type { StreamReport } from './stream-check.js';
 export { UdpFlowChecker } from './udp-flow-check.js';
