@@ -32,6 +32,8 @@ export {
 export type {
   ClusterDirector, ClusterTopology, ClusterTopologyOptions, CutTarget, DirectorName, EtcdMember, FloatingAddress,
 } from './cluster-topology.js';
+export { LoopbackCluster, PAIR_DIRECTORS, PAIR_GROUP, clusterAgentYaml, frontConfig } from './loopback-cluster.js';
+export type { ClusterAgentOptions, FrontConfigOptions, PairConfigOptions, PairDirector, PairFiles } from './loopback-cluster.js';
 export { ETCD_NICE, etcdMemberArgs, etcdMemberCommand, etcdctlIn, freePeerPorts, freePort, startEtcd, startEtcdCluster } from './etcd.js';
 export type { EtcdClusterOptions, EtcdMemberTiming, EtcdOptions, RunningEtcd, RunningEtcdCluster } from './etcd.js';
 export { AGENT_BIN, HA_GROUP, HA_VIP, LBADM_BIN, OPS_CLIENTS, adminListeners, agentFileText, holdersOf, labConfigText, lbadmAdmin, leaderOf, startHaLab, waitFor, waitSteady } from './ha-lab.js';
