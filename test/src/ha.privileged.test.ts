@@ -16,7 +16,9 @@ import {
  * plus a second, no flap (drillProblems). The failover drills run beside a busy loop on one core, as CI
  * runs them; the pause drills quiet and with a busy loop on every core.
  *
- * Long-lived streams through a vip that moved unplanned may break: reported, judged only where nothing moves.
+ * The lab syncs connections (mutual TLS on the peer link), but these drills judge their long-lived streams
+ * only where nothing moves: whether streams survive a move is test/src/connsync.privileged.test.ts's
+ * question, asked with streams and UDP flows that check every line and every answer.
  */
 
 const REPEAT = 3;

@@ -51,7 +51,6 @@ describe('lbadm completion', () => {
     assert.deepEqual(await complete('lbadm server '), ['add', 'drain', 'edit', 'enable', 'remove']);
     assert.deepEqual(await complete('lbadm server edit web 198.19.1.11:8080 --'), ['--ca', '--cert', '--dry-run', '--health-port', '--help', '--json', '--key', '--server', '--server-name', '--socket', '--weight']);
     assert.deepEqual(await complete('lbadm service add dns --mode '), ['fullnat', 'nat']);
-    assert.deepEqual(await complete('lbadm drill failover --mode box'), ['box-death']);
     assert.deepEqual(await complete('lbadm --socket /tmp/x.sock sta'), ['stats', 'status']);
     assert.deepEqual(await complete('lbadm completion '), ['bash', 'zsh']);
   });

@@ -6,9 +6,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { EXIT } from '@lbd/config';
-import { FakeAddressOwner, FakeDataPlane } from '@lbd/dataplane/testing';
+import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { Agent, silentLogger } from '@lbd/director-agent';
-import { startEtcd, freePeerPorts, type RunningEtcd } from '@lbd/testkit';
+import { startClusterPair, stopClusterPair, type PairMember } from '@lbd/director-agent/testing';
+import { LoopbackCluster } from '@lbd/testkit';
 import { runLbadm, type Run } from './lbadm-run.js';
 
 /**
@@ -231,40 +232,22 @@ describe('lbadm server and service commands against a single lbd-agent', () => {
 
 describe('lbadm server and service commands in a cluster (real etcd on loopback, two directors)', function () {
   this.timeout(30_000);
-  let etcd: RunningEtcd;
-  let dir: string;
+  let cluster: LoopbackCluster;
+  const members: PairMember[] = [];
   const agents: Agent[] = [];
   const dps: FakeDataPlane[] = [];
   let socket: string;
 
   before(async () => {
-    etcd = await startEtcd();
-    dir = await mkdtemp(join(tmpdir(), 'lbadm-cluster-'));
-    const ports = await freePeerPorts(2);
-    const ids = ['dir1', 'dir2'];
-    for (const [i, id] of ids.entries()) {
-      const configPath = join(dir, `${id}.yaml`);
-      await writeFile(configPath, `agent:
-  cluster:
-    director: ${id}
-    etcd: [${etcd.endpoints[0]}]
-    prefix: /lbadm-manage
-    peerListen: 127.0.0.1:${ports[i]}
-    peers: [{ id: ${ids[1 - i]}, address: "127.0.0.1:${ports[1 - i]}" }]
-    interfaces: { vip: eth0, local: eth1 }
-`);
-      const dp = new FakeDataPlane();
-      agents.push(await Agent.start({
-        configPath, dataPlane: dp, adminSocket: join(dir, `${id}.sock`), watch: false, addressOwner: new FakeAddressOwner(), log: silentLogger,
-      }));
-      dps.push(dp);
-    }
-    socket = join(dir, 'dir1.sock');
+    cluster = await LoopbackCluster.open('lbadm-cluster');
+    await startClusterPair(await cluster.writePairConfigs(), { adminSockets: true }, members);
+    agents.push(...members.map((m) => m.agent));
+    dps.push(...members.map((m) => m.dp));
+    socket = members[0]!.socket!;
   });
   after(async () => {
-    for (const a of agents) await a.stop('test over');
-    await etcd?.stop();
-    await rm(dir, { recursive: true, force: true });
+    await stopClusterPair(members);
+    await cluster?.close();
   });
 
   async function bothAt(revision: number): Promise<void> {
@@ -282,7 +265,7 @@ describe('lbadm server and service commands in a cluster (real etcd on loopback,
     assert.equal(drain.code, EXIT.ok, drain.err);
     await bothAt(4);
     for (const dp of dps) assert.deepEqual(weights(dp, '198.18.0.10'), ['198.19.1.11:8080=3', '198.19.1.12:8080=0']);
-    const history = JSON.parse((await lbadm(join(dir, 'dir2.sock'), 'config', 'history', '--json')).out) as { versions: { revision: number; author: string; comment: string }[] };
+    const history = JSON.parse((await lbadm(members[1]!.socket!, 'config', 'history', '--json')).out) as { versions: { revision: number; author: string; comment: string }[] };
     assert.deepEqual(history.versions.map((v) => [v.revision, v.comment]), [
       [1, 'lbadm service add web --vip 198.18.0.10 --port 80 --mode fullnat --local-addresses 198.18.2.10'],
       [2, 'lbadm server add web 198.19.1.11:8080 --weight 3'],

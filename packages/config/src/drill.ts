@@ -1,7 +1,7 @@
 /**
- * The failure drills' mode names, the one list lbadm (`lbadm drill failover --mode`, its completion) and
- * the testkit's drills (runDrill, `deploy/lab/lab drill`, `pnpm bench failover`) both read. It lives in the
- * core because both import it and lbadm, a program, may not import the testkit.
+ * The failure drills' mode names: what the lab's drills (runDrill, `deploy/lab/lab drill`, `pnpm bench
+ * failover`) cause, and the subject of the `drill` events they record in the agents' event log (admin
+ * RecordDrill, whose mode admin.proto documents as this list), which is why the list is in the core.
  *
  *   switchover      planned: the leader hands the vip group over (admin Failover)
  *   kill-agent      the leader's lbd-agent is SIGKILLed (its address watchdog lives on)
@@ -13,8 +13,8 @@
  *                   (a GC pause, a starved or stopped agent) whose kernel keeps running
  *   pause-standby   the same, to the standby's agent
  *
- * A pause of the election alone joins this list when the election runs in a process of its own
- * (DESIGN.md, High availability); today it runs in the agent's event loop, so pause-leader is that pause.
+ * There is no mode that pauses the election alone: it runs in a thread of the agent (director-agent's
+ * election-thread.ts), and SIGSTOP stops the whole process, so pause-leader freezes the election with it.
  */
 export const DRILL_MODES = [
   'switchover', 'kill-agent', 'box-death', 'etcd-partition', 'peer-partition', 'etcd-outage', 'pause-leader', 'pause-standby',

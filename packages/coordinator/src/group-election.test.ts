@@ -340,6 +340,18 @@ describe('GroupElection scenarios (MemoryKv, FakeClock: no etcd, no sleeps)', ()
     assert.deepEqual(h.held(), ['a']);
   });
 
+  it('etcd takes no writes but answers reads: the peer\'s probe is a write, so it promises; the leader keeps the group', async () => {
+    await aLeadsBStandsBy();
+    h.store.setStoreFault({ kind: 'writes-stalled' });
+    await h.until(() => h.node('a').election.view().role === 'fail-static', 2000, 'a fail-static');
+    h.store.setStoreFault(null);
+    await h.until(() => h.node('a').election.view().role === 'leader', 1000, 'a leading on etcd again');
+    await h.beats('a', 5);
+    assert.deepEqual(h.transitionsOf('a').map((t) => t.to), ['leader', 'fail-static', 'leader']);
+    assert.deepEqual(h.held(), ['a']);
+    assert.deepEqual(h.transitionsOf('b'), []);
+  });
+
   it('an unhealthy leader resigns at once; the standby is elected on the vacancy without waiting', async () => {
     await aLeadsBStandsBy();
     h.node('a').health = { ok: false, problems: ['interface eth0 down'] };

@@ -46,7 +46,7 @@ export interface GroupElectionDeps {
   readonly kv: Kv;
   readonly clock: Clock;
   readonly timing: ElectionTiming;
-  readonly keys: { leader(g: string): string; handoff(g: string): string };
+  readonly keys: { leader(g: string): string; handoff(g: string): string; probe(id: string): string };
   readonly hooks: GroupHooks;
   readonly transport: PeerTransport;
   /** This director's configured peers (ids). */
@@ -165,8 +165,10 @@ export class GroupElection {
   }
 
   /**
-   * Whether etcd answers us, probed at most every half beat (promise requests come several per window and
-   * must be answered within it).
+   * Whether etcd takes our writes, probed at most every half beat (promise requests come several per window
+   * and must be answered within it). A write, not a read: what the leader cannot get through is a write,
+   * and etcd answers reads while its writes wait (a slow raft log on a starved member); a read probe
+   * refused the leader then, and it fenced itself while etcd was slow for everyone.
    */
   private async etcdReachable(): Promise<boolean> {
     const now = this.d.clock.now();
@@ -174,7 +176,7 @@ export class GroupElection {
     if (this.lastProbe !== null && now - this.lastProbe.at < t.beatIntervalMs / 2) return this.lastProbe.ok;
     // Half a window: a leader asks a beat after its last confirmation and needs the answer within the
     // window; a tighter probe mistakes a busy etcd for a missing one, and vouches for a cut-off leader.
-    const ok = await this.d.kv.reachable(Math.max(10, Math.floor(t.safetyWindowMs / 2)));
+    const ok = await this.d.kv.reachable(Math.max(10, Math.floor(t.safetyWindowMs / 2)), this.d.keys.probe(this.d.self));
     this.lastProbe = { at: now, ok };
     if (!ok) this.dispatch({ kind: 'etcd-failing' });
     return ok;

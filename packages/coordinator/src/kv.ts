@@ -50,8 +50,12 @@ export interface Kv {
   swap(key: string, expectRev: string | null, value: string, timeoutMs?: number, also?: { key: string; value: string }): Promise<SwapResult>;
   put(key: string, value: string, timeoutMs?: number): Promise<void>;
   delete(key: string): Promise<void>;
-  /** Whether the store answers a linearizable read (for etcd: one that needs a raft leader) within `timeoutMs`. */
-  reachable(timeoutMs: number): Promise<boolean>;
+  /**
+   * Whether the store answers within `timeoutMs`: a linearizable read (for etcd: one that needs a raft
+   * leader), or with `writeKey` a put of that key (one that needs a quorum to persist it, as a beat does:
+   * etcd can answer reads while its writes wait).
+   */
+  reachable(timeoutMs: number, writeKey?: string): Promise<boolean>;
   watchKey(key: string, handlers: WatchHandlers): Promise<KvWatch>;
   watchPrefix(prefix: string, handlers: WatchHandlers): Promise<KvWatch>;
   lease(ttlSec: number): KvLease;
@@ -113,12 +117,14 @@ export class EtcdKv implements Kv {
     await this.client.delete().key(key).exec();
   }
 
-  async reachable(timeoutMs: number): Promise<boolean> {
+  async reachable(timeoutMs: number, writeKey?: string): Promise<boolean> {
     // Our own timer as well as the call's deadline: dialing a member that just died, or waiting out a
     // retry, happens before the deadline applies.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
-    const call = this.client.get('lbd-reachable').options({ deadline: Date.now() + timeoutMs }).exec().then(() => true, () => false);
+    const deadline = { deadline: Date.now() + timeoutMs };
+    const probe = writeKey === undefined ? this.client.get('lbd-reachable').options(deadline).exec() : this.client.put(writeKey).value(String(Date.now())).options(deadline).exec();
+    const call = probe.then(() => true, () => false);
     try {
       return await Promise.race([call, late]);
     } finally {

@@ -4,6 +4,7 @@
  *   <prefix>/directors/<id>         DirectorRecord, on a lease: who is alive, healthy, and how it sees each group
  *   <prefix>/groups/<g>/leader      LeaderRecord, changed only by compare-and-swap on its revision
  *   <prefix>/groups/<g>/handoff     HandoffRequest: a planned switchover (lbadm failover, preemption)
+ *   <prefix>/probes/<id>            written by a standby asked for a promise: does etcd take its writes?
  *   <prefix>/config/desired         the cluster config (YAML text and who wrote it), swapped on its revision
  *   <prefix>/config/history/<n>     every accepted config, by its revision (1, 2, 3, ...)
  *   <prefix>/events/<id>/<event>    each director's event history, trimmed by its writer (event-store.ts)
@@ -71,6 +72,7 @@ export function keys(prefix: string) {
     directors: `${p}/directors/`,
     leader: (g: string) => `${p}/groups/${g}/leader`,
     handoff: (g: string) => `${p}/groups/${g}/handoff`,
+    probe: (id: string) => `${p}/probes/${id}`,
     config: `${p}/config/desired`,
     history: (rev: string) => `${p}/config/history/${rev.padStart(20, '0')}`,
     historyPrefix: `${p}/config/history/`,

@@ -66,9 +66,9 @@ export interface ElectionTiming {
 
 /**
  * Named timing profiles: `default` for ordinary networks and loaded boxes, `fast` for quiet dedicated ones.
- * Since the kernel enforces the lease, the margin between the fence and a takeover no longer has to cover a
- * starved agent (issue 4 measured dual ownership with `fast` at a 35 ms margin because of exactly that), only
- * the agent's tidy release and the lease write.
+ * The margin between the fence and a takeover covers the agent's tidy release and the lease write, not a
+ * starved agent: a starved agent's lease runs out in the kernel on time without it (lease.ts in
+ * @lbd/dataplane-nft), which is what lets `fast` keep its margin short.
  */
 export const TIMING_PROFILES = {
   default: { beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 300, maxReleaseMs: 20, fenceCheckMs: 10, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },

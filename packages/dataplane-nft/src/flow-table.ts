@@ -14,27 +14,11 @@ import {
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
 
 /*
- * What conntrack-tools 1.4.7 (Debian 12) does, measured, and what this file does about it:
- * - `-I` with `--dst-nat`/`--src-nat` creates an entry the kernel forwards with exactly that binding;
- *   original and reply tuples as `-L` prints them do not. `-I` is a direct request: 20 000 in 0.3 s via `-R`.
- *   Inserts stay on `-R` batches.
- * - `-u STATUS` after `--mark` overwrites the mark with the status bits (mark=6): -u always comes first.
- * - `-R FILE` parses the whole file first (one bad line: nothing applied, exit 2), then runs the lines and
- *   stops at the first failing one ("Such conntrack exists"), without saying which. Hence `apply`
- *   reconciles against a dump after a failed batch.
- * - `-U` and `-D` are not direct: each walks the whole table (a filtered dump), ~65 ms per line with 20 000
- *   entries: removing 20 000 of 20 000 flows took 16.5 minutes. Deletes and refreshes go to the ctnetlink
- *   helper instead (./ctnetlink.ts: one hash lookup each in the kernel): the same 20 000 in 0.3 s, 100 000 in
- *   1.2 s, 20 000 refreshes (state, mark, timeout) in 0.5 s with the dump that planned them.
- *   Only a runner that cannot spawn falls back to `-D` lines in the batch and one `conntrack -U` each
- *   (in `-R`, every `-U` line uses the `--mark` of the file's last line, and after about a dozen `-U` lines
- *   on a large table the batch fails with "Protocol error").
- * - `-E -b N` sets the buffer of conntrack's request socket, not of the one events arrive on (that keeps
- *   net.core.rmem_default, 208 KiB): 400 connections opened at once through the NAT already overflowed it;
- *   of the 6 000 events of 2 000, 6-37% were lost. Events come from the ctnetlink helper instead, whose
- *   socket gets SO_RCVBUFFORCE (eventBufferBytes): all 6 000 (and 15 000 of 5 000 connections) arrive.
- * - Without `-f`, `-L` covers IPv4 and IPv6, and `-I` takes the family from the addresses (`-f` is even
- *   refused with `-I`); IPv6 NAT bindings are written `[addr]:port`.
+ * conntrack-tools 1.4.7 shapes how this file reaches the kernel: inserts go in `conntrack -R` batches (each
+ * `-I` is a direct request), deletes, refreshes and events go to the ctnetlink helper (`-D`/`-U` walk the
+ * whole table, `-E -b` sizes the wrong socket), `-u STATUS` always precedes `--mark` (after it, it
+ * overwrites the mark), and a failed batch is reconciled against a dump (`-R` stops at the first failing
+ * line without naming it). The measurements behind each: docs/measurements/conntrack-tools.md.
  */
 
 export interface ConntrackFlowTableOptions {

@@ -1,12 +1,9 @@
 import assert from 'node:assert/strict';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { ConfigError } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
-import { freePeerPorts, startEtcd, type RunningEtcd } from '@lbd/testkit';
 import { AgentError, type LbdEvent } from '@lbd/operator-surfaces';
-import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
+import { LoopbackCluster, frontConfig } from '@lbd/testkit';
+import { startClusterPair, stopClusterPair, type PairMember } from './testing/cluster-pair.js';
 
 /**
  * Two clustered agents in this process against a real etcd on loopback, with fake data planes and fake
@@ -15,18 +12,7 @@ import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
  * test/src/ha.privileged.test.ts.
  */
 
-const CLUSTER_CONFIG = `vipGroups:
-  - { name: front, preempt: never, gateways: [198.19.1.250] }
-services:
-  - name: web
-    vip: 198.18.0.10
-    port: 80
-    mode: fullnat
-    localAddresses: [198.19.1.100-198.19.1.101]
-    vipGroup: front
-    realServers:
-      - { address: 198.19.1.11, port: 8080 }
-`;
+const CLUSTER_CONFIG = frontConfig();
 
 function waitFor(pred: () => boolean, ms: number, what: string): Promise<void> {
   const start = Date.now();
@@ -44,19 +30,10 @@ type Member = PairMember;
 
 describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function () {
   this.timeout(30_000);
-  let etcd: RunningEtcd;
-  let dir: string;
-  let members: Member[] = [];
-  let run = 0;
+  let cluster: LoopbackCluster;
+  const members: Member[] = [];
 
   const holder = (): string[] => members.filter((m) => m.owner.held.size > 0).map((m) => m.id);
-
-  async function start(prefix: string): Promise<void> {
-    await startClusterPair({
-      dir, run, prefix, etcdEndpoint: etcd.endpoints[0]!, ports: await freePeerPorts(2) as [number, number],
-      extra: (id) => `    track: [{ name: uplink, command: [/bin/sh, -c, "test ! -e ${join(dir, `${id}-${run}.broken`)}"], intervalMs: 100, rise: 1, fall: 1 }]\n`,
-    }, members);
-  }
 
   /** `of`'s problems as `from` sees them: the registration record follows a resignation by a moment. */
   async function publishedProblems(from: Member, of: string): Promise<string[] | undefined> {
@@ -69,21 +46,13 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
   }
 
   before(async () => {
-    etcd = await startEtcd();
-    dir = await mkdtemp(join(tmpdir(), 'lbd-cluster-'));
+    cluster = await LoopbackCluster.open('lbd-cluster');
   });
   beforeEach(async () => {
-    run++;
-    await start(`/lbd-agent-test-${run}`);
+    await startClusterPair(await cluster.writePairConfigs({ track: true }), {}, members);
   });
-  afterEach(async () => {
-    for (const m of members) await m.agent.stop('test over');
-    members = [];
-  });
-  after(async () => {
-    await etcd?.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  afterEach(() => stopClusterPair(members));
+  after(() => cluster?.close());
 
   it('an apply through one director reaches both; the leader alone holds the group\'s vips, local addresses and gateway', async () => {
     const [a, b] = members as [Member, Member];
@@ -155,7 +124,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     await waitFor(() => holder().length === 1, 5000, 'a leader');
     const first = members.find((m) => m.owner.held.size > 0)!;
     const second = members.find((m) => m !== first)!;
-    await writeFile(join(dir, `${first.id}-${run}.broken`), '');
+    await first.failTrack();
     await waitFor(() => holder()[0] === second.id, 3000, 'the other director to lead');
     const problems = await publishedProblems(second, first.id);
     assert.match(problems?.[0] ?? '', /^track check uplink: exec .*: exit 1 \(1 failure\)$/);

@@ -1,17 +1,16 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { flowKey, type SyncedFlow } from '@lbd/dataplane';
 import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
 import { connSyncPort } from '@lbd/config';
 import { createConnSyncClient, createPeerClient, type ConnSyncStatus__Output, type PeerSecurity } from '@lbd/proto';
-import { freePeerPorts, freePort, issueCert, makeCa, makeClusterPki, startEtcd, type ClusterPki, type RunningEtcd } from '@lbd/testkit';
 import { silentLogger } from '@lbd/log';
+import { LoopbackCluster, clusterAgentYaml, freePort, frontConfig, issueCert, makeCa, makeClusterPki, type ClusterPki } from '@lbd/testkit';
 import { Agent } from './agent.js';
-import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
+import { startClusterPair, stopClusterPair, type PairMember } from './testing/cluster-pair.js';
 
 /**
  * Connection sync between two clustered agents in this process: real etcd on loopback, real gRPC with
@@ -19,19 +18,9 @@ import { startClusterPair, type PairMember } from './testing/cluster-pair.js';
  * streams that must survive, is test/src/connsync.privileged.test.ts.
  */
 
-const CLUSTER_CONFIG = `vipGroups:
-  - { name: front, preempt: never }
-services:
-  - name: web
-    vip: 198.18.0.10
-    port: 80
-    mode: fullnat
-    localAddresses: [198.19.1.100-198.19.1.101]
-    vipGroup: front
-    realServers:
-      - { address: 198.19.1.11, port: 8080 }
-      - { address: 198.19.1.12, port: 8080 }
-  - name: nosync
+const CLUSTER_CONFIG = frontConfig({
+  realServers: ['198.19.1.11:8080', '198.19.1.12:8080'],
+  moreServices: `  - name: nosync
     vip: 198.18.0.10
     port: 81
     mode: nat
@@ -39,7 +28,8 @@ services:
     sync: { enabled: false }
     realServers:
       - { address: 198.19.1.11, port: 8081 }
-`;
+`,
+});
 
 function flow(i: number, port = 80, over: Partial<SyncedFlow> = {}): SyncedFlow {
   return {
@@ -61,36 +51,24 @@ type Member = PairMember;
 
 describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and gRPC on loopback, fake kernel)', function () {
   this.timeout(40_000);
-  let etcd: RunningEtcd;
+  let cluster: LoopbackCluster;
   let dir: string;
   let pki: ClusterPki;
-  let members: Member[] = [];
-  let run = 0;
+  const members: Member[] = [];
 
   // The agent answers in the message's input type; every field is filled in, as the wire would show.
   const sync = async (m: Member): Promise<ConnSyncStatus__Output> => (await m.agent.clusterStatus()).sync as ConnSyncStatus__Output;
 
   before(async () => {
-    etcd = await startEtcd();
-    dir = await mkdtemp(join(tmpdir(), 'lbd-sync-'));
+    cluster = await LoopbackCluster.open('lbd-sync');
+    dir = cluster.dir;
     pki = await makeClusterPki(join(dir, 'pki'), ['dir1', 'dir2', 'dir3']);
   });
   beforeEach(async () => {
-    run++;
-    // The two kernels number their backends differently, as real directors may.
-    await startClusterPair({
-      dir, run, prefix: `/lbd-sync-test-${run}`, etcdEndpoint: etcd.endpoints[0]!, ports: await freePeerPorts(2) as [number, number], flowTable: true,
-      extra: (id) => `    tls: { ca: ${pki.ca.certPath}, cert: ${pki.certs[id]!.certPath}, key: ${pki.certs[id]!.keyPath} }\n`,
-    }, members);
+    await startClusterPair(await cluster.writePairConfigs({ pki }), { flowTable: true }, members);
   });
-  afterEach(async () => {
-    for (const m of members) await m.agent.stop('test over');
-    members = [];
-  });
-  after(async () => {
-    await etcd?.stop();
-    await rm(dir, { recursive: true, force: true });
-  });
+  afterEach(() => stopClusterPair(members));
+  after(() => cluster?.close());
 
   it('the leader\'s flows reach the standby with the standby\'s marks; after a failover they flow back; status shows both ends', async () => {
     const [a, b] = members as [Member, Member];
@@ -140,18 +118,12 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
   });
 
   it('an unreadable TLS file stops the start, naming the field and the file', async () => {
-    const configPath = join(dir, `bad-tls-${run}.yaml`);
+    const configPath = join(dir, 'bad-tls.yaml');
     const missing = join(dir, 'no-such-ca.pem');
-    await writeFile(configPath, `agent:
-  cluster:
-    director: dir3
-    etcd: [${etcd.endpoints[0]}]
-    prefix: /lbd-sync-test-bad-${run}
-    peerListen: 127.0.0.1:${await freePort()}
-    peers: []
-    interfaces: { vip: eth0, local: eth1 }
-    tls: { ca: ${missing}, cert: ${pki.certs.dir3!.certPath}, key: ${pki.certs.dir3!.keyPath} }
-`);
+    await writeFile(configPath, clusterAgentYaml({
+      director: 'dir3', etcdEndpoint: cluster.endpoint, prefix: '/lbd-sync-bad-tls', peerListenPort: await freePort(), peers: [],
+      pki: { ...pki, ca: { ...pki.ca, certPath: missing } },
+    }));
     await assert.rejects(
       Agent.start({ configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: new FakeAddressOwner(), flowTable: new FakeFlowTable(), log: silentLogger }),
       { message: `agent.cluster.tls.ca: cannot read ${missing} (ENOENT); give a readable PEM file` },

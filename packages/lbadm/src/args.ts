@@ -1,4 +1,4 @@
-import { DEFAULT_ADMIN_SOCKET, DRILL_MODES, DRILL_PAUSE_MS, FORWARDING_MODES, MAX_WEIGHT, PAUSE_DRILL_MODES, PROTOCOLS, SCHEDULERS } from '@lbd/config';
+import { DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS } from '@lbd/config';
 import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
 
 /**
@@ -7,7 +7,7 @@ import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
  */
 
 export const COMMANDS = [
-  'status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'config', 'drill', 'events', 'server', 'service', 'completion',
+  'status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'config', 'events', 'server', 'service', 'completion',
 ] as const;
 export type Command = (typeof COMMANDS)[number];
 
@@ -39,18 +39,15 @@ export interface Invocation {
   readonly service: string | undefined;
   /** health: stream transitions until interrupted */
   readonly watch: boolean;
-  /** Words after the command: `cluster status`, `config history`, `config rollback 3`, `drill failover`. */
+  /** Words after the command: `cluster status`, `config history`, `config rollback 3`. */
   readonly args: readonly string[];
   /** failover */
   readonly group: string | undefined;
   readonly to: string | undefined;
   /** apply (cluster): the config revision the change is based on */
   readonly expectRevision: number | undefined;
-  /** drill */
+  /** service add|edit: the forwarding mode */
   readonly mode: string | undefined;
-  readonly count: number;
-  /** drill, pause modes: how long the agent stays frozen (undefined: the lab's default) */
-  readonly pauseMs: number | undefined;
   /** events: keep streaming new ones */
   readonly follow: boolean;
   /** events: from when (a duration before now, or a time) */
@@ -116,7 +113,8 @@ commands:
   doctor                          looks for known misconfigurations and says how to fix them
   cluster status                  directors, their health and role per vip group, who leads each
                                   group and why, etcd health, worst-case takeover
-  failover --group G [--to D]     planned switchover of vip group G (to D, or the best other director)
+  failover --group G [--to D]     planned switchover of vip group G (to D, or the best other director);
+                                  failure drills are the lab's: deploy/lab/lab drill, from the repository
   config show                     the running config's text as applied (cluster: etcd's), to bring a file
                                   up to date after server / service edits (--json: with its revision)
   config history                  every cluster config applied, with its revision and author
@@ -138,13 +136,6 @@ commands:
                                   changes the agent would make, and changes nothing
   completion bash|zsh             prints a shell completion script, e.g.
                                   lbadm completion bash > /etc/bash_completion.d/lbadm
-  drill failover --mode MODE [--count N] [--pause-ms MS]
-                                  in the lab (deploy/lab/lab up): runs a client load through the vip,
-                                  causes MODE (${DRILL_MODES.join(', ')}) N times (default 1)
-                                  and reports time without service, failed requests, broken
-                                  connections and whether two directors ever forwarded or answered
-                                  ARP for the vip at once (seen from the router); --pause-ms: how
-                                  long pause-leader and pause-standby freeze the agent (default ${DRILL_PAUSE_MS.default})
   events [--since DURATION|TIME] [--follow] [--kind K] [--director D] [--local] [--limit N]
                                   the event log: every transition (vip group role, vip, health,
                                   config, sync, drill, admin) with its reason, oldest first; in a
@@ -182,6 +173,19 @@ export class UsageError extends Error {
   }
 }
 
+/**
+ * What `lbadm drill ...` answers. A failure drill breaks a cluster on purpose (freezes an agent, kills a
+ * director's box, cuts its links, pauses etcd) from outside the directors, which only the lab can do, so
+ * drills are the lab's command; lbadm works on an installed director and offers what can be done there.
+ * `rest`: the words after `drill`, echoed as the lab command (without the old `failover` word).
+ */
+export function labDrillOnly(rest: readonly string[]): string {
+  const words = rest.filter((w, i) => !(i === 0 && w === 'failover'));
+  return 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
+    + `deploy/lab/lab drill ${words.length > 0 ? words.join(' ') : '--mode MODE [--count N] [--pause-ms MS]'} (deploy/lab/lab help lists the modes). `
+    + 'On a director, lbadm failover --group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results';
+}
+
 export const DEFAULT_INTERVAL_MS = 1000;
 const MIN_INTERVAL_MS = 100;
 const MAX_INTERVAL_MS = 60_000;
@@ -210,8 +214,6 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--group': { value: true, commands: ['failover'] },
   '--to': { value: true, commands: ['failover'] },
   '--expect-revision': { value: true, commands: ['apply'] },
-  '--count': { value: true, commands: ['drill'] },
-  '--pause-ms': { value: true, commands: ['drill'] },
   '--follow': { value: false, commands: ['events'] },
   '--since': { value: true, commands: ['events'] },
   '--director': { value: true, commands: ['events'] },
@@ -223,7 +225,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--vip': { value: true, commands: ['service'] },
   '--port': { value: true, commands: ['service'] },
   '--protocol': { value: true, commands: ['service'] },
-  '--mode': { value: true, commands: ['drill', 'service'] },
+  '--mode': { value: true, commands: ['service'] },
   '--scheduler': { value: true, commands: ['service'] },
   '--local-addresses': { value: true, commands: ['service'] },
   '--vip-group': { value: true, commands: ['service'] },
@@ -232,7 +234,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
 
 /** Commands that take words after them, and what those may be. */
 export const SUBCOMMANDS: Partial<Record<Command, readonly string[]>> = {
-  cluster: ['status'], config: ['show', 'history', 'rollback'], drill: ['failover'],
+  cluster: ['status'], config: ['show', 'history', 'rollback'],
   server: ['add', 'edit', 'drain', 'enable', 'remove'], service: ['add', 'edit', 'remove', 'list'], completion: ['bash', 'zsh'],
 };
 
@@ -280,6 +282,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
         continue;
       }
       if (command !== undefined) throw new UsageError(`unexpected argument "${arg}" after command ${command}`);
+      if (arg === 'drill') throw new UsageError(labDrillOnly(argv.slice(i + 1)));
       if (!(COMMANDS as readonly string[]).includes(arg)) {
         throw new UsageError(`unknown command "${arg}"; commands: ${COMMANDS.join(', ')}`);
       }
@@ -345,7 +348,6 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     } else if (!wantsRev && words.length > 1) throw new UsageError(`unexpected argument "${words[1]}" after lbadm ${command} ${sub}`);
   }
   if (command === 'failover' && !seen.has('--group')) throw new UsageError('lbadm failover needs --group G (lbadm cluster status lists the vip groups)');
-  if (command === 'drill' && !seen.has('--mode')) throw new UsageError(`lbadm drill failover needs --mode, one of: ${DRILL_MODES.join(', ')}`);
   return invocation(command, seen, env, words);
 }
 
@@ -367,8 +369,7 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
   const expect = str('--expect-revision');
   if (expect !== undefined && !/^\d{1,15}$/.test(expect)) throw new UsageError(`--expect-revision: "${expect}" is not a config revision (0 or more)`);
   const mode = str('--mode');
-  const modes: readonly string[] = command === 'service' ? FORWARDING_MODES : DRILL_MODES;
-  if (mode !== undefined && !modes.includes(mode)) throw new UsageError(`--mode: "${mode}" is not one of ${modes.join(', ')}`);
+  if (mode !== undefined && !(FORWARDING_MODES as readonly string[]).includes(mode)) throw new UsageError(`--mode: "${mode}" is not one of ${FORWARDING_MODES.join(', ')}`);
   const kind = str('--kind');
   if (kind !== undefined && !(EVENT_KINDS as readonly string[]).includes(kind)) throw new UsageError(`--kind: "${kind}" is not one of ${EVENT_KINDS.join(', ')}`);
   const director = str('--director');
@@ -382,21 +383,10 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
   }
   const sinceText = str('--since');
   const since = sinceText === undefined ? undefined : parseSince(sinceText);
-  const countText = str('--count') ?? '1';
-  const count = Number(countText);
-  if (!/^\d+$/.test(countText) || count < 1 || count > 1000) throw new UsageError(`--count: "${countText}" is not a whole number from 1 to 1000`);
-  const pauseText = str('--pause-ms');
-  const pauseMs = pauseText === undefined ? undefined : Number(pauseText);
-  if (pauseText !== undefined) {
-    if (!/^\d+$/.test(pauseText) || pauseMs! < DRILL_PAUSE_MS.min || pauseMs! > DRILL_PAUSE_MS.max) {
-      throw new UsageError(`--pause-ms: "${pauseText}" is not a whole number of milliseconds from ${DRILL_PAUSE_MS.min} to ${DRILL_PAUSE_MS.max}`);
-    }
-    if (!(PAUSE_DRILL_MODES as readonly (string | undefined)[]).includes(mode)) throw new UsageError(`--pause-ms: only the modes ${PAUSE_DRILL_MODES.join(' and ')} pause an agent`);
-  }
   return {
     command, socket, server, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
     rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
-    group: str('--group'), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode, count, pauseMs,
+    group: str('--group'), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode,
     follow: seen.has('--follow'), since, director, kind, local: seen.has('--local'), limit,
     serverFields: serverFields(str), serviceFields: serviceFields(str, command === 'service' ? mode : undefined), names: seen.has('--names'),
   };

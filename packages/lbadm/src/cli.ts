@@ -7,7 +7,6 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigError, EXIT, loadConfig } from '@lbd/config';
 import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, type AdminEndpoint, type Event__Output, type HealthEvent__Output } from '@lbd/proto';
 import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
-import { drill } from './drill.js';
 import { describeFailure, type AdminTarget, type Failure } from './errors.js';
 import {
   computeRates, formatApply, formatClusterStatus, formatConfigHistory, formatConns, formatDoctor, formatEvent, formatEvents, formatHealth, formatHealthEvent,
@@ -51,7 +50,6 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return EXIT.ok;
   }
   if (inv.command === 'validate') return validate(inv, io);
-  if (inv.command === 'drill') return drill(inv, io);
   if (inv.command === 'completion') {
     io.stdout(completionScript(inv.args[0] === 'zsh' ? 'zsh' : 'bash'));
     return EXIT.ok;

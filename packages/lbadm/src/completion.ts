@@ -1,4 +1,4 @@
-import { DRILL_MODES, FORWARDING_MODES, PROTOCOLS, SCHEDULERS } from '@lbd/config';
+import { FORWARDING_MODES, PROTOCOLS, SCHEDULERS } from '@lbd/config';
 import { COMMANDS, CONNECTION_FLAGS, GLOBAL_FLAGS, SUBCOMMANDS, VALUE_FLAGS, flagsOf, type Command } from './args.js';
 
 /**
@@ -59,10 +59,7 @@ _lbadm_complete() {
     --socket|--file|-f|--ca|--cert|--key) COMPREPLY=($(compgen -f -- "$cur")); return 0 ;;
     --protocol) COMPREPLY=($(compgen -W "${words(PROTOCOLS)}" -- "$cur")); return 0 ;;
     --scheduler) COMPREPLY=($(compgen -W "${words(SCHEDULERS)}" -- "$cur")); return 0 ;;
-    --mode)
-      if [[ "$cmd" == drill ]]; then COMPREPLY=($(compgen -W "${words(DRILL_MODES)}" -- "$cur"))
-      else COMPREPLY=($(compgen -W "${words(FORWARDING_MODES)}" -- "$cur")); fi
-      return 0 ;;
+    --mode) COMPREPLY=($(compgen -W "${words(FORWARDING_MODES)}" -- "$cur")); return 0 ;;
     --service) COMPREPLY=($(compgen -W "$(_lbadm_services)" -- "$cur")); return 0 ;;
   esac
   # The value of another flag: nothing to offer.

@@ -74,8 +74,18 @@ describe('testkit args', () => {
         '--duration-ms', '5000', '--timeout-ms', '300', '--max-retries', '5']);
       assert.ok(c.mode === 'udp-flows' && c.firstPort === 41000 && c.intervalMs === 20 && c.durationMs === 5000 && c.timeoutMs === 300 && c.maxRetries === 5);
     });
+    it('parses http-paced: the drill load, with its bounds', () => {
+      assert.deepEqual(parseTestClientArgs(['http-paced', '--url', 'http://198.18.0.10/', '--interval-ms', '5', '--timeout-ms', '500', '--duration-ms', '40000',
+        '--max-in-flight', '200', '--max-requests', '8010']), {
+        mode: 'http-paced', url: new URL('http://198.18.0.10/'), intervalMs: 5, timeoutMs: 500, durationMs: 40_000, maxInFlight: 200, maxRequests: 8010,
+      });
+      const d = parseTestClientArgs(['http-paced', '--url', 'http://198.18.0.10/', '--interval-ms', '10', '--duration-ms', '1000']);
+      assert.ok(d.mode === 'http-paced' && d.timeoutMs === 2000 && d.maxInFlight === 200 && d.maxRequests === 101, JSON.stringify(d));
+    });
     const bad: [string[], RegExp][] = [
       [[], /a mode is required/],
+      [['http-paced', '--url', 'http://198.18.0.10/'], /--interval-ms is required/],
+      [['http-paced', '--url', 'http://198.18.0.10/', '--interval-ms', '5', '--max-in-flight', '0'], /--max-in-flight 0 is out of range/],
       [['udp-flows', '--target', '198.18.0.10:5353'], /--flows is required/],
       [['udp-flows', '--target', '198.18.0.10:5353', '--flows', '1001'], /--flows 1001 is out of range \(1 to 1000\)/],
       [['udp-flows', '--target', '198.18.0.10:5353', '--flows', '10', '--first-port', '65530'], /runs past port 65535 \(the last flow would use 65539\)/],

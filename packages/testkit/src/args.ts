@@ -138,6 +138,22 @@ export interface HttpCommand {
   readonly timeoutMs: number;
 }
 
+/**
+ * Paced HTTP: a fresh connection every intervalMs, each with its own deadline, whatever the earlier ones
+ * are doing (a count-driven `http` run waits for its answers, so it cannot show how long service was gone).
+ */
+export interface HttpPacedCommand {
+  readonly mode: 'http-paced';
+  readonly url: URL;
+  readonly intervalMs: number;
+  /** Each request's deadline: connect, headers and body. */
+  readonly timeoutMs: number;
+  readonly durationMs: number;
+  /** Requests open at once; at the bound a tick starts none. */
+  readonly maxInFlight: number;
+  readonly maxRequests: number;
+}
+
 export interface StreamCommand {
   readonly mode: 'stream';
   readonly target: HostPort;
@@ -180,7 +196,7 @@ export interface UdpFlowsCommand {
   readonly maxRetries: number;
 }
 
-export type ClientCommand = HttpCommand | StreamCommand | UdpCommand | TcpOnceCommand | UdpFlowsCommand;
+export type ClientCommand = HttpCommand | HttpPacedCommand | StreamCommand | UdpCommand | TcpOnceCommand | UdpFlowsCommand;
 
 /** Bounds of udp-flows: each flow is a socket, and every re-send is load on a failing path. */
 export const MAX_UDP_FLOWS = 1000;
@@ -188,9 +204,15 @@ export const DEFAULT_UDP_FLOW_INTERVAL_MS = 50;
 /** Short enough that a flow re-sends a few times during a failover; not so short that a slow answer is a re-send. */
 export const DEFAULT_UDP_FLOW_TIMEOUT_MS = 500;
 export const DEFAULT_UDP_FLOW_RETRIES = 20;
+/** http-paced: requests open at once, by default. */
+export const DEFAULT_PACED_IN_FLIGHT = 200;
 
 export const TESTCLIENT_USAGE = `usage: lbd-testclient MODE OPTIONS   (prints one JSON object on stdout)
   http     --url URL --count N [--concurrency C] [--new-connection] [--timeout-ms MS]
+  http-paced --url URL --interval-ms MS [--timeout-ms MS] [--duration-ms D] [--max-in-flight N] [--max-requests N]
+           (a fresh connection every MS, each with its own deadline, at most N open (default ${DEFAULT_PACED_IN_FLIGHT});
+            first line {"started":T0}, then after --duration-ms, --max-requests or SIGTERM/SIGINT
+            {"t0":T0,"records":[[start ms after T0, duration ms, 1 ok | 0 failed, error], ...]})
   stream   --target ADDR:PORT --connections N [--duration-ms D] [--timeout-ms MS] [--stall-ms MS]
            (first line {"ready":...} once every connection has its first line or failed; the final
             report after --duration-ms (default ${DEFAULT_STREAM_DURATION_MS}, at most ${MAX_DURATION_MS}) or on SIGTERM/SIGINT)
@@ -207,24 +229,42 @@ function target(f: FlagValues): HostPort {
   return parseHostPort(t);
 }
 
+function httpUrl(f: FlagValues): URL {
+  const raw = str(f, 'url');
+  if (raw === undefined) throw new UsageError('--url is required');
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new UsageError(`--url ${JSON.stringify(raw)} is not a URL`);
+  }
+  if (url.protocol !== 'http:') throw new UsageError(`--url ${JSON.stringify(raw)}: only http:// is supported`);
+  return url;
+}
+
 export function parseTestClientArgs(argv: readonly string[]): ClientCommand {
   const [mode, ...rest] = argv;
   switch (mode) {
     case 'http': {
       const f = parseFlags(rest, { url: 'string', count: 'int', concurrency: 'int', 'new-connection': 'bool', 'timeout-ms': 'int' });
-      const raw = str(f, 'url');
-      if (raw === undefined) throw new UsageError('--url is required');
-      let url: URL;
-      try {
-        url = new URL(raw);
-      } catch {
-        throw new UsageError(`--url ${JSON.stringify(raw)} is not a URL`);
-      }
-      if (url.protocol !== 'http:') throw new UsageError(`--url ${JSON.stringify(raw)}: only http:// is supported`);
+      const url = httpUrl(f);
       const count = int(f, 'count', 1, MAX_COUNT);
       return {
         mode, url, count, concurrency: int(f, 'concurrency', 1, 1000, 1), newConnection: f.has('new-connection'),
         timeoutMs: int(f, 'timeout-ms', 1, 60_000, DEFAULT_TIMEOUT_MS),
+      };
+    }
+    case 'http-paced': {
+      const f = parseFlags(rest, {
+        url: 'string', 'interval-ms': 'int', 'timeout-ms': 'int', 'duration-ms': 'int', 'max-in-flight': 'int', 'max-requests': 'int',
+      });
+      const url = httpUrl(f);
+      const intervalMs = int(f, 'interval-ms', 1, 60_000);
+      const durationMs = int(f, 'duration-ms', 1, MAX_DURATION_MS, DEFAULT_STREAM_DURATION_MS);
+      return {
+        mode, url, intervalMs, durationMs, timeoutMs: int(f, 'timeout-ms', 1, 60_000, DEFAULT_TIMEOUT_MS),
+        maxInFlight: int(f, 'max-in-flight', 1, MAX_CONNECTIONS, DEFAULT_PACED_IN_FLIGHT),
+        maxRequests: int(f, 'max-requests', 1, MAX_COUNT, Math.min(MAX_COUNT, Math.ceil(durationMs / intervalMs) + 1)),
       };
     }
     case 'stream': {
@@ -262,8 +302,8 @@ export function parseTestClientArgs(argv: readonly string[]): ClientCommand {
       };
     }
     case undefined:
-      throw new UsageError('a mode is required: http, stream, udp, tcp-once or udp-flows');
+      throw new UsageError('a mode is required: http, http-paced, stream, udp, tcp-once or udp-flows');
     default:
-      throw new UsageError(`unknown mode ${JSON.stringify(mode)}: use http, stream, udp, tcp-once or udp-flows`);
+      throw new UsageError(`unknown mode ${JSON.stringify(mode)}: use http, http-paced, stream, udp, tcp-once or udp-flows`);
   }
 }

@@ -6,7 +6,7 @@ import { runCommand, type BackgroundProcess } from './exec.js';
 import { holdersOf, leaderOf, statuses, waitFor, waitSteady, type ClusterStatusView, type HaAdmin, type SteadyTarget } from './ha-lab.js';
 import { spawnTestClient } from './processes.js';
 import type { Topology } from './netns.js';
-import type { ReadyReport, StreamResult } from './testclient.js';
+import type { HttpPacedResult, ReadyReport, StreamResult } from './testclient.js';
 import { ArpProbe, VipCapture, dualFigures, sentFigures, type SentFigures, type VipCaptureResult } from './vip-capture.js';
 
 export { DRILL_MODES, PAUSE_DRILL_MODES, type DrillMode };
@@ -45,7 +45,9 @@ export { DRILL_MODES, PAUSE_DRILL_MODES, type DrillMode };
  * - failedRequests: every failed request of the drill (baseline included: those should be none);
  *   `failedStartsMs` where they started; `inFlightAtFailure` how many were open when the failure came.
  * - brokenConnections: of `streams` long-lived connections (lbd-testclient stream to vip:9000), those that
- *   broke or stalled. Reported, not judged here.
+ *   broke or stalled. Reported, not judged here: a drill judges forwarding and service, while whether
+ *   connection sync keeps streams whole across a move is test/src/connsync.privileged.test.ts's to judge
+ *   (the HA test asserts none break where nothing moves).
  *
  * Address holding (OwnershipWatch: the kernel's address and link events; for comparison, not judged: a
  * director frozen under a kernel lease keeps the address but neither forwards nor answers):
@@ -252,10 +254,9 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     await Promise.all([sampler.stop(), probe?.stop(), busy?.stop()]);
   };
   try {
-    load = topology.spawn('client', process.execPath, ['-e', LOAD_SCRIPT, JSON.stringify({
-      url: `http://${target.vip}/`, intervalMs: o.requestIntervalMs, timeoutMs: o.requestTimeoutMs, maxMs: expectedMs + LOAD_SLACK_MS,
-      maxInFlight: 200, maxRequests: Math.ceil((expectedMs + LOAD_SLACK_MS) / o.requestIntervalMs) + 10,
-    })], { label: 'client:drill-load' });
+    load = spawnTestClient(topology, 'client', ['http-paced', '--url', `http://${target.vip}/`,
+      '--interval-ms', String(o.requestIntervalMs), '--timeout-ms', String(o.requestTimeoutMs), '--duration-ms', String(expectedMs + LOAD_SLACK_MS),
+      '--max-in-flight', '200', '--max-requests', String(Math.ceil((expectedMs + LOAD_SLACK_MS) / o.requestIntervalMs) + 10)], 'client:drill-load');
     await load.waitForJson((v) => 'started' in v, 10_000);
     if (o.streams > 0) {
       streams = spawnTestClient(topology, 'client', ['stream', '--target', `${target.vip}:9000`, '--connections', String(o.streams),
@@ -453,60 +454,13 @@ function holdingFigures(t: OwnershipTimeline, failedAt: number, oldLeader: Direc
   };
 }
 
-// ---- the client load ----------------------------------------------------------------------------
-
-/**
- * Runs in the client namespace (node -e): a fresh HTTP connection every intervalMs, each with its own
- * deadline, at most maxInFlight open and maxRequests in all, for at most maxMs; SIGTERM ends it. Prints
- * {"started":t0} at once and, at the end, {"t0":..., "records":[[startOffsetMs, durationMs, ok, error], ...]}.
- */
-const LOAD_SCRIPT = String.raw`
-const { request } = require('node:http');
-const cfg = JSON.parse(process.argv[1]);
-const t0 = Date.now();
-const records = [];
-let inFlight = 0, issued = 0, stopping = false, ended = false;
-process.on('SIGTERM', () => { stopping = true; });
-process.on('SIGINT', () => { stopping = true; });
-function one() {
-  const s = Date.now(); inFlight++; issued++;
-  let done = false;
-  const finish = (ok, err) => {
-    if (done) return; done = true; clearTimeout(timer); inFlight--;
-    records.push([s - t0, Date.now() - s, ok ? 1 : 0, ok ? '' : String(err)]);
-  };
-  const req = request(cfg.url, { agent: false, headers: { connection: 'close' } }, (res) => {
-    res.resume();
-    res.on('end', () => finish(res.statusCode === 200, 'HTTP ' + res.statusCode));
-    res.on('error', (e) => finish(false, e.code || e.message));
-  });
-  const timer = setTimeout(() => { finish(false, 'timeout'); req.destroy(); }, cfg.timeoutMs);
-  req.on('error', (e) => finish(false, e.code || e.message));
-  req.end();
-}
-function end() {
-  if (ended) return; ended = true;
-  const deadline = Date.now() + cfg.timeoutMs + 200;
-  const wait = () => {
-    if (inFlight > 0 && Date.now() < deadline) return setTimeout(wait, 10);
-    process.stdout.write(JSON.stringify({ t0, records }) + '\n', () => process.exit(0));
-  };
-  wait();
-}
-function tick() {
-  if (stopping || Date.now() - t0 > cfg.maxMs || issued >= cfg.maxRequests) return end();
-  if (inFlight < cfg.maxInFlight) one();
-  setTimeout(tick, cfg.intervalMs);
-}
-process.stdout.write(JSON.stringify({ started: t0 }) + '\n');
-tick();
-`;
+// ---- the client load (lbd-testclient http-paced) ------------------------------------------------
 
 /** [start (unix ms), duration ms, ok, error]. */
 export type RequestRecord = readonly [start: number, durationMs: number, ok: boolean, error: string];
 
 function parseLoad(load: BackgroundProcess): RequestRecord[] {
-  const report = load.lastJson<{ t0?: number; records?: [number, number, number, string][] }>();
+  const report = load.lastJson<Partial<HttpPacedResult>>();
   if (report?.t0 === undefined || report.records === undefined) throw new Error(`drill load: no report (stderr: ${load.stderr.slice(-500)})`);
   return report.records.map(([s, d, ok, err]) => [report.t0! + s, d, ok === 1, err] as const).sort((a, b) => a[0] - b[0]);
 }

@@ -20,7 +20,7 @@ export { TESTCLIENT_BIN, TESTSERVER_BIN, runTestClient, spawnTestClient, startTe
 export type { ServerPorts } from './processes.js';
 export { STREAM_INTERVAL_MS, startTestServer } from './testserver.js';
 export type { RunningTestServer, ServerAnswer, TestServerConfig } from './testserver.js';
-export type { Counts, HttpResult, ReadyReport, StreamResult, TcpOnceResult, UdpFlowsReadyReport, UdpFlowsResult, UdpResult } from './testclient.js';
+export type { Counts, HttpPacedResult, HttpResult, PacedRecord, ReadyReport, StreamResult, TcpOnceResult, UdpFlowsReadyReport, UdpFlowsResult, UdpResult } from './testclient.js';
 export { StreamChecker } from './stream-check.js';
 export type { StreamReport } from './stream-check.js';
 export { UdpFlowChecker } from './udp-flow-check.js';
@@ -32,6 +32,8 @@ export {
 export type {
   ClusterDirector, ClusterTopology, ClusterTopologyOptions, CutTarget, DirectorName, EtcdMember, FloatingAddress,
 } from './cluster-topology.js';
+export { LoopbackCluster, PAIR_DIRECTORS, PAIR_GROUP, clusterAgentYaml, frontConfig } from './loopback-cluster.js';
+export type { ClusterAgentOptions, FrontConfigOptions, PairConfigOptions, PairDirector, PairFiles } from './loopback-cluster.js';
 export { ETCD_NICE, etcdMemberArgs, etcdMemberCommand, etcdctlIn, freePeerPorts, freePort, startEtcd, startEtcdCluster } from './etcd.js';
 export type { EtcdClusterOptions, EtcdMemberTiming, EtcdOptions, RunningEtcd, RunningEtcdCluster } from './etcd.js';
 export { AGENT_BIN, HA_GROUP, HA_VIP, LBADM_BIN, OPS_CLIENTS, adminListeners, agentFileText, holdersOf, labConfigText, lbadmAdmin, leaderOf, startHaLab, waitFor, waitSteady } from './ha-lab.js';

@@ -43,9 +43,10 @@ export async function runTestClient<T = Record<string, unknown>>(topology: Topol
 }
 
 /**
- * Starts a long-running lbd-testclient (stream mode) in `host`. Wait for its `{"ready":...}` line with
- * `waitForJson((v) => 'ready' in v, ms)`, then end it with `stop()` and read `lastJson()`.
+ * Starts a long-running lbd-testclient (stream, udp-flows, http-paced) in `host`. Wait for its first line
+ * (`waitForJson((v) => 'ready' in v, ms)`; http-paced: 'started'), then end it with `stop()` and read
+ * `lastJson()`. `label` names it in logs.
  */
-export function spawnTestClient(topology: Topology, host: string, args: readonly string[]): BackgroundProcess {
-  return topology.spawn(host, process.execPath, [TESTCLIENT_BIN, ...args], { label: `${host}:testclient` });
+export function spawnTestClient(topology: Topology, host: string, args: readonly string[], label = `${host}:testclient`): BackgroundProcess {
+  return topology.spawn(host, process.execPath, [TESTCLIENT_BIN, ...args], { label });
 }

@@ -1,7 +1,7 @@
 import { createSocket } from 'node:dgram';
 import { Agent, request } from 'node:http';
 import { connect, type Socket } from 'node:net';
-import type { HostPort, HttpCommand, StreamCommand, TcpOnceCommand, UdpCommand, UdpFlowsCommand } from './args.js';
+import type { HostPort, HttpCommand, HttpPacedCommand, StreamCommand, TcpOnceCommand, UdpCommand, UdpFlowsCommand } from './args.js';
 import { StreamChecker, type StreamReport } from './stream-check.js';
 import { UdpFlowChecker, type UdpFlowReport, type UdpFlowTiming } from './udp-flow-check.js';
 
@@ -167,6 +167,85 @@ function httpGet(url: URL, agent: Agent | undefined, timeoutMs: number): Promise
     const timer = setTimeout(() => req.destroy(Object.assign(new Error('timeout'), { code: 'timeout' })), timeoutMs);
     req.on('error', fail);
     req.end();
+  });
+}
+
+// ---- http-paced -----------------------------------------------------------------------------------
+
+/** One paced request: start (ms after t0), duration (ms), 1 answered 200 or 0 failed, the failure ('' when ok). */
+export type PacedRecord = readonly [startMs: number, durationMs: number, ok: 0 | 1, error: string];
+
+export interface HttpPacedResult {
+  /** Unix ms when the run started (the `{"started":...}` line says the same at once). */
+  readonly t0: number;
+  readonly records: readonly PacedRecord[];
+}
+
+export interface PacedHooks {
+  /** Called once, before the first request. */
+  onStart?(started: { started: number }): void;
+  /** Ends the run early (SIGTERM/SIGINT in the bin): no new requests; open ones get their deadline. */
+  signal?: AbortSignal;
+}
+
+/** The slack, beyond one request deadline, given to open requests at the end of a paced run. */
+const PACED_DRAIN_SLACK_MS = 200;
+
+/**
+ * A fresh connection (`connection: close`) every intervalMs, each with its own deadline, until durationMs,
+ * maxRequests or the signal; at most maxInFlight open at once. Every request is recorded, in start order.
+ */
+export function runHttpPaced(cmd: HttpPacedCommand, hooks: PacedHooks = {}): Promise<HttpPacedResult> {
+  const t0 = Date.now();
+  const records: PacedRecord[] = [];
+  let inFlight = 0;
+  let issued = 0;
+  hooks.onStart?.({ started: t0 });
+  const one = (): void => {
+    const s = Date.now();
+    inFlight++;
+    issued++;
+    let done = false;
+    const finish = (ok: boolean, err: string): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(timer);
+      inFlight--;
+      records.push([s - t0, Date.now() - s, ok ? 1 : 0, ok ? '' : err]);
+    };
+    const req = request(cmd.url, { agent: false, headers: { connection: 'close' } }, (res) => {
+      res.resume();
+      res.on('end', () => finish(res.statusCode === 200, `HTTP ${res.statusCode}`));
+      res.on('error', (e) => finish(false, errorKind(e)));
+    });
+    const timer = setTimeout(() => {
+      finish(false, 'timeout');
+      req.destroy();
+    }, cmd.timeoutMs);
+    req.on('error', (e) => finish(false, errorKind(e)));
+    req.end();
+  };
+  return new Promise((resolve) => {
+    const end = (): void => {
+      const deadline = Date.now() + cmd.timeoutMs + PACED_DRAIN_SLACK_MS;
+      const wait = (): void => {
+        if (inFlight > 0 && Date.now() < deadline) {
+          setTimeout(wait, 10);
+          return;
+        }
+        resolve({ t0, records: [...records] });
+      };
+      wait();
+    };
+    const tick = (): void => {
+      if (hooks.signal?.aborted || Date.now() - t0 > cmd.durationMs || issued >= cmd.maxRequests) {
+        end();
+        return;
+      }
+      if (inFlight < cmd.maxInFlight) one();
+      setTimeout(tick, cmd.intervalMs);
+    };
+    tick();
   });
 }
 

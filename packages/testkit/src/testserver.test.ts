@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { get } from 'node:http';
 import { createServer, type AddressInfo } from 'node:net';
 import { createSocket } from 'node:dgram';
-import type { HttpCommand, StreamCommand, TcpOnceCommand, UdpCommand, UdpFlowsCommand } from './args.js';
-import { runHttp, runStream, runTcpOnce, runUdp, runUdpFlows, type ReadyReport, type UdpFlowsReadyReport } from './testclient.js';
+import type { HttpCommand, HttpPacedCommand, StreamCommand, TcpOnceCommand, UdpCommand, UdpFlowsCommand } from './args.js';
+import { runHttp, runHttpPaced, runStream, runTcpOnce, runUdp, runUdpFlows, type ReadyReport, type UdpFlowsReadyReport } from './testclient.js';
 import { plainAddress, startTestServer, type RunningTestServer } from './testserver.js';
 
 /** The test servers and clients against each other over loopback (no namespaces, no root). */
@@ -48,6 +48,22 @@ describe('testserver and testclient over loopback', () => {
   it('counts failures by kind', async () => {
     const r = await runHttp({ mode: 'http', url: new URL('http://127.0.0.1:1/'), count: 3, concurrency: 1, newConnection: true, timeoutMs: 500 });
     assert.deepEqual([r.ok, r.failed, r.errors], [0, 3, { ECONNREFUSED: 3 }]);
+  });
+
+  it('http-paced: a fresh connection per interval, each recorded with its start, failures by kind; ends on the signal', async () => {
+    const cmd: HttpPacedCommand = { mode: 'http-paced', url: new URL(`http://127.0.0.1:${server.ports.http}/`), intervalMs: 5, timeoutMs: 1000, durationMs: 60_000, maxInFlight: 10, maxRequests: 20 };
+    let started: number | undefined;
+    const r = await runHttpPaced(cmd, { onStart: (s) => { started = s.started; } });
+    assert.equal(started, r.t0);
+    assert.equal(r.records.length, 20);
+    assert.ok(r.records.every(([, , ok, err]) => ok === 1 && err === ''), JSON.stringify(r.records));
+    // Paced by the timer, not by the answers: the 20th starts about 19 intervals after the first.
+    assert.ok(Math.max(...r.records.map(([s]) => s)) >= 19 * 4, JSON.stringify(r.records));
+    const refused = await runHttpPaced({ ...cmd, url: new URL('http://127.0.0.1:1/'), maxRequests: 3 });
+    assert.deepEqual(refused.records.map(([, , ok, err]) => `${ok} ${err}`), ['0 ECONNREFUSED', '0 ECONNREFUSED', '0 ECONNREFUSED']);
+    const stop = new AbortController();
+    stop.abort();
+    assert.deepEqual((await runHttpPaced(cmd, { signal: stop.signal })).records, [], 'nothing started once stopped');
   });
 
   it('streams contiguous sequences, ready first, until stopped', async () => {

@@ -1,3 +1,6 @@
+import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import type { BackgroundProcess } from './exec.js';
 import type { Topology } from './netns.js';
 
@@ -106,6 +109,8 @@ const CAPTURE_READY_MS = 5000;
 const CAPTURE_MAX_LINES = 1_000_000;
 const CAPTURE_DRAIN_MS = 50;
 const CAPTURE_STOP_MS = 2000;
+/** How often the capture file is read while the drill runs (a waiter sees a packet at most this late). */
+const CAPTURE_TAIL_MS = 10;
 
 /**
  * A running `tcpdump` on one interface for one IPv4 vip. `start` returns once tcpdump says it is
@@ -119,34 +124,31 @@ export class VipCapture {
   private stopped: Promise<void> | undefined;
   private readonly waiters = new Set<(p: VipPacket) => void>();
 
-  private constructor(private readonly dump: BackgroundProcess, private readonly subjects: readonly CaptureSubject[]) {
-    dump.child.stdout!.on('data', (chunk: string) => {
-      const parts = (this.partial + chunk).split('\n');
-      this.partial = parts.pop()!;
-      for (const l of parts) {
-        if (this.lines.length >= CAPTURE_MAX_LINES) {
-          this.overflow = true;
-          continue;
-        }
-        this.lines.push(l);
-        if (this.waiters.size > 0) {
-          const p = parseCaptureLine(l, this.subjects);
-          if (p !== undefined) for (const w of [...this.waiters]) w(p);
-        }
-      }
-    });
+  private readonly tail: ReturnType<typeof setInterval>;
+  private offset = 0;
+  private reading: Promise<void> = Promise.resolve();
+
+  private constructor(private readonly dump: BackgroundProcess, private readonly subjects: readonly CaptureSubject[], private readonly file: string) {
+    this.tail = setInterval(() => { this.readMore(); }, CAPTURE_TAIL_MS);
   }
 
   static async start(topology: Topology, host: string, ifname: string, vip: string, subjects: readonly CaptureSubject[]): Promise<VipCapture> {
     if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(vip)) throw new Error(`vip capture: ${JSON.stringify(vip)} is not an IPv4 address (ND for IPv6 vips is not captured yet)`);
+    // tcpdump writes to a file, not to a pipe to us: on a loaded machine this process reads a pipe late, a
+    // full pipe blocks tcpdump's write, and the stop's SIGTERM then interrupts it ("Unable to write output:
+    // Interrupted system call"): tcpdump exits without its closing statistics, and the drill cannot tell
+    // whether it missed packets. A file never blocks; we read it as it grows.
+    const dir = await mkdtemp(join(tmpdir(), 'lbd-capture-'));
+    const file = join(dir, 'capture.txt');
+    await writeFile(file, '');
     // -Q in: what reaches the router, not what it sends; -l and --immediate-mode: each packet printed as it
     // arrives (a waiter sees it, and nothing is left in a buffer at the stop); -B: a 4 MiB ring so a
     // loaded machine's scheduling does not make the kernel drop packets before tcpdump reads them.
-    const dump = topology.spawn(host, 'tcpdump', [
+    const dump = topology.spawn(host, 'sh', ['-c', 'exec tcpdump "$@" >"$0"', file,
       '-i', ifname, '-Q', 'in', '-n', '-e', '-tt', '-l', '--immediate-mode', '-B', '4096', '-s', '96',
       `ip src host ${vip} or arp src host ${vip}`,
     ], { label: `${host}:tcpdump` });
-    const capture = new VipCapture(dump, subjects);
+    const capture = new VipCapture(dump, subjects, file);
     try {
       // tcpdump prints this once the socket is bound and the filter attached, right before its loop.
       await dump.waitForLine((l) => l.startsWith(`listening on ${ifname},`), CAPTURE_READY_MS, 'stderr');
@@ -155,6 +157,42 @@ export class VipCapture {
       throw new Error(`vip capture on ${host}:${ifname} did not start: ${(e as Error).message}`);
     }
     return capture;
+  }
+
+  /** Reads what tcpdump wrote since the last read (one read at a time). */
+  private readMore(): Promise<void> {
+    this.reading = this.reading.then(async () => {
+      const fh = await open(this.file, 'r').catch(() => null);
+      if (fh === null) return;
+      try {
+        const buf = Buffer.alloc(1 << 16);
+        for (;;) {
+          const { bytesRead } = await fh.read(buf, 0, buf.length, this.offset);
+          if (bytesRead === 0) break;
+          this.offset += bytesRead;
+          this.take(buf.subarray(0, bytesRead).toString('latin1'));
+        }
+      } finally {
+        await fh.close();
+      }
+    });
+    return this.reading;
+  }
+
+  private take(chunk: string): void {
+    const parts = (this.partial + chunk).split('\n');
+    this.partial = parts.pop()!;
+    for (const l of parts) {
+      if (this.lines.length >= CAPTURE_MAX_LINES) {
+        this.overflow = true;
+        continue;
+      }
+      this.lines.push(l);
+      if (this.waiters.size > 0) {
+        const p = parseCaptureLine(l, this.subjects);
+        if (p !== undefined) for (const w of [...this.waiters]) w(p);
+      }
+    }
   }
 
   /** The packets captured so far. */
@@ -199,9 +237,14 @@ export class VipCapture {
     return { packets, captured: captured! };
   }
 
-  /** Stops and reaps tcpdump (idempotent); for error paths. */
+  /** Stops and reaps tcpdump, then reads the rest of its output and removes the file (idempotent); for error paths. */
   abort(): Promise<void> {
-    this.stopped ??= this.dump.stop(CAPTURE_STOP_MS).then(() => undefined);
+    this.stopped ??= (async () => {
+      await this.dump.stop(CAPTURE_STOP_MS);
+      clearInterval(this.tail);
+      await this.readMore();
+      await rm(dirname(this.file), { recursive: true, force: true });
+    })();
     return this.stopped;
   }
 }

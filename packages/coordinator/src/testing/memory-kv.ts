@@ -13,6 +13,9 @@ import type { Entry, Kv, KvLease, KvWatch, SwapResult, WatchHandlers } from '../
  *                deadline, and its write still lands at `ms` (as etcd applies a proposal its caller gave up on)
  *   held         the client's process is frozen: its calls land at once, but it hears no answer and no watch
  *                event until the fault is cleared (then all of them, in order)
+ *   writes-stalled  reads answer, writes wait (etcd's raft log not moving while its leader still answers
+ *                reads): a write lands and answers when the fault is cleared, or fails at its deadline and
+ *                still lands then (a store fault: every client's writes wait in one queue)
  *
  * A fault set on the store (`setStoreFault`) is every client's: a frozen or slow etcd. `loseAnswers(n)`
  * makes the client's next n writes land with their answers lost (they fail at their deadline);
@@ -24,7 +27,8 @@ import type { Entry, Kv, KvLease, KvWatch, SwapResult, WatchHandlers } from '../
 export type KvFault =
   | { readonly kind: 'unreachable'; readonly fail?: 'at-deadline' | 'at-once' }
   | { readonly kind: 'slow'; readonly ms: number }
-  | { readonly kind: 'held' };
+  | { readonly kind: 'held' }
+  | { readonly kind: 'writes-stalled' };
 
 export class KvUnreachable extends Error {
   constructor(readonly op: string, detail: string) {
@@ -61,6 +65,8 @@ class Store {
   readonly leases = new Map<number, StoredLease>();
   readonly clients = new Set<MemoryKv>();
   fault: KvFault | null = null;
+  /** Writes waiting for a `writes-stalled` fault to clear, in the order they came. */
+  stalledWrites: Array<() => void> = [];
   private nextLease = 1;
 
   constructor(readonly clock: Clock) {}
@@ -201,6 +207,11 @@ export class MemoryKv implements Kv {
     const was = new Map([...clients].map((c) => [c, c.linkFault()]));
     this.store.fault = f;
     for (const c of clients) c.afterFaultChange(was.get(c) ?? null);
+    if (f?.kind !== 'writes-stalled') {
+      const stalled = this.store.stalledWrites;
+      this.store.stalledWrites = [];
+      for (const land of stalled) land();
+    }
   }
 
   /** The next `n` writes of this client land, and their answers are lost (they fail at their deadline). */
@@ -257,8 +268,9 @@ export class MemoryKv implements Kv {
     return this.call('delete', this.callTimeoutMs, true, () => { this.store.commit([{ key, value: null }]); });
   }
 
-  reachable(timeoutMs: number): Promise<boolean> {
-    return this.call('reachable', timeoutMs, false, () => true).catch(() => false);
+  reachable(timeoutMs: number, writeKey?: string): Promise<boolean> {
+    if (writeKey === undefined) return this.call('reachable', timeoutMs, false, () => true).catch(() => false);
+    return this.call('reachable', timeoutMs, true, () => { this.store.commit([{ key: writeKey, value: String(this.clock.now()) }]); return true; }).catch(() => false);
   }
 
   watchKey(key: string, handlers: WatchHandlers): Promise<KvWatch> {
@@ -362,6 +374,11 @@ export class MemoryKv implements Kv {
         return;
       }
       if (lose) failAtDeadline('answer lost');
+      if (write && f?.kind === 'writes-stalled') {
+        failAtDeadline('writes stalled');
+        this.store.stalledWrites.push(land);
+        return;
+      }
       const late = Math.max(delay, f?.kind === 'slow' ? f.ms : 0);
       if (late > 0) {
         if (late > timeoutMs) failAtDeadline(`store answers after ${late} ms`);

@@ -1,8 +1,18 @@
 import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
 import { silentLogger } from '@lbd/log';
 import { Agent } from '../agent.js';
+
+/**
+ * A director's files, as @lbd/testkit's LoopbackCluster.writePairConfigs writes them (its PairFiles; not
+ * imported: the testkit is for test files, and this module ships in the package's ./testing).
+ */
+export interface PairMemberFiles {
+  readonly id: string;
+  readonly configPath: string;
+  readonly port: number;
+  readonly trackFile: string | undefined;
+}
 
 /** One of the two agents `startClusterPair` starts. */
 export interface PairMember {
@@ -14,48 +24,44 @@ export interface PairMember {
   readonly table: FakeFlowTable;
   /** Its peerListen port. */
   readonly port: number;
+  /** With `adminSockets: true`: its admin socket (lbadm's --socket). */
+  readonly socket: string | undefined;
+  /** Fails its track check (files written with `track: true`), so it turns unhealthy and resigns. */
+  failTrack(): Promise<void>;
 }
 
 export interface ClusterPairOptions {
-  /** Where the config files go, named `<id>-<run>.yaml`. */
-  readonly dir: string;
-  readonly run: number;
-  readonly etcdEndpoint: string;
-  readonly prefix: string;
-  /** Free loopback ports for dir1's and dir2's peerListen. */
-  readonly ports: readonly [number, number];
-  /** More lines of agent.cluster for director `id` (each indented by four spaces, ending in a newline). */
-  readonly extra?: (id: string) => string;
-  /** Hand each agent its FakeFlowTable (connection sync). */
+  /** Hand each agent its FakeFlowTable (connection sync; needs the files written with a PKI). */
   readonly flowTable?: boolean;
+  /** Serve each agent's admin API on a socket beside its config file (default: no admin server). */
+  readonly adminSockets?: boolean;
 }
 
 /**
- * dir1 and dir2, clustered in this process against etcd on loopback, with fake data planes and address
- * owners: each the other's peer, interfaces eth0/eth1, priority 150 (dir1) and 100 (dir2) for group front.
- * The members are pushed onto `into` as they start, so a caller's clean-up stops those that did.
+ * Starts the agents of a pair in this process, each on the config file @lbd/testkit's
+ * LoopbackCluster.writePairConfigs wrote (dir1 and dir2, each the other's peer, on its etcd), with fake
+ * data planes and address owners; frontConfig is the cluster config to apply. The members are pushed onto
+ * `into` as they start, so stopClusterPair stops those that did when a start fails.
  */
-export async function startClusterPair(o: ClusterPairOptions, into: PairMember[]): Promise<void> {
-  const ids = ['dir1', 'dir2'] as const;
-  for (const [i, id] of ids.entries()) {
-    const other = 1 - i;
-    const configPath = join(o.dir, `${id}-${o.run}.yaml`);
-    await writeFile(configPath, `agent:
-  cluster:
-    director: ${id}
-    etcd: [${o.etcdEndpoint}]
-    prefix: ${o.prefix}
-    peerListen: 127.0.0.1:${o.ports[i]}
-    peers: [{ id: ${ids[other]}, address: "127.0.0.1:${o.ports[other]}" }]
-    interfaces: { vip: eth0, local: eth1 }
-    priorities: { front: ${i === 0 ? 150 : 100} }
-${o.extra?.(id) ?? ''}`);
+export async function startClusterPair(files: readonly PairMemberFiles[], o: ClusterPairOptions, into: PairMember[]): Promise<void> {
+  for (const f of files) {
     const owner = new FakeAddressOwner();
     const dp = new FakeDataPlane();
     const table = new FakeFlowTable();
+    const socket = o.adminSockets ? f.configPath.replace(/\.yaml$/, '.sock') : undefined;
     const agent = await Agent.start({
-      configPath, dataPlane: dp, serve: false, watch: false, addressOwner: owner, log: silentLogger, ...(o.flowTable ? { flowTable: table } : {}),
+      configPath: f.configPath, dataPlane: dp, watch: false, addressOwner: owner, log: silentLogger,
+      ...(socket === undefined ? { serve: false } : { adminSocket: socket }), ...(o.flowTable ? { flowTable: table } : {}),
     });
-    into.push({ id, agent, owner, dp, table, port: o.ports[i]! });
+    const failTrack = async (): Promise<void> => {
+      if (f.trackFile === undefined) throw new Error(`failTrack: ${f.id}'s config was written without track: true`);
+      await writeFile(f.trackFile, '');
+    };
+    into.push({ id: f.id, agent, owner, dp, table, port: f.port, socket, failTrack });
   }
+}
+
+/** Stops every member (those of a start that failed too) and empties `members`. */
+export async function stopClusterPair(members: PairMember[]): Promise<void> {
+  for (const m of members.splice(0)) await m.agent.stop('test over');
 }

@@ -1,16 +1,22 @@
 #!/usr/bin/env node
 import { EXIT_USAGE, TESTCLIENT_USAGE, UsageError, parseTestClientArgs, type ClientCommand } from '../args.js';
-import { runHttp, runStream, runTcpOnce, runUdp, runUdpFlows } from '../testclient.js';
+import { runHttp, runHttpPaced, runStream, runTcpOnce, runUdp, runUdpFlows } from '../testclient.js';
 
 /**
  * lbd-testclient: runs inside a namespace (`ip netns exec NS node testclient.js MODE ...`) and prints one
- * JSON object on stdout (stream and udp-flows: a `{"ready":...}` line first). Exit 0 when the run completed, even
+ * JSON object on stdout (stream and udp-flows: a `{"ready":...}` line first; http-paced: `{"started":...}`). Exit 0 when the run completed, even
  * with failed requests: the counts are the result; 64 on a bad command line.
  */
 
 async function run(cmd: ClientCommand): Promise<unknown> {
   switch (cmd.mode) {
     case 'http': return runHttp(cmd);
+    case 'http-paced': {
+      const stop = new AbortController();
+      process.once('SIGTERM', () => stop.abort());
+      process.once('SIGINT', () => stop.abort());
+      return runHttpPaced(cmd, { signal: stop.signal, onStart: (s) => process.stdout.write(`${JSON.stringify(s)}\n`) });
+    }
     case 'udp': return runUdp(cmd);
     case 'tcp-once': return runTcpOnce(cmd);
     case 'stream': {
