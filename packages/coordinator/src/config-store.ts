@@ -66,10 +66,10 @@ export class ConfigStore {
       this.current().then((c) => {
         const id = c?.etcdRev ?? 'none';
         if (id !== last) { last = id; onChange(c); }
-      }).catch(() => undefined);
+      }).catch(() => { /* the next event or reconnection reads again; the last config stays meanwhile */ });
     };
     const w = await this.kv.watchKey(this.k.config, { put: reread, connected: reread, error: () => undefined });
     reread();
-    return async () => { await w.cancel().catch(() => undefined); };
+    return async () => { await w.cancel().catch(() => { /* a watch on a lost connection has nothing left to stop */ }); };
   }
 }

@@ -188,7 +188,7 @@ export class EtcdCoordinator implements Coordinator {
         const entry = reachable ? await this.kv.get(this.k.leader(name), STATUS_CALL_MS).catch(() => null) : null;
         return { name, record: entry ? parseJson<LeaderRecord>(entry.value, isLeaderRecord) : null };
       })),
-      reachable ? this.readDirectors(STATUS_CALL_MS).catch(() => undefined) : undefined,
+      reachable ? this.readDirectors(STATUS_CALL_MS).catch(() => { /* the directors as last read; the status says whether etcd answered */ }) : undefined,
     ]);
     // A snapshot: a concurrent read refills the map while the lease lookups wait.
     const directors: Array<DirectorRecord & { leaseLeftMs: number | null }> = await Promise.all([...this.directorRecords.values()]

@@ -73,11 +73,10 @@ export class Elections {
 
   /** Registers and watches the other directors. Elections start with setGroups(). */
   async start(): Promise<void> {
-    // A failed read is retried by the next event or reconnection; the last list stays meanwhile.
-    const reread = (): void => { this.readDirectors().catch(() => undefined); };
-    const w = await this.kv.watchPrefix(this.k.directors, { put: reread, delete: reread, connected: reread, error: () => undefined });
-    this.stopWatch = () => { void w.cancel().catch(() => undefined); };
-    await this.readDirectors().catch(() => undefined);
+    const reread = (): void => { this.readDirectors().catch(() => { /* the next event or reconnection reads again; the last list stays meanwhile */ }); };
+    const w = await this.kv.watchPrefix(this.k.directors, { put: reread, delete: reread, connected: reread, error: () => { /* it reconnects by itself, then rereads */ } });
+    this.stopWatch = () => { w.cancel().catch(() => { /* a watch on a lost connection has nothing left to stop */ }); };
+    await this.readDirectors().catch(() => { /* the watch's first event or reconnection reads again */ });
     await this.register();
   }
 
@@ -106,7 +105,7 @@ export class Elections {
       }
     }
     // At once, not coalesced: other directors rank candidates and pick failover targets by these priorities.
-    await this.publish().catch(() => undefined);
+    await this.publish().catch(() => { /* the registration's keep-alive keeps the last record; the next transition publishes again */ });
   }
 
   /** Call when this director's health changes: leaders resign at once, standbys stop being candidates. */
@@ -137,7 +136,7 @@ export class Elections {
     if (this.publishTimer !== undefined) this.clock.clearTimeout(this.publishTimer);
     await Promise.all([...this.elections.values()].map((e) => e.stop(opts)));
     this.stopWatch?.();
-    if (opts.vacate) await this.lease?.revoke().catch(() => undefined);
+    if (opts.vacate) await this.lease?.revoke().catch(() => { /* unrevoked, the registration ends with its TTL */ });
     this.lease?.release();
     this.kv.close();
   }
@@ -162,7 +161,9 @@ export class Elections {
     lease.onLost(() => {
       if (this.closed) return;
       // etcd forgot us (it was unreachable longer than the TTL): register again once it answers.
-      this.clock.setTimeout(() => { if (!this.closed) void this.register().catch(() => undefined); }, 200);
+      this.clock.setTimeout(() => {
+        if (!this.closed) this.register().catch(() => { /* a lease whose grant fails is lost too, which registers again */ });
+      }, 200);
     });
     await lease.put(this.k.director(this.o.id), JSON.stringify(this.record()));
   }
@@ -172,7 +173,7 @@ export class Elections {
     if (this.publishTimer !== undefined || this.closed) return;
     this.publishTimer = this.clock.setTimeout(() => {
       this.publishTimer = undefined;
-      this.publish().catch(() => undefined);
+      this.publish().catch(() => { /* the registration's keep-alive keeps the last record; the next transition publishes again */ });
     }, 20);
   }
 

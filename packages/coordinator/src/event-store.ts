@@ -166,7 +166,7 @@ export class EventStore {
       },
       error: (err) => onError(err as Error),
     });
-    return async () => { await w.cancel().catch(() => undefined); };
+    return async () => { await w.cancel().catch(() => { /* a watch on a lost connection has nothing left to stop */ }); };
   }
 
   /** Writes what is queued (waiting at most `flushMs`), then closes the connection. */

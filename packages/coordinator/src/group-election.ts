@@ -143,8 +143,8 @@ export class GroupElection {
     if (this.timer !== undefined) this.d.clock.clearTimeout(this.timer);
     await this.busy;
     await this.act({ kind: 'stop', vacate: opts.vacate }, true);
-    await this.leaderWatch?.cancel().catch(() => undefined);
-    await this.handoffWatch?.cancel().catch(() => undefined);
+    await this.leaderWatch?.cancel().catch(() => { /* a watch on a lost connection has nothing left to stop */ });
+    await this.handoffWatch?.cancel().catch(() => { /* a watch on a lost connection has nothing left to stop */ });
   }
 
   /** Leave leadership (or refuse it) because this director is unhealthy; called on a health change. */
@@ -201,7 +201,9 @@ export class GroupElection {
 
   /** Runs `fn` after whatever transition is in progress, one at a time. */
   private serialize(fn: () => Promise<void>): void {
-    this.busy = this.busy.then(fn).catch(() => undefined);
+    // Each step reports its own failures as events (lead-failed, lease-failed, a step-down's release); what
+    // escapes one must not keep the steps after it from running.
+    this.busy = this.busy.then(fn).catch(() => { /* see above */ });
   }
 
   private world(): World {
@@ -251,10 +253,14 @@ export class GroupElection {
         }
         case 'vacate':
         case 'handoverSwap':
-          await this.d.kv.swap(this.d.keys.leader(g), a.expectRev, JSON.stringify(a.record), a.timeoutMs).catch(() => undefined);
+          // Best effort: a vacancy or a handover's record that does not land leaves ours, and a standby takes
+          // over after takeoverAfterMs as from a leader that died (we released already).
+          await this.d.kv.swap(this.d.keys.leader(g), a.expectRev, JSON.stringify(a.record), a.timeoutMs).catch(() => { /* see above */ });
           break;
         case 'attempt': this.serialize(() => this.attempt(a)); break;
-        case 'preempt': this.d.kv.put(this.d.keys.handoff(g), JSON.stringify(a.request)).catch(() => undefined); break;
+        case 'preempt':
+          this.d.kv.put(this.d.keys.handoff(g), JSON.stringify(a.request)).catch(() => { /* asked again after another delay */ });
+          break;
         case 'handover': await this.handover(a.req, a.priority); break;
         case 'handoverRelease': await this.handoverRelease(a.req, a.priority, a.from); break;
         case 'transition': this.d.onTransition({ group: g, from: a.from, to: a.to, reason: a.reason }); break;
@@ -333,12 +339,12 @@ export class GroupElection {
 
   /** Planned switchover: release first, then name the new leader, who claims on seeing it. */
   private async handOver(req: HandoffRequest): Promise<void> {
-    await this.d.kv.delete(this.d.keys.handoff(this.name)).catch(() => undefined);
+    await this.d.kv.delete(this.d.keys.handoff(this.name)).catch(() => { /* a request left behind is refused or redone: we lead no more, or hand over again */ });
     await this.act({ kind: 'handoff', req }, true);
   }
 
   private async handover(req: HandoffRequest, priority: number): Promise<void> {
-    await this.d.hooks.beforeHandover?.(this.name, req.to).catch(() => undefined);
+    await this.d.hooks.beforeHandover?.(this.name, req.to).catch(() => { /* best effort by contract (GroupHooks): the handover goes on */ });
     await this.act({ kind: 'handover-ready', req, priority }, true);
   }
 
@@ -354,7 +360,8 @@ export class GroupElection {
 
   /** Release first (the fence's time budget is for this), then report; a vacancy swaps on the newest revision. */
   private async stepDown(a: { from: GroupRole; reason: string; vacate: boolean }): Promise<void> {
-    await this.d.hooks.release(this.name).catch(() => undefined);
+    // A release that fails leaves the kernel lease to end the serving at its deadline (timing.ts).
+    await this.d.hooks.release(this.name).catch(() => { /* see above */ });
     await this.act({ kind: 'released', from: a.from, reason: a.reason }, true);
     // A beat in flight may still move our revision; the vacancy swaps on the newest one.
     await this.settleBeat();

@@ -6,6 +6,7 @@ import { canonicalAddress, familyOf } from '@lbd/config';
 import { DataPlaneError, type AddressOwner, type Announce, type FloatingAddress } from '@lbd/dataplane';
 import { KernelLease } from './lease.js';
 import { localRunner, type CommandRunner } from './runner.js';
+import { OneAtATime } from './one-at-a-time.js';
 
 /**
  * Floating addresses of vip groups, on the kernel: `ip` for the addresses, `arping` and a raw ICMPv6
@@ -187,7 +188,7 @@ export class KernelAddressOwner implements AddressOwner {
   /** Addresses found missing by a refresh (so that the event is logged once, not per tick). */
   private missing = new Set<string>();
   /** All changes are serialised. */
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly turns = new OneAtATime();
   private readonly ready: Promise<void>;
   private closed = false;
   private readonly written: { batch: string | null; state: string | null } = { batch: null, state: null };
@@ -195,14 +196,14 @@ export class KernelAddressOwner implements AddressOwner {
 
   constructor(opts: KernelAddressOwnerOptions = {}) {
     this.runner = opts.runner ?? localRunner();
-    this.onEvent = opts.onEvent ?? (() => {});
+    this.onEvent = opts.onEvent ?? (() => { /* nobody listens */ });
     this.lifetimeSec = Math.max(3, Math.round(opts.lifetimeSec ?? 10));
     this.stateDir = opts.stateDir ?? '/run/lbd';
     const spawnFn = this.runner.spawn?.bind(this.runner);
     this.batch = new IpBatch(spawnFn ? () => spawnFn('ip', ['-j', '-force', '-batch', '-']) : null, this.runner, this.onEvent);
     this.kernelLease = new KernelLease({ runner: this.runner });
     this.ready = this.start(opts.watchdog !== false);
-    this.ready.catch(() => {}); // reported by the first call that awaits it
+    this.ready.catch(() => { /* reported by the first call that awaits it */ });
   }
 
   get batchFile(): string { return join(this.stateDir, 'floating-addresses.batch'); }
@@ -236,7 +237,7 @@ export class KernelAddressOwner implements AddressOwner {
       this.onEvent('address watchdog exited; restarting it', { code, signal });
       setTimeout(() => { if (!this.closed && !this.watchdog) this.startWatchdog(); }, 1000).unref();
     });
-    child.stdin.on('error', () => {});
+    child.stdin.on('error', () => { /* the watchdog's exit is what we act on; a write to a dead child says nothing more */ });
     child.stdout.resume();
     child.stderr.resume();
     this.watchdog = child;
@@ -355,13 +356,11 @@ export class KernelAddressOwner implements AddressOwner {
   // ---- internals ------------------------------------------------------------------------------------
 
   private serialise<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(async () => {
+    return this.turns.run(async () => {
       await this.ready;
       if (this.closed) throw new Error('address owner is closed');
       return fn();
     });
-    this.queue = run.catch(() => {});
-    return run;
   }
 
   private async remove(leaving: readonly FloatingAddress[], op: string): Promise<void> {

@@ -1,5 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { DataPlaneError, type Endpoint, type FlowEvent, type FlowEventKind, type FlowIdentity, type SyncedFlow } from '@lbd/dataplane';
+import { OneAtATime } from './one-at-a-time.js';
 
 /*
  * ctnetlink without conntrack-tools: a small perl program (perl-base is Essential in Debian; `Socket` and
@@ -283,15 +284,13 @@ export class CtnlWriter {
   private waiting: { resolve: (r: WriteResult) => void; reject: (e: Error) => void } | null = null;
   private stderr = '';
   private idleTimer: NodeJS.Timeout | null = null;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly turns = new OneAtATime();
 
   constructor(private readonly spawn: Spawn, private readonly opts: { readonly bufferBytes: number; readonly idleMs: number; readonly timeoutMs: (requests: number) => number }) {}
 
   /** Sends the requests as one batch; resolves with its result, rejects when the helper fails or is too slow. */
   run(requests: readonly string[]): Promise<WriteResult> {
-    const run = this.queue.then(() => this.runNow(requests));
-    this.queue = run.catch(() => {});
-    return run;
+    return this.turns.run(() => this.runNow(requests));
   }
 
   private async runNow(requests: readonly string[]): Promise<WriteResult> {

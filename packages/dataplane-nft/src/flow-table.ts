@@ -12,6 +12,7 @@ import {
   CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, flowOf, helperError, impliedStatus, parseEventLine, renderDeleteRequest, renderUpdateRequest,
 } from './ctnetlink.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
+import { OneAtATime } from './one-at-a-time.js';
 
 /*
  * conntrack-tools 1.4.7 shapes how this file reaches the kernel: inserts go in `conntrack -R` batches (each
@@ -149,7 +150,7 @@ export class ConntrackFlowTable implements FlowTable {
   private batchDir: string | null = null;
   private batches = 0;
   /** Applies are serialised: each reconciles against what the previous one left. */
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly turns = new OneAtATime();
 
   constructor(opts: ConntrackFlowTableOptions = {}) {
     this.runner = opts.runner ?? localRunner();
@@ -279,9 +280,7 @@ export class ConntrackFlowTable implements FlowTable {
   }
 
   apply(changes: readonly FlowChange[]): Promise<FlowApplyResult> {
-    const run = this.queue.then(() => this.applyNow(changes));
-    this.queue = run.catch(() => {});
-    return run;
+    return this.turns.run(() => this.applyNow(changes));
   }
 
   /**

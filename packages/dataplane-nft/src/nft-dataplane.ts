@@ -12,6 +12,7 @@ import { parseTable, persistEntriesFor, tableSchema } from './parse.js';
 import { planTables, type Leaving } from './plan.js';
 import { NftSession } from './nft-session.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
+import { OneAtATime } from './one-at-a-time.js';
 
 /** Changes up to this size go through the `nft -i` session, as one line; larger ones as a script file. */
 const SESSION_MAX_BYTES = 3500;
@@ -41,19 +42,17 @@ export class NftDataPlane implements DataPlane {
   private state: KernelState | null = null;
   private readonly session: NftSession | null;
   /** Applies are serialised: each diff is computed against the state the previous one left. */
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly turns = new OneAtATime();
 
   constructor(opts: NftDataPlaneOptions = {}) {
     this.runner = opts.runner ?? localRunner();
-    this.onEvent = opts.onEvent ?? (() => {});
+    this.onEvent = opts.onEvent ?? (() => { /* nobody listens */ });
     const spawnFn = this.runner.spawn?.bind(this.runner);
     this.session = spawnFn ? new NftSession(() => spawnFn('nft', ['-i'])) : null;
   }
 
   apply(desired: DesiredState, opts: ApplyOptions = {}): Promise<ApplyResult> {
-    const run = this.queue.then(() => this.applyNow(desired, opts));
-    this.queue = run.catch(() => {});
-    return run;
+    return this.turns.run(() => this.applyNow(desired, opts));
   }
 
   private async applyNow(desired: DesiredState, opts: ApplyOptions): Promise<ApplyResult> {

@@ -1,5 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { TABLE_NAME } from './model.js';
+import { OneAtATime } from './one-at-a-time.js';
 
 /**
  * One long-lived `nft -i` for small changes. Starting `nft` and the kernel's cleanup when its netlink
@@ -18,7 +19,7 @@ export class NftSession {
   private stderr = '';
   private waiter: { done: () => void; fail: (e: Error) => void } | null = null;
   /** The calls, one at a time: a line's end is known only by its own sentinel (see run). */
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly turns = new OneAtATime();
 
   /**
    * `sentinel`: a command that lists a small set of the session's own table (the default is the data
@@ -36,9 +37,7 @@ export class NftSession {
     // over the wait, and the first call would never end (seen: a config apply's guard() beside a beat's
     // lease renewal stopped the kernel lease's writer, and with it the election, for good). The timeout
     // counts from the call's own turn.
-    const mine = this.queue.then(() => this.runNow(commands, timeoutMs));
-    this.queue = mine.catch(() => undefined);
-    return mine;
+    return this.turns.run(() => this.runNow(commands, timeoutMs));
   }
 
   private async runNow(commands: readonly string[], timeoutMs?: number): Promise<string> {
