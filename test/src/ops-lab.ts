@@ -14,7 +14,7 @@ const CALL_MS = 10_000;
 export interface Sample { readonly name: string; readonly labels: Readonly<Record<string, string>>; readonly value: number }
 
 /** Samples of the Prometheus text format (the conventions are checked by the unit tests; here only values matter). */
-export function samples(text: string): Sample[] {
+function samples(text: string): Sample[] {
   const out: Sample[] = [];
   for (const line of text.split('\n')) {
     const m = /^([a-z_:][a-z0-9_:]*)(?:\{(.*)\})? (\S+)$/i.exec(line);
@@ -34,7 +34,7 @@ export function value(all: readonly Sample[], name: string, labels: Record<strin
 }
 
 /** Runs `cmd` in the ops host's namespace; never rejects on a non-zero exit. */
-export function inOps(lab: HaLab, cmd: string, args: readonly string[]): Promise<ExecResult> {
+function inOps(lab: HaLab, cmd: string, args: readonly string[]): Promise<ExecResult> {
   return lab.cluster.topology.exec(CLUSTER.ops.host, cmd, args, { timeoutMs: CALL_MS, allowFailure: true });
 }
 

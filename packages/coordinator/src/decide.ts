@@ -225,7 +225,7 @@ const PROMISE_WAIT_WINDOWS = 4;
  * travels on another connection and reaches the raft leader while the first waits out a lost packet's
  * retransmission (200 ms at least: most of a window) or a member that stopped answering.
  */
-export const MAX_BEATS_IN_FLIGHT = 3;
+const MAX_BEATS_IN_FLIGHT = 3;
 
 export function initialState(now: number): ElectionState {
   return {

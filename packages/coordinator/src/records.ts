@@ -95,7 +95,7 @@ export function isLeaderRecord(v: unknown): boolean {
     && typeof r.term === 'number' && typeof r.beat === 'number' && Array.isArray(r.peers);
 }
 
-export function isDirectorRecord(v: unknown): boolean {
+function isDirectorRecord(v: unknown): boolean {
   const r = v as Partial<DirectorRecord>;
   return typeof v === 'object' && v !== null && typeof r.id === 'string' && typeof r.healthy === 'boolean' && typeof r.priorities === 'object';
 }

@@ -37,7 +37,7 @@ import { localRunner, type CommandRunner } from './runner.js';
  * timing.ts bounds as `maxLeaseSlackMs`.
  */
 
-export const LEASE_TABLE = 'lbd';
+const LEASE_TABLE = 'lbd';
 /** Bumped when the lease tables' layout changes (the session's sentinel lists it). */
 const LEASE_SCHEMA = 1;
 /** The priority of the lease chains: after conntrack (-200, so `ct original` is known), before dstnat (-100). */
@@ -46,7 +46,7 @@ const LEASE_PRIORITY = -150;
 const WRITE_TIMEOUT_MS = 2000;
 
 /** The commands that create both lease tables from nothing (any previous ones go, leases included). */
-export function renderLeaseTables(guarded: Iterable<string>): string[] {
+function renderLeaseTables(guarded: Iterable<string>): string[] {
   const t = `inet ${LEASE_TABLE}`;
   const a = `arp ${LEASE_TABLE}`;
   const cmds = [
@@ -80,7 +80,7 @@ export function renderLeaseTables(guarded: Iterable<string>): string[] {
 }
 
 /** The commands that make the guarded sets hold exactly `guarded` (`flush`: replace what they hold). */
-export function renderGuarded(guarded: Iterable<string>, flush: boolean): string[] {
+function renderGuarded(guarded: Iterable<string>, flush: boolean): string[] {
   const { v4, v6 } = byFamily(guarded);
   const out: string[] = [];
   if (flush) out.push(`flush set inet ${LEASE_TABLE} floating4`, `flush set inet ${LEASE_TABLE} floating6`, `flush set arp ${LEASE_TABLE} floating4`);
@@ -90,7 +90,7 @@ export function renderGuarded(guarded: Iterable<string>, flush: boolean): string
 }
 
 /** Leases `addresses` for `ms` from when the kernel takes the line (ms >= 1). */
-export function renderLease(addresses: Iterable<string>, ms: number): string[] {
+function renderLease(addresses: Iterable<string>, ms: number): string[] {
   const { v4, v6 } = byFamily(addresses);
   const t = Math.max(1, Math.floor(ms));
   const el = (xs: readonly string[]): string => xs.map((x) => `${x} timeout ${t}ms expires ${t}ms`).join(', ');
@@ -104,7 +104,7 @@ export function renderLease(addresses: Iterable<string>, ms: number): string[] {
  * Ends the lease of `addresses` at once. An element that already expired is gone, and deleting a missing
  * element fails the whole transaction, so each is added (with a 1 ms expiry) before it is deleted.
  */
-export function renderRevoke(addresses: Iterable<string>): string[] {
+function renderRevoke(addresses: Iterable<string>): string[] {
   const { v4, v6 } = byFamily(addresses);
   const out: string[] = [];
   const both = (family: string, set: string, xs: readonly string[]): void => {

@@ -32,7 +32,7 @@ export type MapName = (typeof MAP_NAMES)[number];
 /** Sets among MAP_NAMES: their elements have no value (stored as ''). */
 const SETS: ReadonlySet<MapName> = new Set(['eligible']);
 
-export type Elements = { readonly [M in MapName]: ReadonlyMap<string, string> };
+type Elements = { readonly [M in MapName]: ReadonlyMap<string, string> };
 
 /**
  * Everything one service puts into its family's table. The table is the union of its services'
@@ -94,21 +94,21 @@ function selectorExpr(family: NftFamily, selector: Selector, length: number): st
   }
 }
 
-export const NO_SERVER_CHAIN = 'no_server';
+const NO_SERVER_CHAIN = 'no_server';
 /** A service with no real server to take new connections and fallback reject. */
-export const REJECT_CHAIN = 'reject_new';
+const REJECT_CHAIN = 'reject_new';
 /**
  * The mark of a new connection to be refused: service id 0 is never given out, so no backend has it.
  * The input chain turns it into a TCP reset (or ICMP port unreachable): reject is not allowed in NAT chains.
  */
-export const REJECT_MARK = 0xffff;
+const REJECT_MARK = 0xffff;
 
-export function schedulingChainName(selector: Selector, length: number, persistenceSec: number, fallback: Service['fallback'] = 'drop'): string {
+function schedulingChainName(selector: Selector, length: number, persistenceSec: number, fallback: Service['fallback'] = 'drop'): string {
   if (length === 0) return fallback === 'reject' ? REJECT_CHAIN : NO_SERVER_CHAIN;
   return `${selector}_${length}${persistenceSec > 0 ? `_p${persistenceSec}` : ''}`;
 }
 
-export function schedulingChainRules(family: NftFamily, selector: Selector, length: number, persistenceSec: number): string[] {
+function schedulingChainRules(family: NftFamily, selector: Selector, length: number, persistenceSec: number): string[] {
   if (length === 0) return ['drop'];
   const f = family;
   const flowKey = `${f} saddr . ${f} daddr . meta l4proto . th dport`;
@@ -127,7 +127,7 @@ export function schedulingChainRules(family: NftFamily, selector: Selector, leng
 }
 
 /** The fixed part of the table: map declarations and base chains. */
-export function renderSkeleton(family: NftFamily): string[] {
+function renderSkeleton(family: NftFamily): string[] {
   const addr = family === 'ip' ? 'ipv4_addr' : 'ipv6_addr';
   const f = family;
   return [
@@ -168,7 +168,7 @@ export function emptyMaps(): { [M in MapName]: Map<string, string> } {
 }
 
 /** The scheduling chains a table needs, with their rules. */
-export function tableChains(model: TableModel): Map<string, readonly string[]> {
+function tableChains(model: TableModel): Map<string, readonly string[]> {
   const chains = new Map<string, readonly string[]>();
   for (const frag of model.services.values()) {
     if (!chains.has(frag.chain)) chains.set(frag.chain, chainRulesByName(model.family, frag.chain));
@@ -177,7 +177,7 @@ export function tableChains(model: TableModel): Map<string, readonly string[]> {
 }
 
 /** `numgen_6_p300` → its rules; unknown names get a marker that never equals a rendered chain. */
-export function chainRulesByName(family: NftFamily, name: string): readonly string[] {
+function chainRulesByName(family: NftFamily, name: string): readonly string[] {
   if (name === NO_SERVER_CHAIN) return schedulingChainRules(family, 'numgen', 0, 0);
   if (name === REJECT_CHAIN) return [`ct mark set ${REJECT_MARK}`];
   const m = /^(numgen|srchash|flowhash)_(\d+)(?:_p(\d+))?$/.exec(name);

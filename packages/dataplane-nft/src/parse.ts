@@ -9,7 +9,7 @@ import {
  * exactly as `renderTables` writes them. This is how a restarted agent re-adopts what the kernel has.
  */
 
-export interface Counters {
+interface Counters {
   readonly packets: number;
   readonly bytes: number;
 }
@@ -149,7 +149,7 @@ function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, s
 }
 
 /** `fd00::10 . tcp . 80` → `[fd00::10]:80/tcp` */
-export function tupleToServiceKey(tuple: string): string {
+function tupleToServiceKey(tuple: string): string {
   const [vip, protocol, port] = tuple.split(' . ') as [string, Protocol, string];
   return serviceKey({ vip, port: Number(port), protocol });
 }

@@ -27,7 +27,7 @@ export interface SlotTable {
 /** Longest wrr/sh cycle; larger weight sums are scaled down to it (precision better than 0.1 %). */
 export const MAX_WEIGHTED_CYCLE = 1024;
 
-export function selectorFor(scheduler: Scheduler): Selector {
+function selectorFor(scheduler: Scheduler): Selector {
   switch (scheduler) {
     case 'rr':
     case 'wrr':

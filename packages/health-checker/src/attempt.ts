@@ -35,7 +35,7 @@ export function describeTarget(target: ProbeTarget): string {
 }
 
 /** Whole milliseconds, but never 0 for something that took time (0 reads as "not measured"). */
-export function roundMs(ms: number): number {
+function roundMs(ms: number): number {
   return ms <= 0 ? 0 : Math.max(1, Math.round(ms));
 }
 

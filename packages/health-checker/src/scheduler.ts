@@ -439,7 +439,7 @@ function firstBase(key: string, intervalMs: number, now: number): number {
 }
 
 /** FNV-1a with a murmur3 finalizer: similar keys (addresses a digit apart) land far apart. */
-export function hash32(s: string): number {
+function hash32(s: string): number {
   let h = 0x811c9dc5;
   for (let i = 0; i < s.length; i++) {
     h ^= s.charCodeAt(i);

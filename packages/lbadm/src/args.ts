@@ -12,7 +12,7 @@ export const COMMANDS = [
 export type Command = (typeof COMMANDS)[number];
 
 /** The agent's admin API over TCP (agent.admin.grpcListen), with mutual TLS: PEM file paths. */
-export interface TcpServer {
+interface TcpServer {
   readonly address: string;
   readonly port: number;
   readonly ca: string;
@@ -179,14 +179,14 @@ export class UsageError extends Error {
  * drills are the lab's command; lbadm works on an installed director and offers what can be done there.
  * `rest`: the words after `drill`, echoed as the lab command (without the old `failover` word).
  */
-export function labDrillOnly(rest: readonly string[]): string {
+function labDrillOnly(rest: readonly string[]): string {
   const words = rest.filter((w, i) => !(i === 0 && w === 'failover'));
   return 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
     + `deploy/lab/lab drill ${words.length > 0 ? words.join(' ') : '--mode MODE [--count N] [--pause-ms MS]'} (deploy/lab/lab help lists the modes). `
     + 'On a director, lbadm failover --group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results';
 }
 
-export const DEFAULT_INTERVAL_MS = 1000;
+const DEFAULT_INTERVAL_MS = 1000;
 const MIN_INTERVAL_MS = 100;
 const MAX_INTERVAL_MS = 60_000;
 

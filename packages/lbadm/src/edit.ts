@@ -211,7 +211,7 @@ function flowSeq(doc: Document, items: readonly unknown[]): YAMLSeq {
 }
 
 /** The index of the service named `ref` or keyed `ref` (vip:port/protocol); otherwise an error listing them. */
-export function findService(config: Pick<Config, 'services'>, ref: string, field: string): number {
+function findService(config: Pick<Config, 'services'>, ref: string, field: string): number {
   const i = config.services.findIndex((s) => s.name === ref || serviceKey(s) === ref);
   if (i >= 0) return i;
   const names = config.services.map((s) => s.name);
@@ -222,7 +222,7 @@ export function findService(config: Pick<Config, 'services'>, ref: string, field
 }
 
 /** `198.19.1.12:8080` or `[fd00::12]:8080`, the address in canonical form. */
-export function parseEndpoint(text: string): { address: string; port: number } {
+function parseEndpoint(text: string): { address: string; port: number } {
   const { host: address, port } = splitHostPort(text) ?? { host: '', port: 0 };
   if (familyOf(address) === null || port < 1 || port > 65535) {
     throw new EditError({

@@ -12,7 +12,7 @@ import { columns, formatApply, formatProblems, json } from './format.js';
  * made again on the new config, at most MAX_ATTEMPTS times, so a change is never lost and never undone.
  */
 
-export const MAX_ATTEMPTS = 3;
+const MAX_ATTEMPTS = 3;
 const TIMEOUT_MS = 30_000;
 
 export interface ManageIo {

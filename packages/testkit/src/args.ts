@@ -18,7 +18,7 @@ type FlagSpec = Record<string, FlagKind>;
 type FlagValues = Map<string, string | number | boolean>;
 
 /** `--name value`, `--name=value` and bare `--flag` for booleans; every flag at most once. */
-export function parseFlags(argv: readonly string[], spec: FlagSpec): FlagValues {
+function parseFlags(argv: readonly string[], spec: FlagSpec): FlagValues {
   const out: FlagValues = new Map();
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
@@ -119,14 +119,14 @@ export function parseTestServerArgs(argv: readonly string[]): TestServerOptions 
 
 // ---- lbd-testclient -------------------------------------------------------------------------------
 
-export const MAX_COUNT = 1_000_000;
-export const MAX_CONNECTIONS = 10_000;
+const MAX_COUNT = 1_000_000;
+const MAX_CONNECTIONS = 10_000;
 /** Default and ceiling for stream runs: a forgotten client ends by itself. */
-export const DEFAULT_STREAM_DURATION_MS = 60_000;
-export const MAX_DURATION_MS = 3_600_000;
-export const DEFAULT_TIMEOUT_MS = 2000;
+const DEFAULT_STREAM_DURATION_MS = 60_000;
+const MAX_DURATION_MS = 3_600_000;
+const DEFAULT_TIMEOUT_MS = 2000;
 /** A stream silent this long at the end of a run is reported as stalled. */
-export const DEFAULT_STALL_MS = 1000;
+const DEFAULT_STALL_MS = 1000;
 
 export interface HttpCommand {
   readonly mode: 'http';
@@ -199,13 +199,13 @@ export interface UdpFlowsCommand {
 export type ClientCommand = HttpCommand | HttpPacedCommand | StreamCommand | UdpCommand | TcpOnceCommand | UdpFlowsCommand;
 
 /** Bounds of udp-flows: each flow is a socket, and every re-send is load on a failing path. */
-export const MAX_UDP_FLOWS = 1000;
-export const DEFAULT_UDP_FLOW_INTERVAL_MS = 50;
+const MAX_UDP_FLOWS = 1000;
+const DEFAULT_UDP_FLOW_INTERVAL_MS = 50;
 /** Short enough that a flow re-sends a few times during a failover; not so short that a slow answer is a re-send. */
-export const DEFAULT_UDP_FLOW_TIMEOUT_MS = 500;
-export const DEFAULT_UDP_FLOW_RETRIES = 20;
+const DEFAULT_UDP_FLOW_TIMEOUT_MS = 500;
+const DEFAULT_UDP_FLOW_RETRIES = 20;
 /** http-paced: requests open at once, by default. */
-export const DEFAULT_PACED_IN_FLIGHT = 200;
+const DEFAULT_PACED_IN_FLIGHT = 200;
 
 export const TESTCLIENT_USAGE = `usage: lbd-testclient MODE OPTIONS   (prints one JSON object on stdout)
   http     --url URL --count N [--concurrency C] [--new-connection] [--timeout-ms MS]

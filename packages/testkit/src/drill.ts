@@ -188,7 +188,7 @@ export interface DrillResult {
 }
 
 /** An interval relative to the failure, in ms with µs precision. */
-export interface RelInterval {
+interface RelInterval {
   readonly startMs: number;
   readonly endMs: number;
 }
@@ -579,7 +579,7 @@ export interface OwnershipSubject {
 }
 
 /** Microseconds since the Unix epoch, on the host's wall clock (`ip -ts`'s clock). */
-export interface UsInterval {
+interface UsInterval {
   readonly startUs: number;
   readonly endUs: number;
 }
@@ -653,7 +653,7 @@ export interface OwnershipStart {
  * exact instant LOWER_UP changed. Events received before `readStartUs` are already in the initial state;
  * those received during the read are applied at `readEndUs` (they carry full state: idempotent).
  */
-export function ownershipTimeline(address: string, subjects: readonly OwnershipStart[], events: readonly MonitorEvent[],
+function ownershipTimeline(address: string, subjects: readonly OwnershipStart[], events: readonly MonitorEvent[],
   readStartUs: number, readEndUs: number, stopUs: number): OwnershipTimeline {
   const want = address.toLowerCase();
   const st = subjects.map((s) => ({ ...s, open: null as number | null, intervals: [] as UsInterval[] }));

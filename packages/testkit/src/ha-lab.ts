@@ -60,7 +60,7 @@ export interface ClusterStatusView {
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const AGENT_BIN = join(REPO, 'packages/director-agent/dist/bin/lbd-agent.js');
 export const LBADM_BIN = join(REPO, 'packages/lbadm/dist/bin/lbadm.js');
-export const LAB_DIR = join(REPO, 'deploy/lab');
+const LAB_DIR = join(REPO, 'deploy/lab');
 /** Where deploy/lab/dirK.yaml expects the peer-link PKI (made by deploy/lab/lab up). */
 const LAB_TLS_DIR = '/run/lbd/lab-tls';
 

@@ -27,8 +27,8 @@ export interface TestServerConfig {
  * `echo 500 > FILE` answers 500, `body` answers 200 with an unexpected body, `hang` accepts and never
  * answers, `close` closes the connection at once; an empty or missing file answers normally.
  */
-export const FAULTS = ['500', 'body', 'hang', 'close'] as const;
-export type Fault = (typeof FAULTS)[number];
+const FAULTS = ['500', 'body', 'hang', 'close'] as const;
+type Fault = (typeof FAULTS)[number];
 
 function currentFault(file: string | undefined): Fault | null {
   if (file === undefined) return null;
@@ -62,7 +62,7 @@ export const STREAM_INTERVAL_MS = 50;
 /** A stream connection ends after this long even if its client never closes (a bound, not a feature). */
 const MAX_STREAM_MS = 3_600_000;
 /** Upper bound of `GET /bytes?n=N`. */
-export const MAX_BYTES = 1024 ** 3;
+const MAX_BYTES = 1024 ** 3;
 const CHUNK = Buffer.alloc(64 * 1024, 0x61);
 /** Longest line the stream server will echo; a client sending an endless line is cut off. */
 const MAX_ECHO_LINE = 4096;
@@ -74,7 +74,7 @@ export function plainAddress(address: string | undefined): string {
   return m ? m[1]! : address;
 }
 
-export function answer(name: string, peer: string | undefined, peerPort: number | undefined, local: string | undefined, localPort: number | undefined): ServerAnswer {
+function answer(name: string, peer: string | undefined, peerPort: number | undefined, local: string | undefined, localPort: number | undefined): ServerAnswer {
   return { server: name, peer: plainAddress(peer), peerPort: peerPort ?? 0, local: plainAddress(local), localPort: localPort ?? 0 };
 }
 

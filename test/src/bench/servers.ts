@@ -11,8 +11,8 @@ import type { BackgroundProcess, Topology } from '@lbd/testkit';
 
 export const SMALL_OBJECT = '/small';
 export const BULK_OBJECT = '/1m';
-export const SMALL_BYTES = 128;
-export const BULK_BYTES = 1 << 20;
+const SMALL_BYTES = 128;
+const BULK_BYTES = 1 << 20;
 
 /** The document root every real server serves: a small object and a 1 MiB one. */
 export async function writeDocroot(dir: string): Promise<string> {

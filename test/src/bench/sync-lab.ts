@@ -17,7 +17,7 @@ export const VIP = '198.18.0.10';
 export const RS_HOSTS = [11, 12, 13].map((h) => `198.19.1.${h}`);
 export const LOCAL_ADDRESSES = [100, 101, 102, 103].map((h) => `198.19.1.${h}`);
 /** nginx on every real server for the load (lbd-testserver's HTTP is a Node process: too slow for 5 000/s). */
-export const NGINX_PORT = 8081;
+const NGINX_PORT = 8081;
 /** The services of labConfig, each with every real server. */
 const SERVICES = 3;
 
@@ -28,7 +28,7 @@ export interface SyncLabUser {
   readonly log: (msg: string) => void;
 }
 
-export function labConfig(bench: string, sync: boolean): string {
+function labConfig(bench: string, sync: boolean): string {
   const rs = (port: number): string => RS_HOSTS.map((a) => `      - { address: ${a}, port: ${port} }\n`).join('');
   const common = `    mode: fullnat
     scheduler: rr
@@ -78,7 +78,7 @@ export async function startLab(user: SyncLabUser, scope: BenchScope, prefix: str
 }
 
 /** Every real server of every service up on both directors (nginx just started: the checks need 2 rises). */
-export async function waitHealthy(lab: HaLab<AdminApi>): Promise<void> {
+async function waitHealthy(lab: HaLab<AdminApi>): Promise<void> {
   for (const d of ['dir1', 'dir2'] as const) {
     await waitFor(`${d}: every real server up`, 30_000, async () => {
       const h = await lab.api(d).getHealth('', { timeoutMs: 2000 });

@@ -22,7 +22,7 @@ done = function(summary, latency, requests)
 end
 `;
 
-export interface WrkErrors {
+interface WrkErrors {
   readonly connect: number;
   readonly read: number;
   readonly write: number;

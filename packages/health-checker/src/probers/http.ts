@@ -83,7 +83,7 @@ export class HttpProber implements Prober {
   }
 }
 
-export const DEFAULT_STATUS: ReadonlyArray<readonly [number, number]> = [[200, 399]];
+const DEFAULT_STATUS: ReadonlyArray<readonly [number, number]> = [[200, 399]];
 
 export function statusMatches(code: number, want: ReadonlyArray<number | readonly [number, number]>): boolean {
   return want.some((w) => (typeof w === 'number' ? code === w : code >= w[0] && code <= w[1]));
@@ -131,7 +131,7 @@ function compilePattern(source: string): RegExp | Error {
 const TLS_CODE = /CERT|SSL|TLS|^EPROTO$/;
 
 /** undici and socket errors → reason and words. */
-export function classifyHttpError(err: unknown): [ProbeReason, string] {
+function classifyHttpError(err: unknown): [ProbeReason, string] {
   const e = err as { code?: unknown; cause?: unknown; message?: unknown } | null;
   const code = typeof e?.code === 'string' ? e.code : '';
   switch (code) {
