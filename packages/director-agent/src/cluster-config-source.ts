@@ -39,7 +39,9 @@ export class ClusterConfigSource implements ConfigSource {
     const r = o.reconciler;
     this.member = new ClusterMember({
       ...o.member, coordinator: o.coordinator,
-      onConfig: (c) => { void r.serialize(() => this.applyFromCluster(c)).catch(() => undefined); },
+      onConfig: (c) => {
+        r.serialize(() => this.applyFromCluster(c)).catch((err: unknown) => o.log.error('applying the cluster config failed', { error: err }));
+      },
     });
   }
 

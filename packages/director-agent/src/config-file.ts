@@ -47,7 +47,7 @@ export async function stageFile(path: string, text: string): Promise<{ commit():
     await fh.sync();
   } catch (err) {
     await fh.close();
-    await unlink(temp).catch(() => {});
+    await unlink(temp).catch(() => { /* the write's own error is the one to report */ });
     throw err;
   }
   await fh.close();
@@ -61,7 +61,7 @@ export async function stageFile(path: string, text: string): Promise<{ commit():
       try { await dh.sync(); } finally { await dh.close(); }
     },
     async discard() {
-      await unlink(temp).catch(() => {});
+      await unlink(temp).catch(() => { /* never written, or gone: nothing to discard */ });
     },
   };
 }

@@ -87,7 +87,7 @@ interface Memo {
   readonly allDown: boolean;
 }
 
-export const MIN_RAMP_STEP_MS = 100;
+const MIN_RAMP_STEP_MS = 100;
 
 export class DesiredState {
   private memo = new Map<string, Memo>();

@@ -142,7 +142,8 @@ export class ElectionCore {
     const first = this.plan.size === 0;
     this.plan = new Map(groups.map((g) => [g.settings.name, g]));
     await this.owner.guard(new Map(groups.map((g) => [g.settings.name, g.addresses])));
-    if (first) for (const g of this.plan.keys()) await this.owner.release(g).catch(() => undefined);
+    // A failed release leaves addresses that no kernel lease covers: the guard above keeps them from serving.
+    if (first) for (const g of this.plan.keys()) await this.owner.release(g).catch(() => { /* see above */ });
     await this.elections.setGroups(groups.map((g) => g.settings));
     for (const g of [...this.leading]) {
       await this.claim(g).catch((err: unknown) => this.log('error', 're-claim failed', { group: g, error: String(err) }));

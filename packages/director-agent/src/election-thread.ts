@@ -117,7 +117,7 @@ class ElectionThread implements ElectionHost {
 
   async stop(opts: { vacate: boolean }): Promise<void> {
     this.stopping = true;
-    if (this.gone === null) await this.call({ op: 'stop', vacate: opts.vacate }).catch(() => undefined);
+    if (this.gone === null) await this.call({ op: 'stop', vacate: opts.vacate }).catch(() => { /* the thread is ending anyway: terminate() below */ });
     await this.worker.terminate();
   }
 

@@ -30,7 +30,7 @@ export class LocalEventHistory implements EventHistory {
   async list(q: EventQuery, sink: EventSink): Promise<() => void> {
     const match = matcher(q);
     for (const e of this.log.recent(q.sinceUnixMs).filter(match).slice(-q.limit)) sink.event(e);
-    if (!q.follow) { sink.end(); return () => {}; }
+    if (!q.follow) { sink.end(); return () => { /* nothing to unsubscribe */ }; }
     return this.log.subscribe((e) => { if (match(e)) sink.event(e); });
   }
 }
@@ -55,7 +55,7 @@ export class ClusterEventHistory implements EventHistory {
       sink.event(e);
     };
     // Subscribed before reading etcd, so nothing recorded meanwhile is missed; sent after the history.
-    const unsubscribe = q.follow ? this.log.subscribe((e) => { if (live) send(e); else buffered.push(e); }) : () => {};
+    const unsubscribe = q.follow ? this.log.subscribe((e) => { if (live) send(e); else buffered.push(e); }) : () => { /* nothing to unsubscribe */ };
     let listed;
     try {
       // With a kind filter, read more: the limit counts what matches.
@@ -69,7 +69,7 @@ export class ClusterEventHistory implements EventHistory {
     for (const e of this.log.recent(q.sinceUnixMs)) merged.set(e.id, e);
     const history = [...merged.values()].filter(match).sort((a, b) => a.timeUnixMs - b.timeUnixMs || (a.id < b.id ? -1 : 1)).slice(-q.limit);
     for (const e of history) send(e);
-    if (!q.follow) { sink.end(); return () => {}; }
+    if (!q.follow) { sink.end(); return () => { /* nothing to unsubscribe */ }; }
     for (const e of buffered.splice(0)) send(e);
     live = true;
     let stopWatch: (() => Promise<void>) | null = null;

@@ -99,7 +99,7 @@ interface Binding {
   readonly spec: CheckSpec;
 }
 
-export const DEFAULT_HISTORY_LIMIT = 1000;
+const DEFAULT_HISTORY_LIMIT = 1000;
 
 export class HealthManager extends EventEmitter<HealthManagerEvents> {
   private readonly scheduler: HealthScheduler;
@@ -289,7 +289,7 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
   watch(since: number, watcher: HealthWatcher): () => void {
     if (this.stopped) {
       watcher.end();
-      return () => {};
+      return () => { /* nothing to unsubscribe */ };
     }
     for (const e of this.historySince(since)) watcher.event(e);
     this.watchers.add(watcher);

@@ -102,7 +102,7 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
   /** Runs `fn` after every earlier apply or reload: applies never interleave. */
   serialize<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => {});
+    this.queue = run.catch(() => { /* the caller hears it through run; the queue only orders */ });
     return run;
   }
 
@@ -224,7 +224,7 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
 
   /** Resolves once the apply in flight (if any) has finished: the kernel transaction is atomic, but its record and file rename are not. */
   async settled(): Promise<void> {
-    await this.queue.catch(() => {});
+    await this.queue.catch(() => { /* an apply's failure is its caller's; this only waits for it to end */ });
   }
 
   /**

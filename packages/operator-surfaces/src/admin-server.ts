@@ -441,7 +441,7 @@ function feed<T>(call: grpc.ServerWritableStream<unknown, T>, maxPending: number
   const pending: T[] = [];
   let waiting = false;
   let done = false;
-  let stop = (): void => {};
+  let stop = (): void => { /* replaced once the call's source is wired */ };
   const finish = (status?: Partial<grpc.StatusObject>): void => {
     if (done) return;
     done = true;
@@ -539,7 +539,6 @@ function checkText(field: string, value: string, maxChars: number, required: boo
   if (value.length > maxChars) {
     throw new RequestError(grpc.status.INVALID_ARGUMENT, field, `is ${value.length} characters long; the limit is ${maxChars}`);
   }
-  // eslint-disable-next-line no-control-regex
   if (/[\u0000-\u001f\u007f]/.test(value)) {
     throw new RequestError(grpc.status.INVALID_ARGUMENT, field, 'contains control characters');
   }

@@ -151,7 +151,7 @@ export class Metrics {
   /** Reads the current state and renders the exposition. Scrapes run one at a time. */
   scrape(): Promise<string> {
     const run = this.scraping.then(() => this.collect()).then(() => this.registry.metrics());
-    this.scraping = run.catch(() => undefined);
+    this.scraping = run.catch(() => { /* the caller hears it through run; the next scrape starts afresh */ });
     return run;
   }
 

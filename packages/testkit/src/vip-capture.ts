@@ -127,9 +127,10 @@ export class VipCapture {
   private readonly tail: ReturnType<typeof setInterval>;
   private offset = 0;
   private reading: Promise<void> = Promise.resolve();
+  private readError: Error | undefined;
 
   private constructor(private readonly dump: BackgroundProcess, private readonly subjects: readonly CaptureSubject[], private readonly file: string) {
-    this.tail = setInterval(() => { this.readMore(); }, CAPTURE_TAIL_MS);
+    this.tail = setInterval(() => { void this.readMore(); }, CAPTURE_TAIL_MS);
   }
 
   static async start(topology: Topology, host: string, ifname: string, vip: string, subjects: readonly CaptureSubject[]): Promise<VipCapture> {
@@ -159,9 +160,9 @@ export class VipCapture {
     return capture;
   }
 
-  /** Reads what tcpdump wrote since the last read (one read at a time). */
+  /** Reads what tcpdump wrote since the last read (one read at a time); never rejects (stop() reports a failure). */
   private readMore(): Promise<void> {
-    this.reading = this.reading.then(async () => {
+    const next = this.reading.then(async () => {
       const fh = await open(this.file, 'r').catch(() => null);
       if (fh === null) return;
       try {
@@ -176,6 +177,7 @@ export class VipCapture {
         await fh.close();
       }
     });
+    this.reading = next.catch((err: unknown) => { this.readError ??= err as Error; });
     return this.reading;
   }
 
@@ -228,6 +230,7 @@ export class VipCapture {
     const dropped = stat('dropped by kernel');
     const packets = this.packets();
     const problem = diedEarly ? 'tcpdump exited before the end of the drill'
+      : this.readError ? `reading its output failed: ${this.readError.message}`
       : this.overflow ? `more than ${CAPTURE_MAX_LINES} lines`
       : captured === null || dropped === null ? 'tcpdump printed no statistics at its end'
       : dropped > 0 ? `the kernel dropped ${dropped} packets before tcpdump read them`

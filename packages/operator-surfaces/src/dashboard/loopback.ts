@@ -28,7 +28,7 @@ plain HTTP, read-only: open http://127.0.0.1:9400/ in a browser on this machine.
 
 exit codes: 0 stopped by SIGTERM/SIGINT, 64 bad usage, 1 cannot listen`;
 
-export const DEFAULT_LISTEN = { host: '127.0.0.1', port: 9400 };
+const DEFAULT_LISTEN = { host: '127.0.0.1', port: 9400 };
 
 export interface DashboardArgs {
   readonly socket: string;
@@ -129,7 +129,7 @@ export class AdminApiEventSource implements EventSource {
       } catch {
         // The agent is away or cut the stream; the page shows what is held until it answers again.
       }
-      await delay(this.retryMs, undefined, { signal }).catch(() => undefined);
+      await delay(this.retryMs, undefined, { signal }).catch(() => { /* aborted: the loop ends on the signal */ });
     }
   }
 
