@@ -117,18 +117,27 @@ describe('connection sync: sender, source and receiver', () => {
   });
 
   it('a dropped, a delayed and a reordered message each lead to a resync, and the standby converges', async () => {
+    // The second fault waits for the first resync: two faults inside one resync's window would be one gap
+    // (on a loaded machine they were, and the test waited for a second resync that had no cause).
+    let pair: Pair | undefined;
     let n = 0;
+    let delayed = false;
     const faults: OutgoingFaults = {
       fate: (m) => {
         if (!m.changes || (m.changes.changes?.length ?? 0) === 0) return 'send';
         n++;
         if (n === 3) return 'drop';
-        if (n === 6) return 40; // overtaken by the next ones: arrives out of order
+        if (!delayed && (pair?.sender.status().resyncs ?? 0) >= 1) {
+          delayed = true;
+          return 40; // overtaken by the next ones: arrives out of order
+        }
         return 'send';
       },
     };
     const p = await start({ sender: { faults, changesPerMessage: 4, flushMs: 1 } });
-    for (let i = 0; i < 60; i++) {
+    pair = p;
+    // New flows until both faults have had their resync (bounded: a lost resync fails the wait below).
+    for (let i = 0; i < 2000 && p.sender.status().resyncs < 2; i++) {
       p.leader.open(flow(i));
       p.leader.open(flow(i), 'update');
       if (i % 7 === 0 && i > 0) p.leader.close(flow(i - 1));
