@@ -244,13 +244,13 @@ function renderEvents() {
     h('span', {}, h('span', { class: 'what' }, `${e.subject}: ${e.from ? `${e.from} → ` : ''}${e.to}`), e.reason ? h('span', { class: 'muted' }, ` — ${e.reason}`) : null))));
   const drills = all.filter((e) => e.kind === 'drill').slice(0, DRILL_ROWS);
   replace(byId('drills').querySelector('tbody'), drills.length === 0
-    ? [h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'no drill recorded yet (lbadm drill)'))]
+    ? [h('tr', {}, h('td', { colspan: 7, class: 'muted' }, 'no drill recorded yet (deploy/lab/lab drill records one)'))]
     : drills.map((e) => h('tr', { 'data-id': e.id, 'data-result': e.to },
       h('td', { title: new Date(e.timeUnixMs).toISOString() }, `${age(e.timeUnixMs)} ago`),
       h('td', {}, e.director),
       h('td', {}, e.subject),
       h('td', { class: e.to === 'pass' ? 'pass' : 'fail' }, e.to),
-      // The fields a drill records (@lbd/testkit's drillRecord, through lbadm drill and the lab).
+      // The fields a drill records (@lbd/testkit's drillRecord, recorded by the lab's drills).
       h('td', {}, e.fields.failedRequests !== undefined ? `${e.fields.failedRequests} of ${e.fields.requests ?? '?'}` : ''),
       h('td', {}, e.fields.noServiceMs !== undefined ? `${e.fields.noServiceMs} ms` : ''),
       h('td', { class: 'muted' }, e.reason))));
