@@ -293,9 +293,13 @@ describe('high availability: failover drills on two directors with etcd @privile
 
   /** Waits until both directors run cluster revision `rev` and their services pass `check`. */
   async function bothRun(rev: number, check: (names: string[]) => boolean): Promise<void> {
-    await waitFor(`both directors run revision ${rev}`, 15_000, async () => {
+    // GetStatus lists the kernel's connections to count them per service (conntrack -L, both families):
+    // after the drills above that is tens of thousands of flows, which on a loaded box took over 2 s while
+    // the main thread also sent a sync snapshot of them. What this waits for is the revision, not speed
+    // (making status cheap is the kernel I/O work to come), so each call gets 10 s.
+    await waitFor(`both directors run revision ${rev}`, 30_000, async () => {
       for (const d of DIRECTOR_NAMES) {
-        const [cs, st] = await Promise.all([clusterStatus(d), lab.api(d).getStatus({ timeoutMs: 2000 })]);
+        const [cs, st] = await Promise.all([clusterStatus(d), lab.api(d).getStatus({ timeoutMs: 10_000 })]);
         if (Number(cs.configRevision) !== rev || !check(st.services.map((s) => s.name))) return false;
       }
       return true;
