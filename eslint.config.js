@@ -1,6 +1,6 @@
 // What tsc does not see (`pnpm run lint` runs this with dependency-cruiser and knip). Type-aware, on the
-// TypeScript sources only. Deliberately a short list, not a style guide: each rule here caught a real
-// kind of bug in this tree.
+// TypeScript sources only. Deliberately a short list, not a style guide: unhandled rejections and errors
+// dropped without a word (the first run found 35 such sites, one of them hiding a failed config apply).
 import tseslint from 'typescript-eslint';
 
 /**
