@@ -1,4 +1,4 @@
-import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, open, rm, writeFile, type FileHandle } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { BackgroundProcess } from './exec.js';
@@ -129,7 +129,13 @@ export class VipCapture {
   private reading: Promise<void> = Promise.resolve();
   private readError: Error | undefined;
 
-  private constructor(private readonly dump: BackgroundProcess, private readonly subjects: readonly CaptureSubject[], private readonly file: string) {
+  /** One read buffer for the whole capture (the file is read every CAPTURE_TAIL_MS). */
+  private readonly buf = Buffer.alloc(1 << 16);
+
+  private constructor(
+    private readonly dump: BackgroundProcess, private readonly subjects: readonly CaptureSubject[],
+    private readonly file: string, private readonly output: FileHandle,
+  ) {
     this.tail = setInterval(() => { void this.readMore(); }, CAPTURE_TAIL_MS);
   }
 
@@ -142,6 +148,7 @@ export class VipCapture {
     const dir = await mkdtemp(join(tmpdir(), 'lbd-capture-'));
     const file = join(dir, 'capture.txt');
     await writeFile(file, '');
+    const output = await open(file, 'r');
     // -Q in: what reaches the router, not what it sends; -l and --immediate-mode: each packet printed as it
     // arrives (a waiter sees it, and nothing is left in a buffer at the stop); -B: a 4 MiB ring so a
     // loaded machine's scheduling does not make the kernel drop packets before tcpdump reads them.
@@ -149,7 +156,7 @@ export class VipCapture {
       '-i', ifname, '-Q', 'in', '-n', '-e', '-tt', '-l', '--immediate-mode', '-B', '4096', '-s', '96',
       `ip src host ${vip} or arp src host ${vip}`,
     ], { label: `${host}:tcpdump` });
-    const capture = new VipCapture(dump, subjects, file);
+    const capture = new VipCapture(dump, subjects, file, output);
     try {
       // tcpdump prints this once the socket is bound and the filter attached, right before its loop.
       await dump.waitForLine((l) => l.startsWith(`listening on ${ifname},`), CAPTURE_READY_MS, 'stderr');
@@ -163,18 +170,11 @@ export class VipCapture {
   /** Reads what tcpdump wrote since the last read (one read at a time); never rejects (stop() reports a failure). */
   private readMore(): Promise<void> {
     const next = this.reading.then(async () => {
-      const fh = await open(this.file, 'r').catch(() => null);
-      if (fh === null) return;
-      try {
-        const buf = Buffer.alloc(1 << 16);
-        for (;;) {
-          const { bytesRead } = await fh.read(buf, 0, buf.length, this.offset);
-          if (bytesRead === 0) break;
-          this.offset += bytesRead;
-          this.take(buf.subarray(0, bytesRead).toString('latin1'));
-        }
-      } finally {
-        await fh.close();
+      for (;;) {
+        const { bytesRead } = await this.output.read(this.buf, 0, this.buf.length, this.offset);
+        if (bytesRead === 0) break;
+        this.offset += bytesRead;
+        this.take(this.buf.subarray(0, bytesRead).toString('latin1'));
       }
     });
     this.reading = next.catch((err: unknown) => { this.readError ??= err as Error; });
@@ -246,6 +246,7 @@ export class VipCapture {
       await this.dump.stop(CAPTURE_STOP_MS);
       clearInterval(this.tail);
       await this.readMore();
+      await this.output.close();
       await rm(dirname(this.file), { recursive: true, force: true });
     })();
     return this.stopped;
