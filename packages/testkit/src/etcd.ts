@@ -30,7 +30,7 @@ export interface RunningEtcd {
 
 export interface EtcdOptions {
   readonly name?: string;
-  /** Default: a fresh temp dir, removed by stop(). A given dir is left in place. */
+  /** Default: a fresh temp dir (in /dev/shm where there is one), removed by stop(). A given dir is left in place. */
   readonly dataDir?: string;
   /** etcd `--heartbeat-interval` (default 100). */
   readonly heartbeatMs?: number;
@@ -93,7 +93,7 @@ function healthy(url: string): Promise<boolean> {
 export async function startEtcd(opts: EtcdOptions = {}): Promise<RunningEtcd> {
   const name = opts.name ?? 'lbd-test';
   const ownDir = opts.dataDir === undefined;
-  const dataDir = opts.dataDir ?? (await mkdtemp(join(tmpdir(), 'lbd-etcd-')));
+  const dataDir = opts.dataDir ?? (await freshDataRoot());
   const [clientPort, peerPort] = [await freePort(), await freePort()];
   const client = `http://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
