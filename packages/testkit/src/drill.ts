@@ -290,7 +290,9 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     switch (mode) {
       case 'switchover': await api(oldLeader).failover(group, '', { timeoutMs: 5000 }); break;
       case 'kill-agent': await target.killAgent(oldLeader, 'SIGKILL'); break;
-      case 'box-death': await target.cluster.killBox(oldLeader); break;
+      // The failure is the instant the box stopped (its agent and its front link at once), not the start of
+      // the harness's work to stop it.
+      case 'box-death': failedAt = await target.cluster.killBox(oldLeader); break;
       case 'etcd-partition': await target.cluster.cut(oldLeader, 'etcd'); break;
       case 'peer-partition': await target.cluster.cut(oldLeader, 'peer'); break;
       case 'etcd-outage': await target.pauseEtcd(); break;
