@@ -445,6 +445,32 @@ describe('Agent', () => {
     assert.equal(s.services[0]?.realServers[0]?.activeConnections, 2500);
   });
 
+  it('status calls that overlap share one kernel connection listing, and a later one lists again', async () => {
+    h = await startHarness(V3);
+    const conn = (service: string, port: number): (typeof h.dp.conns)[number] => ({
+      protocol: 'tcp', state: 'ESTABLISHED', client: { address: '198.18.9.1', port }, vip: { address: '198.18.0.10', port: 80 },
+      localAddress: null, realServer: { address: '198.19.1.11', port: 8080 }, expiresInSec: 100, unreplied: false, backendId: 1, service,
+    });
+    h.dp.conns = [conn('198.18.0.10:80/tcp', 1024), conn('198.18.0.53:53/udp', 1025)];
+    // A listing that ends when the test says so: the callers below all ask while it runs.
+    const listed = h.dp.connections.bind(h.dp);
+    let listings = 0;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => { release = r; });
+    h.dp.connections = async (filter) => { listings++; await gate; return listed(filter); };
+    api = new AdminApi(h.socket);
+    const calls = Promise.all([api.getStatus(), api.getStatus(), api.listConnections('dns'), api.getStats()]);
+    await waitFor('a listing to start', 5000, async () => listings > 0, 5);
+    release();
+    const [s1, s2, dns] = await calls;
+    assert.equal(listings, 1, 'one listing for four overlapping calls');
+    assert.equal(dns.length, 1, 'the shared listing is filtered per caller');
+    assert.equal(dns[0]?.service, '198.18.0.53:53/udp');
+    assert.deepEqual(s1, s2);
+    await api.getStatus();
+    assert.equal(listings, 2, 'a call after the listing ended lists again');
+  });
+
   it('stops serving without touching the data plane, and removes its socket', async () => {
     h = await startHarness();
     const before = h.dp.applyCount;

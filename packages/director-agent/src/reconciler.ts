@@ -60,6 +60,8 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
   private lastResult: ApplyResult | null = null;
   private queue: Promise<unknown> = Promise.resolve();
   private stopped = false;
+  /** The connection listing in flight, shared by the callers that ask meanwhile (connections()). */
+  private listing: Promise<Connection[]> | null = null;
   private healthTimer: unknown = null;
   /** Whether healthTimer is a retry after a failure (a new change then applies at once instead). */
   private healthTimerRetry = false;
@@ -195,8 +197,17 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
     return this.o.dataPlane.observe();
   }
 
-  connections(filter?: ConnectionFilter): Promise<Connection[]> {
-    return this.o.dataPlane.connections(filter);
+  /**
+   * The kernel's connections (one service's with a filter). Callers that ask while a listing runs share it:
+   * a listing reads the whole table (conntrack -L, both families), which with tens of thousands of
+   * connections on a loaded box takes seconds, and status calls that their callers retried after a
+   * deadline (which does not stop the work here) queued listing after listing without bound. A shared
+   * listing began at most one listing before the call.
+   */
+  async connections(filter: ConnectionFilter = {}): Promise<Connection[]> {
+    this.listing ??= this.o.dataPlane.connections().finally(() => { this.listing = null; });
+    const all = await this.listing;
+    return filter.service === undefined ? all : all.filter((c) => c.service === filter.service);
   }
 
   kernelFacts(probeRealServers: readonly Endpoint[]): Promise<KernelFacts> {
