@@ -917,7 +917,8 @@ export function summary(r: DrillResult): string {
   const a = r.arpSent;
   return `${move}${r.pauseMs === null ? '' : ` (paused ${r.pauseMs} ms)`}${r.busyCores > 0 ? ` [${r.busyCores} busy cores]` : ''}; `
     + `no service ${r.noServiceMs} ms (restored after ${r.restoredAfterMs} ms${r.recovered ? '' : ', NOT recovered'}), `
-    + `${r.failedRequests}/${r.requests} requests failed, ${r.brokenConnections}/${r.streams} streams broken, `
+    + `${r.failedRequests}/${r.requests} requests failed, ${r.brokenConnections}/${r.streams} streams broken`
+    + `${r.streamErrors.length === 0 ? '' : ` (the first: ${r.streamErrors[0]})`}, `
     + `dual forwarding ${r.dualForwarding} (${r.dualForwardingMs.toFixed(1)} ms), dual ARP ${r.dualAnswering} (${r.dualAnsweringMs.toFixed(1)} ms), `
     + `after the failure forwarded dir1 ${f.dir1.packets} dir2 ${f.dir2.packets}, ARP dir1 ${a.dir1.packets} dir2 ${a.dir2.packets}, `
     + `leader changes ${r.leaderChanges ?? '?'}${r.flapped ? ' (FLAP)' : ''}; `
