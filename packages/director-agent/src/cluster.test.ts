@@ -141,11 +141,14 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     await waitFor(() => holder().length === 1, 5000, 'a leader');
     const first = members.find((m) => m.owner.held.size > 0)!;
     const second = members.find((m) => m !== first)!;
-    for (let i = 0; i < 200; i++) {
+    // A failover goes only to a director registered healthy in the group: wait for the sign that both are.
+    let registered = false;
+    for (const end = Date.now() + 15_000; !registered && Date.now() < end;) {
       const st = await b.agent.clusterStatus();
-      if (st.directors!.filter((d) => d.healthy && d.priorities!.front !== undefined).length === 2) break;
-      await new Promise((r) => setTimeout(r, 10));
+      registered = st.directors!.filter((d) => d.healthy && d.priorities!.front !== undefined).length === 2;
+      if (!registered) await new Promise((r) => setTimeout(r, 10));
     }
+    assert.ok(registered, 'both directors registered healthy in the group within 15 s');
     const since = Date.now();
     const moved = await b.agent.failover('front', '', 'bob@ops2', { role: 'write', name: 'ops-bob' });
     assert.deepEqual([moved.from, moved.to], [first.id, second.id]);
