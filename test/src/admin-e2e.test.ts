@@ -59,12 +59,12 @@ describe('lbadm against lbd-agent (end to end)', () => {
       {
         protocol: 'tcp', state: 'ESTABLISHED', client: { address: '198.18.9.1', port: 51234 }, vip: { address: '198.18.0.10', port: 80 },
         localAddress: { address: '198.18.2.10', port: 40001 }, realServer: { address: '198.19.1.11', port: 8080 }, expiresInSec: 899,
-        unreplied: false, backendId: 1, service: '198.18.0.10:80/tcp',
+        unreplied: false, realServerId: 1, service: '198.18.0.10:80/tcp',
       },
       {
         protocol: 'tcp', state: 'SYN_SENT', client: { address: '198.18.9.1', port: 51235 }, vip: { address: '198.18.0.20', port: 80 },
         localAddress: null, realServer: { address: '198.19.1.21', port: 8080 }, expiresInSec: 119,
-        unreplied: true, backendId: 3, service: '198.18.0.20:80/tcp',
+        unreplied: true, realServerId: 3, service: '198.18.0.20:80/tcp',
       },
     ];
     agent = await Agent.start({ configPath, dataPlane: dp, adminSocket: socket, watch: false });

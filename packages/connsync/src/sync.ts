@@ -45,7 +45,7 @@ export interface SyncStatus {
 }
 
 /** `198.18.0.10:80/tcp 198.19.1.11:8080`: a real server within a service, as setMarks keys it. */
-export function backendName(service: string, realServer: { address: string; port: number }): string {
+export function realServerName(service: string, realServer: { address: string; port: number }): string {
   const host = realServer.address.includes(':') ? `[${realServer.address}]` : realServer.address;
   return `${service} ${host}:${realServer.port}`;
 }
@@ -168,7 +168,7 @@ export class ConnectionSync {
         }
         const receiver = new SyncReceiver({
           table: this.o.table, log: this.o.log,
-          markOf: (service, rs) => this.marks.get(backendName(service, rs)) ?? null,
+          markOf: (service, rs) => this.marks.get(realServerName(service, rs)) ?? null,
           groupOf: (service) => this.services.get(service)?.vipGroup ?? null,
           leads: (group) => this.leading.has(group),
         }, {

@@ -1,12 +1,12 @@
 export { NftDataPlane, type NftDataPlaneOptions } from './nft-dataplane.js';
 export { localRunner, netnsRunner, type CommandRunner, type CommandResult } from './runner.js';
 export {
-  renderService, renderFullScript, diffTables, emptyTable, backendKey, HASH_SEED, SCHEMA_VERSION, TABLE_NAME, type ServiceFragment,
+  renderService, renderFullScript, diffTables, emptyTable, realServerKey, HASH_SEED, SCHEMA_VERSION, TABLE_NAME, type ServiceFragment,
   type TableModel, type NftFamily,
 } from './model.js';
 export { parseTable } from './parse.js';
 export { buildSlotTable, reduceWeights, smoothWeightedSequence, type SlotTable, type Selector } from './schedule.js';
-export { buildMaglevTable, maglevTableSize, nextPrime, type MaglevBackend } from './maglev.js';
+export { buildMaglevTable, maglevTableSize, nextPrime, type MaglevRealServer } from './maglev.js';
 export { parseConntrack, parseConntrackLine, type ConntrackEntry, type ConntrackLine } from './conntrack.js';
 export { ConntrackFlowTable, type ConntrackFlowTableOptions } from './flow-table.js';
 export { planTables, type Plan, type Leaving } from './plan.js';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { buildMaglevTable, maglevTableSize, nextPrime, type MaglevBackend } from './maglev.js';
+import { buildMaglevTable, maglevTableSize, nextPrime, type MaglevRealServer } from './maglev.js';
 
 function shares(table: Int32Array, n: number): number[] {
   const counts = new Array<number>(n).fill(0);
@@ -7,7 +7,7 @@ function shares(table: Int32Array, n: number): number[] {
   return counts.map((c) => c / table.length);
 }
 
-function servers(weights: number[]): MaglevBackend[] {
+function servers(weights: number[]): MaglevRealServer[] {
   return weights.map((weight, i) => ({ name: `198.19.1.${10 + i}#8080`, weight }));
 }
 

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
  * director (and every reload) computes the same table and maps a flow to the same real server.
  */
 
-export interface MaglevBackend {
+export interface MaglevRealServer {
   /** Stable identity of the real server, e.g. `198.19.1.11:8080`. */
   readonly name: string;
   readonly weight: number;
@@ -39,14 +39,14 @@ function hash64(text: string, salt: string): bigint {
 }
 
 /**
- * Returns, for each of `size` slots (size must be prime), the index into `backends` that owns it.
- * Backends with weight 0 own no slot. Each backend's share of slots is proportional to its weight:
- * in each round a backend earns weight/maxWeight of a turn and takes its preferred free slots with it.
+ * Returns, for each of `size` slots (size must be prime), the index into `realServers` that owns it.
+ * Real servers with weight 0 own no slot. Each real server's share of slots is proportional to its weight:
+ * in each round a real server earns weight/maxWeight of a turn and takes its preferred free slots with it.
  */
-export function buildMaglevTable(backends: readonly MaglevBackend[], size: number): Int32Array {
+export function buildMaglevTable(realServers: readonly MaglevRealServer[], size: number): Int32Array {
   const table = new Int32Array(size).fill(-1);
   // Sorted by name: the table must not depend on the order real servers are listed in.
-  const live = backends.map((b, i) => ({ ...b, index: i })).filter((b) => b.weight > 0)
+  const live = realServers.map((b, i) => ({ ...b, index: i })).filter((b) => b.weight > 0)
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   if (live.length === 0) return table;
   const m = BigInt(size);

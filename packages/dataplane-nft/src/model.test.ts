@@ -164,7 +164,7 @@ describe('rendering', () => {
     assert.deepEqual([...mid.leaving.removed.ip], [131073]);
     assert.deepEqual(mid.leaving.expire, [131073]);
     const readded = planTables(goldenServices(), mid.models);
-    assert.equal(readded.models.ip.services.get('198.18.0.10:80/tcp')!.backends.get('198.18.0.10:80/tcp|198.19.1.11#8080'), 131073);
+    assert.equal(readded.models.ip.services.get('198.18.0.10:80/tcp')!.realServerMarks.get('198.18.0.10:80/tcp|198.19.1.11#8080'), 131073);
   });
 
   it('drops persistence to a real server quiesced in a persistent service', () => {

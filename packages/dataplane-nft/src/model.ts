@@ -10,11 +10,11 @@ import { buildSlotTable, type Selector } from './schedule.js';
  * The table (one per family, `ip lbd` and `ip6 lbd`):
  *   prerouting/output (nat): `daddr . l4proto . dport vmap @dispatch` → a shared scheduling chain
  *   scheduling chain (one per selector × slot-table length × persistence, shared by all services alike):
- *       [persistence hit on an eligible backend → dnat] ;
+ *       [persistence hit on an eligible real server → dnat] ;
  *       ct mark set daddr . l4proto . dport . <selector> map @slots (one element per slot); dnat to ct mark map @backend_dnat
  *   postrouting (nat): fullnat services `snat to ct mark & 0xffff0000 map @service_snat` (an explicit pool,
  *       never masquerade)
- *   forward (filter): per-backend and per-service counters, on elements of sets keyed by ct mark.
+ *   forward (filter): per-real-server and per-service counters, on elements of sets keyed by ct mark.
  * NAT rules only see a flow's first packet, so no map change ever moves an established connection.
  * Why shared chains and maps rather than a chain per service: loading 10 000 services takes seconds with a
  * chain each and a fraction of a second as map elements, and per-packet cost stays one lookup per map.
@@ -45,8 +45,8 @@ export interface ServiceFragment {
   /** `198.18.0.10:80/tcp` */
   readonly key: string;
   readonly serviceId: number;
-  /** backendKey → mark, for this service's real servers. */
-  readonly backends: ReadonlyMap<string, number>;
+  /** realServerKey → mark, for this service's real servers. */
+  readonly realServerMarks: ReadonlyMap<string, number>;
   readonly chain: string;
   readonly elements: Elements;
 }
@@ -59,8 +59,8 @@ export interface TableModel {
 }
 
 /**
- * Marks. A backend is a real server within a service; its mark (in `ct mark` of every connection it
- * serves) is `serviceId << 16 | realServerId`, both from 1 to 65535. The service id in the high half lets
+ * Marks. The mark of a real server within a service (in `ct mark` of every connection it serves) is
+ * `serviceId << 16 | n`, n numbering the service's real servers, both from 1 to 65535. The service id in the high half lets
  * one per-packet lookup of `ct mark & 0xffff0000` count per service, so counters need no named objects
  * (40 000 counter objects make every later nft command slow to start).
  */
@@ -77,8 +77,8 @@ export function familyName(f: AddressFamily): NftFamily {
   return f === 4 ? 'ip' : 'ip6';
 }
 
-/** Identity of a backend (a real server within a service). */
-export function backendKey(service: string, address: string, port: number): string {
+/** Identity of a real server within a service. */
+export function realServerKey(service: string, address: string, port: number): string {
   return `${service}|${address}#${port}`;
 }
 
@@ -98,7 +98,7 @@ const NO_SERVER_CHAIN = 'no_server';
 /** A service with no real server to take new connections and fallback reject. */
 const REJECT_CHAIN = 'reject_new';
 /**
- * The mark of a new connection to be refused: service id 0 is never given out, so no backend has it.
+ * The mark of a new connection to be refused: service id 0 is never given out, so no real server has it.
  * The input chain turns it into a TCP reset (or ICMP port unreachable): reject is not allowed in NAT chains.
  */
 const REJECT_MARK = 0xffff;
@@ -210,8 +210,8 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   maps.service_tuple.set(svcMark, svcTuple);
   if (svc.localAddresses) maps.service_snat.set(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`);
   const ids = realServers.map((rs) => {
-    const mark = marks.get(backendKey(key, rs.address, rs.port));
-    if (mark === undefined) throw new Error(`no mark for ${backendKey(key, rs.address, rs.port)}`);
+    const mark = marks.get(realServerKey(key, rs.address, rs.port));
+    if (mark === undefined) throw new Error(`no mark for ${realServerKey(key, rs.address, rs.port)}`);
     const id = String(mark);
     maps.backend_dnat.set(id, `${rs.address} . ${rs.port}`);
     // Only persistence needs the eligible set (to refuse affinity to a quiesced real server); elsewhere
@@ -222,7 +222,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   // One exact element per slot, not interval runs: a hash lookup is cheaper than an interval lookup
   // per new flow, and nft 1.0.6 prints some concatenated ranges byte-swapped, which would defeat re-adoption.
   table.slots.forEach((server, slot) => maps.slots.set(`${svcTuple} . ${slot}`, ids[server]!));
-  return { source: svc, key, serviceId, backends: marks, chain, elements: maps };
+  return { source: svc, key, serviceId, realServerMarks: marks, chain, elements: maps };
 }
 
 export function emptyTable(family: NftFamily): TableModel {

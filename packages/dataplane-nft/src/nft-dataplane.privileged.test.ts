@@ -81,7 +81,7 @@ describe('NftDataPlane in a namespace @privileged', function () {
     const dp = new NftDataPlane({ runner: netnsRunner(ns) });
     await dp.apply({ services: goldenServices() });
     const web = (await dp.observe()).services.find((s) => s.key === '198.18.0.10:80/tcp')!;
-    const mark = String(web.realServers[0]!.backendId);
+    const mark = String(web.realServers[0]!.realServerId);
     const insert = (vip: string, sport: number): void => {
       execFileSync('ip', ['netns', 'exec', ns, 'conntrack', '-I', '-p', 'tcp', '-s', '198.18.0.2', '-d', vip,
         '--sport', String(sport), '--dport', '80', '-r', '198.19.1.11', '-q', '198.19.1.100',

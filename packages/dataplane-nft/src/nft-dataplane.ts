@@ -93,7 +93,7 @@ export class NftDataPlane implements DataPlane {
   }
 
   /**
-   * Forgets what leaving backends left in kernel-managed sets: their counters (a mark may be reused
+   * Forgets what leaving real servers left in kernel-managed sets: their counters (a mark may be reused
    * later) and persistence entries pointing at them. Each element is added, then deleted, in the same
    * transaction: the add makes the delete valid even if the element never existed or just timed out.
    */
@@ -186,7 +186,7 @@ export class NftDataPlane implements DataPlane {
         total += parseDeletedCount(res.stderr);
       }
     }
-    if (ids.length > 0) this.onEvent('expired removed real servers\' connections', { backends: ids, connections: total });
+    if (ids.length > 0) this.onEvent('expired removed real servers\' connections', { realServers: ids, connections: total });
     return total;
   }
 
@@ -202,10 +202,10 @@ export class NftDataPlane implements DataPlane {
         const realServers: ObservedRealServer[] = [...frag.elements.backend_dnat].map(([mark, rs]) => {
           const [address, rsPort] = rs.split(' . ');
           return {
-            address: address!, port: Number(rsPort), backendId: Number(mark), eligible: inSlots.has(mark),
-            counters: parsed.backendStats.get(Number(mark)) ?? { packets: 0, bytes: 0 },
+            address: address!, port: Number(rsPort), realServerId: Number(mark), eligible: inSlots.has(mark),
+            counters: parsed.realServerStats.get(Number(mark)) ?? { packets: 0, bytes: 0 },
           };
-        }).sort((a, b) => a.backendId - b.backendId);
+        }).sort((a, b) => a.realServerId - b.realServerId);
         services.push({
           key: frag.key, vip, port: Number(port), protocol, realServers,
           counters: parsed.serviceStats.get(serviceMark(frag.serviceId)) ?? { packets: 0, bytes: 0 },
@@ -220,7 +220,7 @@ export class NftDataPlane implements DataPlane {
     this.state ??= state;
     const owner = new Map<number, string>();
     for (const model of [state.models.ip, state.models.ip6]) {
-      for (const frag of model?.services.values() ?? []) for (const mark of frag.backends.values()) owner.set(mark, frag.key);
+      for (const frag of model?.services.values() ?? []) for (const mark of frag.realServerMarks.values()) owner.set(mark, frag.key);
     }
     const out: Connection[] = [];
     for (const fam of ['ipv4', 'ipv6']) {
@@ -239,7 +239,7 @@ export class NftDataPlane implements DataPlane {
         out.push({
           protocol: e.protocol, state: e.state, client: e.original.src, vip: e.original.dst,
           localAddress: fullnat ? e.reply.dst : null, realServer: e.reply.src, expiresInSec: e.expiresInSec,
-          unreplied: e.unreplied, backendId: e.mark, service,
+          unreplied: e.unreplied, realServerId: e.mark, service,
         });
       }
     }

@@ -1,6 +1,6 @@
 import { bigIntToAddress, addressToBigInt, canonicalAddress, familyOf, serviceKey, type Protocol } from '@lbd/config';
 import {
-  emptyMaps, backendKey, MAP_NAMES, SCHEMA_VERSION, SERVICE_MARK_SHIFT, serviceMark,
+  emptyMaps, realServerKey, MAP_NAMES, SCHEMA_VERSION, SERVICE_MARK_SHIFT, serviceMark,
   type MapName, type NftFamily, type ServiceFragment, type TableModel,
 } from './model.js';
 
@@ -16,8 +16,8 @@ interface Counters {
 
 export interface ParsedTable {
   readonly model: TableModel;
-  /** Per-backend counters by mark, and per-service counters by service mark (`id << 16`). */
-  readonly backendStats: ReadonlyMap<number, Counters>;
+  /** Per-real-server counters by mark, and per-service counters by service mark (`id << 16`). */
+  readonly realServerStats: ReadonlyMap<number, Counters>;
   readonly serviceStats: ReadonlyMap<number, Counters>;
 }
 
@@ -84,7 +84,7 @@ function elementEntry(map: MapName, elem: Json): [string, string] {
 export function parseTable(family: NftFamily, json: string): ParsedTable | null {
   const doc = JSON.parse(json) as { nftables?: Json[] };
   const maps = emptyMaps();
-  let backendStats = new Map<number, Counters>();
+  let realServerStats = new Map<number, Counters>();
   let serviceStats = new Map<number, Counters>();
   let schema = -1;
   let sawTable = false;
@@ -96,7 +96,7 @@ export function parseTable(family: NftFamily, json: string): ParsedTable | null 
     const name = String(set.name);
     const elems = Array.isArray(set.elem) ? set.elem : [];
     if (name === 'schema') schema = elems.length === 1 ? Number(text(elems[0])) : -1;
-    else if (name === 'backend_stats') backendStats = statsEntries(elems);
+    else if (name === 'backend_stats') realServerStats = statsEntries(elems);
     else if (name === 'service_stats') serviceStats = statsEntries(elems);
     else if ((MAP_NAMES as readonly string[]).includes(name)) {
       // (persist holds kernel-managed flows, not desired state, and is not read here.)
@@ -108,17 +108,17 @@ export function parseTable(family: NftFamily, json: string): ParsedTable | null 
     }
   }
   if (!sawTable || schema !== SCHEMA_VERSION) return null;
-  return { model: groupByService(family, maps), backendStats, serviceStats };
+  return { model: groupByService(family, maps), realServerStats, serviceStats };
 }
 
 /** Splits the flat maps read from the kernel into per-service fragments, as `renderService` makes them. */
 function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, string> }): TableModel {
-  type Draft = { chain: string; elements: { [M in MapName]: Map<string, string> }; backends: Map<string, number>; serviceId: number };
+  type Draft = { chain: string; elements: { [M in MapName]: Map<string, string> }; realServerMarks: Map<string, number>; serviceId: number };
   const byTuple = new Map<string, Draft>();
   for (const [tuple, verdict] of maps.dispatch) {
     const elements = emptyMaps();
     elements.dispatch.set(tuple, verdict);
-    byTuple.set(tuple, { chain: verdict.replace(/^jump /, ''), elements, backends: new Map(), serviceId: 0 });
+    byTuple.set(tuple, { chain: verdict.replace(/^jump /, ''), elements, realServerMarks: new Map(), serviceId: 0 });
   }
   for (const [k, v] of maps.slots) byTuple.get(k.slice(0, k.lastIndexOf(' . ')))?.elements.slots.set(k, v);
   const byServiceMark = new Map<number, [string, Draft]>();
@@ -136,14 +136,14 @@ function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, s
     if (!owner) continue;
     const [tuple, draft] = owner;
     const [address, port] = rs.split(' . ');
-    draft.backends.set(backendKey(tupleToServiceKey(tuple), address!, Number(port)), Number(mark));
+    draft.realServerMarks.set(realServerKey(tupleToServiceKey(tuple), address!, Number(port)), Number(mark));
     draft.elements.backend_dnat.set(mark, rs);
     if (maps.eligible.has(mark)) draft.elements.eligible.set(mark, '');
   }
   const services = new Map<string, ServiceFragment>();
   for (const [tuple, f] of byTuple) {
     const key = tupleToServiceKey(tuple);
-    services.set(key, { source: null, key, serviceId: f.serviceId, backends: f.backends, chain: f.chain, elements: f.elements });
+    services.set(key, { source: null, key, serviceId: f.serviceId, realServerMarks: f.realServerMarks, chain: f.chain, elements: f.elements });
   }
   return { family, schema: SCHEMA_VERSION, services };
 }
@@ -154,7 +154,7 @@ function tupleToServiceKey(tuple: string): string {
   return serviceKey({ vip, port: Number(port), protocol });
 }
 
-/** Persist-map elements (key, value) whose mark is in `marks`: the affinity to drop when a backend leaves. */
+/** Persist-map elements (key, value) whose mark is in `marks`: the affinity to drop when a real server leaves. */
 export function persistEntriesFor(json: string, marks: ReadonlySet<number>): Array<[string, string]> {
   const doc = JSON.parse(json) as { nftables?: Json[] };
   const entries: Array<[string, string]> = [];

@@ -1,7 +1,7 @@
 import { serviceKey, type Service } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
 import {
-  backendKey, effectiveRealServers, emptyTable, familyName, MAX_MARK_ID, renderService, SCHEMA_VERSION, serviceMark,
+  realServerKey, effectiveRealServers, emptyTable, familyName, MAX_MARK_ID, renderService, SCHEMA_VERSION, serviceMark,
   type NftFamily, type ServiceFragment, type TableModel,
 } from './model.js';
 
@@ -11,7 +11,7 @@ import {
  */
 
 export interface Leaving {
-  /** Removed backends' marks, per family (their counters must be forgotten). */
+  /** Removed real servers' marks, per family (their counters must be forgotten). */
   readonly removed: Record<NftFamily, Set<number>>;
   /** Removed services' marks (`id << 16`), per family. */
   readonly removedServices: Record<NftFamily, Set<number>>;
@@ -104,8 +104,8 @@ function renderAnew(svc: Service, key: string, p: ServiceFragment | undefined, s
   const used = new Set<number>();
   const fresh: string[] = [];
   for (const rs of effectiveRealServers(svc)) {
-    const bk = backendKey(key, rs.address, rs.port);
-    const old = p?.backends.get(bk);
+    const bk = realServerKey(key, rs.address, rs.port);
+    const old = p?.realServerMarks.get(bk);
     if (old !== undefined) {
       marks.set(bk, old);
       used.add(old - base);
@@ -129,9 +129,9 @@ function leaving(previous: Record<NftFamily, TableModel | null>, models: Record<
     // Unknown settings (a service read back from the kernel and now removed): assume persistence, so
     // affinity entries are looked for rather than left behind.
     const persistent = svc === null || svc.persistenceSec > 0;
-    for (const [bk, mark] of old.backends) {
+    for (const [bk, mark] of old.realServerMarks) {
       const wasEligible = old.elements.eligible.has(String(mark));
-      if (!now?.backends.has(bk)) {
+      if (!now?.realServerMarks.has(bk)) {
         out.removed[family].add(mark);
         if (wasEligible && persistent) out.affinity[family].add(mark);
         if (svc?.expireOnRemove) out.expire.push(mark);

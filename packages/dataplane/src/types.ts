@@ -37,7 +37,7 @@ export interface Endpoint {
 
 export interface ObservedRealServer extends Endpoint {
   /** The id in `ct mark` of this real server's connections in this service. */
-  readonly backendId: number;
+  readonly realServerId: number;
   /** Whether new connections may be scheduled to it (weight > 0). */
   readonly eligible: boolean;
   readonly counters: Counters;
@@ -70,8 +70,8 @@ export interface Connection {
   readonly expiresInSec: number;
   /** No reply seen yet: in nat mode, the sign of a real server whose replies bypass the director. */
   readonly unreplied: boolean;
-  readonly backendId: number;
-  /** Service key, when the backend id is one of lbd's. */
+  readonly realServerId: number;
+  /** Service key, when the real server id is one of lbd's. */
   readonly service: string | null;
 }
 

@@ -417,7 +417,7 @@ describe('Agent', () => {
     h.dp.conns = [
       {
         protocol: 'udp', state: 'UNREPLIED', client: { address: '198.18.9.1', port: 5353 }, vip: { address: '198.18.0.53', port: 53 },
-        localAddress: null, realServer: { address: '198.19.1.53', port: 53 }, expiresInSec: 29.6, unreplied: true, backendId: 2, service: '198.18.0.53:53/udp',
+        localAddress: null, realServer: { address: '198.19.1.53', port: 53 }, expiresInSec: 29.6, unreplied: true, realServerId: 2, service: '198.18.0.53:53/udp',
       },
     ];
     api = new AdminApi(h.socket);
@@ -437,7 +437,7 @@ describe('Agent', () => {
     h.dp.conns = Array.from({ length: 2500 }, (_, i) => ({
       protocol: 'tcp' as const, state: 'ESTABLISHED', client: { address: '198.18.9.1', port: 1024 + i }, vip: { address: '198.18.0.10', port: 80 },
       localAddress: { address: '198.18.2.10', port: 30000 + i }, realServer: { address: '198.19.1.11', port: 8080 }, expiresInSec: 100,
-      unreplied: false, backendId: 1, service: '198.18.0.10:80/tcp',
+      unreplied: false, realServerId: 1, service: '198.18.0.10:80/tcp',
     }));
     api = new AdminApi(h.socket);
     assert.equal((await api.listConnections()).length, 2500);
@@ -449,7 +449,7 @@ describe('Agent', () => {
     h = await startHarness(V3);
     const conn = (service: string, port: number): (typeof h.dp.conns)[number] => ({
       protocol: 'tcp', state: 'ESTABLISHED', client: { address: '198.18.9.1', port }, vip: { address: '198.18.0.10', port: 80 },
-      localAddress: null, realServer: { address: '198.19.1.11', port: 8080 }, expiresInSec: 100, unreplied: false, backendId: 1, service,
+      localAddress: null, realServer: { address: '198.19.1.11', port: 8080 }, expiresInSec: 100, unreplied: false, realServerId: 1, service,
     });
     h.dp.conns = [conn('198.18.0.10:80/tcp', 1024), conn('198.18.0.53:53/udp', 1025)];
     // A listing that ends when the test says so: the callers below all ask while it runs.

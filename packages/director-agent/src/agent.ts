@@ -179,7 +179,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
           settings: cluster, version: this.version, election, log: this.log, events: this.events,
           dataPlaneProblem: () => this.reconciler.dataPlaneProblem(),
           ...(opts.flowTable ? { flowTable: opts.flowTable } : {}),
-          marks: () => this.reconciler.backendMarks(),
+          marks: () => this.reconciler.realServerMarks(),
         },
       });
       this.source = source;

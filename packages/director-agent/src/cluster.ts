@@ -41,7 +41,7 @@ export interface ClusterMemberOptions {
   readonly prober?: Prober;
   /** The kernel's connection table, for connection sync (which also needs agent.cluster.tls). */
   readonly flowTable?: FlowTable;
-  /** This director's ct mark per real server of each service (keys from connsync's backendName). */
+  /** This director's ct mark per real server of each service (keys from connsync's realServerName). */
   marks?(): Promise<ReadonlyMap<string, number>>;
 }
 

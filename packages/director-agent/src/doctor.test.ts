@@ -53,7 +53,7 @@ function conn(service: string, rs: string, state: string, unreplied: boolean, op
     protocol: opts.protocol ?? 'tcp', state, client: { address: '198.18.9.1', port: opts.clientPort ?? 50000 },
     vip: { address: vip, port: Number(vport) },
     localAddress: opts.local ? { address: opts.local, port: 40000 } : null,
-    realServer: { address, port: Number(port) }, expiresInSec: 100, unreplied, backendId: 1, service,
+    realServer: { address, port: Number(port) }, expiresInSec: 100, unreplied, realServerId: 1, service,
   };
 }
 

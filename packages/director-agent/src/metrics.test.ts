@@ -81,7 +81,7 @@ function conn(server: string, state: string, clientPort: number): Connection {
   const [address, port] = server.split(':') as [string, string];
   return {
     protocol: 'tcp', state, client: { address: '198.18.2.2', port: clientPort }, vip: { address: '198.18.0.10', port: 80 }, localAddress: null,
-    realServer: { address, port: Number(port) }, expiresInSec: 100, unreplied: false, backendId: 1, service: SVC,
+    realServer: { address, port: Number(port) }, expiresInSec: 100, unreplied: false, realServerId: 1, service: SVC,
   };
 }
 

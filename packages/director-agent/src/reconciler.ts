@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { formatProblem, type Config, type ConfigError } from '@lbd/config';
-import { backendName } from '@lbd/connsync';
+import { realServerName } from '@lbd/connsync';
 import {
   DataPlaneError, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane, type Endpoint, type KernelFacts, type ObservedState,
 } from '@lbd/dataplane';
@@ -215,10 +215,10 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
   }
 
   /** The kernel's ct mark of every real server of every service, for connection sync (marks are each director's own). */
-  async backendMarks(): Promise<Map<string, number>> {
+  async realServerMarks(): Promise<Map<string, number>> {
     const observed = await this.o.dataPlane.observe();
     const out = new Map<string, number>();
-    for (const s of observed.services) for (const rs of s.realServers) out.set(backendName(s.key, rs), rs.backendId);
+    for (const s of observed.services) for (const rs of s.realServers) out.set(realServerName(s.key, rs), rs.realServerId);
     return out;
   }
 

@@ -87,7 +87,7 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     a.table.open(flow(3, 81)); // sync disabled for this service
     await waitFor('dir2 to hold dir1\'s flows', () => b.table.flows.size === 2);
     const bMarks = await (b.dp.observe());
-    const want = bMarks.services.find((s) => s.key === '198.18.0.10:80/tcp')!.realServers.find((r) => r.address === '198.19.1.12')!.backendId;
+    const want = bMarks.services.find((s) => s.key === '198.18.0.10:80/tcp')!.realServers.find((r) => r.address === '198.19.1.12')!.realServerId;
     assert.equal(b.table.flows.get(flowKey(flow(1)))!.mark, want, 'injected with the standby\'s own mark for that real server');
     assert.deepEqual(b.table.flows.get(flowKey(flow(1)))!.localAddress, flow(1).localAddress);
     assert.equal(b.table.flows.has(flowKey(flow(3, 81))), false, 'a service with sync disabled is not copied');

@@ -22,9 +22,9 @@ const OBSERVED: ObservedState = {
     {
       key: '198.18.0.10:80/tcp', vip: '198.18.0.10', port: 80, protocol: 'tcp', counters: { packets: 30, bytes: 3000 },
       realServers: [
-        { address: '198.19.1.11', port: 8080, backendId: 1, eligible: true, counters: { packets: 20, bytes: 2000 } },
-        { address: '198.19.1.12', port: 8080, backendId: 2, eligible: false, counters: { packets: 10, bytes: 1000 } },
-        { address: '198.19.1.13', port: 8080, backendId: 3, eligible: true, counters: { packets: 0, bytes: 0 } },
+        { address: '198.19.1.11', port: 8080, realServerId: 1, eligible: true, counters: { packets: 20, bytes: 2000 } },
+        { address: '198.19.1.12', port: 8080, realServerId: 2, eligible: false, counters: { packets: 10, bytes: 1000 } },
+        { address: '198.19.1.13', port: 8080, realServerId: 3, eligible: true, counters: { packets: 0, bytes: 0 } },
       ],
     },
     { key: '198.18.0.99:443/tcp', vip: '198.18.0.99', port: 443, protocol: 'tcp', counters: { packets: 1, bytes: 1 }, realServers: [] },
@@ -35,7 +35,7 @@ function conn(state: string, rs: string): Connection {
   return {
     protocol: 'tcp', state, client: { address: '198.18.9.1', port: 1 }, vip: { address: '198.18.0.10', port: 80 },
     localAddress: { address: '198.18.2.10', port: 2 }, realServer: { address: rs, port: 8080 }, expiresInSec: 1,
-    unreplied: false, backendId: 1, service: '198.18.0.10:80/tcp',
+    unreplied: false, realServerId: 1, service: '198.18.0.10:80/tcp',
   };
 }
 

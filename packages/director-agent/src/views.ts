@@ -169,7 +169,7 @@ export function toWireConnection(c: Connection): WireConnection {
     realServer: { ...c.realServer },
     expiresInSec: Math.max(0, Math.round(c.expiresInSec)),
     unreplied: c.unreplied,
-    backendId: c.backendId,
+    realServerId: c.realServerId,
     service: c.service ?? '',
   };
 }

@@ -77,16 +77,16 @@ const CONNS: Connection__Output[] = [
   {
     protocol: 'tcp', state: 'ESTABLISHED', client: { address: '198.18.9.1', port: 51234 }, vip: { address: '198.18.0.10', port: 80 },
     localAddress: { address: '198.18.2.10', port: 40001 }, realServer: { address: '198.19.1.11', port: 8080 }, expiresInSec: 899,
-    unreplied: false, backendId: 1, service: '198.18.0.10:80/tcp',
+    unreplied: false, realServerId: 1, service: '198.18.0.10:80/tcp',
   },
   {
     protocol: 'udp', state: 'UNREPLIED', client: { address: 'fd00:9::1', port: 5353 }, vip: { address: 'fd00::53', port: 53 },
-    localAddress: null, realServer: { address: 'fd00:1::11', port: 53 }, expiresInSec: 29, unreplied: true, backendId: 3, service: '[fd00::53]:53/udp',
+    localAddress: null, realServer: { address: 'fd00:1::11', port: 53 }, expiresInSec: 29, unreplied: true, realServerId: 3, service: '[fd00::53]:53/udp',
   },
 ];
 
 const APPLY: ApplyResponse__Output = {
-  changed: true, operations: ['add element inet lbd backends { 3 : 198.19.1.13 . 8080 }', 'flush map inet lbd rr_1'], fullRebuild: false,
+  changed: true, operations: ['add element inet lbd backend_dnat { 3 : 198.19.1.13 . 8080 }', 'flush map inet lbd rr_1'], fullRebuild: false,
   dryRun: false, expiredConnections: 0, durationMs: 3, serviceCount: 2, configSha256: 'ab', problems: [], clusterRevision: 0,
 };
 
@@ -246,7 +246,7 @@ describe('formatConns', () => {
 describe('formatApply', () => {
   it('prints the rule diff and a summary', () => {
     assert.equal(formatApply(APPLY), [
-      'add element inet lbd backends { 3 : 198.19.1.13 . 8080 }',
+      'add element inet lbd backend_dnat { 3 : 198.19.1.13 . 8080 }',
       'flush map inet lbd rr_1',
       'applied: 2 operations for 2 services',
       '',
@@ -255,7 +255,7 @@ describe('formatApply', () => {
 
   it('says a dry run applied nothing', () => {
     assert.equal(formatApply({ ...APPLY, dryRun: true, fullRebuild: true }), [
-      'add element inet lbd backends { 3 : 198.19.1.13 . 8080 }',
+      'add element inet lbd backend_dnat { 3 : 198.19.1.13 . 8080 }',
       'flush map inet lbd rr_1',
       'dry run: 2 operations (full rebuild) would be applied',
       'dry run: nothing was applied',

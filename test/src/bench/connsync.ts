@@ -3,7 +3,7 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey, type Service } from '@lbd/config';
-import { ConnectionSync, SyncReceiver, backendName, type Logger } from '@lbd/connsync';
+import { ConnectionSync, SyncReceiver, realServerName, type Logger } from '@lbd/connsync';
 import { flowKey, type FlowApplyResult, type FlowChange, type FlowTable, type FlowWatch, type FlowWatchHandlers, type SyncedFlow } from '@lbd/dataplane';
 import { FakeFlowTable } from '@lbd/dataplane/testing';
 import { ConntrackFlowTable, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
@@ -317,7 +317,7 @@ async function wholePath(ctx: WholePathContext, host: string, watched: boolean):
   const standbyPort = await freePort();
   const services: readonly Service[] = parseConfig(BULK_CONFIG, 'bench connsync', { cluster: true }).services;
   const marks = new Map<string, number>();
-  for (const svc of services) svc.realServers.forEach((rs, i) => marks.set(backendName(serviceKey(svc), rs), (1 << 16) | (i + 1)));
+  for (const svc of services) svc.realServers.forEach((rs, i) => marks.set(realServerName(serviceKey(svc), rs), (1 << 16) | (i + 1)));
 
   const fake = new FakeFlowTable();
   for (const f of ctx.flows) fake.flows.set(flowKey(f), f);

@@ -23,7 +23,11 @@ export interface Connection {
    * No reply seen yet.
    */
   'unreplied'?: (boolean);
-  'backendId'?: (number);
+  /**
+   * The connection's ct mark: the id of its real server within its service (was backend_id; the number,
+   * all the wire carries, is unchanged, so directors and lbadm of either version still understand each other).
+   */
+  'realServerId'?: (number);
   /**
    * The service key, or empty when the entry is not one of lbd's services.
    */
@@ -48,7 +52,11 @@ export interface Connection__Output {
    * No reply seen yet.
    */
   'unreplied': (boolean);
-  'backendId': (number);
+  /**
+   * The connection's ct mark: the id of its real server within its service (was backend_id; the number,
+   * all the wire carries, is unchanged, so directors and lbadm of either version still understand each other).
+   */
+  'realServerId': (number);
   /**
    * The service key, or empty when the entry is not one of lbd's services.
    */
