@@ -1,18 +1,18 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { FlowSource, SyncReceiver, SyncSender, type Dial, type OutgoingFaults } from '@lbd/connsync';
-import { flowKey, type SyncedFlow } from '@lbd/dataplane';
-import { FakeFlowTable } from '@lbd/dataplane/testing';
-import { ConntrackFlowTable, netnsRunner } from '@lbd/dataplane-nft';
+import { ConnectionSource, SyncReceiver, SyncSender, type Dial, type OutgoingFaults } from '@lbd/connsync';
+import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
+import { FakeConnectionTable } from '@lbd/dataplane/testing';
+import { ConntrackConnectionTable, netnsRunner } from '@lbd/dataplane-nft';
 import { connSyncServiceDefinition, type SyncMessage, type SyncReply } from '@lbd/proto';
 import { deleteNamespace, removeOrphans, requireRoot, runPrefix } from '@lbd/testkit';
 
 /**
- * A peer link that drops, delays and reorders messages, into a real kernel: the leader's flows (an
+ * A peer link that drops, delays and reorders messages, into a real kernel: the leader's connections (an
  * in-memory table, driven as a kernel would be) stream through sender and receiver, every message
  * encoded and decoded with the real protobuf serializers, into conntrack in a namespace. Whatever the link
- * loses, the standby's conntrack ends up holding exactly the leader's flows with their NAT bindings.
+ * loses, the standby's conntrack ends up holding exactly the leader's connections with their NAT bindings.
  */
 
 const run = promisify(execFile);
@@ -20,7 +20,7 @@ const quiet = { info: () => undefined, warn: () => undefined, error: () => undef
 const SERVICE = '198.18.0.10:80/tcp';
 const MARK = 0x10001;
 
-function flow(i: number): SyncedFlow {
+function connection(i: number): SyncedConnection {
   return {
     protocol: 'tcp', client: { address: `198.18.${10 + Math.floor(i / 50_000)}.1`, port: 1024 + (i % 50_000) }, vip: { address: '198.18.0.10', port: 80 },
     realServer: { address: `198.19.1.${11 + (i % 3)}`, port: 8080 }, localAddress: { address: '198.19.1.100', port: 1024 + (i % 60_000) },
@@ -31,24 +31,24 @@ function flow(i: number): SyncedFlow {
 describe('connection sync into a real kernel over a lossy link @privileged', function () {
   this.timeout(120_000);
   let ns: string;
-  let standby: ConntrackFlowTable;
+  let standby: ConntrackConnectionTable;
 
   before(async function () {
     await requireRoot(this, { commands: ['conntrack', 'ip'] });
     await removeOrphans('lbdt');
     ns = `${runPrefix('lbdt', 'sf')}k`;
     await run('ip', ['netns', 'add', ns]);
-    standby = new ConntrackFlowTable({ runner: netnsRunner(ns) });
+    standby = new ConntrackConnectionTable({ runner: netnsRunner(ns) });
     await standby.prepare();
   });
   after(async function () {
     if (ns) await deleteNamespace(ns).catch(() => undefined);
   });
 
-  it('drops, delays and reordering on the link end in resyncs, and conntrack converges to the leader\'s flows', async () => {
-    const leader = new FakeFlowTable();
-    for (let i = 0; i < 1500; i++) leader.flows.set(flowKey(flow(i)), flow(i));
-    const source = new FlowSource(leader, quiet);
+  it('drops, delays and reordering on the link end in resyncs, and conntrack converges to the leader\'s connections', async () => {
+    const leader = new FakeConnectionTable();
+    for (let i = 0; i < 1500; i++) leader.connections.set(connectionKey(connection(i)), connection(i));
+    const source = new ConnectionSource(leader, quiet);
     await source.start();
     await source.setScope(new Map([[SERVICE, { group: 'g', minAgeMs: 0 }]]));
 
@@ -83,11 +83,11 @@ describe('connection sync into a real kernel over a lossy link @privileged', fun
     const sender = new SyncSender({ self: 'dir1', peer: 'dir2', source, dial, log: quiet, faults, changesPerMessage: 50, ackTimeoutMs: 1000 });
     sender.start();
     try {
-      // Churn while the link misbehaves: new flows established, old ones closed.
+      // Churn while the link misbehaves: new connections established, old ones closed.
       for (let i = 1500; i < 3000; i++) {
-        leader.open({ ...flow(i), state: 'SYN_SENT' });
-        leader.open(flow(i), 'update');
-        if (i % 3 === 0) leader.close(flow(i - 1400));
+        leader.open({ ...connection(i), state: 'SYN_SENT' });
+        leader.open(connection(i), 'update');
+        if (i % 3 === 0) leader.close(connection(i - 1400));
         if (i % 100 === 0) await new Promise((r) => setTimeout(r, 20));
       }
       await new Promise((r) => setTimeout(r, 500));
@@ -98,16 +98,16 @@ describe('connection sync into a real kernel over a lossy link @privileged', fun
       const st = sender.status();
       assert.ok(st.resyncs + st.snapshots > 1, `the faults led to at least one resync or new stream: ${JSON.stringify(st)}`);
 
-      const kernel = new Map((await standby.dump()).map((f) => [flowKey(f), f]));
-      const want = [...leader.flows.values()];
-      const missing = want.filter((f) => !kernel.has(flowKey(f)));
-      const extra = [...kernel.keys()].filter((k) => !leader.flows.has(k));
-      assert.deepEqual([missing.length, extra.length], [0, 0], `missing ${missing.slice(0, 3).map(flowKey).join(', ')}; extra ${extra.slice(0, 3).join(', ')}`);
+      const kernel = new Map((await standby.dump()).map((f) => [connectionKey(f), f]));
+      const want = [...leader.connections.values()];
+      const missing = want.filter((f) => !kernel.has(connectionKey(f)));
+      const extra = [...kernel.keys()].filter((k) => !leader.connections.has(k));
+      assert.deepEqual([missing.length, extra.length], [0, 0], `missing ${missing.slice(0, 3).map(connectionKey).join(', ')}; extra ${extra.slice(0, 3).join(', ')}`);
       for (const f of want) {
-        const k = kernel.get(flowKey(f))!;
-        assert.deepEqual([k.realServer, k.localAddress, k.mark], [f.realServer, f.localAddress, MARK], flowKey(f));
+        const k = kernel.get(connectionKey(f))!;
+        assert.deepEqual([k.realServer, k.localAddress, k.mark], [f.realServer, f.localAddress, MARK], connectionKey(f));
       }
-      console.log(`      ${want.length} flows in conntrack after ${st.snapshots} snapshots and ${st.resyncs} resyncs; ${receivers.length} streams`);
+      console.log(`      ${want.length} connections in conntrack after ${st.snapshots} snapshots and ${st.resyncs} resyncs; ${receivers.length} streams`);
     } finally {
       sender.close();
       await source.close();

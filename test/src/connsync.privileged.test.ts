@@ -8,15 +8,15 @@ import {
  * Connection sync end to end: two directors running lbd-agent in cluster mode with mutual TLS on the
  * peer link, three etcd members, a client and three real servers, all in namespaces (startHaLab). Long-
  * lived TCP streams (the server writes a numbered line every 50 ms; the client checks every line comes
- * from the same server, in order, without a gap, and that the stream still flows at the end) and UDP
- * flows (each from its own source port, numbered requests that must all be answered, by one server)
- * run through a fullnat vip and a nat vip, both round robin: a director that has not seen a flow sends
+ * from the same server, in order, without a gap, and that the stream still connections at the end) and UDP
+ * connections (each from its own source port, numbered requests that must all be answered, by one server)
+ * run through a fullnat vip and a nat vip, both round robin: a director that has not seen a connection sends
  * its next packet to whichever server comes next, so only sync keeps them whole.
  */
 
 const GROUP = 'default';
 const TCP_STREAMS = 200;
-const UDP_FLOWS = 50;
+const UDP_CONNECTIONS = 50;
 
 function syncConfig(enabled: boolean): string {
   const sync = `    sync: { enabled: ${enabled} }\n`;
@@ -86,21 +86,21 @@ describe('connection sync: established connections survive a failover @privilege
   const status = (d: DirectorName): Promise<ClusterStatus__Output> => lab.api(d).getClusterStatus({ timeoutMs: 2000 });
 
   /**
-   * The leader copies at least `min` flows (a UDP flow only once the kernel calls it assured, about 2 s
+   * The leader copies at least `min` connections (a UDP connection only once the kernel calls it assured, about 2 s
    * after its first answer), and the standby has all of them: its stream is caught up.
    */
   async function caughtUp(leader: DirectorName, min: number): Promise<void> {
-    await waitFor(`${leader} to copy at least ${min} flows to a caught-up peer`, 30_000, async () => {
+    await waitFor(`${leader} to copy at least ${min} connections to a caught-up peer`, 30_000, async () => {
       const sync = (await status(leader)).sync;
       const to = sync?.peers.find((p) => p.direction === 'to');
-      return sync !== undefined && sync !== null && sync.flows >= min && to?.caughtUp === true && to.queued === 0 ? true : undefined;
+      return sync !== undefined && sync !== null && sync.connections >= min && to?.caughtUp === true && to.queued === 0 ? true : undefined;
     }).catch(async (e: Error) => { throw new Error(`${e.message}\n${JSON.stringify((await status(leader)).sync)}\n${lab.logs(30)}`); });
   }
 
   /**
    * Starts the clients one at a time, each once the one before has all its connections up: four node
    * processes opening 500 connections at once starve this 2-core lab for long enough (300-550 ms, etcd
-   * included) to move the vip unplanned before anything is synced. `firstPort`: UDP flows use fixed
+   * included) to move the vip unplanned before anything is synced. `firstPort`: UDP connections use fixed
    * source ports from here (fullnat) and from here + 1000 (nat).
    */
   async function startLoad(streams: number, udpFlows: number, durationMs: number, firstPort: number): Promise<Load[]> {
@@ -125,7 +125,7 @@ describe('connection sync: established connections survive a failover @privilege
       await Promise.all(loads.map((l) => l.process.stop(2000).catch(() => undefined)));
       throw e;
     }
-    // Nothing may have moved while the load started: a flow not yet copied would break, and rightly.
+    // Nothing may have moved while the load started: a connection not yet copied would break, and rightly.
     const since = (await status('dir1')).groups.find((g) => g.name === GROUP)?.sinceUnixMs;
     assert.equal(since, moves, `the vip group moved while the load started\n${lab.logs(30)}`);
     return loads;
@@ -156,11 +156,11 @@ describe('connection sync: established connections survive a failover @privilege
       .catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(30)}`); });
   }
 
-  it('with sync: 200 TCP streams and 50 UDP flows per vip (fullnat and nat) survive a switchover, failback, the leader\'s box dying, and failback again', async function () {
+  it('with sync: 200 TCP streams and 50 UDP connections per vip (fullnat and nat) survive a switchover, failback, the leader\'s box dying, and failback again', async function () {
     assert.equal(await waitSteady(lab), 'dir1');
-    const loads = await startLoad(TCP_STREAMS, UDP_FLOWS, 180_000, 41_000);
+    const loads = await startLoad(TCP_STREAMS, UDP_CONNECTIONS, 180_000, 41_000);
     try {
-      const total = 2 * TCP_STREAMS + 2 * UDP_FLOWS;
+      const total = 2 * TCP_STREAMS + 2 * UDP_CONNECTIONS;
       await caughtUp('dir1', total);
       const log: string[] = [];
       const mark = async (what: string): Promise<void> => { log.push(`${what}: leader ${await lab.leader()}`); };
@@ -200,17 +200,17 @@ describe('connection sync: established connections survive a failover @privilege
   it('without sync (disabled per service): the same switchover breaks them, so the test above cannot pass by accident', async function () {
     await lab.api('dir1').apply({ configText: syncConfig(false), source: 'sync-off', author: 'test' }, { timeoutMs: 10_000 });
     assert.equal(await waitSteady(lab), 'dir1');
-    // Fresh UDP source ports: the flows of the test before are still in both kernels.
-    const loads = await startLoad(TCP_STREAMS / 4, UDP_FLOWS, 60_000, 43_000);
+    // Fresh UDP source ports: the connections of the test before are still in both kernels.
+    const loads = await startLoad(TCP_STREAMS / 4, UDP_CONNECTIONS, 60_000, 43_000);
     try {
-      // Long enough for UDP flows to be assured: they would be copied now if sync were on.
+      // Long enough for UDP connections to be assured: they would be copied now if sync were on.
       await new Promise((r) => setTimeout(r, 3000));
       await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
       await leaderIs('dir2', 5000);
       await new Promise((r) => setTimeout(r, 3000));
       const results = await finish(loads);
       for (const r of results) {
-        // Round robin over three servers: about two in three flows land elsewhere; a TCP one is reset there.
+        // Round robin over three servers: about two in three connections land elsewhere; a TCP one is reset there.
         assert.ok(r.broken >= r.total / 3, `${r.name}: only ${r.broken} of ${r.total} broke without sync: ${r.errors.join(' | ')}`);
       }
       console.log(`      no sync: ${results.map((r) => `${r.name} ${r.broken}/${r.total} broken`).join('; ')}`);

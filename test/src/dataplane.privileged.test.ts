@@ -91,7 +91,7 @@ describe('data plane forwarding in namespaces @privileged', function () {
     assert.deepEqual(r.servers, { rs1: 10, rs2: 10, rs3: 10 });
   });
 
-  it('sh sends every connection of a client to one server; mh sends a given flow to the same server every time', async () => {
+  it('sh sends every connection of a client to one server; mh sends a given connection to the same server every time', async () => {
     await dp.apply({ services: services([
       { name: 'sh', vip: VIPS.ipv4, port: 80, mode: 'fullnat', scheduler: 'sh', localAddresses: [LOCAL_ADDRESSES.ipv4Range], realServers: weights([1, 1, 1]) },
       { name: 'mh', vip: VIPS.ipv4, port: STREAM, mode: 'fullnat', scheduler: 'mh', localAddresses: [LOCAL_ADDRESSES.ipv4Range], realServers: weights([1, 1, 1], STREAM) },
@@ -103,11 +103,11 @@ describe('data plane forwarding in namespaces @privileged', function () {
     for (const port of [40001, 40002, 40003, 40004, 40005, 40006]) {
       const r = await runTestClient<TcpOnceResult>(lab.topology, CLIENT.host, ['tcp-once', '--target', `${VIPS.ipv4}:${STREAM}`, '--count', '5', '--source-port', String(port)]);
       assert.equal(r.ok, 5, JSON.stringify(r.errors));
-      assert.equal(new Set(r.sequence).size, 1, `flow from port ${port} went to ${r.sequence.join(', ')}`);
+      assert.equal(new Set(r.sequence).size, 1, `connection from port ${port} went to ${r.sequence.join(', ')}`);
       seen.add(r.sequence[0]!);
     }
-    // Different flows do spread (6 flows over 3 servers all landing on one would mean no hashing at all).
-    assert.ok(seen.size > 1, `all flows went to ${[...seen].join(', ')}`);
+    // Different connections do spread (6 connections over 3 servers all landing on one would mean no hashing at all).
+    assert.ok(seen.size > 1, `all connections went to ${[...seen].join(', ')}`);
   });
 
   it('persistence keeps a client on one server, and lets go when that server is quiesced', async () => {

@@ -18,7 +18,7 @@ import {
  *
  * The lab syncs connections (mutual TLS on the peer link), but these drills judge their long-lived streams
  * only where nothing moves: whether streams survive a move is test/src/connsync.privileged.test.ts's
- * question, asked with streams and UDP flows that check every line and every answer.
+ * question, asked with streams and UDP connections that check every line and every answer.
  */
 
 const REPEAT = 3;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import { ConntrackFlowTable, KernelAddressOwner, localRunner } from '@lbd/dataplane-nft';
+import { ConntrackConnectionTable, KernelAddressOwner, localRunner } from '@lbd/dataplane-nft';
 
 /**
  * Run by systemd-unit.privileged.test.ts inside the sandbox it builds (a new network namespace, /proc/sys
@@ -70,13 +70,13 @@ async function main(): Promise<void> {
     await owner.close({ releaseAll: true });
   });
 
-  const table = new ConntrackFlowTable({});
+  const table = new ConntrackConnectionTable({});
   await step('sysctl -w net.netfilter.*', () => table.prepare());
   await step('ctnetlink events (SO_RCVBUFFORCE) and conntrack -I', async () => {
     const watch = await table.watch({ onEvents: () => {}, onLoss: () => {} });
     await watch.close();
   });
-  await step('conntrack -L', async () => `${(await table.dump()).length} flows`);
+  await step('conntrack -L', async () => `${(await table.dump()).length} connections`);
 
   await step('lbd-agent applies, probes with ping and stops on SIGTERM', async () => {
     const dir = tmpdir();

@@ -84,7 +84,7 @@ describe('cluster settings and vip groups', () => {
     ]);
     assert.deepEqual(problems({ services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', sync: { enabled: 'yes', minAgeMs: -1 }, realServers: [{ address: '198.19.1.11' }] }] }), [
       'services[0].sync.enabled: "yes" is not true or false; write true to copy this service\'s connections to the standbys, false to let them break on a failover',
-      'services[0].sync.minAgeMs: -1 is not a duration in milliseconds from 0 to 3600000; give a whole number of milliseconds: flows younger than that are not copied (0 copies every established flow)',
+      'services[0].sync.minAgeMs: -1 is not a duration in milliseconds from 0 to 3600000; give a whole number of milliseconds: connections younger than that are not copied (0 copies every established connection)',
     ]);
   });
 

@@ -140,8 +140,8 @@ export interface Service {
 }
 
 /**
- * Connection sync per service. A TCP flow is copied once established, a UDP flow once it has seen
- * traffic both ways (so one-packet UDP exchanges never cost a copy); `minAgeMs` also holds back flows
+ * Connection sync per service. A TCP connection is copied once established, a UDP connection once it has seen
+ * traffic both ways (so one-packet UDP exchanges never cost a copy); `minAgeMs` also holds back connections
  * younger than that, so short connections, which a failover rarely catches, cost nothing.
  */
 export interface ServiceSync {
@@ -238,7 +238,7 @@ export interface ClusterSettings {
 /**
  * The port connection sync listens on, beside a director's peerListen port: the next one. Promises are
  * served by the election thread and connection sync by the agent's main thread, each on its own listener,
- * so a flood of flows never queues a promise (an operator opens both ports on the peer link).
+ * so a flood of connections never queues a promise (an operator opens both ports on the peer link).
  */
 export function connSyncPort(peerPort: number): number {
   return peerPort + 1;

@@ -698,7 +698,7 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
   return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, realtimePriority, track, tls };
 }
 
-/** An hour: a flow younger than that is not worth holding back from sync any longer. */
+/** An hour: a connection younger than that is not worth holding back from sync any longer. */
 const MAX_SYNC_MIN_AGE_MS = 3_600_000;
 
 function checkServiceSync(c: Collector, path: string, raw: unknown): ServiceSync | undefined {
@@ -714,7 +714,7 @@ function checkServiceSync(c: Collector, path: string, raw: unknown): ServiceSync
     else enabled = raw.enabled;
   }
   const minAgeMs = raw.minAgeMs === undefined ? SERVICE_SYNC_DEFAULTS.minAgeMs
-    : checkWholeNumber(c, `${path}.minAgeMs`, raw.minAgeMs, 0, MAX_SYNC_MIN_AGE_MS, `is not a duration in milliseconds from 0 to ${MAX_SYNC_MIN_AGE_MS}`, 'give a whole number of milliseconds: flows younger than that are not copied (0 copies every established flow)');
+    : checkWholeNumber(c, `${path}.minAgeMs`, raw.minAgeMs, 0, MAX_SYNC_MIN_AGE_MS, `is not a duration in milliseconds from 0 to ${MAX_SYNC_MIN_AGE_MS}`, 'give a whole number of milliseconds: connections younger than that are not copied (0 copies every established connection)');
   if (minAgeMs === undefined) return undefined;
   return { enabled, minAgeMs };
 }

@@ -1,7 +1,7 @@
-import { flowKey, type FlowChange, type FlowTable, type SyncedFlow } from '@lbd/dataplane';
+import { connectionKey, type ConnectionChange, type ConnectionTable, type SyncedConnection } from '@lbd/dataplane';
 import type { SyncMessage__Output, SyncReply } from '@lbd/proto';
 import type { Logger } from './log.js';
-import { serviceKeyOfFlow } from './source.js';
+import { serviceKeyOfConnection } from './source.js';
 import { fromWireChange, MalformedMessage, type WireChange } from './wire.js';
 
 /**
@@ -13,7 +13,7 @@ import { fromWireChange, MalformedMessage, type WireChange } from './wire.js';
  */
 
 export interface ReceiverContext {
-  readonly table: FlowTable;
+  readonly table: ConnectionTable;
   readonly log: Logger;
   /** This director's ct mark for a real server of a service (by key), or null when it has no such one. */
   markOf(service: string, realServer: { address: string; port: number }): number | null;
@@ -66,11 +66,11 @@ export class SyncReceiver {
   private working = false;
   private lastApplyAt = -Infinity;
   /**
-   * The snapshot being received: its groups, the flows it named, and what this director held of those
+   * The snapshot being received: its groups, the connections it named, and what this director held of those
    * groups when it began (read then, not at the end: a standby starting empty, after a reboot, reads
    * nothing, where a read at the end would list the whole snapshot back).
    */
-  private snapshot: { groups: Set<string>; keys: Set<string>; before: Map<string, SyncedFlow> } | null = null;
+  private snapshot: { groups: Set<string>; keys: Set<string>; before: Map<string, SyncedConnection> } | null = null;
   private readonly caught = new Map<string, number>();
   private counts = { received: 0, inserted: 0, replaced: 0, refreshed: 0, removed: 0, failed: 0, skipped: 0, resyncs: 0 };
   private lastError = '';
@@ -124,11 +124,11 @@ export class SyncReceiver {
     this.working = true;
     try {
       while (this.buffer.length > 0 && !this.ended) {
-        // Each kernel run costs a process start: under a steady trickle of new flows, gather for a few ms
+        // Each kernel run costs a process start: under a steady trickle of new connections, gather for a few ms
         // instead of running once per message.
         const since = performance.now() - this.lastApplyAt;
         if (since < MIN_APPLY_GAP_MS) await new Promise((r) => setTimeout(r, MIN_APPLY_GAP_MS - since));
-        const batch: FlowChange[] = [];
+        const batch: ConnectionChange[] = [];
         let lastSeq = 0;
         // Take messages up to (not past) a snapshot's begin or end: each sees every change before it applied.
         while (this.buffer.length > 0 && batch.length < MAX_CHANGES_PER_APPLY) {
@@ -180,7 +180,7 @@ export class SyncReceiver {
   }
 
   /** Applies one in-sequence message's bookkeeping; changes go into `batch`. False: the stream was refused. */
-  private take(m: SyncMessage__Output, batch: FlowChange[]): boolean {
+  private take(m: SyncMessage__Output, batch: ConnectionChange[]): boolean {
     if (m.hello) {
       if (this.peer !== '') return this.fail('invalid', 'hello: sent twice');
       if (!this.allowedPeers.has(m.hello.from)) {
@@ -197,7 +197,7 @@ export class SyncReceiver {
       this.snapshot = { groups, keys: new Set(), before: new Map() };
       for (const g of groups) this.caught.delete(g);
       this.state = 'snapshot';
-      this.ctx.log.info('connection sync: snapshot from peer started', { peer: this.peer, groups: [...groups], flows: Number(m.snapshotBegin.flows), reason: m.snapshotBegin.reason });
+      this.ctx.log.info('connection sync: snapshot from peer started', { peer: this.peer, groups: [...groups], connections: Number(m.snapshotBegin.connections), reason: m.snapshotBegin.reason });
       return true;
     }
     if (m.changes) {
@@ -209,19 +209,19 @@ export class SyncReceiver {
         throw err;
       }
       for (const w of wire) {
-        const service = serviceKeyOfFlow(w.flow);
+        const service = serviceKeyOfConnection(w.connection);
         const group = this.ctx.groupOf(service);
         if (group === null) { this.counts.failed++; continue; }
         if (this.ctx.leads(group)) { this.counts.skipped++; continue; }
         if (w.op === 'remove') {
-          batch.push({ op: 'remove', flow: w.flow });
-          this.snapshot?.keys.delete(flowKey(w.flow));
+          batch.push({ op: 'remove', connection: w.connection });
+          this.snapshot?.keys.delete(connectionKey(w.connection));
           continue;
         }
-        const mark = this.ctx.markOf(service, w.flow.realServer);
+        const mark = this.ctx.markOf(service, w.connection.realServer);
         if (mark === null) { this.counts.failed++; continue; }
-        batch.push({ op: 'upsert', flow: { ...w.flow, mark } });
-        this.snapshot?.keys.add(flowKey(w.flow));
+        batch.push({ op: 'upsert', connection: { ...w.connection, mark } });
+        this.snapshot?.keys.add(connectionKey(w.connection));
       }
       return true;
     }
@@ -234,7 +234,7 @@ export class SyncReceiver {
     return false;
   }
 
-  private async apply(batch: FlowChange[]): Promise<void> {
+  private async apply(batch: ConnectionChange[]): Promise<void> {
     try {
       const r = await this.ctx.table.apply(batch);
       this.counts.inserted += r.inserted;
@@ -246,7 +246,7 @@ export class SyncReceiver {
     } catch (err) {
       this.counts.failed += batch.length;
       this.lastError = err instanceof Error ? err.message : String(err);
-      this.ctx.log.error('connection sync: injecting flows failed', { peer: this.peer, changes: batch.length, error: err });
+      this.ctx.log.error('connection sync: injecting connections failed', { peer: this.peer, changes: batch.length, error: err });
     }
   }
 
@@ -256,8 +256,8 @@ export class SyncReceiver {
     if (snap === null) return;
     try {
       for (const f of await this.ctx.table.dump()) {
-        const g = this.ctx.groupOf(serviceKeyOfFlow(f));
-        if (g !== null && snap.groups.has(g) && !this.ctx.leads(g)) snap.before.set(flowKey(f), f);
+        const g = this.ctx.groupOf(serviceKeyOfConnection(f));
+        if (g !== null && snap.groups.has(g) && !this.ctx.leads(g)) snap.before.set(connectionKey(f), f);
       }
     } catch (err) {
       this.lastError = `reading the connection table before a snapshot: ${err instanceof Error ? err.message : String(err)}`;
@@ -270,11 +270,11 @@ export class SyncReceiver {
     this.snapshot = null;
     this.state = 'streaming';
     if (snap === null) return;
-    const stale: FlowChange[] = [];
-    for (const [key, f] of snap.before) if (!snap.keys.has(key)) stale.push({ op: 'remove', flow: f });
+    const stale: ConnectionChange[] = [];
+    for (const [key, f] of snap.before) if (!snap.keys.has(key)) stale.push({ op: 'remove', connection: f });
     if (stale.length > 0) await this.apply(stale);
     const now = Date.now();
     for (const g of snap.groups) this.caught.set(g, now);
-    this.ctx.log.info('connection sync: caught up with peer', { peer: this.peer, groups: [...snap.groups], flows: snap.keys.size, staleRemoved: stale.length });
+    this.ctx.log.info('connection sync: caught up with peer', { peer: this.peer, groups: [...snap.groups], connections: snap.keys.size, staleRemoved: stale.length });
   }
 }

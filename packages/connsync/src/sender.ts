@@ -1,14 +1,14 @@
-import { flowKey } from '@lbd/dataplane';
+import { connectionKey } from '@lbd/dataplane';
 import type { SyncMessage, SyncReply__Output } from '@lbd/proto';
 import { nanoid } from 'nanoid';
 import type { Logger } from './log.js';
-import type { FlowSource, SourceChange, SourceListener } from './source.js';
+import type { ConnectionSource, SourceChange, SourceListener } from './source.js';
 import { toWireChange, type WireChange } from './wire.js';
 
 /**
- * The leader's stream to one standby: Hello, a snapshot of every copied flow, then changes, each message
+ * The leader's stream to one standby: Hello, a snapshot of every copied connection, then changes, each message
  * numbered. At most `windowMessages` are unacknowledged at a time; changes wait behind them in a queue
- * that folds repeated changes to one flow into one, and that is thrown away for a fresh snapshot when it
+ * that folds repeated changes to one connection into one, and that is thrown away for a fresh snapshot when it
  * outgrows `maxQueuedChanges` — so a slow or stuck peer costs bounded memory, never the leader's health.
  * A Resync from the peer, an ack that does not come within `ackTimeoutMs`, and a broken stream all end in
  * a new snapshot (on a new stream for the last two).
@@ -32,7 +32,7 @@ export type Dial = (peer: string, handlers: SenderLinkHandlers) => SenderLink;
 export interface SenderOptions {
   readonly self: string;
   readonly peer: string;
-  readonly source: FlowSource;
+  readonly source: ConnectionSource;
   readonly dial: Dial;
   readonly log: Logger;
   readonly windowMessages?: number;
@@ -71,7 +71,7 @@ export interface SenderStatus {
   readonly sentSeq: number;
   readonly ackedSeq: number;
   readonly queued: number;
-  readonly flowsSent: number;
+  readonly connectionsSent: number;
   readonly snapshots: number;
   readonly resyncs: number;
   readonly overflows: number;
@@ -109,7 +109,7 @@ export class SyncSender implements SourceListener {
   private retryMs = RETRY_MIN_MS;
   private unsubscribe: (() => void) | undefined;
   private readonly lags: number[] = [];
-  private counters = { flowsSent: 0, snapshots: 0, resyncs: 0, overflows: 0, injected: 0, failed: 0 };
+  private counters = { connectionsSent: 0, snapshots: 0, resyncs: 0, overflows: 0, injected: 0, failed: 0 };
   private lastError = '';
   private lastSnapshotReason = '';
   private closed = false;
@@ -158,7 +158,7 @@ export class SyncSender implements SourceListener {
     // Before the snapshot is taken, what changed is in it anyway.
     if (this.link === null || this.needSnapshot !== null) return;
     for (const c of changes) {
-      const key = flowKey(c.change.flow);
+      const key = connectionKey(c.change.connection);
       const had = this.queue.get(key);
       // Keep the first event's time: the lag of a folded change is that of its oldest part.
       if (had !== undefined) this.queue.delete(key);
@@ -237,7 +237,7 @@ export class SyncSender implements SourceListener {
         }
         this.retryMs = RETRY_MIN_MS;
         if (this.caughtUp() && this.state === 'streaming' && this.acked === this.snapshotEndSeq) {
-          this.o.log.info('connection sync: peer caught up', { peer: this.o.peer, session: this.session, flows: this.counters.flowsSent });
+          this.o.log.info('connection sync: peer caught up', { peer: this.o.peer, session: this.session, connections: this.counters.connectionsSent });
           // What went wrong before this stream is history now: status shows errors that still matter.
           this.lastError = '';
         }
@@ -275,19 +275,19 @@ export class SyncSender implements SourceListener {
       if (this.needSnapshot !== null) {
         const reason = this.needSnapshot;
         this.needSnapshot = null;
-        const flows = this.o.source.snapshot();
-        this.snapshotRest = flows.map((f) => ({ op: 'upsert', flow: f.flow }));
+        const connections = this.o.source.snapshot();
+        this.snapshotRest = connections.map((f) => ({ op: 'upsert', connection: f.connection }));
         this.counters.snapshots++;
         this.lastSnapshotReason = reason;
         this.state = 'snapshot';
         this.snapshotEndSeq = 0;
-        this.send({ snapshotBegin: { groups: this.o.source.groups(), flows: flows.length, reason } }, null);
+        this.send({ snapshotBegin: { groups: this.o.source.groups(), connections: connections.length, reason } }, null);
         continue;
       }
       if (this.snapshotRest !== null) {
         if (this.snapshotRest.length > 0) {
           const part = this.snapshotRest.splice(0, this.o.changesPerMessage);
-          this.counters.flowsSent += part.length;
+          this.counters.connectionsSent += part.length;
           this.send({ changes: { changes: part.map(toWireChange) } }, null);
           continue;
         }
@@ -305,7 +305,7 @@ export class SyncSender implements SourceListener {
         if (part.length >= this.o.changesPerMessage) break;
       }
       const oldest = Math.min(...part.map((c) => c.seenAtMs));
-      this.counters.flowsSent += part.length;
+      this.counters.connectionsSent += part.length;
       this.send({ changes: { changes: part.map((c) => toWireChange(c.change)) } }, oldest);
     }
   }

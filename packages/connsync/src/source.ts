@@ -1,24 +1,24 @@
-import { flowKey, sameBinding, type FlowEvent, type FlowTable, type FlowWatch, type SyncedFlow } from '@lbd/dataplane';
+import { connectionKey, sameBinding, type ConnectionEvent, type ConnectionTable, type ConnectionWatch, type SyncedConnection } from '@lbd/dataplane';
 import type { Logger } from './log.js';
 import type { WireChange } from './wire.js';
 
 /**
- * The leader's side of connection sync before any peer: which of the kernel's flows are to be copied,
+ * The leader's side of connection sync before any peer: which of the kernel's connections are to be copied,
  * kept as a map so a peer that (re)joins gets a snapshot without a kernel dump, and the changes to it,
  * fanned out to every sender.
  *
- * A flow is copied once it can survive a move: a TCP flow once established (a half-open one is simply
- * retried by its client), a UDP flow once assured (traffic both ways, more than one packet: one-packet
- * exchanges never cost a copy). A service's `minAgeMs` holds a flow back until it is that old, so short
- * connections cost nothing; a flow destroyed before then is never sent at all.
+ * A connection is copied once it can survive a move: a TCP connection once established (a half-open one is simply
+ * retried by its client), a UDP connection once assured (traffic both ways, more than one packet: one-packet
+ * exchanges never cost a copy). A service's `minAgeMs` holds a connection back until it is that old, so short
+ * connections cost nothing; a connection destroyed before then is never sent at all.
  */
 
 /** What this director copies now: the services of the groups it leads whose sync is enabled, by key. */
 export type SyncScope = ReadonlyMap<string, { readonly group: string; readonly minAgeMs: number }>;
 
-/** A flow being copied, with its service's key (kept: it decides which flows a scope change drops). */
-export interface CopiedFlow {
-  readonly flow: SyncedFlow;
+/** A connection being copied, with its service's key (kept: it decides which connections a scope change drops). */
+export interface CopiedConnection {
+  readonly connection: SyncedConnection;
   readonly service: string;
 }
 
@@ -30,41 +30,41 @@ export interface SourceChange {
 
 export interface SourceListener {
   changes(changes: readonly SourceChange[]): void;
-  /** The flows changed in a way changes cannot tell (scope changed, events lost): send a new snapshot. */
+  /** The connections changed in a way changes cannot tell (scope changed, events lost): send a new snapshot. */
   resnapshot(reason: string): void;
 }
 
 const COPIED_TCP_STATES = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK']);
-/** How often flows held back by minAgeMs are looked at. */
+/** How often connections held back by minAgeMs are looked at. */
 const HOLD_SWEEP_MS = 50;
 
-export function serviceKeyOfFlow(f: Pick<SyncedFlow, 'protocol' | 'vip'>): string {
+export function serviceKeyOfConnection(f: Pick<SyncedConnection, 'protocol' | 'vip'>): string {
   const host = f.vip.address.includes(':') ? `[${f.vip.address}]` : f.vip.address;
   return `${host}:${f.vip.port}/${f.protocol}`;
 }
 
-export function copiable(f: SyncedFlow): boolean {
+export function copiable(f: SyncedConnection): boolean {
   return f.protocol === 'tcp' ? COPIED_TCP_STATES.has(f.state) : f.state === 'ASSURED';
 }
 
-export interface FlowSourceStats {
-  readonly flows: number;
+export interface ConnectionSourceStats {
+  readonly connections: number;
   readonly heldBack: number;
   readonly eventsSeen: number;
   readonly lossEvents: number;
   readonly lastLoss: string;
 }
 
-export class FlowSource {
-  /** Flows being copied, by flowKey. */
-  private readonly copied = new Map<string, CopiedFlow>();
-  /** Flows held back by minAgeMs: key → when the flow was first seen, its latest form, and when it is due. */
-  private readonly held = new Map<string, CopiedFlow & { dueAt: number; seenAt: number }>();
-  /** When each flow of a service with minAgeMs was first seen (its `new` event). */
+export class ConnectionSource {
+  /** Connections being copied, by connectionKey. */
+  private readonly copied = new Map<string, CopiedConnection>();
+  /** Connections held back by minAgeMs: key → when the connection was first seen, its latest form, and when it is due. */
+  private readonly held = new Map<string, CopiedConnection & { dueAt: number; seenAt: number }>();
+  /** When each connection of a service with minAgeMs was first seen (its `new` event). */
   private readonly firstSeen = new Map<string, number>();
   private scope: SyncScope = new Map();
   private readonly listeners = new Set<SourceListener>();
-  private watch: FlowWatch | undefined;
+  private watch: ConnectionWatch | undefined;
   private sweep: ReturnType<typeof setInterval> | undefined;
   /** Keys destroyed while a dump was running: the dump may still list them. */
   private destroyedDuringDump: Set<string> | null = null;
@@ -74,7 +74,7 @@ export class FlowSource {
   private rebuilding: Promise<void> = Promise.resolve();
   private closed = false;
 
-  constructor(private readonly table: FlowTable, private readonly log: Logger) {}
+  constructor(private readonly table: ConnectionTable, private readonly log: Logger) {}
 
   async start(): Promise<void> {
     this.sweep = setInterval(() => this.releaseHeld(), HOLD_SWEEP_MS);
@@ -110,59 +110,59 @@ export class FlowSource {
     return () => this.listeners.delete(l);
   }
 
-  /** The flows to copy now, for a snapshot. */
-  snapshot(): CopiedFlow[] {
+  /** The connections to copy now, for a snapshot. */
+  snapshot(): CopiedConnection[] {
     return [...this.copied.values()];
   }
 
-  /** The groups whose flows this source copies. */
+  /** The groups whose connections this source copies. */
   groups(): string[] {
     return [...new Set([...this.scope.values()].map((s) => s.group))].sort();
   }
 
-  stats(): FlowSourceStats {
-    return { flows: this.copied.size, heldBack: this.held.size, eventsSeen: this.eventsSeen, lossEvents: this.lossEvents, lastLoss: this.lastLoss };
+  stats(): ConnectionSourceStats {
+    return { connections: this.copied.size, heldBack: this.held.size, eventsSeen: this.eventsSeen, lossEvents: this.lossEvents, lastLoss: this.lastLoss };
   }
 
   /**
-   * Changes what is copied (this director took over or gave up a group, or the config changed). Flows of
+   * Changes what is copied (this director took over or gave up a group, or the config changed). Connections of
    * services that left the scope are dropped; the kernel is read for those that joined (a new leader
-   * finds the flows its peer copied to it there). Every listener then sends a new snapshot.
+   * finds the connections its peer copied to it there). Every listener then sends a new snapshot.
    */
   async setScope(scope: SyncScope): Promise<void> {
     const before = this.scope;
     this.scope = scope;
     const joined = [...scope.keys()].some((k) => !before.has(k));
     const left = [...before.keys()].some((k) => !scope.has(k));
-    // A changed minAgeMs applies to flows from now on: nothing to resend.
+    // A changed minAgeMs applies to connections from now on: nothing to resend.
     if (!joined && !left) return;
     for (const [k, wf] of this.copied) if (!scope.has(wf.service)) this.copied.delete(k);
     for (const [k, h] of this.held) if (!scope.has(h.service)) this.held.delete(k);
-    // Events first, then the table: a flow that changes in between is in one or the other (or both).
+    // Events first, then the table: a connection that changes in between is in one or the other (or both).
     await this.follow(scope.size > 0);
     if (joined) await this.rebuild();
     this.emitResnapshot('vip groups changed');
   }
 
-  /** Reads the kernel's flows of the scope into the map (events keep running meanwhile). */
+  /** Reads the kernel's connections of the scope into the map (events keep running meanwhile). */
   private rebuild(): Promise<void> {
     this.rebuilding = this.rebuilding.then(async () => {
       this.destroyedDuringDump = new Set();
-      let flows: SyncedFlow[];
+      let connections: SyncedConnection[];
       try {
-        flows = await this.table.dump();
+        connections = await this.table.dump();
       } catch (err) {
         this.log.error('connection sync: reading the connection table failed', { error: err });
-        flows = [];
+        connections = [];
       }
       const destroyed = this.destroyedDuringDump;
       this.destroyedDuringDump = null;
-      for (const f of flows) {
-        const key = flowKey(f);
-        const service = serviceKeyOfFlow(f);
-        // A flow found in the kernel has no known age: old enough.
+      for (const f of connections) {
+        const key = connectionKey(f);
+        const service = serviceKeyOfConnection(f);
+        // A connection found in the kernel has no known age: old enough.
         if (!this.scope.has(service) || destroyed.has(key) || !copiable(f) || this.copied.has(key)) continue;
-        this.copied.set(key, { flow: f, service });
+        this.copied.set(key, { connection: f, service });
       }
     });
     return this.rebuilding;
@@ -179,20 +179,20 @@ export class FlowSource {
     void again.then(() => this.rebuild()).then(() => this.emitResnapshot(`events lost: ${reason}`));
   }
 
-  private onEvents(events: readonly FlowEvent[]): void {
+  private onEvents(events: readonly ConnectionEvent[]): void {
     this.eventsSeen += events.length;
     const out: SourceChange[] = [];
     const now = performance.now();
     for (const e of events) {
-      const f = e.flow;
-      const service = serviceKeyOfFlow(f);
+      const f = e.connection;
+      const service = serviceKeyOfConnection(f);
       const s = this.scope.get(service);
-      const key = flowKey(f);
+      const key = connectionKey(f);
       if (e.kind === 'destroy') {
         this.destroyedDuringDump?.add(key);
         this.firstSeen.delete(key);
         this.held.delete(key);
-        if (this.copied.delete(key)) out.push({ change: { op: 'remove', flow: f }, seenAtMs: e.seenAtMs });
+        if (this.copied.delete(key)) out.push({ change: { op: 'remove', connection: f }, seenAtMs: e.seenAtMs });
         continue;
       }
       if (s === undefined) continue;
@@ -200,20 +200,20 @@ export class FlowSource {
       if (!copiable(f)) continue;
       const had = this.copied.get(key);
       if (had !== undefined) {
-        if (!sameBinding(had.flow, f)) {
-          this.copied.set(key, { flow: f, service });
-          out.push({ change: { op: 'upsert', flow: f }, seenAtMs: e.seenAtMs });
+        if (!sameBinding(had.connection, f)) {
+          this.copied.set(key, { connection: f, service });
+          out.push({ change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs });
         }
         continue;
       }
       const seenAt = this.firstSeen.get(key);
       if (s.minAgeMs > 0 && seenAt !== undefined && now - seenAt < s.minAgeMs) {
-        this.held.set(key, { flow: f, service, dueAt: seenAt + s.minAgeMs, seenAt: e.seenAtMs });
+        this.held.set(key, { connection: f, service, dueAt: seenAt + s.minAgeMs, seenAt: e.seenAtMs });
         continue;
       }
       this.firstSeen.delete(key);
-      this.copied.set(key, { flow: f, service });
-      out.push({ change: { op: 'upsert', flow: f }, seenAtMs: e.seenAtMs });
+      this.copied.set(key, { connection: f, service });
+      out.push({ change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs });
     }
     this.emit(out);
   }
@@ -227,9 +227,9 @@ export class FlowSource {
       this.held.delete(key);
       this.firstSeen.delete(key);
       if (!this.scope.has(h.service)) continue;
-      this.copied.set(key, { flow: h.flow, service: h.service });
+      this.copied.set(key, { connection: h.connection, service: h.service });
       // Its lag counts from when it became due, not from when it was first seen.
-      out.push({ change: { op: 'upsert', flow: h.flow }, seenAtMs: h.dueAt });
+      out.push({ change: { op: 'upsert', connection: h.connection }, seenAtMs: h.dueAt });
     }
     this.emit(out);
   }

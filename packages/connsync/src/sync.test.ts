@@ -1,21 +1,21 @@
 import assert from 'node:assert/strict';
-import { flowKey, type SyncedFlow } from '@lbd/dataplane';
-import { FakeFlowTable } from '@lbd/dataplane/testing';
+import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
+import { FakeConnectionTable } from '@lbd/dataplane/testing';
 import { connSyncServiceDefinition, type SyncMessage, type SyncMessage__Output, type SyncReply, type SyncReply__Output } from '@lbd/proto';
 import { SyncReceiver, type ReceiverContext } from './receiver.js';
 import { SyncSender, type Dial, type OutgoingFaults, type SenderOptions } from './sender.js';
-import { FlowSource, type SyncScope } from './source.js';
+import { ConnectionSource, type SyncScope } from './source.js';
 
 /**
  * Sender, source and receiver over an in-memory link that encodes every message with the real protobuf
- * serializers, so what the receiver sees is what gRPC would deliver. The kernels are FakeFlowTables.
+ * serializers, so what the receiver sees is what gRPC would deliver. The kernels are FakeConnectionTables.
  */
 
 const SERVICE = '198.18.0.10:80/tcp';
 const UDP_SERVICE = '198.18.0.10:53/udp';
 const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
-function flow(i: number, over: Partial<SyncedFlow> = {}): SyncedFlow {
+function connection(i: number, over: Partial<SyncedConnection> = {}): SyncedConnection {
   return {
     protocol: 'tcp', client: { address: '198.18.5.1', port: 10_000 + i }, vip: { address: '198.18.0.10', port: 80 },
     realServer: { address: '198.19.1.11', port: 8080 + (i % 3) }, localAddress: { address: '198.19.1.100', port: 20_000 + i },
@@ -36,9 +36,9 @@ const roundTripMessage = (m: SyncMessage): SyncMessage__Output => def.requestDes
 const roundTripReply = (r: SyncReply): SyncReply__Output => def.responseDeserialize(def.responseSerialize(r));
 
 interface Pair {
-  leader: FakeFlowTable;
-  standby: FakeFlowTable;
-  source: FlowSource;
+  leader: FakeConnectionTable;
+  standby: FakeConnectionTable;
+  source: ConnectionSource;
   sender: SyncSender;
   receivers: SyncReceiver[];
   refused: string[];
@@ -48,11 +48,11 @@ interface Pair {
 /** The standby's marks are its own: the leader's mark + 0x100 (service ids differ between directors). */
 const standbyMark = (rs: { port: number }): number => 0x10001 + 0x100 + (rs.port - 8080);
 
-async function pair(opts: { initial?: SyncedFlow[]; scope?: SyncScope; sender?: Partial<SenderOptions>; leads?: () => boolean; allowed?: string[] } = {}): Promise<Pair> {
-  const leader = new FakeFlowTable();
-  const standby = new FakeFlowTable();
-  for (const f of opts.initial ?? []) leader.flows.set(flowKey(f), f);
-  const source = new FlowSource(leader, quiet);
+async function pair(opts: { initial?: SyncedConnection[]; scope?: SyncScope; sender?: Partial<SenderOptions>; leads?: () => boolean; allowed?: string[] } = {}): Promise<Pair> {
+  const leader = new FakeConnectionTable();
+  const standby = new FakeConnectionTable();
+  for (const f of opts.initial ?? []) leader.connections.set(connectionKey(f), f);
+  const source = new ConnectionSource(leader, quiet);
   await source.start();
   await source.setScope(opts.scope ?? new Map([[SERVICE, { group: 'g', minAgeMs: 0 }], [UDP_SERVICE, { group: 'g', minAgeMs: 0 }]]));
   const receivers: SyncReceiver[] = [];
@@ -83,12 +83,12 @@ async function pair(opts: { initial?: SyncedFlow[]; scope?: SyncScope; sender?: 
   };
 }
 
-/** The standby holds exactly the leader's copiable flows, each with the same binding and its own mark. */
+/** The standby holds exactly the leader's copiable connections, each with the same binding and its own mark. */
 function assertMirrored(p: Pair): void {
-  const want = [...p.leader.flows.values()].filter((f) => (f.protocol === 'tcp' ? f.state === 'ESTABLISHED' : f.state === 'ASSURED'));
-  assert.deepEqual([...p.standby.flows.keys()].sort(), want.map(flowKey).sort());
+  const want = [...p.leader.connections.values()].filter((f) => (f.protocol === 'tcp' ? f.state === 'ESTABLISHED' : f.state === 'ASSURED'));
+  assert.deepEqual([...p.standby.connections.keys()].sort(), want.map(connectionKey).sort());
   for (const f of want) {
-    const got = p.standby.flows.get(flowKey(f))!;
+    const got = p.standby.connections.get(connectionKey(f))!;
     assert.deepEqual([got.realServer, got.localAddress, got.mark], [f.realServer, f.localAddress, standbyMark(f.realServer)]);
   }
 }
@@ -98,19 +98,19 @@ describe('connection sync: sender, source and receiver', () => {
   afterEach(async () => { for (const p of open.splice(0)) await p.close(); });
   const start = async (o?: Parameters<typeof pair>[0]): Promise<Pair> => { const p = await pair(o); open.push(p); return p; };
 
-  it('a snapshot of the flows already there, then new, changed and closed flows, each with the standby\'s own mark', async () => {
-    // Flows that existed before sync started come from the kernel (the source's dump), no event needed.
-    const p = await start({ initial: [0, 1, 2, 3, 4].map((i) => flow(i)) });
+  it('a snapshot of the connections already there, then new, changed and closed connections, each with the standby\'s own mark', async () => {
+    // Connections that existed before sync started come from the kernel (the source's dump), no event needed.
+    const p = await start({ initial: [0, 1, 2, 3, 4].map((i) => connection(i)) });
     await until('caught up', () => p.sender.drained());
     assertMirrored(p);
-    p.leader.open(flow(10, { state: 'SYN_SENT' }));
-    p.leader.open(flow(11, { protocol: 'udp', vip: { address: '198.18.0.10', port: 53 }, state: 'UNREPLIED', localAddress: null, realServer: { address: '198.19.1.11', port: 8080 } }));
+    p.leader.open(connection(10, { state: 'SYN_SENT' }));
+    p.leader.open(connection(11, { protocol: 'udp', vip: { address: '198.18.0.10', port: 53 }, state: 'UNREPLIED', localAddress: null, realServer: { address: '198.19.1.11', port: 8080 } }));
     await new Promise((r) => setTimeout(r, 30));
-    assert.equal(p.standby.flows.size, 5, 'half-open TCP and one-way UDP are not copied');
-    p.leader.open(flow(10), 'update');
-    p.leader.open(flow(11, { protocol: 'udp', vip: { address: '198.18.0.10', port: 53 }, state: 'ASSURED', localAddress: null, realServer: { address: '198.19.1.11', port: 8080 } }), 'update');
-    p.leader.close(flow(2));
-    await until('changes applied', () => p.standby.flows.size === 6 && !p.standby.flows.has(flowKey(flow(2))));
+    assert.equal(p.standby.connections.size, 5, 'half-open TCP and one-way UDP are not copied');
+    p.leader.open(connection(10), 'update');
+    p.leader.open(connection(11, { protocol: 'udp', vip: { address: '198.18.0.10', port: 53 }, state: 'ASSURED', localAddress: null, realServer: { address: '198.19.1.11', port: 8080 } }), 'update');
+    p.leader.close(connection(2));
+    await until('changes applied', () => p.standby.connections.size === 6 && !p.standby.connections.has(connectionKey(connection(2))));
     assertMirrored(p);
     assert.equal(p.sender.status().lastError, '');
     assert.ok(p.sender.status().lagP99Ms >= 0);
@@ -136,11 +136,11 @@ describe('connection sync: sender, source and receiver', () => {
     };
     const p = await start({ sender: { faults, changesPerMessage: 4, flushMs: 1 } });
     pair = p;
-    // New flows until both faults have had their resync (bounded: a lost resync fails the wait below).
+    // New connections until both faults have had their resync (bounded: a lost resync fails the wait below).
     for (let i = 0; i < 2000 && p.sender.status().resyncs < 2; i++) {
-      p.leader.open(flow(i));
-      p.leader.open(flow(i), 'update');
-      if (i % 7 === 0 && i > 0) p.leader.close(flow(i - 1));
+      p.leader.open(connection(i));
+      p.leader.open(connection(i), 'update');
+      if (i % 7 === 0 && i > 0) p.leader.close(connection(i - 1));
       if (i % 10 === 0) await new Promise((r) => setTimeout(r, 5));
     }
     await until('resynced and caught up', () => p.sender.status().resyncs >= 2 && p.sender.drained(), 8000);
@@ -153,8 +153,8 @@ describe('connection sync: sender, source and receiver', () => {
     const p = await start({ sender: { faults: { fate: (m) => (drop && m.changes ? 'drop' : 'send') }, ackTimeoutMs: 200 } });
     await until('caught up', () => p.sender.drained());
     drop = true;
-    p.leader.open(flow(1));
-    p.leader.open(flow(1), 'update');
+    p.leader.open(connection(1));
+    p.leader.open(connection(1), 'update');
     await new Promise((r) => setTimeout(r, 20));
     drop = false;
     await until('a new stream and a snapshot', () => p.receivers.length === 2 && p.sender.drained(), 3000);
@@ -168,7 +168,7 @@ describe('connection sync: sender, source and receiver', () => {
     await until('caught up', () => p.sender.drained());
     const apply = p.standby.apply.bind(p.standby);
     p.standby.apply = async (c) => { while (stall) await new Promise((r) => setTimeout(r, 5)); return apply(c); };
-    for (let i = 0; i < 500; i++) { p.leader.open(flow(i)); p.leader.open(flow(i), 'update'); }
+    for (let i = 0; i < 500; i++) { p.leader.open(connection(i)); p.leader.open(connection(i), 'update'); }
     assert.ok(p.sender.status().queued <= 100, `queue ${p.sender.status().queued} stays within its bound`);
     assert.ok(p.sender.status().overflows >= 1);
     stall = false;
@@ -176,68 +176,68 @@ describe('connection sync: sender, source and receiver', () => {
     assertMirrored(p);
   });
 
-  it('lost events make a new snapshot; a watch that broke is started again, and later flows still arrive', async () => {
-    const p = await start({ initial: [flow(1)] });
+  it('lost events make a new snapshot; a watch that broke is started again, and later connections still arrive', async () => {
+    const p = await start({ initial: [connection(1)] });
     await until('caught up', () => p.sender.drained());
     const snapshots = p.sender.status().snapshots;
-    p.leader.flows.set(flowKey(flow(2)), flow(2)); // changed while events were lost: only a dump finds it
+    p.leader.connections.set(connectionKey(connection(2)), connection(2)); // changed while events were lost: only a dump finds it
     p.leader.lose('ENOBUFS');
-    await until('a new snapshot with the flow the events missed', () => p.sender.status().snapshots > snapshots && p.standby.flows.has(flowKey(flow(2))));
+    await until('a new snapshot with the connection the events missed', () => p.sender.status().snapshots > snapshots && p.standby.connections.has(connectionKey(connection(2))));
     p.leader.lose('helper exited', true);
     await until('caught up again', () => p.sender.drained() && p.sender.status().snapshots > snapshots + 1);
-    p.leader.open(flow(3));
-    p.leader.open(flow(3), 'update');
-    await until('a flow opened after the watch broke', () => p.standby.flows.has(flowKey(flow(3))));
+    p.leader.open(connection(3));
+    p.leader.open(connection(3), 'update');
+    await until('a connection opened after the watch broke', () => p.standby.connections.has(connectionKey(connection(3))));
     assertMirrored(p);
     assert.equal(p.source.stats().lossEvents, 2);
   });
 
-  it('minAgeMs holds young flows back; one closed before it was due is never sent', async () => {
+  it('minAgeMs holds young connections back; one closed before it was due is never sent', async () => {
     const p = await start({ scope: new Map([[SERVICE, { group: 'g', minAgeMs: 150 }]]) });
     await until('caught up', () => p.sender.drained());
-    p.leader.open(flow(1, { state: 'SYN_SENT' }));
-    p.leader.open(flow(1), 'update');
-    p.leader.open(flow(2, { state: 'SYN_SENT' }));
-    p.leader.open(flow(2), 'update');
+    p.leader.open(connection(1, { state: 'SYN_SENT' }));
+    p.leader.open(connection(1), 'update');
+    p.leader.open(connection(2, { state: 'SYN_SENT' }));
+    p.leader.open(connection(2), 'update');
     await new Promise((r) => setTimeout(r, 60));
-    assert.equal(p.standby.flows.size, 0);
-    p.leader.close(flow(2));
-    await until('the old enough one copied', () => p.standby.flows.size === 1, 2000);
-    assert.ok(p.standby.flows.has(flowKey(flow(1))));
-    assert.equal(p.sender.status().flowsSent, 1);
+    assert.equal(p.standby.connections.size, 0);
+    p.leader.close(connection(2));
+    await until('the old enough one copied', () => p.standby.connections.size === 1, 2000);
+    assert.ok(p.standby.connections.has(connectionKey(connection(1))));
+    assert.equal(p.sender.status().connectionsSent, 1);
   });
 
-  it('a peer copy of a group this director leads is not applied (it would overwrite the live flows)', async () => {
+  it('a peer copy of a group this director leads is not applied (it would overwrite the live connections)', async () => {
     const p = await start({ leads: () => true });
-    p.leader.open(flow(1));
-    p.leader.open(flow(1), 'update');
+    p.leader.open(connection(1));
+    p.leader.open(connection(1), 'update');
     await until('acknowledged', () => p.sender.status().ackedSeq >= 4 && p.sender.status().queued === 0);
     await new Promise((r) => setTimeout(r, 20));
-    assert.equal(p.standby.flows.size, 0);
+    assert.equal(p.standby.connections.size, 0);
     assert.ok(p.receivers[0]!.status().skipped >= 1);
   });
 
   it('a snapshot removes what the standby holds for the group that the leader no longer has', async () => {
     const p = await start();
-    p.standby.flows.set(flowKey(flow(99)), { ...flow(99), mark: standbyMark(flow(99).realServer) });
-    p.leader.open(flow(1));
-    p.leader.open(flow(1), 'update');
-    await until('caught up', () => p.sender.drained() && !p.standby.flows.has(flowKey(flow(99))));
+    p.standby.connections.set(connectionKey(connection(99)), { ...connection(99), mark: standbyMark(connection(99).realServer) });
+    p.leader.open(connection(1));
+    p.leader.open(connection(1), 'update');
+    await until('caught up', () => p.sender.drained() && !p.standby.connections.has(connectionKey(connection(99))));
     assertMirrored(p);
   });
 
   it('a hello from a director the certificate does not name is refused; nothing is injected', async () => {
     const p = await start({ allowed: ['dir3'] });
-    p.leader.open(flow(1));
-    p.leader.open(flow(1), 'update');
+    p.leader.open(connection(1));
+    p.leader.open(connection(1), 'update');
     await until('refused', () => p.refused.length > 0);
     assert.match(p.refused[0]!, /hello\.from: "dir1" is not a configured peer named by the stream's certificate \(allowed: dir3\)/);
     await new Promise((r) => setTimeout(r, 30));
-    assert.equal(p.standby.flows.size, 0);
+    assert.equal(p.standby.connections.size, 0);
   });
 
   it('a malformed change ends the stream with the field named, and none of its message is injected', async () => {
-    const standby = new FakeFlowTable();
+    const standby = new FakeConnectionTable();
     const refused: string[] = [];
     const r = new SyncReceiver({ table: standby, log: quiet, markOf: () => 0x10001, groupOf: () => 'g', leads: () => false }, {
       write: () => undefined, fail: (_c, d) => { refused.push(d); },
@@ -247,6 +247,6 @@ describe('connection sync: sender, source and receiver', () => {
     for (const m of [{ seq: 1, hello: { from: 'dir1', session: 's', groups: ['g'] } }, { seq: 2, changes: { changes: [good, bad] } }] as SyncMessage[]) r.onMessage(roundTripMessage(m));
     await until('refused', () => refused.length > 0);
     assert.equal(refused[0], 'message 2: changes[1].upsert.realServer.address: "198.19.1.11; rm -rf /" is not an IP address');
-    assert.equal(standby.flows.size, 0);
+    assert.equal(standby.connections.size, 0);
   });
 });

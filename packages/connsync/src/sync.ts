@@ -1,7 +1,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { Service } from '@lbd/config';
 import { serviceKey } from '@lbd/config';
-import type { FlowTable } from '@lbd/dataplane';
+import type { ConnectionTable } from '@lbd/dataplane';
 import {
   createConnSyncClient, peerIdsOfCall, type ConnSyncClient, type ConnSyncHandlers, type PeerSecurity, type SyncMessage__Output,
   type SyncReply, type SyncReply__Output,
@@ -9,11 +9,11 @@ import {
 import type { Logger } from './log.js';
 import { SyncReceiver, type ReceiverStatus } from './receiver.js';
 import { SyncSender, type Dial, type SenderOptions, type SenderStatus } from './sender.js';
-import { FlowSource, type FlowSourceStats, type SyncScope } from './source.js';
+import { ConnectionSource, type ConnectionSourceStats, type SyncScope } from './source.js';
 
 /**
  * Connection sync for one director: while it leads vip groups, a sender per configured peer streams the
- * groups' flows to that peer; from peers that lead, it receives their flows into its own kernel. The
+ * groups' connections to that peer; from peers that lead, it receives their connections into its own kernel. The
  * agent tells it what it leads (`setLeading`), the config (`setConfig`) and its kernel's marks
  * (`setMarks`); the coordinator asks it whether a returning director has caught up (`caughtUp`) before
  * that director may take a group back (preempt: after-sync).
@@ -29,7 +29,7 @@ export interface ConnectionSyncOptions {
   readonly self: string;
   readonly peers: readonly SyncPeer[];
   readonly security: PeerSecurity;
-  readonly table: FlowTable;
+  readonly table: ConnectionTable;
   readonly log: Logger;
   /** Default: gRPC to each peer's address with `security`. */
   readonly dial?: Dial;
@@ -38,7 +38,7 @@ export interface ConnectionSyncOptions {
 }
 
 export interface SyncStatus {
-  readonly source: FlowSourceStats;
+  readonly source: ConnectionSourceStats;
   readonly leading: readonly string[];
   readonly senders: readonly SenderStatus[];
   readonly receivers: readonly ReceiverStatus[];
@@ -51,13 +51,13 @@ export function realServerName(service: string, realServer: { address: string; p
 }
 
 export class ConnectionSync {
-  private readonly source: FlowSource;
+  private readonly source: ConnectionSource;
   private readonly senders = new Map<string, SyncSender>();
   /** The newest stream from each peer; an ended one stays (for its counts in status) until the peer streams again. */
   private readonly receivers = new Map<string, SyncReceiver>();
   private readonly clients = new Map<string, ConnSyncClient>();
   private services = new Map<string, Service>();
-  /** No stream is heard before the first config: every flow would be refused as of an unknown service. */
+  /** No stream is heard before the first config: every connection would be refused as of an unknown service. */
   private configured = false;
   private marks: ReadonlyMap<string, number> = new Map();
   private leading = new Set<string>();
@@ -65,7 +65,7 @@ export class ConnectionSync {
   private closed = false;
 
   constructor(private readonly o: ConnectionSyncOptions) {
-    this.source = new FlowSource(o.table, o.log);
+    this.source = new ConnectionSource(o.table, o.log);
   }
 
   async start(): Promise<void> {
@@ -92,7 +92,7 @@ export class ConnectionSync {
     this.marks = marks;
   }
 
-  /** The groups this director leads now: their flows are sent to every peer. */
+  /** The groups this director leads now: their connections are sent to every peer. */
   async setLeading(groups: ReadonlySet<string>): Promise<void> {
     this.leading = new Set(groups);
     await this.updateScope();
@@ -111,7 +111,7 @@ export class ConnectionSync {
   }
 
   /**
-   * Whether this director holds a complete, live copy of `group`'s flows from the group's leader (a
+   * Whether this director holds a complete, live copy of `group`'s connections from the group's leader (a
    * snapshot applied and the stream still running): the condition for taking the group back under
    * preempt: after-sync. Null when caught up, else why not.
    */
@@ -124,7 +124,7 @@ export class ConnectionSync {
 
   /**
    * Waits until `peer` has acknowledged everything sent to it (before a planned switchover to it, so the
-   * flows opened in the last moments are there too), at most `timeoutMs`. True when it has.
+   * connections opened in the last moments are there too), at most `timeoutMs`. True when it has.
    */
   async drain(peer: string, timeoutMs: number): Promise<boolean> {
     const sender = this.senders.get(peer);

@@ -1,16 +1,16 @@
 import { isIP } from 'node:net';
 import { canonicalAddress } from '@lbd/config';
-import type { Endpoint, FlowIdentity, SyncedFlow } from '@lbd/dataplane';
-import type { Change, Change__Output, Flow__Output, FlowId__Output, HostPort__Output } from '@lbd/proto';
+import type { Endpoint, ConnectionIdentity, SyncedConnection } from '@lbd/dataplane';
+import type { Change, Change__Output, SyncedConnection__Output, ConnectionId__Output, HostPort__Output } from '@lbd/proto';
 
 /**
- * Flows on the wire, both ways. What comes from a peer is checked field by field before anything is
+ * Connections on the wire, both ways. What comes from a peer is checked field by field before anything is
  * injected: a malformed message is refused whole, with the first bad field named.
  */
 
 export type WireChange =
-  | { readonly op: 'upsert'; readonly flow: SyncedFlow }
-  | { readonly op: 'remove'; readonly flow: FlowIdentity };
+  | { readonly op: 'upsert'; readonly connection: SyncedConnection }
+  | { readonly op: 'remove'; readonly connection: ConnectionIdentity };
 
 export class MalformedMessage extends Error {
   constructor(readonly field: string, readonly value: unknown, readonly rule: string) {
@@ -28,17 +28,17 @@ const STATES = new Set([
 const MAX_TIMEOUT_SEC = 10 * 24 * 3600;
 
 export function toWireChange(c: WireChange): Change {
-  if (c.op === 'remove') return { remove: flowIdOut(c.flow) };
-  const f = c.flow;
+  if (c.op === 'remove') return { remove: connectionIdOut(c.connection) };
+  const f = c.connection;
   return {
     upsert: {
-      id: flowIdOut(f), realServer: hostPortOut(f.realServer), localAddress: f.localAddress ? hostPortOut(f.localAddress) : null,
+      id: connectionIdOut(f), realServer: hostPortOut(f.realServer), localAddress: f.localAddress ? hostPortOut(f.localAddress) : null,
       state: f.state, timeoutSec: f.timeoutSec,
     },
   };
 }
 
-function flowIdOut(f: FlowIdentity): { protocol: string; client: Endpoint; vip: Endpoint } {
+function connectionIdOut(f: ConnectionIdentity): { protocol: string; client: Endpoint; vip: Endpoint } {
   return { protocol: f.protocol, client: hostPortOut(f.client), vip: hostPortOut(f.vip) };
 }
 
@@ -48,14 +48,14 @@ function hostPortOut(e: Endpoint): Endpoint {
 
 /** Checks and converts one received change; the mark is the receiver's to fill in (0 here). */
 export function fromWireChange(c: Change__Output, path: string): WireChange {
-  if (c.op === 'remove' && c.remove) return { op: 'remove', flow: flowIdIn(c.remove, `${path}.remove`) };
+  if (c.op === 'remove' && c.remove) return { op: 'remove', connection: connectionIdIn(c.remove, `${path}.remove`) };
   if (c.op === 'upsert' && c.upsert) return upsertIn(c.upsert, `${path}.upsert`);
   throw new MalformedMessage(path, c.op ?? null, 'is neither an upsert nor a remove');
 }
 
-function upsertIn(f: Flow__Output, path: string): WireChange {
+function upsertIn(f: SyncedConnection__Output, path: string): WireChange {
   if (!f.id) throw new MalformedMessage(`${path}.id`, null, 'is missing');
-  const id = flowIdIn(f.id, `${path}.id`);
+  const id = connectionIdIn(f.id, `${path}.id`);
   if (!f.realServer) throw new MalformedMessage(`${path}.realServer`, null, 'is missing');
   const realServer = hostPortIn(f.realServer, `${path}.realServer`);
   const localAddress = f.localAddress ? hostPortIn(f.localAddress, `${path}.localAddress`) : null;
@@ -66,10 +66,10 @@ function upsertIn(f: Flow__Output, path: string): WireChange {
   for (const [k, e] of [['realServer', realServer], ['localAddress', localAddress]] as const) {
     if (e !== null && isIP(e.address) !== isIP(id.vip.address)) throw new MalformedMessage(`${path}.${k}.address`, e.address, 'is not of the vip\'s address family');
   }
-  return { op: 'upsert', flow: { ...id, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 } };
+  return { op: 'upsert', connection: { ...id, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 } };
 }
 
-function flowIdIn(f: FlowId__Output, path: string): FlowIdentity {
+function connectionIdIn(f: ConnectionId__Output, path: string): ConnectionIdentity {
   if (f.protocol !== 'tcp' && f.protocol !== 'udp') throw new MalformedMessage(`${path}.protocol`, f.protocol, 'is not tcp or udp');
   if (!f.client) throw new MalformedMessage(`${path}.client`, null, 'is missing');
   if (!f.vip) throw new MalformedMessage(`${path}.vip`, null, 'is missing');

@@ -1,34 +1,34 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import type { SyncedFlow } from '@lbd/dataplane';
+import type { SyncedConnection } from '@lbd/dataplane';
 import { CTNL_SCRIPT, parseEventLine, parseWriteResult, renderDeleteRequest, renderUpdateRequest } from './ctnetlink.js';
 
-const fullnat: SyncedFlow = {
+const fullnat: SyncedConnection = {
   protocol: 'tcp', client: { address: '198.18.0.2', port: 40000 }, vip: { address: '198.18.0.10', port: 80 },
   realServer: { address: '198.19.1.11', port: 8080 }, localAddress: { address: '198.19.1.100', port: 20001 },
   mark: 65537, state: 'ESTABLISHED', timeoutSec: 300,
 };
 
 describe('ctnetlink helper: line protocol', () => {
-  it('an event line is the FlowEvent conntrack -E would give: fullnat binding, injected from the pid', () => {
+  it('an event line is the ConnectionEvent conntrack -E would give: fullnat binding, injected from the pid', () => {
     const p = parseEventLine('N 1 tcp 198.18.0.2 40000 198.18.0.10 80 198.19.1.11 8080 198.19.1.100 20001 ESTABLISHED 300 65537', 7);
-    assert.deepEqual(p, { type: 'event', event: { kind: 'new', injected: true, seenAtMs: 7, flow: fullnat } });
+    assert.deepEqual(p, { type: 'event', event: { kind: 'new', injected: true, seenAtMs: 7, connection: fullnat } });
     const up = parseEventLine('U 0 tcp 198.18.0.2 40000 198.18.0.10 80 198.19.1.11 8080 198.19.1.100 20001 FIN_WAIT 120 65537', 0);
-    assert.deepEqual(up?.type === 'event' && [up.event.kind, up.event.injected, up.event.flow.state, up.event.flow.timeoutSec], ['update', false, 'FIN_WAIT', 120]);
+    assert.deepEqual(up?.type === 'event' && [up.event.kind, up.event.injected, up.event.connection.state, up.event.connection.timeoutSec], ['update', false, 'FIN_WAIT', 120]);
   });
 
   it('nat mode (the reply goes to the client itself): no local address; IPv6; udp states; a destroy without state', () => {
     const p = parseEventLine('N 0 udp fd00:18::2 5000 fd00:18::10 53 fd00:19::11 5353 fd00:18::2 5000 UNREPLIED 30 131074', 0);
-    assert.deepEqual(p?.type === 'event' && p.event.flow, {
+    assert.deepEqual(p?.type === 'event' && p.event.connection, {
       protocol: 'udp', client: { address: 'fd00:18::2', port: 5000 }, vip: { address: 'fd00:18::10', port: 53 },
       realServer: { address: 'fd00:19::11', port: 5353 }, localAddress: null, mark: 131074, state: 'UNREPLIED', timeoutSec: 30,
     });
     const gone = parseEventLine('D 0 tcp 198.18.0.2 40000 198.18.0.10 80 198.19.1.11 8080 198.18.0.2 40001 - 0 1', 0);
     assert.ok(gone?.type === 'event');
     assert.equal(gone.event.kind, 'destroy');
-    assert.equal(gone.event.flow.state, '');
+    assert.equal(gone.event.connection.state, '');
     // The client's address on another port is a local address (fullnat), not nat.
-    assert.deepEqual(gone.event.flow.localAddress, { address: '198.18.0.2', port: 40001 });
+    assert.deepEqual(gone.event.connection.localAddress, { address: '198.18.0.2', port: 40001 });
   });
 
   it('ready and loss lines; anything else is ignored', () => {

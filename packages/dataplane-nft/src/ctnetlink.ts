@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { DataPlaneError, type Endpoint, type FlowEvent, type FlowEventKind, type FlowIdentity, type SyncedFlow } from '@lbd/dataplane';
+import { DataPlaneError, type Endpoint, type ConnectionEvent, type ConnectionEventKind, type ConnectionIdentity, type SyncedConnection } from '@lbd/dataplane';
 import { OneAtATime } from './one-at-a-time.js';
 
 /*
@@ -177,20 +177,20 @@ const IPS_ASSURED = 4;
 const IPS_CONFIRMED = 8;
 
 /**
- * The flow conntrack's entry stands for: original = client → vip, reply = realServer → (local address | client).
+ * The connection conntrack's entry stands for: original = client → vip, reply = realServer → (local address | client).
  * In nat mode the real server answers the client itself; in fullnat, the local address the director chose.
  */
-export function flowOf(
-  protocol: SyncedFlow['protocol'], original: { src: Endpoint; dst: Endpoint }, reply: { src: Endpoint; dst: Endpoint },
-  rest: Pick<SyncedFlow, 'mark' | 'state' | 'timeoutSec'>,
-): SyncedFlow {
+export function connectionOf(
+  protocol: SyncedConnection['protocol'], original: { src: Endpoint; dst: Endpoint }, reply: { src: Endpoint; dst: Endpoint },
+  rest: Pick<SyncedConnection, 'mark' | 'state' | 'timeoutSec'>,
+): SyncedConnection {
   const back = reply.dst;
   const nat = back.address === original.src.address && back.port === original.src.port;
   return { protocol, client: original.src, vip: original.dst, realServer: reply.src, localAddress: nat ? null : back, ...rest };
 }
 
-/** The status bits a flow's state implies: an unreplied flow has none (conntrack shows it [UNREPLIED]). */
-export function impliedStatus(f: Pick<SyncedFlow, 'protocol' | 'state'>): { readonly replied: boolean; readonly assured: boolean } {
+/** The status bits a connection's state implies: an unreplied connection has none (conntrack shows it [UNREPLIED]). */
+export function impliedStatus(f: Pick<SyncedConnection, 'protocol' | 'state'>): { readonly replied: boolean; readonly assured: boolean } {
   const replied = f.protocol === 'tcp' ? f.state !== 'SYN_SENT' && f.state !== 'NONE' : f.state !== 'UNREPLIED';
   const assured = f.protocol === 'tcp' ? replied && f.state !== 'SYN_RECV' : f.state === 'ASSURED';
   return { replied, assured };
@@ -200,9 +200,9 @@ export type EventLine =
   | { readonly type: 'ready'; readonly rcvbufBytes: number }
   | { readonly type: 'loss'; readonly reason: string }
   /** Every event line; mark 0 only for watch's probe (the caller drops those). */
-  | { readonly type: 'event'; readonly event: FlowEvent };
+  | { readonly type: 'event'; readonly event: ConnectionEvent };
 
-const KINDS: Record<string, FlowEventKind> = { N: 'new', U: 'update', D: 'destroy' };
+const KINDS: Record<string, ConnectionEventKind> = { N: 'new', U: 'update', D: 'destroy' };
 
 /** One line of CTNL_SCRIPT's `events` mode (see the top of this file); null for anything else. */
 export function parseEventLine(line: string, seenAtMs: number): EventLine | null {
@@ -214,26 +214,26 @@ export function parseEventLine(line: string, seenAtMs: number): EventLine | null
   const protocol = t[2];
   if (protocol !== 'tcp' && protocol !== 'udp') return null;
   const ep = (i: number): Endpoint => ({ address: t[i]!, port: Number(t[i + 1]) });
-  const flow = flowOf(protocol, { src: ep(3), dst: ep(5) }, { src: ep(7), dst: ep(9) }, {
+  const connection = connectionOf(protocol, { src: ep(3), dst: ep(5) }, { src: ep(7), dst: ep(9) }, {
     mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]),
   });
-  return { type: 'event', event: { kind, flow, injected: t[1] === '1', seenAtMs } };
+  return { type: 'event', event: { kind, connection, injected: t[1] === '1', seenAtMs } };
 }
 
-const tupleFields = (f: FlowIdentity): string => `${f.protocol} ${f.client.address} ${f.client.port} ${f.vip.address} ${f.vip.port}`;
+const tupleFields = (f: ConnectionIdentity): string => `${f.protocol} ${f.client.address} ${f.client.port} ${f.vip.address} ${f.vip.port}`;
 
-/** A `write` request that deletes the flow's entry. */
-export function renderDeleteRequest(f: FlowIdentity): string {
+/** A `write` request that deletes the connection's entry. */
+export function renderDeleteRequest(f: ConnectionIdentity): string {
   return `D ${tupleFields(f)}`;
 }
 
 /**
- * A `write` request that sets timeout, mark and (tcp) state of the flow's entry, and adds the status bits its
+ * A `write` request that sets timeout, mark and (tcp) state of the connection's entry, and adds the status bits its
  * state implies. The kernel refuses (EBUSY) a status without a bit the entry has (SEEN_REPLY and ASSURED can
  * only be set), so the bits of the kernel's entry as last dumped are sent too: a state further back than the
  * kernel's (ESTABLISHED → SYN_RECV) changes the state and leaves the bits.
  */
-export function renderUpdateRequest(f: SyncedFlow, kernel: SyncedFlow | null = null): string {
+export function renderUpdateRequest(f: SyncedConnection, kernel: SyncedConnection | null = null): string {
   const want = impliedStatus(f);
   const has = kernel ? impliedStatus(kernel) : { replied: false, assured: false };
   const replied = want.replied || has.replied;

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 /**
  * Maglev consistent hashing (Eisenbud et al., NSDI 2016), weighted. The lookup table depends only on the
  * real servers' endpoints and weights and on the table size, never on ids or order of arrival, so every
- * director (and every reload) computes the same table and maps a flow to the same real server.
+ * director (and every reload) computes the same table and maps a connection to the same real server.
  */
 
 export interface MaglevRealServer {
@@ -14,7 +14,7 @@ export interface MaglevRealServer {
 
 /**
  * The table size for `realServerCount` configured real servers: a prime ≥ 100 × the count, constant for
- * up to 32 real servers and then doubling in bands. Why bands: Maglev only moves ~1/N of the flows
+ * up to 32 real servers and then doubling in bands. Why bands: Maglev only moves ~1/N of the connections
  * when the table size stays the same, so the size must not follow every change in the server count.
  */
 export function maglevTableSize(realServerCount: number): number {

@@ -15,7 +15,7 @@ import { buildSlotTable, type Selector } from './schedule.js';
  *   postrouting (nat): fullnat services `snat to ct mark & 0xffff0000 map @service_snat` (an explicit pool,
  *       never masquerade)
  *   forward (filter): per-real-server and per-service counters, on elements of sets keyed by ct mark.
- * NAT rules only see a flow's first packet, so no map change ever moves an established connection.
+ * NAT rules only see a connection's first packet, so no map change ever moves an established connection.
  * Why shared chains and maps rather than a chain per service: loading 10 000 services takes seconds with a
  * chain each and a fraction of a second as map elements, and per-packet cost stays one lookup per map.
  */
@@ -24,7 +24,7 @@ export type NftFamily = 'ip' | 'ip6';
 export const TABLE_NAME = 'lbd';
 /** Bump when the skeleton (maps, base chains, rule shapes) changes: an older table is then rebuilt whole. */
 export const SCHEMA_VERSION = 2;
-/** Every jhash gets this fixed seed, so a reload or another director maps a flow to the same real server. */
+/** Every jhash gets this fixed seed, so a reload or another director maps a connection to the same real server. */
 export const HASH_SEED = 0x4c424431;
 
 export const MAP_NAMES = ['dispatch', 'slots', 'eligible', 'service_snat', 'backend_dnat', 'service_tuple'] as const;
@@ -111,17 +111,17 @@ function schedulingChainName(selector: Selector, length: number, persistenceSec:
 function schedulingChainRules(family: NftFamily, selector: Selector, length: number, persistenceSec: number): string[] {
   if (length === 0) return ['drop'];
   const f = family;
-  const flowKey = `${f} saddr . ${f} daddr . meta l4proto . th dport`;
+  const persistKey = `${f} saddr . ${f} daddr . meta l4proto . th dport`;
   const dnat = `meta l4proto { tcp, udp } dnat ${f} to ct mark map @backend_dnat`;
   const rules: string[] = [];
   if (persistenceSec > 0) {
-    rules.push(`ct mark set ${flowKey} map @persist`);
+    rules.push(`ct mark set ${persistKey} map @persist`);
     rules.push(`meta l4proto { tcp, udp } ct mark @eligible dnat ${f} to ct mark map @backend_dnat`);
   }
   rules.push(`ct mark set ${f} daddr . meta l4proto . th dport . ${selectorExpr(f, selector, length)} map @slots`);
-  if (persistenceSec > 0) rules.push(`update @persist { ${flowKey} timeout ${persistenceSec}s : ct mark }`);
+  if (persistenceSec > 0) rules.push(`update @persist { ${persistKey} timeout ${persistenceSec}s : ct mark }`);
   rules.push(dnat);
-  // Reached only when the lookups above miss: never forward a new flow un-translated to the vip.
+  // Reached only when the lookups above miss: never forward a new connection un-translated to the vip.
   rules.push('drop');
   return rules;
 }
@@ -220,7 +220,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
     return id;
   });
   // One exact element per slot, not interval runs: a hash lookup is cheaper than an interval lookup
-  // per new flow, and nft 1.0.6 prints some concatenated ranges byte-swapped, which would defeat re-adoption.
+  // per new connection, and nft 1.0.6 prints some concatenated ranges byte-swapped, which would defeat re-adoption.
   table.slots.forEach((server, slot) => maps.slots.set(`${svcTuple} . ${slot}`, ids[server]!));
   return { source: svc, key, serviceId, realServerMarks: marks, chain, elements: maps };
 }

@@ -99,7 +99,7 @@ export function parseTable(family: NftFamily, json: string): ParsedTable | null 
     else if (name === 'backend_stats') realServerStats = statsEntries(elems);
     else if (name === 'service_stats') serviceStats = statsEntries(elems);
     else if ((MAP_NAMES as readonly string[]).includes(name)) {
-      // (persist holds kernel-managed flows, not desired state, and is not read here.)
+      // (persist holds kernel-managed connections, not desired state, and is not read here.)
       const target = maps[name as MapName];
       for (const e of elems) {
         const [k, v] = elementEntry(name as MapName, e);

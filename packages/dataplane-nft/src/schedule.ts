@@ -13,7 +13,7 @@ export type Selector =
   | 'numgen'
   /** `jhash saddr mod L`: sh, the same client address always gets the same slot. */
   | 'srchash'
-  /** `jhash saddr . sport mod L`: mh, a flow always gets the same slot (Maglev table). */
+  /** `jhash saddr . sport mod L`: mh, a connection always gets the same slot (Maglev table). */
   | 'flowhash';
 
 export interface SlotTable {

@@ -2,6 +2,6 @@ export * from './types.js';
 export { DataPlaneError } from './errors.js';
 export type { AddressOwner, Announce, FloatingAddress } from './addresses.js';
 export {
-  flowKey, sameBinding, type SyncedFlow, type FlowIdentity, type FlowEvent, type FlowEventKind, type FlowWatchHandlers, type FlowWatch, type FlowChange,
-  type FlowApplyResult, type FlowTable,
-} from './flows.js';
+  connectionKey, sameBinding, type SyncedConnection, type ConnectionIdentity, type ConnectionEvent, type ConnectionEventKind, type ConnectionWatchHandlers, type ConnectionWatch, type ConnectionChange,
+  type ConnectionApplyResult, type ConnectionTable,
+} from './connections.js';

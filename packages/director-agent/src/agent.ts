@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { hostPort, parseConfig, type Config } from '@lbd/config';
 import { EtcdCoordinator, TIMING_PROFILES, type Coordinator } from '@lbd/coordinator';
-import type { AddressOwner, DataPlane, FlowTable } from '@lbd/dataplane';
+import type { AddressOwner, DataPlane, ConnectionTable } from '@lbd/dataplane';
 import { ProberSet, systemClock, type FlapPolicy, type Prober, type Clock } from '@lbd/health-checker';
 import { silentLogger, type Logger } from '@lbd/log';
 import type {
@@ -69,7 +69,7 @@ export interface AgentOptions {
   /** Reported to the cluster (default: the package version). */
   readonly version?: string;
   /** The kernel's connection table: connection sync between directors (with agent.cluster.tls). */
-  readonly flowTable?: FlowTable;
+  readonly connectionTable?: ConnectionTable;
   /**
    * What the HTTPS listener (agent.admin.httpListen) serves besides GET /healthz (lbd-agent's main:
    * metrics and the dashboard, operator-surfaces.ts); called once the agent exists, closed at stop.
@@ -178,7 +178,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
         member: {
           settings: cluster, version: this.version, election, log: this.log, events: this.events,
           dataPlaneProblem: () => this.reconciler.dataPlaneProblem(),
-          ...(opts.flowTable ? { flowTable: opts.flowTable } : {}),
+          ...(opts.connectionTable ? { connectionTable: opts.connectionTable } : {}),
           marks: () => this.reconciler.realServerMarks(),
         },
       });

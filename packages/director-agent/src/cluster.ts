@@ -4,7 +4,7 @@ import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
 import { TIMING_PROFILES, type BeatOutcome, type Coordinator, type FailoverResult, type StoredConfig, type Transition } from '@lbd/coordinator';
-import type { FlowTable, FloatingAddress } from '@lbd/dataplane';
+import type { ConnectionTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
   bindServer, connSyncServiceDefinition, createPeerClient, peerServerCredentials, stopServer, type ClusterStatus, type ConnSyncStatus, type PeerClient, type PeerSecurity,
@@ -40,7 +40,7 @@ export interface ClusterMemberOptions {
   /** Runs track checks (default: the real exec prober). */
   readonly prober?: Prober;
   /** The kernel's connection table, for connection sync (which also needs agent.cluster.tls). */
-  readonly flowTable?: FlowTable;
+  readonly connectionTable?: ConnectionTable;
   /** This director's ct mark per real server of each service (keys from connsync's realServerName). */
   marks?(): Promise<ReadonlyMap<string, number>>;
 }
@@ -89,7 +89,7 @@ function leasesLeft(snap: ElectionSnapshot): Record<string, number> {
   return out;
 }
 
-/** Longest a planned switchover waits for the target to acknowledge the flows sent to it. */
+/** Longest a planned switchover waits for the target to acknowledge the connections sent to it. */
 const HANDOVER_DRAIN_MS = 250;
 /** How often the election hears how far connection sync has caught up, and stream changes are recorded. */
 const SYNC_CHECK_MS = 100;
@@ -153,12 +153,12 @@ export class ClusterMember {
     await this.loadSecurity();
     for (const p of this.o.settings.peers) this.peers.set(p.id, createPeerClient(p.address, p.port, this.security, p.id));
     if (this.security.kind === 'insecure') this.syncOff = 'agent.cluster.tls is not set (connection sync needs mutual TLS)';
-    else if (!this.o.flowTable) this.syncOff = 'no connection table given to the agent';
+    else if (!this.o.connectionTable) this.syncOff = 'no connection table given to the agent';
     else {
       // Connection sync has a listener of its own (peerListen's port + 1): promises stay on the election's.
       this.sync = new ConnectionSync({
         self: this.o.settings.director, peers: this.o.settings.peers.map((p) => ({ ...p, port: connSyncPort(p.port) })), security: this.security,
-        table: this.o.flowTable, log: this.o.log,
+        table: this.o.connectionTable, log: this.o.log,
       });
       await this.sync.start();
     }
@@ -302,13 +302,13 @@ export class ClusterMember {
   }
 
   private syncStatus(): ConnSyncStatus {
-    if (this.sync === null) return { enabled: false, disabledReason: this.syncOff, flows: 0, lossEvents: 0, peers: [] };
+    if (this.sync === null) return { enabled: false, disabledReason: this.syncOff, connections: 0, lossEvents: 0, peers: [] };
     const st: SyncStatus = this.sync.status();
     return {
-      enabled: true, disabledReason: '', flows: st.source.flows, lossEvents: st.source.lossEvents,
+      enabled: true, disabledReason: '', connections: st.source.connections, lossEvents: st.source.lossEvents,
       peers: [
         ...st.senders.map((x) => ({
-          peer: x.peer, direction: 'to', state: x.state, caughtUp: x.caughtUp, groups: [...st.leading], sent: x.flowsSent, received: 0,
+          peer: x.peer, direction: 'to', state: x.state, caughtUp: x.caughtUp, groups: [...st.leading], sent: x.connectionsSent, received: 0,
           injected: x.injected, removed: 0, failed: x.failed, snapshots: x.snapshots, resyncs: x.resyncs, queued: x.queued,
           lagP50Ms: x.lagP50Ms, lagP99Ms: x.lagP99Ms, lastError: x.lastError,
         })),
@@ -461,18 +461,18 @@ export class ClusterMember {
   }
 
   /**
-   * Before a planned switchover: lets the target acknowledge every flow sent so far, so a connection opened
+   * Before a planned switchover: lets the target acknowledge every connection sent so far, so a connection opened
    * a moment ago survives the move too. Bounded: a slow peer delays the switchover by at most this long.
    */
   private async drainSync(group: string, to: string): Promise<void> {
     if (this.sync === null) return;
     const started = performance.now();
     const drained = await this.sync.drain(to, HANDOVER_DRAIN_MS);
-    if (!drained) this.o.log.warn('connection sync: switching over before the target acknowledged every flow', { group, to, waitedMs: HANDOVER_DRAIN_MS });
+    if (!drained) this.o.log.warn('connection sync: switching over before the target acknowledged every connection', { group, to, waitedMs: HANDOVER_DRAIN_MS });
     else this.o.log.info('connection sync: target caught up before the switchover', { group, to, waitedMs: Math.round(performance.now() - started) });
   }
 
-  /** Starts or stops sending the groups' flows. Never awaited by a claim: reading the table must not delay it. */
+  /** Starts or stops sending the groups' connections. Never awaited by a claim: reading the table must not delay it. */
   private syncLeading(): void {
     this.sync?.setLeading(new Set(this.leading)).catch((err: unknown) => this.o.log.error('connection sync: changing the groups sent failed', { error: err }));
   }
@@ -486,7 +486,7 @@ export class ClusterMember {
 
   /**
    * Serves connection sync to the peers on peerListen's address, the next port. The peer service
-   * (promises, pings) is the election's, on peerListen itself: a flood of flows here never delays it.
+   * (promises, pings) is the election's, on peerListen itself: a flood of connections here never delays it.
    */
   private async listenSync(): Promise<void> {
     if (this.sync === null) return;

@@ -1,4 +1,4 @@
-import type { DataPlane, FlowTable } from '@lbd/dataplane';
+import type { DataPlane, ConnectionTable } from '@lbd/dataplane';
 import type { Logger } from '@lbd/log';
 
 /**
@@ -13,8 +13,8 @@ export async function createDefaultDataPlane(log: Logger): Promise<DataPlane> {
 }
 
 /** The production connection table for connection sync: conntrack events, dumps and injection. */
-export async function createDefaultFlowTable(log: Logger): Promise<FlowTable> {
-  const { ConntrackFlowTable } = await import('@lbd/dataplane-nft');
+export async function createDefaultConnectionTable(log: Logger): Promise<ConnectionTable> {
+  const { ConntrackConnectionTable } = await import('@lbd/dataplane-nft');
   void log;
-  return new ConntrackFlowTable({});
+  return new ConntrackConnectionTable({});
 }

@@ -1,10 +1,10 @@
 import { ConfigError, EXIT, parseConfig } from '@lbd/config';
-import { DataPlaneError, type DataPlane, type FlowTable } from '@lbd/dataplane';
+import { DataPlaneError, type DataPlane, type ConnectionTable } from '@lbd/dataplane';
 import { AgentError } from '@lbd/operator-surfaces';
 import { createLogger, type Logger, type LogLevel } from '@lbd/log';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
-import { createDefaultDataPlane, createDefaultFlowTable } from './default-dataplane.js';
+import { createDefaultDataPlane, createDefaultConnectionTable } from './default-dataplane.js';
 import { electionThread, type ElectionHostFactory } from './election-thread.js';
 import { operatorSurfaces } from './operator-surfaces.js';
 
@@ -76,7 +76,7 @@ export interface RunDeps {
   /** Where a clustered director's election runs. Default: a thread of its own with the kernel's addresses. */
   readonly createElection?: () => ElectionHostFactory;
   /** Default: conntrack; only a clustered director with agent.cluster.tls has one. */
-  readonly createFlowTable?: (log: Logger) => Promise<FlowTable>;
+  readonly createConnectionTable?: (log: Logger) => Promise<ConnectionTable>;
   /** Log lines (JSON); default stdout. */
   readonly writeLog?: (line: string) => void;
   /** Human messages for start-up failures; default stderr. */
@@ -134,11 +134,11 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     // A clustered director's election runs in a thread of its own, which owns the floating addresses.
     const election = cluster === null ? undefined : (deps.createElection ?? electionThread)();
     // Connection sync needs the peer link's TLS: without it there is nothing to read the table for.
-    const flowTable = cluster?.tls ? await (deps.createFlowTable ?? createDefaultFlowTable)(log) : undefined;
+    const connectionTable = cluster?.tls ? await (deps.createConnectionTable ?? createDefaultConnectionTable)(log) : undefined;
     try {
       agent = await Agent.start({
         configPath, dataPlane, adminSocket, log, initial, opsRoutes: (a) => operatorSurfaces(a, log),
-        ...(election ? { election } : {}), ...(flowTable ? { flowTable } : {}),
+        ...(election ? { election } : {}), ...(connectionTable ? { connectionTable } : {}),
       });
     } catch (err) {
       return startFailure(err, writeError);

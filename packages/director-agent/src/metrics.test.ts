@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostPort, serviceKey } from '@lbd/config';
 import { DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type Counters, type DesiredState, type ObservedState } from '@lbd/dataplane';
-import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
+import { FakeAddressOwner, FakeDataPlane, FakeConnectionTable } from '@lbd/dataplane/testing';
 import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
 import { LoopbackCluster, frontConfig, makeClusterPki, runCommand, type ClusterPki } from '@lbd/testkit';
 import { parse as parseYaml } from 'yaml';
@@ -529,8 +529,8 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
   after(() => cluster?.close());
 
   /** Two directors of one vip group; with `sync`, mutual TLS and fake connection tables (connection sync on). */
-  async function startPair(opts: { sync?: boolean } = {}): Promise<{ owners: FakeAddressOwner[]; tables: FakeFlowTable[]; members: readonly PairMember[] }> {
-    await startClusterPair(await cluster.writePairConfigs({ track: true, ...(opts.sync ? { pki } : {}) }), { flowTable: opts.sync === true }, members);
+  async function startPair(opts: { sync?: boolean } = {}): Promise<{ owners: FakeAddressOwner[]; tables: FakeConnectionTable[]; members: readonly PairMember[] }> {
+    await startClusterPair(await cluster.writePairConfigs({ track: true, ...(opts.sync ? { pki } : {}) }), { connectionTable: opts.sync === true }, members);
     for (const m of members) {
       agents.push(m.agent);
       all.push(new Metrics(metricsSource(m.agent), { processMetrics: false }));
@@ -622,7 +622,7 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
     assert.equal(has(ox, 'lbd_vip_group_kernel_lease_remaining_seconds'), false, 'the release ended the kernel lease');
   });
 
-  it('shows connection sync at both ends: flows copied, sent, injected, caught up, and the sender\'s lag', async () => {
+  it('shows connection sync at both ends: connections copied, sent, injected, caught up, and the sender\'s lag', async () => {
     const { owners, tables } = await startPair({ sync: true });
     const li = owners.findIndex((o) => o.held.size > 0);
     const si = 1 - li;
@@ -633,7 +633,7 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
         mark: 0x50001, state: 'ESTABLISHED', timeoutSec: 431_999,
       });
     }
-    await until(() => tables[si]!.flows.size === 3, 'the standby to hold the leader\'s flows');
+    await until(() => tables[si]!.connections.size === 3, 'the standby to hold the leader\'s connections');
     const caughtUp = async (): Promise<boolean> => {
       const [l, s] = [await scrape({ metrics: all[li]! }), await scrape({ metrics: all[si]! })];
       return has(l, 'lbd_sync_caught_up', { direction: 'to' }) && value(l, 'lbd_sync_caught_up', { direction: 'to' }) === 1
@@ -644,20 +644,20 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
     const standby = ids[si]!;
     const leader = ids[li]!;
     assert.equal(value(lx, 'lbd_sync_enabled'), 1);
-    assert.equal(value(lx, 'lbd_sync_source_flows'), 3, 'the three flows the leader copies');
-    assert.ok(value(lx, 'lbd_sync_flows_sent_total', { peer: standby }) >= 3);
+    assert.equal(value(lx, 'lbd_sync_source_connections'), 3, 'the three connections the leader copies');
+    assert.ok(value(lx, 'lbd_sync_connections_sent_total', { peer: standby }) >= 3);
     assert.ok(value(lx, 'lbd_sync_snapshots_total', { peer: standby }) >= 1);
-    assert.equal(value(lx, 'lbd_sync_queued_flows', { peer: standby }), 0);
-    assert.equal(value(sx, 'lbd_sync_flows_injected_total', { peer: leader, direction: 'from' }), tables[si]!.flows.size,
+    assert.equal(value(lx, 'lbd_sync_queued_connections', { peer: standby }), 0);
+    assert.equal(value(sx, 'lbd_sync_connections_injected_total', { peer: leader, direction: 'from' }), tables[si]!.connections.size,
       'injected as the standby\'s table holds them');
-    assert.equal(value(sx, 'lbd_sync_flows_failed_total', { peer: leader, direction: 'from' }), 0);
+    assert.equal(value(sx, 'lbd_sync_connections_failed_total', { peer: leader, direction: 'from' }), 0);
     for (const q of ['0.5', '0.99']) {
       const lag = value(lx, 'lbd_sync_lag_seconds', { peer: standby, quantile: q });
       assert.ok(lag >= 0 && lag < 5, `lag q${q} ${lag} s`);
     }
     assert.ok(value(lx, 'lbd_sync_lag_seconds', { quantile: '0.99' }) >= value(lx, 'lbd_sync_lag_seconds', { quantile: '0.5' }));
     assert.equal(has(sx, 'lbd_sync_lag_seconds'), false, 'a receiver measures no lag of its own');
-    assert.equal(has(lx, 'lbd_sync_flows_received_total'), false, 'the leader receives nothing');
+    assert.equal(has(lx, 'lbd_sync_connections_received_total'), false, 'the leader receives nothing');
   });
 });
 

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { flowKey, type SyncedFlow } from '@lbd/dataplane';
-import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
+import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
+import { FakeAddressOwner, FakeDataPlane, FakeConnectionTable } from '@lbd/dataplane/testing';
 import { connSyncPort } from '@lbd/config';
 import { createConnSyncClient, createPeerClient, type ConnSyncStatus__Output, type PeerSecurity } from '@lbd/proto';
 import { silentLogger } from '@lbd/log';
@@ -14,7 +14,7 @@ import { startClusterPair, stopClusterPair, type PairMember } from './testing/cl
 
 /**
  * Connection sync between two clustered agents in this process: real etcd on loopback, real gRPC with
- * mutual TLS on loopback, fake kernels (FakeFlowTable stands in for conntrack). The kernel side, with
+ * mutual TLS on loopback, fake kernels (FakeConnectionTable stands in for conntrack). The kernel side, with
  * streams that must survive, is test/src/connsync.privileged.test.ts.
  */
 
@@ -31,7 +31,7 @@ const CLUSTER_CONFIG = frontConfig({
 `,
 });
 
-function flow(i: number, port = 80, over: Partial<SyncedFlow> = {}): SyncedFlow {
+function connection(i: number, port = 80, over: Partial<SyncedConnection> = {}): SyncedConnection {
   return {
     protocol: 'tcp', client: { address: '198.18.5.1', port: 10_000 + i }, vip: { address: '198.18.0.10', port },
     realServer: { address: '198.19.1.12', port: port === 80 ? 8080 : 8081 }, localAddress: port === 80 ? { address: '198.19.1.100', port: 30_000 + i } : null,
@@ -65,12 +65,12 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     pki = await makeClusterPki(join(dir, 'pki'), ['dir1', 'dir2', 'dir3']);
   });
   beforeEach(async () => {
-    await startClusterPair(await cluster.writePairConfigs({ pki }), { flowTable: true }, members);
+    await startClusterPair(await cluster.writePairConfigs({ pki }), { connectionTable: true }, members);
   });
   afterEach(() => stopClusterPair(members));
   after(() => cluster?.close());
 
-  it('the leader\'s flows reach the standby with the standby\'s marks; after a failover they flow back; status shows both ends', async () => {
+  it('the leader\'s connections reach the standby with the standby\'s marks; after a failover they connection back; status shows both ends', async () => {
     const [a, b] = members as [Member, Member];
     assert.ok(a.table.prepared && b.table.prepared, 'the kernel options for mid-stream takeover are set on start');
     assert.ok((await a.agent.applyText(CLUSTER_CONFIG, 'cluster.yaml', false, { author: 't' })).ok);
@@ -82,39 +82,39 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
       if (a.owner.held.size === 0 && b.owner.held.size > 0) await b.agent.failover('front', 'dir1').catch(() => undefined);
       return a.owner.held.size > 0;
     }, 20_000);
-    a.table.open(flow(1));
-    a.table.open(flow(2));
-    a.table.open(flow(3, 81)); // sync disabled for this service
-    await waitFor('dir2 to hold dir1\'s flows', () => b.table.flows.size === 2);
+    a.table.open(connection(1));
+    a.table.open(connection(2));
+    a.table.open(connection(3, 81)); // sync disabled for this service
+    await waitFor('dir2 to hold dir1\'s connections', () => b.table.connections.size === 2);
     const bMarks = await (b.dp.observe());
     const want = bMarks.services.find((s) => s.key === '198.18.0.10:80/tcp')!.realServers.find((r) => r.address === '198.19.1.12')!.realServerId;
-    assert.equal(b.table.flows.get(flowKey(flow(1)))!.mark, want, 'injected with the standby\'s own mark for that real server');
-    assert.deepEqual(b.table.flows.get(flowKey(flow(1)))!.localAddress, flow(1).localAddress);
-    assert.equal(b.table.flows.has(flowKey(flow(3, 81))), false, 'a service with sync disabled is not copied');
+    assert.equal(b.table.connections.get(connectionKey(connection(1)))!.mark, want, 'injected with the standby\'s own mark for that real server');
+    assert.deepEqual(b.table.connections.get(connectionKey(connection(1)))!.localAddress, connection(1).localAddress);
+    assert.equal(b.table.connections.has(connectionKey(connection(3, 81))), false, 'a service with sync disabled is not copied');
 
     await waitFor('both ends caught up', async () => (await sync(a)).peers[0]?.caughtUp === true && (await sync(b)).peers[0]?.caughtUp === true);
     const sa = await sync(a);
     assert.equal(sa.enabled, true);
-    assert.equal(sa.flows, 2);
+    assert.equal(sa.connections, 2);
     assert.deepEqual([sa.peers[0]!.peer, sa.peers[0]!.direction, sa.peers[0]!.state], ['dir2', 'to', 'streaming']);
     const sb = await sync(b);
     assert.deepEqual([sb.peers[0]!.peer, sb.peers[0]!.direction, sb.peers[0]!.groups], ['dir1', 'from', ['front']]);
     assert.equal(sb.peers[0]!.injected, 2);
 
-    a.table.close(flow(2));
-    await waitFor('the close to reach dir2', () => b.table.flows.size === 1);
+    a.table.close(connection(2));
+    await waitFor('the close to reach dir2', () => b.table.connections.size === 1);
 
-    // A flow opened a moment before a planned switchover is at the target when the switchover is done,
+    // A connection opened a moment before a planned switchover is at the target when the switchover is done,
     // even when the target's kernel is slow to take it.
     const apply = b.table.apply.bind(b.table);
     b.table.apply = async (c) => { await new Promise((r) => setTimeout(r, 100)); return apply(c); };
-    a.table.open(flow(5));
+    a.table.open(connection(5));
     await a.agent.failover('front', 'dir2');
     b.table.apply = apply;
-    assert.ok(b.table.flows.has(flowKey(flow(5))), 'the switchover waited for the target to acknowledge the newest flow');
+    assert.ok(b.table.connections.has(connectionKey(connection(5))), 'the switchover waited for the target to acknowledge the newest connection');
     await waitFor('dir2 to lead', () => b.owner.held.size > 0 && a.owner.held.size === 0);
-    b.table.open(flow(4));
-    await waitFor('dir1 to get dir2\'s flows, the synced one included', () => a.table.flows.has(flowKey(flow(4))) && a.table.flows.has(flowKey(flow(1))));
+    b.table.open(connection(4));
+    await waitFor('dir1 to get dir2\'s connections, the synced one included', () => a.table.connections.has(connectionKey(connection(4))) && a.table.connections.has(connectionKey(connection(1))));
   });
 
   it('an unreadable TLS file stops the start, naming the field and the file', async () => {
@@ -125,7 +125,7 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
       pki: { ...pki, ca: { ...pki.ca, certPath: missing } },
     }));
     await assert.rejects(
-      Agent.start({ configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: new FakeAddressOwner(), flowTable: new FakeFlowTable(), log: silentLogger }),
+      Agent.start({ configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: new FakeAddressOwner(), connectionTable: new FakeConnectionTable(), log: silentLogger }),
       { message: `agent.cluster.tls.ca: cannot read ${missing} (ENOENT); give a readable PEM file` },
     );
   });
@@ -153,7 +153,7 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     assert.match(untrusted, /^UNAVAILABLE/, untrusted);
     const notPeer = await attempt({ kind: 'tls', ca, cert: await pem(pki.certs.dir3!.certPath), key: await pem(pki.certs.dir3!.keyPath) });
     assert.equal(notPeer, 'PERMISSION_DENIED: the client certificate names dir3, not one of this director\'s peers (dir2)');
-    // The right peer, but this director has no cluster config yet: it would refuse every flow, so it asks for later.
+    // The right peer, but this director has no cluster config yet: it would refuse every connection, so it asks for later.
     const early = await attempt({ kind: 'tls', ca, cert: await pem(pki.certs.dir2!.certPath), key: await pem(pki.certs.dir2!.keyPath) });
     assert.equal(early, 'UNAVAILABLE: this director has no cluster config yet; try again shortly');
     // Without a client certificate the TLS handshake itself fails (the server requires one).

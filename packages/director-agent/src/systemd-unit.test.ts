@@ -122,9 +122,9 @@ describe('deploy/systemd/lbd-agent.service', () => {
     assert.equal(dirname(DEFAULT_ADMIN_SOCKET), `/run/${one(unit, 'Service.RuntimeDirectory')}`);
     assert.equal(one(unit, 'Service.RuntimeDirectoryMode'), '0700');
     // Connection sync sets net.netfilter.* with sysctl -w; the rest of /proc/sys stays read-only.
-    const flowTable = await readFile(join(REPO, 'packages/dataplane-nft/src/flow-table.ts'), 'utf8');
-    const keys = [...flowTable.matchAll(/'(net\.[\w.]+)=\d+'/g)].map((m) => m[1]!);
-    assert.ok(keys.length > 0, 'no sysctl keys found in flow-table.ts');
+    const connectionTable = await readFile(join(REPO, 'packages/dataplane-nft/src/connection-table.ts'), 'utf8');
+    const keys = [...connectionTable.matchAll(/'(net\.[\w.]+)=\d+'/g)].map((m) => m[1]!);
+    assert.ok(keys.length > 0, 'no sysctl keys found in connection-table.ts');
     for (const k of keys) assert.ok(rw.some((p) => `/proc/sys/${k.replace(/\./g, '/')}`.startsWith(`${p}/`)), `${k} is not under a ReadWritePaths entry`);
     assert.equal(one(unit, 'Service.ProtectKernelTunables'), 'yes');
     // nft -f and conntrack -R batch files go to os.tmpdir().

@@ -63,8 +63,8 @@ describe('editConfig', () => {
   });
 
   it('server add writes the new server like its neighbours (one line among one-liners, a block among blocks)', () => {
-    const flow = edit({ kind: 'server add', service: 'web', server: '198.19.1.13:8080', fields: { weight: 5 } });
-    assert.deepEqual(changedLines(CONFIG, flow.text).added, ['      - { address: 198.19.1.13, port: 8080, weight: 5 }']);
+    const connection = edit({ kind: 'server add', service: 'web', server: '198.19.1.13:8080', fields: { weight: 5 } });
+    assert.deepEqual(changedLines(CONFIG, connection.text).added, ['      - { address: 198.19.1.13, port: 8080, weight: 5 }']);
     const block = edit({ kind: 'server add', service: 'app', server: '198.19.1.22:8080', fields: { healthPort: 9000 } });
     assert.ok(block.text.endsWith('      - address: 198.19.1.21\n        port: 8080\n      - address: 198.19.1.22\n        port: 8080\n        weight: 1\n        healthCheck: { port: 9000 }\n'), block.text);
     assert.equal(block.summary, 'added 198.19.1.22:8080 of app at weight 1');

@@ -301,10 +301,10 @@ describe('formatClusterStatus: connection sync', () => {
   const tail = (c: ClusterStatus__Output): string => formatClusterStatus(c, 0).split('\n\n').pop()!;
 
   it('says why sync is off, and lists each stream with its direction, progress and lag', () => {
-    assert.equal(tail({ ...base, sync: { enabled: false, disabledReason: 'agent.cluster.tls is not set', flows: 0, lossEvents: 0, peers: [] } }),
+    assert.equal(tail({ ...base, sync: { enabled: false, disabledReason: 'agent.cluster.tls is not set', connections: 0, lossEvents: 0, peers: [] } }),
       'connection sync: off (agent.cluster.tls is not set)\n');
-    assert.equal(tail({ ...base, sync: { enabled: true, disabledReason: '', flows: 500, lossEvents: 1, peers: [peer, { ...peer, peer: 'dir3', direction: 'from', state: 'resync', caughtUp: false, sent: 0, received: 7, injected: 0, lastError: 'gap: expected message 5, got 7' }] } }), [
-      'connection sync: dir1 copies 500 flows; kernel events lost 1 time (each time resent whole)',
+    assert.equal(tail({ ...base, sync: { enabled: true, disabledReason: '', connections: 500, lossEvents: 1, peers: [peer, { ...peer, peer: 'dir3', direction: 'from', state: 'resync', caughtUp: false, sent: 0, received: 7, injected: 0, lastError: 'gap: expected message 5, got 7' }] } }), [
+      'connection sync: dir1 copies 500 connections; kernel events lost 1 time (each time resent whole)',
       'PEER DIRECTION    STATE     CAUGHT UP GROUPS  SENT/RECEIVED INJECTED FAILED RESYNCS QUEUED LAG P50/P99    LAST ERROR',
       'dir2 dir1 -> dir2 streaming yes       default 500           498      2      0       0      3.2 ms / 18 ms -',
       'dir3 dir3 -> dir1 resync    NO        default 7             0        2      0       -      -              gap: expected message 5, got 7',

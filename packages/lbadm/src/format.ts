@@ -253,7 +253,7 @@ export function formatClusterStatus(c: ClusterStatus__Output, now: number): stri
 function formatSync(c: ClusterStatus__Output): string[] {
   const s = c.sync;
   if (!s?.enabled) return [`connection sync: off${s?.disabledReason ? ` (${s.disabledReason})` : ''}`];
-  const head = `connection sync: ${c.self} copies ${s.flows} flows${s.lossEvents > 0 ? `; kernel events lost ${plural(s.lossEvents, 'time')} (each time resent whole)` : ''}`;
+  const head = `connection sync: ${c.self} copies ${s.connections} connections${s.lossEvents > 0 ? `; kernel events lost ${plural(s.lossEvents, 'time')} (each time resent whole)` : ''}`;
   if (s.peers.length === 0) return [head, '  no stream: this director leads no group and no leader streams to it'];
   const rows: string[][] = [['PEER', 'DIRECTION', 'STATE', 'CAUGHT UP', 'GROUPS', 'SENT/RECEIVED', 'INJECTED', 'FAILED', 'RESYNCS', 'QUEUED', 'LAG P50/P99', 'LAST ERROR']];
   for (const p of s.peers) {

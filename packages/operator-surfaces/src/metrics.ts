@@ -212,7 +212,7 @@ export class Metrics {
   private collectCluster(c: ClusterStatus | null, k: ClusterCounters | null): void {
     const gauges = [
       this.m.role, this.m.term, this.m.leaseRemaining, this.m.kernelLease, this.m.peerReachable, this.m.etcdReachable, this.m.directorHealthy, this.m.directorProblems,
-      this.m.registrationLease, this.m.worstCaseTakeover, this.m.syncEnabled, this.m.syncSourceFlows, this.m.syncQueued, this.m.syncLag, this.m.syncCaughtUp,
+      this.m.registrationLease, this.m.worstCaseTakeover, this.m.syncEnabled, this.m.syncSourceConnections, this.m.syncQueued, this.m.syncLag, this.m.syncCaughtUp,
     ];
     const counters = [
       this.m.heartbeats, this.m.fences, this.m.kernelLeaseExpiries, this.m.promiseRequests, this.m.announcements, this.m.syncLossEvents, this.m.syncSent, this.m.syncReceived, this.m.syncInjected,
@@ -250,7 +250,7 @@ export class Metrics {
     const sync = c.sync;
     this.m.syncEnabled.set(sync?.enabled === true ? 1 : 0);
     if (sync?.enabled !== true) return;
-    this.m.syncSourceFlows.set(num(sync.flows));
+    this.m.syncSourceConnections.set(num(sync.connections));
     this.m.syncLossEvents.inc(num(sync.lossEvents));
     for (const p of sync.peers ?? []) this.collectSyncPeer(p);
   }
@@ -383,16 +383,16 @@ function defineMetrics(registry: Registry, withTransitions: boolean) {
     transitions: !withTransitions ? null : counter('lbd_vip_group_transitions_total', 'Role changes of this director in the vip group (from the event log), by the roles before and after.', ['group', 'from', 'to']),
 
     syncEnabled: gauge('lbd_sync_enabled', 'Whether connection sync runs (1) or is off (0; see lbadm cluster status for why).'),
-    syncSourceFlows: gauge('lbd_sync_source_flows', 'Connections this director copies to its peers now (those of the groups it leads).'),
+    syncSourceConnections: gauge('lbd_sync_source_connections', 'Connections this director copies to its peers now (those of the groups it leads).'),
     syncLossEvents: counter('lbd_sync_loss_events_total', 'Kernel event batches lost (each costs every peer a snapshot).'),
-    syncSent: counter('lbd_sync_flows_sent_total', 'Connection changes sent to the peer.', ['peer']),
-    syncReceived: counter('lbd_sync_flows_received_total', 'Connection-sync messages received from the peer.', ['peer']),
-    syncInjected: counter('lbd_sync_flows_injected_total', 'Flows injected into the receiving kernel (direction to: the peer\'s, as it reports; from: this director\'s).', ['peer', 'direction']),
-    syncRemoved: counter('lbd_sync_flows_removed_total', 'Flows removed from this director\'s kernel on the peer\'s word.', ['peer']),
-    syncFailed: counter('lbd_sync_flows_failed_total', 'Flows the receiving kernel refused.', ['peer', 'direction']),
+    syncSent: counter('lbd_sync_connections_sent_total', 'Connection changes sent to the peer.', ['peer']),
+    syncReceived: counter('lbd_sync_connections_received_total', 'Connection-sync messages received from the peer.', ['peer']),
+    syncInjected: counter('lbd_sync_connections_injected_total', 'Connections injected into the receiving kernel (direction to: the peer\'s, as it reports; from: this director\'s).', ['peer', 'direction']),
+    syncRemoved: counter('lbd_sync_connections_removed_total', 'Connections removed from this director\'s kernel on the peer\'s word.', ['peer']),
+    syncFailed: counter('lbd_sync_connections_failed_total', 'Connections the receiving kernel refused.', ['peer', 'direction']),
     syncSnapshots: counter('lbd_sync_snapshots_total', 'Full snapshots sent to the peer.', ['peer']),
     syncResyncs: counter('lbd_sync_resyncs_total', 'Resyncs after a gap in the stream.', ['peer', 'direction']),
-    syncQueued: gauge('lbd_sync_queued_flows', 'Connection changes waiting behind the peer\'s window.', ['peer']),
+    syncQueued: gauge('lbd_sync_queued_connections', 'Connection changes waiting behind the peer\'s window.', ['peer']),
     syncLag: gauge('lbd_sync_lag_seconds', 'From a kernel event on this director to the peer\'s acknowledgement, over recent changes (quantile 0.5 and 0.99).', ['peer', 'quantile']),
     syncCaughtUp: gauge('lbd_sync_caught_up', 'Whether the stream is caught up (to: the peer acknowledged a whole snapshot; from: a group\'s snapshot completed).', ['peer', 'direction']),
   };

@@ -190,7 +190,7 @@ export function connSyncServiceDefinition(): ConnSyncDefinition {
 
 /**
  * Sync messages are bounded by the sender's batch size; this limit refuses anything far beyond it (a
- * malformed or hostile peer), with room for a full batch of IPv6 flows.
+ * malformed or hostile peer), with room for a full batch of IPv6 connections.
  */
 export const MAX_SYNC_MESSAGE_BYTES = 4 * 1024 * 1024;
 

@@ -266,7 +266,7 @@ const DIRECTOR_SYSCTLS: readonly (readonly [key: string, value: string])[] = [
   ['net.ipv4.conf.all.arp_ignore', '1'],
   // In ARP requests use a sender address of the outgoing interface's subnet, never a vip or local address.
   ['net.ipv4.conf.all.arp_announce', '2'],
-  // Loose reverse-path filtering: after a failover, synced or nat-mode flows arrive on paths that a strict
+  // Loose reverse-path filtering: after a failover, synced or nat-mode connections arrive on paths that a strict
   // filter (the reply route of the source would leave by another interface) would drop.
   ['net.ipv4.conf.all.rp_filter', '2'],
   ['net.ipv4.conf.default.rp_filter', '2'],

@@ -57,7 +57,7 @@ export class Topology {
     await this.ip(host, 'link', 'set', 'lo', 'up');
     // No duplicate address detection on interfaces created from now on: while a link-local address is
     // still tentative (1-2 s) a router cannot send neighbour solicitations for forwarded packets, so the
-    // first IPv6 flow through a fresh director would stall for seconds.
+    // first IPv6 connection through a fresh director would stall for seconds.
     await this.sysctl(host, 'net.ipv6.conf.default.accept_dad', '0');
     await this.sysctl(host, 'net.ipv6.conf.all.accept_dad', '0');
     if (opts.forwarding) await this.setForwarding(host, true);

@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey, type Service } from '@lbd/config';
 import { ConnectionSync, SyncReceiver, realServerName, type Logger } from '@lbd/connsync';
-import { flowKey, type FlowApplyResult, type FlowChange, type FlowTable, type FlowWatch, type FlowWatchHandlers, type SyncedFlow } from '@lbd/dataplane';
-import { FakeFlowTable } from '@lbd/dataplane/testing';
-import { ConntrackFlowTable, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
+import { connectionKey, type ConnectionApplyResult, type ConnectionChange, type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection } from '@lbd/dataplane';
+import { FakeConnectionTable } from '@lbd/dataplane/testing';
+import { ConntrackConnectionTable, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
 import {
   AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
 } from '@lbd/proto';
@@ -25,27 +25,27 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } fr
  * issue's scale. Progress goes to stderr, the report to stdout; nothing is asserted: the PASS/MISS column
  * compares each figure with the issue's target.
  *
- * 1. Bulk: 100 000 fullnat tcp flows.
- *    a. The kernel alone (the baseline): one ConntrackFlowTable.apply of 100 000 upserts into a fresh
+ * 1. Bulk: 100 000 fullnat tcp connections.
+ *    a. The kernel alone (the baseline): one ConntrackConnectionTable.apply of 100 000 upserts into a fresh
  *       namespace, and `conntrack -C` there to confirm.
  *    b. The whole path: two ConnectionSync instances in this process, on loopback gRPC with mutual TLS
- *       (a throwaway PKI): the leader's table a FakeFlowTable holding the flows (no kernel on that side, so
- *       the figure is the standby's), the standby's a ConntrackFlowTable in another fresh namespace. Timed
+ *       (a throwaway PKI): the leader's table a FakeConnectionTable holding the connections (no kernel on that side, so
+ *       the figure is the standby's), the standby's a ConntrackConnectionTable in another fresh namespace. Timed
  *       from the leader's setLeading until the standby's receiver has caught up and its kernel holds every
- *       flow. Both ends share this one Node process (in the agents they are two).
- *    c. A diagnostic, labelled as such: (b) with the standby's FlowTable.watch stubbed out, because the
+ *       connection. Both ends share this one Node process (in the agents they are two).
+ *    c. A diagnostic, labelled as such: (b) with the standby's ConnectionTable.watch stubbed out, because the
  *       standby's own conntrack -E sees every injected entry come back as an event, and each overflow of
- *       its socket (ENOBUFS) makes its FlowSource dump the whole table: (b) minus (c) is what that costs.
+ *       its socket (ENOBUFS) makes its ConnectionSource dump the whole table: (b) minus (c) is what that costs.
  *    d. The standby's receive-and-inject path alone (reported next to 2, whose lag it isolates): a
- *       SyncReceiver over a ConntrackFlowTable in a fresh namespace, fed in this process as a sender would
- *       (hello, an empty snapshot, then every 5 ms a `changes` message of 25 new fullnat tcp flows, 5 000/s,
+ *       SyncReceiver over a ConntrackConnectionTable in a fresh namespace, fed in this process as a sender would
+ *       (hello, an empty snapshot, then every 5 ms a `changes` message of 25 new fullnat tcp connections, 5 000/s,
  *       for 10 s; each message through the real protobuf serializer and back), no gRPC, no wrk, no lab. Lag
  *       is from the moment each message was due in that pace to its (cumulative) ack; CPU is this process's
  *       (process.cpuUsage) and that of the conntrack runs it waited for (/proc/self/stat cutime + cstime).
  * 2. Incremental lag: the HA lab (startHaLab: two directors running lbd-agent with mutual TLS, three etcd
  *    members, three real servers running nginx), wrk in the client namespace opening a new connection per
  *    request (`Connection: close`) at about 5 000/s for a bounded time (paced by a Lua `delay`, calibrated
- *    in a short first run). Each connection reaches ESTABLISHED, so each is one flow to copy. The leader's
+ *    in a short first run). Each connection reaches ESTABLISHED, so each is one connection to copy. The leader's
  *    sender lag (kernel event to the standby's ack, over its last 2 048 changes) is sampled every 500 ms;
  *    CPU is every process in each director's namespace (the agent, its conntrack -E and the conntrack runs
  *    it waits for), from /proc/PID/stat, in cores over the load window; the same load with sync disabled
@@ -53,7 +53,7 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } fr
  *    still watch conntrack then). Leader changes during the load are counted: they are a figure too.
  * 3. Drills: --count N times (default 3; --quick 1) each of a planned switchover (admin failover) and a box
  *    death (killBox; then reviveBox, `conntrack -F` as after a reboot, a new agent, steady again), with 100
- *    TCP streams and 20 UDP flows through round-robin fullnat vips (a director without the flow's entry
+ *    TCP streams and 20 UDP connections through round-robin fullnat vips (a director without the connection's entry
  *    sends its next packet to whichever server comes next), with sync and without. The group never
  *    preempts, so each drill is exactly one change of leader (no failback inside the window counted). The
  *    drills run before the load, on a fresh lab: the load leaves tens of thousands of entries behind. A
@@ -73,7 +73,7 @@ const DEFAULT_COUNT = 3;
 const MAX_COUNT = 100;
 const WRK_CONNECTIONS = 100;
 const STREAMS = 100;
-const UDP_FLOWS = 20;
+const UDP_CONNECTIONS = 20;
 const DRILL_LOAD_MS = 90_000;
 /** How long the load runs on after a takeover before it is checked (broken streams show up within this). */
 const AFTER_TAKEOVER_MS = 3000;
@@ -143,7 +143,7 @@ interface BulkResult {
 }
 
 interface WholePathResult {
-  /** setLeading to the standby's receiver caught up, and to its kernel holding every flow. */
+  /** setLeading to the standby's receiver caught up, and to its kernel holding every connection. */
   readonly caughtUpMs: number;
   readonly wholeMs: number;
   readonly count: number;
@@ -152,9 +152,9 @@ interface WholePathResult {
   /** This process's CPU over the run (both ends), seconds; and that of the conntrack runs it waited for. */
   readonly processCpuSec: number;
   readonly childrenCpuSec: number;
-  /** Where the standby's time went: its FlowTable calls. */
+  /** Where the standby's time went: its ConnectionTable calls. */
   readonly sink: TimedStats;
-  /** Event losses (ENOBUFS) the standby's own FlowSource saw; each makes it dump the table. */
+  /** Event losses (ENOBUFS) the standby's own ConnectionSource saw; each makes it dump the table. */
   readonly lossEvents: number;
   readonly warnings: readonly string[];
   readonly warnCount: number;
@@ -168,15 +168,15 @@ interface TimedStats {
   readonly dumpMs: number;
 }
 
-/** A FlowTable that times the calls the standby's receiver makes (the bulk figure's breakdown). */
-class TimedFlowTable implements FlowTable {
+/** A ConnectionTable that times the calls the standby's receiver makes (the bulk figure's breakdown). */
+class TimedConnectionTable implements ConnectionTable {
   private applyMs = 0;
   private dumpMs = 0;
   private dumps = 0;
   private sizes: number[] = [];
 
   /** `watched` false: watch() reports nothing (the diagnostic run). */
-  constructor(private readonly inner: FlowTable, private readonly watched = true) {}
+  constructor(private readonly inner: ConnectionTable, private readonly watched = true) {}
 
   reset(): void {
     this.applyMs = 0;
@@ -193,11 +193,11 @@ class TimedFlowTable implements FlowTable {
     return this.inner.prepare();
   }
 
-  watch(h: FlowWatchHandlers): Promise<FlowWatch> {
+  watch(h: ConnectionWatchHandlers): Promise<ConnectionWatch> {
     return this.watched ? this.inner.watch(h) : Promise.resolve({ close: async () => undefined });
   }
 
-  async dump(): Promise<SyncedFlow[]> {
+  async dump(): Promise<SyncedConnection[]> {
     const t0 = performance.now();
     try {
       return await this.inner.dump();
@@ -207,7 +207,7 @@ class TimedFlowTable implements FlowTable {
     }
   }
 
-  async apply(changes: readonly FlowChange[]): Promise<FlowApplyResult> {
+  async apply(changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult> {
     const t0 = performance.now();
     try {
       return await this.inner.apply(changes);
@@ -233,10 +233,10 @@ ${RS_HOSTS.map((a) => `      - { address: ${a}, port: 8080 }`).join('\n')}
 `;
 
 /**
- * Flow i of the bulk set: distinct clients in 198.18.0.0/15 (250 addresses x ports from 10 000), round
+ * Connection i of the bulk set: distinct clients in 198.18.0.0/15 (250 addresses x ports from 10 000), round
  * robin over the three real servers, fullnat with a local address and port unique per real server.
  */
-function bulkFlow(i: number): SyncedFlow {
+function bulkConnection(i: number): SyncedConnection {
   const rs = i % RS_HOSTS.length;
   return {
     protocol: 'tcp',
@@ -258,17 +258,17 @@ async function conntrackCount(t: Topology, host: string): Promise<number> {
 
 async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promise<BulkResult> {
   const t = (scope.topology = new Topology(prefix));
-  const flows = Array.from({ length: s.bulk }, (_, i) => bulkFlow(i));
+  const connections = Array.from({ length: s.bulk }, (_, i) => bulkConnection(i));
 
   // a. The kernel alone.
   log(`bulk (a): ${formatNumber(s.bulk)} upserts into conntrack in ${t.ns('bulka')}`);
   await t.addHost('bulka');
-  const alone = new ConntrackFlowTable({ runner: netnsRunner(t.ns('bulka')), tmpDir: scope.tmp! });
+  const alone = new ConntrackConnectionTable({ runner: netnsRunner(t.ns('bulka')), tmpDir: scope.tmp! });
   let kernelMs: number;
   let applied;
   try {
     await alone.prepare();
-    const changes: FlowChange[] = flows.map((flow) => ({ op: 'upsert', flow }));
+    const changes: ConnectionChange[] = connections.map((connection) => ({ op: 'upsert', connection }));
     const t0 = performance.now();
     applied = await alone.apply(changes);
     kernelMs = performance.now() - t0;
@@ -286,7 +286,7 @@ async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promis
   const security = async (id: string): Promise<PeerSecurity> => ({
     kind: 'tls', ca: await readFile(pki.ca.certPath), cert: await readFile(pki.certs[id]!.certPath), key: await readFile(pki.certs[id]!.keyPath),
   });
-  const ctx: WholePathContext = { scope, prefix, flows, leaderSec: await security('dir1'), standbySec: await security('dir2') };
+  const ctx: WholePathContext = { scope, prefix, connections, leaderSec: await security('dir1'), standbySec: await security('dir2') };
   const whole = await wholePath(ctx, 'bulkb', true);
   const unwatched = await wholePath(ctx, 'bulkc', false);
   return { entries: s.bulk, kernelMs, kernelInserted: applied.inserted, kernelCount, kernelErrors: applied.errors, whole, unwatched };
@@ -295,34 +295,34 @@ async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promis
 interface WholePathContext {
   readonly scope: BenchScope;
   readonly prefix: string;
-  readonly flows: readonly SyncedFlow[];
+  readonly connections: readonly SyncedConnection[];
   readonly leaderSec: PeerSecurity;
   readonly standbySec: PeerSecurity;
 }
 
 /**
  * One whole-path run into a fresh namespace `host`. `watched` false is a diagnostic, not the product: the
- * standby's FlowTable.watch is replaced by one that reports nothing, to show what the standby's own
+ * standby's ConnectionTable.watch is replaced by one that reports nothing, to show what the standby's own
  * event stream (its injections come back to it as events) costs the bulk.
  */
 async function wholePath(ctx: WholePathContext, host: string, watched: boolean): Promise<WholePathResult> {
   const t = (ctx.scope.topology = new Topology(ctx.prefix));
-  const n = ctx.flows.length;
+  const n = ctx.connections.length;
   const warnings: string[] = [];
   const keep = (msg: string, f?: Readonly<Record<string, unknown>>): void => { if (warnings.length < 5) warnings.push(`${msg} ${JSON.stringify(f ?? {})}`); };
   let warnCount = 0;
   const syncLog: Logger = { info: () => undefined, warn: (m, f) => { warnCount++; keep(m, f); }, error: (m, f) => { warnCount++; keep(m, f); } };
-  log(`bulk (b${watched ? '' : ', standby unwatched'}): leader (FakeFlowTable, ${formatNumber(n)} flows) -> gRPC + mutual TLS on loopback -> standby (conntrack in ${t.ns(host)})`);
+  log(`bulk (b${watched ? '' : ', standby unwatched'}): leader (FakeConnectionTable, ${formatNumber(n)} connections) -> gRPC + mutual TLS on loopback -> standby (conntrack in ${t.ns(host)})`);
   await t.addHost(host);
   const standbyPort = await freePort();
   const services: readonly Service[] = parseConfig(BULK_CONFIG, 'bench connsync', { cluster: true }).services;
   const marks = new Map<string, number>();
   for (const svc of services) svc.realServers.forEach((rs, i) => marks.set(realServerName(serviceKey(svc), rs), (1 << 16) | (i + 1)));
 
-  const fake = new FakeFlowTable();
-  for (const f of ctx.flows) fake.flows.set(flowKey(f), f);
-  const sinkTable = new ConntrackFlowTable({ runner: netnsRunner(t.ns(host)), tmpDir: ctx.scope.tmp! });
-  const sink = new TimedFlowTable(sinkTable, watched);
+  const fake = new FakeConnectionTable();
+  for (const f of ctx.connections) fake.connections.set(connectionKey(f), f);
+  const sinkTable = new ConntrackConnectionTable({ runner: netnsRunner(t.ns(host)), tmpDir: ctx.scope.tmp! });
+  const sink = new TimedConnectionTable(sinkTable, watched);
   const leader = new ConnectionSync({ self: 'dir1', peers: [{ id: 'dir2', address: '127.0.0.1', port: standbyPort }], security: ctx.leaderSec, table: fake, log: syncLog });
   const standby = new ConnectionSync({ self: 'dir2', peers: [{ id: 'dir1', address: '127.0.0.1', port: 1 }], security: ctx.standbySec, table: sink, log: syncLog });
   const server = new grpc.Server();
@@ -374,9 +374,9 @@ async function wholePath(ctx: WholePathContext, host: string, watched: boolean):
 // ---- 1d. the standby's receive-and-inject path alone ------------------------------------------------
 
 const STANDBY_PATH = {
-  /** A `changes` message every this many ms, of this many new flows: 5 000 flows/s. */
+  /** A `changes` message every this many ms, of this many new connections: 5 000 connections/s. */
   periodMs: 5, perMessage: 25,
-  /** The receiver's context: every flow's service is in group 'g', with this mark; this director leads nothing. */
+  /** The receiver's context: every connection's service is in group 'g', with this mark; this director leads nothing. */
   group: 'g', mark: (1 << 16) | 1,
   /** As the real sender: at most this many messages unacknowledged (SENDER_DEFAULTS.windowMessages). */
   window: 32,
@@ -407,7 +407,7 @@ interface StandbyPathResult {
   readonly problem: string;
 }
 
-/** Flow i of the standby-path feed: distinct fullnat tcp flows in 198.18.0.0/15, unique reply tuples too. */
+/** Connection i of the standby-path feed: distinct fullnat tcp connections in 198.18.0.0/15, unique reply tuples too. */
 function standbyPathChange(i: number): Change {
   const a = i >> 12;
   return {
@@ -429,12 +429,12 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
   const P = STANDBY_PATH;
   const t = (scope.topology = new Topology(prefix));
   const messages = Math.round((s.standbySec * 1000) / P.periodMs);
-  log(`standby path alone: SyncReceiver -> conntrack in ${t.ns('recv')}, ${formatNumber((P.perMessage * 1000) / P.periodMs)} flows/s `
+  log(`standby path alone: SyncReceiver -> conntrack in ${t.ns('recv')}, ${formatNumber((P.perMessage * 1000) / P.periodMs)} connections/s `
     + `(${P.perMessage} every ${P.periodMs} ms) for ${s.standbySec} s, no gRPC, no wrk, no lab`);
   await t.addHost('recv');
-  const flowTable = new ConntrackFlowTable({ runner: netnsRunner(t.ns('recv')), tmpDir: scope.tmp! });
+  const connectionTable = new ConntrackConnectionTable({ runner: netnsRunner(t.ns('recv')), tmpDir: scope.tmp! });
   try {
-    await flowTable.prepare();
+    await connectionTable.prepare();
     const def = connSyncServiceDefinition().Stream;
     const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
     let acked = 0;
@@ -443,7 +443,7 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
     const lags: number[] = [];
     let lastAckAt = 0;
     const receiver = new SyncReceiver(
-      { table: flowTable, log: quiet, markOf: () => P.mark, groupOf: () => P.group, leads: () => false },
+      { table: connectionTable, log: quiet, markOf: () => P.mark, groupOf: () => P.group, leads: () => false },
       {
         write: (reply) => {
           if (reply.resync) problem ||= `the receiver asked for a resync: ${reply.resync.reason ?? ''}`;
@@ -466,7 +466,7 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
     const send = (m: SyncMessage): void => receiver.onMessage(def.requestDeserialize(def.requestSerialize(m)));
     let seq = 0;
     send({ seq: ++seq, hello: { from: 'dir1', session: 'bench', groups: [P.group] } });
-    send({ seq: ++seq, snapshotBegin: { groups: [P.group], flows: 0, reason: 'bench' } });
+    send({ seq: ++seq, snapshotBegin: { groups: [P.group], connections: 0, reason: 'bench' } });
     send({ seq: ++seq, snapshotEnd: {} });
     await waitFor('the receiver acknowledging the empty snapshot', 10_000, async () => acked >= seq || problem !== '', 2);
     if (problem !== '') throw new Error(`standby path alone: ${problem}`);
@@ -511,12 +511,12 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
       late, windowFull, acked: Math.max(0, acked - first + 1), nodeCores: (cpu.user + cpu.system) / 1000 / runMs, conntrackCores: (conntrackSec * 1000) / runMs,
       kernelCount, inserted: st.inserted, failed: st.failed, problem: problem || st.lastError,
     };
-    log(`standby path alone: ${count(r.fed)} flows in ${formatMs(r.feedMs)} (${formatNumber(r.fed / (r.feedMs / 1000))}/s), ack lag p50 ${formatMs(r.lagP50Ms)} `
+    log(`standby path alone: ${count(r.fed)} connections in ${formatMs(r.feedMs)} (${formatNumber(r.fed / (r.feedMs / 1000))}/s), ack lag p50 ${formatMs(r.lagP50Ms)} `
       + `p99 ${formatMs(r.lagP99Ms)} max ${formatMs(r.lagMaxMs)}; CPU ${r.nodeCores.toFixed(2)} cores Node + ${r.conntrackCores.toFixed(2)} conntrack; `
       + `conntrack -C ${r.kernelCount}${r.problem ? `; ${r.problem}` : ''}`);
     return r;
   } finally {
-    await flowTable.dispose();
+    await connectionTable.dispose();
     await t.destroy();
     scope.topology = undefined;
   }
@@ -752,7 +752,7 @@ interface DrillOutcome {
   readonly brokenStreams: number;
   readonly udpFlows: number;
   readonly brokenUdp: number;
-  /** With sync: the drill's flows the standby's kernel held at the failover (all of them, or the drill fails). */
+  /** With sync: the drill's connections the standby's kernel held at the failover (all of them, or the drill fails). */
   readonly copied: number;
   readonly errors: readonly string[];
 }
@@ -795,39 +795,39 @@ async function benchDrills(lab: HaLab<AdminApi>, s: Settings): Promise<DrillsRes
   return { outcomes, failures };
 }
 
-/** Drills run so far: each drill's UDP flows get source ports of their own (see drill()). */
+/** Drills run so far: each drill's UDP connections get source ports of their own (see drill()). */
 let drillsRun = 0;
 
 async function drill(lab: HaLab<AdminApi>, kind: DrillKind, sync: boolean): Promise<DrillOutcome> {
   // Fresh source ports per drill: an earlier drill's UDP entries (and their copies) live on for minutes in
-  // both kernels, and a flow on the same ports would find its old binding there, sync or not.
-  const firstPort = 41_000 + (drillsRun++ % 200) * UDP_FLOWS;
+  // both kernels, and a connection on the same ports would find its old binding there, sync or not.
+  const firstPort = 41_000 + (drillsRun++ % 200) * UDP_CONNECTIONS;
   const leader = await waitSteady(lab);
   const standby = other(leader);
   const t = lab.cluster.topology;
   const streams = spawnTestClient(t, 'client', ['stream', '--target', `${VIP}:9000`, '--connections', String(STREAMS), '--duration-ms', String(DRILL_LOAD_MS), '--stall-ms', '2000']);
-  const udp = spawnTestClient(t, 'client', ['udp-flows', '--target', `${VIP}:53`, '--flows', String(UDP_FLOWS), '--interval-ms', '100',
+  const udp = spawnTestClient(t, 'client', ['udp-flows', '--target', `${VIP}:53`, '--flows', String(UDP_CONNECTIONS), '--interval-ms', '100',
     '--duration-ms', String(DRILL_LOAD_MS), '--timeout-ms', '300', '--first-port', String(firstPort)]);
   const procs: BackgroundProcess[] = [streams, udp];
   try {
     const r1 = await streams.waitForJson<ReadyReport>((v) => 'ready' in v, 20_000);
     const r2 = await udp.waitForJson<UdpFlowsReadyReport>((v) => 'ready' in v, 20_000);
-    if (!r1.ready || !r2.ready) throw new Error(`drill: not every flow started (streams ${r1.started}/${r1.connections}, udp ${r2.started}/${r2.flows})`);
+    if (!r1.ready || !r2.ready) throw new Error(`drill: not every connection started (streams ${r1.started}/${r1.connections}, udp ${r2.started}/${r2.flows})`);
     let copied = 0;
     if (sync) {
-      // The drill's flows, as the leader's kernel has them (tcp once established, udp once assured: a few
+      // The drill's connections, as the leader's kernel has them (tcp once established, udp once assured: a few
       // exchanges in), all present in the standby's kernel. Read from the kernels, not from sync's counters:
-      // earlier drills' flows linger in both tables and would satisfy a count.
+      // earlier drills' connections linger in both tables and would satisfy a count.
       let missing = '';
-      await waitFor(`${standby} holding the drill's ${STREAMS} tcp and ${UDP_FLOWS} udp flows`, 30_000, async () => {
-        const [lt, st] = await Promise.all([kernelFlows(t, leader), kernelFlows(t, standby)]);
+      await waitFor(`${standby} holding the drill's ${STREAMS} tcp and ${UDP_CONNECTIONS} udp connections`, 30_000, async () => {
+        const [lt, st] = await Promise.all([kernelConnections(t, leader), kernelConnections(t, standby)]);
         const want = [...lt.values()].filter((f) => f.vip === `${VIP}:9000` ? f.protocol === 'tcp' && f.state === 'ESTABLISHED'
-          : f.protocol === 'udp' && f.vip === `${VIP}:53` && f.assured && f.clientPort >= firstPort && f.clientPort < firstPort + UDP_FLOWS);
+          : f.protocol === 'udp' && f.vip === `${VIP}:53` && f.assured && f.clientPort >= firstPort && f.clientPort < firstPort + UDP_CONNECTIONS);
         const udpCount = want.filter((f) => f.protocol === 'udp').length;
         const absent = want.filter((f) => !st.has(f.key));
         missing = `leader: ${want.length - udpCount} tcp, ${udpCount} udp; standby lacks ${absent.length}`;
         copied = want.length - absent.length;
-        return want.length - udpCount >= STREAMS && udpCount === UDP_FLOWS && absent.length === 0;
+        return want.length - udpCount >= STREAMS && udpCount === UDP_CONNECTIONS && absent.length === 0;
       }, 200).catch(async (e: Error) => {
         throw new Error(`${e.message} (${missing})\n${JSON.stringify((await lab.api(leader).getClusterStatus({ timeoutMs: 2000 })).sync)}\n${lab.logs(20)}`);
       });
@@ -858,7 +858,7 @@ async function drill(lab: HaLab<AdminApi>, kind: DrillKind, sync: boolean): Prom
   }
 }
 
-interface KernelFlow {
+interface KernelConnection {
   readonly key: string;
   readonly protocol: string;
   readonly vip: string;
@@ -868,9 +868,9 @@ interface KernelFlow {
 }
 
 /** The host's tcp and udp conntrack entries by original tuple (`conntrack -L`, the plain format). */
-async function kernelFlows(t: Topology, host: string): Promise<Map<string, KernelFlow>> {
+async function kernelConnections(t: Topology, host: string): Promise<Map<string, KernelConnection>> {
   const { stdout } = await t.exec(host, 'conntrack', ['-L'], { timeoutMs: 10_000, allowFailure: true });
-  const out = new Map<string, KernelFlow>();
+  const out = new Map<string, KernelConnection>();
   for (const { protocol, original: { src, dst }, state, assured } of parseConntrack(stdout)) {
     const key = `${protocol} ${src.address}:${src.port} ${dst.address}:${dst.port}`;
     out.set(key, { key, protocol, vip: `${dst.address}:${dst.port}`, clientPort: src.port, state, assured });
@@ -885,12 +885,12 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   out(`${cpus().length} CPUs shared by everything (directors, etcd, real servers, client, this process), kernel ${release()}; `
     + `load average at the start ${loadAtStart} (anything above 0 is other work on the machine)`);
 
-  out(`\n== 1. bulk sync of ${formatNumber(bulk.entries)} fullnat tcp flows`);
+  out(`\n== 1. bulk sync of ${formatNumber(bulk.entries)} fullnat tcp connections`);
   const bw = bulk.whole;
   const u = bulk.unwatched;
   const perSec = (ms: number): string => formatNumber(bulk.entries / (ms / 1000));
   out(table(['path', 'time', 'entries/s', 'vs kernel alone', 'in the kernel'], [
-    ['kernel alone: ConntrackFlowTable.apply, one call, fresh namespace', formatMs(bulk.kernelMs), perSec(bulk.kernelMs), '1.00',
+    ['kernel alone: ConntrackConnectionTable.apply, one call, fresh namespace', formatMs(bulk.kernelMs), perSec(bulk.kernelMs), '1.00',
       `${formatNumber(bulk.kernelCount)} (inserted ${formatNumber(bulk.kernelInserted)})`],
     ['whole path: setLeading -> standby caught up', formatMs(bw.caughtUpMs), perSec(bw.caughtUpMs), formatRatio(bw.caughtUpMs / bulk.kernelMs), ''],
     ['whole path: setLeading -> standby kernel holds all', formatMs(bw.wholeMs), perSec(bw.wholeMs), formatRatio(bw.wholeMs / bulk.kernelMs),
@@ -898,11 +898,11 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     ['diagnostic: the same, standby\'s own event watch stubbed out', formatMs(u.wholeMs), perSec(u.wholeMs), formatRatio(u.wholeMs / bulk.kernelMs),
       `${formatNumber(u.count)} (inserted ${formatNumber(u.inserted)}, failed ${u.failed})`],
   ]));
-  out('whole path: leader FakeFlowTable -> ConnectionSync -> gRPC, mutual TLS, loopback -> ConnectionSync -> ConntrackFlowTable (conntrack -R batches); '
+  out('whole path: leader FakeConnectionTable -> ConnectionSync -> gRPC, mutual TLS, loopback -> ConnectionSync -> ConntrackConnectionTable (conntrack -R batches); '
     + 'both ends in this one Node process');
   for (const [name, r] of [['whole path', bw], ['diagnostic', u]] as const) {
     const sz = [...r.sink.applySizes].sort((a, b) => a - b);
-    out(`${name}: the standby's ${r.sink.applies} FlowTable.apply calls (changes each: min ${sz[0] ?? 0}, median ${sz[sz.length >> 1] ?? 0}, max ${sz.at(-1) ?? 0}) `
+    out(`${name}: the standby's ${r.sink.applies} ConnectionTable.apply calls (changes each: min ${sz[0] ?? 0}, median ${sz[sz.length >> 1] ?? 0}, max ${sz.at(-1) ?? 0}) `
       + `took ${formatMs(r.sink.applyMs)}; ${r.sink.dumps} dump(s) ${formatMs(r.sink.dumpMs)} (overlapping); the standby's own event stream lost events `
       + `${r.lossEvents} time(s) (ENOBUFS: each is a full dump); CPU seconds: ${r.processCpuSec.toFixed(1)} in this process (both ends), ${r.childrenCpuSec.toFixed(1)} in conntrack runs`);
     if (r.warnCount > 0) out(`${name}: ${r.warnCount} sync warning(s), first: ${r.warnings[0] ?? ''}`);
@@ -934,20 +934,20 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   out(`lag: kernel event on the leader to the standby's ack (the sender's last 2 048 changes; p50/p99 read right after the load, worst p99 of ${w.samples} samples taken every ${LAG_SAMPLE_MS} ms during it)`);
   for (const r of [wo, w]) {
     out(`sync ${r.sync ? 'on' : 'off'}: ${formatNumber(r.wrk.requests)} connections (errors: ${describeErrors(r.wrk)}); kernel event losses (ENOBUFS, both directors) ${r.lossEvents}; `
-      + `leader changes during the load ${r.leaderChanges}, vip group transitions logged ${r.transitions}${r.sync ? `; ${count(r.injected)} flows injected on the standby${r.leaderChanges > 0 ? ' (at least: the counters restart with a new stream)' : ''}, failed ${r.standbyFailed}; `
+      + `leader changes during the load ${r.leaderChanges}, vip group transitions logged ${r.transitions}${r.sync ? `; ${count(r.injected)} connections injected on the standby${r.leaderChanges > 0 ? ' (at least: the counters restart with a new stream)' : ''}, failed ${r.standbyFailed}; `
       + `sender snapshots ${r.snapshots}, resyncs ${r.resyncs}, max queued ${count(r.maxQueued)}, sender state at the end ${r.toState}` : ''}`);
   }
   out(`conntrack entries after the sync-on load: dir1 ${formatNumber(load.conntrackAfter.dir1)}, dir2 ${formatNumber(load.conntrackAfter.dir2)}`);
   const spRate = sp.fed / (sp.feedMs / 1000);
   out(`\nthe lab's lag (above) next to the standby path alone (no wrk, no lab: section 1d, run before the lab existed, ${s.standbySec} s)`);
-  out(table(['incremental lag', 'flows/s', 'lag p50', 'lag p99', 'lag max', 'CPU (cores)', 'in the kernel'], [
+  out(table(['incremental lag', 'connections/s', 'lag p50', 'lag p99', 'lag max', 'CPU (cores)', 'in the kernel'], [
     ['lab, sync on: kernel event on the leader -> standby ack', formatNumber(w.wrk.requestsPerSec), formatMs(w.lagP50Ms), formatMs(w.lagP99Ms),
       `${formatMs(w.worstP99Ms)} (worst p99)`, `${w.cpu[other(w.leader)].cores.toFixed(2)} (standby's namespace)`, `${count(w.injected)} injected`],
     ['standby path alone (no wrk, no lab): message due -> ack', formatNumber(spRate), formatMs(sp.lagP50Ms), formatMs(sp.lagP99Ms), formatMs(sp.lagMaxMs),
       `${sp.nodeCores.toFixed(2)} Node + ${sp.conntrackCores.toFixed(2)} conntrack`, `${count(sp.kernelCount)} of ${count(sp.fed)} fed`],
   ]));
-  out(`standby path alone: SyncReceiver -> ConntrackFlowTable (conntrack -R) in a fresh namespace, fed in this process as a sender would: a \`changes\` message of `
-    + `${STANDBY_PATH.perMessage} new fullnat tcp flows every ${STANDBY_PATH.periodMs} ms, each through the protobuf serializer and back, at most ${STANDBY_PATH.window} unacknowledged; `
+  out(`standby path alone: SyncReceiver -> ConntrackConnectionTable (conntrack -R) in a fresh namespace, fed in this process as a sender would: a \`changes\` message of `
+    + `${STANDBY_PATH.perMessage} new fullnat tcp connections every ${STANDBY_PATH.periodMs} ms, each through the protobuf serializer and back, at most ${STANDBY_PATH.window} unacknowledged; `
     + `no gRPC, no TLS, no event watch on the standby's own table, nothing else running. Lag is from when each message was due in the pace to its ack `
     + `(${count(sp.acked)} of ${count(sp.messages)} messages acknowledged; ${sp.late} sent more than ${STANDBY_PATH.periodMs} ms late, window full ${sp.windowFull} time(s)); `
     + `CPU over ${formatMs(sp.runMs)}: this process (process.cpuUsage) and the conntrack runs it waited for; inserted ${count(sp.inserted)}, failed ${sp.failed}`
@@ -955,7 +955,7 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   out('the lab runs everything (wrk, nginx, etcd, both agents) on the same 2 CPUs, and its lag also holds the leader\'s side (kernel event, gathering, gRPC + TLS) '
     + 'and the standby\'s own event watch; the path alone is what the standby\'s receive-and-inject costs with the CPUs to itself');
 
-  out(`\n== 3. drills: ${STREAMS} tcp streams + ${UDP_FLOWS} udp flows through round-robin fullnat vips, ${s.count} of each`);
+  out(`\n== 3. drills: ${STREAMS} tcp streams + ${UDP_CONNECTIONS} udp connections through round-robin fullnat vips, ${s.count} of each`);
   const drillRows: string[][] = [];
   for (const sync of [true, false]) {
     for (const kind of ['switchover', 'box-death'] as const) {
@@ -982,7 +982,7 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     const failed = drills.failures.some((f) => f.kind === kind && f.sync);
     return xs.length === 0 && !failed ? undefined : !failed && xs.every((b) => b === TARGETS.brokenWithSync);
   };
-  const perFailover = (xs: number[]): string => (xs.length === 0 ? 'n/a' : `${formatNumber(sum(xs) / xs.length)} of ${STREAMS + UDP_FLOWS} (max ${Math.max(...xs)})`);
+  const perFailover = (xs: number[]): string => (xs.length === 0 ? 'n/a' : `${formatNumber(sum(xs) / xs.length)} of ${STREAMS + UDP_CONNECTIONS} (max ${Math.max(...xs)})`);
   out(table(['figure', 'measured', 'target', ''], [
     [`bulk ${formatNumber(bulk.entries)}: inject on the peer (whole path)`, formatMs(bulk.whole.wholeMs), `<= ${formatMs(TARGETS.bulkMs)}`,
       passMiss(bulk.whole.count >= bulk.entries && bulk.whole.wholeMs <= TARGETS.bulkMs)],
@@ -991,11 +991,11 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     ['incremental lag p50', formatMs(w.lagP50Ms), '-', 'n/a'],
     ['incremental lag p99 (at the end of the load)', formatMs(w.lagP99Ms), `<= ${TARGETS.lagP99Ms} ms`, passMiss(w.lagP99Ms <= TARGETS.lagP99Ms)],
     ['incremental lag p99 (worst sample during the load)', formatMs(w.worstP99Ms), `<= ${TARGETS.lagP99Ms} ms`, passMiss(w.worstP99Ms <= TARGETS.lagP99Ms)],
-    ['standby path alone (no wrk, no lab): flows/s fed', formatNumber(spRate), `${formatNumber(TARGETS.rate)}`, passMiss(spRate >= 0.95 * TARGETS.rate)],
+    ['standby path alone (no wrk, no lab): connections/s fed', formatNumber(spRate), `${formatNumber(TARGETS.rate)}`, passMiss(spRate >= 0.95 * TARGETS.rate)],
     ['standby path alone (no wrk, no lab): ack lag p50', formatMs(sp.lagP50Ms), '-', 'n/a'],
     ['standby path alone (no wrk, no lab): ack lag p99', formatMs(sp.lagP99Ms), `<= ${TARGETS.lagP99Ms} ms`,
       passMiss(sp.problem === '' && sp.acked === sp.messages && sp.lagP99Ms <= TARGETS.lagP99Ms)],
-    ['standby path alone (no wrk, no lab): conntrack -C = flows fed', `${count(sp.kernelCount)} / ${count(sp.fed)}`, '=', passMiss(sp.kernelCount === sp.fed)],
+    ['standby path alone (no wrk, no lab): conntrack -C = connections fed', `${count(sp.kernelCount)} / ${count(sp.fed)}`, '=', passMiss(sp.kernelCount === sp.fed)],
     ['CPU sync costs, both directors (cores)', `${cost >= 0 ? '+' : ''}${cost.toFixed(2)}`, '-', 'n/a'],
     ['leader changes caused by the load, sync on / off', `${w.leaderChanges} / ${wo.leaderChanges}`, '0', passMiss(w.leaderChanges === 0 && wo.leaderChanges === 0)],
     ['vip group transitions logged during the load, sync on / off', `${w.transitions} / ${wo.transitions}`, '0', passMiss(w.transitions === 0 && wo.transitions === 0)],

@@ -27,7 +27,7 @@ benchmarks:
               --load-count N: drills per mode in the CPU-load variants (default: --count);
               --modes M,M: only these drill modes (e.g. --modes box-death,etcd-partition);
               --quick: one drill each, without the CPU-load variants
-  connsync    connection sync: bulk of 100 000 flows (kernel alone and the whole path), sync lag and
+  connsync    connection sync: bulk of 100 000 connections (kernel alone and the whole path), sync lag and
               CPU under about 5 000 new connections/s (and without sync), connections broken per
               switchover and box death with and without sync (about 2 + N x 0.7 minutes: 4 minutes with
               the default --count 3; needs root, nft, etcd, conntrack, openssl, wrk, nginx).

@@ -35,7 +35,7 @@ function labConfig(bench: string, sync: boolean): string {
     localAddresses: [${LOCAL_ADDRESSES[0]}-${LOCAL_ADDRESSES.at(-1)}]
     sync: { enabled: ${sync} }
 `;
-  return `# bench ${bench}: round robin everywhere, so a director without a flow's entry sends it elsewhere.
+  return `# bench ${bench}: round robin everywhere, so a director without a connection's entry sends it elsewhere.
 vipGroups:
   - name: ${GROUP}
     # One change of leader per drill: no failback inside a measurement.

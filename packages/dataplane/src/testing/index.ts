@@ -1,3 +1,3 @@
 export { FakeDataPlane } from './fake.js';
 export { FakeAddressOwner, type AddressCall } from './addresses.js';
-export { FakeFlowTable } from './flows.js';
+export { FakeConnectionTable } from './connections.js';

@@ -1,5 +1,5 @@
 import { writeFile } from 'node:fs/promises';
-import { FakeAddressOwner, FakeDataPlane, FakeFlowTable } from '@lbd/dataplane/testing';
+import { FakeAddressOwner, FakeDataPlane, FakeConnectionTable } from '@lbd/dataplane/testing';
 import { silentLogger } from '@lbd/log';
 import { Agent } from '../agent.js';
 
@@ -20,8 +20,8 @@ export interface PairMember {
   readonly agent: Agent;
   readonly owner: FakeAddressOwner;
   readonly dp: FakeDataPlane;
-  /** Given to the agent only with `flowTable: true`. */
-  readonly table: FakeFlowTable;
+  /** Given to the agent only with `connectionTable: true`. */
+  readonly table: FakeConnectionTable;
   /** Its peerListen port. */
   readonly port: number;
   /** With `adminSockets: true`: its admin socket (lbadm's --socket). */
@@ -31,8 +31,8 @@ export interface PairMember {
 }
 
 export interface ClusterPairOptions {
-  /** Hand each agent its FakeFlowTable (connection sync; needs the files written with a PKI). */
-  readonly flowTable?: boolean;
+  /** Hand each agent its FakeConnectionTable (connection sync; needs the files written with a PKI). */
+  readonly connectionTable?: boolean;
   /** Serve each agent's admin API on a socket beside its config file (default: no admin server). */
   readonly adminSockets?: boolean;
 }
@@ -47,11 +47,11 @@ export async function startClusterPair(files: readonly PairMemberFiles[], o: Clu
   for (const f of files) {
     const owner = new FakeAddressOwner();
     const dp = new FakeDataPlane();
-    const table = new FakeFlowTable();
+    const table = new FakeConnectionTable();
     const socket = o.adminSockets ? f.configPath.replace(/\.yaml$/, '.sock') : undefined;
     const agent = await Agent.start({
       configPath: f.configPath, dataPlane: dp, watch: false, addressOwner: owner, log: silentLogger,
-      ...(socket === undefined ? { serve: false } : { adminSocket: socket }), ...(o.flowTable ? { flowTable: table } : {}),
+      ...(socket === undefined ? { serve: false } : { adminSocket: socket }), ...(o.connectionTable ? { connectionTable: table } : {}),
     });
     const failTrack = async (): Promise<void> => {
       if (f.trackFile === undefined) throw new Error(`failTrack: ${f.id}'s config was written without track: true`);

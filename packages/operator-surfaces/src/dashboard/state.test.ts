@@ -53,7 +53,7 @@ const CLUSTER: ClusterStatus = {
       groups: [{ group: 'default', role: 'unhealthy', reason: 'interface eth0 is down', atUnixMs: 900 }] },
   ],
   groups: [{ name: 'default', leader: 'dir1', term: 4, sinceUnixMs: 800, reason: 'elected', addresses: ['198.18.0.10', '198.19.1.100'], role: 'leader', beatAgeMs: 20, preempt: 'after-sync' }],
-  sync: { enabled: true, disabledReason: '', flows: 3, lossEvents: 0, peers: [{ peer: 'dir2', direction: 'to', state: 'streaming', caughtUp: true, lagP99Ms: 1.5, lastError: '' }] },
+  sync: { enabled: true, disabledReason: '', connections: 3, lossEvents: 0, peers: [{ peer: 'dir2', direction: 'to', state: 'streaming', caughtUp: true, lagP99Ms: 1.5, lastError: '' }] },
 };
 
 const answers = (o: Partial<Answers> = {}): Answers => ({

@@ -8,8 +8,7 @@ import type { Ack as _lbd_peer_v1_Ack, Ack__Output as _lbd_peer_v1_Ack__Output }
 import type { Change as _lbd_peer_v1_Change, Change__Output as _lbd_peer_v1_Change__Output } from './lbd/peer/v1/Change.js';
 import type { Changes as _lbd_peer_v1_Changes, Changes__Output as _lbd_peer_v1_Changes__Output } from './lbd/peer/v1/Changes.js';
 import type { ConnSyncClient as _lbd_peer_v1_ConnSyncClient, ConnSyncDefinition as _lbd_peer_v1_ConnSyncDefinition } from './lbd/peer/v1/ConnSync.js';
-import type { Flow as _lbd_peer_v1_Flow, Flow__Output as _lbd_peer_v1_Flow__Output } from './lbd/peer/v1/Flow.js';
-import type { FlowId as _lbd_peer_v1_FlowId, FlowId__Output as _lbd_peer_v1_FlowId__Output } from './lbd/peer/v1/FlowId.js';
+import type { ConnectionId as _lbd_peer_v1_ConnectionId, ConnectionId__Output as _lbd_peer_v1_ConnectionId__Output } from './lbd/peer/v1/ConnectionId.js';
 import type { Hello as _lbd_peer_v1_Hello, Hello__Output as _lbd_peer_v1_Hello__Output } from './lbd/peer/v1/Hello.js';
 import type { HostPort as _lbd_peer_v1_HostPort, HostPort__Output as _lbd_peer_v1_HostPort__Output } from './lbd/peer/v1/HostPort.js';
 import type { Resync as _lbd_peer_v1_Resync, Resync__Output as _lbd_peer_v1_Resync__Output } from './lbd/peer/v1/Resync.js';
@@ -17,6 +16,7 @@ import type { SnapshotBegin as _lbd_peer_v1_SnapshotBegin, SnapshotBegin__Output
 import type { SnapshotEnd as _lbd_peer_v1_SnapshotEnd, SnapshotEnd__Output as _lbd_peer_v1_SnapshotEnd__Output } from './lbd/peer/v1/SnapshotEnd.js';
 import type { SyncMessage as _lbd_peer_v1_SyncMessage, SyncMessage__Output as _lbd_peer_v1_SyncMessage__Output } from './lbd/peer/v1/SyncMessage.js';
 import type { SyncReply as _lbd_peer_v1_SyncReply, SyncReply__Output as _lbd_peer_v1_SyncReply__Output } from './lbd/peer/v1/SyncReply.js';
+import type { SyncedConnection as _lbd_peer_v1_SyncedConnection, SyncedConnection__Output as _lbd_peer_v1_SyncedConnection__Output } from './lbd/peer/v1/SyncedConnection.js';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -30,8 +30,7 @@ export interface ProtoGrpcType {
         Change: MessageTypeDefinition<_lbd_peer_v1_Change, _lbd_peer_v1_Change__Output>
         Changes: MessageTypeDefinition<_lbd_peer_v1_Changes, _lbd_peer_v1_Changes__Output>
         ConnSync: SubtypeConstructor<typeof grpc.Client, _lbd_peer_v1_ConnSyncClient> & { service: _lbd_peer_v1_ConnSyncDefinition }
-        Flow: MessageTypeDefinition<_lbd_peer_v1_Flow, _lbd_peer_v1_Flow__Output>
-        FlowId: MessageTypeDefinition<_lbd_peer_v1_FlowId, _lbd_peer_v1_FlowId__Output>
+        ConnectionId: MessageTypeDefinition<_lbd_peer_v1_ConnectionId, _lbd_peer_v1_ConnectionId__Output>
         Hello: MessageTypeDefinition<_lbd_peer_v1_Hello, _lbd_peer_v1_Hello__Output>
         HostPort: MessageTypeDefinition<_lbd_peer_v1_HostPort, _lbd_peer_v1_HostPort__Output>
         Resync: MessageTypeDefinition<_lbd_peer_v1_Resync, _lbd_peer_v1_Resync__Output>
@@ -39,6 +38,7 @@ export interface ProtoGrpcType {
         SnapshotEnd: MessageTypeDefinition<_lbd_peer_v1_SnapshotEnd, _lbd_peer_v1_SnapshotEnd__Output>
         SyncMessage: MessageTypeDefinition<_lbd_peer_v1_SyncMessage, _lbd_peer_v1_SyncMessage__Output>
         SyncReply: MessageTypeDefinition<_lbd_peer_v1_SyncReply, _lbd_peer_v1_SyncReply__Output>
+        SyncedConnection: MessageTypeDefinition<_lbd_peer_v1_SyncedConnection, _lbd_peer_v1_SyncedConnection__Output>
       }
     }
   }

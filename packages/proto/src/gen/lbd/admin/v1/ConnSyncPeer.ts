@@ -26,7 +26,7 @@ export interface ConnSyncPeer {
   'sent'?: (number | string | Long);
   'received'?: (number | string | Long);
   /**
-   * Flows injected into the receiving kernel (as the receiver counts them).
+   * Connections injected into the receiving kernel (as the receiver counts them).
    */
   'injected'?: (number | string | Long);
   'removed'?: (number | string | Long);
@@ -66,7 +66,7 @@ export interface ConnSyncPeer__Output {
   'sent': (number);
   'received': (number);
   /**
-   * Flows injected into the receiving kernel (as the receiver counts them).
+   * Connections injected into the receiving kernel (as the receiver counts them).
    */
   'injected': (number);
   'removed': (number);

@@ -13,9 +13,10 @@ export interface ConnSyncStatus {
    */
   'disabledReason'?: (string);
   /**
-   * Flows this director copies to its peers now (those of the groups it leads).
+   * Connections this director copies to its peers now (those of the groups it leads). Was `flows`: the
+   * number, all the wire carries, is unchanged.
    */
-  'flows'?: (number | string | Long);
+  'connections'?: (number | string | Long);
   /**
    * Kernel event batches the kernel dropped (each costs every peer a snapshot).
    */
@@ -30,9 +31,10 @@ export interface ConnSyncStatus__Output {
    */
   'disabledReason': (string);
   /**
-   * Flows this director copies to its peers now (those of the groups it leads).
+   * Connections this director copies to its peers now (those of the groups it leads). Was `flows`: the
+   * number, all the wire carries, is unchanged.
    */
-  'flows': (number);
+  'connections': (number);
   /**
    * Kernel event batches the kernel dropped (each costs every peer a snapshot).
    */

@@ -12,9 +12,9 @@ import type { Long } from '@grpc/proto-loader';
 export interface SnapshotBegin {
   'groups'?: (string)[];
   /**
-   * Flows in the snapshot (for progress in status).
+   * Connections in the snapshot (for progress in status).
    */
-  'flows'?: (number | string | Long);
+  'connections'?: (number | string | Long);
   /**
    * Why: "first", "resync: gap at 41", "groups changed", "events lost".
    */
@@ -28,9 +28,9 @@ export interface SnapshotBegin {
 export interface SnapshotBegin__Output {
   'groups': (string)[];
   /**
-   * Flows in the snapshot (for progress in status).
+   * Connections in the snapshot (for progress in status).
    */
-  'flows': (number);
+  'connections': (number);
   /**
    * Why: "first", "resync: gap at 41", "groups changed", "events lost".
    */

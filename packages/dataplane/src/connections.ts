@@ -2,18 +2,18 @@ import type { Protocol } from '@lbd/config';
 import type { Endpoint } from './types.js';
 
 /**
- * The kernel's connection table as connection sync sees it: a source of lbd's flows (events and a dump)
- * on the leader, and a sink that injects them on a standby, so that the standby's first packet of a flow
+ * The kernel's connection table as connection sync sees it: a source of lbd's connections (events and a dump)
+ * on the leader, and a sink that injects them on a standby, so that the standby's first packet of a connection
  * after a takeover follows the same translation. The real implementation is conntrack
- * (`ConntrackFlowTable` in @lbd/dataplane-nft); `FakeFlowTable` in ./testing keeps flows in memory.
+ * (`ConntrackConnectionTable` in @lbd/dataplane-nft); `FakeConnectionTable` in ./testing keeps connections in memory.
  */
 
 /**
  * One connection: the client's original tuple (client → vip) and the NAT binding this director gave it.
  * Injecting these (not the reply tuple as conntrack prints it) is what makes the peer's kernel translate
- * the flow's next packet the same way.
+ * the connection's next packet the same way.
  */
-export interface SyncedFlow {
+export interface SyncedConnection {
   readonly protocol: Protocol;
   readonly client: Endpoint;
   readonly vip: Endpoint;
@@ -29,16 +29,16 @@ export interface SyncedFlow {
   readonly timeoutSec: number;
 }
 
-/** What identifies a flow in conntrack: protocol and original tuple. */
-export type FlowIdentity = Pick<SyncedFlow, 'protocol' | 'client' | 'vip'>;
+/** What identifies a connection in conntrack: protocol and original tuple. */
+export type ConnectionIdentity = Pick<SyncedConnection, 'protocol' | 'client' | 'vip'>;
 
-/** `tcp 198.18.0.1:40000 198.18.0.10:80`: one string per flow, for maps and logs. */
-export function flowKey(f: FlowIdentity): string {
+/** `tcp 198.18.0.1:40000 198.18.0.10:80`: one string per connection, for maps and logs. */
+export function connectionKey(f: ConnectionIdentity): string {
   return `${f.protocol} ${endpointText(f.client)} ${endpointText(f.vip)}`;
 }
 
-/** Whether two flows have the same NAT binding (real server and local address). */
-export function sameBinding(a: SyncedFlow, b: SyncedFlow): boolean {
+/** Whether two connections have the same NAT binding (real server and local address). */
+export function sameBinding(a: SyncedConnection, b: SyncedConnection): boolean {
   return a.realServer.address === b.realServer.address && a.realServer.port === b.realServer.port
     && (a.localAddress?.address ?? '') === (b.localAddress?.address ?? '') && (a.localAddress?.port ?? 0) === (b.localAddress?.port ?? 0);
 }
@@ -47,20 +47,20 @@ function endpointText(e: Endpoint): string {
   return e.address.includes(':') ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`;
 }
 
-export type FlowEventKind = 'new' | 'update' | 'destroy';
+export type ConnectionEventKind = 'new' | 'update' | 'destroy';
 
-export interface FlowEvent {
-  readonly kind: FlowEventKind;
-  readonly flow: SyncedFlow;
+export interface ConnectionEvent {
+  readonly kind: ConnectionEventKind;
+  readonly connection: SyncedConnection;
   /** Created by a program (an injection from sync) rather than by a packet. */
   readonly injected: boolean;
   /** When this director read the event (performance.now()). */
   readonly seenAtMs: number;
 }
 
-export interface FlowWatchHandlers {
+export interface ConnectionWatchHandlers {
   /** Events in kernel order, in batches as they were read. */
-  onEvents(events: readonly FlowEvent[]): void;
+  onEvents(events: readonly ConnectionEvent[]): void;
   /**
    * The kernel dropped events (its socket buffer overflowed) or the watch broke (`ended`: no more events
    * come; watch again): what was missed is unknown, so the table must be sent whole again.
@@ -68,18 +68,18 @@ export interface FlowWatchHandlers {
   onLoss(reason: string, ended: boolean): void;
 }
 
-export interface FlowWatch {
+export interface ConnectionWatch {
   close(): Promise<void>;
 }
 
-export type FlowChange =
-  | { readonly op: 'upsert'; readonly flow: SyncedFlow }
-  | { readonly op: 'remove'; readonly flow: FlowIdentity };
+export type ConnectionChange =
+  | { readonly op: 'upsert'; readonly connection: SyncedConnection }
+  | { readonly op: 'remove'; readonly connection: ConnectionIdentity };
 
-export interface FlowApplyResult {
-  /** Entries created (upserts of flows the kernel did not have). */
+export interface ConnectionApplyResult {
+  /** Entries created (upserts of connections the kernel did not have). */
   readonly inserted: number;
-  /** Upserts of flows the kernel had with another binding: deleted and created again. */
+  /** Upserts of connections the kernel had with another binding: deleted and created again. */
   readonly replaced: number;
   /** Upserts the kernel already had with the same binding: timeout and state refreshed. */
   readonly refreshed: number;
@@ -89,16 +89,16 @@ export interface FlowApplyResult {
   readonly errors: readonly string[];
 }
 
-export interface FlowTable {
+export interface ConnectionTable {
   /** Sets the kernel options a takeover in mid-stream needs (see the implementation for which and why). */
   prepare(): Promise<void>;
-  /** Follows the kernel's events for lbd's flows (mark ≠ 0) until closed. */
-  watch(handlers: FlowWatchHandlers): Promise<FlowWatch>;
-  /** Every lbd flow the kernel has now. */
-  dump(): Promise<SyncedFlow[]>;
+  /** Follows the kernel's events for lbd's connections (mark ≠ 0) until closed. */
+  watch(handlers: ConnectionWatchHandlers): Promise<ConnectionWatch>;
+  /** Every lbd connection the kernel has now. */
+  dump(): Promise<SyncedConnection[]>;
   /**
    * Makes the changes, in order, as one batch. One bad or racing entry (gone already, there already with
    * another binding) never stops the rest: it is counted and the others are made.
    */
-  apply(changes: readonly FlowChange[]): Promise<FlowApplyResult>;
+  apply(changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult>;
 }

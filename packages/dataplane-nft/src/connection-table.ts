@@ -4,12 +4,12 @@ import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
-  DataPlaneError, flowKey, sameBinding, type Endpoint, type FlowApplyResult, type FlowChange, type FlowEvent, type FlowIdentity,
-  type FlowTable, type FlowWatch, type FlowWatchHandlers, type SyncedFlow,
+  DataPlaneError, connectionKey, sameBinding, type Endpoint, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
+  type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection,
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
 import {
-  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, flowOf, helperError, impliedStatus, parseEventLine, renderDeleteRequest, renderUpdateRequest,
+  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, impliedStatus, parseEventLine, renderDeleteRequest, renderUpdateRequest,
 } from './ctnetlink.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
 import { OneAtATime } from './one-at-a-time.js';
@@ -22,7 +22,7 @@ import { OneAtATime } from './one-at-a-time.js';
  * line without naming it). The measurements behind each: docs/measurements/conntrack-tools.md.
  */
 
-export interface ConntrackFlowTableOptions {
+export interface ConntrackConnectionTableOptions {
   readonly runner?: CommandRunner;
   /** Where `-R` batch files are written (shared with `ip netns exec`). Default: the OS temp dir. */
   readonly tmpDir?: string;
@@ -43,13 +43,13 @@ const MAX_ERRORS = 5;
 /** From this many changes on, apply dumps the kernel's table before its first batch. */
 const PLAN_FIRST_MIN = 256;
 
-/** The flow conntrack's entry stands for: original = client → vip, reply = realServer → (local address | client). */
-export function flowFromEntry(e: ConntrackEntry): SyncedFlow {
-  return flowOf(e.protocol, e.original, e.reply, { mark: e.mark, state: e.state, timeoutSec: e.expiresInSec });
+/** The connection conntrack's entry stands for: original = client → vip, reply = realServer → (local address | client). */
+export function connectionFromEntry(e: ConntrackEntry): SyncedConnection {
+  return connectionOf(e.protocol, e.original, e.reply, { mark: e.mark, state: e.state, timeoutSec: e.expiresInSec });
 }
 
-/** Why conntrack would refuse the flow (a bad line aborts a whole `-R` batch), or null. */
-export function invalidFlow(f: FlowIdentity & Partial<SyncedFlow>): string | null {
+/** Why conntrack would refuse the connection (a bad line aborts a whole `-R` batch), or null. */
+export function invalidConnection(f: ConnectionIdentity & Partial<SyncedConnection>): string | null {
   if (f.protocol !== 'tcp' && f.protocol !== 'udp') return `protocol ${String(f.protocol)} is not tcp or udp`;
   const family = isIP(f.client.address);
   const endpoints: Array<[string, Endpoint | null | undefined]> = [['client', f.client], ['vip', f.vip], ['realServer', f.realServer], ['localAddress', f.localAddress]];
@@ -67,19 +67,19 @@ export function invalidFlow(f: FlowIdentity & Partial<SyncedFlow>): string | nul
 }
 
 const natTarget = (e: Endpoint): string => (e.address.includes(':') ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`);
-const tupleArgs = (f: FlowIdentity): string[] =>
+const tupleArgs = (f: ConnectionIdentity): string[] =>
   ['-p', f.protocol, '-s', f.client.address, '-d', f.vip.address, '--sport', String(f.client.port), '--dport', String(f.vip.port)];
 
-/** The status bits the state implies; an unreplied flow gets none (conntrack shows it [UNREPLIED]). */
-function statusArgs(f: SyncedFlow): string[] {
+/** The status bits the state implies; an unreplied connection gets none (conntrack shows it [UNREPLIED]). */
+function statusArgs(f: SyncedConnection): string[] {
   const { replied, assured } = impliedStatus(f);
   if (!replied) return [];
   // Before --mark, always: conntrack 1.4.7 writes the status bits over a mark that precedes them.
   return ['-u', assured ? 'ASSURED,SEEN_REPLY' : 'SEEN_REPLY'];
 }
 
-/** `-I`: the entry with its NAT binding, so the kernel translates the flow's next packet the same way. */
-export function renderInsert(f: SyncedFlow): string[] {
+/** `-I`: the entry with its NAT binding, so the kernel translates the connection's next packet the same way. */
+export function renderInsert(f: SyncedConnection): string[] {
   return [
     '-I', ...tupleArgs(f), ...statusArgs(f),
     '--dst-nat', natTarget(f.realServer),
@@ -89,8 +89,8 @@ export function renderInsert(f: SyncedFlow): string[] {
   ];
 }
 
-/** `-U`: timeout, state and mark of an entry that already has the flow's binding (NAT cannot be changed). */
-export function renderRefresh(f: SyncedFlow): string[] {
+/** `-U`: timeout, state and mark of an entry that already has the connection's binding (NAT cannot be changed). */
+export function renderRefresh(f: SyncedConnection): string[] {
   return [
     '-U', ...tupleArgs(f), ...statusArgs(f),
     ...(f.protocol === 'tcp' ? ['--state', f.state] : []),
@@ -98,7 +98,7 @@ export function renderRefresh(f: SyncedFlow): string[] {
   ];
 }
 
-export function renderRemove(f: FlowIdentity): string[] {
+export function renderRemove(f: ConnectionIdentity): string[] {
   return ['-D', ...tupleArgs(f)];
 }
 
@@ -107,7 +107,7 @@ export function renderRemove(f: FlowIdentity): string[] {
  * its mark differs, or it would expire clearly earlier than the source's. A slightly older timeout is left:
  * refreshing every entry of a resync would cost one table walk each.
  */
-export function needsRefresh(kernel: SyncedFlow, desired: SyncedFlow): boolean {
+export function needsRefresh(kernel: SyncedConnection, desired: SyncedConnection): boolean {
   if (kernel.mark !== desired.mark) return true;
   if (desired.protocol === 'tcp' ? kernel.state !== desired.state : (UDP_RANK[desired.state] ?? 0) > (UDP_RANK[kernel.state] ?? 0)) return true;
   return kernel.timeoutSec < desired.timeoutSec - Math.max(10, desired.timeoutSec / 10);
@@ -117,7 +117,7 @@ type Outcome = 'inserted' | 'replaced' | 'refreshed' | 'removed' | 'skipped' | '
 type Intent = 'insert' | 'replace' | 'refresh' | 'remove' | 'skip';
 
 interface Op {
-  readonly change: FlowChange;
+  readonly change: ConnectionChange;
   readonly key: string;
   intent: Intent;
   outcome: Outcome | null;
@@ -125,19 +125,19 @@ interface Op {
   blamed: number;
   /** A replace whose old entry the ctnetlink helper has deleted: only its insert is left. */
   oldDeleted: boolean;
-  /** The kernel's entry for the flow when the op was last planned (null: absent or not looked at). */
-  kernel: SyncedFlow | null;
+  /** The kernel's entry for the connection when the op was last planned (null: absent or not looked at). */
+  kernel: SyncedConnection | null;
 }
 
-/** A kernel entry as apply sees it: the flow and when it was read. */
-type KernelTable = Map<string, SyncedFlow>;
+/** A kernel entry as apply sees it: the connection and when it was read. */
+type KernelTable = Map<string, SyncedConnection>;
 
 /**
- * FlowTable over conntrack-tools and a ctnetlink helper: the helper for events, deletes and refreshes,
+ * ConnectionTable over conntrack-tools and a ctnetlink helper: the helper for events, deletes and refreshes,
  * `conntrack -L` for dumps, `-R` batches for inserts. Every command and helper runs through the injected
  * runner, so the same code works in another namespace.
  */
-export class ConntrackFlowTable implements FlowTable {
+export class ConntrackConnectionTable implements ConnectionTable {
   private readonly runner: CommandRunner;
   private readonly tmpDir: string;
   private readonly maxRounds: number;
@@ -152,7 +152,7 @@ export class ConntrackFlowTable implements FlowTable {
   /** Applies are serialised: each reconciles against what the previous one left. */
   private readonly turns = new OneAtATime();
 
-  constructor(opts: ConntrackFlowTableOptions = {}) {
+  constructor(opts: ConntrackConnectionTableOptions = {}) {
     this.runner = opts.runner ?? localRunner();
     this.tmpDir = opts.tmpDir ?? tmpdir();
     this.maxRounds = opts.maxRounds ?? 5;
@@ -169,17 +169,17 @@ export class ConntrackFlowTable implements FlowTable {
 
   /**
    * Per network namespace, all three:
-   * - nf_conntrack_tcp_loose=1: a director that takes over sees established flows it has no entry for
+   * - nf_conntrack_tcp_loose=1: a director that takes over sees established connections it has no entry for
    *   (not synced yet, or lost); loose lets conntrack pick them up mid-stream instead of dropping them as
    *   invalid, so consistent hashing can still send them to the same real server. (Linux's default is 1;
    *   set because distributions and hardening guides turn it off.)
    * - nf_conntrack_tcp_be_liberal=1: an injected entry carries no TCP window data. Measured on 6.x with
-   *   be_liberal=0, a flow injected into the standby kept working after the takeover (no INVALID counted):
+   *   be_liberal=0, a connection injected into the standby kept working after the takeover (no INVALID counted):
    *   the kernel starts window tracking from the first packet it sees in each direction. Set anyway: that
    *   first packet is a guess of the window, and packets in flight at the takeover judged out of it would be
    *   INVALID, i.e. not translated, and reach the client or server with the wrong addresses (an RST).
    * - nf_conntrack_events=1: with the default (2) the kernel attaches event data only to entries created
-   *   while some program listens, so a watch (re)started after a flow began would never see that flow's
+   *   while some program listens, so a watch (re)started after a connection began would never see that connection's
    *   updates or its end. 1: every entry reports events.
    */
   async prepare(): Promise<void> {
@@ -190,11 +190,11 @@ export class ConntrackFlowTable implements FlowTable {
     }
   }
 
-  async dump(): Promise<SyncedFlow[]> {
+  async dump(): Promise<SyncedConnection[]> {
     return [...(await this.kernelTable('dump')).values()].filter((f) => f.mark !== 0);
   }
 
-  async watch(handlers: FlowWatchHandlers): Promise<FlowWatch> {
+  async watch(handlers: ConnectionWatchHandlers): Promise<ConnectionWatch> {
     const spawn = this.runner.spawn?.bind(this.runner);
     if (!spawn) throw new DataPlaneError('Unknown', 'watch', { detail: 'the command runner cannot start long-running processes' });
     const child = spawn('perl', ['-e', CTNL_SCRIPT, 'events', String(this.eventBufferBytes)]);
@@ -202,7 +202,7 @@ export class ConntrackFlowTable implements FlowTable {
     let closing = false;
     let lost = false;
     let stderr = '';
-    // Probes: mark-0 entries this watch inserts once subscribed; seeing one's NEW event proves events flow.
+    // Probes: mark-0 entries this watch inserts once subscribed; seeing one's NEW event proves events connection.
     const probes = new Set<string>();
     let subscribed: (() => void) | null = null;
     let probed: (() => void) | null = null;
@@ -219,14 +219,14 @@ export class ConntrackFlowTable implements FlowTable {
       const seenAtMs = performance.now();
       const lines = (partial + chunk).split('\n');
       partial = lines.pop() ?? '';
-      const events: FlowEvent[] = [];
+      const events: ConnectionEvent[] = [];
       for (const line of lines) {
         const p = parseEventLine(line, seenAtMs);
         if (!p) continue;
         if (p.type === 'ready') subscribed?.();
         else if (p.type === 'loss') loss(`ctnetlink events: the kernel dropped events (${p.reason}: the event socket buffer of ${this.eventBufferBytes} bytes overflowed)`);
-        else if (p.event.flow.mark !== 0) events.push(p.event);
-        else if (probed && probes.has(flowKey(p.event.flow))) probed();
+        else if (p.event.connection.mark !== 0) events.push(p.event);
+        else if (probed && probes.has(connectionKey(p.event.connection))) probed();
       }
       // One callback per read: a burst arrives as one batch, as the helper read it.
       if (events.length > 0 && !closing) handlers.onEvents(events);
@@ -264,8 +264,8 @@ export class ConntrackFlowTable implements FlowTable {
         // Resend the probe until one is seen (an entry the kernel made before events were on reports nothing).
         const send = async (attempt: number): Promise<void> => {
           const port = 1024 + Math.floor(Math.random() * 60000);
-          const f: FlowIdentity = { protocol: 'udp', client: { address: '127.0.0.1', port }, vip: { address: '127.0.0.1', port: 9 } };
-          probes.add(flowKey(f));
+          const f: ConnectionIdentity = { protocol: 'udp', client: { address: '127.0.0.1', port }, vip: { address: '127.0.0.1', port: 9 } };
+          probes.add(connectionKey(f));
           await this.runner.run('conntrack', ['-I', ...tupleArgs(f), '--timeout', '1', '--mark', '0']);
           await new Promise((r) => setTimeout(r, Math.min(50 * 2 ** attempt, 500)));
           if (probed && !lost && !closing) await send(attempt + 1);
@@ -279,7 +279,7 @@ export class ConntrackFlowTable implements FlowTable {
     return { close: stop };
   }
 
-  apply(changes: readonly FlowChange[]): Promise<FlowApplyResult> {
+  apply(changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult> {
     return this.turns.run(() => this.applyNow(changes));
   }
 
@@ -291,14 +291,14 @@ export class ConntrackFlowTable implements FlowTable {
    * again against what the kernel really has, and run again, up to maxRounds. A change that is the first one
    * not made in two failed rounds is given up (counted as failed) so that it cannot hold back the rest.
    *
-   * Changes to the same flow are coalesced first: only the last one for a flow is made.
+   * Changes to the same connection are coalesced first: only the last one for a connection is made.
    */
-  private async applyNow(changes: readonly FlowChange[]): Promise<FlowApplyResult> {
+  private async applyNow(changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult> {
     const errors: string[] = [];
     const byKey = new Map<string, Op>();
     for (const change of changes) {
-      const key = flowKey(change.flow);
-      const bad = invalidFlow(change.flow);
+      const key = connectionKey(change.connection);
+      const bad = invalidConnection(change.connection);
       const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : 'remove', outcome: null, blamed: 0, oldDeleted: false, kernel: null };
       if (bad) { op.outcome = 'failed'; pushError(errors, `${key}: ${bad}`); }
       byKey.delete(key);
@@ -309,9 +309,9 @@ export class ConntrackFlowTable implements FlowTable {
     // A large batch (a resync) is planned against a dump from the start: one dump costs less than a
     // batch that stops early, and the counts are exact (see evidentlyMade for the small-batch guess).
     // With the helper, inserts go first, unplanned: into a table that lacks them (a standby taking a
-    // snapshot after a restart, new flows) that is one `-R` run, and a batch that meets entries already
+    // snapshot after a restart, new connections) that is one `-R` run, and a batch that meets entries already
     // there stops at the first, after which one dump plans the rest. Planning first would dump the whole
-    // table for every batch of a snapshot: 100 000 flows in 8 192-change batches read 600 000 entries.
+    // table for every batch of a snapshot: 100 000 connections in 8 192-change batches read 600 000 entries.
     // Without the helper, every conflict costs a `-R` round and `-D`/`-U` scan the table: plan first.
     if (!this.writer && pending.length >= PLAN_FIRST_MIN) {
       const kernel = await this.kernelTable('apply');
@@ -337,10 +337,10 @@ export class ConntrackFlowTable implements FlowTable {
       // With the helper the batch only inserts, and `-R` stops at the first line it cannot make: the
       // table's growth says exactly how many went in. (A standby, which is who injects, has no traffic
       // of its own to skew the count; the dump below checks the culprit anyway.) Small batches, the
-      // steady trickle of new flows, skip the two extra runs and judge from the dump.
+      // steady trickle of new connections, skip the two extra runs and judge from the dump.
       const before = this.writer && batch.length >= PLAN_FIRST_MIN ? await this.count() : null;
       const res = batch.length > 0 ? await this.load(batch.flatMap((o) => linesFor(o, !this.writer))) : { code: 0, stdout: '', stderr: '' };
-      const deleted = new Set(parseConntrack(res.stdout).map((e) => flowKey(flowFromEntry(e))));
+      const deleted = new Set(parseConntrack(res.stdout).map((e) => connectionKey(connectionFromEntry(e))));
       if (res.code === 0) {
         for (const o of batch) o.outcome = outcomeOf(o, deleted);
         pending = redo;
@@ -374,7 +374,7 @@ export class ConntrackFlowTable implements FlowTable {
         // Absent because this apply deleted its old entry: still a replace, whose insert half is left.
         if (intent === 'insert' && o.oldDeleted) o.intent = 'replace';
         else { o.intent = intent; o.oldDeleted = false; }
-        // Nothing to do: a remove of an absent flow, an upsert the kernel already has closely enough.
+        // Nothing to do: a remove of an absent connection, an upsert the kernel already has closely enough.
         if (o.intent === 'skip') o.outcome = o.change.op === 'remove' ? 'skipped' : 'refreshed';
       }
       pending = again.filter((o) => o.outcome === null);
@@ -397,7 +397,7 @@ export class ConntrackFlowTable implements FlowTable {
     const refreshes = pending.filter((o) => o.intent === 'refresh');
     const ops = [...deletes, ...refreshes];
     if (ops.length === 0) return;
-    const res = await this.writer!.run(ops.map((o) => (o.intent === 'refresh' ? renderUpdateRequest(o.change.flow as SyncedFlow, o.kernel) : renderDeleteRequest(o.change.flow))));
+    const res = await this.writer!.run(ops.map((o) => (o.intent === 'refresh' ? renderUpdateRequest(o.change.connection as SyncedConnection, o.kernel) : renderDeleteRequest(o.change.connection))));
     ops.forEach((o, i) => {
       const code = res.codes[i] ?? '!';
       if (o.intent === 'remove') o.outcome = code === '+' ? 'removed' : code === '-' ? 'skipped' : 'failed';
@@ -415,20 +415,20 @@ export class ConntrackFlowTable implements FlowTable {
   /** Without a helper (a runner that cannot spawn): one `conntrack -U` each (see the top of the file). */
   private async refreshOneByOne(pending: readonly Op[], redo: Op[]): Promise<void> {
     for (const o of pending.filter((p) => p.intent === 'refresh')) {
-      const res = await this.runner.run('conntrack', renderRefresh(o.change.flow as SyncedFlow));
+      const res = await this.runner.run('conntrack', renderRefresh(o.change.connection as SyncedConnection));
       if (res.code === 0) o.outcome = 'refreshed';
       else { this.assertRunnable('apply', res); redo.push(o); }
     }
   }
 
-  /** Every tcp and udp entry (any mark: a mark-0 entry with a flow's tuple still blocks its `-I`). */
+  /** Every tcp and udp entry (any mark: a mark-0 entry with a connection's tuple still blocks its `-I`). */
   private async kernelTable(op: string): Promise<KernelTable> {
     const res = await this.runner.run('conntrack', ['-L', '-o', 'extended']);
     if (res.code !== 0) throw kernelError(op, res, 'conntrack');
     const table: KernelTable = new Map();
     for (const e of parseConntrack(res.stdout)) {
-      const f = flowFromEntry(e);
-      table.set(flowKey(f), f);
+      const f = connectionFromEntry(e);
+      table.set(connectionKey(f), f);
     }
     return table;
   }
@@ -442,7 +442,7 @@ export class ConntrackFlowTable implements FlowTable {
 
   /** Runs lines through `conntrack -R` (a file: the runner may be `ip netns exec`, which shares the filesystem). */
   private async load(lines: readonly string[][]): Promise<CommandResult> {
-    this.batchDir ??= await mkdtemp(join(this.tmpDir, 'lbd-flows-'));
+    this.batchDir ??= await mkdtemp(join(this.tmpDir, 'lbd-connections-'));
     const file = join(this.batchDir, `batch-${++this.batches}.txt`);
     await writeFile(file, lines.map((l) => l.join(' ')).join('\n') + '\n');
     try {
@@ -481,9 +481,9 @@ export class ConntrackFlowTable implements FlowTable {
 /** The `-R` lines of an op; deletes only without the ctnetlink helper (which has made them already). */
 function linesFor(o: Op, withDeletes: boolean): string[][] {
   switch (o.intent) {
-    case 'insert': return [renderInsert(o.change.flow as SyncedFlow)];
-    case 'replace': return withDeletes && !o.oldDeleted ? [renderRemove(o.change.flow), renderInsert(o.change.flow as SyncedFlow)] : [renderInsert(o.change.flow as SyncedFlow)];
-    case 'remove': return [renderRemove(o.change.flow)];
+    case 'insert': return [renderInsert(o.change.connection as SyncedConnection)];
+    case 'replace': return withDeletes && !o.oldDeleted ? [renderRemove(o.change.connection), renderInsert(o.change.connection as SyncedConnection)] : [renderInsert(o.change.connection as SyncedConnection)];
+    case 'remove': return [renderRemove(o.change.connection)];
     default: return [];
   }
 }
@@ -493,7 +493,7 @@ function outcomeOf(o: Op, deleted: ReadonlySet<string>): Outcome {
     case 'insert': return 'inserted';
     case 'replace': return 'replaced';
     case 'refresh': return 'refreshed';
-    // `-D` prints what it deleted; an absent flow is not an error and prints nothing.
+    // `-D` prints what it deleted; an absent connection is not an error and prints nothing.
     case 'remove': return deleted.has(o.key) ? 'removed' : 'skipped';
     default: return 'skipped';
   }
@@ -507,17 +507,17 @@ function outcomeOf(o: Op, deleted: ReadonlySet<string>): Outcome {
 function evidentlyMade(o: Op, kernel: KernelTable, deleted: ReadonlySet<string>, elapsedSec: number): boolean {
   const k = kernel.get(o.key);
   if (o.change.op === 'remove') return !k || deleted.has(o.key);
-  const f = o.change.flow;
+  const f = o.change.connection;
   const t = Math.ceil(f.timeoutSec);
   return !!k && sameBinding(k, f) && k.mark === f.mark && k.timeoutSec <= t && k.timeoutSec >= t - elapsedSec - 2;
 }
 
-/** What a change needs, given the kernel's entry for its flow. */
+/** What a change needs, given the kernel's entry for its connection. */
 function plan(o: Op, kernel: KernelTable): Intent {
   const k = kernel.get(o.key);
   o.kernel = k ?? null;
   if (o.change.op === 'remove') return k ? 'remove' : 'skip';
-  const f = o.change.flow;
+  const f = o.change.connection;
   if (!k) return 'insert';
   if (!sameBinding(k, f)) return 'replace';
   return needsRefresh(k, f) ? 'refresh' : 'skip';

@@ -5,7 +5,7 @@
 
 import type { HostPort as _lbd_peer_v1_HostPort, HostPort__Output as _lbd_peer_v1_HostPort__Output } from '../../../lbd/peer/v1/HostPort.js';
 
-export interface FlowId {
+export interface ConnectionId {
   /**
    * "tcp" or "udp"
    */
@@ -14,7 +14,7 @@ export interface FlowId {
   'vip'?: (_lbd_peer_v1_HostPort | null);
 }
 
-export interface FlowId__Output {
+export interface ConnectionId__Output {
   /**
    * "tcp" or "udp"
    */

@@ -3,11 +3,11 @@
 // proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto lbd/peer/v1/sync.proto
 // Original file: ../../proto/lbd/peer/v1/sync.proto
 
-import type { FlowId as _lbd_peer_v1_FlowId, FlowId__Output as _lbd_peer_v1_FlowId__Output } from '../../../lbd/peer/v1/FlowId.js';
+import type { ConnectionId as _lbd_peer_v1_ConnectionId, ConnectionId__Output as _lbd_peer_v1_ConnectionId__Output } from '../../../lbd/peer/v1/ConnectionId.js';
 import type { HostPort as _lbd_peer_v1_HostPort, HostPort__Output as _lbd_peer_v1_HostPort__Output } from '../../../lbd/peer/v1/HostPort.js';
 
-export interface Flow {
-  'id'?: (_lbd_peer_v1_FlowId | null);
+export interface SyncedConnection {
+  'id'?: (_lbd_peer_v1_ConnectionId | null);
   /**
    * The NAT binding: the real server (DNAT) and, in fullnat, the local address the real server sees (SNAT).
    */
@@ -20,8 +20,8 @@ export interface Flow {
   'timeoutSec'?: (number);
 }
 
-export interface Flow__Output {
-  'id': (_lbd_peer_v1_FlowId__Output | null);
+export interface SyncedConnection__Output {
+  'id': (_lbd_peer_v1_ConnectionId__Output | null);
   /**
    * The NAT binding: the real server (DNAT) and, in fullnat, the local address the real server sees (SNAT).
    */

@@ -4,26 +4,26 @@ import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
-import { flowKey, type SyncedFlow } from '@lbd/dataplane';
-import { ConntrackFlowTable, flowFromEntry, invalidFlow, needsRefresh, renderInsert, renderRefresh, renderRemove } from './flow-table.js';
+import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
+import { ConntrackConnectionTable, connectionFromEntry, invalidConnection, needsRefresh, renderInsert, renderRefresh, renderRemove } from './connection-table.js';
 import { parseConntrack } from './conntrack.js';
 import type { CommandResult, CommandRunner } from './runner.js';
 
-const fullnat: SyncedFlow = {
+const fullnat: SyncedConnection = {
   protocol: 'tcp', client: { address: '198.18.0.2', port: 40000 }, vip: { address: '198.18.0.10', port: 80 },
   realServer: { address: '198.19.1.11', port: 8080 }, localAddress: { address: '198.19.1.100', port: 20001 },
   mark: 65537, state: 'ESTABLISHED', timeoutSec: 300,
 };
-const flow = (port: number, over: Partial<SyncedFlow> = {}): SyncedFlow => ({ ...fullnat, client: { address: '198.18.0.2', port }, ...over });
+const connection = (port: number, over: Partial<SyncedConnection> = {}): SyncedConnection => ({ ...fullnat, client: { address: '198.18.0.2', port }, ...over });
 
-describe('ConntrackFlowTable: bindings (event lines: ctnetlink.test.ts)', () => {
+describe('ConntrackConnectionTable: bindings (event lines: ctnetlink.test.ts)', () => {
   it('a reply to the client address on another port is fullnat, not nat', () => {
     const [e] = parseConntrack('tcp 6 10 ESTABLISHED src=198.18.0.2 dst=198.18.0.10 sport=40000 dport=80 src=198.19.1.11 dst=198.18.0.2 sport=8080 dport=40001 [ASSURED] mark=1');
-    assert.deepEqual(flowFromEntry(e!).localAddress, { address: '198.18.0.2', port: 40001 });
+    assert.deepEqual(connectionFromEntry(e!).localAddress, { address: '198.18.0.2', port: 40001 });
   });
 });
 
-describe('ConntrackFlowTable: rendering conntrack lines', () => {
+describe('ConntrackConnectionTable: rendering conntrack lines', () => {
   it('-I carries the NAT binding, status before --mark (conntrack 1.4.7 overwrites a mark that precedes -u)', () => {
     const args = renderInsert(fullnat);
     assert.equal(args.join(' '), '-I -p tcp -s 198.18.0.2 -d 198.18.0.10 --sport 40000 --dport 80 -u ASSURED,SEEN_REPLY '
@@ -35,8 +35,8 @@ describe('ConntrackFlowTable: rendering conntrack lines', () => {
     assert.equal(renderRemove(fullnat).join(' '), '-D -p tcp -s 198.18.0.2 -d 198.18.0.10 --sport 40000 --dport 80');
   });
 
-  it('nat mode has no --src-nat; udp no --state; IPv6 bindings are bracketed; unreplied flows get no status', () => {
-    const v6: SyncedFlow = {
+  it('nat mode has no --src-nat; udp no --state; IPv6 bindings are bracketed; unreplied connections get no status', () => {
+    const v6: SyncedConnection = {
       protocol: 'udp', client: { address: 'fd00:18::2', port: 5000 }, vip: { address: 'fd00:18::10', port: 53 },
       realServer: { address: 'fd00:19::11', port: 53 }, localAddress: null, mark: 7, state: 'ASSURED', timeoutSec: 30,
     };
@@ -48,12 +48,12 @@ describe('ConntrackFlowTable: rendering conntrack lines', () => {
   });
 
   it('refuses what would make conntrack abort a whole batch', () => {
-    assert.equal(invalidFlow(fullnat), null);
-    assert.match(invalidFlow({ ...fullnat, state: 'SYN_SENT2' })!, /tcp state/);
-    assert.match(invalidFlow({ ...fullnat, realServer: { address: 'fd00::1', port: 80 } })!, /family/);
-    assert.match(invalidFlow({ ...fullnat, client: { address: '198.18.0.2', port: 0 } })!, /port 0/);
-    assert.match(invalidFlow({ ...fullnat, timeoutSec: 0 })!, /timeoutSec/);
-    assert.match(invalidFlow({ ...fullnat, vip: { address: 'vip', port: 80 } })!, /not an IP/);
+    assert.equal(invalidConnection(fullnat), null);
+    assert.match(invalidConnection({ ...fullnat, state: 'SYN_SENT2' })!, /tcp state/);
+    assert.match(invalidConnection({ ...fullnat, realServer: { address: 'fd00::1', port: 80 } })!, /family/);
+    assert.match(invalidConnection({ ...fullnat, client: { address: '198.18.0.2', port: 0 } })!, /port 0/);
+    assert.match(invalidConnection({ ...fullnat, timeoutSec: 0 })!, /timeoutSec/);
+    assert.match(invalidConnection({ ...fullnat, vip: { address: 'vip', port: 80 } })!, /not an IP/);
   });
 
   it('refreshes only what is behind: state, mark, or a clearly shorter timeout', () => {
@@ -61,7 +61,7 @@ describe('ConntrackFlowTable: rendering conntrack lines', () => {
     assert.equal(needsRefresh({ ...fullnat, timeoutSec: 200 }, fullnat), true);
     assert.equal(needsRefresh({ ...fullnat, state: 'SYN_RECV' }, fullnat), true);
     assert.equal(needsRefresh({ ...fullnat, mark: 3 }, fullnat), true);
-    const udp: SyncedFlow = { ...fullnat, protocol: 'udp', state: 'REPLIED' };
+    const udp: SyncedConnection = { ...fullnat, protocol: 'udp', state: 'REPLIED' };
     assert.equal(needsRefresh({ ...udp, state: 'ASSURED' }, udp), false, 'status bits cannot be taken back');
     assert.equal(needsRefresh({ ...udp, state: 'UNREPLIED' }, udp), true);
   });
@@ -72,7 +72,7 @@ describe('ConntrackFlowTable: rendering conntrack lines', () => {
  * entry that exists), `-D` of an absent entry is not an error and prints what it deleted.
  */
 class FakeConntrack implements CommandRunner {
-  readonly table = new Map<string, SyncedFlow>();
+  readonly table = new Map<string, SyncedConnection>();
   readonly calls: string[] = [];
   /** Keys whose -I the kernel rejects (as when the table is full). */
   readonly reject = new Set<string>();
@@ -102,7 +102,7 @@ class FakeConntrack implements CommandRunner {
       return { address: m[1]!, port: Number(m[2]) };
     };
     const id = { protocol: opt('-p') as 'tcp', client: { address: opt('-s')!, port: Number(opt('--sport')) }, vip: { address: opt('-d')!, port: Number(opt('--dport')) } };
-    const key = flowKey(id);
+    const key = connectionKey(id);
     const had = this.table.get(key);
     if (a[0] === '-D') {
       this.table.delete(key);
@@ -149,7 +149,7 @@ class FakeConntrackWithHelper extends FakeConntrack {
       let codes = '';
       for (const req of batch) {
         const [op, protocol, src, sport, dst, dport, , timeout, mark, state] = req.split(' ');
-        const key = flowKey({ protocol: protocol as 'tcp', client: { address: src!, port: Number(sport) }, vip: { address: dst!, port: Number(dport) } });
+        const key = connectionKey({ protocol: protocol as 'tcp', client: { address: src!, port: Number(sport) }, vip: { address: dst!, port: Number(dport) } });
         const had = this.table.get(key);
         if (!had) { codes += '-'; continue; }
         if (op === 'D') this.table.delete(key);
@@ -165,16 +165,16 @@ class FakeConntrackWithHelper extends FakeConntrack {
   }
 }
 
-function line(f: SyncedFlow): string {
+function line(f: SyncedConnection): string {
   const back = f.localAddress ?? f.client;
   return `${f.protocol} 6 ${f.timeoutSec} ${f.state} src=${f.client.address} dst=${f.vip.address} sport=${f.client.port} dport=${f.vip.port} `
     + `src=${f.realServer.address} dst=${back.address} sport=${f.realServer.port} dport=${back.port} [ASSURED] mark=${f.mark} use=1`;
 }
 
-describe('ConntrackFlowTable.apply against a fake conntrack', () => {
-  const tables: ConntrackFlowTable[] = [];
-  const tableOf = (runner: CommandRunner): ConntrackFlowTable => {
-    const t = new ConntrackFlowTable({ runner });
+describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
+  const tables: ConntrackConnectionTable[] = [];
+  const tableOf = (runner: CommandRunner): ConntrackConnectionTable => {
+    const t = new ConntrackConnectionTable({ runner });
     tables.push(t);
     return t;
   };
@@ -183,93 +183,93 @@ describe('ConntrackFlowTable.apply against a fake conntrack', () => {
   it('one batch when nothing conflicts', async () => {
     const ct = new FakeConntrack();
     const table = tableOf(ct);
-    const res = await table.apply([1, 2, 3].map((p) => ({ op: 'upsert' as const, flow: flow(p) })));
+    const res = await table.apply([1, 2, 3].map((p) => ({ op: 'upsert' as const, connection: connection(p) })));
     assert.deepEqual(res, { inserted: 3, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
     assert.deepEqual(ct.calls, ['-R']);
   });
 
   it('after a batch stops at a conflict: replaces, refreshes, skips and inserts the rest, and counts each', async () => {
     const ct = new FakeConntrack();
-    ct.table.set(flowKey(flow(2)), flow(2, { realServer: { address: '198.19.1.12', port: 8080 } }));
-    ct.table.set(flowKey(flow(3)), flow(3, { state: 'SYN_RECV', timeoutSec: 50 }));
-    ct.table.set(flowKey(flow(4)), flow(4, { timeoutSec: 299 }));
-    ct.table.set(flowKey(flow(5)), flow(5));
+    ct.table.set(connectionKey(connection(2)), connection(2, { realServer: { address: '198.19.1.12', port: 8080 } }));
+    ct.table.set(connectionKey(connection(3)), connection(3, { state: 'SYN_RECV', timeoutSec: 50 }));
+    ct.table.set(connectionKey(connection(4)), connection(4, { timeoutSec: 299 }));
+    ct.table.set(connectionKey(connection(5)), connection(5));
     const table = tableOf(ct);
     const res = await table.apply([
-      { op: 'upsert', flow: flow(1) },
-      { op: 'upsert', flow: flow(2) }, // there with another real server: replaced
-      { op: 'upsert', flow: flow(3) }, // there with the same binding, behind: refreshed with -U
-      { op: 'upsert', flow: flow(4) }, // there as it should be: counted refreshed, nothing run
-      { op: 'remove', flow: flow(9) }, // absent: skipped
-      { op: 'remove', flow: flow(5) },
-      { op: 'upsert', flow: flow(6) },
+      { op: 'upsert', connection: connection(1) },
+      { op: 'upsert', connection: connection(2) }, // there with another real server: replaced
+      { op: 'upsert', connection: connection(3) }, // there with the same binding, behind: refreshed with -U
+      { op: 'upsert', connection: connection(4) }, // there as it should be: counted refreshed, nothing run
+      { op: 'remove', connection: connection(9) }, // absent: skipped
+      { op: 'remove', connection: connection(5) },
+      { op: 'upsert', connection: connection(6) },
     ]);
     assert.deepEqual({ ...res, errors: [] }, { inserted: 2, replaced: 1, refreshed: 2, removed: 1, failed: 0, errors: [] });
     assert.match(res.errors[0]!, /Such conntrack exists/);
     assert.deepEqual(ct.calls, ['-R', '-L', '-U', '-R']);
-    assert.equal(ct.table.get(flowKey(flow(2)))!.realServer.address, '198.19.1.11');
-    assert.equal(ct.table.get(flowKey(flow(3)))!.state, 'ESTABLISHED');
-    assert.equal(ct.table.has(flowKey(flow(5))), false);
-    assert.equal(ct.table.has(flowKey(flow(6))), true);
+    assert.equal(ct.table.get(connectionKey(connection(2)))!.realServer.address, '198.19.1.11');
+    assert.equal(ct.table.get(connectionKey(connection(3)))!.state, 'ESTABLISHED');
+    assert.equal(ct.table.has(connectionKey(connection(5))), false);
+    assert.equal(ct.table.has(connectionKey(connection(6))), true);
   });
 
   it('an entry the kernel keeps refusing is given up; the ones after it are still made', async () => {
     const ct = new FakeConntrack();
-    ct.reject.add(flowKey(flow(2)));
+    ct.reject.add(connectionKey(connection(2)));
     const table = tableOf(ct);
-    const res = await table.apply([1, 2, 3, 4].map((p) => ({ op: 'upsert' as const, flow: flow(p) })));
+    const res = await table.apply([1, 2, 3, 4].map((p) => ({ op: 'upsert' as const, connection: connection(p) })));
     assert.equal(res.inserted, 3);
     assert.equal(res.failed, 1);
-    assert.ok(res.errors.some((e) => e.startsWith(flowKey(flow(2))) && e.includes('not enough memory')), res.errors.join('\n'));
-    assert.deepEqual([...ct.table.keys()].sort(), [1, 3, 4].map((p) => flowKey(flow(p))).sort());
+    assert.ok(res.errors.some((e) => e.startsWith(connectionKey(connection(2))) && e.includes('not enough memory')), res.errors.join('\n'));
+    assert.deepEqual([...ct.table.keys()].sort(), [1, 3, 4].map((p) => connectionKey(connection(p))).sort());
   });
 
-  it('invalid flows fail alone; the last change to a flow wins', async () => {
+  it('invalid connections fail alone; the last change to a connection wins', async () => {
     const ct = new FakeConntrack();
     const table = tableOf(ct);
     const res = await table.apply([
-      { op: 'upsert', flow: flow(1, { state: 'BOGUS' }) },
-      { op: 'upsert', flow: flow(2) },
-      { op: 'upsert', flow: flow(3) },
-      { op: 'remove', flow: flow(3) },
+      { op: 'upsert', connection: connection(1, { state: 'BOGUS' }) },
+      { op: 'upsert', connection: connection(2) },
+      { op: 'upsert', connection: connection(3) },
+      { op: 'remove', connection: connection(3) },
     ]);
     assert.equal(res.inserted, 1);
     assert.equal(res.failed, 1);
     assert.match(res.errors[0]!, /tcp state BOGUS/);
-    assert.deepEqual([...ct.table.keys()], [flowKey(flow(2))]);
+    assert.deepEqual([...ct.table.keys()], [connectionKey(connection(2))]);
   });
 
   it('with the helper: removes, the delete half of replaces and refreshes go through ctnetlink; -R only inserts', async () => {
     const ct = new FakeConntrackWithHelper();
-    ct.table.set(flowKey(flow(2)), flow(2, { realServer: { address: '198.19.1.12', port: 8080 } }));
-    ct.table.set(flowKey(flow(3)), flow(3, { state: 'SYN_RECV', timeoutSec: 50 }));
-    ct.table.set(flowKey(flow(5)), flow(5));
+    ct.table.set(connectionKey(connection(2)), connection(2, { realServer: { address: '198.19.1.12', port: 8080 } }));
+    ct.table.set(connectionKey(connection(3)), connection(3, { state: 'SYN_RECV', timeoutSec: 50 }));
+    ct.table.set(connectionKey(connection(5)), connection(5));
     const table = tableOf(ct);
     const res = await table.apply([
-      { op: 'upsert', flow: flow(1) },
-      { op: 'upsert', flow: flow(2) }, // there with another real server: replaced
-      { op: 'upsert', flow: flow(3) }, // there with the same binding, behind: refreshed by an update request
-      { op: 'remove', flow: flow(9) }, // absent: skipped
-      { op: 'remove', flow: flow(5) },
-      { op: 'upsert', flow: flow(6) },
+      { op: 'upsert', connection: connection(1) },
+      { op: 'upsert', connection: connection(2) }, // there with another real server: replaced
+      { op: 'upsert', connection: connection(3) }, // there with the same binding, behind: refreshed by an update request
+      { op: 'remove', connection: connection(9) }, // absent: skipped
+      { op: 'remove', connection: connection(5) },
+      { op: 'upsert', connection: connection(6) },
     ]);
     assert.deepEqual({ ...res, errors: [] }, { inserted: 2, replaced: 1, refreshed: 1, removed: 1, failed: 0, errors: [] });
-    // Round 0 deletes the removes, then its -R stops at flow 2 (there); round 1 deletes 2's old entry and updates 3.
+    // Round 0 deletes the removes, then its -R stops at connection 2 (there); round 1 deletes 2's old entry and updates 3.
     assert.deepEqual(ct.calls, ['-R', '-L', '-R']);
     assert.deepEqual(ct.helperBatches.map((b) => b.map((r) => r.split(' ').slice(0, 4).join(' '))), [
       ['D tcp 198.18.0.2 9', 'D tcp 198.18.0.2 5'],
       ['D tcp 198.18.0.2 2', 'U tcp 198.18.0.2 3'],
     ]);
-    assert.equal(ct.table.get(flowKey(flow(2)))!.realServer.address, '198.19.1.11');
-    assert.equal(ct.table.get(flowKey(flow(3)))!.state, 'ESTABLISHED');
-    assert.equal(ct.table.has(flowKey(flow(5))), false);
-    assert.equal(ct.table.has(flowKey(flow(6))), true);
+    assert.equal(ct.table.get(connectionKey(connection(2)))!.realServer.address, '198.19.1.11');
+    assert.equal(ct.table.get(connectionKey(connection(3)))!.state, 'ESTABLISHED');
+    assert.equal(ct.table.has(connectionKey(connection(5))), false);
+    assert.equal(ct.table.has(connectionKey(connection(6))), true);
   });
 
   it('with the helper: a large remove batch is one ctnetlink batch: no dump, no conntrack -D', async () => {
     const ct = new FakeConntrackWithHelper();
-    for (let p = 1; p <= 300; p++) ct.table.set(flowKey(flow(p)), flow(p));
-    const res = await tableOf(ct).apply(Array.from({ length: 400 }, (_, i) => ({ op: 'remove' as const, flow: flow(i + 1) })));
+    for (let p = 1; p <= 300; p++) ct.table.set(connectionKey(connection(p)), connection(p));
+    const res = await tableOf(ct).apply(Array.from({ length: 400 }, (_, i) => ({ op: 'remove' as const, connection: connection(i + 1) })));
     assert.deepEqual(res, { inserted: 0, replaced: 0, refreshed: 0, removed: 300, failed: 0, errors: [] });
     assert.equal(ct.table.size, 0);
     assert.deepEqual(ct.calls, []);
@@ -279,25 +279,25 @@ describe('ConntrackFlowTable.apply against a fake conntrack', () => {
 
   it('with the helper: it ends when idle, and the next batch starts another', async () => {
     const ct = new FakeConntrackWithHelper();
-    ct.table.set(flowKey(flow(1)), flow(1));
-    ct.table.set(flowKey(flow(2)), flow(2));
-    const table = new ConntrackFlowTable({ runner: ct, helperIdleMs: 10 });
+    ct.table.set(connectionKey(connection(1)), connection(1));
+    ct.table.set(connectionKey(connection(2)), connection(2));
+    const table = new ConntrackConnectionTable({ runner: ct, helperIdleMs: 10 });
     tables.push(table);
-    assert.equal((await table.apply([{ op: 'remove', flow: flow(1) }])).removed, 1);
+    assert.equal((await table.apply([{ op: 'remove', connection: connection(1) }])).removed, 1);
     await new Promise((r) => setTimeout(r, 30));
-    assert.equal((await table.apply([{ op: 'remove', flow: flow(2) }])).removed, 1);
+    assert.equal((await table.apply([{ op: 'remove', connection: connection(2) }])).removed, 1);
     assert.equal(ct.spawns, 2);
   });
 
   it('with the helper: a missing perl is CommandMissing', async () => {
     const ct = new FakeConntrackWithHelper();
     ct.missingPerl = true;
-    await assert.rejects(tableOf(ct).apply([{ op: 'remove', flow: flow(1) }]), /CommandMissing: perl not found/);
+    await assert.rejects(tableOf(ct).apply([{ op: 'remove', connection: connection(1) }]), /CommandMissing: perl not found/);
   });
 
   it('throws when conntrack itself cannot run', async () => {
     const missing: CommandRunner = { run: async () => ({ code: 127, stdout: '', stderr: 'conntrack: command not found' }) };
-    await assert.rejects(tableOf(missing).apply([{ op: 'upsert', flow: flow(1) }]), /CommandMissing/);
+    await assert.rejects(tableOf(missing).apply([{ op: 'upsert', connection: connection(1) }]), /CommandMissing/);
     await assert.rejects(tableOf(missing).dump(), /CommandMissing/);
   });
 });

@@ -4,16 +4,16 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { flowKey, type FlowEvent, type SyncedFlow } from '@lbd/dataplane';
+import { connectionKey, type ConnectionEvent, type SyncedConnection } from '@lbd/dataplane';
 import { parseConntrack } from './conntrack.js';
-import { ConntrackFlowTable, flowFromEntry } from './flow-table.js';
+import { ConntrackConnectionTable, connectionFromEntry } from './connection-table.js';
 import { netnsRunner } from './runner.js';
 
 /**
- * ConntrackFlowTable against the real kernel. A client namespace reaches the vip through director A or
+ * ConntrackConnectionTable against the real kernel. A client namespace reaches the vip through director A or
  * director B (two links each side, one route picks the director); a server namespace holds the real
  * servers. Both directors have the same fullnat ruleset except for the real server: B would send a new
- * flow to 198.19.0.3, where nothing listens. So a connection that survives the move from A to B with the
+ * connection to 198.19.0.3, where nothing listens. So a connection that survives the move from A to B with the
  * same server proves that B's kernel used the injected binding.
  *
  *   client 198.18.0.2 ─┬─ A (198.18.1.0/24 | 198.19.1.0/24) ─┬─ server 198.19.0.2, 198.19.0.3
@@ -29,7 +29,7 @@ const MARK = 65537;
 const sh = (...args: string[]): string => execFileSync(args[0]!, args.slice(1), { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
 const inNs = (ns: string, ...args: string[]): string => sh('ip', 'netns', 'exec', ns, ...args);
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-const conntrackL = (ns: string): SyncedFlow[] => parseConntrack(inNs(ns, 'conntrack', '-L')).map(flowFromEntry);
+const conntrackL = (ns: string): SyncedConnection[] => parseConntrack(inNs(ns, 'conntrack', '-L')).map(connectionFromEntry);
 
 function ruleset(realServer: string, realServer6: string): string {
   return `table inet lbdt {
@@ -148,13 +148,13 @@ async function eventually<T>(check: () => T | undefined | null | false, withinMs
   }
 }
 
-describe('ConntrackFlowTable in namespaces @privileged', function () {
+describe('ConntrackConnectionTable in namespaces @privileged', function () {
   this.timeout(60_000);
   let dir = '';
   const children: ChildProcessWithoutNullStreams[] = [];
-  const tables: ConntrackFlowTable[] = [];
-  const table = (ns: string): ConntrackFlowTable => {
-    const t = new ConntrackFlowTable({ runner: netnsRunner(ns), tmpDir: dir });
+  const tables: ConntrackConnectionTable[] = [];
+  const table = (ns: string): ConntrackConnectionTable => {
+    const t = new ConntrackConnectionTable({ runner: netnsRunner(ns), tmpDir: dir });
     tables.push(t);
     return t;
   };
@@ -204,30 +204,30 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
     assert.equal(inNs(A, 'sysctl', '-n', 'net.netfilter.nf_conntrack_tcp_loose', 'net.netfilter.nf_conntrack_tcp_be_liberal', 'net.netfilter.nf_conntrack_events'), '1\n1\n1\n');
   });
 
-  it('watch follows a real flow through DNAT+SNAT (new, update to ESTABLISHED, destroy) and dump shows its binding and mark', async () => {
-    // Short TIME_WAIT so the closed flow is destroyed in seconds; a dump reaps expired entries at once.
+  it('watch follows a real connection through DNAT+SNAT (new, update to ESTABLISHED, destroy) and dump shows its binding and mark', async () => {
+    // Short TIME_WAIT so the closed connection is destroyed in seconds; a dump reaps expired entries at once.
     inNs(A, 'sysctl', '-qw', 'net.netfilter.nf_conntrack_tcp_timeout_time_wait=1');
-    const events: FlowEvent[] = [];
+    const events: ConnectionEvent[] = [];
     const losses: string[] = [];
     const watch = await table(A).watch({ onEvents: (e) => events.push(...e), onLoss: (r) => losses.push(r) });
     try {
       const { c, port } = await client(CLIENT, VIP);
       c.send('hello');
       assert.equal(await c.next(), 'got S1:hello');
-      const key = flowKey({ protocol: 'tcp', client: { address: CLIENT, port }, vip: { address: VIP, port: 80 } });
-      const mine = (): FlowEvent[] => events.filter((e) => flowKey(e.flow) === key);
-      await eventually(() => mine().some((e) => e.flow.state === 'ESTABLISHED'), 3000);
+      const key = connectionKey({ protocol: 'tcp', client: { address: CLIENT, port }, vip: { address: VIP, port: 80 } });
+      const mine = (): ConnectionEvent[] => events.filter((e) => connectionKey(e.connection) === key);
+      await eventually(() => mine().some((e) => e.connection.state === 'ESTABLISHED'), 3000);
       const [first] = mine();
       assert.equal(first!.kind, 'new');
       assert.equal(first!.injected, false);
-      assert.equal(first!.flow.mark, MARK);
-      assert.deepEqual(first!.flow.realServer, { address: RS, port: 8080 });
-      assert.equal(first!.flow.localAddress!.address, LIP);
-      const lport = first!.flow.localAddress!.port;
+      assert.equal(first!.connection.mark, MARK);
+      assert.deepEqual(first!.connection.realServer, { address: RS, port: 8080 });
+      assert.equal(first!.connection.localAddress!.address, LIP);
+      const lport = first!.connection.localAddress!.port;
       assert.ok(lport >= 20000 && lport <= 30000, `snat port ${lport}`);
-      assert.ok(mine().some((e) => e.kind === 'update' && e.flow.state === 'ESTABLISHED'));
+      assert.ok(mine().some((e) => e.kind === 'update' && e.connection.state === 'ESTABLISHED'));
 
-      const dumped = (await table(A).dump()).find((f) => flowKey(f) === key);
+      const dumped = (await table(A).dump()).find((f) => connectionKey(f) === key);
       assert.deepEqual(dumped && { ...dumped, timeoutSec: 0 }, {
         protocol: 'tcp', client: { address: CLIENT, port }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
         localAddress: { address: LIP, port: lport }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 0,
@@ -242,46 +242,46 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
     }
   });
 
-  it('apply injects flows that conntrack -L then shows with the same translation and mark, and watch sees them as injected', async () => {
-    const events: FlowEvent[] = [];
+  it('apply injects connections that conntrack -L then shows with the same translation and mark, and watch sees them as injected', async () => {
+    const events: ConnectionEvent[] = [];
     const watch = await table(X).watch({ onEvents: (e) => events.push(...e), onLoss: () => {} });
     try {
-      const fullnat: SyncedFlow = {
+      const fullnat: SyncedConnection = {
         protocol: 'tcp', client: { address: CLIENT, port: 40001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
         localAddress: { address: LIP, port: 20001 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
       };
-      const nat: SyncedFlow = { ...fullnat, protocol: 'udp', client: { address: CLIENT, port: 40002 }, localAddress: null, state: 'ASSURED', timeoutSec: 120, mark: 131074 };
-      const v6: SyncedFlow = { ...fullnat, client: { address: CLIENT6, port: 40003 }, vip: { address: VIP6, port: 80 }, realServer: { address: RS6, port: 8080 }, localAddress: { address: LIP6, port: 20003 } };
-      const res = await table(X).apply([fullnat, nat, v6].map((flow) => ({ op: 'upsert' as const, flow })));
+      const nat: SyncedConnection = { ...fullnat, protocol: 'udp', client: { address: CLIENT, port: 40002 }, localAddress: null, state: 'ASSURED', timeoutSec: 120, mark: 131074 };
+      const v6: SyncedConnection = { ...fullnat, client: { address: CLIENT6, port: 40003 }, vip: { address: VIP6, port: 80 }, realServer: { address: RS6, port: 8080 }, localAddress: { address: LIP6, port: 20003 } };
+      const res = await table(X).apply([fullnat, nat, v6].map((connection) => ({ op: 'upsert' as const, connection })));
       assert.deepEqual(res, { inserted: 3, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
-      const listed = new Map(conntrackL(X).map((f) => [flowKey(f), f]));
+      const listed = new Map(conntrackL(X).map((f) => [connectionKey(f), f]));
       for (const want of [fullnat, nat, v6]) {
-        const got = listed.get(flowKey(want));
-        assert.ok(got, `${flowKey(want)} not listed`);
+        const got = listed.get(connectionKey(want));
+        assert.ok(got, `${connectionKey(want)} not listed`);
         assert.ok(got.timeoutSec > want.timeoutSec - 5 && got.timeoutSec <= want.timeoutSec);
         assert.deepEqual({ ...got, timeoutSec: 0 }, { ...want, timeoutSec: 0 });
       }
-      assert.deepEqual((await table(X).dump()).map(flowKey).sort(), [fullnat, nat, v6].map(flowKey).sort());
+      assert.deepEqual((await table(X).dump()).map(connectionKey).sort(), [fullnat, nat, v6].map(connectionKey).sort());
       await eventually(() => events.filter((e) => e.kind === 'new' && e.injected).length === 3, 2000);
     } finally {
       await watch.close();
     }
   });
 
-  it('apply with a conflicting entry and a remove of an absent flow still makes the rest, and counts each', async () => {
+  it('apply with a conflicting entry and a remove of an absent connection still makes the rest, and counts each', async () => {
     const t = table(X);
-    const flow = (port: number, rs = RS): SyncedFlow => ({
+    const connection = (port: number, rs = RS): SyncedConnection => ({
       protocol: 'tcp', client: { address: CLIENT, port }, vip: { address: VIP, port: 80 }, realServer: { address: rs, port: 8080 },
       localAddress: { address: LIP, port: 20000 + port }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
     });
-    await t.apply([{ op: 'upsert', flow: flow(2, '198.19.0.3') }, { op: 'upsert', flow: { ...flow(3), state: 'SYN_RECV' } }, { op: 'upsert', flow: flow(4) }]);
+    await t.apply([{ op: 'upsert', connection: connection(2, '198.19.0.3') }, { op: 'upsert', connection: { ...connection(3), state: 'SYN_RECV' } }, { op: 'upsert', connection: connection(4) }]);
     const res = await t.apply([
-      { op: 'upsert', flow: flow(1) },
-      { op: 'upsert', flow: flow(2) }, // other binding: replaced
-      { op: 'upsert', flow: flow(3) }, // same binding, state behind: refreshed
-      { op: 'remove', flow: flow(9) }, // absent: skipped
-      { op: 'remove', flow: flow(4) },
-      { op: 'upsert', flow: flow(5) },
+      { op: 'upsert', connection: connection(1) },
+      { op: 'upsert', connection: connection(2) }, // other binding: replaced
+      { op: 'upsert', connection: connection(3) }, // same binding, state behind: refreshed
+      { op: 'remove', connection: connection(9) }, // absent: skipped
+      { op: 'remove', connection: connection(4) },
+      { op: 'upsert', connection: connection(5) },
     ]);
     assert.deepEqual({ ...res, errors: [] }, { inserted: 2, replaced: 1, refreshed: 1, removed: 1, failed: 0, errors: [] });
     const listed = new Map(conntrackL(X).map((f) => [f.client.port, f]));
@@ -292,15 +292,15 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
 
   it('refreshes through ctnetlink: tcp state forwards and back, the mark, udp status bits, the timeout', async () => {
     const t = table(X);
-    const tcp: SyncedFlow = {
+    const tcp: SyncedConnection = {
       protocol: 'tcp', client: { address: CLIENT, port: 41001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
       localAddress: { address: LIP, port: 21001 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
     };
-    const udp: SyncedFlow = { ...tcp, protocol: 'udp', client: { address: CLIENT, port: 41002 }, localAddress: null, state: 'UNREPLIED', timeoutSec: 30 };
-    assert.equal((await t.apply([tcp, udp].map((flow) => ({ op: 'upsert' as const, flow })))).inserted, 2);
-    const listed = (): Map<number, SyncedFlow> => new Map(conntrackL(X).map((f) => [f.client.port, f]));
+    const udp: SyncedConnection = { ...tcp, protocol: 'udp', client: { address: CLIENT, port: 41002 }, localAddress: null, state: 'UNREPLIED', timeoutSec: 30 };
+    assert.equal((await t.apply([tcp, udp].map((connection) => ({ op: 'upsert' as const, connection })))).inserted, 2);
+    const listed = (): Map<number, SyncedConnection> => new Map(conntrackL(X).map((f) => [f.client.port, f]));
     for (const [state, mark] of [['SYN_RECV', MARK + 1], ['FIN_WAIT', MARK + 2]] as const) {
-      const res = await t.apply([{ op: 'upsert', flow: { ...tcp, state, mark } }, { op: 'upsert', flow: { ...udp, state: 'ASSURED', timeoutSec: 200 } }]);
+      const res = await t.apply([{ op: 'upsert', connection: { ...tcp, state, mark } }, { op: 'upsert', connection: { ...udp, state: 'ASSURED', timeoutSec: 200 } }]);
       // (errors: round 0 of a small batch tries inserts first, and conntrack -R says the entries exist.)
       assert.deepEqual({ ...res, errors: [] }, { inserted: 0, replaced: 0, refreshed: 2, removed: 0, failed: 0, errors: [] });
       const now = listed();
@@ -310,11 +310,11 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
     }
   });
 
-  it('applies 20 000 flows, dumps them and removes them', async function () {
+  it('applies 20 000 connections, dumps them and removes them', async function () {
     const t = table(X);
-    const flows: SyncedFlow[] = [];
+    const connections: SyncedConnection[] = [];
     for (let i = 0; i < 20_000; i++) {
-      flows.push({
+      connections.push({
         protocol: 'tcp', client: { address: `198.18.${100 + (i >> 8)}.${i & 255}`, port: 10_000 + (i % 50_000) }, vip: { address: VIP, port: 80 },
         realServer: { address: RS, port: 8080 }, localAddress: { address: LIP, port: 1024 + (i % 60_000) }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 600,
       });
@@ -326,7 +326,7 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
     const losses: string[] = [];
     const watch = await table(X).watch({ onEvents: (e) => { seen += e.length; }, onLoss: (r) => losses.push(r) });
     let t0 = performance.now();
-    const res = await t.apply(flows.map((flow) => ({ op: 'upsert' as const, flow })));
+    const res = await t.apply(connections.map((connection) => ({ op: 'upsert' as const, connection })));
     const applyMs = performance.now() - t0;
     // The sign: every event, or a loss reported. On a busy machine the reader needs longer than the apply.
     await eventually(() => seen >= 20_000 || losses.length > 0, 30_000).catch(() => undefined);
@@ -342,12 +342,12 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
     assert.equal(dumped.length, 20_000);
     // A resync of the same table: one dump, nothing to run.
     t0 = performance.now();
-    const again = await t.apply(flows.map((flow) => ({ op: 'upsert' as const, flow })));
+    const again = await t.apply(connections.map((connection) => ({ op: 'upsert' as const, connection })));
     const resyncMs = performance.now() - t0;
     assert.equal(again.refreshed, 20_000);
     // Removing them all: ctnetlink deletes, a hash lookup each (conntrack -D walked the table: ~70 ms each).
     t0 = performance.now();
-    const gone = await t.apply(flows.map((flow) => ({ op: 'remove' as const, flow })));
+    const gone = await t.apply(connections.map((connection) => ({ op: 'remove' as const, connection })));
     const removeMs = performance.now() - t0;
     assert.deepEqual(gone, { inserted: 0, replaced: 0, refreshed: 0, removed: 20_000, failed: 0, errors: [] });
     assert.equal((await t.dump()).length, 0);
@@ -356,7 +356,7 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
   });
 
   it('watch sees every event of 2 000 connections opened at once through the NAT, without a loss', async () => {
-    const events: FlowEvent[] = [];
+    const events: ConnectionEvent[] = [];
     const losses: string[] = [];
     const watch = await table(A).watch({ onEvents: (e) => events.push(...e), onLoss: (r) => losses.push(r) });
     const child = spawn('ip', ['netns', 'exec', C, process.execPath, join(dir, 'burst.mjs'), CLIENT, VIP, '2000'], { stdio: 'pipe' });
@@ -369,9 +369,9 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
       });
       const connectMs = performance.now() - t0;
       assert.equal(done, 'done 2000 0');
-      const established = (): number => new Set(events.filter((e) => e.flow.state === 'ESTABLISHED').map((e) => flowKey(e.flow))).size;
+      const established = (): number => new Set(events.filter((e) => e.connection.state === 'ESTABLISHED').map((e) => connectionKey(e.connection))).size;
       await eventually(() => established() === 2000 || losses.length > 0, 10_000);
-      const created = new Set(events.filter((e) => e.kind === 'new' && !e.injected).map((e) => flowKey(e.flow))).size;
+      const created = new Set(events.filter((e) => e.kind === 'new' && !e.injected).map((e) => connectionKey(e.connection))).size;
       console.log(`      2000 connections in ${connectMs.toFixed(0)} ms: ${events.length} events, ${created} new, ${established()} established, ${losses.length} loss report(s)`);
       assert.deepEqual(losses, []);
       assert.equal(created, 2000);
@@ -383,22 +383,22 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
   });
 
   it('watch reports ENOBUFS as a loss (a tiny socket buffer) and keeps following events', async () => {
-    const t = new ConntrackFlowTable({ runner: netnsRunner(X), tmpDir: dir, eventBufferBytes: 4096 });
+    const t = new ConntrackConnectionTable({ runner: netnsRunner(X), tmpDir: dir, eventBufferBytes: 4096 });
     tables.push(t);
-    const events: FlowEvent[] = [];
+    const events: ConnectionEvent[] = [];
     const losses: string[] = [];
     const watch = await t.watch({ onEvents: (e) => events.push(...e), onLoss: (r) => losses.push(r) });
     try {
-      const flow = (i: number): SyncedFlow => ({
+      const connection = (i: number): SyncedConnection => ({
         protocol: 'udp', client: { address: `198.18.${100 + (i >> 8)}.${i & 255}`, port: 5000 }, vip: { address: VIP, port: 53 },
         realServer: { address: RS, port: 53 }, localAddress: null, mark: MARK, state: 'ASSURED', timeoutSec: 60,
       });
-      assert.equal((await t.apply(Array.from({ length: 2000 }, (_, i) => ({ op: 'upsert' as const, flow: flow(i) })))).inserted, 2000);
+      assert.equal((await t.apply(Array.from({ length: 2000 }, (_, i) => ({ op: 'upsert' as const, connection: connection(i) })))).inserted, 2000);
       await eventually(() => losses.length > 0, 3000);
       assert.match(losses[0]!, /ENOBUFS/);
-      const last = flow(3000);
-      await t.apply([{ op: 'upsert', flow: last }]);
-      await eventually(() => events.some((e) => flowKey(e.flow) === flowKey(last)), 3000);
+      const last = connection(3000);
+      await t.apply([{ op: 'upsert', connection: last }]);
+      await eventually(() => events.some((e) => connectionKey(e.connection) === connectionKey(last)), 3000);
       console.log(`      ${events.length - 1} of 2000 events with a 4 KiB buffer, ${losses.length} loss report(s)`);
     } finally {
       await watch.close();
@@ -408,7 +408,7 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
   it('watch reports a loss when its events helper dies', async () => {
     const spawned: ChildProcessWithoutNullStreams[] = [];
     const runner = netnsRunner(X);
-    const t = new ConntrackFlowTable({ runner: { run: runner.run, spawn: (c, a) => { const p = runner.spawn!(c, a); spawned.push(p); return p; } } });
+    const t = new ConntrackConnectionTable({ runner: { run: runner.run, spawn: (c, a) => { const p = runner.spawn!(c, a); spawned.push(p); return p; } } });
     const losses: string[] = [];
     const watch = await t.watch({ onEvents: () => {}, onLoss: (r) => losses.push(r) });
     spawned[0]!.kill('SIGKILL');
@@ -419,14 +419,14 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
   });
 
   for (const inject of [true, false]) {
-    it(`a connection moved from director A to B ${inject ? 'keeps its server when its flow was injected into B' : 'breaks without injection'}`, async () => {
+    it(`a connection moved from director A to B ${inject ? 'keeps its server when its connection was injected into B' : 'breaks without injection'}`, async () => {
       for (const [src, dst] of [[CLIENT, VIP], [CLIENT6, VIP6]] as const) {
         const { c } = await client(src, dst);
         c.send('one');
         assert.equal(await c.next(), 'got S1:one');
-        const flows = await table(A).dump();
-        assert.equal(flows.length, 1);
-        if (inject) assert.equal((await table(B).apply(flows.map((flow) => ({ op: 'upsert' as const, flow })))).inserted, 1);
+        const connections = await table(A).dump();
+        assert.equal(connections.length, 1);
+        if (inject) assert.equal((await table(B).apply(connections.map((connection) => ({ op: 'upsert' as const, connection })))).inserted, 1);
         // The takeover: A stops forwarding, the routes on both sides move to B.
         inNs(A, 'sysctl', '-qw', 'net.ipv4.ip_forward=0', 'net.ipv6.conf.all.forwarding=0');
         route('B');
@@ -438,10 +438,10 @@ describe('ConntrackFlowTable in namespaces @privileged', function () {
             c.send('three');
             assert.equal(await c.next(), 'got S1:three');
             // B's kernel kept A's translation: the same server, the same local address and port.
-            const onB = (await table(B).dump()).find((f) => flowKey(f) === flowKey(flows[0]!));
-            assert.deepEqual(onB && { ...onB, timeoutSec: 0, state: '' }, { ...flows[0]!, timeoutSec: 0, state: '' });
+            const onB = (await table(B).dump()).find((f) => connectionKey(f) === connectionKey(connections[0]!));
+            assert.deepEqual(onB && { ...onB, timeoutSec: 0, state: '' }, { ...connections[0]!, timeoutSec: 0, state: '' });
           } else {
-            // B translated the flow's next packet as a new one: to 198.19.0.3, where nothing listens.
+            // B translated the connection's next packet as a new one: to 198.19.0.3, where nothing listens.
             assert.match(reply, /^error ECONNRESET$|^closed$/);
           }
         } finally {
