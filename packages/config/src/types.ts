@@ -15,6 +15,12 @@ export const SCHEDULERS: readonly Scheduler[] = ['rr', 'wrr', 'sh', 'mh'];
 /** Highest real-server weight, as in IPVS. Weight 0 = quiescent: no new connections, old ones live on. */
 export const MAX_WEIGHT = 65535;
 
+/** An address and a port: a real server, a vip's port, a listener, a client. Addresses are canonical text. */
+export interface Endpoint {
+  readonly address: string;
+  readonly port: number;
+}
+
 export type HealthCheckKind = 'tcp' | 'http' | 'https' | 'icmp' | 'udp' | 'exec';
 export const HEALTH_CHECK_KINDS: readonly HealthCheckKind[] = ['tcp', 'http', 'https', 'icmp', 'udp', 'exec'];
 export type HealthState = 'up' | 'down';
@@ -132,7 +138,7 @@ export interface Service {
   /** What happens to new connections when every real server is down. */
   readonly fallback: Fallback;
   /** With fallback sorry-server: where new connections go when every real server is down. */
-  readonly sorryServer: { readonly address: string; readonly port: number } | null;
+  readonly sorryServer: Endpoint | null;
   /** The vip group whose leader serves it (default `default`): vips of one group fail over together. */
   readonly vipGroup: string;
   /** Which of its connections the group's leader copies to the standbys, so they survive a failover. */
@@ -174,9 +180,9 @@ export const ANY_CLIENT = '*';
  */
 export interface AdminSettings {
   /** Admin gRPC (lbadm --server); null: off. */
-  readonly grpcListen: { readonly address: string; readonly port: number } | null;
+  readonly grpcListen: Endpoint | null;
   /** HTTPS: /metrics, the dashboard, /api/*; null: off. */
-  readonly httpListen: { readonly address: string; readonly port: number } | null;
+  readonly httpListen: Endpoint | null;
   /** The listeners' CA, certificate and key: agent.admin.tls, else agent.cluster.tls; null only when no listener is set. */
   readonly tls: PeerTls | null;
   /** Certificate name (subjectAltName DNS, else CN; or `*`) -> role. Names are unique, compared in lower case. */
@@ -208,7 +214,7 @@ export interface ClusterSettings {
    * host:port this director's peer service listens on: promises and pings, served by the election thread.
    * Connection sync listens on the same address, the next port (connSyncPort).
    */
-  readonly peerListen: { readonly address: string; readonly port: number };
+  readonly peerListen: Endpoint;
   /** Every other director of the cluster (its peerListen): the only ones that may take over from this one. */
   readonly peers: readonly { readonly id: string; readonly address: string; readonly port: number }[];
   /** Where floating addresses go: vips on `vip`, local addresses and gateways on `local`. */

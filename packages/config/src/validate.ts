@@ -2,7 +2,7 @@ import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './
 import {
   ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, DEFAULT_REALTIME_PRIORITY, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
   PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, connSyncPort, hostPort, serviceKey,
-  type AddressFamily, type AddressRange, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
+  type AddressFamily, type AddressRange, type Endpoint, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
   type AdminClientEntry, type AdminRole, type AdminSettings, type Service, type ClusterSettings, type TrackCheck, type PreemptPolicy, type TimingProfileName, type VipGroup, type PeerTls, type ServiceSync,
 } from './types.js';
@@ -598,7 +598,7 @@ function checkName(c: Collector, path: string, v: unknown, what: string): string
 }
 
 /** `host:port` with an IPv4 or bracketed IPv6 address. */
-function checkHostPort(c: Collector, path: string, v: unknown): { address: string; port: number } | undefined {
+function checkHostPort(c: Collector, path: string, v: unknown): Endpoint | undefined {
   const m = typeof v === 'string' ? /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d+)$/.exec(v) : null;
   const fix = 'write address:port, e.g. 198.18.4.1:7411 or [fd00::1]:7411';
   if (!m) {
@@ -615,7 +615,7 @@ function checkHostPort(c: Collector, path: string, v: unknown): { address: strin
 }
 
 /** A peer link's port leaves room for connection sync on the next one (connSyncPort). */
-function checkPeerPort(c: Collector, path: string, v: unknown, hp: { address: string; port: number } | undefined): { address: string; port: number } | undefined {
+function checkPeerPort(c: Collector, path: string, v: unknown, hp: Endpoint | undefined): Endpoint | undefined {
   if (hp && connSyncPort(hp.port) > 65535) {
     c.add(path, v, `has port ${hp.port}, which leaves no port for connection sync (it listens on the next one)`, 'give a port from 1 to 65534, e.g. 7411 (connection sync then uses 7412)');
     return undefined;
@@ -782,11 +782,11 @@ function checkAdmin(c: Collector, raw: unknown, cluster: ClusterSettings | null,
     return ADMIN_DEFAULTS;
   }
   checkUnknownFields(c, path, raw, ADMIN_FIELDS);
-  const listen = (k: 'grpcListen' | 'httpListen'): { address: string; port: number } | null =>
+  const listen = (k: 'grpcListen' | 'httpListen'): Endpoint | null =>
     raw[k] === undefined || raw[k] === null ? null : checkHostPort(c, `${path}.${k}`, raw[k]) ?? null;
   const grpcListen = listen('grpcListen');
   const httpListen = listen('httpListen');
-  const same = (a: { address: string; port: number } | null, b: { address: string; port: number } | null): boolean =>
+  const same = (a: Endpoint | null, b: Endpoint | null): boolean =>
     a !== null && b !== null && a.port === b.port && a.address === b.address;
   if (same(grpcListen, httpListen)) c.add(`${path}.httpListen`, raw.httpListen, 'is the same address and port as grpcListen', 'give each listener its own port, e.g. 7412 for gRPC and 9443 for HTTPS');
   for (const [k, l] of [['grpcListen', grpcListen], ['httpListen', httpListen]] as const) {

@@ -1,4 +1,4 @@
-import { connectionKey, type ConnectionChange, type ConnectionTable, type SyncedConnection } from '@lbd/dataplane';
+import { connectionKey, type ConnectionChange, type ConnectionTable, type SyncedConnection, type Endpoint } from '@lbd/dataplane';
 import type { SyncMessage__Output, SyncReply } from '@lbd/proto';
 import type { Logger } from './log.js';
 import { serviceKeyOfConnection } from './source.js';
@@ -16,7 +16,7 @@ export interface ReceiverContext {
   readonly table: ConnectionTable;
   readonly log: Logger;
   /** This director's ct mark for a real server of a service (by key), or null when it has no such one. */
-  markOf(service: string, realServer: { address: string; port: number }): number | null;
+  markOf(service: string, realServer: Endpoint): number | null;
   /** The vip group of a service (by key) in this director's config, or null when it has no such service. */
   groupOf(service: string): string | null;
   /** Whether this director leads the group itself: then a peer's copy is stale and must not win. */

@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import type { Service } from '@lbd/config';
+import type { Endpoint, Service } from '@lbd/config';
 import { serviceKey } from '@lbd/config';
 import type { ConnectionTable } from '@lbd/dataplane';
 import {
@@ -45,7 +45,7 @@ export interface SyncStatus {
 }
 
 /** `198.18.0.10:80/tcp 198.19.1.11:8080`: a real server within a service, as setMarks keys it. */
-export function realServerName(service: string, realServer: { address: string; port: number }): string {
+export function realServerName(service: string, realServer: Endpoint): string {
   const host = realServer.address.includes(':') ? `[${realServer.address}]` : realServer.address;
   return `${service} ${host}:${realServer.port}`;
 }

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { canonicalAddress } from '@lbd/config';
 import type { Endpoint, ConnectionIdentity, SyncedConnection } from '@lbd/dataplane';
-import type { Change, Change__Output, SyncedConnection__Output, ConnectionId__Output, HostPort__Output } from '@lbd/proto';
+import type { Change, Change__Output, SyncedConnection__Output, ConnectionId__Output, Endpoint__Output } from '@lbd/proto';
 
 /**
  * Connections on the wire, both ways. What comes from a peer is checked field by field before anything is
@@ -32,17 +32,17 @@ export function toWireChange(c: WireChange): Change {
   const f = c.connection;
   return {
     upsert: {
-      id: connectionIdOut(f), realServer: hostPortOut(f.realServer), localAddress: f.localAddress ? hostPortOut(f.localAddress) : null,
+      id: connectionIdOut(f), realServer: endpointOut(f.realServer), localAddress: f.localAddress ? endpointOut(f.localAddress) : null,
       state: f.state, timeoutSec: f.timeoutSec,
     },
   };
 }
 
 function connectionIdOut(f: ConnectionIdentity): { protocol: string; client: Endpoint; vip: Endpoint } {
-  return { protocol: f.protocol, client: hostPortOut(f.client), vip: hostPortOut(f.vip) };
+  return { protocol: f.protocol, client: endpointOut(f.client), vip: endpointOut(f.vip) };
 }
 
-function hostPortOut(e: Endpoint): Endpoint {
+function endpointOut(e: Endpoint): Endpoint {
   return { address: e.address, port: e.port };
 }
 
@@ -57,8 +57,8 @@ function upsertIn(f: SyncedConnection__Output, path: string): WireChange {
   if (!f.id) throw new MalformedMessage(`${path}.id`, null, 'is missing');
   const id = connectionIdIn(f.id, `${path}.id`);
   if (!f.realServer) throw new MalformedMessage(`${path}.realServer`, null, 'is missing');
-  const realServer = hostPortIn(f.realServer, `${path}.realServer`);
-  const localAddress = f.localAddress ? hostPortIn(f.localAddress, `${path}.localAddress`) : null;
+  const realServer = endpointIn(f.realServer, `${path}.realServer`);
+  const localAddress = f.localAddress ? endpointIn(f.localAddress, `${path}.localAddress`) : null;
   if (!STATES.has(f.state)) throw new MalformedMessage(`${path}.state`, f.state, 'is not a conntrack state');
   if (!Number.isInteger(f.timeoutSec) || f.timeoutSec < 1 || f.timeoutSec > MAX_TIMEOUT_SEC) {
     throw new MalformedMessage(`${path}.timeoutSec`, f.timeoutSec, `is not a timeout from 1 to ${MAX_TIMEOUT_SEC} seconds`);
@@ -73,13 +73,13 @@ function connectionIdIn(f: ConnectionId__Output, path: string): ConnectionIdenti
   if (f.protocol !== 'tcp' && f.protocol !== 'udp') throw new MalformedMessage(`${path}.protocol`, f.protocol, 'is not tcp or udp');
   if (!f.client) throw new MalformedMessage(`${path}.client`, null, 'is missing');
   if (!f.vip) throw new MalformedMessage(`${path}.vip`, null, 'is missing');
-  const client = hostPortIn(f.client, `${path}.client`);
-  const vip = hostPortIn(f.vip, `${path}.vip`);
+  const client = endpointIn(f.client, `${path}.client`);
+  const vip = endpointIn(f.vip, `${path}.vip`);
   if (isIP(client.address) !== isIP(vip.address)) throw new MalformedMessage(`${path}.client.address`, client.address, 'is not of the vip\'s address family');
   return { protocol: f.protocol, client, vip };
 }
 
-function hostPortIn(h: HostPort__Output, path: string): Endpoint {
+function endpointIn(h: Endpoint__Output, path: string): Endpoint {
   // Only plain addresses: a scope id or a name would reach conntrack's command line.
   if (typeof h.address !== 'string' || isIP(h.address) === 0 || h.address.includes('%')) {
     throw new MalformedMessage(`${path}.address`, h.address, 'is not an IP address');

@@ -1,4 +1,4 @@
-import type { Protocol, Service } from '@lbd/config';
+import type { Endpoint, Protocol, Service } from '@lbd/config';
 
 /**
  * What the agent asks of the data plane. A desired service is a validated config service after the agent
@@ -30,10 +30,8 @@ export interface Counters {
   readonly bytes: number;
 }
 
-export interface Endpoint {
-  readonly address: string;
-  readonly port: number;
-}
+/** Defined in @lbd/config, beside the config that names real servers and listeners by it. */
+export type { Endpoint } from '@lbd/config';
 
 export interface ObservedRealServer extends Endpoint {
   /** The id in `ct mark` of this real server's connections in this service. */

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { hostPort, parseConfig, type Config } from '@lbd/config';
+import { hostPort, parseConfig, type Config, type Endpoint } from '@lbd/config';
 import { EtcdCoordinator, TIMING_PROFILES, type Coordinator } from '@lbd/coordinator';
 import type { AddressOwner, DataPlane, ConnectionTable } from '@lbd/dataplane';
 import { ProberSet, systemClock, type FlapPolicy, type Prober, type Clock } from '@lbd/health-checker';
@@ -351,7 +351,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
 }
 
 /** Starts a listener; a failure to bind names the setting and the address (in use, not on this host, ...). */
-async function listening<T>(setting: string, at: { address: string; port: number }, start: () => Promise<T>): Promise<T> {
+async function listening<T>(setting: string, at: Endpoint, start: () => Promise<T>): Promise<T> {
   try {
     return await start();
   } catch (cause) {

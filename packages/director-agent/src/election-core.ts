@@ -4,7 +4,7 @@ import {
   Elections, type BeatOutcome, type ElectionTiming, type GroupSettings, type GroupView, type PeerTransport, type PromiseReply, type PromiseRequest,
   type Transition,
 } from '@lbd/coordinator';
-import type { AddressOwner, Announce, FloatingAddress } from '@lbd/dataplane';
+import type { AddressOwner, Announce, Endpoint, FloatingAddress } from '@lbd/dataplane';
 import {
   bindServer, createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, stopServer, type PeerClient, type PeerHandlers, type PeerSecurity,
 } from '@lbd/proto';
@@ -30,7 +30,7 @@ export interface ElectionCoreOptions {
    * Where this thread serves the peer service (promises and pings): agent.cluster.peerListen. A promise is
    * answered here, never on the agent's main thread, so a busy agent answers a fail-static leader in time.
    */
-  readonly listen: { readonly address: string; readonly port: number };
+  readonly listen: Endpoint;
   readonly version: string;
   readonly security: PeerSecurity;
   /** The election thread's SCHED_FIFO priority (0: normal priority). */

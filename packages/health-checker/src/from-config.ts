@@ -1,4 +1,4 @@
-import type { HealthCheck } from '@lbd/config';
+import type { Endpoint, HealthCheck } from '@lbd/config';
 import type { FlapPolicy } from './health.js';
 import { checkKey, type CheckSpec } from './scheduler.js';
 import type { ProbeTarget } from './types.js';
@@ -13,7 +13,7 @@ import type { ProbeTarget } from './types.js';
  * two services that check the same real server the same way get the same key and share one check.
  * Config has no flap policy yet: DEFAULT_FLAP_POLICY unless the agent passes one.
  */
-export function checkSpecFor(server: { address: string; port: number }, hc: HealthCheck, flap: FlapPolicy = hc.flapDamping): CheckSpec {
+export function checkSpecFor(server: Endpoint, hc: HealthCheck, flap: FlapPolicy = hc.flapDamping): CheckSpec {
   const target: ProbeTarget = { kind: hc.kind, address: hc.address ?? server.address, port: hc.port ?? server.port };
   switch (hc.kind) {
     case 'tcp':

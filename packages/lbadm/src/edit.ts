@@ -1,6 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import { isMap, isSeq, parseDocument, type Document, type YAMLMap, type YAMLSeq } from 'yaml';
-import { canonicalAddress, familyOf, formatProblem, hostPort, serviceKey, type Config, type Problem, type Service } from '@lbd/config';
+import { canonicalAddress, familyOf, formatProblem, hostPort, serviceKey, type Config, type Endpoint, type Problem, type Service } from '@lbd/config';
 import { splitHostPort, type ServerFields, type ServiceFields } from './args.js';
 
 /**
@@ -113,7 +113,7 @@ function configuredWeight(doc: Document, rsPath: readonly (string | number)[]): 
   return typeof w === 'number' ? w : 1;
 }
 
-function addServer(doc: Document, i: number, svc: Service, ep: { address: string; port: number }, fields: ServerFields, label: string): { changed: boolean; text: string } {
+function addServer(doc: Document, i: number, svc: Service, ep: Endpoint, fields: ServerFields, label: string): { changed: boolean; text: string } {
   const item: Record<string, unknown> = { address: ep.address, port: ep.port, weight: fields.weight ?? 1 };
   if (fields.healthPort !== undefined) item.healthCheck = { port: fields.healthPort };
   const list = doc.getIn(['services', i, 'realServers']);
@@ -222,7 +222,7 @@ function findService(config: Pick<Config, 'services'>, ref: string, field: strin
 }
 
 /** `198.19.1.12:8080` or `[fd00::12]:8080`, the address in canonical form. */
-function parseEndpoint(text: string): { address: string; port: number } {
+function parseEndpoint(text: string): Endpoint {
   const { host: address, port } = splitHostPort(text) ?? { host: '', port: 0 };
   if (familyOf(address) === null || port < 1 || port > 65535) {
     throw new EditError({

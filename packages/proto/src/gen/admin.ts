@@ -22,7 +22,6 @@ import type { DirectorGroup as _lbd_admin_v1_DirectorGroup, DirectorGroup__Outpu
 import type { DirectorStatus as _lbd_admin_v1_DirectorStatus, DirectorStatus__Output as _lbd_admin_v1_DirectorStatus__Output } from './lbd/admin/v1/DirectorStatus.js';
 import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from './lbd/admin/v1/DoctorRequest.js';
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from './lbd/admin/v1/DoctorResponse.js';
-import type { Endpoint as _lbd_admin_v1_Endpoint, Endpoint__Output as _lbd_admin_v1_Endpoint__Output } from './lbd/admin/v1/Endpoint.js';
 import type { Event as _lbd_admin_v1_Event, Event__Output as _lbd_admin_v1_Event__Output } from './lbd/admin/v1/Event.js';
 import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest__Output as _lbd_admin_v1_FailoverRequest__Output } from './lbd/admin/v1/FailoverRequest.js';
 import type { FailoverResponse as _lbd_admin_v1_FailoverResponse, FailoverResponse__Output as _lbd_admin_v1_FailoverResponse__Output } from './lbd/admin/v1/FailoverResponse.js';
@@ -55,6 +54,7 @@ import type { RollbackResponse as _lbd_admin_v1_RollbackResponse, RollbackRespon
 import type { ServiceStats as _lbd_admin_v1_ServiceStats, ServiceStats__Output as _lbd_admin_v1_ServiceStats__Output } from './lbd/admin/v1/ServiceStats.js';
 import type { ServiceStatus as _lbd_admin_v1_ServiceStatus, ServiceStatus__Output as _lbd_admin_v1_ServiceStatus__Output } from './lbd/admin/v1/ServiceStatus.js';
 import type { WatchHealthRequest as _lbd_admin_v1_WatchHealthRequest, WatchHealthRequest__Output as _lbd_admin_v1_WatchHealthRequest__Output } from './lbd/admin/v1/WatchHealthRequest.js';
+import type { Endpoint as _lbd_common_v1_Endpoint, Endpoint__Output as _lbd_common_v1_Endpoint__Output } from './lbd/common/v1/Endpoint.js';
 
 type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> = {
   new(...args: ConstructorParameters<Constructor>): Subtype;
@@ -82,7 +82,6 @@ export interface ProtoGrpcType {
         DirectorStatus: MessageTypeDefinition<_lbd_admin_v1_DirectorStatus, _lbd_admin_v1_DirectorStatus__Output>
         DoctorRequest: MessageTypeDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorRequest__Output>
         DoctorResponse: MessageTypeDefinition<_lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorResponse__Output>
-        Endpoint: MessageTypeDefinition<_lbd_admin_v1_Endpoint, _lbd_admin_v1_Endpoint__Output>
         Event: MessageTypeDefinition<_lbd_admin_v1_Event, _lbd_admin_v1_Event__Output>
         FailoverRequest: MessageTypeDefinition<_lbd_admin_v1_FailoverRequest, _lbd_admin_v1_FailoverRequest__Output>
         FailoverResponse: MessageTypeDefinition<_lbd_admin_v1_FailoverResponse, _lbd_admin_v1_FailoverResponse__Output>
@@ -115,6 +114,11 @@ export interface ProtoGrpcType {
         ServiceStats: MessageTypeDefinition<_lbd_admin_v1_ServiceStats, _lbd_admin_v1_ServiceStats__Output>
         ServiceStatus: MessageTypeDefinition<_lbd_admin_v1_ServiceStatus, _lbd_admin_v1_ServiceStatus__Output>
         WatchHealthRequest: MessageTypeDefinition<_lbd_admin_v1_WatchHealthRequest, _lbd_admin_v1_WatchHealthRequest__Output>
+      }
+    }
+    common: {
+      v1: {
+        Endpoint: MessageTypeDefinition<_lbd_common_v1_Endpoint, _lbd_common_v1_Endpoint__Output>
       }
     }
   }

@@ -4,13 +4,13 @@
 import type * as grpc from '@grpc/grpc-js';
 import type { MessageTypeDefinition } from '@grpc/proto-loader';
 
+import type { Endpoint as _lbd_common_v1_Endpoint, Endpoint__Output as _lbd_common_v1_Endpoint__Output } from './lbd/common/v1/Endpoint.js';
 import type { Ack as _lbd_peer_v1_Ack, Ack__Output as _lbd_peer_v1_Ack__Output } from './lbd/peer/v1/Ack.js';
 import type { Change as _lbd_peer_v1_Change, Change__Output as _lbd_peer_v1_Change__Output } from './lbd/peer/v1/Change.js';
 import type { Changes as _lbd_peer_v1_Changes, Changes__Output as _lbd_peer_v1_Changes__Output } from './lbd/peer/v1/Changes.js';
 import type { ConnSyncClient as _lbd_peer_v1_ConnSyncClient, ConnSyncDefinition as _lbd_peer_v1_ConnSyncDefinition } from './lbd/peer/v1/ConnSync.js';
 import type { ConnectionId as _lbd_peer_v1_ConnectionId, ConnectionId__Output as _lbd_peer_v1_ConnectionId__Output } from './lbd/peer/v1/ConnectionId.js';
 import type { Hello as _lbd_peer_v1_Hello, Hello__Output as _lbd_peer_v1_Hello__Output } from './lbd/peer/v1/Hello.js';
-import type { HostPort as _lbd_peer_v1_HostPort, HostPort__Output as _lbd_peer_v1_HostPort__Output } from './lbd/peer/v1/HostPort.js';
 import type { Resync as _lbd_peer_v1_Resync, Resync__Output as _lbd_peer_v1_Resync__Output } from './lbd/peer/v1/Resync.js';
 import type { SnapshotBegin as _lbd_peer_v1_SnapshotBegin, SnapshotBegin__Output as _lbd_peer_v1_SnapshotBegin__Output } from './lbd/peer/v1/SnapshotBegin.js';
 import type { SnapshotEnd as _lbd_peer_v1_SnapshotEnd, SnapshotEnd__Output as _lbd_peer_v1_SnapshotEnd__Output } from './lbd/peer/v1/SnapshotEnd.js';
@@ -24,6 +24,11 @@ type SubtypeConstructor<Constructor extends new (...args: any) => any, Subtype> 
 
 export interface ProtoGrpcType {
   lbd: {
+    common: {
+      v1: {
+        Endpoint: MessageTypeDefinition<_lbd_common_v1_Endpoint, _lbd_common_v1_Endpoint__Output>
+      }
+    }
     peer: {
       v1: {
         Ack: MessageTypeDefinition<_lbd_peer_v1_Ack, _lbd_peer_v1_Ack__Output>
@@ -32,7 +37,6 @@ export interface ProtoGrpcType {
         ConnSync: SubtypeConstructor<typeof grpc.Client, _lbd_peer_v1_ConnSyncClient> & { service: _lbd_peer_v1_ConnSyncDefinition }
         ConnectionId: MessageTypeDefinition<_lbd_peer_v1_ConnectionId, _lbd_peer_v1_ConnectionId__Output>
         Hello: MessageTypeDefinition<_lbd_peer_v1_Hello, _lbd_peer_v1_Hello__Output>
-        HostPort: MessageTypeDefinition<_lbd_peer_v1_HostPort, _lbd_peer_v1_HostPort__Output>
         Resync: MessageTypeDefinition<_lbd_peer_v1_Resync, _lbd_peer_v1_Resync__Output>
         SnapshotBegin: MessageTypeDefinition<_lbd_peer_v1_SnapshotBegin, _lbd_peer_v1_SnapshotBegin__Output>
         SnapshotEnd: MessageTypeDefinition<_lbd_peer_v1_SnapshotEnd, _lbd_peer_v1_SnapshotEnd__Output>

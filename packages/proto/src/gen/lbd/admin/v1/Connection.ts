@@ -3,7 +3,7 @@
 // proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto lbd/peer/v1/sync.proto
 // Original file: ../../proto/lbd/admin/v1/admin.proto
 
-import type { Endpoint as _lbd_admin_v1_Endpoint, Endpoint__Output as _lbd_admin_v1_Endpoint__Output } from '../../../lbd/admin/v1/Endpoint.js';
+import type { Endpoint as _lbd_common_v1_Endpoint, Endpoint__Output as _lbd_common_v1_Endpoint__Output } from '../../../lbd/common/v1/Endpoint.js';
 
 export interface Connection {
   'protocol'?: (string);
@@ -11,13 +11,13 @@ export interface Connection {
    * conntrack state: ESTABLISHED, SYN_SENT, TIME_WAIT, ...; UDP: ASSURED or UNREPLIED.
    */
   'state'?: (string);
-  'client'?: (_lbd_admin_v1_Endpoint | null);
-  'vip'?: (_lbd_admin_v1_Endpoint | null);
+  'client'?: (_lbd_common_v1_Endpoint | null);
+  'vip'?: (_lbd_common_v1_Endpoint | null);
   /**
    * The fullnat source address the real server sees; unset in nat mode.
    */
-  'localAddress'?: (_lbd_admin_v1_Endpoint | null);
-  'realServer'?: (_lbd_admin_v1_Endpoint | null);
+  'localAddress'?: (_lbd_common_v1_Endpoint | null);
+  'realServer'?: (_lbd_common_v1_Endpoint | null);
   'expiresInSec'?: (number);
   /**
    * No reply seen yet.
@@ -40,13 +40,13 @@ export interface Connection__Output {
    * conntrack state: ESTABLISHED, SYN_SENT, TIME_WAIT, ...; UDP: ASSURED or UNREPLIED.
    */
   'state': (string);
-  'client': (_lbd_admin_v1_Endpoint__Output | null);
-  'vip': (_lbd_admin_v1_Endpoint__Output | null);
+  'client': (_lbd_common_v1_Endpoint__Output | null);
+  'vip': (_lbd_common_v1_Endpoint__Output | null);
   /**
    * The fullnat source address the real server sees; unset in nat mode.
    */
-  'localAddress': (_lbd_admin_v1_Endpoint__Output | null);
-  'realServer': (_lbd_admin_v1_Endpoint__Output | null);
+  'localAddress': (_lbd_common_v1_Endpoint__Output | null);
+  'realServer': (_lbd_common_v1_Endpoint__Output | null);
   'expiresInSec': (number);
   /**
    * No reply seen yet.

@@ -3,15 +3,15 @@
 // proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto lbd/peer/v1/sync.proto
 // Original file: ../../proto/lbd/peer/v1/sync.proto
 
-import type { HostPort as _lbd_peer_v1_HostPort, HostPort__Output as _lbd_peer_v1_HostPort__Output } from '../../../lbd/peer/v1/HostPort.js';
+import type { Endpoint as _lbd_common_v1_Endpoint, Endpoint__Output as _lbd_common_v1_Endpoint__Output } from '../../../lbd/common/v1/Endpoint.js';
 
 export interface ConnectionId {
   /**
    * "tcp" or "udp"
    */
   'protocol'?: (string);
-  'client'?: (_lbd_peer_v1_HostPort | null);
-  'vip'?: (_lbd_peer_v1_HostPort | null);
+  'client'?: (_lbd_common_v1_Endpoint | null);
+  'vip'?: (_lbd_common_v1_Endpoint | null);
 }
 
 export interface ConnectionId__Output {
@@ -19,6 +19,6 @@ export interface ConnectionId__Output {
    * "tcp" or "udp"
    */
   'protocol': (string);
-  'client': (_lbd_peer_v1_HostPort__Output | null);
-  'vip': (_lbd_peer_v1_HostPort__Output | null);
+  'client': (_lbd_common_v1_Endpoint__Output | null);
+  'vip': (_lbd_common_v1_Endpoint__Output | null);
 }

@@ -4,15 +4,15 @@
 // Original file: ../../proto/lbd/peer/v1/sync.proto
 
 import type { ConnectionId as _lbd_peer_v1_ConnectionId, ConnectionId__Output as _lbd_peer_v1_ConnectionId__Output } from '../../../lbd/peer/v1/ConnectionId.js';
-import type { HostPort as _lbd_peer_v1_HostPort, HostPort__Output as _lbd_peer_v1_HostPort__Output } from '../../../lbd/peer/v1/HostPort.js';
+import type { Endpoint as _lbd_common_v1_Endpoint, Endpoint__Output as _lbd_common_v1_Endpoint__Output } from '../../../lbd/common/v1/Endpoint.js';
 
 export interface SyncedConnection {
   'id'?: (_lbd_peer_v1_ConnectionId | null);
   /**
    * The NAT binding: the real server (DNAT) and, in fullnat, the local address the real server sees (SNAT).
    */
-  'realServer'?: (_lbd_peer_v1_HostPort | null);
-  'localAddress'?: (_lbd_peer_v1_HostPort | null);
+  'realServer'?: (_lbd_common_v1_Endpoint | null);
+  'localAddress'?: (_lbd_common_v1_Endpoint | null);
   /**
    * TCP state (ESTABLISHED, ...) or ASSURED for UDP.
    */
@@ -25,8 +25,8 @@ export interface SyncedConnection__Output {
   /**
    * The NAT binding: the real server (DNAT) and, in fullnat, the local address the real server sees (SNAT).
    */
-  'realServer': (_lbd_peer_v1_HostPort__Output | null);
-  'localAddress': (_lbd_peer_v1_HostPort__Output | null);
+  'realServer': (_lbd_common_v1_Endpoint__Output | null);
+  'localAddress': (_lbd_common_v1_Endpoint__Output | null);
   /**
    * TCP state (ESTABLISHED, ...) or ASSURED for UDP.
    */
