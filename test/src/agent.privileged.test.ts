@@ -142,9 +142,9 @@ describe('lbd-agent and lbadm on the nftables data plane @privileged', function 
   });
 
   it('apply --dry-run prints the rule diff and changes nothing; apply changes the kernel and the file', async () => {
-    const quiesced = CONFIG.replace(`- { address: 198.19.1.13, port: ${SERVER_PORTS.http}, weight: 1 }`, `- { address: 198.19.1.13, port: ${SERVER_PORTS.http}, weight: 0 }`);
-    const path = join(dir, 'quiesce.yaml');
-    await writeFile(path, quiesced);
+    const quiescent = CONFIG.replace(`- { address: 198.19.1.13, port: ${SERVER_PORTS.http}, weight: 1 }`, `- { address: 198.19.1.13, port: ${SERVER_PORTS.http}, weight: 0 }`);
+    const path = join(dir, 'quiescent.yaml');
+    await writeFile(path, quiescent);
     const before = await nftRuleset();
     const dry = await lbadm('apply', '-f', path, '--dry-run');
     assert.equal(dry.code, 0, dry.stderr);
@@ -153,7 +153,7 @@ describe('lbd-agent and lbadm on the nftables data plane @privileged', function 
     const real = await lbadm('apply', '-f', path);
     assert.equal(real.code, 0, real.stderr);
     assert.notEqual(await nftRuleset(), before);
-    assert.equal(await readFile(configPath, 'utf8'), quiesced);
+    assert.equal(await readFile(configPath, 'utf8'), quiescent);
     const http = await runTestClient<HttpResult>(lab.topology, CLIENT.host, ['http', '--url', `http://${VIPS.ipv4}/`, '--count', '20', '--new-connection']);
     assert.equal(http.servers.rs3, undefined);
     const again = await lbadm('apply', '-f', path);

@@ -25,7 +25,7 @@ const DNS = '198.18.0.10:53/udp';
 
 function servers(): GetStatusResponse['services'] {
   const rs = (address: string, port: number, weight: number, health: string, flags: string[] = []) => ({
-    address, port, weight, eligible: weight > 0 && health !== 'down', activeConnections: 4, inactiveConnections: 9, packets: 1000, bytes: 90_000,
+    address, port, weight, quiescent: !(weight > 0 && health !== 'down'), eligible: weight > 0 && health !== 'down', activeConnections: 4, inactiveConnections: 9, packets: 1000, bytes: 90_000,
     flags, health, effectiveWeight: health === 'down' ? 0 : weight,
   });
   return [

@@ -110,7 +110,7 @@ describe('data plane forwarding in namespaces @privileged', function () {
     assert.ok(seen.size > 1, `all connections went to ${[...seen].join(', ')}`);
   });
 
-  it('persistence keeps a client on one server, and lets go when that server is quiesced', async () => {
+  it('persistence keeps a client on one server, and lets go when that server goes quiescent', async () => {
     const svc = (w: number[]): Svc => ({
       name: 'sticky', vip: VIPS.ipv4Nat, port: 80, mode: 'nat', scheduler: 'rr', persistenceSec: 300, realServers: weights(w),
     });
@@ -120,11 +120,11 @@ describe('data plane forwarding in namespaces @privileged', function () {
     const servers = Object.keys(first.servers);
     assert.equal(servers.length, 1, `persistence spread one client over ${JSON.stringify(first.servers)}`);
     const sticky = Number(servers[0]!.slice(2));
-    const quiesced = [1, 1, 1].map((w, i) => (i + 1 === sticky ? 0 : w));
-    await dp.apply({ services: services([svc(quiesced)]) });
+    const quiescent = [1, 1, 1].map((w, i) => (i + 1 === sticky ? 0 : w));
+    await dp.apply({ services: services([svc(quiescent)]) });
     const after = await http(`http://${VIPS.ipv4Nat}/`, 12, ['--new-connection']);
     assert.equal(after.ok, 12);
-    assert.equal(after.servers[`rs${sticky}`], undefined, 'the quiesced server kept its persistent client');
+    assert.equal(after.servers[`rs${sticky}`], undefined, 'the quiescent server kept its persistent client');
     assert.equal(Object.keys(after.servers).length, 1, `the client was not re-pinned: ${JSON.stringify(after.servers)}`);
   });
 
@@ -170,11 +170,11 @@ describe('data plane forwarding in namespaces @privileged', function () {
       const r = await http(`http://${VIPS.ipv4}/`, 60, ['--new-connection']);
       assert.equal(r.servers.rs1, undefined, `rs1 got new connections: ${JSON.stringify(r.servers)}`);
       const fresh = await runTestClient<TcpOnceResult>(lab.topology, CLIENT.host, ['tcp-once', '--target', `${VIPS.ipv4}:${STREAM}`, '--count', '10']);
-      assert.equal(fresh.servers.rs1, undefined, `quiesced rs1 got new stream connections: ${JSON.stringify(fresh.servers)}`);
+      assert.equal(fresh.servers.rs1, undefined, `quiescent rs1 got new stream connections: ${JSON.stringify(fresh.servers)}`);
       await streams.stop();
       const result = streams.lastJson() as unknown as StreamResult;
       assert.equal(result.broken, 0, JSON.stringify(result.perConnection));
-      assert.equal(result.servers.rs1, 2, 'the quiesced server\'s streams kept running');
+      assert.equal(result.servers.rs1, 2, 'the quiescent server\'s streams kept running');
     });
 
     it('removing a server leaves connections to the others intact', async () => {

@@ -85,7 +85,7 @@ describe('health checks take failing real servers out of rotation and bring them
   async function inRotation(service: string, address: string): Promise<boolean> {
     const svc = (await dp.observe()).services.find((s) => s.key === service);
     const rs = svc?.realServers.find((r) => r.address === address);
-    return rs?.eligible ?? false;
+    return rs !== undefined && !rs.quiescent;
   }
 
   /** Polls the kernel every 20 ms until the real server is (or is not) in rotation; returns the time it took. */

@@ -100,7 +100,7 @@ describe('operator surfaces through the agents\' mutual-TLS listeners, in a two-
       s = await scrapeUntil(lab, 'dir1', 'rs2\'s streams expired with its removal', (x) => active(x, RS2.address) === 0, 5_000);
       const rs2 = rsLabels(STREAM, RS2.address, STREAM.port);
       assert.equal(value(s, 'lbd_real_server_effective_weight', rs2), 0);
-      assert.equal(value(s, 'lbd_real_server_eligible', rs2), 0);
+      assert.equal(value(s, 'lbd_real_server_quiescent', rs2), 1);
       assert.equal(value(s, 'lbd_real_server_state_changes_total', { ...rs2, to: 'down' }), 1);
       assert.ok(value(s, 'lbd_probe_duration_seconds_count', { ...rs2, kind: 'http', result: 'status' }) >= 2, 'fall = 2 failed probes');
       for (const r of [RS[0]!, RS[2]!]) {
@@ -164,7 +164,7 @@ describe('operator surfaces through the agents\' mutual-TLS listeners, in a two-
     try {
       for (const d of ['dir1', 'dir2'] as const) {
         await scrapeUntil(lab, d, `lbd_config_revision ${before[0]! + 1}`, (x) => value(x, 'lbd_config_revision') === before[0]! + 1, 15_000);
-        await waitFor(`${d} programs ${rs2} of web at weight 0`, 15_000, async () => (await webServer(lab, d, rs2)).eligible === false);
+        await waitFor(`${d} programs ${rs2} of web at weight 0`, 15_000, async () => (await webServer(lab, d, rs2)).quiescent);
         const rs = await webServer(lab, d, rs2);
         assert.equal(rs.weight, 0, `${d}: ${JSON.stringify(rs)}`);
         assert.ok(rs.flags.includes('drained'), `${d}: ${JSON.stringify(rs)}`);
@@ -201,7 +201,7 @@ describe('operator surfaces through the agents\' mutual-TLS listeners, in a two-
       await scrapeUntil(lab, d, `lbd_config_revision ${before[0]! + 2}`, (x) => value(x, 'lbd_config_revision') === before[0]! + 2, 15_000);
       await waitFor(`${d} programs ${rs2} of web at weight 2 again`, 15_000, async () => {
         const rs = await webServer(lab, d, rs2);
-        return rs.eligible && rs.weight === 2 && !rs.flags.includes('drained');
+        return !rs.quiescent && rs.weight === 2 && !rs.flags.includes('drained');
       });
     }
     const counts = await clientCounts(lab, 30);
@@ -212,12 +212,12 @@ describe('operator surfaces through the agents\' mutual-TLS listeners, in a two-
 interface LbEvent { director: string; kind: string; subject: string; from: string; to: string; reason: string; fields: Record<string, string> }
 
 /** Real server `server` of the web service as director `d` programs it (lbadm status over the admin socket). */
-async function webServer(lab: HaLab<AdminApi>, d: DirectorName, server: string): Promise<{ weight: number; eligible: boolean; flags: string[] }> {
+async function webServer(lab: HaLab<AdminApi>, d: DirectorName, server: string): Promise<{ weight: number; quiescent: boolean; flags: string[] }> {
   const st = await lab.api(d).getStatus({ timeoutMs: 2000 });
   const svc = st.services.find((s) => s.name === WEB.name);
   const rs = svc?.realServers.find((r) => `${r.address}:${r.port}` === server);
   if (!rs) throw new Error(`${d}: no real server ${server} in web`);
-  return { weight: rs.weight, eligible: rs.eligible, flags: rs.flags };
+  return { weight: rs.weight, quiescent: rs.quiescent, flags: rs.flags };
 }
 
 /** `count` new connections from the client through the web vip, counted per real server that answered. */

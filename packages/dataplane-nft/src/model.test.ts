@@ -107,7 +107,7 @@ describe('rendering', () => {
 
   const diffCases: Array<{ name: string; change: (s: readonly Service[]) => Service[]; ops: string[] }> = [
     {
-      name: 'quiescing a real server (weight 0) only changes its slots',
+      name: 'a real server going quiescent (weight 0) only changes its slots',
       change: (s) => withWeight(s, 'web', 1, 0),
       ops: [
         'delete element ip lbd dispatch { 198.18.0.10 . tcp . 80 }',
@@ -167,7 +167,7 @@ describe('rendering', () => {
     assert.equal(readded.models.ip.services.get('198.18.0.10:80/tcp')!.realServerMarks.get('198.18.0.10:80/tcp|198.19.1.11#8080'), 131073);
   });
 
-  it('drops persistence to a real server quiesced in a persistent service', () => {
+  it('drops persistence to a real server gone quiescent in a persistent service', () => {
     const before = planTables(goldenServices(), none);
     const after = planTables(withWeight(goldenServices(), 'web-nat', 0, 0), before.models);
     assert.deepEqual([...after.leaving.affinity.ip], [196609]);

@@ -10,7 +10,7 @@ import { buildSlotTable, type Selector } from './schedule.js';
  * The table (one per family, `ip lbd` and `ip6 lbd`):
  *   prerouting/output (nat): `daddr . l4proto . dport vmap @dispatch` → a shared scheduling chain
  *   scheduling chain (one per selector × slot-table length × persistence, shared by all services alike):
- *       [persistence hit on an eligible real server → dnat] ;
+ *       [persistence hit on a real server in @eligible (not quiescent) → dnat] ;
  *       ct mark set daddr . l4proto . dport . <selector> map @slots (one element per slot); dnat to ct mark map @backend_dnat
  *   postrouting (nat): fullnat services `snat to ct mark & 0xffff0000 map @service_snat` (an explicit pool,
  *       never masquerade)
@@ -214,8 +214,8 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
     if (mark === undefined) throw new Error(`no mark for ${realServerKey(key, rs.address, rs.port)}`);
     const id = String(mark);
     maps.backend_dnat.set(id, `${rs.address} . ${rs.port}`);
-    // Only persistence needs the eligible set (to refuse affinity to a quiesced real server); elsewhere
-    // a real server is eligible exactly when it owns slots.
+    // Only persistence needs the eligible set (to refuse affinity to a quiescent real server); elsewhere
+    // a real server takes new connections exactly when it owns slots.
     if (rs.weight > 0 && svc.persistenceSec > 0) maps.eligible.set(id, '');
     return id;
   });

@@ -50,13 +50,13 @@ describe('NftDataPlane in a namespace @privileged', function () {
     assert.equal(nft('-s', 'list', 'table', 'ip', 'lbd'), listed);
   });
 
-  it('observes services, real servers and eligibility from the kernel', async () => {
+  it('observes services, real servers and which are quiescent from the kernel', async () => {
     const dp = new NftDataPlane({ runner: netnsRunner(ns) });
     const observed = await dp.observe();
     const web = observed.services.find((s) => s.key === '198.18.0.10:80/tcp');
     assert.ok(web);
-    assert.deepEqual(web.realServers.map((r) => [r.address, r.port, r.eligible]), [
-      ['198.19.1.11', 8080, true], ['198.19.1.12', 8080, true], ['198.19.1.13', 8080, false],
+    assert.deepEqual(web.realServers.map((r) => [r.address, r.port, r.quiescent]), [
+      ['198.19.1.11', 8080, false], ['198.19.1.12', 8080, false], ['198.19.1.13', 8080, true],
     ]);
     assert.deepEqual(observed.services.map((s) => s.key).sort(), [
       '198.18.0.10:53/udp', '198.18.0.10:80/tcp', '198.18.0.11:80/tcp', '198.18.0.12:443/tcp', '198.18.0.12:80/tcp',

@@ -202,7 +202,7 @@ export class NftDataPlane implements DataPlane {
         const realServers: ObservedRealServer[] = [...frag.elements.backend_dnat].map(([mark, rs]) => {
           const [address, rsPort] = rs.split(' . ');
           return {
-            address: address!, port: Number(rsPort), realServerId: Number(mark), eligible: inSlots.has(mark),
+            address: address!, port: Number(rsPort), realServerId: Number(mark), quiescent: !inSlots.has(mark),
             counters: parsed.realServerStats.get(Number(mark)) ?? { packets: 0, bytes: 0 },
           };
         }).sort((a, b) => a.realServerId - b.realServerId);

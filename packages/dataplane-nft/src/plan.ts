@@ -15,7 +15,7 @@ export interface Leaving {
   readonly removed: Record<NftFamily, Set<number>>;
   /** Removed services' marks (`id << 16`), per family. */
   readonly removedServices: Record<NftFamily, Set<number>>;
-  /** Marks whose persistence entries must go: removed, or quiesced in a persistent service. */
+  /** Marks whose persistence entries must go: removed, or gone quiescent in a persistent service. */
   readonly affinity: Record<NftFamily, Set<number>>;
   /** Marks whose connections must be expired: removed from a service with expireOnRemove. */
   readonly expire: number[];

@@ -36,8 +36,8 @@ export type { Endpoint } from '@lbd/config';
 export interface ObservedRealServer extends Endpoint {
   /** The id in `ct mark` of this real server's connections in this service. */
   readonly realServerId: number;
-  /** Whether new connections may be scheduled to it (weight > 0). */
-  readonly eligible: boolean;
+  /** Takes no new connections (weight 0, or owns no slot); its established ones live on. */
+  readonly quiescent: boolean;
   readonly counters: Counters;
 }
 

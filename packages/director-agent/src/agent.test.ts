@@ -109,7 +109,7 @@ describe('Agent', () => {
     assert.equal(s.agent?.lastApply?.result, 'applied');
     assert.equal(s.agent?.lastApply?.trigger, 'start');
     assert.deepEqual(s.services.map((x) => [x.name, x.key, x.mode, x.localAddresses?.first]), [['web', '198.18.0.10:80/tcp', 'fullnat', '198.18.2.10']]);
-    assert.deepEqual(s.services[0]!.realServers.map((r) => [r.address, r.port, r.weight, r.eligible]), [['198.19.1.11', 8080, 1, true]]);
+    assert.deepEqual(s.services[0]!.realServers.map((r) => [r.address, r.port, r.weight, r.quiescent]), [['198.19.1.11', 8080, 1, false]]);
     const started = h.logs.find((l) => l.msg === 'started');
     assert.ok(started, 'logs "started"');
     assert.equal(h.logs.find((l) => l.msg === 'config applied')?.operations, 1);

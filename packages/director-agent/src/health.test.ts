@@ -113,12 +113,12 @@ describe('Agent health checks', () => {
     }
   });
 
-  it('quiesces a real server that fails `fall` probes (weight 0, one apply) and restores it after `rise` successes', async () => {
+  it('makes a real server that fails `fall` probes quiescent (weight 0, one apply) and restores it after `rise` successes', async () => {
     const h = await start(web());
     assert.deepEqual(weights(h.dp), { [RS1]: 1, [RS2]: 2 });
     const applies = h.dp.applyCount;
     h.prober.set(RS2, FAIL);
-    await until(h, () => weights(h.dp)[RS2] === 0, 3000, 'quiescing');
+    await until(h, () => weights(h.dp)[RS2] === 0, 3000, 'quiescent');
     assert.deepEqual(weights(h.dp), { [RS1]: 1, [RS2]: 0 }, 'still in the service, at weight 0: its connections live on');
     assert.equal(h.dp.applyCount, applies + 1, 'one apply');
     assert.equal(h.prober.callsTo(RS2).length, 2, 'down after exactly fall = 2 failures');
@@ -127,7 +127,7 @@ describe('Agent health checks', () => {
     assert.equal(down?.level, 'warn');
     assert.deepEqual(
       [down?.service, down?.name, down?.server, down?.from, down?.to, down?.reason, down?.probe, down?.action],
-      [SVC, 'web', RS2, 'up', 'down', 'http GET /: got 500, want 200-399 (2 failures)', 'status', 'quiesced (weight 0)'],
+      [SVC, 'web', RS2, 'up', 'down', 'http GET /: got 500, want 200-399 (2 failures)', 'status', 'quiescent (weight 0)'],
     );
 
     h.prober.set(RS2, { ok: true, message: 'http GET /: got 200' });
@@ -141,12 +141,12 @@ describe('Agent health checks', () => {
   it('leaves a health event saying why a real server left and came back, also in ListEvents', async () => {
     const h = await start(web());
     h.prober.set(RS2, FAIL);
-    await until(h, () => weights(h.dp)[RS2] === 0, 3000, 'quiescing');
+    await until(h, () => weights(h.dp)[RS2] === 0, 3000, 'quiescent');
     h.prober.set(RS2, { ok: true, message: 'http GET /: got 200' });
     await until(h, () => weights(h.dp)[RS2] === 2, 3000, 'restoring');
     const health = h.agent.events.recent(0).filter((e) => e.kind === 'health');
     assert.deepEqual(health.map((e) => [e.subject, e.from, e.to, e.reason]), [
-      [`${SVC} ${RS2}`, 'up', 'down', 'http GET /: got 500, want 200-399 (2 failures); quiesced (weight 0)'],
+      [`${SVC} ${RS2}`, 'up', 'down', 'http GET /: got 500, want 200-399 (2 failures); quiescent (weight 0)'],
       [`${SVC} ${RS2}`, 'down', 'up', 'http GET /: got 200 (2 successes); restored (weight 2)'],
     ]);
     assert.deepEqual([health[0]!.fields.name, health[0]!.fields.server, health[0]!.fields.check, health[0]!.fields.probe], ['web', RS2, 'http', 'status']);
@@ -227,7 +227,7 @@ describe('Agent health checks', () => {
 
     h.prober.set(RS1, { ok: true });
     await until(h, () => weights(h.dp)[RS1] === 1, 3000, 'recovery');
-    assert.deepEqual(weights(h.dp), { [RS1]: 1, [RS2]: 0 }, 'once one is up, the kept one is quiesced');
+    assert.deepEqual(weights(h.dp), { [RS1]: 1, [RS2]: 0 }, 'once one is up, the kept one is quiescent');
     assert.equal(logsOf(h, 'real servers up again').length, 1);
   });
 
@@ -288,7 +288,7 @@ describe('Agent health checks', () => {
 
     const applies = dp.applyCount;
     const h = await start(web(), { dp, dir: first.dir });
-    assert.equal(dp.applyCount, applies, 'the restart writes nothing: rs2 starts down (kernel: not eligible), rs1 up');
+    assert.equal(dp.applyCount, applies, 'the restart writes nothing: rs2 starts down (kernel: quiescent), rs1 up');
     assert.deepEqual(weights(dp), { [RS1]: 1, [RS2]: 0 });
     assert.ok(h.logs.some((l) => l.msg === 'health state taken from the kernel until the first results' && l.up === 1 && l.down === 1));
     const health = await api(h).getHealth();

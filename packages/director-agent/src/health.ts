@@ -187,20 +187,20 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
 
   /**
    * For a restarted agent, before the first results: a real server with weight > 0 in the config that the
-   * kernel shows as eligible starts up, one it shows as not eligible starts down (in a service with onDown
-   * remove, one the kernel's service lacks counts as not eligible). A check shared by several services is
+   * kernel shows as taking new connections starts up, one it shows as quiescent starts down (in a service with
+   * onDown remove, one the kernel's service lacks counts as quiescent). A check shared by several services is
    * down when any of them shows it down. Call right after the first set().
    */
   adoptKernel(config: Config, observed: ObservedState): void {
-    const kernel = new Map(observed.services.map((s) => [s.key, new Map(s.realServers.map((r) => [endpoint(r.address, r.port), r.eligible]))]));
+    const kernel = new Map(observed.services.map((s) => [s.key, new Map(s.realServers.map((r) => [endpoint(r.address, r.port), r.quiescent]))]));
     const votes = new Map<string, 'up' | 'down'>();
     for (const svc of config.services) {
       const servers = kernel.get(serviceKey(svc));
       if (servers === undefined) continue; // a service new to the kernel: nothing to keep
       for (const rs of svc.realServers) {
         if (rs.healthCheck === null || rs.weight === 0) continue;
-        const eligible = servers.get(endpoint(rs.address, rs.port));
-        const vote = eligible === true ? 'up' : eligible === false || svc.onDown === 'remove' ? 'down' : null;
+        const quiescent = servers.get(endpoint(rs.address, rs.port));
+        const vote = quiescent === false ? 'up' : quiescent === true || svc.onDown === 'remove' ? 'down' : null;
         if (vote === null) continue;
         const key = this.specOf(rs).key;
         if (votes.get(key) !== 'down') votes.set(key, vote);
@@ -368,7 +368,7 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
       if (svc.slowStartMs > 0) return `ramping to weight ${rs.weight} over ${formatDuration(svc.slowStartMs)}`;
       return `restored (weight ${rs.weight})`;
     }
-    const own = svc.onDown === 'remove' ? 'removed, connections expired' : 'quiesced (weight 0)';
+    const own = svc.onDown === 'remove' ? 'removed, connections expired' : 'quiescent (weight 0)';
     const anyUp = svc.realServers.some((other) => {
       if (other.weight === 0) return false;
       if (other.healthCheck === null) return true;

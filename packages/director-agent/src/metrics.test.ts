@@ -212,7 +212,7 @@ describe('Metrics of one director', () => {
     assert.equal(value(x, 'lbd_real_server_bytes_total', rs(RS1)), 861);
     assert.equal(value(x, 'lbd_real_server_weight', rs(RS2)), 2);
     assert.equal(value(x, 'lbd_real_server_effective_weight', rs(RS2)), 2);
-    assert.equal(value(x, 'lbd_real_server_eligible', rs(RS2)), 1);
+    assert.equal(value(x, 'lbd_real_server_quiescent', rs(RS2)), 0);
     assert.equal(value(x, 'lbd_real_server_held_down', rs(RS2)), 0);
     assert.equal(value(x, 'lbd_real_server_flap_score', rs(RS2)), 0);
     assert.equal(has(x, 'lbd_real_server_state_changes_total'), false, 'no transition yet');
@@ -233,7 +233,7 @@ describe('Metrics of one director', () => {
     assert.equal(value(x, 'lbd_real_server_connections', { ...rs(RS1), state: 'active' }), 1, 'rs1 keeps its own');
     assert.equal(value(x, 'lbd_real_server_effective_weight', rs(RS2)), 0);
     assert.equal(value(x, 'lbd_real_server_weight', rs(RS2)), 2, 'the configured weight stays');
-    assert.equal(value(x, 'lbd_real_server_eligible', rs(RS2)), 0);
+    assert.equal(value(x, 'lbd_real_server_quiescent', rs(RS2)), 1);
     assert.equal(value(x, 'lbd_real_server_state_changes_total', { ...rs(RS2), to: 'down' }), 1);
     assert.equal(has(x, 'lbd_real_server_state_changes_total', { ...rs(RS2), to: 'up' }), false);
     assert.equal(value(x, 'lbd_real_server_flap_score', rs(RS2)), 1);

@@ -22,9 +22,9 @@ const OBSERVED: ObservedState = {
     {
       key: '198.18.0.10:80/tcp', vip: '198.18.0.10', port: 80, protocol: 'tcp', counters: { packets: 30, bytes: 3000 },
       realServers: [
-        { address: '198.19.1.11', port: 8080, realServerId: 1, eligible: true, counters: { packets: 20, bytes: 2000 } },
-        { address: '198.19.1.12', port: 8080, realServerId: 2, eligible: false, counters: { packets: 10, bytes: 1000 } },
-        { address: '198.19.1.13', port: 8080, realServerId: 3, eligible: true, counters: { packets: 0, bytes: 0 } },
+        { address: '198.19.1.11', port: 8080, realServerId: 1, quiescent: false, counters: { packets: 20, bytes: 2000 } },
+        { address: '198.19.1.12', port: 8080, realServerId: 2, quiescent: true, counters: { packets: 10, bytes: 1000 } },
+        { address: '198.19.1.13', port: 8080, realServerId: 3, quiescent: false, counters: { packets: 0, bytes: 0 } },
       ],
     },
     { key: '198.18.0.99:443/tcp', vip: '198.18.0.99', port: 443, protocol: 'tcp', counters: { packets: 1, bytes: 1 }, realServers: [] },
@@ -53,10 +53,10 @@ describe('serviceStatuses', () => {
   });
 
   it('counts ESTABLISHED as active and every other state as inactive, per real server', () => {
-    assert.deepEqual(s[0]!.realServers!.map((r) => [r.address, r.weight, r.eligible, r.activeConnections, r.inactiveConnections, r.packets, r.flags]), [
-      ['198.19.1.11', 2, true, 2, 1, 20, []],
-      ['198.19.1.12', 0, false, 0, 1, 10, []],
-      ['198.19.1.13', 0, true, 0, 0, 0, ['not-in-config']],
+    assert.deepEqual(s[0]!.realServers!.map((r) => [r.address, r.weight, r.quiescent, r.activeConnections, r.inactiveConnections, r.packets, r.flags]), [
+      ['198.19.1.11', 2, false, 2, 1, 20, []],
+      ['198.19.1.12', 0, true, 0, 1, 10, []],
+      ['198.19.1.13', 0, false, 0, 0, 0, ['not-in-config']],
     ]);
   });
 });

@@ -131,7 +131,9 @@ export function serviceStatuses(config: Config, observed: ObservedState, conns: 
           port: rs.port,
           weight: rs.weight ?? 0,
           // Only the kernel can say whether new connections go there; a server it lacks gets none.
-          eligible: rs.observed?.eligible ?? false,
+          quiescent: rs.observed?.quiescent ?? true,
+          // Deprecated (admin.proto): the opposite, for clients of before.
+          eligible: rs.observed?.quiescent === false,
           activeConnections: n.active,
           inactiveConnections: n.inactive,
           packets: counters.packets,

@@ -257,7 +257,7 @@ describe('slowStartWeight', () => {
     ['a clock read before upSince: 1', 10, 5_000, 10_000, 4_000, 1],
     ['weight 1 is 1 throughout', 1, 0, 10_000, 5_000, 1],
     ['slow start off (0): the full weight at once', 100, 0, 0, 0, 100],
-    ['configured weight 0 (quiesced by the operator) stays 0', 0, 0, 10_000, 5_000, 0],
+    ['configured weight 0 (quiescent by the operator\'s choice) stays 0', 0, 0, 10_000, 5_000, 0],
     ['large weights ramp linearly', 65_535, 0, 60_000, 30_000, 32_768],
   ];
   for (const [name, weight, since, slow, now, want] of table) {

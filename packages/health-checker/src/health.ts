@@ -126,7 +126,7 @@ export function formatDuration(ms: number): string {
 /**
  * The weight to program for a server that came up at `upSinceMs` while it ramps: linear from 1 to `weight`
  * over `slowStartMs` (like HAProxy's slowstart), so a cold cache or JIT is not flooded at once. Never 0 for
- * an up server (0 would quiesce it); a configured weight of 0 stays 0 (the operator quiesced it).
+ * an up server (0 would make it quiescent); a configured weight of 0 stays 0 (the operator made it quiescent).
  * The agent re-programs the weight as it grows; the steps are whole numbers, so at most `weight - 1` changes.
  */
 export function slowStartWeight(weight: number, upSinceMs: number, slowStartMs: number, now: number): number {

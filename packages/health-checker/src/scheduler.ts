@@ -210,7 +210,7 @@ export class HealthScheduler extends EventEmitter<HealthSchedulerEvents> {
 
   /**
    * For a restarted agent that read the kernel: the state the check is in until its first result (a server
-   * the kernel has in rotation stays in, one quiesced stays out). Ignored, returning false, for an unknown
+   * the kernel has in rotation stays in, one quiescent stays out). Ignored, returning false, for an unknown
    * key or once a result has been applied (then the probes know better than the kernel).
    */
   setInitialState(key: string, state: HealthState): boolean {

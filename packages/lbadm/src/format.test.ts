@@ -25,23 +25,23 @@ const STATUS: GetStatusResponse__Output = {
       name: 'web', key: '198.18.0.10:80/tcp', vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
       persistenceSec: 300, localAddresses: { first: '198.18.2.10', last: '198.18.2.13', size: 4 }, flags: ['expire-on-remove'],
       realServers: [
-        { address: '198.19.1.11', port: 8080, weight: 3, eligible: true, activeConnections: 12, inactiveConnections: 4, packets: 1, bytes: 2, flags: [], health: 'up', effectiveWeight: 3 },
-        { address: '198.19.1.12', port: 8080, weight: 2, eligible: false, activeConnections: 1, inactiveConnections: 0, packets: 1, bytes: 2, flags: ['down', 'held-down'], health: 'down', effectiveWeight: 0 },
-        { address: '198.19.1.13', port: 8080, weight: 4, eligible: true, activeConnections: 0, inactiveConnections: 0, packets: 0, bytes: 0, flags: ['ramping'], health: 'up', effectiveWeight: 2 },
+        { address: '198.19.1.11', port: 8080, weight: 3, quiescent: false, eligible: true, activeConnections: 12, inactiveConnections: 4, packets: 1, bytes: 2, flags: [], health: 'up', effectiveWeight: 3 },
+        { address: '198.19.1.12', port: 8080, weight: 2, quiescent: true, eligible: false, activeConnections: 1, inactiveConnections: 0, packets: 1, bytes: 2, flags: ['down', 'held-down'], health: 'down', effectiveWeight: 0 },
+        { address: '198.19.1.13', port: 8080, weight: 4, quiescent: false, eligible: true, activeConnections: 0, inactiveConnections: 0, packets: 0, bytes: 0, flags: ['ramping'], health: 'up', effectiveWeight: 2 },
       ],
     },
     {
       name: 'dns6', key: '[fd00::53]:53/udp', vip: 'fd00::53', port: 53, protocol: 'udp', mode: 'nat', scheduler: 'sh',
       persistenceSec: 0, localAddresses: null, flags: [],
       realServers: [
-        { address: 'fd00:1234:5678:9abc::1:53', port: 5353, weight: 1, eligible: true, activeConnections: 0, inactiveConnections: 7, packets: 0, bytes: 0, flags: [], health: '', effectiveWeight: 1 },
+        { address: 'fd00:1234:5678:9abc::1:53', port: 5353, weight: 1, quiescent: false, eligible: true, activeConnections: 0, inactiveConnections: 7, packets: 0, bytes: 0, flags: [], health: '', effectiveWeight: 1 },
       ],
     },
     {
       name: 'new', key: '198.18.0.20:443/tcp', vip: '198.18.0.20', port: 443, protocol: 'tcp', mode: 'nat', scheduler: 'mh',
       persistenceSec: 0, localAddresses: null, flags: ['not-in-kernel'],
       realServers: [
-        { address: '198.19.1.21', port: 443, weight: 1, eligible: false, activeConnections: 0, inactiveConnections: 0, packets: 0, bytes: 0, flags: ['not-in-kernel'], health: '', effectiveWeight: 1 },
+        { address: '198.19.1.21', port: 443, weight: 1, quiescent: true, eligible: false, activeConnections: 0, inactiveConnections: 0, packets: 0, bytes: 0, flags: ['not-in-kernel'], health: '', effectiveWeight: 1 },
       ],
     },
   ],
@@ -188,11 +188,11 @@ describe('formatHealth', () => {
     const e: HealthEvent__Output = {
       seq: 7, timeUnixMs: T0, service: '198.18.0.10:80/tcp', serviceName: 'web', address: '198.19.1.12', port: 8080, checkKind: 'http',
       from: 'up', to: 'down', reason: 'http GET /: got 500, want 200-399 (2 failures)', probeReason: 'status', latencyMs: 3, heldDownUntilUnixMs: 0,
-      action: 'quiesced (weight 0)',
+      action: 'quiescent (weight 0)',
     };
     assert.equal(formatHealthEvent(e),
-      '2026-01-01T00:10:00.000Z web 198.19.1.12:8080 up -> down: http GET /: got 500, want 200-399 (2 failures) [3 ms]; quiesced (weight 0)\n');
-    assert.match(formatHealthEvent({ ...e, heldDownUntilUnixMs: T0 + 5000 }), /\[3 ms\]; held down until 2026-01-01T00:10:05\.000Z; quiesced/);
+      '2026-01-01T00:10:00.000Z web 198.19.1.12:8080 up -> down: http GET /: got 500, want 200-399 (2 failures) [3 ms]; quiescent (weight 0)\n');
+    assert.match(formatHealthEvent({ ...e, heldDownUntilUnixMs: T0 + 5000 }), /\[3 ms\]; held down until 2026-01-01T00:10:05\.000Z; quiescent/);
   });
 
   it('ages', () => {

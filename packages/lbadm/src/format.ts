@@ -66,7 +66,7 @@ export function formatStatus(s: GetStatusResponse__Output): string {
     lines.push(words.join(' '));
     for (const rs of svc.realServers) {
       // Health's words (down, held-down, ramping, removed, kept) come in the flags.
-      const marks = [...(rs.eligible ? [] : ['quiescent']), ...rs.flags];
+      const marks = [...(rs.quiescent ? ['quiescent'] : []), ...rs.flags];
       lines.push([
         `  -> ${hostPort(rs.address, rs.port).padEnd(addrWidth)}`,
         // What is programmed, as ipvsadm shows the kernel's weight: 0 while down, less while ramping.

@@ -41,7 +41,7 @@ const HEALTH: GetHealthResponse = {
 const EVENT: HealthEvent = {
   seq: 9, timeUnixMs: T0, service: '198.18.0.10:80/tcp', serviceName: 'web', address: '198.19.1.11', port: 8080, checkKind: 'http',
   from: 'up', to: 'down', reason: 'http GET /: got 500, want 200-399 (2 failures)', probeReason: 'status', latencyMs: 3,
-  heldDownUntilUnixMs: 0, action: 'quiesced (weight 0)',
+  heldDownUntilUnixMs: 0, action: 'quiescent (weight 0)',
 };
 
 /** The stand-in agent: GetHealth answers HEALTH (or NOT_FOUND for an unknown service); WatchHealth streams what the test sends. */
@@ -149,7 +149,7 @@ describe('lbadm health', () => {
     const r = await run;
     await cancelled; // the call was cancelled, not left open
     assert.equal(r.code, EXIT.ok, r.err);
-    assert.equal(r.out, '2026-01-01T00:10:00.000Z web 198.19.1.11:8080 up -> down: http GET /: got 500, want 200-399 (2 failures) [3 ms]; quiesced (weight 0)\n');
+    assert.equal(r.out, '2026-01-01T00:10:00.000Z web 198.19.1.11:8080 up -> down: http GET /: got 500, want 200-399 (2 failures) [3 ms]; quiescent (weight 0)\n');
     assert.match(r.err, /^lbadm: watching health transitions; Ctrl-C ends\n$/);
   });
 

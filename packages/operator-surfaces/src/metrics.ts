@@ -182,7 +182,7 @@ export class Metrics {
   }
 
   private collectRealServers(services: readonly ServiceStatus[], config: Config): void {
-    for (const m of [this.m.connections, this.m.up, this.m.weight, this.m.effectiveWeight, this.m.eligible, this.m.heldDown, this.m.flapScore]) m.reset();
+    for (const m of [this.m.connections, this.m.up, this.m.weight, this.m.effectiveWeight, this.m.quiescent, this.m.heldDown, this.m.flapScore]) m.reset();
     this.m.packets.reset();
     this.m.bytes.reset();
     for (const s of services) {
@@ -196,7 +196,7 @@ export class Metrics {
         this.m.bytes.inc(labels, num(r.bytes));
         this.m.weight.set(labels, r.weight ?? 0);
         this.m.effectiveWeight.set(labels, r.effectiveWeight ?? 0);
-        this.m.eligible.set(labels, r.eligible === true ? 1 : 0);
+        this.m.quiescent.set(labels, r.quiescent === true ? 1 : 0);
       }
     }
     const now = this.source.healthNow();
@@ -339,9 +339,9 @@ function defineMetrics(registry: Registry, withTransitions: boolean) {
     packets: counter('lbd_real_server_packets_total', 'Packets the kernel forwarded to the real server for the service (its nft counter; restarts from 0 when the table is rebuilt).', rs),
     bytes: counter('lbd_real_server_bytes_total', 'Bytes the kernel forwarded to the real server for the service (its nft counter).', rs),
     up: gauge('lbd_real_server_up', 'Health of a checked real server: 1 up, 0 down (servers without a health check have no series).', rs),
-    weight: gauge('lbd_real_server_weight', 'The real server\'s configured weight (0: quiesced by the operator).', rs),
+    weight: gauge('lbd_real_server_weight', 'The real server\'s configured weight (0: quiescent by the operator\'s choice).', rs),
     effectiveWeight: gauge('lbd_real_server_effective_weight', 'The weight the agent programs now: 0 while down, ramping during slow start.', rs),
-    eligible: gauge('lbd_real_server_eligible', 'Whether the kernel schedules new connections to the real server (1) or not (0).', rs),
+    quiescent: gauge('lbd_real_server_quiescent', 'Whether the real server is quiescent: the kernel schedules it no new connections, its established ones live on (1), or not (0).', rs),
     heldDown: gauge('lbd_real_server_held_down', 'Whether flap damping holds the checked real server down (1) whatever its probes say.', rs),
     flapScore: gauge('lbd_real_server_flap_score', 'State changes of the checked real server within its flap window (hold-down starts at the policy\'s maxTransitions).', rs),
     stateChanges: counter('lbd_real_server_state_changes_total', 'Health transitions of the real server in the service, by the state it went to.', [...rs, 'to']),

@@ -27,7 +27,7 @@ import { clockTicks, formatCount as count, formatMs, formatNumber, median, parse
  *    so every service loses 2 of 100) fail at once, by dropping their SYNs (timeout path) and then, on
  *    other ports, by resetting them (refused path). Each target's latency is the agent's transition time
  *    (WatchHealth) minus the moment `nft` returned; the bound is interval × fall + timeout + 100 ms.
- *    Also: when the health apply that quiesced it had finished (agent debug log), and the time to come
+ *    Also: when the health apply that made it quiescent had finished (agent debug log), and the time to come
  *    back after the rule is flushed.
  * 3. Sustained: everything left running for another minute, counting false downs, timeouts and
  *    conntrack drops. The agent's nat rules turn on conntrack in the director namespace, and every
@@ -634,7 +634,7 @@ function reportDetection(runs: readonly Detection[]): void {
     String(r.falseDowns.length), count(r.conntrackDrops), `${r.agentCores.toFixed(2)} cores`,
   ])));
   out('Latencies run from the moment `nft add rule` returned (the rule is in force from its commit, just before) to the agent\'s');
-  out('transition time (WatchHealth). "out of rotation": until the health apply that quiesced the target had finished (agent debug');
+  out('transition time (WatchHealth). "out of rotation": until the health apply that made the target quiescent had finished (agent debug');
   out(`log). "back up": from flushing the rule to the transition up (rise ${CHECK.rise}). agent CPU: from adding the rule until 0.5 s after the last down.`);
   for (const r of runs) {
     const reasons = [...r.probeReasons].map(([k, n]) => `${k} ${n}`).join(', ');

@@ -18,7 +18,7 @@ function backendOf(): FakeDashboardBackend {
       agent: { configRevision: 1, configSha256: 'abc', configSource: 'test' },
       services: [{
         name: 'web', key: WEB, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'nat', scheduler: 'rr', flags: [],
-        realServers: [{ ...RS, weight: 1, eligible: true, health: 'up', flags: [], effectiveWeight: 1 }],
+        realServers: [{ ...RS, weight: 1, quiescent: false, eligible: true, health: 'up', flags: [], effectiveWeight: 1 }],
       }],
     },
     {

@@ -6,7 +6,7 @@ const WEB = '198.18.0.10:80/tcp';
 
 function rsStatus(address: string, o: { weight?: number; health?: string; flags?: string[]; packets?: number; bytes?: number; active?: number } = {}) {
   return {
-    address, port: 8080, weight: o.weight ?? 1, eligible: true, activeConnections: o.active ?? 0, inactiveConnections: 1,
+    address, port: 8080, weight: o.weight ?? 1, quiescent: false, eligible: true, activeConnections: o.active ?? 0, inactiveConnections: 1,
     packets: o.packets ?? 0, bytes: o.bytes ?? 0, flags: o.flags ?? [], health: o.health ?? 'up', effectiveWeight: o.weight ?? 1,
   };
 }

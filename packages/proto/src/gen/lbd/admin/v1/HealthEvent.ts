@@ -36,7 +36,7 @@ export interface HealthEvent {
    */
   'heldDownUntilUnixMs'?: (number | string | Long);
   /**
-   * What the agent does about it: "quiesced (weight 0)", "removed, connections expired",
+   * What the agent does about it: "quiescent (weight 0)", "removed, connections expired",
    * "restored (weight 3)", "ramping to weight 3 over 10 s", with "; all real servers down: ..." when
    * it was the last one up.
    */
@@ -74,7 +74,7 @@ export interface HealthEvent__Output {
    */
   'heldDownUntilUnixMs': (number);
   /**
-   * What the agent does about it: "quiesced (weight 0)", "removed, connections expired",
+   * What the agent does about it: "quiescent (weight 0)", "removed, connections expired",
    * "restored (weight 3)", "ramping to weight 3 over 10 s", with "; all real servers down: ..." when
    * it was the last one up.
    */

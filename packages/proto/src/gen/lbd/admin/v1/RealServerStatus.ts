@@ -13,7 +13,8 @@ export interface RealServerStatus {
    */
   'weight'?: (number);
   /**
-   * New connections may be scheduled to it (weight > 0 and in the kernel); false = quiescent.
+   * Deprecated: the opposite of quiescent, still sent for lbadm and dashboards of before; read quiescent.
+   * @deprecated
    */
   'eligible'?: (boolean);
   /**
@@ -38,10 +39,14 @@ export interface RealServerStatus {
    */
   'health'?: (string);
   /**
-   * The weight the agent programs now: the configured weight, 0 while down (quiesced or removed),
+   * The weight the agent programs now: the configured weight, 0 while down (quiescent or removed),
    * less while ramping up after slow start.
    */
   'effectiveWeight'?: (number);
+  /**
+   * Takes no new connections (weight 0 now, or not in the kernel); its established connections live on.
+   */
+  'quiescent'?: (boolean);
 }
 
 export interface RealServerStatus__Output {
@@ -52,7 +57,8 @@ export interface RealServerStatus__Output {
    */
   'weight': (number);
   /**
-   * New connections may be scheduled to it (weight > 0 and in the kernel); false = quiescent.
+   * Deprecated: the opposite of quiescent, still sent for lbadm and dashboards of before; read quiescent.
+   * @deprecated
    */
   'eligible': (boolean);
   /**
@@ -77,8 +83,12 @@ export interface RealServerStatus__Output {
    */
   'health': (string);
   /**
-   * The weight the agent programs now: the configured weight, 0 while down (quiesced or removed),
+   * The weight the agent programs now: the configured weight, 0 while down (quiescent or removed),
    * less while ramping up after slow start.
    */
   'effectiveWeight': (number);
+  /**
+   * Takes no new connections (weight 0 now, or not in the kernel); its established connections live on.
+   */
+  'quiescent': (boolean);
 }
