@@ -53,6 +53,8 @@ describe('lbadm completion', () => {
     assert.deepEqual(await complete('lbadm service add dns --mode '), ['fullnat', 'nat']);
     assert.deepEqual(await complete('lbadm --socket /tmp/x.sock sta'), ['stats', 'status']);
     assert.deepEqual(await complete('lbadm completion '), ['bash', 'zsh']);
+    // --group, the old name of --vip-group, still parses but is offered nowhere
+    assert.deepEqual(await complete('lbadm failover --'), ['--ca', '--cert', '--help', '--json', '--key', '--server', '--server-name', '--socket', '--to', '--vip-group']);
   });
 
   it('zsh runs the same completion through bashcompinit (skipped where zsh is not installed)', async function () {

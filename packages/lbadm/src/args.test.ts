@@ -20,7 +20,10 @@ describe('parseArgs', () => {
     [['apply', '-h'], {}, 'help /run/lbd/admin.sock json=false'],
     [['cluster', 'status', '--json'], {}, 'cluster /run/lbd/admin.sock json=true args=status'],
     [['config', 'rollback', '3'], {}, 'config /run/lbd/admin.sock json=false args=rollback,3'],
-    [['failover', '--group', 'default', '--to', 'dir2'], {}, 'failover /run/lbd/admin.sock json=false group=default to=dir2'],
+    [['failover', '--vip-group', 'default', '--to', 'dir2'], {}, 'failover /run/lbd/admin.sock json=false vip-group=default to=dir2'],
+    // --group: the old name, still parsed for scripts
+    [['failover', '--group', 'default', '--to', 'dir2'], {}, 'failover /run/lbd/admin.sock json=false vip-group=default to=dir2'],
+    [['failover', '--group=default'], {}, 'failover /run/lbd/admin.sock json=false vip-group=default'],
     [['apply', '-f', 'x', '--expect-revision', '0'], {}, 'apply /run/lbd/admin.sock json=false file=x expect=0'],
     [['server', 'drain', 'web', '198.19.1.12:8080', '--dry-run'], {}, 'server /run/lbd/admin.sock json=false dry-run args=drain,web,198.19.1.12:8080'],
     [['server', 'add', 'web', '[fd00::1]:80', '--weight', '0', '--health-port', '9000'], {}, 'server /run/lbd/admin.sock json=false args=add,web,[fd00::1]:80 server={"weight":0,"healthPort":9000}'],
@@ -43,7 +46,7 @@ describe('parseArgs', () => {
       if (i.dryRun) parts.push('dry-run');
       if (i.watch) parts.push('watch');
       if (i.args.length > 0) parts.push(`args=${i.args.join(',')}`);
-      if (i.group !== undefined) parts.push(`group=${i.group}`);
+      if (i.vipGroup !== undefined) parts.push(`vip-group=${i.vipGroup}`);
       if (i.to !== undefined) parts.push(`to=${i.to}`);
       if (i.expectRevision !== undefined) parts.push(`expect=${i.expectRevision}`);
       if (i.mode !== undefined) parts.push(`mode=${i.mode}`);
@@ -63,14 +66,16 @@ describe('parseArgs', () => {
     [['config', 'show', 'now'], 'unexpected argument "now" after lbadm config show'],
     [['config', 'rollback'], 'lbadm config rollback needs one revision number (see lbadm config history), not none'],
     [['config', 'rollback', 'x'], 'lbadm config rollback needs one revision number (see lbadm config history), not "x"'],
-    [['failover'], 'lbadm failover needs --group G (lbadm cluster status lists the vip groups)'],
+    [['failover'], 'lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)'],
     [['drill', 'failover', '--mode', 'box-death', '--count', '20'], 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
       + 'deploy/lab/lab drill --mode box-death --count 20 (deploy/lab/lab help lists the modes). '
-      + 'On a director, lbadm failover --group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
+      + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
     [['--socket', '/tmp/a.sock', 'drill'], 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
       + 'deploy/lab/lab drill --mode MODE [--count N] [--pause-ms MS] (deploy/lab/lab help lists the modes). '
-      + 'On a director, lbadm failover --group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
-    [['failover', '--to', 'dir2'], 'lbadm failover needs --group G (lbadm cluster status lists the vip groups)'],
+      + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
+    [['failover', '--to', 'dir2'], 'lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)'],
+    [['failover', '--group', 'a', '--vip-group', 'b'], '--group is the old name of --vip-group; give --vip-group once'],
+    [['service', 'edit', 'web', '--group', 'g2'], '--group is not a flag of "lbadm service" (it belongs to lbadm failover)'],
     [['apply', '-f', 'x', '--expect-revision', '-1'], '--expect-revision: "-1" is not a config revision (0 or more)'],
     [['status', '--watch'], '--watch is not a flag of "lbadm status" (it belongs to lbadm health)'],
     [['status', '--service', 'web'], '--service is not a flag of "lbadm status" (it belongs to lbadm conns, lbadm health)'],

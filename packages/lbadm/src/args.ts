@@ -41,8 +41,8 @@ export interface Invocation {
   readonly watch: boolean;
   /** Words after the command: `cluster status`, `config history`, `config rollback 3`. */
   readonly args: readonly string[];
-  /** failover */
-  readonly group: string | undefined;
+  /** failover: the vip group to move */
+  readonly vipGroup: string | undefined;
   readonly to: string | undefined;
   /** apply (cluster): the config revision the change is based on */
   readonly expectRevision: number | undefined;
@@ -113,7 +113,7 @@ commands:
   doctor                          looks for known misconfigurations and says how to fix them
   cluster status                  directors, their health and role per vip group, who leads each
                                   group and why, etcd health, worst-case takeover
-  failover --group G [--to D]     planned switchover of vip group G (to D, or the best other director);
+  failover --vip-group G [--to D] planned switchover of vip group G (to D, or the best other director);
                                   failure drills are the lab's: deploy/lab/lab drill, from the repository
   config show                     the running config's text as applied (cluster: etcd's), to bring a file
                                   up to date after server / service edits (--json: with its revision)
@@ -183,7 +183,7 @@ function labDrillOnly(rest: readonly string[]): string {
   const words = rest.filter((w, i) => !(i === 0 && w === 'failover'));
   return 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
     + `deploy/lab/lab drill ${words.length > 0 ? words.join(' ') : '--mode MODE [--count N] [--pause-ms MS]'} (deploy/lab/lab help lists the modes). `
-    + 'On a director, lbadm failover --group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results';
+    + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results';
 }
 
 const DEFAULT_INTERVAL_MS = 1000;
@@ -194,6 +194,11 @@ interface FlagSpec {
   readonly value: boolean;
   /** Commands that take the flag; undefined = every command (global). */
   readonly commands?: readonly Command[];
+  /**
+   * An old name kept for scripts: parsed as that flag (for `commands` only), shown in no help, usage
+   * message or completion.
+   */
+  readonly aliasOf?: string;
 }
 
 const FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -211,7 +216,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--interval-ms': { value: true, commands: ['stats'] },
   '--service': { value: true, commands: ['conns', 'health'] },
   '--watch': { value: false, commands: ['health'] },
-  '--group': { value: true, commands: ['failover'] },
+  '--group': { value: true, commands: ['failover'], aliasOf: '--vip-group' },
   '--to': { value: true, commands: ['failover'] },
   '--expect-revision': { value: true, commands: ['apply'] },
   '--follow': { value: false, commands: ['events'] },
@@ -228,7 +233,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--mode': { value: true, commands: ['service'] },
   '--scheduler': { value: true, commands: ['service'] },
   '--local-addresses': { value: true, commands: ['service'] },
-  '--vip-group': { value: true, commands: ['service'] },
+  '--vip-group': { value: true, commands: ['service', 'failover'] },
   '--names': { value: false, commands: ['service'] },
 };
 
@@ -262,7 +267,7 @@ export const CONNECTION_FLAGS: readonly string[] = GLOBAL_FLAGS.filter((name) =>
 /** Flags that `lbadm COMMAND [SUB]` takes, the global ones last: for shell completion. */
 export function flagsOf(command: Command, sub?: string): string[] {
   const manage = sub === undefined ? undefined : MANAGE[`${command} ${sub}`];
-  const own = manage ? manage.flags : Object.entries(FLAGS).filter(([, spec]) => spec.commands?.includes(command)).map(([name]) => name);
+  const own = manage ? manage.flags : Object.entries(FLAGS).filter(([, spec]) => spec.commands?.includes(command) && spec.aliasOf === undefined).map(([name]) => name);
   return [...own, ...GLOBAL_FLAGS];
 }
 
@@ -311,6 +316,13 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
       throw new UsageError(`${name} is not a flag of "lbadm ${command}" (it belongs to ${allowed.map((c) => `lbadm ${c}`).join(', ')})`);
     }
   }
+  for (const [name, value] of [...seen]) {
+    const to = FLAGS[name]!.aliasOf;
+    if (to === undefined) continue;
+    if (seen.has(to)) throw new UsageError(`${name} is the old name of ${to}; give ${to} once`);
+    seen.delete(name);
+    seen.set(to, value);
+  }
   if ((command === 'validate' || command === 'apply') && !seen.has('--file')) {
     throw new UsageError(`lbadm ${command} needs -f FILE`);
   }
@@ -347,7 +359,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
       }
     } else if (!wantsRev && words.length > 1) throw new UsageError(`unexpected argument "${words[1]}" after lbadm ${command} ${sub}`);
   }
-  if (command === 'failover' && !seen.has('--group')) throw new UsageError('lbadm failover needs --group G (lbadm cluster status lists the vip groups)');
+  if (command === 'failover' && !seen.has('--vip-group')) throw new UsageError('lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)');
   return invocation(command, seen, env, words);
 }
 
@@ -386,9 +398,9 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
   return {
     command, socket, server, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
     rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
-    group: str('--group'), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode,
+    vipGroup: command === 'failover' ? str('--vip-group') : undefined, to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode,
     follow: seen.has('--follow'), since, director, kind, local: seen.has('--local'), limit,
-    serverFields: serverFields(str), serviceFields: serviceFields(str, command === 'service' ? mode : undefined), names: seen.has('--names'),
+    serverFields: serverFields(str), serviceFields: command === 'service' ? serviceFields(str, mode) : {}, names: seen.has('--names'),
   };
 }
 

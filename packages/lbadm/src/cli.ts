@@ -107,8 +107,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         return EXIT.ok;
       }
       case 'failover': {
-        const r = await api.failover(inv.group!, inv.to ?? '', { timeoutMs: TIMEOUT_MS, author: author() });
-        io.stdout(inv.json ? json(r) : `vip group ${inv.group} moved from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms\n`);
+        const r = await api.failover(inv.vipGroup!, inv.to ?? '', { timeoutMs: TIMEOUT_MS, author: author() });
+        io.stdout(inv.json ? json(r) : `vip group ${inv.vipGroup} moved from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms\n`);
         return EXIT.ok;
       }
       case 'config': {

@@ -409,7 +409,7 @@ export function lbadmAdmin(socketPath: string, lbadmBin = LBADM_BIN): HaAdmin {
   };
   return {
     getClusterStatus: async (o = {}) => JSON.parse(await run(['cluster', 'status'], o.timeoutMs)) as ClusterStatusView,
-    failover: async (group, to = '', o = {}) => JSON.parse(await run(['failover', '--group', group, ...(to ? ['--to', to] : [])], o.timeoutMs)) as unknown,
+    failover: async (group, to = '', o = {}) => JSON.parse(await run(['failover', '--vip-group', group, ...(to ? ['--to', to] : [])], o.timeoutMs)) as unknown,
     apply: async (req, o = {}) => run(['apply'], o.timeoutMs ?? 15_000, req.configText),
     close: () => undefined,
   };
