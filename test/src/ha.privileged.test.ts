@@ -1,10 +1,11 @@
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
+import { PAUSE_DRILL_SCENARIOS, type DrillScenario } from '@lbd/config';
 import { AdminApi, isServiceError } from '@lbd/proto';
 import {
-  DIRECTOR_NAMES, PAUSE_DRILL_MODES, drillLabel, drillProblems, drillSummary, labConfigText, removeOrphans, requireRoot, runDrill, runPrefix, runTestClient,
+  DIRECTOR_NAMES, drillLabel, drillProblems, drillSummary, labConfigText, removeOrphans, requireRoot, runDrill, runPrefix, runTestClient,
   startHaLab, waitFor, waitSteady,
-  type DirectorName, type DrillMode, type DrillOptions, type DrillResult, type HaLab, type HttpResult,
+  type DirectorName, type DrillOptions, type DrillResult, type HaLab, type HttpResult,
 } from '@lbd/testkit';
 
 /**
@@ -47,10 +48,10 @@ describe('high availability: failover drills on two directors with etcd @privile
   const why = (r: DrillResult | undefined, what: string): string =>
     `${what}${r ? `\n${drillSummary(r)}\n${JSON.stringify({ ...r, failedStartsMs: r.failedStartsMs.slice(0, 20) })}` : ''}\n${lab.logs(25)}`;
 
-  async function drills(mode: DrillMode, times = REPEAT, opts: DrillOptions = { busyCores: BUSY_CORES }): Promise<DrillResult[]> {
+  async function drills(scenario: DrillScenario, times = REPEAT, opts: DrillOptions = { busyCores: BUSY_CORES }): Promise<DrillResult[]> {
     const out: DrillResult[] = [];
     for (let i = 0; i < times; i++) {
-      const r = await runDrill(lab, mode, opts);
+      const r = await runDrill(lab, scenario, opts);
       const name = `${drillLabel(r)}${r.busyCores > 0 ? ` (${r.busyCores} busy cores)` : ''} #${i + 1}`;
       process.stderr.write(`      (${name}: ${drillSummary(r)})\n`);
       assert.deepEqual(drillProblems(r), [], why(r, `${name} failed`));
@@ -58,7 +59,7 @@ describe('high availability: failover drills on two directors with etcd @privile
       // Not after a freeze or a kill -9: nothing of that agent runs, its address stays until the thaw or the
       // watchdog (under load that can come after the takeover), and only the kernel lease keeps it unserved,
       // which drillProblems judges from the router (no dual forwarding, no dual ARP).
-      if (!PAUSE_DRILL_MODES.includes(mode) && mode !== 'kill-agent') assert.equal(r.dualHolding, 0, why(r, `${name}: both directors held the vip address`));
+      if (!PAUSE_DRILL_SCENARIOS.includes(scenario) && scenario !== 'kill-agent') assert.equal(r.dualHolding, 0, why(r, `${name}: both directors held the vip address`));
       out.push(r);
     }
     return out;

@@ -126,7 +126,7 @@ export class DirectorAdmin implements AdminBackend {
   }
 
   recordDrill(d: DrillRecord, caller: Caller): string {
-    return this.o.events.record('drill', d.mode, '', d.result, d.reason, { ...d.fields, caller: caller.name }).id;
+    return this.o.events.record('drill', d.scenario, '', d.result, d.reason, { ...d.fields, caller: caller.name }).id;
   }
 
   getConfig(): Promise<GetConfigResponse> {

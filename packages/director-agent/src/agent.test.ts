@@ -366,7 +366,7 @@ describe('Agent', () => {
       })();
       await waitUntil(() => got.length === 1 && log.subscriberCount === 1, 'the follower to subscribe');
       log.record('health', 'x', 'up', 'down', 'not a drill');
-      const { id } = await api.recordDrill({ mode: 'box-death', result: 'pass', reason: 'three', fields: { noServiceMs: '340' } });
+      const { id } = await api.recordDrill({ scenario: 'box-death', result: 'pass', reason: 'three', fields: { noServiceMs: '340' } });
       await following;
       assert.deepEqual(got, ['two', 'three'], 'history, then the live drill only');
       const drill = log.recent(0).find((e) => e.id === id)!;
@@ -406,9 +406,9 @@ describe('Agent', () => {
     it('RecordDrill refuses a result that is not pass or fail, naming the field', async () => {
       h = await startHarness(V1, { watch: false });
       api = new AdminApi(h.socket);
-      await assert.rejects(api.recordDrill({ mode: 'switchover', result: 'maybe', reason: '' }), (err: Error & { code?: number }) =>
+      await assert.rejects(api.recordDrill({ scenario: 'switchover', result: 'maybe', reason: '' }), (err: Error & { code?: number }) =>
         err.code === status.INVALID_ARGUMENT && /result: "maybe" is not "pass" or "fail"/.test(err.message));
-      await assert.rejects(api.recordDrill({ mode: '', result: 'pass', reason: '' }), /mode: is required/);
+      await assert.rejects(api.recordDrill({ scenario: '', result: 'pass', reason: '' }), /scenario: is required/);
     });
   });
 

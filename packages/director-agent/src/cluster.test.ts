@@ -209,8 +209,8 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     const stop = await a.agent.listEvents({ sinceUnixMs: Date.now() + 3_600_000, follow: true, scope: 'cluster', limit: 1000, kind: 'drill', director: '' }, {
       event: (e) => got.push(e), end: () => undefined, fail: (err) => { throw err; },
     });
-    b.agent.recordDrill({ mode: 'switchover', result: 'pass', reason: 'from dir2', fields: {} }, { role: 'write', name: 'lab' });
-    a.agent.recordDrill({ mode: 'kill-agent', result: 'fail', reason: 'from dir1', fields: {} }, { role: 'write', name: 'lab' });
+    b.agent.recordDrill({ scenario: 'switchover', result: 'pass', reason: 'from dir2', fields: {} }, { role: 'write', name: 'lab' });
+    a.agent.recordDrill({ scenario: 'kill-agent', result: 'fail', reason: 'from dir1', fields: {} }, { role: 'write', name: 'lab' });
     await waitFor(() => got.length === 2, 5000, 'both drills, dir1\'s from its own log and dir2\'s through etcd');
     await new Promise((r) => setTimeout(r, 300)); // dir1's own event reaches etcd too: it must not come twice
     stop();

@@ -68,10 +68,10 @@ describe('parseArgs', () => {
     [['config', 'rollback', 'x'], 'lbadm config rollback needs one revision number (see lbadm config history), not "x"'],
     [['failover'], 'lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)'],
     [['drill', 'failover', '--mode', 'box-death', '--count', '20'], 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
-      + 'deploy/lab/lab drill --mode box-death --count 20 (deploy/lab/lab help lists the modes). '
+      + 'deploy/lab/lab drill --scenario box-death --count 20 (deploy/lab/lab help lists the scenarios). '
       + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
     [['--socket', '/tmp/a.sock', 'drill'], 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
-      + 'deploy/lab/lab drill --mode MODE [--count N] [--pause-ms MS] (deploy/lab/lab help lists the modes). '
+      + 'deploy/lab/lab drill --scenario SCENARIO [--count N] [--pause-ms MS] (deploy/lab/lab help lists the scenarios). '
       + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
     [['failover', '--to', 'dir2'], 'lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)'],
     [['failover', '--group', 'a', '--vip-group', 'b'], '--group is the old name of --vip-group; give --vip-group once'],

@@ -177,12 +177,13 @@ export class UsageError extends Error {
  * What `lbadm drill ...` answers. A failure drill breaks a cluster on purpose (freezes an agent, kills a
  * director's box, cuts its links, pauses etcd) from outside the directors, which only the lab can do, so
  * drills are the lab's command; lbadm works on an installed director and offers what can be done there.
- * `rest`: the words after `drill`, echoed as the lab command (without the old `failover` word).
+ * `rest`: the words after `drill`, echoed as the lab command (without the old `failover` word, and with
+ * --scenario for the old --mode, which the lab still reads).
  */
 function labDrillOnly(rest: readonly string[]): string {
-  const words = rest.filter((w, i) => !(i === 0 && w === 'failover'));
+  const words = rest.filter((w, i) => !(i === 0 && w === 'failover')).map((w) => w.replace(/^--mode(?==|$)/, '--scenario'));
   return 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
-    + `deploy/lab/lab drill ${words.length > 0 ? words.join(' ') : '--mode MODE [--count N] [--pause-ms MS]'} (deploy/lab/lab help lists the modes). `
+    + `deploy/lab/lab drill ${words.length > 0 ? words.join(' ') : '--scenario SCENARIO [--count N] [--pause-ms MS]'} (deploy/lab/lab help lists the scenarios). `
     + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results';
 }
 

@@ -103,7 +103,7 @@ export interface EventSink {
 }
 
 export interface DrillRecord {
-  readonly mode: string;
+  readonly scenario: string;
   readonly result: 'pass' | 'fail';
   readonly reason: string;
   readonly fields: Readonly<Record<string, string>>;
@@ -378,7 +378,7 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
         }
       })();
     },
-    RecordDrill: unary('RecordDrill', async (req: { mode: string; result: string; reason: string; fields: Record<string, string> }, caller) => {
+    RecordDrill: unary('RecordDrill', async (req: { scenario: string; result: string; reason: string; fields: Record<string, string> }, caller) => {
       return { id: backend.recordDrill(drillRecord(req), caller) };
     }),
 
@@ -514,8 +514,8 @@ function quoted(value: string): string {
   return value.length <= MAX ? JSON.stringify(value) : `${JSON.stringify(value.slice(0, MAX))}... (${value.length} characters)`;
 }
 
-function drillRecord(req: { mode: string; result: string; reason: string; fields: Record<string, string> }): DrillRecord {
-  const mode = checkText('mode', req.mode, MAX_SERVICE_FILTER_CHARS, true);
+function drillRecord(req: { scenario: string; result: string; reason: string; fields: Record<string, string> }): DrillRecord {
+  const scenario = checkText('scenario', req.scenario, MAX_SERVICE_FILTER_CHARS, true);
   if (req.result !== 'pass' && req.result !== 'fail') {
     throw new RequestError(grpc.status.INVALID_ARGUMENT, 'result', `${quoted(req.result)} is not "pass" or "fail"`);
   }
@@ -528,7 +528,7 @@ function drillRecord(req: { mode: string; result: string; reason: string; fields
     checkText(`fields key "${k.slice(0, 40)}"`, k, MAX_SERVICE_FILTER_CHARS, true);
     checkText(`fields["${k}"]`, v, MAX_SERVICE_FILTER_CHARS, false);
   }
-  return { mode, result: req.result, reason, fields: Object.fromEntries(entries) };
+  return { scenario, result: req.result, reason, fields: Object.fromEntries(entries) };
 }
 
 /** Source names and service filters: bounded, and no control characters (they end up in logs and terminals). */

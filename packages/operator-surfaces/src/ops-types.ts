@@ -46,7 +46,7 @@ export const EVENT_KINDS: readonly EventKind[] = ['role', 'vip', 'health', 'conf
  * - health: `<serviceKey> <rs host:port>`;   `up` / `down` (fields: service, server, check)
  * - config: `config`;                        `applied` / `unchanged` / `rejected` / `failed` (fields: revision, sha256, source, author, durationMs)
  * - sync:   `<peer> <send|receive>`;         connection-sync stream state
- * - drill:  drill mode (switchover, box-death, ...); `pass` / `fail` (fields: broken, total, tookMs)
+ * - drill:  drill scenario (switchover, box-death, ...); `pass` / `fail` (fields: broken, total, tookMs)
  * - admin:  the operation (failover, rollback, server drain, service add, ...); `done` / `refused` (fields: caller)
  */
 export interface LbdEvent {

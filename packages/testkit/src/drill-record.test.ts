@@ -7,7 +7,7 @@ import type { ClusterStatusView } from './ha-lab.js';
 describe('drillRecord', () => {
   const none = { packets: 0, firstMs: null, lastMs: null };
   const ok: DrillResult = {
-    mode: 'box-death', pauseMs: null, thawedAtMs: null, busyCores: 0, failedAt: Date.UTC(2026, 11, 1, 10, 0, 0), injectMs: 3, oldLeader: 'dir1', newLeader: 'dir2', moved: true,
+    scenario: 'box-death', pauseMs: null, thawedAtMs: null, busyCores: 0, failedAt: Date.UTC(2026, 11, 1, 10, 0, 0), injectMs: 3, oldLeader: 'dir1', newLeader: 'dir2', moved: true,
     worstCaseTakeoverMs: 340, noServiceMs: 352, restoredAfterMs: 355, outageEndMs: 355, recovered: true, requests: 900, failedRequests: 60,
     failedStartsMs: [], inFlightAtFailure: 1, errors: { timeout: 60 }, streams: 10, brokenConnections: 0, streamErrors: [],
     forwarded: { dir1: none, dir2: { packets: 2400, firstMs: 351.2, lastMs: 1830.4 } }, arpSent: { dir1: none, dir2: { packets: 9, firstMs: 345.1, lastMs: 1750 } },
@@ -20,7 +20,7 @@ describe('drillRecord', () => {
 
   it('a drill that recovered with one director forwarding and answering at a time passes; the summary is the reason, the figures are fields', () => {
     const r = drillRecord(ok);
-    assert.deepEqual([r.mode, r.result, r.reason], ['box-death', 'pass', summary(ok)]);
+    assert.deepEqual([r.scenario, r.result, r.reason], ['box-death', 'pass', summary(ok)]);
     assert.deepEqual([r.fields.oldLeader, r.fields.newLeader, r.fields.noServiceMs, r.fields.brokenConnections, r.fields.dualForwarding, r.fields.dualHolding, r.fields.failedAt],
       ['dir1', 'dir2', '352', '0', '0', '0', '2026-12-01T10:00:00.000Z']);
     assert.ok(Object.values(r.fields).every((v) => typeof v === 'string'));
@@ -62,13 +62,13 @@ describe('drillRecord', () => {
   });
 
   it('judges service back on the outage the failure caused, not on a later 54 ms hiccup', () => {
-    assert.deepEqual(drillProblems({ ...ok, mode: 'pause-standby', pauseMs: 1000, noServiceMs: 54, restoredAfterMs: 3712, outageEndMs: null }), []);
+    assert.deepEqual(drillProblems({ ...ok, scenario: 'pause-standby', pauseMs: 1000, noServiceMs: 54, restoredAfterMs: 3712, outageEndMs: null }), []);
   });
 
-  it('labels pause drills with their pause, and tables them apart in mode order', () => {
-    const p1 = { ...ok, mode: 'pause-leader', pauseMs: 1000 } as const;
-    const p10 = { ...ok, mode: 'pause-leader', pauseMs: 10_000, dualForwarding: 5, dualForwardingMs: 9000 } as const;
-    assert.deepEqual([drillLabel(p1), drillLabel(p10), drillLabel({ mode: 'pause-standby', pauseMs: 1500 })], ['pause-leader 1 s', 'pause-leader 10 s', 'pause-standby 1500 ms']);
+  it('labels pause drills with their pause, and tables them apart in scenario order', () => {
+    const p1 = { ...ok, scenario: 'pause-leader', pauseMs: 1000 } as const;
+    const p10 = { ...ok, scenario: 'pause-leader', pauseMs: 10_000, dualForwarding: 5, dualForwardingMs: 9000 } as const;
+    assert.deepEqual([drillLabel(p1), drillLabel(p10), drillLabel({ scenario: 'pause-standby', pauseMs: 1500 })], ['pause-leader 1 s', 'pause-leader 10 s', 'pause-standby 1500 ms']);
     const rows = formatDrill([p10, p1, ok]).trimEnd().split('\n');
     assert.deepEqual(rows.map((l) => l.split(/\s{2,}/)[0]), ['drill', 'box-death', 'pause-leader 1 s', 'pause-leader 10 s']);
     assert.match(rows[3]!, /\b0\/1\b.*\b5\s+9000\.0\b/);

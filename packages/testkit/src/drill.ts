@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { DRILL_MODES, DRILL_PAUSE_MS, PAUSE_DRILL_MODES, type DrillMode } from '@lbd/config';
+import { DRILL_SCENARIOS, DRILL_PAUSE_MS, PAUSE_DRILL_SCENARIOS, type DrillScenario } from '@lbd/config';
 import { BusyLoops } from './busy-loops.js';
 import { CLUSTER, DIRECTOR_NAMES, type ClusterTopology, type DirectorName } from './cluster-topology.js';
 import { runCommand, type BackgroundProcess } from './exec.js';
@@ -9,13 +9,11 @@ import type { Topology } from './netns.js';
 import type { HttpPacedResult, ReadyReport, StreamResult } from './testclient.js';
 import { ArpProbe, VipCapture, dualFigures, sentFigures, type SentFigures, type VipCaptureResult } from './vip-capture.js';
 
-export { DRILL_MODES, PAUSE_DRILL_MODES, type DrillMode };
-
 /**
  * Failure drills on a running active/standby cluster (an HaLab in tests and benchmarks, the lab's
  * namespaces in `deploy/lab/lab drill`): while a client load runs through the vip, one failure is caused
- * (on the current leader; pause-standby: on the standby), measured, and undone. The modes are
- * @lbd/config's DRILL_MODES.
+ * (on the current leader; pause-standby: on the standby), measured, and undone. The scenarios are
+ * @lbd/config's DRILL_SCENARIOS.
  *
  * Forwarding and answering, the measure a drill passes or fails on (VipCapture, on the router's front
  * interface; times relative to `failedAt`, the instant the failure was caused):
@@ -77,7 +75,7 @@ export interface DrillOptions {
   readonly baselineMs?: number;
   /**
    * Watching after the failure (default: worst-case takeover + 1500 ms; etcd-outage: the outage + 1500 ms;
-   * pause modes: the pause + worst-case takeover + 2000 ms, long enough to see a flap after the thaw).
+   * pause scenarios: the pause + worst-case takeover + 2000 ms, long enough to see a flap after the thaw).
    */
   readonly observeMs?: number;
   /** How long etcd-outage pauses every member (default 3000 ms). */
@@ -108,10 +106,10 @@ export interface HolderChange {
 }
 
 export interface DrillResult {
-  readonly mode: DrillMode;
-  /** Pause modes: how long the agent was frozen (asked for); null for the other modes. */
+  readonly scenario: DrillScenario;
+  /** Pause scenarios: how long the agent was frozen (asked for); null for the other scenarios. */
   readonly pauseMs: number | null;
-  /** Pause modes: when the agent was thawed, relative to the failure; null for the other modes. */
+  /** Pause scenarios: when the agent was thawed, relative to the failure; null for the other scenarios. */
   readonly thawedAtMs: number | null;
   /** Busy loops that ran beside the drill (one per core). */
   readonly busyCores: number;
@@ -209,14 +207,14 @@ const STREAM_READY_MS = 10_000;
 /** Bound on seeing the leader's first forwarded packet in the capture before the failure. */
 const CAPTURE_SIGN_MS = 5000;
 
-export async function runDrill(target: DrillTarget, mode: DrillMode, opts: DrillOptions = {}): Promise<DrillResult> {
-  if (!DRILL_MODES.includes(mode)) throw new Error(`drill mode must be one of ${DRILL_MODES.join(', ')} (got ${JSON.stringify(mode)})`);
+export async function runDrill(target: DrillTarget, scenario: DrillScenario, opts: DrillOptions = {}): Promise<DrillResult> {
+  if (!DRILL_SCENARIOS.includes(scenario)) throw new Error(`drill scenario must be one of ${DRILL_SCENARIOS.join(', ')} (got ${JSON.stringify(scenario)})`);
   const o = { ...DEFAULTS, ...opts };
   const log = opts.log ?? ((): void => undefined);
   const api = (d: DirectorName): HaAdmin => target.api(d);
   const group = target.group;
   const topology = target.cluster.topology;
-  const pause = PAUSE_DRILL_MODES.includes(mode);
+  const pause = PAUSE_DRILL_SCENARIOS.includes(scenario);
 
   const oldLeader = await waitFor('a leader before the drill', 10_000, () => leaderOf(api, group));
   const before = await statuses(target);
@@ -224,12 +222,12 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
   const worstCaseTakeoverMs = status?.worstCaseTakeoverMs ?? 0;
   const other = DIRECTOR_NAMES.find((d) => d !== oldLeader)!;
   // A timed failure (etcd paused, an agent frozen) is undone by the drill itself after heldMs.
-  const heldMs = mode === 'etcd-outage' ? o.etcdOutageMs : pause ? o.pauseMs : null;
-  const observeMs = opts.observeMs ?? (mode === 'etcd-outage' ? o.etcdOutageMs + OBSERVE_AFTER_MS
+  const heldMs = scenario === 'etcd-outage' ? o.etcdOutageMs : pause ? o.pauseMs : null;
+  const observeMs = opts.observeMs ?? (scenario === 'etcd-outage' ? o.etcdOutageMs + OBSERVE_AFTER_MS
     : pause ? o.pauseMs + worstCaseTakeoverMs + OBSERVE_AFTER_THAW_MS
     : worstCaseTakeoverMs + OBSERVE_AFTER_MS);
   const expectedMs = o.baselineMs + observeMs + STREAM_READY_MS;
-  const paused = mode === 'pause-standby' ? other : oldLeader;
+  const paused = scenario === 'pause-standby' ? other : oldLeader;
   const macs = await Promise.all(DIRECTOR_NAMES.map(async (d) => ({ name: d, mac: await topology.mac(d, CLUSTER.interfaces.front) })));
 
   // ---- load, sampler, watch, capture ----
@@ -247,7 +245,7 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
   const undo = async (): Promise<void> => {
     if (undone) return;
     undone = true;
-    await restoreFailure(target, mode, oldLeader, paused);
+    await restoreFailure(target, scenario, oldLeader, paused);
   };
   /** Ends what runs beside the drill (idempotent), whatever happened. */
   const stopAside = async (): Promise<void> => {
@@ -280,14 +278,14 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     await capture.waitForPacket((p) => p.kind === 'forwarded' && p.from === oldLeader, CAPTURE_SIGN_MS).catch((e: unknown) => {
       const seen = capture!.packets();
       const from = (who: string | null): number => seen.filter((p) => p.from === who).length;
-      throw new Error(`drill ${mode}: the capture on the router saw no packet forwarded by ${oldLeader} before the failure `
+      throw new Error(`drill ${scenario}: the capture on the router saw no packet forwarded by ${oldLeader} before the failure `
         + `(${DIRECTOR_NAMES.map((d) => `${from(d)} from ${d}`).join(', ')}, ${from(null)} from other MACs): ${(e as Error).message}`);
     });
 
     // ---- the failure ----
-    log(`drill ${mode}: failing ${paused}${pause ? ` for ${o.pauseMs} ms` : ''}`);
+    log(`drill ${scenario}: failing ${paused}${pause ? ` for ${o.pauseMs} ms` : ''}`);
     failedAt = Date.now();
-    switch (mode) {
+    switch (scenario) {
       case 'switchover': await api(oldLeader).failover(group, '', { timeoutMs: 5000 }); break;
       case 'kill-agent': await target.killAgent(oldLeader, 'SIGKILL'); break;
       // The failure is the instant the box stopped (its agent and its front link at once), not the start of
@@ -301,7 +299,7 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     injectMs = Date.now() - failedAt;
     if (heldMs !== null) {
       await delay(Math.max(0, failedAt + heldMs - Date.now()));
-      if (mode === 'etcd-outage') await target.resumeEtcd();
+      if (scenario === 'etcd-outage') await target.resumeEtcd();
       else {
         await target.signalAgent(paused, 'SIGCONT');
         thawedAt = Date.now();
@@ -342,11 +340,11 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     await undo();
     await waitSteady(target, opts.steadyTimeoutMs);
   }
-  if (ownership.status === 'rejected') throw new Error(`drill ${mode}: cannot tell who held the vip: ${(ownership.reason as Error)?.message ?? String(ownership.reason)}`);
-  if (captured.status === 'rejected') throw new Error(`drill ${mode}: cannot tell who forwarded and answered for the vip: ${(captured.reason as Error)?.message ?? String(captured.reason)}`);
+  if (ownership.status === 'rejected') throw new Error(`drill ${scenario}: cannot tell who held the vip: ${(ownership.reason as Error)?.message ?? String(ownership.reason)}`);
+  if (captured.status === 'rejected') throw new Error(`drill ${scenario}: cannot tell who forwarded and answered for the vip: ${(captured.reason as Error)?.message ?? String(captured.reason)}`);
   const holding = holdingFigures(ownership.value, failedAt, oldLeader, other);
   const result: DrillResult = {
-    mode, pauseMs: pause ? o.pauseMs : null, thawedAtMs: thawedAt === null ? null : thawedAt - failedAt, busyCores: busy?.count ?? 0,
+    scenario, pauseMs: pause ? o.pauseMs : null, thawedAtMs: thawedAt === null ? null : thawedAt - failedAt, busyCores: busy?.count ?? 0,
     failedAt, injectMs, oldLeader, newLeader, moved: newLeader !== null && newLeader !== oldLeader, worstCaseTakeoverMs,
     ...m,
     streams: o.streams,
@@ -362,13 +360,13 @@ export async function runDrill(target: DrillTarget, mode: DrillMode, opts: Drill
     transitionsChanged: transitionsDiffer(before, after, group, other, oldLeader),
     steadyAfterMs: opts.restore === false ? 0 : Date.now() - restoreStart,
   };
-  log(`drill ${mode}: ${summary(result)}`);
+  log(`drill ${scenario}: ${summary(result)}`);
   return result;
 }
 
-/** Undoes what `mode` did to `leader` (pause modes: to `paused`). Idempotent. */
-async function restoreFailure(target: DrillTarget, mode: DrillMode, leader: DirectorName, paused: DirectorName): Promise<void> {
-  switch (mode) {
+/** Undoes what `scenario` did to `leader` (pause scenarios: to `paused`). Idempotent. */
+async function restoreFailure(target: DrillTarget, scenario: DrillScenario, leader: DirectorName, paused: DirectorName): Promise<void> {
+  switch (scenario) {
     case 'kill-agent': await target.startAgent(leader); break;
     case 'box-death':
       await target.cluster.reviveBox(leader);
@@ -883,13 +881,13 @@ export function drillPassed(r: DrillResult): boolean {
   return drillProblems(r).length === 0;
 }
 
-/** `pause-leader 3 s`: the mode, and the pause where there is one. */
-export function drillLabel(r: Pick<DrillResult, 'mode' | 'pauseMs'>): string {
-  return r.pauseMs === null ? r.mode : `${r.mode} ${r.pauseMs % 1000 === 0 ? `${r.pauseMs / 1000} s` : `${r.pauseMs} ms`}`;
+/** `pause-leader 3 s`: the scenario, and the pause where there is one. */
+export function drillLabel(r: Pick<DrillResult, 'scenario' | 'pauseMs'>): string {
+  return r.pauseMs === null ? r.scenario : `${r.scenario} ${r.pauseMs % 1000 === 0 ? `${r.pauseMs / 1000} s` : `${r.pauseMs} ms`}`;
 }
 
 /** A drill's result as the agents' event log stores it (admin RecordDrill: a `drill` event). */
-export function drillRecord(r: DrillResult): { mode: string; result: 'pass' | 'fail'; reason: string; fields: Record<string, string> } {
+export function drillRecord(r: DrillResult): { scenario: string; result: 'pass' | 'fail'; reason: string; fields: Record<string, string> } {
   const problems = problemsOf(r);
   const fields: Record<string, string> = {
     failedAt: new Date(r.failedAt).toISOString(), oldLeader: r.oldLeader, newLeader: r.newLeader ?? '', moved: String(r.moved),
@@ -907,7 +905,7 @@ export function drillRecord(r: DrillResult): { mode: string; result: 'pass' | 'f
   };
   // A failed drill's reason starts with why it failed (the log bounds a reason at 2000 characters: ample).
   const reason = problems.length === 0 ? summary(r) : `${problems.map((p) => p.text).join('; ')}. ${summary(r)}`;
-  return { mode: r.mode, result: problems.length === 0 ? 'pass' : 'fail', reason, fields };
+  return { scenario: r.scenario, result: problems.length === 0 ? 'pass' : 'fail', reason, fields };
 }
 
 /** One line about one drill. */
@@ -934,7 +932,7 @@ function percentile(values: readonly number[], p: number): number {
 }
 
 /**
- * A table per drill (mode, and pause) over repeated drills: p50/p99/max of the no-service time, the other
+ * A table per drill (scenario, and pause) over repeated drills: p50/p99/max of the no-service time, the other
  * figures, dual forwarding and dual ARP answering (packets, and the longest span), address holding.
  */
 export function formatDrill(results: readonly DrillResult[]): string {
@@ -963,9 +961,9 @@ export function formatDrill(results: readonly DrillResult[]): string {
   return rows.map((r) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ')).join('\n') + '\n';
 }
 
-/** Rows in DRILL_MODES order. */
+/** Rows in DRILL_SCENARIOS order. */
 function order(label: string): number {
-  return DRILL_MODES.indexOf(label.split(' ')[0] as DrillMode);
+  return DRILL_SCENARIOS.indexOf(label.split(' ')[0] as DrillScenario);
 }
 
 function gapMax(rs: readonly DrillResult[]): string {

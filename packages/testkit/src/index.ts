@@ -38,8 +38,8 @@ export { ETCD_NICE, etcdMemberArgs, etcdMemberCommand, etcdctlIn, freePeerPorts,
 export type { EtcdClusterOptions, EtcdMemberTiming, EtcdOptions, RunningEtcd, RunningEtcdCluster } from './etcd.js';
 export { AGENT_BIN, HA_GROUP, HA_VIP, LBADM_BIN, OPS_CLIENTS, adminListeners, agentFileText, holdersOf, labConfigText, lbadmAdmin, leaderOf, startHaLab, waitFor, waitSteady } from './ha-lab.js';
 export type { ClusterStatusView, HaAdmin, HaLab, HaLabOptions, OpsClientName, SteadyTarget } from './ha-lab.js';
-export { DRILL_MODES, PAUSE_DRILL_MODES, SERVICE_BACK_SLACK_MS, drillLabel, drillPassed, drillProblems, formatDrill, runDrill, summary as drillSummary } from './drill.js';
-export type { DrillMode, DrillOptions, DrillResult, DrillTarget, HolderChange } from './drill.js';
+export { SERVICE_BACK_SLACK_MS, drillLabel, drillPassed, drillProblems, formatDrill, runDrill, summary as drillSummary } from './drill.js';
+export type { DrillOptions, DrillResult, DrillTarget, HolderChange } from './drill.js';
 export { ArpProbe, VipCapture, dualFigures, parseCaptureLine, sentFigures } from './vip-capture.js';
 export type { CaptureSubject, DualFigures, SentFigures, VipCaptureResult, VipPacket, VipPacketKind } from './vip-capture.js';
 export { BusyLoops } from './busy-loops.js';

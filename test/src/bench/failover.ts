@@ -1,14 +1,15 @@
 import { availableParallelism } from 'node:os';
+import { DRILL_SCENARIOS, PAUSE_DRILL_SCENARIOS, type DrillScenario } from '@lbd/config';
 import { AdminApi } from '@lbd/proto';
 import {
-  DRILL_MODES, PAUSE_DRILL_MODES, drillLabel, drillSummary, formatDrill, privilegeProblem, removeOrphans, runDrill, runPrefix, startHaLab,
-  type DrillMode, type DrillResult, type HaLab,
+  drillLabel, drillSummary, formatDrill, privilegeProblem, removeOrphans, runDrill, runPrefix, startHaLab,
+  type DrillResult, type HaLab,
 } from '@lbd/testkit';
 import { passMiss, sum, table } from './report.js';
 
 /**
- * `pnpm bench failover [--count N] [--modes M,M] [--quick]`: failure drills (packages/testkit/src/drill.ts) on an HA lab,
- * N of each mode (the pause modes N per pause: 1 s, 3 s, 10 s), with the `default` and the `fast`
+ * `pnpm bench failover [--count N] [--scenarios S,S] [--quick]`: failure drills (packages/testkit/src/drill.ts) on an HA lab,
+ * N of each scenario (the pause scenarios N per pause: 1 s, 3 s, 10 s), with the `default` and the `fast`
  * timing profile, each quiet and with a busy loop on every core. Prints p50/p99/max of the time without
  * service and the other figures per variant, then the figures next to the targets. Asserts nothing: a
  * MISS is a figure to look at. A drill that cannot complete (a failover refused by a slow etcd, a steady
@@ -28,13 +29,13 @@ interface Variant {
   readonly cpuLoad: boolean;
 }
 
-/** How long the pause modes freeze the agent: a GC-sized stall, a few beats' worth, a long stop. */
+/** How long the pause scenarios freeze the agent: a GC-sized stall, a few beats' worth, a long stop. */
 const PAUSES_MS = [1000, 3000, 10_000];
 
 const TARGETS = { unplanned: { default: 350, fast: 150 }, switchover: 200 } as const;
 
-export async function benchFailover(opts: { quick: boolean; count?: number; loadCount?: number; modes?: readonly string[] }): Promise<number> {
-  const modes = opts.modes === undefined ? DRILL_MODES : DRILL_MODES.filter((m) => opts.modes!.includes(m));
+export async function benchFailover(opts: { quick: boolean; count?: number; loadCount?: number; scenarios?: readonly string[] }): Promise<number> {
+  const scenarios = opts.scenarios === undefined ? DRILL_SCENARIOS : DRILL_SCENARIOS.filter((m) => opts.scenarios!.includes(m));
   const problem = await privilegeProblem({ commands: ['nft', 'ip', 'etcd', 'etcdctl', 'arping', 'tcpdump'] });
   if (problem !== null) {
     process.stderr.write(`bench failover: ${problem}\n`);
@@ -53,9 +54,9 @@ export async function benchFailover(opts: { quick: boolean; count?: number; load
   await removeOrphans('lbdb');
   const all = new Map<string, VariantRun>();
   for (const v of variants) {
-    process.stdout.write(`\n== ${v.name}: ${v.cpuLoad ? (opts.loadCount ?? count) : count} drill(s) of each mode (${modes.join(', ')}; pauses of ${PAUSES_MS.join(', ')} ms)\n`);
+    process.stdout.write(`\n== ${v.name}: ${v.cpuLoad ? (opts.loadCount ?? count) : count} drill(s) of each scenario (${scenarios.join(', ')}; pauses of ${PAUSES_MS.join(', ')} ms)\n`);
     const n = v.cpuLoad ? (opts.loadCount ?? count) : count;
-    const run = await runVariant(v, n, modes);
+    const run = await runVariant(v, n, scenarios);
     all.set(v.name, run);
     process.stdout.write(`\n${formatDrill(run.results)}`);
     for (const why of run.incomplete) process.stdout.write(`incomplete: ${why}\n`);
@@ -70,7 +71,7 @@ interface VariantRun {
   readonly incomplete: string[];
 }
 
-async function runVariant(v: Variant, count: number, modes: readonly DrillMode[]): Promise<VariantRun> {
+async function runVariant(v: Variant, count: number, scenarios: readonly DrillScenario[]): Promise<VariantRun> {
   const run: VariantRun = { results: [], incomplete: [] };
   const firstLine = (e: unknown): string => ((e as Error).message ?? String(e)).split('\n')[0]!;
   let lab: HaLab<AdminApi>;
@@ -83,12 +84,12 @@ async function runVariant(v: Variant, count: number, modes: readonly DrillMode[]
   // The busy loops run during each drill only (not the lab start or the steady waits); runDrill ends them.
   const busyCores = v.cpuLoad ? availableParallelism() : 0;
   try {
-    for (const mode of modes) {
-      for (const pauseMs of PAUSE_DRILL_MODES.includes(mode) ? PAUSES_MS : [undefined]) {
-        const label = drillLabel({ mode, pauseMs: pauseMs ?? null });
+    for (const scenario of scenarios) {
+      for (const pauseMs of PAUSE_DRILL_SCENARIOS.includes(scenario) ? PAUSES_MS : [undefined]) {
+        const label = drillLabel({ scenario, pauseMs: pauseMs ?? null });
         for (let i = 1; i <= count; i++) {
           try {
-            const r = await runDrill(lab, mode, { busyCores, ...(pauseMs !== undefined ? { pauseMs } : {}) });
+            const r = await runDrill(lab, scenario, { busyCores, ...(pauseMs !== undefined ? { pauseMs } : {}) });
             run.results.push(r);
             process.stdout.write(`${v.name} ${label} ${i}/${count}: ${drillSummary(r)}\n`);
           } catch (e) {
@@ -115,7 +116,7 @@ function targets(variants: readonly Variant[], all: ReadonlyMap<string, VariantR
     const rs = all.get(v.name)?.results ?? [];
     const incomplete = all.get(v.name)?.incomplete.length ?? 0;
     rows.push([v.name, 'drills that could not complete (or the lab did not start)', String(incomplete), '0', passMiss(incomplete === 0)]);
-    const of = (m: DrillMode): DrillResult[] => rs.filter((r) => r.mode === m);
+    const of = (m: DrillScenario): DrillResult[] => rs.filter((r) => r.scenario === m);
     for (const m of ['box-death', 'etcd-partition'] as const) {
       const ns = p99(of(m).map((r) => r.noServiceMs));
       const back = p99(of(m).map((r) => r.restoredAfterMs));
@@ -130,7 +131,7 @@ function targets(variants: readonly Variant[], all: ReadonlyMap<string, VariantR
     const beyond = sum(sw.map((r) => r.failedStartsMs.filter((s) => s > r.injectMs).length));
     rows.push([v.name, 'switchover: failed beyond in flight', String(beyond), '0', passMiss(beyond === 0)]);
     // The pause-leader rows are apart: they MISS until the kernel lease stops a frozen leader's kernel.
-    for (const [what, of] of [['all drills but pause-leader', rs.filter((r) => r.mode !== 'pause-leader')], ['pause-leader', rs.filter((r) => r.mode === 'pause-leader')]] as const) {
+    for (const [what, of] of [['all drills but pause-leader', rs.filter((r) => r.scenario !== 'pause-leader')], ['pause-leader', rs.filter((r) => r.scenario === 'pause-leader')]] as const) {
       if (of.length === 0) continue;
       const fwd = sum(of.map((r) => r.dualForwarding));
       const arp = sum(of.map((r) => r.dualAnswering));
@@ -139,8 +140,8 @@ function targets(variants: readonly Variant[], all: ReadonlyMap<string, VariantR
     }
     const flaps = rs.filter((r) => r.flapped).length;
     rows.push([v.name, 'drills with a flap (leader changed twice, not by preemption)', String(flaps), '0', passMiss(flaps === 0)]);
-    const holding = sum(rs.filter((r) => !PAUSE_DRILL_MODES.includes(r.mode)).map((r) => r.dualHolding));
-    rows.push([v.name, 'dual address holding intervals (kernel events; pause modes apart)', String(holding), '0', passMiss(holding === 0)]);
+    const holding = sum(rs.filter((r) => !PAUSE_DRILL_SCENARIOS.includes(r.scenario)).map((r) => r.dualHolding));
+    rows.push([v.name, 'dual address holding intervals (kernel events; pause scenarios apart)', String(holding), '0', passMiss(holding === 0)]);
   }
   return table(['variant', 'figure', 'measured', 'target', ''], rows);
 }

@@ -2,7 +2,7 @@
  * `pnpm bench <name> [options]`: lbd's benchmarks. Each prints its figures as ratios to baselines measured
  * in the same run; none asserts speed (that is not what tests are for).
  */
-import { DRILL_MODES } from '@lbd/config';
+import { DRILL_SCENARIOS } from '@lbd/config';
 import { benchConnsync } from './connsync.js';
 import { benchDataplane } from './dataplane.js';
 import { benchFailover } from './failover.js';
@@ -11,21 +11,21 @@ import { MAX_MINUTES, benchStability } from './stability.js';
 
 const EXIT_USAGE = 64;
 
-const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--modes M,M] [--minutes N]
+const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--scenarios S,S] [--minutes N]
 
 benchmarks:
   dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
               rule scale at 1 .. 10 000 services (about 8 minutes; needs root, wrk, nginx, haproxy)
   health      5 000 tcp checks at 1 s: the agent's CPU, due -> start delay, detection latency of
               100 targets failing at once (about 2 minutes; needs root, nft)
-  failover    failure drills on two directors with etcd: N of each mode (switchover, kill-agent,
+  failover    failure drills on two directors with etcd: N of each scenario (switchover, kill-agent,
               box-death, etcd-partition, peer-partition, etcd-outage; pause-leader and pause-standby
               for 1, 3 and 10 s each), default and fast timing, quiet and with a CPU load on every
               core; p50/p99/max, dual forwarding and ARP answering seen from the router, next to the
               targets (about N x 9 minutes; needs root, nft, etcd, tcpdump).
-              --count N: drills per mode (and pause) and variant (default 20);
-              --load-count N: drills per mode in the CPU-load variants (default: --count);
-              --modes M,M: only these drill modes (e.g. --modes box-death,etcd-partition);
+              --count N: drills per scenario (and pause) and variant (default 20);
+              --load-count N: drills per scenario in the CPU-load variants (default: --count);
+              --scenarios S,S: only these drill scenarios (e.g. --scenarios box-death,etcd-partition);
               --quick: one drill each, without the CPU-load variants
   connsync    connection sync: bulk of 100 000 connections (kernel alone and the whole path), sync lag and
               CPU under about 5 000 new connections/s (and without sync), connections broken per
@@ -44,7 +44,7 @@ options:
 `;
 
 interface Bench {
-  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number; minutes?: number; modes?: readonly string[] }) => Promise<number>;
+  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number; minutes?: number; scenarios?: readonly string[] }) => Promise<number>;
   /** Takes --count N. */
   readonly counted?: boolean;
 }
@@ -67,7 +67,7 @@ async function main(argv: readonly string[]): Promise<number> {
   let count: number | undefined;
   let loadCount: number | undefined;
   let minutes: number | undefined;
-  let modes: string[] | undefined;
+  let scenarios: string[] | undefined;
   const unknown: string[] = [];
   for (let i = 0; i < rest.length; i++) {
     if (rest[i] === '--quick') continue;
@@ -77,10 +77,11 @@ async function main(argv: readonly string[]): Promise<number> {
     } else if (rest[i] === '--load-count' && name === 'failover') {
       loadCount = Number(rest[++i]);
       if (!Number.isInteger(loadCount) || loadCount < 1) unknown.push(`--load-count ${rest[i] ?? ''}`);
-    } else if (rest[i] === '--modes' && name === 'failover') {
-      modes = (rest[++i] ?? '').split(',').filter((m) => m !== '');
-      const wrong = modes.find((m) => !(DRILL_MODES as readonly string[]).includes(m));
-      if (modes.length === 0 || wrong !== undefined) unknown.push(`--modes ${rest[i] ?? ''} (drill modes, comma-separated: ${DRILL_MODES.join(', ')})`);
+    } else if ((rest[i] === '--scenarios' || rest[i] === '--modes') && name === 'failover') {
+      // --modes: the old name of --scenarios, still read for scripts; USAGE does not name it.
+      scenarios = (rest[++i] ?? '').split(',').filter((m) => m !== '');
+      const wrong = scenarios.find((m) => !(DRILL_SCENARIOS as readonly string[]).includes(m));
+      if (scenarios.length === 0 || wrong !== undefined) unknown.push(`${rest[i - 1]!} ${rest[i] ?? ''} (drill scenarios, comma-separated: ${DRILL_SCENARIOS.join(', ')})`);
     } else if (rest[i] === '--minutes' && name === 'stability') {
       minutes = Number(rest[++i]);
       if (!Number.isFinite(minutes) || minutes <= 0 || minutes > MAX_MINUTES) unknown.push(`--minutes ${rest[i] ?? ''}`);
@@ -91,7 +92,7 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`${what}\n${USAGE}`);
     return EXIT_USAGE;
   }
-  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}), ...(minutes !== undefined ? { minutes } : {}), ...(modes !== undefined ? { modes } : {}) });
+  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}), ...(minutes !== undefined ? { minutes } : {}), ...(scenarios !== undefined ? { scenarios } : {}) });
 }
 
 main(process.argv.slice(2)).then(

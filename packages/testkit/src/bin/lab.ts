@@ -7,9 +7,9 @@ import {
   type CutTarget, type DirectorName,
 } from '../cluster-topology.js';
 import { realServer } from '../director-topology.js';
-import { DRILL_PAUSE_MS } from '@lbd/config';
 import { AdminApi } from '@lbd/proto';
-import { DRILL_MODES, PAUSE_DRILL_MODES, drillProblems, drillRecord, formatDrill, runDrill, summary, type DrillMode, type DrillResult, type DrillTarget } from '../drill.js';
+import { DRILL_PAUSE_MS, DRILL_SCENARIOS, PAUSE_DRILL_SCENARIOS, type DrillScenario } from '@lbd/config';
+import { drillProblems, drillRecord, formatDrill, runDrill, summary, type DrillResult, type DrillTarget } from '../drill.js';
 import { etcdMemberCommand } from '../etcd.js';
 import { HA_GROUP, HA_VIP, waitAgentAnswers, waitSteady, type HaAdmin } from '../ha-lab.js';
 import { runCommand } from '../exec.js';
@@ -29,9 +29,9 @@ import { listNamespaces, namespacePids } from '../netns.js';
  *   lab.js etcd-args K DATADIR etcd member K's whole command (nice -n -20 etcd ...), one argument per line (data in DATADIR/etcdK)
  *   lab.js cut DIR WHAT        cut dir1|dir2 off etcd|peer|front; `restore DIR WHAT` undoes it
  *   lab.js kill-box DIR        SIGKILL everything in DIR and set its links down; `revive DIR` brings the links back
- *   lab.js drill --mode MODE [--count N] [--pause-ms MS] [--json]
+ *   lab.js drill --scenario SCENARIO [--count N] [--pause-ms MS] [--json]
  *                              runDrill (packages/testkit/src/drill.ts) on the running lab, N times: a client
- *                              load through the vip, MODE caused on the leader (pause-standby: the standby),
+ *                              load through the vip, SCENARIO caused on the leader (pause-standby: the standby),
  *                              measured, undone. Acts on the lab's own processes: the agents and etcd
  *                              members by their pid files in $LAB_STATE (.lab), an agent restarted with the
  *                              script's command line. Each result goes to the event log (RecordDrill: a
@@ -261,23 +261,24 @@ async function recordDrill(r: DrillResult, say: (line: string) => void): Promise
 }
 
 async function drillCommand(args: readonly string[]): Promise<number> {
-  let mode: DrillMode | undefined;
+  let scenario: DrillScenario | undefined;
   let count = 1;
   let pauseMs: number | undefined;
   let json = false;
   for (let i = 0; i < args.length; i++) {
     const a = args[i];
-    if (a === '--mode') mode = args[++i] as DrillMode;
+    // --mode: the old name of --scenario, still read for scripts; no help or message names it.
+    if (a === '--scenario' || a === '--mode') scenario = args[++i] as DrillScenario;
     else if (a === '--count') count = Number(args[++i]);
     else if (a === '--pause-ms') pauseMs = Number(args[++i]);
     else if (a === '--json') json = true;
     else throw new Error(`drill: unknown argument ${JSON.stringify(a)}`);
   }
-  if (mode === undefined || !DRILL_MODES.includes(mode)) throw new Error(`drill: --mode must be one of ${DRILL_MODES.join(', ')}`);
+  if (scenario === undefined || !DRILL_SCENARIOS.includes(scenario)) throw new Error(`drill: --scenario must be one of ${DRILL_SCENARIOS.join(', ')}`);
   if (!Number.isInteger(count) || count < 1 || count > MAX_DRILLS) throw new Error(`drill: --count must be 1..${MAX_DRILLS}`);
   if (pauseMs !== undefined) {
     if (!Number.isInteger(pauseMs) || pauseMs < DRILL_PAUSE_MS.min || pauseMs > DRILL_PAUSE_MS.max) throw new Error(`drill: --pause-ms must be ${DRILL_PAUSE_MS.min}..${DRILL_PAUSE_MS.max}`);
-    if (!PAUSE_DRILL_MODES.includes(mode)) throw new Error(`drill: --pause-ms applies to ${PAUSE_DRILL_MODES.join(' and ')} only`);
+    if (!PAUSE_DRILL_SCENARIOS.includes(scenario)) throw new Error(`drill: --pause-ms applies to ${PAUSE_DRILL_SCENARIOS.join(' and ')} only`);
   }
   const target = await labTarget();
   // An interrupted drill leaves nothing broken: agents thawed, etcd resumed, links restored (the script's revive restarts a killed box).
@@ -293,13 +294,13 @@ async function drillCommand(args: readonly string[]): Promise<number> {
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
   const say = (line: string): void => { if (!json) process.stdout.write(`${line}\n`); };
-  say(`lab: drill ${mode} x${count}: waiting for a steady cluster`);
+  say(`lab: drill ${scenario} x${count}: waiting for a steady cluster`);
   await waitSteady(target);
   const results: DrillResult[] = [];
   for (let i = 1; i <= count; i++) {
-    const r = await runDrill(target, mode, { ...(pauseMs !== undefined ? { pauseMs } : {}), log: (l) => process.stderr.write(`lab: ${l}\n`) });
+    const r = await runDrill(target, scenario, { ...(pauseMs !== undefined ? { pauseMs } : {}), log: (l) => process.stderr.write(`lab: ${l}\n`) });
     results.push(r);
-    say(`lab: drill ${i}/${count} ${mode}: ${summary(r)}`);
+    say(`lab: drill ${i}/${count} ${scenario}: ${summary(r)}`);
     await recordDrill(r, say);
   }
   if (json) process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
@@ -309,7 +310,7 @@ async function drillCommand(args: readonly string[]): Promise<number> {
     const problems = drillProblems(r);
     if (problems.length === 0) continue;
     failed++;
-    process.stderr.write(`lab: drill ${r.mode} at ${new Date(r.failedAt).toISOString()} failed: ${problems.join('; ')}\n`);
+    process.stderr.write(`lab: drill ${r.scenario} at ${new Date(r.failedAt).toISOString()} failed: ${problems.join('; ')}\n`);
   }
   return failed > 0 ? 1 : 0;
 }
@@ -319,7 +320,7 @@ function delay(ms: number): Promise<void> {
 }
 
 function usage(): number {
-  process.stderr.write('usage: lab.js up|check|status|hosts|etcd-members|etcd-args K DATADIR|cut DIR WHAT|restore DIR WHAT|kill-box DIR|revive DIR|drill --mode MODE [--count N] [--pause-ms MS] [--json] (run by deploy/lab/lab)\n');
+  process.stderr.write('usage: lab.js up|check|status|hosts|etcd-members|etcd-args K DATADIR|cut DIR WHAT|restore DIR WHAT|kill-box DIR|revive DIR|drill --scenario SCENARIO [--count N] [--pause-ms MS] [--json] (run by deploy/lab/lab)\n');
   return 64;
 }
 

@@ -21,7 +21,7 @@ export interface Event {
   'kind'?: (string);
   /**
    * What changed: a vip group, a floating address, "<service> <real server>", "config", "<peer> <send|receive>",
-   * a drill mode, an admin operation.
+   * a drill scenario, an admin operation.
    */
   'subject'?: (string);
   /**
@@ -52,7 +52,7 @@ export interface Event__Output {
   'kind': (string);
   /**
    * What changed: a vip group, a floating address, "<service> <real server>", "config", "<peer> <send|receive>",
-   * a drill mode, an admin operation.
+   * a drill scenario, an admin operation.
    */
   'subject': (string);
   /**

@@ -6,10 +6,11 @@
 
 export interface RecordDrillRequest {
   /**
-   * The drill mode: "switchover", "kill-agent", "box-death", "etcd-partition", "peer-partition", "etcd-outage",
-   * "pause-leader", "pause-standby" (@lbd/config DRILL_MODES).
+   * The drill scenario: "switchover", "kill-agent", "box-death", "etcd-partition", "peer-partition",
+   * "etcd-outage", "pause-leader", "pause-standby" (@lbd/config DRILL_SCENARIOS). Was `mode`: the number,
+   * all the wire carries, is unchanged.
    */
-  'mode'?: (string);
+  'scenario'?: (string);
   /**
    * "pass" | "fail"
    */
@@ -26,10 +27,11 @@ export interface RecordDrillRequest {
 
 export interface RecordDrillRequest__Output {
   /**
-   * The drill mode: "switchover", "kill-agent", "box-death", "etcd-partition", "peer-partition", "etcd-outage",
-   * "pause-leader", "pause-standby" (@lbd/config DRILL_MODES).
+   * The drill scenario: "switchover", "kill-agent", "box-death", "etcd-partition", "peer-partition",
+   * "etcd-outage", "pause-leader", "pause-standby" (@lbd/config DRILL_SCENARIOS). Was `mode`: the number,
+   * all the wire carries, is unchanged.
    */
-  'mode': (string);
+  'scenario': (string);
   /**
    * "pass" | "fail"
    */
