@@ -25,5 +25,9 @@ export type DrillScenario = (typeof DRILL_SCENARIOS)[number];
 /** Scenarios that freeze an agent for a time (`--pause-ms`). */
 export const PAUSE_DRILL_SCENARIOS: readonly DrillScenario[] = ['pause-leader', 'pause-standby'];
 
+/** A drill's result, the `to` of its drill event. */
+export const DRILL_RESULTS = ['pass', 'fail'] as const;
+export type DrillResultWord = (typeof DRILL_RESULTS)[number];
+
 /** How long a pause drill freezes the agent (ms): the default, and what `--pause-ms` accepts. */
 export const DRILL_PAUSE_MS = { default: 3000, min: 100, max: 60_000 } as const;

@@ -280,6 +280,13 @@ export interface VipGroup {
   readonly gateways: readonly string[];
 }
 
+/**
+ * A vip group's role on one director: leading it, keeping it without etcd because its peer vouches
+ * (fail-static), standing by, or unfit to lead.
+ */
+export const GROUP_ROLES = ['leader', 'fail-static', 'standby', 'unhealthy'] as const;
+export type GroupRole = (typeof GROUP_ROLES)[number];
+
 export const DEFAULT_VIP_GROUP = 'default';
 export const DEFAULT_PRIORITY = 100;
 export const VIP_GROUP_DEFAULTS = { preempt: 'after-delay', preemptDelayMs: 10_000, announce: { count: 3, intervalMs: 200 } } as const;

@@ -4,7 +4,7 @@ import { startEtcd, type RunningEtcd } from '@lbd/testkit';
 import { EtcdCoordinator } from './coordinator.js';
 import { Elections } from './elections.js';
 import type { PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
-import type { PreemptPolicy } from './records.js';
+import type { PreemptPolicy } from '@lbd/config';
 import { TIMING_PROFILES } from './timing.js';
 
 /**

@@ -1,5 +1,6 @@
 import { ConfigStore, type ConfigWrite, type StoredConfig } from './config-store.js';
-import { EventStore, type EventStoreLog, type StoredEvent } from './event-store.js';
+import type { StoredEvent } from '@lbd/config';
+import { EventStore, type EventStoreLog } from './event-store.js';
 import { EtcdKv } from './kv.js';
 import {
   fillDirectorRecords, isLeaderRecord, keys, parseJson, type ConfigRecord, type DirectorRecord, type HandoffRequest, type LeaderRecord,

@@ -1,4 +1,5 @@
-import type { DirectorRecord, GroupRole, HandoffRequest, LeaderRecord, PreemptPolicy } from './records.js';
+import type { GroupRole, PreemptPolicy } from '@lbd/config';
+import type { DirectorRecord, HandoffRequest, LeaderRecord } from './records.js';
 import { kernelLeaseMs, type ElectionTiming } from './timing.js';
 
 /**

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server } from 'node:net';
 import { startEtcd, waitFor as poll, type RunningEtcd } from '@lbd/testkit';
-import { EventStore, type StoredEvent } from './event-store.js';
+import type { StoredEvent } from '@lbd/config';
+import { EventStore } from './event-store.js';
 
 /** The cluster event history against a real etcd on loopback. */
 

@@ -1,3 +1,4 @@
+import { isStoredEvent, type StoredEvent } from '@lbd/config';
 import { EtcdKv } from './kv.js';
 import { parseJson } from './records.js';
 
@@ -13,19 +14,6 @@ import { parseJson } from './records.js';
  * once when it ends, not per event. The store has its own etcd connection, so a long history read or a
  * stuck write never delays an election's beat, and its failures never trip the elections' circuit breaker.
  */
-
-/** One event as stored (the agent's LbdEvent; `kind` is checked by the reader). */
-export interface StoredEvent {
-  readonly id: string;
-  readonly timeUnixMs: number;
-  readonly director: string;
-  readonly kind: string;
-  readonly subject: string;
-  readonly from: string;
-  readonly to: string;
-  readonly reason: string;
-  readonly fields: Readonly<Record<string, string>>;
-}
 
 export interface EventStoreLog {
   warn(msg: string, fields?: Readonly<Record<string, unknown>>): void;
@@ -255,11 +243,4 @@ export class EventStore {
 /** Oldest first; events of the same millisecond in id order. */
 export function byTime(a: StoredEvent, b: StoredEvent): number {
   return a.timeUnixMs - b.timeUnixMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
-}
-
-export function isStoredEvent(v: unknown): boolean {
-  const e = v as Partial<StoredEvent>;
-  return typeof v === 'object' && v !== null && typeof e.id === 'string' && typeof e.timeUnixMs === 'number' && typeof e.director === 'string'
-    && typeof e.kind === 'string' && typeof e.subject === 'string' && typeof e.from === 'string' && typeof e.to === 'string'
-    && typeof e.reason === 'string' && typeof e.fields === 'object' && e.fields !== null;
 }

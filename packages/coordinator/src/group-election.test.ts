@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import type { Clock, TimerHandle } from '@lbd/clock';
 import { GroupElection, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition } from './group-election.js';
-import { keys, type DirectorRecord, type PreemptPolicy } from './records.js';
+import type { PreemptPolicy } from '@lbd/config';
+import { keys, type DirectorRecord } from './records.js';
 import { FakeClock, MemoryKv } from './testing/index.js';
 import { TIMING_PROFILES, type ElectionTiming } from './timing.js';
 

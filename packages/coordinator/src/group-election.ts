@@ -1,11 +1,12 @@
 import type { Clock, TimerHandle } from '@lbd/clock';
+import type { GroupRole } from '@lbd/config';
 import {
   decide, initialState, leading, type BeatOutcome, type ElectionAction, type ElectionEvent, type ElectionState, type GroupSettings, type PromiseReply,
   type PromiseRequest, type RecordEntry, type World,
 } from './decide.js';
 import type { Entry, Kv, KvWatch } from './kv.js';
 import {
-  isHandoff, isLeaderRecord, parseJson, type DirectorRecord, type GroupRole, type GroupView, type HandoffRequest, type LeaderRecord,
+  isHandoff, isLeaderRecord, parseJson, type DirectorRecord, type GroupView, type HandoffRequest, type LeaderRecord,
 } from './records.js';
 import type { ElectionTiming } from './timing.js';
 

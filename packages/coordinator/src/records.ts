@@ -1,3 +1,5 @@
+import type { GroupRole } from '@lbd/config';
+
 /**
  * What directors write to etcd, under the cluster prefix:
  *
@@ -11,7 +13,6 @@
  *
  * Records are JSON; a record that does not parse is treated as absent and reported, never trusted.
  */
-export type PreemptPolicy = 'never' | 'after-delay' | 'after-sync';
 
 export interface LeaderRecord {
   /** The leading director; null when the group is vacant (its last leader resigned and released). */
@@ -34,8 +35,6 @@ export interface HandoffRequest {
   readonly reason: string;
   readonly at: number;
 }
-
-export type GroupRole = 'leader' | 'fail-static' | 'standby' | 'unhealthy';
 
 export interface GroupView {
   readonly role: GroupRole;

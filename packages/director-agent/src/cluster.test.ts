@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { ConfigError } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
-import { AgentError, type LbdEvent } from '@lbd/operator-surfaces';
+import type { LbdEvent } from '@lbd/config';
+import { AgentError } from '@lbd/operator-surfaces';
 import { LoopbackCluster, frontConfig } from '@lbd/testkit';
 import { startClusterPair, stopClusterPair, type PairMember } from './testing/cluster-pair.js';
 

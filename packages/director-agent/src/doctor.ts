@@ -1,4 +1,4 @@
-import { addressToBigInt, bigIntToAddress, hostPort, serviceKey, type Config, type RealServer, type Service } from '@lbd/config';
+import { addressToBigInt, bigIntToAddress, hostPort, serviceKey, type Config, type RealServer, type Service, type Severity } from '@lbd/config';
 import type { Connection, Endpoint, KernelFacts } from '@lbd/dataplane';
 
 /**
@@ -8,7 +8,6 @@ import type { Connection, Endpoint, KernelFacts } from '@lbd/dataplane';
  * a check that finds nothing wrong says so once, so "ok" means "checked", not "not looked at".
  */
 
-export type Severity = 'error' | 'warning' | 'ok';
 export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable';
 
 export interface Finding {

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { FakeCoordinator } from '@lbd/coordinator/testing';
-import type { EventQuery, EventSink, LbdEvent } from '@lbd/operator-surfaces';
+import type { LbdEvent } from '@lbd/config';
+import type { EventQuery, EventSink } from '@lbd/operator-surfaces';
 import { ClusterEventHistory, LocalEventHistory } from './event-query.js';
 import { EventLog } from './events.js';
 

@@ -1,5 +1,6 @@
 import type { Coordinator } from '@lbd/coordinator';
-import { AgentError, isLbdEvent, type EventQuery, type EventSink, type LbdEvent } from '@lbd/operator-surfaces';
+import { isLbdEvent, type LbdEvent } from '@lbd/config';
+import { AgentError, type EventQuery, type EventSink } from '@lbd/operator-surfaces';
 import type { EventLog } from './events.js';
 
 /**

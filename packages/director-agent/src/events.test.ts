@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { parseConfig } from '@lbd/config';
-import { isLbdEvent, type LbdEvent } from '@lbd/operator-surfaces';
+import { isLbdEvent, type LbdEvent } from '@lbd/config';
 import { EventLog, eventId, summarizeServiceChanges } from './events.js';
 
 describe('EventLog', () => {

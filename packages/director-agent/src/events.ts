@@ -1,5 +1,6 @@
 import { hostPort, serviceKey, type Service } from '@lbd/config';
-import type { EventKind, EventSource, LbdEvent } from '@lbd/operator-surfaces';
+import type { EventKind, LbdEvent } from '@lbd/config';
+import type { EventSource } from '@lbd/operator-surfaces';
 
 /**
  * The event log: every transition of this director with its reason (LbdEvent, @lbd/operator-surfaces), the answer

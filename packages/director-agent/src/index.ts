@@ -10,7 +10,7 @@ export { DesiredState, type HealthLookup, type Merge, type MergedRealServer, typ
 export { HealthManager, type HealthEntry, type HealthEvent, type HealthManagerOptions, type HealthWatcher } from './health.js';
 export {
   diagnose, probeTargets, CONNTRACK_ERROR, CONNTRACK_WARN, PORTS_ERROR, PORTS_WARN,
-  type CheckId, type Finding, type Severity,
+  type CheckId, type Finding,
 } from './doctor.js';
 // AgentOptions.log takes one: the agent's callers need not depend on @lbd/log themselves.
 export { createLogger, silentLogger, LOG_LEVELS, type Logger, type LogLevel, type LogFields } from '@lbd/log';

@@ -1,4 +1,4 @@
-import { DEFAULT_ADMIN_SOCKET, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS } from '@lbd/config';
+import { DEFAULT_ADMIN_SOCKET, EVENT_KINDS, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS } from '@lbd/config';
 import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
 
 /**
@@ -83,9 +83,6 @@ export interface ServiceFields {
 
 /** `--since`: a duration before now (`10m`), or an absolute time (RFC 3339). */
 export type Since = { readonly agoMs: number } | { readonly unixMs: number };
-
-/** The event kinds the agent's event log records (admin.proto Event.kind). */
-export const EVENT_KINDS = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin'] as const;
 
 export const USAGE = `usage: lbadm [--socket PATH | --server HOST:PORT --ca F --cert F --key F] [--json] COMMAND [flags]   (COMMAND: ${COMMANDS.join(', ')})`;
 

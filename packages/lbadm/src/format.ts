@@ -1,4 +1,4 @@
-import { hostPort } from '@lbd/config';
+import { SEVERITIES, hostPort, type Severity } from '@lbd/config';
 import type {
   ApplyResponse__Output, ClusterStatus__Output, ConfigHistoryResponse__Output, Connection__Output, Endpoint__Output, Event__Output, Finding__Output,
   GetHealthResponse__Output, GetStatsResponse__Output,
@@ -280,13 +280,12 @@ export function formatProblems(source: string, problems: readonly Problem__Outpu
   return `${source} is invalid (${plural(problems.length, 'problem')}):\n${problems.map((p) => `  ${p.text}\n`).join('')}`;
 }
 
-const SEVERITY_ORDER = ['error', 'warning', 'ok'] as const;
-const SEVERITY_TITLE: Record<string, string> = { error: 'errors', warning: 'warnings', ok: 'ok' };
+const SEVERITY_TITLE: Readonly<Record<Severity, string>> = { error: 'errors', warning: 'warnings', ok: 'ok' };
 
 /** Findings grouped by severity, worst first; fixes under their finding; a count line last. */
 export function formatDoctor(findings: readonly Finding__Output[]): string {
   const lines: string[] = [];
-  for (const sev of SEVERITY_ORDER) {
+  for (const sev of SEVERITIES) {
     const group = findings.filter((f) => f.severity === sev);
     if (group.length === 0) continue;
     lines.push(`${SEVERITY_TITLE[sev]} (${group.length}):`);

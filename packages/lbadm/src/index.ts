@@ -1,6 +1,6 @@
 /** lbadm: the operator's CLI for lbd-agent. `main(argv, io)` runs it in-process (tests, embedding). */
 export { main, type Io } from './cli.js';
-export { parseArgs, parseSince, UsageError, COMMANDS, EVENT_KINDS, USAGE, HELP, type Command, type Invocation, type Since } from './args.js';
+export { parseArgs, parseSince, UsageError, COMMANDS, USAGE, HELP, type Command, type Invocation, type Since } from './args.js';
 export { describeFailure, type Failure } from './errors.js';
 export { completionScript, SHELLS } from './completion.js';
 export {

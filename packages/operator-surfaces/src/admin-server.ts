@@ -3,7 +3,7 @@ import { chmod, lstat, mkdir, unlink } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { formatProblem, hostPort, type ConfigError, type Problem } from '@lbd/config';
+import { DRILL_RESULTS, EVENT_KINDS, formatProblem, hostPort, type ConfigError, type DrillResultWord, type EventKind, type LbdEvent, type Problem } from '@lbd/config';
 import type { ApplyResult } from '@lbd/dataplane';
 import {
   CONNECTIONS_PER_MESSAGE, DEFAULT_EVENTS_LIMIT, MAX_CONFIG_TEXT_BYTES, MAX_EVENTS_LIMIT, MAX_PENDING_EVENTS, MAX_PENDING_HEALTH_EVENTS,
@@ -15,7 +15,7 @@ import {
 import type { Logger } from '@lbd/log';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
 import { authorizeCertificate, certificateNames, roleAllows, roleRefusal, type Authorization, type TlsListenerOptions } from './ops-http.js';
-import { EVENT_KINDS, type Caller, type EventKind, type LbdEvent, type Role } from './ops-types.js';
+import type { Caller, Role } from './ops-types.js';
 
 /**
  * The gRPC admin API, on a root-only unix socket and, with agent.admin.grpcListen, over TCP with mutual
@@ -104,7 +104,7 @@ export interface EventSink {
 
 export interface DrillRecord {
   readonly scenario: string;
-  readonly result: 'pass' | 'fail';
+  readonly result: DrillResultWord;
   readonly reason: string;
   readonly fields: Readonly<Record<string, string>>;
 }
@@ -516,8 +516,8 @@ function quoted(value: string): string {
 
 function drillRecord(req: { scenario: string; result: string; reason: string; fields: Record<string, string> }): DrillRecord {
   const scenario = checkText('scenario', req.scenario, MAX_SERVICE_FILTER_CHARS, true);
-  if (req.result !== 'pass' && req.result !== 'fail') {
-    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'result', `${quoted(req.result)} is not "pass" or "fail"`);
+  if (!(DRILL_RESULTS as readonly string[]).includes(req.result)) {
+    throw new RequestError(grpc.status.INVALID_ARGUMENT, 'result', `${quoted(req.result)} is not ${DRILL_RESULTS.map((r) => JSON.stringify(r)).join(' or ')}`);
   }
   const reason = checkText('reason', req.reason, MAX_DRILL_REASON_CHARS, false);
   const entries = Object.entries(req.fields ?? {});
@@ -528,7 +528,7 @@ function drillRecord(req: { scenario: string; result: string; reason: string; fi
     checkText(`fields key "${k.slice(0, 40)}"`, k, MAX_SERVICE_FILTER_CHARS, true);
     checkText(`fields["${k}"]`, v, MAX_SERVICE_FILTER_CHARS, false);
   }
-  return { scenario, result: req.result, reason, fields: Object.fromEntries(entries) };
+  return { scenario, result: req.result as DrillResultWord, reason, fields: Object.fromEntries(entries) };
 }
 
 /** Source names and service filters: bounded, and no control characters (they end up in logs and terminals). */

@@ -11,14 +11,14 @@ export {
   AdminServer, METHOD_ROLES, UNIX_SOCKET_CALLER, roleNeeded, wireProblem, type AdminBackend, type AdminTcpOptions, type ApplyOptions, type ApplyOutcome,
   type DrillRecord, type EventQuery, type EventSink, type HealthSink,
 } from './admin-server.js';
-export { EVENT_KINDS, isLbdEvent, type Caller, type EventKind, type EventSource, type LbdEvent, type OpsRoute, type OpsSurfaces, type Role } from './ops-types.js';
+export { type Caller, type EventSource, type OpsRoute, type OpsSurfaces, type Role } from './ops-types.js';
 export {
   OPS_LIMITS, OpsHttpServer, authorizeCertificate, certificateNames, healthzRoute, requestBody, roleAllows, roleRefusal,
   type Authorization, type Liveness, type OpsHttpOptions, type OpsLimits, type TlsListenerOptions, type TlsMaterial,
 } from './ops-http.js';
 export { AgentError, RequestError, toGrpcStatus } from './errors.js';
 export {
-  GROUP_ROLES, Metrics, metricsRoutes,
+  Metrics, metricsRoutes,
   type ApplySample, type CheckedServer, type ClusterCounters, type HealthTransition, type MetricsOptions, type MetricsSource, type ProbeSample,
 } from './metrics.js';
 export { Dashboard, STATIC_DIR, type DashboardBackend, type DashboardOptions } from './dashboard/routes.js';

@@ -1,8 +1,8 @@
 import { hostname } from 'node:os';
-import { hostPort, serviceKey, type Config, type RealServer, type Service } from '@lbd/config';
+import { GROUP_ROLES, hostPort, serviceKey, type Config, type LbdEvent, type RealServer, type Service } from '@lbd/config';
 import type { ClusterStatus, ConnSyncPeer, GetStatusResponse, ServiceStatus } from '@lbd/proto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import type { EventSource, LbdEvent, OpsRoute } from './ops-types.js';
+import type { EventSource, OpsRoute } from './ops-types.js';
 
 /** One probe result of a real server (a check's latency per attempt, which no record keeps). */
 export interface ProbeSample {
@@ -100,7 +100,6 @@ export interface MetricsOptions {
 }
 
 /** Every role a director can have in a vip group: one series each, so `role="leader" == 1` alerts are easy. */
-export const GROUP_ROLES: readonly string[] = ['leader', 'fail-static', 'standby', 'unhealthy'];
 
 /** The labels of a real server within a service. */
 const RS_LABELS = ['service', 'vip', 'port', 'protocol', 'server'] as const;

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AdminRole } from '@lbd/config';
+import type { AdminRole, LbdEvent } from '@lbd/config';
 
 /**
  * The seams of the operator surfaces (issue 6), shared by the admin API's TCP listener, the HTTPS
@@ -33,51 +33,10 @@ export interface OpsSurfaces {
   close?(): void;
 }
 
-/** Kinds of transition the event log records. */
-export type EventKind = 'role' | 'vip' | 'health' | 'config' | 'sync' | 'drill' | 'admin';
-export const EVENT_KINDS: readonly EventKind[] = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin'];
-
-/**
- * One transition with its reason: the answer to "why am I backup?" and "why did rs2 leave?".
- *
- * subject / from / to per kind:
- * - role:   vip group name;                  the group's role on this director (leader, standby, ...)
- * - vip:    floating address;                `released` / `held`
- * - health: `<serviceKey> <rs host:port>`;   `up` / `down` (fields: service, server, check)
- * - config: `config`;                        `applied` / `unchanged` / `rejected` / `failed` (fields: revision, sha256, source, author, durationMs)
- * - sync:   `<peer> <send|receive>`;         connection-sync stream state
- * - drill:  drill scenario (switchover, box-death, ...); `pass` / `fail` (fields: broken, total, tookMs)
- * - admin:  the operation (failover, rollback, server drain, service add, ...); `done` / `refused` (fields: caller)
- */
-export interface LbdEvent {
-  /** Unique and sortable by time: `<13-digit unix ms>-<director>-<6-digit sequence>`. */
-  readonly id: string;
-  readonly timeUnixMs: number;
-  /** The director that recorded it (its cluster id, or the host name when alone). */
-  readonly director: string;
-  readonly kind: EventKind;
-  readonly subject: string;
-  /** The state before ('' when there was none). */
-  readonly from: string;
-  readonly to: string;
-  /** Why, in words an operator reads at 3 a.m. */
-  readonly reason: string;
-  readonly fields: Readonly<Record<string, string>>;
-}
-
 /** Where transitions are read from: the agent's event log (@lbd/director-agent EventLog) implements it; metrics and the dashboard use it. */
 export interface EventSource {
   /** Kept events at or after `sinceUnixMs`, oldest first. */
   recent(sinceUnixMs: number): LbdEvent[];
   /** Calls `fn` for every new event; returns the unsubscribe. */
   subscribe(fn: (e: LbdEvent) => void): () => void;
-}
-
-/** Whether `v` is an event as the log records it (for events read back from etcd, written by any lbd). */
-export function isLbdEvent(v: unknown): v is LbdEvent {
-  const e = v as Partial<LbdEvent>;
-  return typeof v === 'object' && v !== null && typeof e.id === 'string' && typeof e.timeUnixMs === 'number'
-    && typeof e.director === 'string' && typeof e.kind === 'string' && (EVENT_KINDS as readonly string[]).includes(e.kind)
-    && typeof e.subject === 'string' && typeof e.from === 'string' && typeof e.to === 'string' && typeof e.reason === 'string'
-    && typeof e.fields === 'object' && e.fields !== null && Object.values(e.fields).every((x) => typeof x === 'string');
 }

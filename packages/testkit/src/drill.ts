@@ -1,5 +1,5 @@
 import { randomInt } from 'node:crypto';
-import { DRILL_SCENARIOS, DRILL_PAUSE_MS, PAUSE_DRILL_SCENARIOS, type DrillScenario } from '@lbd/config';
+import { DRILL_SCENARIOS, DRILL_PAUSE_MS, PAUSE_DRILL_SCENARIOS, type DrillResultWord, type DrillScenario } from '@lbd/config';
 import { BusyLoops } from './busy-loops.js';
 import { CLUSTER, DIRECTOR_NAMES, type ClusterTopology, type DirectorName } from './cluster-topology.js';
 import { runCommand, type BackgroundProcess } from './exec.js';
@@ -887,7 +887,7 @@ export function drillLabel(r: Pick<DrillResult, 'scenario' | 'pauseMs'>): string
 }
 
 /** A drill's result as the agents' event log stores it (admin RecordDrill: a `drill` event). */
-export function drillRecord(r: DrillResult): { scenario: string; result: 'pass' | 'fail'; reason: string; fields: Record<string, string> } {
+export function drillRecord(r: DrillResult): { scenario: string; result: DrillResultWord; reason: string; fields: Record<string, string> } {
   const problems = problemsOf(r);
   const fields: Record<string, string> = {
     failedAt: new Date(r.failedAt).toISOString(), oldLeader: r.oldLeader, newLeader: r.newLeader ?? '', moved: String(r.moved),

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import type { StoredEvent } from '../event-store.js';
+import type { StoredEvent } from '@lbd/config';
 import { FakeCoordinator } from './index.js';
 
 const event = (director: string, timeUnixMs: number, seq: number): StoredEvent => ({

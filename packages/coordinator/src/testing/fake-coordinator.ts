@@ -1,7 +1,8 @@
 import { FakeClock } from '@lbd/clock/testing';
 import { ConfigStore, type ConfigWrite, type StoredConfig } from '../config-store.js';
 import type { ClusterStatus, Coordinator, FailoverResult, ListedEvents } from '../coordinator.js';
-import { byTime, type StoredEvent } from '../event-store.js';
+import type { StoredEvent } from '@lbd/config';
+import { byTime } from '../event-store.js';
 import { keys, type ConfigRecord } from '../records.js';
 import { TIMING_PROFILES, worstCaseTakeoverMs } from '../timing.js';
 import { MemoryKv } from './memory-kv.js';

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { AdminApi } from '@lbd/proto';
 import { createLogger } from '@lbd/log';
 import { AdminServer, type AdminBackend } from '../admin-server.js';
-import type { LbdEvent } from '../ops-types.js';
+import type { LbdEvent } from '@lbd/config';
 import { FakeDashboardBackend, MemoryEventSource } from '../testing/index.js';
 import { AdminApiEventSource, parseDashboardArgs, runDashboard } from './loopback.js';
 import type { DashboardState } from './state.js';

@@ -1,11 +1,11 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
-import { EXIT, hostPort } from '@lbd/config';
+import { EXIT, hostPort, isLbdEvent, type LbdEvent } from '@lbd/config';
 import { setTimeout as delay } from 'node:timers/promises';
 import { AdminApi } from '@lbd/proto';
 import { createLogger, type Logger } from '@lbd/log';
-import { isLbdEvent, type Caller, type EventSource, type LbdEvent, type OpsRoute } from '../ops-types.js';
+import type { Caller, EventSource, OpsRoute } from '../ops-types.js';
 import { Dashboard, type DashboardBackend } from './routes.js';
 
 /**

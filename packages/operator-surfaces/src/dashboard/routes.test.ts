@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { get, type IncomingMessage } from 'node:http';
 import { connect } from 'node:net';
-import type { LbdEvent } from '../ops-types.js';
+import type { LbdEvent } from '@lbd/config';
 import { FakeDashboardBackend, MemoryEventSource, serveOpsRoutes, type PlainOpsServer } from '../testing/index.js';
 import { Dashboard } from './routes.js';
 import type { DashboardState } from './state.js';

@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
+import type { LbdEvent } from '@lbd/config';
 import type { ClusterStatus, GetHealthResponse, GetStatusResponse } from '@lbd/proto';
 import { silentLogger, type Logger } from '@lbd/log';
 import type { HealthSink } from '../admin-server.js';
-import type { EventSource, LbdEvent, OpsRoute } from '../ops-types.js';
+import type { EventSource, OpsRoute } from '../ops-types.js';
 import { LatencyRings, dashboardState, type Answers, type CounterSample, type DashboardState } from './state.js';
 
 /**

@@ -1,7 +1,8 @@
 import type { ClusterStatus, GetHealthResponse, GetStatusResponse, HealthEvent } from '@lbd/proto';
 import type { HealthSink } from '../admin-server.js';
 import type { DashboardBackend } from '../dashboard/routes.js';
-import type { EventKind, EventSource, LbdEvent } from '../ops-types.js';
+import type { EventKind, LbdEvent } from '@lbd/config';
+import type { EventSource } from '../ops-types.js';
 
 /**
  * Fakes for the dashboard's tests: an agent's read calls over answers the test sets and changes, and an
