@@ -148,8 +148,8 @@ module.exports = {
     onlyImports('dataplane-nft', ['config', 'dataplane'], 'The nftables adapter implements dataplane from config; it knows nothing of the agent.'),
     onlyImports('clock', [], 'Time, injected: the smallest core, imported by whatever schedules.'),
     onlyImports('log', [], 'The structured logger (one JSON object per line): a leaf, imported by the agent and its operator surfaces.'),
-    onlyImports('connsync', ['config', 'dataplane', 'proto'], 'Connection sync moves connections between a ConnectionTable and peers: it knows neither nftables, etcd nor the agent.'),
-    onlyImports('coordinator', ['config', 'clock'], 'The coordinator elects and fences through etcd; it knows nothing of the data plane or the agent.'),
+    onlyImports('connsync', ['config', 'dataplane', 'log', 'proto'], 'Connection sync moves connections between a ConnectionTable and peers: it knows neither nftables, etcd nor the agent.'),
+    onlyImports('coordinator', ['config', 'clock', 'log'], 'The coordinator elects and fences through etcd; it knows nothing of the data plane or the agent.'),
     onlyImports('operator-surfaces', ['config', 'dataplane', 'log', 'proto'], 'The operator surfaces (admin gRPC server, HTTPS listener, dashboard) serve what the agent gives them through interfaces (AdminBackend, DashboardBackend, EventSource): they know nothing of the agent, the kernel or etcd.'),
     onlyImports('health-checker', ['config', 'clock'], 'The health checker probes targets and decides up/down; it knows nothing of the data plane, coordination or the agent (the agent wires it in).'),
     {

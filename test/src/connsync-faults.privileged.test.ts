@@ -5,6 +5,7 @@ import { ConnectionSource, SyncReceiver, SyncSender, type Dial, type OutgoingFau
 import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
 import { FakeConnectionTable } from '@lbd/dataplane/testing';
 import { ConntrackConnectionTable, netnsRunner } from '@lbd/dataplane-nft';
+import { silentLogger } from '@lbd/director-agent';
 import { connSyncServiceDefinition, type SyncMessage, type SyncReply } from '@lbd/proto';
 import { deleteNamespace, removeOrphans, requireRoot, runPrefix } from '@lbd/testkit';
 
@@ -16,7 +17,7 @@ import { deleteNamespace, removeOrphans, requireRoot, runPrefix } from '@lbd/tes
  */
 
 const run = promisify(execFile);
-const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const quiet = silentLogger;
 const SERVICE = '198.18.0.10:80/tcp';
 const MARK = 0x10001;
 

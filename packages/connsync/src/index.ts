@@ -8,4 +8,3 @@ export { SyncSender, SENDER_DEFAULTS, type Dial, type SenderLink, type SenderLin
 export { SyncReceiver, type ReceiverStatus, type ReceiverContext, type ReceiverLink } from './receiver.js';
 export { ConnectionSource, serviceKeyOfConnection, copiable, type CopiedConnection, type SyncScope, type ConnectionSourceStats } from './source.js';
 export { MalformedMessage, fromWireChange, toWireChange, type WireChange } from './wire.js';
-export type { Logger } from './log.js';

@@ -1,6 +1,6 @@
 import { connectionKey, type ConnectionChange, type ConnectionTable, type SyncedConnection, type Endpoint } from '@lbd/dataplane';
 import type { SyncMessage__Output, SyncReply } from '@lbd/proto';
-import type { Logger } from './log.js';
+import type { Logger } from '@lbd/log';
 import { serviceKeyOfConnection } from './source.js';
 import { fromWireChange, MalformedMessage, type WireChange } from './wire.js';
 

@@ -1,7 +1,7 @@
 import { connectionKey } from '@lbd/dataplane';
 import type { SyncMessage, SyncReply__Output } from '@lbd/proto';
 import { nanoid } from 'nanoid';
-import type { Logger } from './log.js';
+import type { Logger } from '@lbd/log';
 import type { ConnectionSource, SourceChange, SourceListener } from './source.js';
 import { toWireChange, type WireChange } from './wire.js';
 

@@ -1,5 +1,5 @@
 import { connectionKey, sameBinding, type ConnectionEvent, type ConnectionTable, type ConnectionWatch, type SyncedConnection } from '@lbd/dataplane';
-import type { Logger } from './log.js';
+import type { Logger } from '@lbd/log';
 import type { WireChange } from './wire.js';
 
 /**

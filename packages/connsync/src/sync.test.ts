@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
 import { FakeConnectionTable } from '@lbd/dataplane/testing';
+import { silentLogger } from '@lbd/log';
 import { connSyncServiceDefinition, type SyncMessage, type SyncMessage__Output, type SyncReply, type SyncReply__Output } from '@lbd/proto';
 import { SyncReceiver, type ReceiverContext } from './receiver.js';
 import { SyncSender, type Dial, type OutgoingFaults, type SenderOptions } from './sender.js';
@@ -13,7 +14,7 @@ import { ConnectionSource, type SyncScope } from './source.js';
 
 const SERVICE = '198.18.0.10:80/tcp';
 const UDP_SERVICE = '198.18.0.10:53/udp';
-const quiet = { info: () => undefined, warn: () => undefined, error: () => undefined };
+const quiet = silentLogger;
 
 function connection(i: number, over: Partial<SyncedConnection> = {}): SyncedConnection {
   return {

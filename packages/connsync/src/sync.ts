@@ -6,7 +6,7 @@ import {
   createConnSyncClient, peerIdsOfCall, type ConnSyncClient, type ConnSyncHandlers, type PeerSecurity, type SyncMessage__Output,
   type SyncReply, type SyncReply__Output,
 } from '@lbd/proto';
-import type { Logger } from './log.js';
+import type { Logger } from '@lbd/log';
 import { SyncReceiver, type ReceiverStatus } from './receiver.js';
 import { SyncSender, type Dial, type SenderOptions, type SenderStatus } from './sender.js';
 import { ConnectionSource, type ConnectionSourceStats, type SyncScope } from './source.js';

@@ -1,4 +1,5 @@
 import { isStoredEvent, type StoredEvent } from '@lbd/config';
+import type { Logger } from '@lbd/log';
 import { EtcdKv } from './kv.js';
 import { parseJson } from './records.js';
 
@@ -15,10 +16,8 @@ import { parseJson } from './records.js';
  * stuck write never delays an election's beat, and its failures never trip the elections' circuit breaker.
  */
 
-export interface EventStoreLog {
-  warn(msg: string, fields?: Readonly<Record<string, unknown>>): void;
-  info(msg: string, fields?: Readonly<Record<string, unknown>>): void;
-}
+/** What the store logs with: the agent's logger fits. */
+export type EventStoreLog = Pick<Logger, 'info' | 'warn'>;
 
 export interface EventStoreOptions {
   readonly endpoints: readonly string[];

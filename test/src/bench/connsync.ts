@@ -3,9 +3,10 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey, type Service } from '@lbd/config';
-import { ConnectionSync, SyncReceiver, realServerName, type Logger } from '@lbd/connsync';
+import { ConnectionSync, SyncReceiver, realServerName } from '@lbd/connsync';
 import { connectionKey, type ConnectionApplyResult, type ConnectionChange, type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection } from '@lbd/dataplane';
 import { FakeConnectionTable } from '@lbd/dataplane/testing';
+import { silentLogger, type Logger } from '@lbd/director-agent';
 import { ConntrackConnectionTable, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
 import {
   AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
@@ -311,7 +312,7 @@ async function wholePath(ctx: WholePathContext, host: string, watched: boolean):
   const warnings: string[] = [];
   const keep = (msg: string, f?: Readonly<Record<string, unknown>>): void => { if (warnings.length < 5) warnings.push(`${msg} ${JSON.stringify(f ?? {})}`); };
   let warnCount = 0;
-  const syncLog: Logger = { info: () => undefined, warn: (m, f) => { warnCount++; keep(m, f); }, error: (m, f) => { warnCount++; keep(m, f); } };
+  const syncLog: Logger = { debug: () => undefined, info: () => undefined, warn: (m, f) => { warnCount++; keep(m, f); }, error: (m, f) => { warnCount++; keep(m, f); } };
   log(`bulk (b${watched ? '' : ', standby unwatched'}): leader (FakeConnectionTable, ${formatNumber(n)} connections) -> gRPC + mutual TLS on loopback -> standby (conntrack in ${t.ns(host)})`);
   await t.addHost(host);
   const standbyPort = await freePort();
@@ -436,7 +437,7 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
   try {
     await connectionTable.prepare();
     const def = connSyncServiceDefinition().Stream;
-    const quiet: Logger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+    const quiet = silentLogger;
     let acked = 0;
     let problem = '';
     const dueAt = new Map<number, number>();
