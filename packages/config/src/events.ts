@@ -13,7 +13,7 @@ export type EventKind = (typeof EVENT_KINDS)[number];
  * - role:   vip group name;                  the group's role on this director (GROUP_ROLES)
  * - vip:    floating address;                `released` / `held`
  * - health: `<serviceKey> <rs host:port>`;   `up` / `down` (fields: service, server, check)
- * - config: `config`;                        `applied` / `unchanged` / `rejected` / `failed` (fields: revision, sha256, source, author, durationMs)
+ * - config: `config`;                        ApplyResultWord (fields: revision, sha256, source, author, durationMs)
  * - sync:   `<peer> <send|receive>`;         connection-sync stream state
  * - drill:  drill scenario (DRILL_SCENARIOS); DRILL_RESULTS (fields: broken, total, tookMs)
  * - admin:  the operation (failover, rollback, server drain, service add, ...); `done` / `refused` (fields: caller)
@@ -33,6 +33,9 @@ export interface LbdEvent {
   readonly reason: string;
   readonly fields: Readonly<Record<string, string>>;
 }
+
+/** What became of one config apply: the `to` of its config event, and the result status and metrics report. */
+export type ApplyResultWord = 'applied' | 'unchanged' | 'rejected' | 'failed';
 
 /** An event as any lbd may have stored it in etcd: its kind is left to the reader (a newer director may know more). */
 export type StoredEvent = Omit<LbdEvent, 'kind'> & { readonly kind: string };

@@ -23,7 +23,8 @@ export interface Endpoint {
 
 export type HealthCheckKind = 'tcp' | 'http' | 'https' | 'icmp' | 'udp' | 'exec';
 export const HEALTH_CHECK_KINDS: readonly HealthCheckKind[] = ['tcp', 'http', 'https', 'icmp', 'udp', 'exec'];
-export type HealthState = 'up' | 'down';
+export const HEALTH_STATES = ['up', 'down'] as const;
+export type HealthState = (typeof HEALTH_STATES)[number];
 /** What a failed real server becomes: quiescent (weight 0, connections live on) or removed (connections expired). */
 export type OnDown = 'quiesce' | 'remove';
 export const ON_DOWN: readonly OnDown[] = ['quiesce', 'remove'];

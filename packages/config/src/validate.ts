@@ -1,6 +1,6 @@
 import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
 import {
-  ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, DEFAULT_REALTIME_PRIORITY, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
+  ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, DEFAULT_REALTIME_PRIORITY, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HEALTH_STATES, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
   PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, connSyncPort, hostPort, serviceKey,
   type AddressFamily, type AddressRange, type Endpoint, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
@@ -380,7 +380,7 @@ function checkHealthCheck(c: Collector, path: string, raw: unknown, base: Health
   if (jitterMs > intervalMs / 2 && raw.jitterMs !== undefined) {
     c.add(`${path}.jitterMs`, jitterMs, `must be at most half of intervalMs (${intervalMs})`, `lower jitterMs to ${Math.floor(intervalMs / 2)} or less`);
   }
-  const startState = checkEnum<HealthState>(c, `${path}.startState`, raw.startState, ['up', 'down'], base?.startState ?? HEALTH_DEFAULTS.startState, 'start state');
+  const startState = checkEnum<HealthState>(c, `${path}.startState`, raw.startState, HEALTH_STATES, base?.startState ?? HEALTH_DEFAULTS.startState, 'start state');
   let address = base?.address ?? null;
   if (raw.address !== undefined) address = checkAddress(c, `${path}.address`, raw.address, 'a health check address')?.address ?? null;
   let port = base?.port ?? null;

@@ -1,10 +1,9 @@
-import type { Config, Problem } from '@lbd/config';
+import type { ApplyResultWord, Config, Problem } from '@lbd/config';
 import type { Caller } from '@lbd/operator-surfaces';
 
 /** What one apply attempt is and says, shared by the reconciler that makes it and the views that report it. */
 
 export type Trigger = 'start' | 'sighup' | 'file-change' | 'apply-rpc' | 'cluster';
-export type ApplyResultWord = 'applied' | 'unchanged' | 'rejected' | 'failed';
 
 /** One apply attempt, as logged and as status reports it. */
 export interface ApplyRecord {

@@ -1,4 +1,4 @@
-import { hostPort, serviceKey, type Config, type RealServer, type Service } from '@lbd/config';
+import { hostPort, serviceKey, type Config, type HealthState, type RealServer, type Service } from '@lbd/config';
 
 /**
  * The desired data-plane state: the running config merged with health. Pure apart from a memo of what
@@ -23,7 +23,7 @@ import { hostPort, serviceKey, type Config, type RealServer, type Service } from
  */
 
 export interface ServerHealth {
-  readonly state: 'up' | 'down';
+  readonly state: HealthState;
   /** The weight to program while up: the configured one, or less while ramping after slow start. */
   readonly upWeight: number;
   readonly heldDown: boolean;
@@ -34,7 +34,7 @@ export type HealthLookup = (service: Service, rs: RealServer) => ServerHealth | 
 
 export interface MergedRealServer {
   readonly server: string;
-  readonly health: 'up' | 'down' | null;
+  readonly health: HealthState | null;
   /** The weight programmed now (0 when removed). */
   readonly weight: number;
   readonly removed: boolean;

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import { hostPort, serviceKey, type Config, type HealthCheck, type RealServer, type Service } from '@lbd/config';
+import { hostPort, serviceKey, type Config, type HealthCheck, type HealthState, type RealServer, type Service } from '@lbd/config';
 import type { ObservedState } from '@lbd/dataplane';
 import {
   HealthScheduler, checkSpecFor, endpoint, formatDuration, slowStartWeight,
@@ -45,8 +45,8 @@ export interface HealthEvent {
   /** `198.19.1.12:8080` */
   readonly server: string;
   readonly checkKind: HealthCheck['kind'];
-  readonly from: 'up' | 'down';
-  readonly to: 'up' | 'down';
+  readonly from: HealthState;
+  readonly to: HealthState;
   readonly reason: string;
   readonly probeReason: ProbeResult['reason'];
   readonly latencyMs: number;
@@ -167,7 +167,7 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
       }
     }
     // Before the old checks go: the state each new key inherits (down when any pair of it was down).
-    const inherited = new Map<string, 'up' | 'down'>();
+    const inherited = new Map<string, HealthState>();
     for (const [pair, key] of pairKey) {
       if (this.scheduler.get(key) !== undefined) continue;
       const old = this.inheritedState(pair);
@@ -193,7 +193,7 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
    */
   adoptKernel(config: Config, observed: ObservedState): void {
     const kernel = new Map(observed.services.map((s) => [s.key, new Map(s.realServers.map((r) => [endpoint(r.address, r.port), r.quiescent]))]));
-    const votes = new Map<string, 'up' | 'down'>();
+    const votes = new Map<string, HealthState>();
     for (const svc of config.services) {
       const servers = kernel.get(serviceKey(svc));
       if (servers === undefined) continue; // a service new to the kernel: nothing to keep
@@ -313,7 +313,7 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
   }
 
   /** The state of the check the last set() gave this (service, real server), if any. */
-  private inheritedState(pair: string): 'up' | 'down' | null {
+  private inheritedState(pair: string): HealthState | null {
     const key = this.pairKey.get(pair);
     return key === undefined ? null : (this.scheduler.get(key)?.state ?? null);
   }
@@ -360,7 +360,7 @@ export class HealthManager extends EventEmitter<HealthManagerEvents> {
   }
 
   /** What the agent does about a transition, in words (the transition's own record is already updated). */
-  private action(b: Binding, to: 'up' | 'down'): string {
+  private action(b: Binding, to: HealthState): string {
     const svc = b.service;
     const rs = b.rs;
     if (to === 'up') {

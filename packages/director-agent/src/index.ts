@@ -4,7 +4,7 @@
  * DataPlane (and `health: { prober, clock }` with the health checker's fakes).
  */
 export { Agent, type AgentOptions, type HealthOptions } from './agent.js';
-export type { ApplyRecord, ApplyResultWord, HealthApplyRecord, Trigger } from './apply-record.js';
+export type { ApplyRecord, HealthApplyRecord, Trigger } from './apply-record.js';
 export { EventLog, DEFAULT_EVENT_HISTORY, eventId, summarizeServiceChanges, type EventLogOptions } from './events.js';
 export { DesiredState, type HealthLookup, type Merge, type MergedRealServer, type MergedService, type ServerHealth } from './desired.js';
 export { HealthManager, type HealthEntry, type HealthEvent, type HealthManagerOptions, type HealthWatcher } from './health.js';

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
+import type { HealthState } from '@lbd/config';
 import {
   DEFAULT_FLAP_POLICY, formatDuration, initialHealth, nextHealth, slowStartWeight,
-  type FlapPolicy, type HealthRecord, type HealthState, type Thresholds,
+  type FlapPolicy, type HealthRecord, type Thresholds,
 } from './health.js';
 import type { ProbeResult } from './types.js';
 

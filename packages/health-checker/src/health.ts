@@ -1,3 +1,4 @@
+import type { HealthState } from '@lbd/config';
 import type { ProbeResult } from './types.js';
 
 /**
@@ -12,8 +13,6 @@ import type { ProbeResult } from './types.js';
  * Why hold down on the way down, not by refusing the way up: the hold-down then starts with a transition
  * whose reason says so, and a server that is up stays in rotation until a probe actually fails.
  */
-
-export type HealthState = 'up' | 'down';
 
 export interface Thresholds {
   /** Consecutive successes that bring a down server up (≥ 1). */

@@ -11,7 +11,7 @@ export { checkSpecFor } from './from-config.js';
 export { systemClock, type Clock, type TimerHandle } from '@lbd/clock';
 export {
   DEFAULT_FLAP_POLICY, formatDuration, initialHealth, nextHealth, slowStartWeight,
-  type FlapPolicy, type HealthRecord, type HealthState, type HealthTransition, type Thresholds,
+  type FlapPolicy, type HealthRecord, type HealthTransition, type Thresholds,
 } from './health.js';
 export {
   ExecProber, HttpProber, IcmpProber, ProberSet, TcpProber, UdpProber, createProber, formatStatus, statusMatches,

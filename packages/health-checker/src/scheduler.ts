@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
 import { timeoutMessage } from './attempt.js';
 import { systemClock, type Clock, type TimerHandle } from '@lbd/clock';
-import { initialHealth, nextHealth, type FlapPolicy, type HealthRecord, type HealthState, type Thresholds } from './health.js';
+import type { HealthState } from '@lbd/config';
+import { initialHealth, nextHealth, type FlapPolicy, type HealthRecord, type Thresholds } from './health.js';
 import type { ProbeResult, ProbeTarget, Prober } from './types.js';
 
 /**

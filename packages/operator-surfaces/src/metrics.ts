@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { GROUP_ROLES, hostPort, serviceKey, type Config, type LbdEvent, type RealServer, type Service } from '@lbd/config';
+import { GROUP_ROLES, hostPort, serviceKey, type ApplyResultWord, type Config, type LbdEvent, type RealServer, type Service } from '@lbd/config';
 import type { ClusterStatus, ConnSyncPeer, GetStatusResponse, ServiceStatus } from '@lbd/proto';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { EventSource, OpsRoute } from './ops-types.js';
@@ -24,7 +24,7 @@ export interface HealthTransition {
 /** One config apply attempt. */
 export interface ApplySample {
   readonly trigger: string;
-  readonly result: 'applied' | 'unchanged' | 'rejected' | 'failed';
+  readonly result: ApplyResultWord;
   readonly durationMs: number;
 }
 

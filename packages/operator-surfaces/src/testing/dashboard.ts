@@ -1,7 +1,7 @@
 import type { ClusterStatus, GetHealthResponse, GetStatusResponse, HealthEvent } from '@lbd/proto';
 import type { HealthSink } from '../admin-server.js';
 import type { DashboardBackend } from '../dashboard/routes.js';
-import type { EventKind, LbdEvent } from '@lbd/config';
+import type { EventKind, HealthState, LbdEvent } from '@lbd/config';
 import type { EventSource } from '../ops-types.js';
 
 /**
@@ -44,7 +44,7 @@ export class FakeDashboardBackend implements DashboardBackend {
    * A real server of a service goes `to`, as the agent's health manager reports it: both answers change
    * (down: flag `down`, weight 0), then every watcher hears of it.
    */
-  transition(service: string, address: string, port: number, to: 'up' | 'down'): HealthEvent {
+  transition(service: string, address: string, port: number, to: HealthState): HealthEvent {
     const from = to === 'up' ? 'down' : 'up';
     for (const h of this.healthAnswer.realServers ?? []) {
       if (h.service !== service || h.address !== address || h.port !== port) continue;
