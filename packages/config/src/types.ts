@@ -21,6 +21,11 @@ export interface Endpoint {
   readonly port: number;
 }
 
+/** Another director of the cluster: its id and where its peer service listens (its peerListen). */
+export interface PeerEndpoint extends Endpoint {
+  readonly id: string;
+}
+
 export type HealthCheckKind = 'tcp' | 'http' | 'https' | 'icmp' | 'udp' | 'exec';
 export const HEALTH_CHECK_KINDS: readonly HealthCheckKind[] = ['tcp', 'http', 'https', 'icmp', 'udp', 'exec'];
 export const HEALTH_STATES = ['up', 'down'] as const;
@@ -217,7 +222,7 @@ export interface ClusterSettings {
    */
   readonly peerListen: Endpoint;
   /** Every other director of the cluster (its peerListen): the only ones that may take over from this one. */
-  readonly peers: readonly { readonly id: string; readonly address: string; readonly port: number }[];
+  readonly peers: readonly PeerEndpoint[];
   /** Where floating addresses go: vips on `vip`, local addresses and gateways on `local`. */
   readonly interfaces: { readonly vip: string; readonly local: string };
   /** Priority per vip group (1..255, higher leads); groups not listed get 100. */

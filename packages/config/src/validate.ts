@@ -2,7 +2,7 @@ import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './
 import {
   ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, DEFAULT_REALTIME_PRIORITY, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HEALTH_STATES, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
   PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, connSyncPort, hostPort, serviceKey,
-  type AddressFamily, type AddressRange, type Endpoint, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
+  type AddressFamily, type AddressRange, type Endpoint, type PeerEndpoint, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
   type AdminClientEntry, type AdminRole, type AdminSettings, type Service, type ClusterSettings, type TrackCheck, type PreemptPolicy, type TimingProfileName, type VipGroup, type PeerTls, type ServiceSync,
 } from './types.js';
@@ -648,7 +648,7 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
     c.add(`${path}.prefix`, raw.prefix, raw.prefix === undefined ? 'an etcd key prefix is required' : 'is not an etcd key prefix', 'give an absolute path without a trailing slash, e.g. /lbd/prod (every director of the cluster uses the same)');
   } else prefix = raw.prefix;
   const peerListen = checkPeerPort(c, `${path}.peerListen`, raw.peerListen, checkHostPort(c, `${path}.peerListen`, raw.peerListen));
-  const peers: Array<{ id: string; address: string; port: number }> = [];
+  const peers: PeerEndpoint[] = [];
   const peerIds = new Set<string>();
   if (raw.peers !== undefined && !Array.isArray(raw.peers)) {
     c.add(`${path}.peers`, raw.peers, `is ${typeName(raw.peers)}, not a list`, 'list the other directors: [{id: dir2, address: 198.18.4.2:7411}], or [] for a cluster of one');

@@ -3,7 +3,7 @@
  * standby over gRPC (mutual TLS), numbered and acknowledged, with resync on a gap and bounded memory for
  * a slow peer; a standby injects them into its own kernel so that they survive a failover.
  */
-export { ConnectionSync, realServerName, type ConnectionSyncOptions, type SyncPeer, type SyncStatus } from './sync.js';
+export { ConnectionSync, realServerName, type ConnectionSyncOptions, type SyncStatus } from './sync.js';
 export { SyncSender, SENDER_DEFAULTS, type Dial, type SenderLink, type SenderLinkHandlers, type SenderStatus, type OutgoingFaults } from './sender.js';
 export { SyncReceiver, type ReceiverStatus, type ReceiverContext, type ReceiverLink } from './receiver.js';
 export { ConnectionSource, serviceKeyOfConnection, copiable, type CopiedConnection, type SyncScope, type ConnectionSourceStats } from './source.js';

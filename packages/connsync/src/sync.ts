@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import type { Endpoint, Service } from '@lbd/config';
+import type { Endpoint, PeerEndpoint, Service } from '@lbd/config';
 import { serviceKey } from '@lbd/config';
 import type { ConnectionTable } from '@lbd/dataplane';
 import {
@@ -19,15 +19,9 @@ import { ConnectionSource, type ConnectionSourceStats, type SyncScope } from './
  * that director may take a group back (preempt: after-sync).
  */
 
-export interface SyncPeer {
-  readonly id: string;
-  readonly address: string;
-  readonly port: number;
-}
-
 export interface ConnectionSyncOptions {
   readonly self: string;
-  readonly peers: readonly SyncPeer[];
+  readonly peers: readonly PeerEndpoint[];
   readonly security: PeerSecurity;
   readonly table: ConnectionTable;
   readonly log: Logger;

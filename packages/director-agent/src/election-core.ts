@@ -1,10 +1,11 @@
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
+import type { Endpoint, PeerEndpoint } from '@lbd/config';
 import {
   Elections, type BeatOutcome, type ElectionTiming, type GroupSettings, type GroupView, type PeerTransport, type PromiseReply, type PromiseRequest,
   type Transition,
 } from '@lbd/coordinator';
-import type { AddressOwner, Announce, Endpoint, FloatingAddress } from '@lbd/dataplane';
+import type { AddressOwner, Announce, FloatingAddress } from '@lbd/dataplane';
 import {
   bindServer, createPeerClient, peerIdsOfCall, peerServerCredentials, peerServiceDefinition, stopServer, type PeerClient, type PeerHandlers, type PeerSecurity,
 } from '@lbd/proto';
@@ -25,7 +26,7 @@ export interface ElectionCoreOptions {
   readonly endpoints: readonly string[];
   readonly prefix: string;
   readonly timing: ElectionTiming;
-  readonly peers: readonly { readonly id: string; readonly address: string; readonly port: number }[];
+  readonly peers: readonly PeerEndpoint[];
   /**
    * Where this thread serves the peer service (promises and pings): agent.cluster.peerListen. A promise is
    * answered here, never on the agent's main thread, so a busy agent answers a fail-static leader in time.
