@@ -73,3 +73,31 @@ export class ConfigStore {
     return async () => { await w.cancel().catch(() => { /* a watch on a lost connection has nothing left to stop */ }); };
   }
 }
+
+/**
+ * The cluster-config half of a Coordinator, answered by a ConfigStore: the etcd coordinator and the fake
+ * one (over a MemoryKv) share it, so both behave alike by construction.
+ */
+export abstract class ConfigStoreCoordinator {
+  protected abstract readonly config: ConfigStore;
+
+  currentConfig(): Promise<StoredConfig | null> {
+    return this.config.current();
+  }
+
+  writeConfig(rec: Omit<ConfigRecord, 'revision'>, expectRevision: number): Promise<ConfigWrite> {
+    return this.config.write(rec, expectRevision);
+  }
+
+  configHistory(): Promise<StoredConfig[]> {
+    return this.config.history();
+  }
+
+  configAt(revision: number): Promise<ConfigRecord | null> {
+    return this.config.at(revision);
+  }
+
+  watchConfig(onChange: (c: StoredConfig | null) => void): Promise<() => Promise<void>> {
+    return this.config.watch(onChange);
+  }
+}

@@ -1,5 +1,5 @@
-import { ConfigStore, type ConfigWrite, type StoredConfig } from './config-store.js';
 import type { StoredEvent } from '@lbd/config';
+import { ConfigStore, ConfigStoreCoordinator, type ConfigWrite, type StoredConfig } from './config-store.js';
 import { EventStore, type EventStoreLog } from './event-store.js';
 import { EtcdKv } from './kv.js';
 import {
@@ -105,8 +105,8 @@ export interface Coordinator {
  * takeovers) are Elections (elections.ts), which runs apart, on its own etcd connection. With Elections,
  * the only code that talks to etcd.
  */
-export class EtcdCoordinator implements Coordinator {
-  private readonly config: ConfigStore;
+export class EtcdCoordinator extends ConfigStoreCoordinator implements Coordinator {
+  protected readonly config: ConfigStore;
   /** The cluster's event history (its own etcd connection: see event-store.ts). */
   private readonly events: EventStore;
   private readonly kv: EtcdKv;
@@ -115,31 +115,12 @@ export class EtcdCoordinator implements Coordinator {
   private closed = false;
 
   constructor(private readonly o: CoordinatorOptions) {
+    super();
     checkTiming(o.timing);
     this.kv = new EtcdKv(o.endpoints, OPERATOR_CALL_MS);
     this.k = keys(o.prefix);
     this.config = new ConfigStore(this.kv, this.k);
     this.events = new EventStore({ endpoints: o.endpoints, prefix: o.prefix, director: o.id, ...o.events });
-  }
-
-  currentConfig(): Promise<StoredConfig | null> {
-    return this.config.current();
-  }
-
-  writeConfig(rec: Omit<ConfigRecord, 'revision'>, expectRevision: number): Promise<ConfigWrite> {
-    return this.config.write(rec, expectRevision);
-  }
-
-  configHistory(): Promise<StoredConfig[]> {
-    return this.config.history();
-  }
-
-  configAt(revision: number): Promise<ConfigRecord | null> {
-    return this.config.at(revision);
-  }
-
-  watchConfig(onChange: (c: StoredConfig | null) => void): Promise<() => Promise<void>> {
-    return this.config.watch(onChange);
   }
 
   appendEvent(e: StoredEvent): void {

@@ -1,9 +1,9 @@
 import { FakeClock } from '@lbd/clock/testing';
-import { ConfigStore, type ConfigWrite, type StoredConfig } from '../config-store.js';
-import type { ClusterStatus, Coordinator, FailoverResult, ListedEvents } from '../coordinator.js';
 import type { StoredEvent } from '@lbd/config';
+import { ConfigStore, ConfigStoreCoordinator } from '../config-store.js';
+import type { ClusterStatus, Coordinator, FailoverResult, ListedEvents } from '../coordinator.js';
 import { byTime } from '../event-store.js';
-import { keys, type ConfigRecord } from '../records.js';
+import { keys } from '../records.js';
 import { TIMING_PROFILES, worstCaseTakeoverMs } from '../timing.js';
 import { MemoryKv } from './memory-kv.js';
 
@@ -23,7 +23,7 @@ export interface FakeCoordinatorOptions {
  *
  * Fault injection: `setUnreachable(true)` fails every call (config and events alike) until it is cleared.
  */
-export class FakeCoordinator implements Coordinator {
+export class FakeCoordinator extends ConfigStoreCoordinator implements Coordinator {
   readonly kv: MemoryKv;
   /** Every event appended, in order: the cluster's event history. */
   readonly events: StoredEvent[] = [];
@@ -35,11 +35,12 @@ export class FakeCoordinator implements Coordinator {
   };
   closed = false;
   private readonly self: string;
-  private readonly config: ConfigStore;
+  protected readonly config: ConfigStore;
   private readonly eventWatchers = new Set<(e: StoredEvent) => void>();
   private unreachable = false;
 
   constructor(opts: FakeCoordinatorOptions = {}) {
+    super();
     this.self = opts.self ?? 'dir1';
     this.kv = opts.kv ?? new MemoryKv(new FakeClock(0));
     this.config = new ConfigStore(this.kv, keys(opts.prefix ?? '/lbd'));
@@ -49,26 +50,6 @@ export class FakeCoordinator implements Coordinator {
   setUnreachable(on: boolean): void {
     this.unreachable = on;
     this.kv.setStoreFault(on ? { kind: 'unreachable', fail: 'at-once' } : null);
-  }
-
-  currentConfig(): Promise<StoredConfig | null> {
-    return this.config.current();
-  }
-
-  writeConfig(rec: Omit<ConfigRecord, 'revision'>, expectRevision: number): Promise<ConfigWrite> {
-    return this.config.write(rec, expectRevision);
-  }
-
-  configHistory(): Promise<StoredConfig[]> {
-    return this.config.history();
-  }
-
-  configAt(revision: number): Promise<ConfigRecord | null> {
-    return this.config.at(revision);
-  }
-
-  watchConfig(onChange: (c: StoredConfig | null) => void): Promise<() => Promise<void>> {
-    return this.config.watch(onChange);
   }
 
   appendEvent(e: StoredEvent): void {
