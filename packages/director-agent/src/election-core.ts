@@ -1,8 +1,8 @@
 import { performance } from 'node:perf_hooks';
 import * as grpc from '@grpc/grpc-js';
-import type { Endpoint, PeerEndpoint } from '@lbd/config';
+import type { ClusterSettings, Endpoint, PeerEndpoint } from '@lbd/config';
 import {
-  Elections, type BeatOutcome, type ElectionTiming, type GroupSettings, type GroupView, type PeerTransport, type PromiseReply, type PromiseRequest,
+  Elections, type BeatOutcome, type ElectionsOptions, type GroupSettings, type GroupView, type PeerTransport, type PromiseReply, type PromiseRequest,
   type Transition,
 } from '@lbd/coordinator';
 import type { AddressOwner, Announce, FloatingAddress } from '@lbd/dataplane';
@@ -20,26 +20,25 @@ import {
  * notices; both cross a thread boundary, so they are structured-clone safe.
  */
 
-/** Everything the election needs at start; plain data (it is sent to the election thread). */
-export interface ElectionCoreOptions {
+/**
+ * Everything the election needs at start; plain data (it is sent to the election thread). Etcd's
+ * endpoints and prefix, the timing and the version go to Elections as they are.
+ */
+export interface ElectionCoreOptions extends Pick<ElectionsOptions, 'endpoints' | 'prefix' | 'timing' | 'version'> {
   readonly self: string;
-  readonly endpoints: readonly string[];
-  readonly prefix: string;
-  readonly timing: ElectionTiming;
   readonly peers: readonly PeerEndpoint[];
   /**
    * Where this thread serves the peer service (promises and pings): agent.cluster.peerListen. A promise is
    * answered here, never on the agent's main thread, so a busy agent answers a fail-static leader in time.
    */
   readonly listen: Endpoint;
-  readonly version: string;
   readonly security: PeerSecurity;
   /** The election thread's SCHED_FIFO priority (0: normal priority). */
   readonly realtimePriority: number;
   /** Where a kernel address owner made by the election thread keeps its state (/run/lbd/<director>). */
   readonly stateDir: string;
   /** The interfaces floating addresses go on: a leader whose link is down resigns (checked here, every LINK_CHECK_MS). */
-  readonly interfaces: { readonly vip: string; readonly local: string };
+  readonly interfaces: ClusterSettings['interfaces'];
 }
 
 /** One vip group as the election needs it: who leads it how, and what a leader claims. */
