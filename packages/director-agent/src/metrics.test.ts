@@ -600,7 +600,10 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
     assert.ok(lease >= 0 && lease <= st.safetyWindowMs! / 1000, `lease ${lease} s within the ${st.safetyWindowMs} ms window`);
     assert.equal(has(sx, 'lbd_vip_group_lease_remaining_seconds'), false, 'only the leader has a lease');
     const kernel = value(lx, 'lbd_vip_group_kernel_lease_remaining_seconds', { group: 'front' });
-    assert.ok(kernel > 0 && kernel <= 0.28, `the leader's kernel lease ${kernel} s, at most the 280 ms past a confirmed beat`);
+    // At most 280 ms past a confirmed beat, or, written while fail-static (a loaded box), a peer's promise of
+    // two safety windows.
+    const longest = Math.max(0.28, (2 * st.safetyWindowMs!) / 1000);
+    assert.ok(kernel > 0 && kernel <= longest, `the leader's kernel lease ${kernel} s, at most ${longest} s`);
     assert.equal(has(sx, 'lbd_vip_group_kernel_lease_remaining_seconds'), false, 'a standby holds no kernel lease');
     const announced = owners[li]!.announcements.reduce((n, a) => n + a.count, 0);
     assert.ok(announced > 0);
