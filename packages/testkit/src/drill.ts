@@ -204,6 +204,8 @@ export const SERVICE_BACK_SLACK_MS = 1000;
 /** Slack of the load client's own deadline beyond the drill's expected length. */
 const LOAD_SLACK_MS = 30_000;
 const STREAM_READY_MS = 10_000;
+/** Bound on the wait for the standby's copy of the connections before a drill (a whole snapshot, loaded). */
+const SYNC_CATCH_UP_MS = 60_000;
 /** Bound on seeing the leader's first forwarded packet in the capture before the failure. */
 const CAPTURE_SIGN_MS = 5000;
 
@@ -217,6 +219,14 @@ export async function runDrill(target: DrillTarget, scenario: DrillScenario, opt
   const pause = PAUSE_DRILL_SCENARIOS.includes(scenario);
 
   const oldLeader = await waitFor('a leader before the drill', 10_000, () => leaderOf(api, group));
+  // A drill starts from a steady cluster: where connection sync is on, the leader's copy to its peer has
+  // caught up. After a box death the revived director gets a whole snapshot (seconds of work with the
+  // drills' tens of thousands of connections), and a failure before it ends breaks connections that sync
+  // keeps once it has: not what a drill measures.
+  await waitFor('the standby\'s copy of the connections to catch up', SYNC_CATCH_UP_MS, async () => {
+    const sync = (await api(oldLeader).getClusterStatus({ timeoutMs: 2000 }).catch(() => null))?.sync;
+    return sync !== undefined && (sync === null || !sync.enabled || sync.peers.some((p) => p.direction === 'to' && p.caughtUp));
+  }, 50);
   const before = await statuses(target);
   const status = before.get(oldLeader) ?? [...before.values()][0];
   const worstCaseTakeoverMs = status?.worstCaseTakeoverMs ?? 0;
