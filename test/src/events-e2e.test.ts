@@ -103,7 +103,7 @@ describe('lbadm events against lbd-agent (end to end)', () => {
     });
     // The follower subscribes (the history has no drill yet), then a drill result is recorded.
     for (let i = 0; i < 400 && agent.events.subscriberCount === 0; i++) await new Promise((r) => setTimeout(r, 5));
-    agent.recordDrill({ scenario: 'box-death', result: 'pass', reason: 'no service for 352 ms; 0 broken connections', fields: {} }, { role: 'write', name: 'lab' });
+    agent.admin.recordDrill({ scenario: 'box-death', result: 'pass', reason: 'no service for 352 ms; 0 broken connections', fields: {} }, { role: 'write', name: 'lab' });
     await drillSeen;
     ac.abort();
     const r = await run;

@@ -54,9 +54,9 @@ function weights(dp: FakeDataPlane, vip: string): string[] {
  * (as another operator would), then the now stale answer is returned.
  */
 function raceGetConfig(agent: Agent, times: number, change: (n: number) => Promise<void>): void {
-  const original = agent.getConfig.bind(agent);
+  const original = agent.admin.getConfig.bind(agent.admin);
   let n = 0;
-  agent.getConfig = async () => {
+  agent.admin.getConfig = async () => {
     const answer = await original();
     if (n < times) await change(++n);
     return answer;
@@ -195,7 +195,7 @@ describe('lbadm server and service commands against a single lbd-agent', () => {
   it('a change made between the read and the apply is caught by the revision swap; the edit is made again on top of it', async () => {
     // Another operator raises app's weight while lbadm drains web's server.
     raceGetConfig(agent, 1, async () => {
-      const other = await agent.applyText(SERVICES.replace('{ address: 198.19.1.21, port: 8080 }', '{ address: 198.19.1.21, port: 8080, weight: 9 }'), 'someone else', false);
+      const other = await agent.admin.applyText(SERVICES.replace('{ address: 198.19.1.21, port: 8080 }', '{ address: 198.19.1.21, port: 8080, weight: 9 }'), 'someone else', false);
       assert.ok(other.ok);
     });
     const r = await lbadm(socket, 'server', 'drain', 'web', '198.19.1.12:8080');
@@ -207,7 +207,7 @@ describe('lbadm server and service commands against a single lbd-agent', () => {
 
   it('gives up after three lost swaps, saying so, with nothing of its own applied', async () => {
     raceGetConfig(agent, 3, async (n) => {
-      const other = await agent.applyText(SERVICES.replace('weight: 2', `weight: ${10 + n}`), `someone else ${n}`, false);
+      const other = await agent.admin.applyText(SERVICES.replace('weight: 2', `weight: ${10 + n}`), `someone else ${n}`, false);
       assert.ok(other.ok);
     });
     const r = await lbadm(socket, 'server', 'drain', 'web', '198.19.1.12:8080');
@@ -280,14 +280,14 @@ describe('lbadm server and service commands in a cluster (real etcd on loopback,
     assert.equal(r.code, EXIT.ok, r.err);
     assert.match(r.out, /^-      - \{ address: 198\.19\.1\.12, port: 8080, weight: 3, drained: true \}\n\+      - \{ address: 198\.19\.1\.12, port: 8080, weight: 3 \}$/m);
     assert.match(r.out, /dry run: nothing was applied\n$/);
-    assert.equal((await agents[0]!.getConfig()).revision, 4);
+    assert.equal((await agents[0]!.admin.getConfig()).revision, 4);
   });
 
   it('a change through the other director between the read and the swap is caught and the edit made again on top of it', async () => {
     const [a, b] = agents as [Agent, Agent];
     raceGetConfig(a, 1, async () => {
-      const cur = await b.getConfig();
-      const other = await b.applyText((cur.configText ?? '').replace('port: 80\n', 'port: 80\n    scheduler: mh\n'), 'dir2 operator', false, { author: 'bob@dir2' });
+      const cur = await b.admin.getConfig();
+      const other = await b.admin.applyText((cur.configText ?? '').replace('port: 80\n', 'port: 80\n    scheduler: mh\n'), 'dir2 operator', false, { author: 'bob@dir2' });
       assert.ok(other.ok);
     });
     const r = await lbadm(socket, 'server', 'enable', 'web', '198.19.1.12:8080');
@@ -304,6 +304,6 @@ describe('lbadm server and service commands in a cluster (real etcd on loopback,
     const r = await lbadm(socket, 'server', 'edit', 'nope', '198.19.1.11:8080', '--weight', '1');
     assert.equal(r.code, EXIT.config);
     assert.match(r.err, /SERVICE: "nope" is not the name or key of a service in the running config; give one of: web\n/);
-    assert.equal((await agents[0]!.getConfig()).revision, 6);
+    assert.equal((await agents[0]!.admin.getConfig()).revision, 6);
   });
 });

@@ -5,13 +5,8 @@ import { EtcdCoordinator, TIMING_PROFILES, type Coordinator } from '@lbd/coordin
 import type { AddressOwner, DataPlane, ConnectionTable } from '@lbd/dataplane';
 import { ProberSet, systemClock, type FlapPolicy, type Prober, type Clock } from '@lbd/health-checker';
 import { silentLogger, type Logger } from '@lbd/log';
-import type {
-  ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, FailoverResponse, Finding as WireFinding, GetConfigResponse,
-  GetHealthResponse, GetStatsResponse, GetStatusResponse,
-} from '@lbd/proto';
 import {
-  AdminServer, AgentError, OpsHttpServer, healthzRoute, type AdminBackend, type ApplyOptions, type ApplyOutcome, type Caller, type DrillRecord,
-  type EventQuery, type EventSink, type HealthSink, type Liveness, type OpsLimits, type OpsSurfaces,
+  AdminServer, AgentError, OpsHttpServer, healthzRoute, type Liveness, type OpsLimits, type OpsSurfaces,
 } from '@lbd/operator-surfaces';
 import { DirectorAdmin } from './admin-backend.js';
 import { recordHealthEvent } from './agent-events.js';
@@ -102,7 +97,7 @@ type AgentEvents = {
 
 const DEFAULT_BATCH_MS = 20;
 
-export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
+export class Agent extends EventEmitter<AgentEvents> {
   readonly configPath: string;
   readonly adminSocket: string;
   readonly startedAt: Date;
@@ -116,7 +111,11 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   private readonly log: Logger;
   private readonly reconciler: Reconciler;
   private readonly source: ConfigSource;
-  private readonly admin: DirectorAdmin;
+  /**
+   * The admin API's answers (what the admin servers serve, and what tests and embedders call): one object,
+   * so a test can stand in for one call by replacing it here.
+   */
+  readonly admin: DirectorAdmin;
   /** The director's own agent settings (the file's), which cluster configs never change. */
   private readonly fileAgent: Config['agent'];
   private adminUnix: AdminServer | null = null;
@@ -223,7 +222,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     }
     if (opts.serve !== false) {
       try {
-        agent.adminUnix = await AdminServer.listen(agent.adminSocket, agent, agent.log);
+        agent.adminUnix = await AdminServer.listen(agent.adminSocket, agent.admin, agent.log);
         await agent.listenTcp(opts);
       } catch (err) {
         await agent.source.stop();
@@ -259,7 +258,7 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
     const tls = await readTlsFiles(admin.tls, setting);
     const { grpcListen, httpListen } = admin;
     if (grpcListen !== null) {
-      this.adminTcp = await listening('agent.admin.grpcListen', grpcListen, () => AdminServer.listenTcp({ ...grpcListen, tls, clients: admin.clients }, this, this.log));
+      this.adminTcp = await listening('agent.admin.grpcListen', grpcListen, () => AdminServer.listenTcp({ ...grpcListen, tls, clients: admin.clients }, this.admin, this.log));
     }
     if (httpListen !== null) {
       this.surfaces = opts.opsRoutes?.(this) ?? null;
@@ -312,23 +311,6 @@ export class Agent extends EventEmitter<AgentEvents> implements AdminBackend {
   reload(trigger: 'sighup' | 'file-change'): Promise<ApplyRecord | null> {
     return this.source.reload(trigger);
   }
-
-  // The admin API (AdminBackend), answered by DirectorAdmin. The Agent is what the admin servers serve, so
-  // a test can stand in for one call by replacing it on the agent.
-  status(): Promise<GetStatusResponse> { return this.admin.status(); }
-  stats(): Promise<GetStatsResponse> { return this.admin.stats(); }
-  connections(service: string): Promise<WireConnection[]> { return this.admin.connections(service); }
-  applyText(text: string, source: string, dryRun: boolean, opts: ApplyOptions = {}): Promise<ApplyOutcome> { return this.admin.applyText(text, source, dryRun, opts); }
-  doctor(): Promise<WireFinding[]> { return this.admin.doctor(); }
-  healthStatus(service: string): Promise<GetHealthResponse> { return this.admin.healthStatus(service); }
-  watchHealth(sinceUnixMs: number, sink: HealthSink): () => void { return this.admin.watchHealth(sinceUnixMs, sink); }
-  clusterStatus(): Promise<ClusterStatus> { return this.admin.clusterStatus(); }
-  failover(group: string, to: string, author = '', caller?: Caller): Promise<FailoverResponse> { return this.admin.failover(group, to, author, caller); }
-  configHistory(): Promise<ConfigHistoryResponse> { return this.admin.configHistory(); }
-  rollback(revision: number, author: string, caller?: Caller): Promise<number> { return this.admin.rollback(revision, author, caller); }
-  listEvents(q: EventQuery, sink: EventSink): Promise<() => void> { return this.admin.listEvents(q, sink); }
-  recordDrill(d: DrillRecord, caller: Caller): string { return this.admin.recordDrill(d, caller); }
-  getConfig(): Promise<GetConfigResponse> { return this.admin.getConfig(); }
 
   /**
    * Stops serving and watching. Never touches the data plane: the kernel keeps forwarding, and the

@@ -40,7 +40,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
   async function publishedProblems(from: Member, of: string): Promise<string[] | undefined> {
     let problems: string[] | undefined;
     for (let i = 0; i < 100 && problems?.length !== 1; i++) {
-      problems = (await from.agent.clusterStatus()).directors!.find((d) => d.id === of)?.problems;
+      problems = (await from.agent.admin.clusterStatus()).directors!.find((d) => d.id === of)?.problems;
       if (problems?.length !== 1) await new Promise((r) => setTimeout(r, 10));
     }
     return problems;
@@ -58,7 +58,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
   it('an apply through one director reaches both; the leader alone holds the group\'s vips, local addresses and gateway', async () => {
     const [a, b] = members as [Member, Member];
     assert.equal(a.agent.revision, 0, 'nothing applied before the cluster has a config');
-    const out = await a.agent.applyText(CLUSTER_CONFIG, 'cluster.yaml', false, { author: 'test@host' });
+    const out = await a.agent.admin.applyText(CLUSTER_CONFIG, 'cluster.yaml', false, { author: 'test@host' });
     assert.ok(out.ok);
     assert.equal(out.clusterRevision, 1);
     await waitFor(() => a.agent.revision === 1 && b.agent.revision === 1, 5000, 'both directors to run revision 1');
@@ -68,7 +68,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     assert.deepEqual(leader.owner.held.get('front')?.map((x) => `${x.address}%${x.ifname}`), [
       '198.18.0.10%eth0', '198.19.1.100%eth1', '198.19.1.101%eth1', '198.19.1.250%eth1',
     ]);
-    const st = await b.agent.clusterStatus();
+    const st = await b.agent.admin.clusterStatus();
     assert.equal(st.clustered, true);
     assert.deepEqual(st.directors!.map((d) => d.id), ['dir1', 'dir2']);
     assert.equal(st.groups![0]?.leader, leader.id);
@@ -83,7 +83,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     assert.ok(leaderCalls.indexOf('lease') < leaderCalls.indexOf('claim'), `leased before claiming: ${leaderCalls.join(', ')}`);
     // Read from the leader: its own lease is local, where a peer's comes by a ping a loaded box may not answer
     // within the status's 300 ms (shown as -1, unknown).
-    const rows = (await leader.agent.clusterStatus()).directors!.map((d) => [d.id, d.groups![0]?.kernelLeaseLeftMs ?? -2]);
+    const rows = (await leader.agent.admin.clusterStatus()).directors!.map((d) => [d.id, d.groups![0]?.kernelLeaseLeftMs ?? -2]);
     // At most 280 ms past a confirmed beat; a leader that etcd did not answer for a window (a loaded box) runs
     // fail-static on its peer's promise, of two safety windows.
     const longest = Math.max(280, 2 * st.safetyWindowMs!);
@@ -91,25 +91,25 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
       if (id === leader.id) assert.ok(Number(left) >= 0 && Number(left) <= longest, `the leader's lease is shown (${String(left)} ms, at most ${longest})`);
       else assert.equal(left, -1, 'the standby holds no lease');
     }
-    const hist = await a.agent.configHistory();
+    const hist = await a.agent.admin.configHistory();
     assert.deepEqual(hist.versions!.map((v) => [v.revision, v.author, v.serviceCount]), [[1, 'test@host', 1]]);
   });
 
   it('a cluster config with agent settings, or a stale revision, is refused and writes nothing', async () => {
     const [a] = members as [Member, Member];
-    const bad = await a.agent.applyText(`agent: { adminSocket: /run/x.sock }\n${CLUSTER_CONFIG}`, 'bad.yaml', false);
+    const bad = await a.agent.admin.applyText(`agent: { adminSocket: /run/x.sock }\n${CLUSTER_CONFIG}`, 'bad.yaml', false);
     assert.equal(bad.ok, false);
     assert.ok(!bad.ok && bad.error instanceof ConfigError);
     assert.match(!bad.ok ? bad.error.message : '', /agent: is per director and cannot be part of the cluster config/);
-    assert.deepEqual((await a.agent.configHistory()).versions!, []);
-    assert.ok((await a.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false)).ok);
-    await assert.rejects(a.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false, { expectRevision: 0 }),
+    assert.deepEqual((await a.agent.admin.configHistory()).versions!, []);
+    assert.ok((await a.agent.admin.applyText(CLUSTER_CONFIG, 'c.yaml', false)).ok);
+    await assert.rejects(a.agent.admin.applyText(CLUSTER_CONFIG, 'c.yaml', false, { expectRevision: 0 }),
       (err: unknown) => err instanceof AgentError && err.kind === 'Conflict' && /at revision 1, not 0/.test(err.message));
-    assert.equal((await a.agent.configHistory()).versions!.length, 1);
+    assert.equal((await a.agent.admin.configHistory()).versions!.length, 1);
   });
 
   it('a leader whose vip interface goes down, or whose data plane fails, resigns; the other takes over at once', async () => {
-    await members[0]!.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false);
+    await members[0]!.agent.admin.applyText(CLUSTER_CONFIG, 'c.yaml', false);
     await waitFor(() => holder().length === 1, 5000, 'a leader');
     const first = members.find((m) => m.owner.held.size > 0)!;
     const second = members.find((m) => m !== first)!;
@@ -121,12 +121,12 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
 
     // Now the data plane of the new leader refuses the next apply: it resigns too.
     second.dp.failNextApply = new DataPlaneError('InvalidRuleset', 'apply', { detail: 'test' });
-    await first.agent.applyText(CLUSTER_CONFIG.replace('port: 8080', 'port: 8081'), 'c2.yaml', false);
+    await first.agent.admin.applyText(CLUSTER_CONFIG.replace('port: 8080', 'port: 8081'), 'c2.yaml', false);
     await waitFor(() => holder()[0] === first.id, 3000, 'the first director to lead again');
   });
 
   it('a leader whose track check fails resigns, and says why', async () => {
-    await members[0]!.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false);
+    await members[0]!.agent.admin.applyText(CLUSTER_CONFIG, 'c.yaml', false);
     await waitFor(() => holder().length === 1, 5000, 'a leader');
     const first = members.find((m) => m.owner.held.size > 0)!;
     const second = members.find((m) => m !== first)!;
@@ -138,20 +138,20 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
 
   it('a failover and an apply leave a trail: role and vip events with reasons on both, the caller\'s admin event, one cluster history in etcd', async () => {
     const [a, b] = members as [Member, Member];
-    await a.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false, { author: 'alice@ops1', caller: { role: 'write', name: 'unix-socket' } });
+    await a.agent.admin.applyText(CLUSTER_CONFIG, 'c.yaml', false, { author: 'alice@ops1', caller: { role: 'write', name: 'unix-socket' } });
     await waitFor(() => holder().length === 1, 5000, 'a leader');
     const first = members.find((m) => m.owner.held.size > 0)!;
     const second = members.find((m) => m !== first)!;
     // A failover goes only to a director registered healthy in the group: wait for the sign that both are.
     let registered = false;
     for (const end = Date.now() + 15_000; !registered && Date.now() < end;) {
-      const st = await b.agent.clusterStatus();
+      const st = await b.agent.admin.clusterStatus();
       registered = st.directors!.filter((d) => d.healthy && d.priorities!.front !== undefined).length === 2;
       if (!registered) await new Promise((r) => setTimeout(r, 10));
     }
     assert.ok(registered, 'both directors registered healthy in the group within 15 s');
     const since = Date.now();
-    const moved = await b.agent.failover('front', '', 'bob@ops2', { role: 'write', name: 'ops-bob' });
+    const moved = await b.agent.admin.failover('front', '', 'bob@ops2', { role: 'write', name: 'ops-bob' });
     assert.deepEqual([moved.from, moved.to], [first.id, second.id]);
     await waitFor(() => holder()[0] === second.id, 3000, 'the other director to hold the vips');
 
@@ -176,7 +176,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     const read = async (): Promise<void> => {
       listed.length = 0;
       ended = false;
-      await a.agent.listEvents({ sinceUnixMs: 0, follow: false, scope: 'cluster', limit: 1000, kind: '', director: '' }, {
+      await a.agent.admin.listEvents({ sinceUnixMs: 0, follow: false, scope: 'cluster', limit: 1000, kind: '', director: '' }, {
         event: (e) => listed.push(e), end: () => { ended = true; }, fail: (err) => { throw err; },
       });
     };
@@ -196,7 +196,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     const wrote = listed.find((e) => e.kind === 'admin' && e.subject === 'apply')!;
     assert.deepEqual([wrote.director, wrote.to, wrote.fields.author, wrote.fields.caller], ['dir1', 'done', 'alice@ops1', 'unix-socket']);
     const dir2Only: LbdEvent[] = [];
-    await a.agent.listEvents({ sinceUnixMs: 0, follow: false, scope: 'cluster', limit: 1000, kind: 'role', director: 'dir2' }, {
+    await a.agent.admin.listEvents({ sinceUnixMs: 0, follow: false, scope: 'cluster', limit: 1000, kind: 'role', director: 'dir2' }, {
       event: (e) => dir2Only.push(e), end: () => undefined, fail: () => undefined,
     });
     assert.ok(dir2Only.length > 0 && dir2Only.every((e) => e.director === 'dir2' && e.kind === 'role'));
@@ -204,14 +204,14 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
 
   it('following the cluster history shows another director\'s new events, each once', async () => {
     const [a, b] = members as [Member, Member];
-    await a.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false);
+    await a.agent.admin.applyText(CLUSTER_CONFIG, 'c.yaml', false);
     await waitFor(() => a.agent.revision === 1 && b.agent.revision === 1, 5000, 'both on revision 1');
     const got: LbdEvent[] = [];
-    const stop = await a.agent.listEvents({ sinceUnixMs: Date.now() + 3_600_000, follow: true, scope: 'cluster', limit: 1000, kind: 'drill', director: '' }, {
+    const stop = await a.agent.admin.listEvents({ sinceUnixMs: Date.now() + 3_600_000, follow: true, scope: 'cluster', limit: 1000, kind: 'drill', director: '' }, {
       event: (e) => got.push(e), end: () => undefined, fail: (err) => { throw err; },
     });
-    b.agent.recordDrill({ scenario: 'switchover', result: 'pass', reason: 'from dir2', fields: {} }, { role: 'write', name: 'lab' });
-    a.agent.recordDrill({ scenario: 'kill-agent', result: 'fail', reason: 'from dir1', fields: {} }, { role: 'write', name: 'lab' });
+    b.agent.admin.recordDrill({ scenario: 'switchover', result: 'pass', reason: 'from dir2', fields: {} }, { role: 'write', name: 'lab' });
+    a.agent.admin.recordDrill({ scenario: 'kill-agent', result: 'fail', reason: 'from dir1', fields: {} }, { role: 'write', name: 'lab' });
     await waitFor(() => got.length === 2, 5000, 'both drills, dir1\'s from its own log and dir2\'s through etcd');
     await new Promise((r) => setTimeout(r, 300)); // dir1's own event reaches etcd too: it must not come twice
     stop();
@@ -219,14 +219,14 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
   });
 
   it('stopping the leader hands its group over at once', async () => {
-    await members[0]!.agent.applyText(CLUSTER_CONFIG, 'c.yaml', false);
+    await members[0]!.agent.admin.applyText(CLUSTER_CONFIG, 'c.yaml', false);
     await waitFor(() => holder().length === 1, 5000, 'a leader');
     const first = members.find((m) => m.owner.held.size > 0)!;
     await first.agent.stop('test');
     await waitFor(() => holder().length === 1 && holder()[0] !== first.id, 2000, 'the other director to lead');
     const other = members.find((m) => m !== first)!;
     // Elected on the vacancy, not after a takeover wait.
-    assert.match((await other.agent.clusterStatus()).groups![0]?.reason ?? '', new RegExp(`^vacant: ${first.id} resigned: agent stopping`));
+    assert.match((await other.agent.admin.clusterStatus()).groups![0]?.reason ?? '', new RegExp(`^vacant: ${first.id} resigned: agent stopping`));
     assert.ok(first.owner.calls.some((c) => c.op === 'close' && c.releaseAll));
   });
 });

@@ -536,7 +536,7 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
       agents.push(m.agent);
       all.push(new Metrics(metricsSource(m.agent), { processMetrics: false }));
     }
-    const out = await agents[0]!.applyText(frontConfig(), 'cluster.yaml', false, { author: 'test' });
+    const out = await agents[0]!.admin.applyText(frontConfig(), 'cluster.yaml', false, { author: 'test' });
     assert.ok(out.ok);
     const owners = members.map((m) => m.owner);
     await until(() => owners.some((o) => o.held.size > 0), 'a leader to claim');
@@ -595,7 +595,7 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
     const fencedEvents = agents[li]!.events.recent(0).filter((e) => e.kind === 'role' && e.subject === 'front' && e.reason.startsWith('fenced')).length;
     assert.equal(has(fx, 'lbd_vip_group_fences_total') ? value(fx, 'lbd_vip_group_fences_total', { group: 'front' }) : 0, fencedEvents, 'fences counted as the events show them');
     const lease = value(lx, 'lbd_vip_group_lease_remaining_seconds', { group: 'front' });
-    const st = await agents[li]!.clusterStatus();
+    const st = await agents[li]!.admin.clusterStatus();
     // 0 when the last confirmed beat is a window old: the leader is about to fence (a loaded box).
     assert.ok(lease >= 0 && lease <= st.safetyWindowMs! / 1000, `lease ${lease} s within the ${st.safetyWindowMs} ms window`);
     assert.equal(has(sx, 'lbd_vip_group_lease_remaining_seconds'), false, 'only the leader has a lease');

@@ -9,7 +9,7 @@ import type { Agent } from './agent.js';
  */
 export function operatorSurfaces(agent: Agent, log: Logger): OpsSurfaces {
   const metrics = new Metrics(metricsSource(agent), { events: agent.events });
-  const dashboard = new Dashboard({ backend: agent, events: agent.events, log });
+  const dashboard = new Dashboard({ backend: agent.admin, events: agent.events, log });
   return {
     routes: [...metricsRoutes(metrics), ...dashboard.routes()],
     close() {
@@ -30,10 +30,10 @@ export function metricsSource(agent: Agent): MetricsSource {
     revision: () => agent.revision,
     lastApply: () => agent.lastApplyRecord,
     dataPlaneProblem: () => agent.dataPlaneProblem(),
-    status: () => agent.status(),
+    status: () => agent.admin.status(),
     cluster: () => {
       const member = agent.cluster;
-      return member === null ? null : { status: () => agent.clusterStatus(), counters: member.counters };
+      return member === null ? null : { status: () => agent.admin.clusterStatus(), counters: member.counters };
     },
     checkedServers: (config) => health.entries(config),
     probeStats: () => health.stats(),

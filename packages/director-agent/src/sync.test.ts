@@ -57,7 +57,7 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
   const members: Member[] = [];
 
   // The agent answers in the message's input type; every field is filled in, as the wire would show.
-  const sync = async (m: Member): Promise<ConnSyncStatus__Output> => (await m.agent.clusterStatus()).sync as ConnSyncStatus__Output;
+  const sync = async (m: Member): Promise<ConnSyncStatus__Output> => (await m.agent.admin.clusterStatus()).sync as ConnSyncStatus__Output;
 
   before(async () => {
     cluster = await LoopbackCluster.open('lbd-sync');
@@ -73,13 +73,13 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
   it('the leader\'s connections reach the standby with the standby\'s marks; after a failover they connection back; status shows both ends', async () => {
     const [a, b] = members as [Member, Member];
     assert.ok(a.table.prepared && b.table.prepared, 'the kernel options for mid-stream takeover are set on start');
-    assert.ok((await a.agent.applyText(CLUSTER_CONFIG, 'cluster.yaml', false, { author: 't' })).ok);
+    assert.ok((await a.agent.admin.applyText(CLUSTER_CONFIG, 'cluster.yaml', false, { author: 't' })).ok);
     // dir1 has the higher priority, but whoever applies the config first may be elected (preempt: never):
     // on a busy machine that can be dir2. Start from dir1 leading either way.
     await waitFor('a leader', () => a.owner.held.size > 0 || b.owner.held.size > 0);
     // A switchover asked of a leader that is just re-confirming its term is refused: ask until it is done.
     await waitFor('dir1 to lead', async () => {
-      if (a.owner.held.size === 0 && b.owner.held.size > 0) await b.agent.failover('front', 'dir1').catch(() => undefined);
+      if (a.owner.held.size === 0 && b.owner.held.size > 0) await b.agent.admin.failover('front', 'dir1').catch(() => undefined);
       return a.owner.held.size > 0;
     }, 20_000);
     a.table.open(connection(1));
@@ -109,7 +109,7 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
     const apply = b.table.apply.bind(b.table);
     b.table.apply = async (c) => { await new Promise((r) => setTimeout(r, 100)); return apply(c); };
     a.table.open(connection(5));
-    await a.agent.failover('front', 'dir2');
+    await a.agent.admin.failover('front', 'dir2');
     b.table.apply = apply;
     assert.ok(b.table.connections.has(connectionKey(connection(5))), 'the switchover waited for the target to acknowledge the newest connection');
     await waitFor('dir2 to lead', () => b.owner.held.size > 0 && a.owner.held.size === 0);
