@@ -1,14 +1,13 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { hostPort, parseConfig, type Config, type Endpoint } from '@lbd/config';
+import { parseConfig, type Config } from '@lbd/config';
 import { EtcdCoordinator, TIMING_PROFILES, type Coordinator } from '@lbd/coordinator';
 import type { AddressOwner, DataPlane, ConnectionTable } from '@lbd/dataplane';
 import { ProberSet, systemClock, type FlapPolicy, type Prober, type Clock } from '@lbd/health-checker';
 import { silentLogger, type Logger } from '@lbd/log';
-import {
-  AdminServer, AgentError, OpsHttpServer, healthzRoute, type Liveness, type OpsLimits, type OpsSurfaces,
-} from '@lbd/operator-surfaces';
+import type { Liveness, OpsLimits, OpsSurfaces } from '@lbd/operator-surfaces';
 import { DirectorAdmin } from './admin-backend.js';
+import { OperatorListeners } from './operator-listeners.js';
 import { recordHealthEvent } from './agent-events.js';
 import type { ApplyRecord, HealthApplyRecord, RunningConfig } from './apply-record.js';
 import { MemberAdmin, SingleDirectorAdmin, type ClusterAdmin } from './cluster-admin.js';
@@ -22,7 +21,6 @@ import { EventLog } from './events.js';
 import { FileConfigSource } from './file-config-source.js';
 import { HealthManager } from './health.js';
 import { Reconciler } from './reconciler.js';
-import { readTlsFiles } from './tls-files.js';
 
 /**
  * The director agent: wires one director together and runs its lifecycle. The Reconciler (reconciler.ts)
@@ -118,11 +116,8 @@ export class Agent extends EventEmitter<AgentEvents> {
   readonly admin: DirectorAdmin;
   /** The director's own agent settings (the file's), which cluster configs never change. */
   private readonly fileAgent: Config['agent'];
-  private adminUnix: AdminServer | null = null;
-  /** agent.admin.grpcListen and httpListen, when set. */
-  private adminTcp: AdminServer | null = null;
-  private ops: OpsHttpServer | null = null;
-  private surfaces: OpsSurfaces | null = null;
+  /** The admin socket and agent.admin's listeners, from start to stop (none with `serve: false`). */
+  private operatorListeners: OperatorListeners | null = null;
   private stopped = false;
 
   private constructor(opts: AgentOptions, config: Config, text: string) {
@@ -211,7 +206,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     const agent = new Agent(opts, initial.config, initial.text);
     try {
       // Checked before applying: a second agent must not reprogram the kernel under a running one.
-      if (opts.serve !== false) await AdminServer.checkSocketFree(agent.adminSocket);
+      if (opts.serve !== false) await OperatorListeners.checkSocketFree(agent.adminSocket);
       await agent.reconciler.startHealth(initial.config);
       // A file applies here and is watched from now on; a cluster applies nothing until it has the cluster
       // config (an empty file config must not flush a kernel that is forwarding).
@@ -222,13 +217,13 @@ export class Agent extends EventEmitter<AgentEvents> {
     }
     if (opts.serve !== false) {
       try {
-        agent.adminUnix = await AdminServer.listen(agent.adminSocket, agent.admin, agent.log);
-        await agent.listenTcp(opts);
+        agent.operatorListeners = await OperatorListeners.start({
+          socket: agent.adminSocket, settings: agent.fileAgent, admin: agent.admin, liveness: () => agent.liveness(), log: agent.log,
+          ...(opts.opsRoutes ? { surfaces: () => opts.opsRoutes!(agent) } : {}), ...(opts.opsLimits ? { limits: opts.opsLimits } : {}),
+        });
       } catch (err) {
         await agent.source.stop();
         agent.health.stop();
-        await agent.adminUnix?.close();
-        await agent.adminTcp?.close();
         throw err;
       }
     }
@@ -240,32 +235,11 @@ export class Agent extends EventEmitter<AgentEvents> {
     }
     agent.log.info('started', {
       config: opts.configPath, adminSocket: opts.serve === false ? null : agent.adminSocket,
-      adminListen: agent.adminTcp === null ? null : agent.fileAgent.admin.grpcListen, opsListen: agent.ops === null ? null : agent.fileAgent.admin.httpListen,
+      adminListen: agent.operatorListeners?.serving.grpcListen ?? null, opsListen: agent.operatorListeners?.serving.httpListen ?? null,
       services: initial.config.services.length, pid: process.pid,
       cluster: agent.cluster === null ? null : { director: agent.cluster.settings.director, prefix: agent.cluster.settings.prefix },
     });
     return agent;
-  }
-
-  /**
-   * The operators' TCP listeners (agent.admin): admin gRPC and HTTPS, both with mutual TLS. Their TLS
-   * files are read here, so a missing one stops the start with the setting and the file named.
-   */
-  private async listenTcp(opts: AgentOptions): Promise<void> {
-    const admin = this.fileAgent.admin;
-    if (admin.tls === null || (admin.grpcListen === null && admin.httpListen === null)) return;
-    const setting = admin.tls === this.fileAgent.cluster?.tls ? 'agent.cluster.tls' : 'agent.admin.tls';
-    const tls = await readTlsFiles(admin.tls, setting);
-    const { grpcListen, httpListen } = admin;
-    if (grpcListen !== null) {
-      this.adminTcp = await listening('agent.admin.grpcListen', grpcListen, () => AdminServer.listenTcp({ ...grpcListen, tls, clients: admin.clients }, this.admin, this.log));
-    }
-    if (httpListen !== null) {
-      this.surfaces = opts.opsRoutes?.(this) ?? null;
-      const routes = [healthzRoute(() => this.liveness()), ...(this.surfaces?.routes ?? [])];
-      const limits = opts.opsLimits ? { limits: opts.opsLimits } : {};
-      this.ops = await listening('agent.admin.httpListen', httpListen, () => OpsHttpServer.listen({ ...httpListen, tls, clients: admin.clients, log: this.log, ...limits }, routes));
-    }
   }
 
   /** GET /healthz: up and serving, with what a person checking on it wants to see first. */
@@ -289,7 +263,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     if (previous.revision > 0 && JSON.stringify(this.fileAgent.admin) !== JSON.stringify(config.agent.admin)) {
       // Listeners, their TLS and their clients are read once, at start: a reload must not drop a listener midway.
       this.log.warn('agent.admin changed; it takes effect when lbd-agent restarts', {
-        serving: { grpcListen: this.adminTcp === null ? null : this.fileAgent.admin.grpcListen, httpListen: this.ops === null ? null : this.fileAgent.admin.httpListen },
+        serving: this.operatorListeners?.serving ?? { grpcListen: null, httpListen: null },
       });
     }
   }
@@ -325,19 +299,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.reconciler.cancelHealthApply();
     // Before the admin server: it ends the WatchHealth streams, which would otherwise hold up its shutdown.
     this.health.stop();
-    // Ends the dashboard's streams and polling, so the HTTPS listener's close is not held up by them.
-    this.surfaces?.close?.();
-    await Promise.all([this.adminUnix?.close(), this.adminTcp?.close(), this.ops?.close()]);
+    await this.operatorListeners?.close();
     await this.reconciler.settled();
-  }
-}
-
-/** Starts a listener; a failure to bind names the setting and the address (in use, not on this host, ...). */
-async function listening<T>(setting: string, at: Endpoint, start: () => Promise<T>): Promise<T> {
-  try {
-    return await start();
-  } catch (cause) {
-    const why = (cause as NodeJS.ErrnoException).code ?? (cause as Error).message;
-    throw new AgentError('SocketInUse', `${setting}: cannot listen on ${hostPort(at.address, at.port)} (${why}); stop what uses that port, or choose another address or port (the address must be one of this host's)`, { cause });
   }
 }
