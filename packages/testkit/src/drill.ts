@@ -218,14 +218,21 @@ export async function runDrill(target: DrillTarget, scenario: DrillScenario, opt
   const topology = target.cluster.topology;
   const pause = PAUSE_DRILL_SCENARIOS.includes(scenario);
 
-  const oldLeader = await waitFor('a leader before the drill', 10_000, () => leaderOf(api, group));
-  // A drill starts from a steady cluster: where connection sync is on, the leader's copy to its peer has
-  // caught up. After a box death the revived director gets a whole snapshot (seconds of work with the
-  // drills' tens of thousands of connections), and a failure before it ends breaks connections that sync
-  // keeps once it has: not what a drill measures.
-  await waitFor('the standby\'s copy of the connections to catch up', SYNC_CATCH_UP_MS, async () => {
-    const sync = (await api(oldLeader).getClusterStatus({ timeoutMs: 2000 }).catch(() => null))?.sync;
-    return sync !== undefined && (sync === null || !sync.enabled || sync.peers.some((p) => p.direction === 'to' && p.caughtUp));
+  // A drill starts from a steady cluster: a leader no registered peer would preempt, and, where connection
+  // sync is on, its copy to its peer caught up. After a box death the revived director registers, takes a
+  // whole snapshot (seconds of work with the drills' tens of thousands of connections) and then takes the
+  // group back (after-sync); a failure meanwhile breaks connections sync keeps once it has, or fails a
+  // leader that is about to hand over: neither is what a drill measures.
+  const oldLeader = await waitFor('a steady leader, its copy of the connections caught up', SYNC_CATCH_UP_MS, async () => {
+    const leader = await leaderOf(api, group);
+    if (leader === undefined) return undefined;
+    const st = await api(leader).getClusterStatus({ timeoutMs: 2000 }).catch(() => null);
+    if (st === null) return undefined;
+    const prio = (d: string): number | undefined => st.directors.find((x) => x.id === d)?.priorities[group];
+    const preempt = st.groups.find((g) => g.name === group)?.preempt ?? '';
+    if (preempt !== 'never' && DIRECTOR_NAMES.some((d) => d !== leader && (prio(d) === undefined || prio(d)! > (prio(leader) ?? 0)))) return undefined;
+    const sync = st.sync;
+    return sync === undefined || sync === null || !sync.enabled || sync.peers.some((p) => p.direction === 'to' && p.caughtUp) ? leader : undefined;
   }, 50);
   const before = await statuses(target);
   const status = before.get(oldLeader) ?? [...before.values()][0];
