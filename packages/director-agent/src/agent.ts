@@ -25,8 +25,9 @@ import { Reconciler } from './reconciler.js';
 /**
  * The director agent: wires one director together and runs its lifecycle. The Reconciler (reconciler.ts)
  * alone programs the data plane; a ConfigSource says which config runs (the file, or in a cluster etcd's,
- * with the ClusterMember that runs the election); DirectorAdmin (admin-backend.ts) answers the admin API,
- * which the Agent serves on its socket and listeners, with the event log and its history (event-query.ts).
+ * with the ClusterMember that runs the election); DirectorAdmin (admin-backend.ts, `agent.admin`) answers
+ * the admin API, with the event log and its history (event-query.ts); OperatorListeners
+ * (operator-listeners.ts) serves it on the admin socket and agent.admin's listeners.
  *
  * A config that fails validation is rejected whole and the running one stays; an apply the data plane
  * refuses leaves the previous state. Stopping the agent never touches the data plane: the kernel keeps
