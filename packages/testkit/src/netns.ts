@@ -152,15 +152,15 @@ export class Topology {
 
   /**
    * Stops (SIGSTOP) every process in the host's namespace at one instant, and returns that instant
-   * (Date.now()) with the pids. `alongside` starts just before the stop and is not waited for here: a
+   * (Date.now()). `alongside` starts just before the stop and is not waited for here: a
    * command it spawns acts a few ms after the stop (the time to exec), and, spawned after the pids were
    * read, it is not among them.
    */
-  async freeze<T>(host: string, alongside: () => T): Promise<{ stoppedAt: number; pids: number[]; alongside: T }> {
+  async freeze<T>(host: string, alongside: () => T): Promise<{ stoppedAt: number; alongside: T }> {
     const pids = await namespacePids(this.ns(this.known(host)));
     const started = alongside();
     signalAll(pids, 'SIGSTOP');
-    return { stoppedAt: Date.now(), pids, alongside: started };
+    return { stoppedAt: Date.now(), alongside: started };
   }
 
   /**
