@@ -8,7 +8,7 @@ import {
 } from '@lbd/dataplane';
 import { parseConntrack, parseDeletedCount } from './conntrack.js';
 import { diffTables, renderFullScript, serviceMark, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
-import { parseTable, persistEntriesFor, tableSchema } from './parse.js';
+import { parseListings, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
 import { planTables, type Leaving } from './plan.js';
 import { NftSession } from './nft-session.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
@@ -18,6 +18,8 @@ import { OneAtATime } from './one-at-a-time.js';
 const SESSION_MAX_BYTES = 3500;
 
 const FAMILIES: readonly NftFamily[] = ['ip', 'ip6'];
+/** The maps observe() lists (with the sets schema, eligible and the two counter sets). */
+const OBSERVED_MAPS = ['dispatch', 'service_tuple', 'service_snat', 'backend_dnat'] as const;
 
 export interface NftDataPlaneOptions {
   readonly runner?: CommandRunner;
@@ -161,6 +163,19 @@ export class NftDataPlane implements DataPlane {
     return res.stdout;
   }
 
+  /** Every map and set of the family's table that observe() reads (not the slots: see there); null without a table. */
+  private async listServing(family: NftFamily): Promise<ParsedTable | null> {
+    const objects = [['set', 'schema'], ...OBSERVED_MAPS.map((m) => ['map', m]), ['set', 'eligible'], ['set', 'backend_stats'], ['set', 'service_stats']] as const;
+    const listed = await Promise.all(objects.map(async ([kind, name]) => {
+      const res = await this.runner.run('nft', ['-j', 'list', kind, family, TABLE_NAME, name]);
+      if (res.code === 0) return res.stdout;
+      if (/No such file or directory|does not exist/i.test(res.stderr)) return null;
+      throw nftError('observe', res);
+    }));
+    // Without the schema set there is no table of ours (parseListings says so); a missing map is empty.
+    return parseListings(family, listed.filter((json): json is string => json !== null));
+  }
+
   /** What the kernel has: each family's table, or null if absent or of another schema. */
   private async readKernel(): Promise<KernelState> {
     const models: Record<NftFamily, TableModel | null> = { ip: null, ip6: null };
@@ -190,15 +205,27 @@ export class NftDataPlane implements DataPlane {
     return total;
   }
 
+  /**
+   * What the kernel serves: its services and real servers, with their counters.
+   *
+   * Read map by map, never the whole table, and never the slots map: nft starts a listing over whenever
+   * the ruleset's generation changes under it, and a leader renews its kernel lease (lease.ts) with a
+   * transaction after every confirmed beat, every 25 ms with the `fast` timing. Listing the whole table
+   * takes about 250 ms in the lab (a maglev service's slots are thousands of elements), so on such a
+   * leader it never finished (seen: 20 s and counting), and neither did anything that waited for it.
+   * Each of the small maps lists in a few ms. Whether a real server is quiescent (owns no slots) comes
+   * from the slots this data plane last wrote, or read from the kernel when it started.
+   */
   async observe(): Promise<ObservedState> {
+    const state = this.state ?? (await this.readKernel());
+    this.state ??= state;
     const services: ObservedService[] = [];
     for (const f of FAMILIES) {
-      const json = await this.listTable(f);
-      const parsed = json === null ? null : parseTable(f, json);
+      const parsed = await this.listServing(f);
       if (!parsed) continue;
       for (const frag of parsed.model.services.values()) {
         const [vip, protocol, port] = [...frag.elements.dispatch.keys()][0]!.split(' . ') as [string, Protocol, string];
-        const inSlots = new Set(frag.elements.slots.values());
+        const inSlots = new Set(state.models[f]?.services.get(frag.key)?.elements.slots.values());
         const realServers: ObservedRealServer[] = [...frag.elements.backend_dnat].map(([mark, rs]) => {
           const [address, rsPort] = rs.split(' . ');
           return {

@@ -82,15 +82,21 @@ function elementEntry(map: MapName, elem: Json): [string, string] {
 
 /** Parses nft's JSON listing of one lbd table. Returns null when there is no table or it has another schema. */
 export function parseTable(family: NftFamily, json: string): ParsedTable | null {
-  const doc = JSON.parse(json) as { nftables?: Json[] };
+  return parseListings(family, [json]);
+}
+
+/**
+ * Parses nft's JSON listings of some of one lbd table's sets and maps (`nft -j list map ...`, one per
+ * object) as if they were the table's: maps that were not listed are empty. Null when the `schema` set is
+ * missing (no table) or names another schema.
+ */
+export function parseListings(family: NftFamily, jsons: readonly string[]): ParsedTable | null {
   const maps = emptyMaps();
   let realServerStats = new Map<number, Counters>();
   let serviceStats = new Map<number, Counters>();
   let schema = -1;
-  let sawTable = false;
-  for (const item of doc.nftables ?? []) {
+  for (const item of jsons.flatMap((json) => (JSON.parse(json) as { nftables?: Json[] }).nftables ?? [])) {
     if (!isObj(item)) continue;
-    if (isObj(item.table)) sawTable = true;
     const set = isObj(item.set) ? item.set : isObj(item.map) ? item.map : null;
     if (!set) continue;
     const name = String(set.name);
@@ -107,7 +113,7 @@ export function parseTable(family: NftFamily, json: string): ParsedTable | null 
       }
     }
   }
-  if (!sawTable || schema !== SCHEMA_VERSION) return null;
+  if (schema !== SCHEMA_VERSION) return null;
   return { model: groupByService(family, maps), realServerStats, serviceStats };
 }
 
