@@ -13,11 +13,17 @@ import { OneAtATime } from './one-at-a-time.js';
  * socket for the announcements, a watchdog process for crash safety, address lifetimes as the backstop.
  *
  * Announcements (tested on Linux 6.18, neighbour = a Linux router with default sysctls):
- * - IPv4: `arping -U` (unsolicited ARP request, sender ip = target ip = the vip). A Linux neighbour treats it
- *   as gratuitous ARP, which overrides an existing entry even within `locktime` (`-A` does too; without
- *   `arp_accept` neither creates an entry, which is fine: a neighbour without one resolves afresh).
- *   `arping -c 1` sends at once but then waits a second, so each announcement is one short-lived process,
- *   spawned without awaiting; the agent's timers pace the rounds, so nothing announces after the agent dies.
+ * - IPv4: an unsolicited ARP request (sender ip = target ip = the vip), what `arping -U` sends. A Linux
+ *   neighbour treats it as gratuitous ARP, which overrides an existing entry even within `locktime` (an ARP
+ *   reply does too; without `arp_accept` neither creates an entry, which is fine: a neighbour without one
+ *   resolves afresh).
+ * - Both are sent by one long-lived perl process (ANNOUNCER: a packet socket and a raw ICMPv6 socket), a
+ *   line per round with every address in it: a takeover's first round leaves within a millisecond of the
+ *   claim, all addresses at once. One `arping` process per address per round (what this did before) took
+ *   about 17 ms in the lab from the claim to the last server-side address's announcement, and the real
+ *   servers answer the SNAT addresses only once they have theirs. Where the announcer cannot run, each
+ *   round falls back to `arping -c 1` (which sends at once, then lingers a second: spawned, not awaited).
+ *   Either way the agent's timers pace the rounds, so nothing announces after the agent dies or freezes.
  * - IPv6: the kernel does NOT announce an address added with `nodad`, even with `ndisc_notify=1` (that knob
  *   only covers link up and a link-layer address change; observed: no NA on the wire). `ndisc6` only
  *   solicits. So the owner sends the unsolicited NA itself (Override flag, target link-layer option, to
@@ -84,6 +90,37 @@ for my $t (@ARGV) {
   send($s, $pkt, 0, pack_sockaddr_in6(0, inet_pton(AF_INET6, 'ff02::1'), $idx)) or do { warn "send $addr: $!\\n"; $rc = 1; };
 }
 exit $rc;`;
+
+/**
+ * The announcer: per line of IF=ADDR words, one gratuitous ARP request (IPv4) or unsolicited NA (IPv6) per
+ * word, all at once; answers `ok` or `failed <why>` per line. Exits at EOF (the agent is gone).
+ */
+const ANNOUNCER = `use strict; use Socket qw(:DEFAULT inet_aton inet_pton pack_sockaddr_in6);
+$| = 1;
+socket(my $arp, 17, 3, 0) or die "packet socket: $!\\n";
+socket(my $na, AF_INET6, SOCK_RAW, 58) or die "icmpv6 socket: $!\\n";
+setsockopt($na, 41, 16, pack 'i', 255); setsockopt($na, 41, 18, pack 'i', 255);
+my $bcast = "\\xff" x 6;
+while (my $line = <STDIN>) {
+  my @failed;
+  for my $t (split ' ', $line) {
+    my ($if, $addr) = split /=/, $t, 2;
+    my ($idx, $mac);
+    if (open my $f, '<', "/sys/class/net/$if/ifindex") { $idx = 0 + <$f>; }
+    if (open my $f, '<', "/sys/class/net/$if/address") { my $m = <$f>; chomp $m; $mac = pack 'H12', join '', split /:/, $m; }
+    if (!defined $idx || !defined $mac) { push @failed, "$t: no interface $if"; next; }
+    if ($addr =~ /:/) {
+      setsockopt($na, 41, 17, pack 'i', $idx);
+      my $pkt = pack('CCnN', 136, 0, 0, 0x20000000) . inet_pton(AF_INET6, $addr) . pack('CC', 2, 1) . $mac;
+      send($na, $pkt, 0, pack_sockaddr_in6(0, inet_pton(AF_INET6, 'ff02::1'), $idx)) or push @failed, "$t: $!";
+    } else {
+      my $ip = inet_aton($addr);
+      my $frame = $bcast . $mac . pack('n', 0x0806) . pack('nnCCn', 1, 0x0800, 6, 4, 1) . $mac . $ip . $bcast . $ip;
+      send($arp, $frame, 0, pack('S n i S C C a8', 17, 0x0806, $idx, 1, 0, 6, $mac)) or push @failed, "$t: $!";
+    }
+  }
+  print @failed ? "failed @failed\\n" : "ok\\n";
+}`;
 
 /** One long-lived `ip -j -force -batch -`: every request is some lines plus `addr show`, whose one JSON line
  *  is the answer (so completion is known, and the answer is the kernel's state right after the changes). */
@@ -173,12 +210,84 @@ class IpBatch {
   }
 }
 
+/**
+ * The long-lived ANNOUNCER process: one line per round, answered by one line. Started on first use; a
+ * request it cannot take (it died, or never started) rejects, and the caller falls back to arping.
+ */
+class AnnouncerProcess {
+  private child: ChildProcessWithoutNullStreams | null = null;
+  private readonly pending: Array<{ resolve: (failure: string | null) => void; reject: (e: Error) => void }> = [];
+  private buffer = '';
+  /** When it last died: it is started again at most once a second (the fallback covers the gap). */
+  private diedAt = -Infinity;
+
+  constructor(private readonly spawnPerl: (() => ChildProcessWithoutNullStreams) | null) {}
+
+  /** Sends one announcement per `ifname=address` word at once; resolves with the failures (null: none). */
+  send(words: readonly string[]): Promise<string | null> {
+    const child = this.child ?? this.start();
+    if (child === null) return Promise.reject(new Error('no announcer process'));
+    return new Promise((resolve, reject) => {
+      this.pending.push({ resolve, reject });
+      child.stdin.write(`${words.join(' ')}\n`);
+    });
+  }
+
+  /** Starts the process ahead of the first round: perl takes tens of ms to start, a takeover has none to spare. */
+  warm(): void {
+    this.child ??= this.start();
+  }
+
+  private start(): ChildProcessWithoutNullStreams | null {
+    if (this.spawnPerl === null || performance.now() - this.diedAt < 1000) return null;
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = this.spawnPerl();
+    } catch {
+      // EPERM without CAP_NET_RAW under a tight unit, for instance: arping will say what is wrong.
+      this.diedAt = performance.now();
+      return null;
+    }
+    this.child = child;
+    this.buffer = '';
+    child.stdout.setEncoding('utf8');
+    child.stdout.on('data', (chunk: string) => {
+      this.buffer += chunk;
+      for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {
+        const line = this.buffer.slice(0, nl);
+        this.buffer = this.buffer.slice(nl + 1);
+        this.pending.shift()?.resolve(line === 'ok' ? null : line.replace(/^failed /, ''));
+      }
+    });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr = (stderr + d).slice(-1000); });
+    const ended = (why: string): void => {
+      if (this.child !== child) return;
+      this.child = null;
+      this.diedAt = performance.now();
+      for (const w of this.pending.splice(0)) w.reject(new Error(`announcer ${why}${stderr ? `: ${stderr.trim()}` : ''}`));
+    };
+    child.on('error', (e) => ended(`failed: ${e.message}`));
+    child.on('exit', (code, signal) => ended(`exited (${signal ?? code})`));
+    child.stdin.on('error', () => ended('stdin closed'));
+    return child;
+  }
+
+  close(): void {
+    const child = this.child;
+    this.child = null;
+    if (child) child.stdin.end();
+    for (const w of this.pending.splice(0)) w.reject(new Error('closed'));
+  }
+}
+
 export class KernelAddressOwner implements AddressOwner {
   private readonly runner: CommandRunner;
   private readonly onEvent: (msg: string, fields: Record<string, unknown>) => void;
   private readonly lifetimeSec: number;
   private readonly stateDir: string;
   private readonly batch: IpBatch;
+  private readonly announcer: AnnouncerProcess;
   private readonly held = new Map<string, Held>();
   /** Being removed right now: still listed for the watchdog until the kernel confirms. */
   private readonly leaving = new Map<string, FloatingAddress>();
@@ -201,6 +310,7 @@ export class KernelAddressOwner implements AddressOwner {
     this.stateDir = opts.stateDir ?? '/run/lbd';
     const spawnFn = this.runner.spawn?.bind(this.runner);
     this.batch = new IpBatch(spawnFn ? () => spawnFn('ip', ['-j', '-force', '-batch', '-']) : null, this.runner, this.onEvent);
+    this.announcer = new AnnouncerProcess(spawnFn ? () => spawnFn('perl', ['-e', ANNOUNCER]) : null);
     this.kernelLease = new KernelLease({ runner: this.runner });
     this.ready = this.start(opts.watchdog !== false);
     this.ready.catch(() => { /* reported by the first call that awaits it */ });
@@ -223,6 +333,7 @@ export class KernelAddressOwner implements AddressOwner {
     } catch { /* none */ }
     await this.writeState();
     if (watchdog && this.runner.spawn) this.startWatchdog();
+    this.announcer.warm();
   }
 
   private startWatchdog(): void {
@@ -258,6 +369,9 @@ export class KernelAddressOwner implements AddressOwner {
       const present = presentKeys(links);
       const notAdded = wanted.filter((a) => !present.has(key(a)));
       const notRemoved = leaving.filter((a) => present.has(key(a)));
+      // The first round at once: until the neighbours (the router, and the real servers for the SNAT
+      // addresses) have it, traffic still goes to the old owner's MAC.
+      if (notAdded.length === 0 && announce.count > 0 && wanted.length > 0) this.announce(group, wanted, announce);
       for (const a of leaving) if (!present.has(key(a))) this.leaving.delete(key(a));
       for (const a of wanted) this.missing.delete(key(a));
       await this.writeState();
@@ -268,7 +382,6 @@ export class KernelAddressOwner implements AddressOwner {
         });
       }
       this.ensureRefresh();
-      if (announce.count > 0 && wanted.length > 0) setImmediate(() => this.announce(group, wanted, announce));
     });
   }
 
@@ -339,6 +452,7 @@ export class KernelAddressOwner implements AddressOwner {
       }
     });
     this.batch.close();
+    this.announcer.close();
     this.kernelLease.close();
     const watchdog = this.watchdog;
     this.watchdog = null;
@@ -471,9 +585,15 @@ export class KernelAddressOwner implements AddressOwner {
       state.timer = null;
       if (state.cancelled) return;
       round++;
-      // arping -c 1 has sent its one packet within milliseconds; it lingers a second waiting for replies.
-      for (const a of v4) send('arping', ['-q', '-U', '-c', '1', '-I', a.ifname, a.address]);
-      if (v6.length > 0) send('perl', ['-e', SEND_NA, ...v6.map((a) => `${a.ifname}=${a.address}`)]);
+      const spawnRound = (): void => {
+        // arping -c 1 has sent its one packet within milliseconds; it lingers a second waiting for replies.
+        for (const a of v4) send('arping', ['-q', '-U', '-c', '1', '-I', a.ifname, a.address]);
+        if (v6.length > 0) send('perl', ['-e', SEND_NA, ...v6.map((a) => `${a.ifname}=${a.address}`)]);
+      };
+      this.announcer.send(addresses.map((a) => `${a.ifname}=${a.address}`)).then(
+        (failure) => { if (failure !== null) fail('announcer', failure); },
+        () => { if (!state.cancelled) spawnRound(); },
+      );
       if (round < announce.count) {
         state.timer = setTimeout(fire, Math.max(0, announce.intervalMs));
         state.timer.unref();
