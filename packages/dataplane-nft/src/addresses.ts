@@ -211,8 +211,9 @@ class IpBatch {
 }
 
 /**
- * The long-lived ANNOUNCER process: one line per round, answered by one line. Started on first use; a
- * request it cannot take (it died, or never started) rejects, and the caller falls back to arping.
+ * The long-lived ANNOUNCER process: one line per round, answered by one line. Started with the owner, and
+ * again on use after it died; a request it cannot take (dead, or not startable) rejects, and the caller
+ * falls back to arping.
  */
 class AnnouncerProcess {
   private child: ChildProcessWithoutNullStreams | null = null;

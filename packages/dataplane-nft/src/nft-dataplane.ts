@@ -42,6 +42,8 @@ export class NftDataPlane implements DataPlane {
   private readonly runner: CommandRunner;
   private readonly onEvent: (msg: string, fields: Record<string, unknown>) => void;
   private state: KernelState | null = null;
+  /** Whether `state` is what this data plane wrote (or found and kept) in its last apply: what the kernel has. */
+  private applied = false;
   private readonly session: NftSession | null;
   /** Applies are serialised: each diff is computed against the state the previous one left. */
   private readonly turns = new OneAtATime();
@@ -85,11 +87,13 @@ export class NftDataPlane implements DataPlane {
         // A failed transaction changed nothing, but whatever made it fail (someone else's change, a
         // session that died half-way) may mean the kernel is not what we think: read it again next time.
         this.state = null;
+        this.applied = false;
         throw err;
       }
       if (fullRebuild) this.onEvent('nft table created', { families: FAMILIES.filter((f) => state.models[f] === null) });
     }
     this.state = { models: target };
+    this.applied = true;
     const expired = await this.expireConnections(leaving.expire);
     return result(ops.length > 0, expired);
   }
@@ -163,9 +167,15 @@ export class NftDataPlane implements DataPlane {
     return res.stdout;
   }
 
+  /** The family's whole table, parsed; null without one (or with another schema). */
+  private async listParsed(family: NftFamily): Promise<ParsedTable | null> {
+    const json = await this.listTable(family);
+    return json === null ? null : parseTable(family, json);
+  }
+
   /** Every map and set of the family's table that observe() reads (not the slots: see there); null without a table. */
   private async listServing(family: NftFamily): Promise<ParsedTable | null> {
-    const objects = [['set', 'schema'], ...OBSERVED_MAPS.map((m) => ['map', m]), ['set', 'eligible'], ['set', 'backend_stats'], ['set', 'service_stats']] as const;
+    const objects = [['set', 'schema'], ...OBSERVED_MAPS.map((m) => ['map', m] as const), ['set', 'eligible'], ['set', 'backend_stats'], ['set', 'service_stats']] as const;
     const listed = await Promise.all(objects.map(async ([kind, name]) => {
       const res = await this.runner.run('nft', ['-j', 'list', kind, family, TABLE_NAME, name]);
       if (res.code === 0) return res.stdout;
@@ -214,18 +224,18 @@ export class NftDataPlane implements DataPlane {
    * takes about 250 ms in the lab (a maglev service's slots are thousands of elements), so on such a
    * leader it never finished (seen: 20 s and counting), and neither did anything that waited for it.
    * Each of the small maps lists in a few ms. Whether a real server is quiescent (owns no slots) comes
-   * from the slots this data plane last wrote, or read from the kernel when it started.
+   * from the slots this data plane wrote, when it is the one that applies (the agent); an observer that
+   * never applied (a test, a tool) lists the whole table each time, as it has no other way to know them.
    */
   async observe(): Promise<ObservedState> {
-    const state = this.state ?? (await this.readKernel());
-    this.state ??= state;
+    const written = this.applied ? this.state : null;
     const services: ObservedService[] = [];
     for (const f of FAMILIES) {
-      const parsed = await this.listServing(f);
+      const parsed = written === null ? await this.listParsed(f) : await this.listServing(f);
       if (!parsed) continue;
       for (const frag of parsed.model.services.values()) {
         const [vip, protocol, port] = [...frag.elements.dispatch.keys()][0]!.split(' . ') as [string, Protocol, string];
-        const inSlots = new Set(state.models[f]?.services.get(frag.key)?.elements.slots.values());
+        const inSlots = new Set((written === null ? frag : written.models[f]?.services.get(frag.key))?.elements.slots.values());
         const realServers: ObservedRealServer[] = [...frag.elements.backend_dnat].map(([mark, rs]) => {
           const [address, rsPort] = rs.split(' . ');
           return {
