@@ -122,39 +122,32 @@ while (my $line = <STDIN>) {
   print @failed ? "failed @failed\\n" : "ok\\n";
 }`;
 
-/** One long-lived `ip -j -force -batch -`: every request is some lines plus `addr show`, whose one JSON line
- *  is the answer (so completion is known, and the answer is the kernel's state right after the changes). */
-class IpBatch {
+/**
+ * A long-lived child that answers each request (some lines on stdin) with one line on stdout, in order:
+ * `ip -batch` and the announcer. Started on first use and again after it died; when it dies, the
+ * requests it had not answered reject.
+ */
+class LineSession {
   private child: ChildProcessWithoutNullStreams | null = null;
-  private pending: Array<{ resolve: (links: LinkInfo[]) => void; reject: (e: Error) => void }> = [];
+  private readonly pending: Array<{ resolve: (line: string) => void; reject: (e: Error) => void }> = [];
   private buffer = '';
-  stderr = '';
 
-  constructor(private readonly spawnIp: (() => ChildProcessWithoutNullStreams) | null, private readonly runner: CommandRunner,
-    private readonly onEvent: (msg: string, fields: Record<string, unknown>) => void) {}
+  constructor(private readonly spawnChild: () => ChildProcessWithoutNullStreams, private readonly name: string,
+    private readonly hooks: { onStderr?: (chunk: string) => void; onEnded?: () => void } = {}) {}
 
-  async exec(lines: readonly string[]): Promise<LinkInfo[]> {
-    if (this.spawnIp) {
-      try {
-        return await this.viaSession(lines);
-      } catch (e) {
-        // The session died under this request: its lines are idempotent, so do them once more, one by one.
-        this.onEvent('ip -batch session ended; running ip per command', { error: String(e) });
-      }
-    }
-    return this.viaRun(lines);
-  }
-
-  private viaSession(lines: readonly string[]): Promise<LinkInfo[]> {
+  /** Writes `text` (whole lines); resolves with the answer line. */
+  request(text: string): Promise<string> {
     const child = this.child ?? this.start();
     return new Promise((resolve, reject) => {
       this.pending.push({ resolve, reject });
-      child.stdin.write(`${[...lines, 'addr show'].join('\n')}\n`);
+      child.stdin.write(text);
     });
   }
 
-  private start(): ChildProcessWithoutNullStreams {
-    const child = this.spawnIp!();
+  /** Starts the child now, if it is not running (spawn errors throw). */
+  start(): ChildProcessWithoutNullStreams {
+    if (this.child) return this.child;
+    const child = this.spawnChild();
     this.child = child;
     this.buffer = '';
     child.stdout.setEncoding('utf8');
@@ -164,25 +157,58 @@ class IpBatch {
       for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {
         const line = this.buffer.slice(0, nl);
         this.buffer = this.buffer.slice(nl + 1);
-        const waiter = this.pending.shift();
-        if (!waiter) continue;
-        try {
-          waiter.resolve(JSON.parse(line) as LinkInfo[]);
-        } catch (e) {
-          waiter.reject(new Error(`unparsable ip -j output: ${line.slice(0, 200)}`, { cause: e }));
-        }
+        this.pending.shift()?.resolve(line);
       }
     });
-    child.stderr.on('data', (chunk: string) => { this.stderr = (this.stderr + chunk).slice(-4096); });
+    child.stderr.on('data', (chunk: string) => this.hooks.onStderr?.(chunk));
     const ended = (why: string): void => {
       if (this.child !== child) return;
       this.child = null;
-      for (const w of this.pending.splice(0)) w.reject(new Error(`ip -batch ${why}`));
+      this.hooks.onEnded?.();
+      for (const w of this.pending.splice(0)) w.reject(new Error(`${this.name} ${why}`));
     };
     child.on('error', (e) => ended(`failed: ${e.message}`));
     child.on('exit', (code, signal) => ended(`exited (${signal ?? code})`));
     child.stdin.on('error', () => ended('stdin closed'));
     return child;
+  }
+
+  close(): void {
+    const child = this.child;
+    this.child = null;
+    if (child) child.stdin.end();
+    for (const w of this.pending.splice(0)) w.reject(new Error('closed'));
+  }
+}
+
+/** One long-lived `ip -j -force -batch -`: every request is some lines plus `addr show`, whose one JSON line
+ *  is the answer (so completion is known, and the answer is the kernel's state right after the changes). */
+class IpBatch {
+  private readonly session: LineSession | null;
+  stderr = '';
+
+  constructor(spawnIp: (() => ChildProcessWithoutNullStreams) | null, private readonly runner: CommandRunner,
+    private readonly onEvent: (msg: string, fields: Record<string, unknown>) => void) {
+    this.session = spawnIp === null ? null
+      : new LineSession(spawnIp, 'ip -batch', { onStderr: (chunk) => { this.stderr = (this.stderr + chunk).slice(-4096); } });
+  }
+
+  async exec(lines: readonly string[]): Promise<LinkInfo[]> {
+    if (this.session) {
+      try {
+        const answer = await this.session.request(`${[...lines, 'addr show'].join('\n')}\n`);
+        try {
+          return JSON.parse(answer) as LinkInfo[];
+        } catch (e) {
+          throw new Error(`unparsable ip -j output: ${answer.slice(0, 200)}`, { cause: e });
+        }
+      } catch (e) {
+        // The session died under this request (or answered nonsense): its lines are idempotent, so do them
+        // once more, one by one.
+        this.onEvent('ip -batch session ended; running ip per command', { error: String(e) });
+      }
+    }
+    return this.viaRun(lines);
   }
 
   private async viaRun(lines: readonly string[]): Promise<LinkInfo[]> {
@@ -203,10 +229,7 @@ class IpBatch {
   }
 
   close(): void {
-    const child = this.child;
-    this.child = null;
-    if (child) child.stdin.end();
-    for (const w of this.pending.splice(0)) w.reject(new Error('closed'));
+    this.session?.close();
   }
 }
 
@@ -216,69 +239,45 @@ class IpBatch {
  * falls back to arping.
  */
 class AnnouncerProcess {
-  private child: ChildProcessWithoutNullStreams | null = null;
-  private readonly pending: Array<{ resolve: (failure: string | null) => void; reject: (e: Error) => void }> = [];
-  private buffer = '';
+  private readonly session: LineSession | null;
+  private stderr = '';
   /** When it last died: it is started again at most once a second (the fallback covers the gap). */
   private diedAt = -Infinity;
 
-  constructor(private readonly spawnPerl: (() => ChildProcessWithoutNullStreams) | null) {}
+  constructor(spawnPerl: (() => ChildProcessWithoutNullStreams) | null) {
+    this.session = spawnPerl === null ? null : new LineSession(spawnPerl, 'announcer', {
+      onStderr: (chunk) => { this.stderr = (this.stderr + chunk).slice(-1000); },
+      onEnded: () => { this.diedAt = performance.now(); },
+    });
+  }
 
   /** Sends one announcement per `ifname=address` word at once; resolves with the failures (null: none). */
-  send(words: readonly string[]): Promise<string | null> {
-    const child = this.child ?? this.start();
-    if (child === null) return Promise.reject(new Error('no announcer process'));
-    return new Promise((resolve, reject) => {
-      this.pending.push({ resolve, reject });
-      child.stdin.write(`${words.join(' ')}\n`);
-    });
+  async send(words: readonly string[]): Promise<string | null> {
+    if (!this.startable()) throw new Error(`no announcer process${this.stderr ? `: ${this.stderr.trim()}` : ''}`);
+    const line = await this.session!.request(`${words.join(' ')}\n`);
+    return line === 'ok' ? null : line.replace(/^failed /, '');
   }
 
   /** Starts the process ahead of the first round: perl takes tens of ms to start, a takeover has none to spare. */
   warm(): void {
-    this.child ??= this.start();
+    this.startable();
   }
 
-  private start(): ChildProcessWithoutNullStreams | null {
-    if (this.spawnPerl === null || performance.now() - this.diedAt < 1000) return null;
-    let child: ChildProcessWithoutNullStreams;
+  /** Whether the process runs (started here if need be). */
+  private startable(): boolean {
+    if (this.session === null || performance.now() - this.diedAt < 1000) return false;
     try {
-      child = this.spawnPerl();
+      this.session.start();
+      return true;
     } catch {
       // EPERM without CAP_NET_RAW under a tight unit, for instance: arping will say what is wrong.
       this.diedAt = performance.now();
-      return null;
+      return false;
     }
-    this.child = child;
-    this.buffer = '';
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (chunk: string) => {
-      this.buffer += chunk;
-      for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {
-        const line = this.buffer.slice(0, nl);
-        this.buffer = this.buffer.slice(nl + 1);
-        this.pending.shift()?.resolve(line === 'ok' ? null : line.replace(/^failed /, ''));
-      }
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (d: string) => { stderr = (stderr + d).slice(-1000); });
-    const ended = (why: string): void => {
-      if (this.child !== child) return;
-      this.child = null;
-      this.diedAt = performance.now();
-      for (const w of this.pending.splice(0)) w.reject(new Error(`announcer ${why}${stderr ? `: ${stderr.trim()}` : ''}`));
-    };
-    child.on('error', (e) => ended(`failed: ${e.message}`));
-    child.on('exit', (code, signal) => ended(`exited (${signal ?? code})`));
-    child.stdin.on('error', () => ended('stdin closed'));
-    return child;
   }
 
   close(): void {
-    const child = this.child;
-    this.child = null;
-    if (child) child.stdin.end();
-    for (const w of this.pending.splice(0)) w.reject(new Error('closed'));
+    this.session?.close();
   }
 }
 
