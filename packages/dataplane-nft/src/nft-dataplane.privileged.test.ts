@@ -64,6 +64,19 @@ describe('NftDataPlane in a namespace @privileged', function () {
     ]);
   });
 
+  it('the data plane that applied observes the same, without listing the slots', async () => {
+    // An agent's own observe() lists the small maps only and takes quiescence from the slots it wrote
+    // (a leader's whole-table listing may never finish): it must agree with a fresh observer's.
+    const dp = new NftDataPlane({ runner: netnsRunner(ns) });
+    await dp.apply({ services: goldenServices() });
+    const own = await dp.observe();
+    const fresh = await new NftDataPlane({ runner: netnsRunner(ns) }).observe();
+    const rotation = (o: typeof own): string[] => o.services.flatMap((s) => s.realServers.map((r) => `${s.key} ${r.address}:${r.port} ${r.quiescent}`)).sort();
+    assert.deepEqual(rotation(own), rotation(fresh));
+    const web = own.services.find((s) => s.key === '198.18.0.10:80/tcp');
+    assert.deepEqual(web?.realServers.map((r) => r.quiescent), [false, false, true]);
+  });
+
   it('a rejected transaction leaves the kernel as it was', async () => {
     const before = nft('-s', 'list', 'ruleset');
     const dp = new NftDataPlane({ runner: netnsRunner(ns) });
