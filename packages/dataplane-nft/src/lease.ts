@@ -1,7 +1,9 @@
 import { performance } from 'node:perf_hooks';
 import { canonicalAddress, familyOf } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
+import { LeaseWriter, LeaseWriterUnavailable, LEASE_WRITER_SCRIPT, type LeaseWord } from './lease-writer.js';
 import { NftSession } from './nft-session.js';
+import { OneAtATime } from './one-at-a-time.js';
 import { localRunner, type CommandRunner } from './runner.js';
 
 /**
@@ -30,8 +32,10 @@ import { localRunner, type CommandRunner } from './runner.js';
  *                    (replies, and requests a neighbour would learn the sender from)
  *
  * Renewing is `add element ... { A timeout Tms expires Tms }`, which sets the remaining time exactly, up or
- * down (nft 1.0.6, kernel 6.18, tried here: an element re-added with a shorter expiry expires sooner). T is
- * computed from the deadline immediately before the line is written to a long-lived `nft -i`, so a write
+ * down (nft 1.0.6, kernel 6.18, tried here: an element re-added with a shorter expiry expires sooner). A
+ * renewal goes to the kernel as one netlink batch from a long-lived writer (lease-writer.ts: about 0.14 ms,
+ * where a line to `nft -i` cost 5-9 ms of real-time CPU); creating the tables and changing what they guard
+ * go through `nft -i`. T is computed from the deadline immediately before the line is written, so a write
  * that waited behind another is not lengthened by the wait. The kernel checks timeouts in jiffies (4 ms at
  * HZ=250): an element can outlive its deadline by at most one jiffy plus the write's own latency, which
  * timing.ts bounds as `maxLeaseSlackMs`.
@@ -116,6 +120,28 @@ function renderRevoke(addresses: Iterable<string>): string[] {
   return out;
 }
 
+/** renderLease as netlink writer words. */
+function leaseWords(addresses: Iterable<string>, ms: number): LeaseWord[] {
+  const { v4, v6 } = byFamily(addresses);
+  const w = (family: 'inet' | 'arp', set: string, xs: readonly string[]): LeaseWord[] =>
+    xs.map((address) => ({ op: 'add', family, table: LEASE_TABLE, set, address, ms }));
+  return [...w('inet', 'lease4', v4), ...w('arp', 'lease4', v4), ...w('inet', 'lease6', v6)];
+}
+
+/** renderRevoke as netlink writer words (each element added with a 1 ms expiry, then deleted). */
+function revokeWords(addresses: Iterable<string>): LeaseWord[] {
+  const { v4, v6 } = byFamily(addresses);
+  const out: LeaseWord[] = [];
+  const both = (family: 'inet' | 'arp', set: string, xs: readonly string[]): void => {
+    for (const address of xs) out.push({ op: 'add', family, table: LEASE_TABLE, set, address, ms: 1 });
+    for (const address of xs) out.push({ op: 'delete', family, table: LEASE_TABLE, set, address });
+  };
+  both('inet', 'lease4', v4);
+  both('arp', 'lease4', v4);
+  both('inet', 'lease6', v6);
+  return out;
+}
+
 function byFamily(addresses: Iterable<string>): { v4: string[]; v6: string[] } {
   const v4 = new Set<string>();
   const v6 = new Set<string>();
@@ -134,12 +160,16 @@ export interface KernelLeaseOptions {
 }
 
 /**
- * The lease tables and their writer. Writes go through one `nft -i` session of their own, one line (one
- * transaction) at a time; requests that arrive while a line is in flight are merged into the next one, each
- * group's latest deadline winning, and every remaining time is computed as that line is written.
+ * The lease tables and their writers: renewals and revocations through the netlink writer, everything else
+ * (and a renewal the writer could not take) through one `nft -i` session of their own; one transaction at
+ * a time across both. Requests that arrive while a transaction is in flight are merged into the next one,
+ * each group's latest deadline winning, and every remaining time is computed as that one is written.
  */
 export class KernelLease {
   private readonly session: NftSession | null;
+  private readonly writer: LeaseWriter | null;
+  /** guard(), remove() and the renewals, one at a time: a renewal must not land inside a table rebuild. */
+  private readonly turns = new OneAtATime();
   private readonly runner: CommandRunner;
   private readonly now: () => number;
   /** group → its floating addresses (canonical). */
@@ -156,6 +186,7 @@ export class KernelLease {
     this.now = opts.now ?? (() => performance.now());
     const spawnFn = this.runner.spawn?.bind(this.runner);
     this.session = spawnFn ? new NftSession(() => spawnFn('nft', ['-i']), `list set inet ${LEASE_TABLE} schema`) : null;
+    this.writer = spawnFn ? new LeaseWriter(() => spawnFn('perl', ['-e', LEASE_WRITER_SCRIPT])) : null;
   }
 
   /**
@@ -163,7 +194,11 @@ export class KernelLease {
    * previous life's leases go with them: a starting agent leads nothing); later calls replace the guarded
    * sets and re-lease the new addresses of groups leased now, with the deadline they have.
    */
-  async guard(groups: ReadonlyMap<string, readonly string[]>): Promise<void> {
+  guard(groups: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    return this.turns.run(() => this.guardNow(groups));
+  }
+
+  private async guardNow(groups: ReadonlyMap<string, readonly string[]>): Promise<void> {
     this.guarded = new Map([...groups].map(([g, xs]) => {
       const { v4, v6 } = byFamily(xs);
       return [g, [...v4, ...v6]];
@@ -178,6 +213,7 @@ export class KernelLease {
     }
     await this.exec(cmds, 'guard');
     this.created = true;
+    this.writer?.warm();
   }
 
   /** The kernel serves `group`'s addresses until `deadline` (on `now`); a deadline already past revokes. */
@@ -205,15 +241,22 @@ export class KernelLease {
   }
 
   /** Removes both lease tables (a graceful stop: this director serves nothing any more). */
-  async remove(): Promise<void> {
-    if (this.created) await this.exec([`add table inet ${LEASE_TABLE}`, `delete table inet ${LEASE_TABLE}`, `add table arp ${LEASE_TABLE}`, `delete table arp ${LEASE_TABLE}`], 'remove');
+  remove(): Promise<void> {
+    return this.turns.run(() => this.removeNow());
+  }
+
+  private async removeNow(): Promise<void> {
+    // One nft of its own: the session's sentinel lists a set of the table this deletes, so it would never
+    // answer (the call waited out WRITE_TIMEOUT_MS and failed, on every graceful stop).
+    if (this.created) await this.exec([`add table inet ${LEASE_TABLE}`, `delete table inet ${LEASE_TABLE}`, `add table arp ${LEASE_TABLE}`, `delete table arp ${LEASE_TABLE}`], 'remove', { oneShot: true });
     this.created = false;
     this.written.clear();
-    this.session?.close();
+    this.close();
   }
 
   close(): void {
     this.session?.close();
+    this.writer?.close();
   }
 
   private async flush(): Promise<void> {
@@ -223,28 +266,27 @@ export class KernelLease {
       while (this.pending.size > 0) {
         const batch = [...this.pending];
         this.pending.clear();
-        const cmds: string[] = [];
-        const wrote = new Map<string, number | null>();
-        // The remaining times are taken here, right before the line goes to nft.
-        const now = this.now();
-        for (const [group, { deadline }] of batch) {
-          const mine = this.guarded.get(group) ?? [];
-          const ms = deadline - now;
-          if (ms >= 1) {
-            if (mine.length > 0) cmds.push(...renderLease(mine, ms));
-            wrote.set(group, deadline);
-          } else {
-            // Another group may lease the same address (a config mistake validation refuses): keep it then.
-            const shared = new Set<string>();
-            for (const [g, d] of this.written) if (g !== group && d > now) for (const a of this.guarded.get(g) ?? []) shared.add(a);
-            const leaving = mine.filter((a) => !shared.has(a));
-            if (leaving.length > 0) cmds.push(...renderRevoke(leaving));
-            wrote.set(group, null);
-          }
-        }
+        let wrote = new Map<string, number | null>();
         let error: Error | null = null;
         try {
-          if (cmds.length > 0) await this.exec(cmds, 'lease');
+          await this.turns.run(async () => {
+            // The remaining times are taken here, right before the transaction goes to the kernel.
+            let t = this.render(batch);
+            wrote = t.wrote;
+            if (t.words.length === 0) return;
+            if (this.writer) {
+              try {
+                await this.writer.write(t.words);
+                return;
+              } catch (e) {
+                if (!(e instanceof LeaseWriterUnavailable)) throw e;
+                // Nothing was applied: the same transaction through nft, its times taken afresh.
+                t = this.render(batch);
+                wrote = t.wrote;
+              }
+            }
+            await this.exec(t.cmds, 'lease');
+          });
           for (const [group, d] of wrote) {
             if (d === null) this.written.delete(group);
             else this.written.set(group, d);
@@ -259,13 +301,43 @@ export class KernelLease {
     }
   }
 
-  private async exec(cmds: readonly string[], op: string): Promise<void> {
+  /** One transaction for the requested deadlines, as of now: as nft commands and as writer words. */
+  private render(batch: ReadonlyArray<readonly [string, { readonly deadline: number }]>): { cmds: string[]; words: LeaseWord[]; wrote: Map<string, number | null> } {
+    const now = this.now();
+    const cmds: string[] = [];
+    const words: LeaseWord[] = [];
+    const wrote = new Map<string, number | null>();
+    for (const [group, { deadline }] of batch) {
+      const mine = this.guarded.get(group) ?? [];
+      const ms = deadline - now;
+      if (ms >= 1) {
+        if (mine.length > 0) {
+          cmds.push(...renderLease(mine, ms));
+          words.push(...leaseWords(mine, ms));
+        }
+        wrote.set(group, deadline);
+      } else {
+        // Another group may lease the same address (a config mistake validation refuses): keep it then.
+        const shared = new Set<string>();
+        for (const [g, d] of this.written) if (g !== group && d > now) for (const a of this.guarded.get(g) ?? []) shared.add(a);
+        const leaving = mine.filter((a) => !shared.has(a));
+        if (leaving.length > 0) {
+          cmds.push(...renderRevoke(leaving));
+          words.push(...revokeWords(leaving));
+        }
+        wrote.set(group, null);
+      }
+    }
+    return { cmds, words, wrote };
+  }
+
+  private async exec(cmds: readonly string[], op: string, opts: { oneShot?: boolean } = {}): Promise<void> {
     if (cmds.length === 0) return;
     let stderr: string;
-    if (this.session) {
+    if (this.session && opts.oneShot !== true) {
       stderr = await this.session.run(cmds, WRITE_TIMEOUT_MS);
     } else {
-      // A runner without spawn (unit tests of other things): one nft per write.
+      // A runner without spawn (unit tests of other things), or a change the sentinel cannot follow: one nft.
       const r = await this.runner.run('nft', [cmds.join('; ')]);
       if (r.code === 127) throw new DataPlaneError('CommandMissing', `${op} (nft)`, { detail: r.stderr });
       stderr = r.code === 0 ? '' : r.stderr.trim() || `nft exited ${r.code}`;
