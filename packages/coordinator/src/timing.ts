@@ -69,9 +69,14 @@ export interface ElectionTiming {
  * The margin between the fence and a takeover covers the agent's tidy release and the lease write, not a
  * starved agent: a starved agent's lease runs out in the kernel on time without it (lease.ts in
  * @lbd/dataplane-nft), which is what lets `fast` keep its margin short.
+ *
+ * `default` was 75 / 250 / 300 ms. Box death measured 249-336 ms without service in the lab (a standby
+ * acts takeoverAfterMs after the last beat it received, plus its check, the swap and the claim), so the
+ * 350 ms target held with no room. At 60 / 200 / 250 ms: p99 271 ms quiet, 273 ms with a busy loop on
+ * every core (8 drills each, README). The window still holds three beats.
  */
 export const TIMING_PROFILES = {
-  default: { beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 300, maxReleaseMs: 20, fenceCheckMs: 10, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },
+  default: { beatIntervalMs: 60, safetyWindowMs: 200, takeoverAfterMs: 250, maxReleaseMs: 20, fenceCheckMs: 10, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },
   fast: { beatIntervalMs: 25, safetyWindowMs: 75, takeoverAfterMs: 110, maxReleaseMs: 10, fenceCheckMs: 5, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },
 } as const satisfies Record<string, ElectionTiming>;
 

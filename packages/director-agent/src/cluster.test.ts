@@ -5,6 +5,7 @@ import type { LbdEvent } from '@lbd/config';
 import { AgentError } from '@lbd/operator-surfaces';
 import { LoopbackCluster, frontConfig } from '@lbd/testkit';
 import { startClusterPair, stopClusterPair, type PairMember } from './testing/cluster-pair.js';
+import { TIMING_PROFILES, worstCaseTakeoverMs } from '@lbd/coordinator';
 
 /**
  * Two clustered agents in this process against a real etcd on loopback, with fake data planes and fake
@@ -72,7 +73,7 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     assert.equal(st.clustered, true);
     assert.deepEqual(st.directors!.map((d) => d.id), ['dir1', 'dir2']);
     assert.equal(st.groups![0]?.leader, leader.id);
-    assert.equal(st.worstCaseTakeoverMs, 310);
+    assert.equal(st.worstCaseTakeoverMs, worstCaseTakeoverMs(TIMING_PROFILES.default));
     // The kernel guards every floating address on both directors and serves them only on the leader.
     const standby = members.find((m) => m !== leader)!;
     for (const m of members) assert.deepEqual([...m.owner.guarded.keys()], ['front'], `${m.id} guards the group`);

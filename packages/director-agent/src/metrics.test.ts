@@ -17,6 +17,7 @@ import { MemoryEventSource, serveOpsRoutes } from '@lbd/operator-surfaces/testin
 import { Agent } from './agent.js';
 import { metricsSource } from './operator-surfaces.js';
 import { startClusterPair, stopClusterPair, type PairMember } from './testing/index.js';
+import { TIMING_PROFILES, worstCaseTakeoverMs } from '@lbd/coordinator';
 
 /**
  * Metrics against a real Agent with a fake kernel, FakeProber and FakeClock: a known state in, exact values
@@ -615,7 +616,7 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
       assert.equal(value(x, 'lbd_etcd_reachable'), 1);
       assert.equal(value(x, 'lbd_director_healthy'), 1);
       assert.equal(value(x, 'lbd_config_revision'), 1);
-      assert.equal(value(x, 'lbd_takeover_worst_case_seconds'), 0.31);
+      assert.equal(value(x, 'lbd_takeover_worst_case_seconds'), worstCaseTakeoverMs(TIMING_PROFILES.default) / 1000);
       assert.ok(value(x, 'lbd_director_registration_lease_remaining_seconds') > 0);
       assert.equal(value(x, 'lbd_sync_enabled'), 0, 'no agent.cluster.tls: sync is off');
     }
