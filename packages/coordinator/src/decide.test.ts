@@ -203,14 +203,14 @@ describe('decide: the election as a pure step', () => {
       assert.equal(state.etcd.recoveredAt, 1510);
     });
 
-    it('a late answer to a beat sent a window ago or more does not end fail-static (no flip back and forth)', () => {
+    it('a late answer that leaves the window no room for another beat does not end fail-static (no flip back and forth)', () => {
       const s = leader({ role: 'fail-static', lastConfirmedSend: 1000, etcd: { failing: true, failingSince: 1100, backAt: 0, recoveredAt: -Infinity } });
       const sentAt = 1500;
-      const late = run(s, { kind: 'beat-result', sent: sentAt, expectRev: '50', record: rec({ beat: 11 }), result: { kind: 'confirmed', rev: '51' } }, sentAt + T.safetyWindowMs);
+      const late = run(s, { kind: 'beat-result', sent: sentAt, expectRev: '50', record: rec({ beat: 11 }), result: { kind: 'confirmed', rev: '51' } }, sentAt + T.safetyWindowMs - T.beatIntervalMs);
       assert.deepEqual(kinds(late.actions), ['beatOutcome', 'lease']);
       assert.equal(late.state.role, 'fail-static');
       assert.equal(late.state.lastConfirmedSend, sentAt, 'the lease still runs from that send');
-      const next = run(late.state, { kind: 'beat-result', sent: sentAt + T.safetyWindowMs, expectRev: '51', record: rec({ beat: 12 }), result: { kind: 'confirmed', rev: '52' } }, sentAt + T.safetyWindowMs + 5);
+      const next = run(late.state, { kind: 'beat-result', sent: sentAt + T.safetyWindowMs, expectRev: '51', record: rec({ beat: 12 }), result: { kind: 'confirmed', rev: '52' } }, sentAt + 2 * T.safetyWindowMs - T.beatIntervalMs - 1);
       assert.deepEqual(next.actions.at(-1), { kind: 'transition', from: 'fail-static', to: 'leader', reason: 'etcd confirms beats again' });
     });
   });
