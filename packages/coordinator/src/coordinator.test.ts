@@ -3,6 +3,8 @@ import { createConnection, createServer, type Server, type Socket } from 'node:n
 import { startEtcd, type RunningEtcd } from '@lbd/testkit';
 import { EtcdCoordinator } from './coordinator.js';
 import { Elections } from './elections.js';
+import { EtcdKv } from './kv.js';
+import { keys } from './records.js';
 import type { PeerTransport, PromiseReply, PromiseRequest, Transition } from './group-election.js';
 import type { PreemptPolicy } from '@lbd/config';
 import { TIMING_PROFILES } from './timing.js';
@@ -204,6 +206,33 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     const status = await other.c.status(['g']);
     assert.equal(status.groups[0]!.record?.director, res.to);
     assert.deepEqual(violations, []);
+  });
+
+  it('a director whose registration vanished from etcd (its lease kept alive) writes it again', async () => {
+    // What an etcd partition can leave behind: the registration expired while etcd could not hear us, a new
+    // lease was granted, and its put missed the deadline. Deleting the key by hand leaves the same state.
+    await director('a', 150);
+    const kv = new EtcdKv(etcd.endpoints, 2000);
+    const key = keys(prefix).director('a');
+    const listed = async (want: boolean, what: string): Promise<void> => {
+      for (let i = 0; i < 300; i++) {
+        if (((await kv.get(key)) !== null) === want) return;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      throw new Error(`timed out waiting for ${what}`);
+    };
+    try {
+      await waitFor(() => held()[0] === 'a', 3000, 'a to lead');
+      await moreBeats('a', 3);
+      await listed(true, 'a to register');
+      // Steady: no transition will publish the record again by chance.
+      await kv.delete(key);
+      await listed(true, 'a to register again');
+      const record = JSON.parse((await kv.get(key))!.value) as { id: string; priorities: Record<string, number> };
+      assert.deepEqual([record.id, record.priorities], ['a', { g: 150 }]);
+    } finally {
+      kv.close();
+    }
   });
 
   it('a leader cut from etcd (but not from its peer) releases within its window; the standby takes over; never two', async () => {

@@ -38,6 +38,9 @@ export interface ElectionsOptions {
  */
 export const REGISTRATION_TTL_SEC = 5;
 
+/** How soon a registration that etcd lost, or whose write failed, is written again (and again while it fails). */
+const RE_REGISTER_MS = 200;
+
 /** One group's election as this director sees it now. */
 export interface ElectionView {
   readonly name: string;
@@ -61,6 +64,7 @@ export class Elections {
   private lease: KvLease | undefined;
   private stopWatch: (() => void) | undefined;
   private publishTimer: TimerHandle | undefined;
+  private registerTimer: TimerHandle | undefined;
   private closed = false;
 
   constructor(private readonly o: ElectionsOptions) {
@@ -134,6 +138,7 @@ export class Elections {
     if (this.closed) return;
     this.closed = true;
     if (this.publishTimer !== undefined) this.clock.clearTimeout(this.publishTimer);
+    if (this.registerTimer !== undefined) this.clock.clearTimeout(this.registerTimer);
     await Promise.all([...this.elections.values()].map((e) => e.stop(opts)));
     this.stopWatch?.();
     if (opts.vacate) await this.lease?.revoke().catch(() => { /* unrevoked, the registration ends with its TTL */ });
@@ -143,6 +148,22 @@ export class Elections {
 
   private async readDirectors(): Promise<void> {
     fillDirectorRecords(this.directorRecords, await this.kv.list(this.k.directors));
+    // Registered, yet not listed: etcd expired our registration while it could not hear us, and what put
+    // it back failed (seen: after an etcd partition, a registration whose new lease was granted but whose
+    // put missed its deadline on a loaded box; the director stayed unlisted, refused as a handover target,
+    // until the test gave up). Write it again until it is listed.
+    if (this.lease !== undefined && !this.closed && !this.directorRecords.has(this.o.id)) this.ensureRegistered();
+  }
+
+  /** Publishes our record soon, and again every RE_REGISTER_MS while that fails (a lost lease re-registers). */
+  private ensureRegistered(): void {
+    if (this.registerTimer !== undefined || this.closed) return;
+    this.registerTimer = this.clock.setTimeout(() => {
+      this.registerTimer = undefined;
+      // The watch rereads on our put and checks again; a failed put (or a lease etcd no longer knows, which
+      // the client reports as lost: register() again) retries here.
+      this.publish().catch(() => this.ensureRegistered());
+    }, RE_REGISTER_MS);
   }
 
   private record(): DirectorRecord {
@@ -160,10 +181,11 @@ export class Elections {
     this.lease = lease;
     lease.onLost(() => {
       if (this.closed) return;
-      // etcd forgot us (it was unreachable longer than the TTL): register again once it answers.
+      // etcd forgot us (it was unreachable longer than the TTL): register again once it answers. A lease
+      // whose grant fails is lost too, which registers again; one granted whose put fails is published again.
       this.clock.setTimeout(() => {
-        if (!this.closed) this.register().catch(() => { /* a lease whose grant fails is lost too, which registers again */ });
-      }, 200);
+        if (!this.closed) this.register().catch(() => this.ensureRegistered());
+      }, RE_REGISTER_MS);
     });
     await lease.put(this.k.director(this.o.id), JSON.stringify(this.record()));
   }
