@@ -97,6 +97,8 @@ export class LeaseWriterUnavailable extends Error {}
 
 /** Restarted at most this often after it died (the caller's fallback covers the gap). */
 const RESTART_AFTER_MS = 1000;
+/** A request unanswered this long gives the writer up (the program's own acks wait at most 2 s). */
+const ANSWER_TIMEOUT_MS = 2500;
 
 /**
  * The long-lived writer process. A request the kernel refused throws a DataPlaneError naming each refused
@@ -107,7 +109,7 @@ export class LeaseWriter {
   private stderr = '';
   private diedAt = -Infinity;
 
-  constructor(spawnPerl: () => ChildProcessWithoutNullStreams) {
+  constructor(spawnPerl: () => ChildProcessWithoutNullStreams, private readonly answerTimeoutMs = ANSWER_TIMEOUT_MS) {
     this.session = new LineSession(spawnPerl, 'the kernel lease writer', {
       onStderr: (chunk) => { this.stderr = (this.stderr + chunk).slice(-1000); },
       onEnded: () => { this.diedAt = performance.now(); },
@@ -119,12 +121,20 @@ export class LeaseWriter {
     if (words.length === 0) return;
     if (performance.now() - this.diedAt < RESTART_AFTER_MS) throw new LeaseWriterUnavailable(`the kernel lease writer ended${this.why()}`);
     let answer: string;
+    let timer: NodeJS.Timeout | undefined;
     try {
       this.session.start();
-      answer = await this.session.request(`${words.map(formatLeaseWord).join(' ')}\n`);
+      // A writer that stopped answering would otherwise hold every later lease write behind this one.
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`the kernel lease writer did not answer within ${this.answerTimeoutMs} ms`)), this.answerTimeoutMs);
+      });
+      answer = await Promise.race([this.session.request(`${words.map(formatLeaseWord).join(' ')}\n`), late]);
     } catch (e) {
       this.diedAt = performance.now();
+      this.session.close();
       throw new LeaseWriterUnavailable(`${(e as Error).message}${this.why()}`);
+    } finally {
+      clearTimeout(timer);
     }
     if (answer === 'ok') return;
     const detail = answer.replace(/^failed /, '');
