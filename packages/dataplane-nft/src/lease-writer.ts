@@ -87,9 +87,14 @@ export type LeaseWord =
   | { readonly op: 'add'; readonly family: 'inet' | 'arp'; readonly table: string; readonly set: string; readonly address: string; readonly ms: number }
   | { readonly op: 'delete'; readonly family: 'inet' | 'arp'; readonly table: string; readonly set: string; readonly address: string };
 
+/** A word's remaining time as written: whole ms, at least 1. */
+export function leaseMs(ms: number): number {
+  return Math.max(1, Math.floor(ms));
+}
+
 function formatLeaseWord(w: LeaseWord): string {
   const head = `${w.op === 'add' ? 'A' : 'D'}/${w.family}/${w.table}/${w.set}/${w.address}`;
-  return w.op === 'add' ? `${head}/${Math.max(1, Math.floor(w.ms))}` : head;
+  return w.op === 'add' ? `${head}/${leaseMs(w.ms)}` : head;
 }
 
 /** The writer could not take the request (not startable, or it died under it): nothing was applied. */

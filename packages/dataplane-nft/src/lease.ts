@@ -1,7 +1,7 @@
 import { performance } from 'node:perf_hooks';
 import { canonicalAddress, familyOf } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
-import { LeaseWriter, LeaseWriterUnavailable, LEASE_WRITER_SCRIPT, type LeaseWord } from './lease-writer.js';
+import { LeaseWriter, LeaseWriterUnavailable, LEASE_WRITER_SCRIPT, leaseMs, type LeaseWord } from './lease-writer.js';
 import { NftSession } from './nft-session.js';
 import { OneAtATime } from './one-at-a-time.js';
 import { localRunner, type CommandRunner } from './runner.js';
@@ -93,34 +93,7 @@ function renderGuarded(guarded: Iterable<string>, flush: boolean): string[] {
   return out;
 }
 
-/** Leases `addresses` for `ms` from when the kernel takes the line (ms >= 1). */
-function renderLease(addresses: Iterable<string>, ms: number): string[] {
-  const { v4, v6 } = byFamily(addresses);
-  const t = Math.max(1, Math.floor(ms));
-  const el = (xs: readonly string[]): string => xs.map((x) => `${x} timeout ${t}ms expires ${t}ms`).join(', ');
-  const out: string[] = [];
-  if (v4.length > 0) out.push(`add element inet ${LEASE_TABLE} lease4 { ${el(v4)} }`, `add element arp ${LEASE_TABLE} lease4 { ${el(v4)} }`);
-  if (v6.length > 0) out.push(`add element inet ${LEASE_TABLE} lease6 { ${el(v6)} }`);
-  return out;
-}
-
-/**
- * Ends the lease of `addresses` at once. An element that already expired is gone, and deleting a missing
- * element fails the whole transaction, so each is added (with a 1 ms expiry) before it is deleted.
- */
-function renderRevoke(addresses: Iterable<string>): string[] {
-  const { v4, v6 } = byFamily(addresses);
-  const out: string[] = [];
-  const both = (family: string, set: string, xs: readonly string[]): void => {
-    out.push(`add element ${family} ${LEASE_TABLE} ${set} { ${xs.map((x) => `${x} timeout 1ms expires 1ms`).join(', ')} }`,
-      `delete element ${family} ${LEASE_TABLE} ${set} { ${xs.join(', ')} }`);
-  };
-  if (v4.length > 0) { both('inet', 'lease4', v4); both('arp', 'lease4', v4); }
-  if (v6.length > 0) both('inet', 'lease6', v6);
-  return out;
-}
-
-/** renderLease as netlink writer words. */
+/** Leases `addresses` for `ms` from when the kernel takes the write (ms >= 1). */
 function leaseWords(addresses: Iterable<string>, ms: number): LeaseWord[] {
   const { v4, v6 } = byFamily(addresses);
   const w = (family: 'inet' | 'arp', set: string, xs: readonly string[]): LeaseWord[] =>
@@ -128,7 +101,10 @@ function leaseWords(addresses: Iterable<string>, ms: number): LeaseWord[] {
   return [...w('inet', 'lease4', v4), ...w('arp', 'lease4', v4), ...w('inet', 'lease6', v6)];
 }
 
-/** renderRevoke as netlink writer words (each element added with a 1 ms expiry, then deleted). */
+/**
+ * Ends the lease of `addresses` at once. An element that already expired is gone, and deleting a missing
+ * element fails the whole transaction, so each is added (with a 1 ms expiry) before it is deleted.
+ */
 function revokeWords(addresses: Iterable<string>): LeaseWord[] {
   const { v4, v6 } = byFamily(addresses);
   const out: LeaseWord[] = [];
@@ -139,6 +115,23 @@ function revokeWords(addresses: Iterable<string>): LeaseWord[] {
   both('inet', 'lease4', v4);
   both('arp', 'lease4', v4);
   both('inet', 'lease6', v6);
+  return out;
+}
+
+/** The same transaction as nft commands (guard(), and the writer's fallback): runs of one op and set merge. */
+function nftCommands(words: readonly LeaseWord[]): string[] {
+  const out: string[] = [];
+  let i = 0;
+  while (i < words.length) {
+    const first = words[i]!;
+    const run: string[] = [];
+    for (; i < words.length; i++) {
+      const w = words[i]!;
+      if (w.op !== first.op || w.family !== first.family || w.set !== first.set) break;
+      run.push(w.op === 'add' ? `${w.address} timeout ${leaseMs(w.ms)}ms expires ${leaseMs(w.ms)}ms` : w.address);
+    }
+    out.push(`${first.op} element ${first.family} ${first.table} ${first.set} { ${run.join(', ')} }`);
+  }
   return out;
 }
 
@@ -208,7 +201,7 @@ export class KernelLease {
     for (const [group, deadline] of this.written) {
       const ms = deadline - this.now();
       const addresses = this.guarded.get(group) ?? [];
-      if (ms >= 1 && addresses.length > 0) cmds.push(...renderLease(addresses, ms));
+      if (ms >= 1 && addresses.length > 0) cmds.push(...nftCommands(leaseWords(addresses, ms)));
       else this.written.delete(group);
     }
     await this.exec(cmds, 'guard');
@@ -285,7 +278,7 @@ export class KernelLease {
                 wrote = t.wrote;
               }
             }
-            await this.exec(t.cmds, 'lease');
+            await this.exec(nftCommands(t.words), 'lease');
           });
           for (const [group, d] of wrote) {
             if (d === null) this.written.delete(group);
@@ -301,34 +294,27 @@ export class KernelLease {
     }
   }
 
-  /** One transaction for the requested deadlines, as of now: as nft commands and as writer words. */
-  private render(batch: ReadonlyArray<readonly [string, { readonly deadline: number }]>): { cmds: string[]; words: LeaseWord[]; wrote: Map<string, number | null> } {
+  /** One transaction for the requested deadlines, as of now. */
+  private render(batch: ReadonlyArray<readonly [string, { readonly deadline: number }]>): { words: LeaseWord[]; wrote: Map<string, number | null> } {
     const now = this.now();
-    const cmds: string[] = [];
     const words: LeaseWord[] = [];
     const wrote = new Map<string, number | null>();
     for (const [group, { deadline }] of batch) {
       const mine = this.guarded.get(group) ?? [];
       const ms = deadline - now;
       if (ms >= 1) {
-        if (mine.length > 0) {
-          cmds.push(...renderLease(mine, ms));
-          words.push(...leaseWords(mine, ms));
-        }
+        if (mine.length > 0) words.push(...leaseWords(mine, ms));
         wrote.set(group, deadline);
       } else {
         // Another group may lease the same address (a config mistake validation refuses): keep it then.
         const shared = new Set<string>();
         for (const [g, d] of this.written) if (g !== group && d > now) for (const a of this.guarded.get(g) ?? []) shared.add(a);
         const leaving = mine.filter((a) => !shared.has(a));
-        if (leaving.length > 0) {
-          cmds.push(...renderRevoke(leaving));
-          words.push(...revokeWords(leaving));
-        }
+        if (leaving.length > 0) words.push(...revokeWords(leaving));
         wrote.set(group, null);
       }
     }
-    return { cmds, words, wrote };
+    return { words, wrote };
   }
 
   private async exec(cmds: readonly string[], op: string, opts: { oneShot?: boolean } = {}): Promise<void> {
