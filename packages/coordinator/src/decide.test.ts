@@ -67,8 +67,12 @@ describe('decide: the election as a pure step', () => {
       },
       { name: 'three beats in flight: no fourth', s: { beatsInFlight: 3, lastBeatAt: 1000, lastPromiseAsk: 1140 }, now: 1150, actions: [], role: 'leader' },
       {
-        name: 'a beat overdue (age > beat + check): asks its peers for two windows', s: { beatsInFlight: 1, lastBeatAt: 1075 }, now: 1086, role: 'leader',
-        actions: [{ kind: 'askPromises', peers: ['b'], request: { from: 'a', group: 'g', term: 3, beat: 10, durationMs: 500 }, sent: 1086, timeoutMs: 500 }],
+        name: 'a beat overdue (age > beat + check): asks its peers for one window', s: { beatsInFlight: 1, lastBeatAt: 1075 }, now: 1086, role: 'leader',
+        actions: [{ kind: 'askPromises', peers: ['b'], request: { from: 'a', group: 'g', term: 3, beat: 10, durationMs: 250 }, sent: 1086, timeoutMs: 500 }],
+      },
+      {
+        name: 'the window closed without a confirmation: asks for two windows', s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1200 }, now: 1250, role: 'leader',
+        actions: [{ kind: 'askPromises', peers: ['b'], request: { from: 'a', group: 'g', term: 3, beat: 10, durationMs: 500 }, sent: 1250, timeoutMs: 500 }],
       },
       { name: 'asked half a beat ago: not again', s: { beatsInFlight: 1, lastBeatAt: 1075, lastPromiseAsk: 1086 }, now: 1120, actions: [], role: 'leader' },
       { name: 'one ms short of the window: holds', s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240 }, now: 1249, actions: [], role: 'leader' },
@@ -182,14 +186,17 @@ describe('decide: the election as a pure step', () => {
       assert.deepEqual(state.observed, { rev: '71', record: r, at: 1310 });
     });
 
-    it('a swap that took longer than a lease lasts: not leading on it; the record names us, so the next tick resumes with a fresh beat', () => {
+    it('a swap that left the window no room for a beat: not leading on it; the record names us, so the next tick resumes with a fresh swap', () => {
       const r = rec({ term: 4, beat: 11 });
-      const late = run(standby({}, { attempting: true }), { kind: 'attempt-result', sent: 1300, record: r, reason: 'took over: x', result: { kind: 'swapped', rev: '71' } }, 1300 + k);
+      const late1 = T.safetyWindowMs - T.beatIntervalMs;
+      const barely = run(standby({}, { attempting: true }), { kind: 'attempt-result', sent: 1300, record: r, reason: 'took over: x', result: { kind: 'swapped', rev: '71' } }, 1300 + late1 - 1);
+      assert.equal(barely.state.role, 'leader', 'room for one more beat: leads');
+      const late = run(standby({}, { attempting: true }), { kind: 'attempt-result', sent: 1300, record: r, reason: 'took over: x', result: { kind: 'swapped', rev: '71' } }, 1300 + late1);
       assert.deepEqual(late.actions, []);
       assert.equal(late.state.role, 'standby');
-      assert.deepEqual(late.state.observed, { rev: '71', record: r, at: 1300 + k });
-      const done = run(late.state, { kind: 'attempt-done' }, 1300 + k + 1);
-      const next = run(done.state, { kind: 'tick' }, 1300 + k + 5);
+      assert.deepEqual(late.state.observed, { rev: '71', record: r, at: 1300 + late1 });
+      const done = run(late.state, { kind: 'attempt-done' }, 1300 + late1 + 1);
+      const next = run(done.state, { kind: 'tick' }, 1300 + late1 + 5);
       assert.deepEqual(kinds(next.actions), ['attempt']);
       assert.match(JSON.stringify(next.actions[0]), /resumed: named leader in etcd/);
     });

@@ -406,11 +406,12 @@ class Step {
     // The swap landed after we promised a fail-static leader to stay away: lead only once that promise
     // has run out (the named-leader branch of tick() resumes then, with a fresh beat).
     if (this.now < this.s.promisedUntil) return;
-    // The swap took longer than a kernel lease lasts (etcd slow, or this thread starved): leading now would
-    // start past our own fence, with no lease to serve under and announcements the kernel would drop. The
-    // record names us, so the named-leader branch of tick() resumes at once with a fresh beat, whose send
-    // the lease is then counted from.
-    if (e.sent + kernelLeaseMs(this.t) <= this.now) return;
+    // The swap left the window no room for a beat (etcd slow, or this thread starved): leading now would
+    // start at or past our own fence, with little or no lease to serve under, and fence at the next check
+    // unless the first beat came back at once (seen with `fast` on a cold start: a swap of 86 ms, then
+    // "fenced: no etcd confirmation for 124 ms" 38 ms after leading). The record names us, so the
+    // named-leader branch of tick() resumes at once with a fresh swap, whose send the lease is counted from.
+    if (this.now - e.sent >= this.t.safetyWindowMs - this.t.beatIntervalMs) return;
     const s = this.s;
     s.mine = { rev: r.rev, record: e.record };
     s.lastConfirmedSend = e.sent;
@@ -529,9 +530,16 @@ class Step {
   private askPromises(): void {
     if (this.now - this.s.lastPromiseAsk < this.t.beatIntervalMs / 2) return;
     this.s.lastPromiseAsk = this.now;
-    // Two windows: a promise outlives a couple of late answers from a busy peer, and delays a takeover
+    // Within the window one window is enough, counted from this ask: it carries the lease past the window's
+    // end, and the asks that follow (every half beat) renew it. Most such asks come from a beat that etcd
+    // answered a few ms late, and a peer that sees the beats landing grants them; a longer promise would
+    // then hold that peer's takeover past the standby rule's own bound if the leader died just after (seen
+    // in box-death drills with `fast`: 150 ms promises granted about once a second on a quiet lab, one
+    // takeover in eight delayed by up to 60 ms). Once the window has closed etcd is likely gone: two
+    // windows, so a promise outlives a couple of late answers from a busy peer, and delays a takeover
     // (when etcd failed for everyone, then only for us) by no more than that.
-    const durationMs = this.t.safetyWindowMs * 2;
+    const age = this.now - this.s.lastConfirmedSend;
+    const durationMs = this.t.safetyWindowMs * (age < this.t.safetyWindowMs ? 1 : 2);
     const request: PromiseRequest = { from: this.w.self, group: this.g.name, term: this.s.mine?.record.term ?? 0, beat: this.s.confirmedBeat, durationMs };
     // A reply may take longer than a window on a busy peer (see checkFence): give it two.
     this.actions.push({ kind: 'askPromises', peers: [...this.w.peers], request, sent: this.now, timeoutMs: 2 * this.t.safetyWindowMs });
