@@ -177,45 +177,27 @@ class IpBatch {
 
 /**
  * The long-lived ANNOUNCER process: one line per round, answered by one line. Started with the owner, and
- * again on use after it died; a request it cannot take (dead, or not startable) rejects, and the caller
- * falls back to arping.
+ * again on use after it ended, at most once a second; a request it cannot take (ended, resting or not
+ * startable: EPERM without CAP_NET_RAW under a tight unit, say) rejects, and the caller falls back to
+ * arping, which then says what is wrong.
  */
 class AnnouncerProcess {
   private readonly session: LineSession | null;
-  private stderr = '';
-  /** When it last died: it is started again at most once a second (the fallback covers the gap). */
-  private diedAt = -Infinity;
 
   constructor(spawnPerl: (() => ChildProcessWithoutNullStreams) | null) {
-    this.session = spawnPerl === null ? null : new LineSession(spawnPerl, 'announcer', {
-      onStderr: (chunk) => { this.stderr = (this.stderr + chunk).slice(-1000); },
-      onEnded: () => { this.diedAt = performance.now(); },
-    });
+    this.session = spawnPerl === null ? null : new LineSession(spawnPerl, 'announcer', { restartAfterMs: 1000 });
   }
 
   /** Sends one announcement per `ifname=address` word at once; resolves with the failures (null: none). */
   async send(words: readonly string[]): Promise<string | null> {
-    if (!this.startable()) throw new Error(`no announcer process${this.stderr ? `: ${this.stderr.trim()}` : ''}`);
-    const line = await this.session!.request(`${words.join(' ')}\n`);
+    if (this.session === null) throw new Error('no announcer process: the runner cannot spawn one');
+    const line = await this.session.request(`${words.join(' ')}\n`);
     return line === 'ok' ? null : line.replace(/^failed /, '');
   }
 
   /** Starts the process ahead of the first round: perl takes tens of ms to start, a takeover has none to spare. */
   warm(): void {
-    this.startable();
-  }
-
-  /** Whether the process runs (started here if need be). */
-  private startable(): boolean {
-    if (this.session === null || performance.now() - this.diedAt < 1000) return false;
-    try {
-      this.session.start();
-      return true;
-    } catch {
-      // EPERM without CAP_NET_RAW under a tight unit, for instance: arping will say what is wrong.
-      this.diedAt = performance.now();
-      return false;
-    }
+    this.session?.warm();
   }
 
   close(): void {

@@ -1,5 +1,4 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { performance } from 'node:perf_hooks';
 import { DataPlaneError } from '@lbd/dataplane';
 import { LineSession } from './line-session.js';
 
@@ -100,7 +99,7 @@ function formatLeaseWord(w: LeaseWord): string {
 /** The writer could not take the request (not startable, or it died under it): nothing was applied. */
 export class LeaseWriterUnavailable extends Error {}
 
-/** Restarted at most this often after it died (the caller's fallback covers the gap). */
+/** Restarted at most this often after it ended (the caller's fallback covers the gap). */
 const RESTART_AFTER_MS = 1000;
 /** A request unanswered this long gives the writer up (the program's own acks wait at most 2 s). */
 const ANSWER_TIMEOUT_MS = 2500;
@@ -111,35 +110,19 @@ const ANSWER_TIMEOUT_MS = 2500;
  */
 export class LeaseWriter {
   private readonly session: LineSession;
-  private stderr = '';
-  private diedAt = -Infinity;
 
-  constructor(spawnPerl: () => ChildProcessWithoutNullStreams, private readonly answerTimeoutMs = ANSWER_TIMEOUT_MS) {
-    this.session = new LineSession(spawnPerl, 'the kernel lease writer', {
-      onStderr: (chunk) => { this.stderr = (this.stderr + chunk).slice(-1000); },
-      onEnded: () => { this.diedAt = performance.now(); },
-    });
+  constructor(spawnPerl: () => ChildProcessWithoutNullStreams, answerTimeoutMs = ANSWER_TIMEOUT_MS) {
+    this.session = new LineSession(spawnPerl, 'the kernel lease writer', { restartAfterMs: RESTART_AFTER_MS, answerTimeoutMs });
   }
 
   /** Writes the words as one transaction (words computed by the caller right before this call). */
   async write(words: readonly LeaseWord[]): Promise<void> {
     if (words.length === 0) return;
-    if (performance.now() - this.diedAt < RESTART_AFTER_MS) throw new LeaseWriterUnavailable(`the kernel lease writer ended${this.why()}`);
     let answer: string;
-    let timer: NodeJS.Timeout | undefined;
     try {
-      this.session.start();
-      // A writer that stopped answering would otherwise hold every later lease write behind this one.
-      const late = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`the kernel lease writer did not answer within ${this.answerTimeoutMs} ms`)), this.answerTimeoutMs);
-      });
-      answer = await Promise.race([this.session.request(`${words.map(formatLeaseWord).join(' ')}\n`), late]);
+      answer = await this.session.request(`${words.map(formatLeaseWord).join(' ')}\n`);
     } catch (e) {
-      this.diedAt = performance.now();
-      this.session.close();
-      throw new LeaseWriterUnavailable(`${(e as Error).message}${this.why()}`);
-    } finally {
-      clearTimeout(timer);
+      throw new LeaseWriterUnavailable((e as Error).message, { cause: e });
     }
     if (answer === 'ok') return;
     const detail = answer.replace(/^failed /, '');
@@ -148,20 +131,10 @@ export class LeaseWriter {
 
   /** Starts the process ahead of the first renewal: perl takes tens of ms to start, a takeover has none to spare. */
   warm(): void {
-    try {
-      this.session.start();
-    } catch {
-      // The first write says why (and falls back to nft).
-      this.diedAt = performance.now();
-    }
+    this.session.warm();
   }
 
   close(): void {
     this.session.close();
-  }
-
-  private why(): string {
-    const s = this.stderr.trim();
-    return s === '' ? '' : `: ${s}`;
   }
 }

@@ -1,31 +1,78 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 
+export interface LineSessionOptions {
+  /** Called with each chunk the child writes on stderr (the session keeps its own tail too: `why()`). */
+  readonly onStderr?: (chunk: string) => void;
+  /**
+   * After the child ended, could not be started or was given up, it is not started again for this long:
+   * requests meanwhile reject at once, and the caller's fallback covers the gap (default 0: at once).
+   */
+  readonly restartAfterMs?: number;
+  /**
+   * A request unanswered this long gives the child up (it is killed and its requests reject): a child that
+   * stopped answering would otherwise hold every later request behind this one (default: no limit).
+   */
+  readonly answerTimeoutMs?: number;
+}
+
+/** The last this many characters of the child's stderr are kept for messages. */
+const STDERR_TAIL_CHARS = 1000;
+
 /**
  * A long-lived child that answers each request (some lines on stdin) with one line on stdout, in order:
- * `ip -batch`, the announcer and the kernel lease's netlink writer. Started on first use and again after it
- * died; when it dies, the requests it had not answered reject.
+ * `ip -batch`, the announcer and the kernel lease's netlink writer. Started on first use (or `warm()`) and
+ * again after it ended, no sooner than `restartAfterMs`; when it ends, the requests it had not answered
+ * reject, with its last stderr in the message.
  */
 export class LineSession {
   private child: ChildProcessWithoutNullStreams | null = null;
   private readonly pending: Array<{ resolve: (line: string) => void; reject: (e: Error) => void }> = [];
   private buffer = '';
+  private stderr = '';
+  /** When the child last ended (or could not start), on the monotonic clock. */
+  private endedAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly spawnChild: () => ChildProcessWithoutNullStreams, private readonly name: string,
-    private readonly hooks: { onStderr?: (chunk: string) => void; onEnded?: () => void } = {}) {}
+    private readonly opts: LineSessionOptions = {}) {}
 
   /** Writes `text` (whole lines); resolves with the answer line. */
-  request(text: string): Promise<string> {
-    const child = this.child ?? this.start();
-    return new Promise((resolve, reject) => {
+  async request(text: string): Promise<string> {
+    const child = this.start();
+    const answer = new Promise<string>((resolve, reject) => {
       this.pending.push({ resolve, reject });
       child.stdin.write(text);
     });
+    const limit = this.opts.answerTimeoutMs;
+    if (limit === undefined) return answer;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        reject(new Error(`${this.name} did not answer within ${limit} ms${this.why()}`));
+        this.giveUp(child);
+      }, limit);
+    });
+    try {
+      return await Promise.race([answer, late]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
-  /** Starts the child now, if it is not running (spawn errors throw). */
+  /**
+   * Starts the child now if it is not running (a takeover's first request should not wait for it to start).
+   * Throws when it is resting after it ended, or cannot be started; `warm()` is the same without the throw.
+   */
   start(): ChildProcessWithoutNullStreams {
     if (this.child) return this.child;
-    const child = this.spawnChild();
+    const rest = (this.opts.restartAfterMs ?? 0) - (performance.now() - this.endedAt);
+    if (rest > 0) throw new Error(`${this.name} ended; not started again for another ${Math.ceil(rest)} ms${this.why()}`);
+    let child: ChildProcessWithoutNullStreams;
+    try {
+      child = this.spawnChild();
+    } catch (e) {
+      this.endedAt = performance.now();
+      throw new Error(`${this.name} could not be started: ${(e as Error).message}`, { cause: e });
+    }
     this.child = child;
     this.buffer = '';
     child.stdout.setEncoding('utf8');
@@ -38,23 +85,48 @@ export class LineSession {
         this.pending.shift()?.resolve(line);
       }
     });
-    child.stderr.on('data', (chunk: string) => this.hooks.onStderr?.(chunk));
-    const ended = (why: string): void => {
-      if (this.child !== child) return;
-      this.child = null;
-      this.hooks.onEnded?.();
-      for (const w of this.pending.splice(0)) w.reject(new Error(`${this.name} ${why}`));
-    };
-    child.on('error', (e) => ended(`failed: ${e.message}`));
-    child.on('exit', (code, signal) => ended(`exited (${signal ?? code})`));
-    child.stdin.on('error', () => ended('stdin closed'));
+    child.stderr.on('data', (chunk: string) => {
+      this.stderr = (this.stderr + chunk).slice(-STDERR_TAIL_CHARS);
+      this.opts.onStderr?.(chunk);
+    });
+    child.on('error', (e) => this.ended(child, `failed: ${e.message}`));
+    child.on('exit', (code, signal) => this.ended(child, `exited (${signal ?? code})`));
+    child.stdin.on('error', () => this.ended(child, 'stdin closed'));
     return child;
+  }
+
+  /** `start()` without the throw: a child that cannot start says why at the first request. */
+  warm(): void {
+    try {
+      this.start();
+    } catch {
+      // See above.
+    }
   }
 
   close(): void {
     const child = this.child;
     this.child = null;
     if (child) child.stdin.end();
-    for (const w of this.pending.splice(0)) w.reject(new Error('closed'));
+    for (const w of this.pending.splice(0)) w.reject(new Error(`${this.name} closed`));
+  }
+
+  /** The child's last stderr, as a message suffix (`: ...`), or nothing. */
+  why(): string {
+    const s = this.stderr.trim();
+    return s === '' ? '' : `: ${s}`;
+  }
+
+  private ended(child: ChildProcessWithoutNullStreams, why: string): void {
+    if (this.child !== child) return;
+    this.child = null;
+    this.endedAt = performance.now();
+    for (const w of this.pending.splice(0)) w.reject(new Error(`${this.name} ${why}${this.why()}`));
+  }
+
+  /** A child that stopped answering: killed (closing its stdin would not end one stuck in the kernel). */
+  private giveUp(child: ChildProcessWithoutNullStreams): void {
+    this.ended(child, 'given up');
+    child.kill('SIGKILL');
   }
 }
