@@ -109,10 +109,10 @@ module.exports = {
       },
     },
     {
-      name: 'child-process-only-in-dataplane-nft-health-checker-testkit-test',
+      name: 'child-process-only-in-dataplane-nft-health-checker-announcer-testkit-test',
       severity: 'error',
-      comment: 'Only the data-plane adapter runs kernel commands, the health checker runs exec checks and ping, and the test harness starts processes. Inject a command runner elsewhere.',
-      from: { pathNot: '^(packages/(dataplane-nft|health-checker|testkit)/|test/)' },
+      comment: 'Only the data-plane adapter runs kernel commands, the health checker runs exec checks and ping, the announcer supervises gobgpd, and the test harness starts processes. Inject a command runner elsewhere.',
+      from: { pathNot: '^(packages/(dataplane-nft|health-checker|announcer|testkit)/|test/)' },
       to: { path: '^(node:)?child_process$' },
     },
     {
@@ -151,6 +151,7 @@ module.exports = {
     onlyImports('connsync', ['config', 'dataplane', 'log', 'proto'], 'Connection sync moves connections between a ConnectionTable and peers: it knows neither nftables, etcd nor the agent.'),
     onlyImports('coordinator', ['config', 'clock', 'log'], 'The coordinator elects and fences through etcd; it knows nothing of the data plane or the agent.'),
     onlyImports('operator-surfaces', ['config', 'dataplane', 'log', 'proto'], 'The operator surfaces (admin gRPC server, HTTPS listener, dashboard) serve what the agent gives them through interfaces (AdminBackend, DashboardBackend, EventSource): they know nothing of the agent, the kernel or etcd.'),
+    onlyImports('announcer', ['config'], 'The announcer speaks BGP through a routing daemon (GoBGP) for the ECMP tier; it knows nothing of slots, the data plane or the agent.'),
     onlyImports('health-checker', ['config', 'clock'], 'The health checker probes targets and decides up/down; it knows nothing of the data plane, coordination or the agent (the agent wires it in).'),
     {
       name: 'lbadm-no-kernel-access',

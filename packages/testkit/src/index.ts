@@ -5,6 +5,7 @@
  */
 export { BackgroundProcess, CommandError, formatCommand, parseJsonObject, runCommand } from './exec.js';
 export type { ExecOptions, ExecResult, OutputStream, ProcessExit, SpawnOptions } from './exec.js';
+export { FrrRouter } from './frr.js';
 export { BRIDGE, Topology, deleteNamespace, listNamespaces, namespacePids, removeOrphans, removeStale, runPrefix } from './netns.js';
 export type { HostOptions, LinkEnd } from './netns.js';
 export { issueCert, makeCa, makeClusterPki } from './certs.js';

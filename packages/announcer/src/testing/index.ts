@@ -1,0 +1,1 @@
+export { FakeAnnouncer } from './fake-announcer.js';
