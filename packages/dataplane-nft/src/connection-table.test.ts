@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
@@ -186,6 +188,23 @@ describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
     const res = await table.apply([1, 2, 3].map((p) => ({ op: 'upsert' as const, connection: connection(p) })));
     assert.deepEqual(res, { inserted: 3, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
     assert.deepEqual(ct.calls, ['-R']);
+  });
+
+  it('batch files go in a directory named by pid; one a killed process left is removed by the next table', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'lbd-ct-test-'));
+    try {
+      const dead = spawnSync('true').pid!;
+      for (const name of [`lbd-connections-${dead}-AbC123`, `lbd-connections-1-keep`, 'unrelated']) mkdirSync(join(dir, name));
+      const table = new ConntrackConnectionTable({ runner: new FakeConntrack(), tmpDir: dir });
+      await table.apply([{ op: 'upsert', connection: connection(1) }]);
+      const mine = readdirSync(dir).filter((n) => n.startsWith(`lbd-connections-${process.pid}-`));
+      assert.equal(mine.length, 1);
+      assert.deepEqual(readdirSync(dir).filter((n) => !mine.includes(n)).sort(), ['lbd-connections-1-keep', 'unrelated'], 'the dead process\'s directory is gone, a live one\'s and others stay');
+      await table.dispose();
+      assert.deepEqual(readdirSync(dir).sort(), ['lbd-connections-1-keep', 'unrelated']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('after a batch stops at a conflict: replaces, refreshes, skips and inserts the rest, and counts each', async () => {

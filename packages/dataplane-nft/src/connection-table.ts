@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -442,7 +442,7 @@ export class ConntrackConnectionTable implements ConnectionTable {
 
   /** Runs lines through `conntrack -R` (a file: the runner may be `ip netns exec`, which shares the filesystem). */
   private async load(lines: readonly string[][]): Promise<CommandResult> {
-    this.batchDir ??= await mkdtemp(join(this.tmpDir, 'lbd-connections-'));
+    this.batchDir ??= await makeBatchDir(this.tmpDir);
     const file = join(this.batchDir, `batch-${++this.batches}.txt`);
     await writeFile(file, lines.map((l) => l.join(' ')).join('\n') + '\n');
     try {
@@ -536,4 +536,30 @@ function kernelError(op: string, res: CommandResult, command: string, hint?: str
   if (res.code === 127) return new DataPlaneError('CommandMissing', op, { detail: `${command} not found: install the ${command === 'sysctl' ? 'procps' : 'conntrack'} package` });
   if (/not permitted|must be root|permission denied/i.test(detail)) return new DataPlaneError('PermissionDenied', op, { detail: `${detail} (lbd-agent needs CAP_NET_ADMIN)` });
   return new DataPlaneError('Unknown', op, { detail: hint ? `${detail} (${hint})` : detail });
+}
+
+/** Batch directories: `lbd-connections-<pid>-<random>`. */
+const BATCH_DIR = /^lbd-connections-(\d+)-/;
+
+/**
+ * A directory of this process's own for batch files. Named by pid, so that one a killed process left behind
+ * (a SIGKILLed agent cannot clean up, and drills kill agents) is removed by the next table that starts:
+ * any whose process is gone.
+ */
+async function makeBatchDir(tmpDir: string): Promise<string> {
+  for (const name of await readdir(tmpDir).catch(() => [] as string[])) {
+    const pid = Number(BATCH_DIR.exec(name)?.[1]);
+    if (Number.isInteger(pid) && pid > 0 && !processAlive(pid)) await rm(join(tmpDir, name), { recursive: true, force: true }).catch(() => { /* another table got there first */ });
+  }
+  return mkdtemp(join(tmpDir, `lbd-connections-${process.pid}-`));
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists, as another user's.
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
