@@ -45,7 +45,9 @@ export const MAX_PATHS_PER_PREFIX = 64;
  * The Announcer over GoBGP's gRPC API. `connect` starts BGP in a gobgpd that is not started yet, or adopts
  * one that is (same AS and router id, else SpeakerMismatch), adds the peers with add-path, and withdraws
  * every path an earlier run left (so what is announced is only what this announcer says). gobgpd passes no
- * route into the kernel (no zebra): the agent puts nothing in the routing table for BGP's sake.
+ * route into the kernel (no zebra): the agent puts nothing in the routing table for BGP's sake. A new
+ * session comes up 5-10 s after its peer is added (GoBGP 3.10's connect loop); what that and the rest of
+ * GoBGP's behaviour mean here: docs/measurements/gobgp-frr.md.
  */
 export class GoBgpAnnouncer implements Announcer {
   /** Announced paths by routeKey, with the uuid GoBGP gave each (DeletePath by uuid). */
