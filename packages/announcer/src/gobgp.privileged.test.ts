@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FrrRouter, Topology, removeOrphans, requireRoot, runPrefix } from '@lbd/testkit';
+import { FrrRouter, Topology, removeOrphans, requireRoot, runPrefix, waitFor } from '@lbd/testkit';
 import { AnnouncerError, type Route } from './announcer.js';
 import { GoBgpAnnouncer } from './gobgp.js';
 import { GobgpdProcess } from './gobgpd.js';
@@ -116,18 +116,16 @@ describe('GoBgpAnnouncer against gobgpd and an FRR router @privileged', function
     process.kill(before!, 'SIGKILL');
     // The session went with the process: the router drops dir1's path at once (TCP reset), not at hold time.
     await router.waitForNextHops(VIP4, [slot(2), slot(4)]);
-    // The next announce finds the restarted gobgpd empty (after its restart delay, the call fails until then).
-    const deadline = Date.now() + 20_000;
-    for (;;) {
+    // The next announce finds the restarted gobgpd empty (until it is back, the call fails as unavailable).
+    await waitFor('an announce through the restarted gobgpd', 20_000, async () => {
       try {
         await d1.a.announce([r(VIP4, slot(1), 1)]);
-        break;
+        return true;
       } catch (e) {
-        assert.ok(e instanceof AnnouncerError && e.kind === 'SpeakerUnavailable', String(e));
-        if (Date.now() > deadline) throw e;
-        await new Promise((res) => setTimeout(res, 100));
+        if (!(e instanceof AnnouncerError && e.kind === 'SpeakerUnavailable')) throw Object.assign(e as Error, { fatal: true });
+        throw e;
       }
-    }
+    });
     assert.notEqual(d1.g.pid, before);
     await router.waitForNextHops(VIP4, [slot(1), slot(2), slot(4)]);
 

@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runCommand, type BackgroundProcess } from './exec.js';
+import { waitFor } from './ha-lab.js';
 import type { Topology } from './netns.js';
 
 /** Where Debian's frr package puts its daemons. */
@@ -31,10 +32,10 @@ export class FrrRouter {
     const r = new FrrRouter(t, host, dir, daemons);
     try {
       daemons.push(t.spawn(host, join(FRR_DAEMONS, 'zebra'), common('zebra'), { label: `${host}:zebra` }));
-      await r.waitFor(async () => (await r.vtysh('show version')).includes('FRRouting'), 'zebra to answer vtysh', 10_000);
+      await r.until('zebra to answer vtysh', 10_000, async () => (await r.vtysh('show version')).includes('FRRouting'));
       // -p 179: bgpd listens in its namespace for the directors (`bgp listen range`).
       daemons.push(t.spawn(host, join(FRR_DAEMONS, 'bgpd'), [...common('bgpd'), '-p', '179'], { label: `${host}:bgpd` }));
-      await r.waitFor(async () => (await r.vtysh('show bgp summary')).length > 0, 'bgpd to answer vtysh', 10_000);
+      await r.until('bgpd to answer vtysh', 10_000, async () => (await r.vtysh('show bgp summary')).length > 0);
     } catch (e) {
       await r.stop();
       throw e;
@@ -66,11 +67,11 @@ export class FrrRouter {
   async waitForNextHops(prefix: string, want: readonly string[], timeoutMs = 20_000): Promise<void> {
     const sorted = [...want].sort();
     let last: string[] = [];
-    await this.waitFor(async () => {
+    await this.until(`${prefix} via ${sorted.join(', ') || 'nothing'}`, timeoutMs, async () => {
       last = await this.nextHops(prefix);
       return JSON.stringify(last) === JSON.stringify(sorted);
-    }, `${prefix} via ${sorted.join(', ') || 'nothing'} (last seen: ${last.join(', ') || 'no route'})`, timeoutMs).catch(async (e: unknown) => {
-      throw new Error(`${(e as Error).message}; last seen: ${JSON.stringify(last)}; bgp: ${await this.vtysh('show bgp summary')}`);
+    }).catch(async (e: unknown) => {
+      throw new Error(`${(e as Error).message}; last seen: ${last.join(', ') || 'no route'}; bgp: ${await this.vtysh('show bgp summary')}`);
     });
   }
 
@@ -79,14 +80,12 @@ export class FrrRouter {
     await rm(this.dir, { recursive: true, force: true });
   }
 
-  private async waitFor(check: () => Promise<boolean>, what: string, timeoutMs: number): Promise<void> {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      if (await check()) return;
+  /** waitFor (the testkit's), giving up at once when a daemon exited. */
+  private until(what: string, timeoutMs: number, check: () => Promise<boolean>): Promise<boolean> {
+    return waitFor(what, timeoutMs, async () => {
       const dead = this.daemons.find((d) => d.child.exitCode !== null || d.child.signalCode !== null);
-      if (dead) throw new Error(`${dead.label} exited while waiting for ${what}`);
-      if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
+      if (dead) throw Object.assign(new Error(`${dead.label} exited while waiting for ${what}`), { fatal: true });
+      return check();
+    }, 50);
   }
 }
