@@ -25,7 +25,7 @@ describe('cluster settings and vip groups', () => {
     assert.ok(own.ok && r.ok);
     assert.deepEqual(own.config.agent.cluster, {
       director: 'dir1', etcd: CLUSTER.etcd, prefix: '/lbd/lab', peerListen: { address: '198.18.4.1', port: 7411 },
-      peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default', realtimePriority: 10, track: [], tls: null,
+      peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default', realtimePriority: 10, track: [], tls: null, ecmp: null,
     });
     assert.deepEqual(r.config.vipGroups, [
       { name: 'front', preempt: 'never', preemptDelayMs: 10000, announce: { count: 5, intervalMs: 200 }, gateways: ['198.19.1.250'] },

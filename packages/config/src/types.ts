@@ -149,6 +149,11 @@ export interface Service {
   readonly vipGroup: string;
   /** Which of its connections the group's leader copies to the standbys, so they survive a failover. */
   readonly sync: ServiceSync;
+  /**
+   * Served by the ECMP tier (every director active, behind a BGP router) rather than by a vip group's
+   * leader: fullnat only; its local addresses are the slots' (config.ecmp), and `vipGroup` is not used.
+   */
+  readonly ecmp: boolean;
 }
 
 /**
@@ -245,6 +250,38 @@ export interface ClusterSettings {
    * plain gRPC and connections are not synced.
    */
   readonly tls: PeerTls | null;
+  /** This director's part in the ECMP tier (config.ecmp); null: it serves no ECMP service. */
+  readonly ecmp: DirectorEcmp | null;
+}
+
+/**
+ * This director's side of the ECMP tier: director-local, so it lives in agent.cluster.ecmp, not in etcd.
+ */
+export interface DirectorEcmp {
+  /** The fabric interface towards the routers: each slot gets a macvlan on it (`lbds0`, `lbds1`, ...). */
+  readonly interface: string;
+  /** This director's BGP router id (an IPv4 address, unique in the tier: usually its fabric address). */
+  readonly routerId: string;
+  /** GoBGP's gRPC API, `unix:///run/lbd/gobgpd.sock` or `host:port`. */
+  readonly gobgpApi: string;
+  /** Start and supervise gobgpd (true), or use one already running at gobgpApi (false). */
+  readonly runGobgpd: boolean;
+}
+
+/** The macvlan of slot `index` on the fabric interface: the slot's own MAC, where its next-hop address goes. */
+export function slotInterface(index: number): string {
+  return `lbds${index}`;
+}
+
+/** The election group of slot `index`: a slot is elected, fenced and synced exactly like a vip group. */
+export function slotGroup(index: number): string {
+  return `slot-${index}`;
+}
+
+/** The slot index of an election group name, or null when it is a vip group's. */
+export function slotOfGroup(group: string): number | null {
+  const m = /^slot-(\d+)$/.exec(group);
+  return m === null ? null : Number(m[1]);
 }
 
 /**
@@ -297,8 +334,57 @@ export const DEFAULT_VIP_GROUP = 'default';
 export const DEFAULT_PRIORITY = 100;
 export const VIP_GROUP_DEFAULTS = { preempt: 'after-delay', preemptDelayMs: 10_000, announce: { count: 3, intervalMs: 200 } } as const;
 
+/** Most slots a tier may have: GoBGP's add-path send limit here, and FRR's default maximum-paths. */
+export const MAX_SLOTS = 64;
+export const ROUTE_ORIGINS = ['igp', 'egp', 'incomplete'] as const;
+export type RouteOrigin = (typeof ROUTE_ORIGINS)[number];
+
+/** One address family of the ECMP tier: per slot, a next-hop address and a local-address pool. */
+export interface EcmpFamily {
+  /** nextHops[i]: slot i's floating next-hop address (on its macvlan, in the fabric subnet). */
+  readonly nextHops: readonly string[];
+  /** localAddresses[i]: slot i's fullnat SNAT pool (a range split evenly over the slots, or one range each). */
+  readonly localAddresses: readonly AddressRange[];
+}
+
+/** An upstream router the directors peer with. */
+export interface BgpRouter {
+  readonly address: string;
+  readonly asn: number;
+  readonly holdTimeSec: number;
+  readonly keepaliveSec: number;
+}
+
+/**
+ * The ECMP tier (DESIGN.md "ECMP tier"), shared by every director: S slots, each elected like a vip group
+ * (owner and standby, fenced, synced), each with its next-hop address and local addresses; every director
+ * announces each ECMP vip once per slot it owns or backs up, with the slot's next hop.
+ */
+export interface EcmpTier {
+  readonly slots: number;
+  readonly ipv4: EcmpFamily | null;
+  readonly ipv6: EcmpFamily | null;
+  /** The directors' AS number. */
+  readonly asn: number;
+  readonly routers: readonly BgpRouter[];
+  /** The same on every director: mixed attributes silently break the router's multipath. */
+  readonly attributes: { readonly origin: RouteOrigin; readonly med: number | null; readonly communities: readonly string[] };
+  /** How a slot moves back to the director that ranks first for it (scale-out: after-sync). */
+  readonly preempt: PreemptPolicy;
+  readonly preemptDelayMs: number;
+  /** Gratuitous ARPs / unsolicited NAs for a slot's next hop and local addresses on every claim. */
+  readonly announce: { readonly count: number; readonly intervalMs: number };
+}
+
+export const ECMP_DEFAULTS = {
+  holdTimeSec: 9, keepaliveSec: 3, origin: 'igp' as RouteOrigin, preempt: 'after-sync' as PreemptPolicy, preemptDelayMs: 0,
+  announce: { count: 3, intervalMs: 200 },
+} as const;
+
 export interface Config {
   readonly agent: AgentSettings;
+  /** The ECMP tier; null when no service is served by it. */
+  readonly ecmp: EcmpTier | null;
   /** Every group a service names or the config lists, with its settings (defaults filled in). */
   readonly vipGroups: readonly VipGroup[];
   readonly services: readonly Service[];

@@ -35,7 +35,7 @@ function typed(over: Partial<Service> = {}): Service {
   return {
     name: 'web', family: 4, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
     persistenceSec: 0, localAddresses: { first: '198.18.2.10', last: '198.18.2.10', size: 1 }, expireOnRemove: false,
-    onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 },
+    onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: false,
     realServers: [{ address: '198.19.1.11', port: 8080, weight: 1, healthCheck: null }],
     ...over,
   };
@@ -390,7 +390,7 @@ const invalid: Bad[] = [
   },
 ];
 
-interface Good { name: string; raw: unknown; want: Omit<Config, 'vipGroups'> }
+interface Good { name: string; raw: unknown; want: Omit<Config, 'vipGroups' | 'ecmp'> }
 
 const valid: Good[] = [
   { name: 'empty mapping: no services, default agent settings', raw: {}, want: { agent: AGENT, services: [] } },
@@ -482,7 +482,7 @@ describe('validateConfig', () => {
     for (const tc of valid) {
       it(tc.name, () => {
         const result = validateConfig(tc.raw);
-        assert.deepEqual(result, { ok: true, config: { ...tc.want, vipGroups: defaultGroups(tc.want.services) } });
+        assert.deepEqual(result, { ok: true, config: { ...tc.want, ecmp: null, vipGroups: defaultGroups(tc.want.services) } });
       });
     }
   });

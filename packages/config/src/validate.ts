@@ -584,7 +584,7 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
   return {
     name: name!, family: vip!.family, vip: vip!.address, port: port!, protocol: protocol!, mode: mode!,
     scheduler: scheduler!, persistenceSec, localAddresses, expireOnRemove, realServers: realServers!,
-    onDown, slowStartMs, fallback, sorryServer, vipGroup: vipGroup!, sync,
+    onDown, slowStartMs, fallback, sorryServer, vipGroup: vipGroup!, sync, ecmp: false,
   };
 }
 
@@ -695,7 +695,7 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
   const track = checkTrack(c, `${path}.track`, raw.track);
   const tls = checkPeerTls(c, `${path}.tls`, raw.tls);
   if (c.problems.length !== before || director === undefined || prefix === undefined || !peerListen || timing === undefined || realtimePriority === undefined) return null;
-  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, realtimePriority, track, tls };
+  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, realtimePriority, track, tls, ecmp: null };
 }
 
 /** An hour: a connection younger than that is not worth holding back from sync any longer. */
@@ -959,5 +959,5 @@ export function validateConfig(raw: unknown): ValidationResult {
     }
   }
   if (c.problems.length > 0) return { ok: false, problems: c.problems };
-  return { ok: true, config: { agent, vipGroups, services } };
+  return { ok: true, config: { agent, ecmp: null, vipGroups, services } };
 }
