@@ -58,11 +58,17 @@ describe('cluster settings and vip groups', () => {
     ]);
   });
 
-  it('a clustered director\'s own file holds no services or vip groups: they are the cluster\'s', () => {
-    assert.deepEqual(problems({ agent: { cluster: CLUSTER }, vipGroups: [{ name: 'default' }], services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', realServers: [{ address: '198.19.1.11' }] }] }), [
+  it('a clustered director\'s own file holds no services, vip groups or ECMP tier: they are the cluster\'s', () => {
+    const ecmp = { slots: 2, ipv4: { nextHops: '198.18.9.64', localAddresses: '198.18.2.64-198.18.2.65' }, asn: 65010, routers: [{ address: '198.18.9.1', asn: 65000 }] };
+    assert.deepEqual(problems({ agent: { cluster: CLUSTER }, vipGroups: [{ name: 'default' }], services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', realServers: [{ address: '198.19.1.11' }] }], ecmp }), [
       "services: cannot be in a director's own file when agent.cluster is set: the cluster config in etcd holds them; move services to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here",
       "vipGroups: cannot be in a director's own file when agent.cluster is set: the cluster config in etcd holds them; move vipGroups to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here",
+      "ecmp: cannot be in a director's own file when agent.cluster is set: the cluster config in etcd holds it; move ecmp to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here (this director's own part of the tier is agent.cluster.ecmp)",
     ]);
+    // Its own part of the tier is what it keeps.
+    const own = validateConfig({ agent: { cluster: { ...CLUSTER, ecmp: { interface: 'fab0', routerId: '198.18.9.11' } } } });
+    assert.ok(own.ok);
+    assert.deepEqual(own.config.agent.cluster?.ecmp, { interface: 'fab0', routerId: '198.18.9.11', gobgpApi: 'unix:///run/lbd/gobgpd.sock', runGobgpd: true });
   });
 
   it('peer TLS files and per-service connection sync: typed, and every problem named', () => {

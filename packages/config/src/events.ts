@@ -5,7 +5,7 @@
  */
 
 /** Kinds of transition the event log records. */
-export const EVENT_KINDS = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin'] as const;
+export const EVENT_KINDS = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin', 'bgp'] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 /**
@@ -17,6 +17,8 @@ export type EventKind = (typeof EVENT_KINDS)[number];
  * - sync:   `<peer> <send|receive>`;         connection-sync stream state
  * - drill:  drill scenario (DRILL_SCENARIOS); DRILL_RESULTS (fields: broken, total, tookMs)
  * - admin:  the operation (failover, rollback, server drain, service add, ...); `done` / `refused` (fields: caller)
+ * - bgp:    `director <id>` (the ECMP tier's paths: `announced` / `withdrawn`, fields: paths) or `session <router>`
+ *           (a BGP session's state, as the speaker reports it)
  */
 export interface LbdEvent {
   /** Unique and sortable by time: `<13-digit unix ms>-<director>-<6-digit sequence>`. */

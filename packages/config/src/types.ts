@@ -132,7 +132,7 @@ export interface Service {
   readonly scheduler: Scheduler;
   /** Seconds of source-address affinity; 0 = off. */
   readonly persistenceSec: number;
-  /** The fullnat SNAT pool; null in nat mode. */
+  /** The fullnat SNAT pool; null in nat mode and for an ECMP service (its pools are the slots', config.ecmp). */
   readonly localAddresses: AddressRange | null;
   /** Expire a removed real server's connections (IPVS expire_nodest_conn); off by default. */
   readonly expireOnRemove: boolean;
@@ -145,7 +145,10 @@ export interface Service {
   readonly fallback: Fallback;
   /** With fallback sorry-server: where new connections go when every real server is down. */
   readonly sorryServer: Endpoint | null;
-  /** The vip group whose leader serves it (default `default`): vips of one group fail over together. */
+  /**
+   * The vip group whose leader serves it (default `default`): vips of one group fail over together. `''` for
+   * an ECMP service, which belongs to no vip group (no vip group's leader claims its vip).
+   */
   readonly vipGroup: string;
   /** Which of its connections the group's leader copies to the standbys, so they survive a failover. */
   readonly sync: ServiceSync;
@@ -209,7 +212,7 @@ export const ADMIN_DEFAULTS: AdminSettings = { grpcListen: null, httpListen: nul
 
 export const PREEMPT_POLICIES = ['never', 'after-delay', 'after-sync'] as const;
 export type PreemptPolicy = (typeof PREEMPT_POLICIES)[number];
-export const TIMING_PROFILE_NAMES = ['default', 'fast'] as const;
+export const TIMING_PROFILE_NAMES = ['default', 'fast', 'relaxed'] as const;
 /** agent.cluster.realtimePriority's default: above ordinary real-time helpers, far below the kernel's own (50, 99). */
 export const DEFAULT_REALTIME_PRIORITY = 10;
 export type TimingProfileName = (typeof TIMING_PROFILE_NAMES)[number];
@@ -267,6 +270,9 @@ export interface DirectorEcmp {
   /** Start and supervise gobgpd (true), or use one already running at gobgpApi (false). */
   readonly runGobgpd: boolean;
 }
+
+/** agent.cluster.ecmp's defaults: gobgpd run by lbd-agent, its API on a root-only unix socket. */
+export const DIRECTOR_ECMP_DEFAULTS = { gobgpApi: 'unix:///run/lbd/gobgpd.sock', runGobgpd: true } as const;
 
 /** The macvlan of slot `index` on the fabric interface: the slot's own MAC, where its next-hop address goes. */
 export function slotInterface(index: number): string {
@@ -351,7 +357,9 @@ export interface EcmpFamily {
 export interface BgpRouter {
   readonly address: string;
   readonly asn: number;
+  /** 0 = no hold timer (and no keepalives), else 3..65535. */
   readonly holdTimeSec: number;
+  /** Less than holdTimeSec (usually a third of it); 0 only with holdTimeSec 0. */
   readonly keepaliveSec: number;
 }
 
@@ -367,7 +375,10 @@ export interface EcmpTier {
   /** The directors' AS number. */
   readonly asn: number;
   readonly routers: readonly BgpRouter[];
-  /** The same on every director: mixed attributes silently break the router's multipath. */
+  /**
+   * The same on every director: mixed attributes silently break the router's multipath. med null: none sent;
+   * communities: `ASN:VALUE`, each 0..65535, without leading zeros.
+   */
   readonly attributes: { readonly origin: RouteOrigin; readonly med: number | null; readonly communities: readonly string[] };
   /** How a slot moves back to the director that ranks first for it (scale-out: after-sync). */
   readonly preempt: PreemptPolicy;
@@ -383,7 +394,7 @@ export const ECMP_DEFAULTS = {
 
 export interface Config {
   readonly agent: AgentSettings;
-  /** The ECMP tier; null when no service is served by it. */
+  /** The ECMP tier; null when the config has none. It may be there before any service sets `ecmp: true`. */
   readonly ecmp: EcmpTier | null;
   /** Every group a service names or the config lists, with its settings (defaults filled in). */
   readonly vipGroups: readonly VipGroup[];

@@ -54,7 +54,7 @@ const WEIGHT = 'is not a weight (a whole number from 0 to 65535, 0 = quiescent);
 const PERSIST = 'is not a persistence time (whole seconds from 0 to 31536000, 0 = off); give whole seconds, e.g. 300, or 0 for no source-address affinity';
 const NAME_FIX = 'use 1 to 63 lower-case letters, digits, "-", "_" or ".", starting and ending with a letter or digit';
 const FAMILY = 'and nftables NAT cannot translate between families';
-const SERVICE_FIELDS = 'name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer, vipGroup, sync';
+const SERVICE_FIELDS = 'name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer, vipGroup, sync, ecmp';
 
 interface Bad { name: string; raw: unknown; want: string[] }
 
@@ -454,6 +454,11 @@ const valid: Good[] = [
     name: 'same vip and port with another protocol, and another port, are different services',
     raw: { services: [svc({}), svc({ name: 'dns', protocol: 'udp' }), svc({ name: 'tls', port: 443 })] },
     want: { agent: AGENT, services: [typed(), typed({ name: 'dns', protocol: 'udp' }), typed({ name: 'tls', port: 443 })] },
+  },
+  {
+    name: 'ecmp: false is as if absent (a vip group\'s leader serves it)',
+    raw: one({ ecmp: false }),
+    want: { agent: AGENT, services: [typed()] },
   },
   {
     name: 'a service with no real servers yet',

@@ -2,9 +2,11 @@ import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './
 import {
   ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, DEFAULT_REALTIME_PRIORITY, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HEALTH_STATES, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
   PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, connSyncPort, hostPort, serviceKey,
+  DIRECTOR_ECMP_DEFAULTS, ECMP_DEFAULTS, MAX_SLOTS, ROUTE_ORIGINS, slotOfGroup,
   type AddressFamily, type AddressRange, type Endpoint, type PeerEndpoint, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
   type AdminClientEntry, type AdminRole, type AdminSettings, type Service, type ClusterSettings, type TrackCheck, type PreemptPolicy, type TimingProfileName, type VipGroup, type PeerTls, type ServiceSync,
+  type BgpRouter, type DirectorEcmp, type EcmpFamily, type EcmpTier, type RouteOrigin,
 } from './types.js';
 
 /**
@@ -40,10 +42,10 @@ export type ValidationResult = { ok: true; config: Config } | { ok: false; probl
 
 const SERVICE_FIELDS = [
   'name', 'vip', 'port', 'protocol', 'mode', 'scheduler', 'persistenceSec', 'localAddresses',
-  'expireOnRemove', 'realServers', 'healthCheck', 'onDown', 'slowStartMs', 'fallback', 'sorryServer', 'vipGroup', 'sync',
+  'expireOnRemove', 'realServers', 'healthCheck', 'onDown', 'slowStartMs', 'fallback', 'sorryServer', 'vipGroup', 'sync', 'ecmp',
 ] as const;
 const REAL_SERVER_FIELDS = ['address', 'port', 'weight', 'drained', 'healthCheck'] as const;
-const TOP_FIELDS = ['agent', 'vipGroups', 'services'] as const;
+const TOP_FIELDS = ['agent', 'vipGroups', 'services', 'ecmp'] as const;
 const AGENT_FIELDS = ['adminSocket', 'cluster', 'admin'] as const;
 const ADMIN_FIELDS = ['grpcListen', 'httpListen', 'tls', 'clients'] as const;
 /**
@@ -52,7 +54,7 @@ const ADMIN_FIELDS = ['grpcListen', 'httpListen', 'tls', 'clients'] as const;
  * list) and no wildcards but `*` alone.
  */
 const CLIENT_NAME_PATTERN = /^[A-Za-z0-9]([A-Za-z0-9 ._@-]{0,251}[A-Za-z0-9])?$/;
-const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'realtimePriority', 'track', 'tls'] as const;
+const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'realtimePriority', 'track', 'tls', 'ecmp'] as const;
 const TRACK_FIELDS = ['name', 'command', 'intervalMs', 'timeoutMs', 'rise', 'fall'] as const;
 const VIP_GROUP_FIELDS = ['name', 'preempt', 'preemptDelayMs', 'announce', 'gateways'] as const;
 /** Linux interface names: at most 15 bytes, no "/" or whitespace. */
@@ -218,65 +220,96 @@ function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: Forwa
     c.add(path, v, `is ${typeName(v)}, not a list`, `write a list such as [${ex.two}] or [${ex.range}]`);
     return null;
   }
-  const spans: { first: bigint; last: bigint; item: string }[] = [];
+  const spans: Span[] = [];
   let family = vipFamily;
   v.forEach((item, i) => {
-    const p = `${path}[${i}]`;
-    const parts = typeof item === 'string' ? item.split('-').map((x) => x.trim()) : [];
-    const fams = parts.map((x) => familyOf(x));
-    if (typeof item !== 'string' || parts.length > 2 || fams.some((f) => f === null) || (parts.length === 2 && fams[0] !== fams[1])) {
-      c.add(p, item, 'is not an address or a first-last address range', `write ${ex.one} or ${ex.range}`);
-      return;
-    }
-    const fam = fams[0]!;
-    family ??= fam;
-    if (fam !== family) {
-      const other = vipFamily !== undefined ? 'the vip' : 'the first local address';
-      c.add(p, item, `is IPv${fam} but ${other} is IPv${family}, and nftables NAT cannot translate between families`, `use IPv${family} local addresses`);
-      return;
-    }
-    const unusable = parts.map((x) => unusableAddress(x, fam)).find((u) => u !== null);
-    if (unusable) {
-      c.add(p, item, unusable.rule, unusable.fix);
-      return;
-    }
-    const first = addressToBigInt(parts[0]!);
-    const last = addressToBigInt(parts[1] ?? parts[0]!);
-    if (last < first) {
-      c.add(p, item, 'is a range whose last address comes before its first', 'write the lower address first');
-      return;
-    }
-    spans.push({ first, last, item });
+    const other = vipFamily !== undefined ? 'the vip' : 'the first local address';
+    const r = checkRange(c, `${path}[${i}]`, item, ex, family, (fam, want) => ({
+      rule: `is IPv${fam} but ${other} is IPv${want}, and nftables NAT cannot translate between families`, fix: `use IPv${want} local addresses`,
+    }));
+    if (r === undefined) return;
+    family ??= r.family;
+    if (r.span !== undefined) spans.push(r.span);
   });
   if (spans.length !== v.length || family === undefined) return null;
-  const fam = family;
-  spans.sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
+  const joined = joinSpans(c, path, v, spans, family);
+  return joined === undefined ? null : toRange(joined.first, joined.last, family);
+}
+
+/** A piece of an address pool as written (`A` or `A-B`), as numbers. */
+interface Span {
+  readonly first: bigint;
+  readonly last: bigint;
+  readonly item: string;
+}
+
+/**
+ * One piece of an address pool: an address or a `first-last` range, both ends of one family. Undefined when
+ * it is not one, or not of the family `want` (the caller words that problem); otherwise its family, and its
+ * span when it is usable (a problem is added when not).
+ */
+function checkRange(c: Collector, path: string, item: unknown, ex: { one: string; range: string }, want: AddressFamily | undefined,
+  wrongFamily: (fam: AddressFamily, want: AddressFamily) => { rule: string; fix: string }): { family: AddressFamily; span: Span | undefined } | undefined {
+  const parts = typeof item === 'string' ? item.split('-').map((x) => x.trim()) : [];
+  const fams = parts.map((x) => familyOf(x));
+  if (typeof item !== 'string' || parts.length > 2 || fams.some((f) => f === null) || (parts.length === 2 && fams[0] !== fams[1])) {
+    c.add(path, item, 'is not an address or a first-last address range', `write ${ex.one} or ${ex.range}`);
+    return undefined;
+  }
+  const fam = fams[0]!;
+  if (want !== undefined && fam !== want) {
+    const w = wrongFamily(fam, want);
+    c.add(path, item, w.rule, w.fix);
+    return undefined;
+  }
+  const unusable = parts.map((x) => unusableAddress(x, fam)).find((u) => u !== null);
+  if (unusable) {
+    c.add(path, item, unusable.rule, unusable.fix);
+    return { family: fam, span: undefined };
+  }
+  const first = addressToBigInt(parts[0]!);
+  const last = addressToBigInt(parts[1] ?? parts[0]!);
+  if (last < first) {
+    c.add(path, item, 'is a range whose last address comes before its first', 'write the lower address first');
+    return { family: fam, span: undefined };
+  }
+  return { family: fam, span: { first, last, item } };
+}
+
+/**
+ * Pieces that together form one contiguous range, listing no address twice, or undefined with the problem
+ * added. `gap` words a gap (the default: the pieces of a service's pool).
+ */
+function joinSpans(c: Collector, path: string, v: unknown, pieces: readonly Span[], fam: AddressFamily,
+  gap: (missing: string, example: string) => { rule: string; fix: string } = (missing, example) => ({
+    rule: `is not one contiguous range (${missing} is missing)`, fix: `use consecutive addresses, e.g. ${example}, or add the missing ones`,
+  })): { first: bigint; last: bigint } | undefined {
+  const spans = [...pieces].sort((a, b) => (a.first < b.first ? -1 : a.first > b.first ? 1 : 0));
   for (let i = 1; i < spans.length; i++) {
     const prev = spans[i - 1]!;
     const cur = spans[i]!;
     if (cur.first <= prev.last) {
       c.add(path, v, `lists ${bigIntToAddress(cur.first, fam)} more than once (in "${prev.item}" and "${cur.item}")`, 'list each local address once');
-      return null;
+      return undefined;
     }
   }
   for (let i = 1; i < spans.length; i++) {
     if (spans[i]!.first !== spans[i - 1]!.last + 1n) {
-      const gap = bigIntToAddress(spans[i - 1]!.last + 1n, fam);
+      const missing = bigIntToAddress(spans[i - 1]!.last + 1n, fam);
       const total = spans.reduce((n, s) => n + (s.last - s.first + 1n), 0n);
       const first = spans[0]!.first;
-      c.add(path, v, `is not one contiguous range (${gap} is missing)`,
-        `use consecutive addresses, e.g. ${bigIntToAddress(first, fam)}-${bigIntToAddress(first + total - 1n, fam)}, or add the missing ones`);
-      return null;
+      const g = gap(missing, `${bigIntToAddress(first, fam)}-${bigIntToAddress(first + total - 1n, fam)}`);
+      c.add(path, v, g.rule, g.fix);
+      return undefined;
     }
   }
-  const first = spans[0]!.first;
-  const last = spans[spans.length - 1]!.last;
+  return { first: spans[0]!.first, last: spans[spans.length - 1]!.last };
+}
+
+/** An AddressRange from numbers; its size is capped at 2^32 - 1, which no pool reaches in practice. */
+function toRange(first: bigint, last: bigint, fam: AddressFamily): AddressRange {
   const size = last - first + 1n;
-  return {
-    first: bigIntToAddress(first, fam),
-    last: bigIntToAddress(last, fam),
-    size: size > 0xffffffffn ? 0xffffffff : Number(size),
-  };
+  return { first: bigIntToAddress(first, fam), last: bigIntToAddress(last, fam), size: size > 0xffffffffn ? 0xffffffff : Number(size) };
 }
 
 /** Real servers; a missing port means the service's port (as ipvsadm does), a missing weight means 1. */
@@ -542,7 +575,26 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
       expireOnRemove = raw.expireOnRemove;
     }
   }
-  const localAddresses = checkLocalAddresses(c, `${path}.localAddresses`, raw.localAddresses, mode, vip?.family);
+  // undefined: not a boolean (its problem is listed), so whether the service needs local addresses is not known.
+  let ecmp: boolean | undefined = false;
+  if (raw.ecmp !== undefined) {
+    if (typeof raw.ecmp !== 'boolean') {
+      c.add(`${path}.ecmp`, raw.ecmp, 'is not true or false', 'write true to serve it through the ECMP tier (every director active behind BGP routers), or false to have a vip group\'s leader serve it (the default)');
+      ecmp = undefined;
+    } else {
+      ecmp = raw.ecmp;
+    }
+  }
+  if (ecmp && mode !== undefined && mode !== 'fullnat') {
+    c.add(`${path}.ecmp`, true, `needs mode: fullnat (replies must come back to the slot that took the connection, through its local addresses), but mode is ${mode}`, 'set mode: fullnat, or ecmp: false');
+  }
+  let localAddresses: AddressRange | null = null;
+  if (ecmp === false) {
+    localAddresses = checkLocalAddresses(c, `${path}.localAddresses`, raw.localAddresses, mode, vip?.family);
+  } else if (ecmp && raw.localAddresses !== undefined && !(Array.isArray(raw.localAddresses) && raw.localAddresses.length === 0)) {
+    const pools = vip === undefined ? 'ecmp.ipv4 or ecmp.ipv6' : `ecmp.ipv${vip.family}`;
+    c.add(`${path}.localAddresses`, raw.localAddresses, `is set but an ECMP service (ecmp: true) uses its slots' local addresses (${pools}.localAddresses)`, 'remove localAddresses');
+  }
   const serviceCheck = checkHealthCheck(c, `${path}.healthCheck`, raw.healthCheck, null);
   const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip?.family, port, serviceCheck ?? null);
   const onDown = checkEnum<OnDown>(c, `${path}.onDown`, raw.onDown, ON_DOWN, 'quiesce', 'onDown action');
@@ -573,19 +625,31 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
   } else if (fallback !== 'sorry-server' && raw.sorryServer !== undefined) {
     c.add(`${path}.sorryServer`, raw.sorryServer, `is set but fallback is ${fallback ?? 'invalid'}`, 'set fallback: sorry-server to use it, or remove sorryServer');
   }
-  let vipGroup: string | undefined = DEFAULT_VIP_GROUP;
-  if (raw.vipGroup !== undefined) {
+  // An ECMP service belongs to no vip group: '' matches none, so no group's leader ever claims its vip.
+  let vipGroup: string | undefined = ecmp ? '' : DEFAULT_VIP_GROUP;
+  if (raw.vipGroup !== undefined && ecmp) {
+    c.add(`${path}.vipGroup`, raw.vipGroup, 'is set but an ECMP service (ecmp: true) belongs to no vip group: every director serves it, through the slots it owns', 'remove vipGroup');
+  } else if (raw.vipGroup !== undefined) {
     vipGroup = checkName(c, `${path}.vipGroup`, raw.vipGroup, 'vip group name');
+    if (vipGroup !== undefined && !checkNotSlotGroup(c, `${path}.vipGroup`, vipGroup)) vipGroup = undefined;
   }
   const sync = checkServiceSync(c, `${path}.sync`, raw.sync);
-  if (slowStartMs === undefined || onDown === undefined || fallback === undefined || vipGroup === undefined || sync === undefined) return undefined;
+  if (slowStartMs === undefined || onDown === undefined || fallback === undefined || vipGroup === undefined || sync === undefined || ecmp === undefined) return undefined;
 
   if (c.problems.length !== before) return undefined;
   return {
     name: name!, family: vip!.family, vip: vip!.address, port: port!, protocol: protocol!, mode: mode!,
     scheduler: scheduler!, persistenceSec, localAddresses, expireOnRemove, realServers: realServers!,
-    onDown, slowStartMs, fallback, sorryServer, vipGroup: vipGroup!, sync, ecmp: false,
+    onDown, slowStartMs, fallback, sorryServer, vipGroup, sync, ecmp,
   };
+}
+
+/** `slot-<n>` is slot n's election group (slotGroup): a vip group of that name would share its election. */
+function checkNotSlotGroup(c: Collector, path: string, name: string): boolean {
+  const slot = slotOfGroup(name);
+  if (slot === null) return true;
+  c.add(path, name, `is reserved for the ECMP tier's slot ${slot} (vip group names slot-<n> are the slots' election groups)`, 'give the vip group another name');
+  return false;
 }
 
 function checkName(c: Collector, path: string, v: unknown, what: string): string | undefined {
@@ -671,9 +735,8 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
   } else {
     checkUnknownFields(c, `${path}.interfaces`, raw.interfaces, ['vip', 'local']);
     for (const k of ['vip', 'local'] as const) {
-      const v = raw.interfaces[k];
-      if (typeof v !== 'string' || !IFNAME_PATTERN.test(v)) c.add(`${path}.interfaces.${k}`, v, v === undefined ? 'an interface name is required' : 'is not an interface name', 'give a Linux interface name such as eth0 (at most 15 characters)');
-      else interfaces[k] = v;
+      const v = checkInterfaceName(c, `${path}.interfaces.${k}`, raw.interfaces[k]);
+      if (v !== undefined) interfaces[k] = v;
     }
   }
   const priorities: Record<string, number> = {};
@@ -694,8 +757,120 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
       `give 1..99 for the election thread's SCHED_FIFO priority (default ${DEFAULT_REALTIME_PRIORITY}), or 0 for normal priority`);
   const track = checkTrack(c, `${path}.track`, raw.track);
   const tls = checkPeerTls(c, `${path}.tls`, raw.tls);
-  if (c.problems.length !== before || director === undefined || prefix === undefined || !peerListen || timing === undefined || realtimePriority === undefined) return null;
-  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, realtimePriority, track, tls, ecmp: null };
+  const ecmp = checkDirectorEcmp(c, `${path}.ecmp`, raw.ecmp);
+  if (c.problems.length !== before || director === undefined || prefix === undefined || !peerListen || timing === undefined || realtimePriority === undefined || ecmp === undefined) return null;
+  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, realtimePriority, track, tls, ecmp };
+}
+
+function checkInterfaceName(c: Collector, path: string, v: unknown): string | undefined {
+  if (typeof v !== 'string' || !IFNAME_PATTERN.test(v)) {
+    c.add(path, v, v === undefined ? 'an interface name is required' : 'is not an interface name', 'give a Linux interface name such as eth0 (at most 15 characters)');
+    return undefined;
+  }
+  return v;
+}
+
+const DIRECTOR_ECMP_FIELDS = ['interface', 'routerId', 'gobgpApi', 'runGobgpd'] as const;
+/** sun_path holds 108 bytes with the terminating NUL. */
+const MAX_UNIX_SOCKET_PATH = 107;
+const ROUTER_ID_FIX = 'give an IPv4 address unique in the tier, usually this director\'s IPv4 address on the fabric, e.g. 198.18.9.11';
+
+/**
+ * agent.cluster.ecmp: this director's side of the tier. Null when absent (it serves no ECMP service),
+ * undefined when it has problems.
+ */
+function checkDirectorEcmp(c: Collector, path: string, raw: unknown): DirectorEcmp | null | undefined {
+  if (raw === undefined || raw === null) return null;
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, 'write ecmp: {interface: fab0, routerId: 198.18.9.11}, or leave it out');
+    return undefined;
+  }
+  const before = c.problems.length;
+  checkUnknownFields(c, path, raw, DIRECTOR_ECMP_FIELDS);
+  let iface = checkInterfaceName(c, `${path}.interface`, raw.interface);
+  const slotIface = iface === undefined ? null : /^lbds(\d+)$/.exec(iface);
+  if (slotIface) {
+    c.add(`${path}.interface`, iface, `is the name of slot ${Number(slotIface[1])}'s macvlan (lbd names them lbds<n>)`, 'give the fabric interface the slots\' macvlans are made on, e.g. fab0');
+    iface = undefined;
+  }
+  const routerId = checkRouterId(c, `${path}.routerId`, raw.routerId);
+  const gobgpApi = raw.gobgpApi === undefined ? DIRECTOR_ECMP_DEFAULTS.gobgpApi : checkGobgpApi(c, `${path}.gobgpApi`, raw.gobgpApi);
+  let runGobgpd: boolean | undefined = DIRECTOR_ECMP_DEFAULTS.runGobgpd;
+  if (raw.runGobgpd !== undefined && typeof raw.runGobgpd !== 'boolean') {
+    c.add(`${path}.runGobgpd`, raw.runGobgpd, 'is not true or false', 'write true to have lbd-agent start and supervise gobgpd, false to use one already running at gobgpApi');
+    runGobgpd = undefined;
+  } else if (raw.runGobgpd !== undefined) {
+    runGobgpd = raw.runGobgpd;
+  }
+  if (runGobgpd === true && gobgpApi !== undefined && !gobgpApi.startsWith('unix:')) {
+    // GobgpdProcess gives the gobgpd it runs a unix socket only: reachable by file permission, not by anyone on the box.
+    c.add(`${path}.gobgpApi`, raw.gobgpApi, 'is host:port, but the gobgpd lbd-agent runs (runGobgpd: true) serves its API on a unix socket only',
+      'use a unix:///PATH address such as unix:///run/lbd/gobgpd.sock, or set runGobgpd: false to use a gobgpd already listening there');
+  }
+  if (c.problems.length !== before || iface === undefined || routerId === undefined || gobgpApi === undefined || runGobgpd === undefined) return undefined;
+  return { interface: iface, routerId, gobgpApi, runGobgpd };
+}
+
+/** A BGP router id: 4 bytes, written as an IPv4 address even on an IPv6-only director. */
+function checkRouterId(c: Collector, path: string, v: unknown): string | undefined {
+  if (v === undefined) {
+    c.add(path, v, 'a BGP router id is required', ROUTER_ID_FIX);
+    return undefined;
+  }
+  const fam = typeof v === 'string' ? familyOf(v) : null;
+  if (typeof v !== 'string' || fam !== 4) {
+    c.add(path, v, fam === 6 ? 'is an IPv6 address, but a BGP router id is 4 bytes written as an IPv4 address (even on an IPv6-only fabric)' : 'is not an IPv4 address', ROUTER_ID_FIX);
+    return undefined;
+  }
+  const unusable = unusableAddress(v, 4);
+  if (unusable) {
+    c.add(path, v, unusable.rule, ROUTER_ID_FIX);
+    return undefined;
+  }
+  return canonicalAddress(v);
+}
+
+/** gobgpd's gRPC API: `unix:///absolute/path` or `host:port` (an IPv4 address, a [bracketed] IPv6 one, or a name). */
+function checkGobgpApi(c: Collector, path: string, v: unknown): string | undefined {
+  const fix = 'write unix:///run/lbd/gobgpd.sock (a unix socket, the default) or host:port such as 127.0.0.1:50051';
+  if (typeof v !== 'string') {
+    c.add(path, v, 'is not a gRPC address (unix:///PATH or host:port)', fix);
+    return undefined;
+  }
+  if (v.startsWith('unix:')) {
+    const m = /^unix:\/\/(\/\S*[^/\s])$/.exec(v);
+    if (m === null) {
+      c.add(path, v, 'is not a unix socket address (unix:// followed by an absolute path)', 'write unix:///run/lbd/gobgpd.sock (three slashes: unix:// and the path\'s own)');
+      return undefined;
+    }
+    const bytes = new TextEncoder().encode(m[1]!).length;
+    if (bytes > MAX_UNIX_SOCKET_PATH) {
+      c.add(path, v, `has a socket path of ${bytes} bytes, longer than a unix socket's ${MAX_UNIX_SOCKET_PATH}`, 'use a shorter path, e.g. unix:///run/lbd/gobgpd.sock');
+      return undefined;
+    }
+    return v;
+  }
+  if (v.startsWith('/')) {
+    c.add(path, v, 'is a path, not a gRPC address', `write unix://${v}`);
+    return undefined;
+  }
+  const m = /^(?:\[([^\]]+)\]|([^:[\]\s/]+)):(\d{1,5})$/.exec(v);
+  const port = m === null ? 0 : Number(m[3]);
+  const host = m?.[1] ?? m?.[2];
+  const fam = host === undefined ? null : familyOf(host);
+  const name = host !== undefined && fam === null && m?.[2] !== undefined && /^(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$/.test(host);
+  // An IPv6 address goes in brackets, so [fd00::1]:50051 is an address and a port, never a name.
+  if (m === null || port < 1 || port > 65535 || (fam === null && !name) || (fam === 6 && m[1] === undefined) || (fam === 4 && m[1] !== undefined)) {
+    c.add(path, v, 'is not a gRPC address (unix:///PATH, or host:port with a port from 1 to 65535)', fix);
+    return undefined;
+  }
+  if (fam === null) return v;
+  const unusable = unusableAddress(host!, fam);
+  if (unusable) {
+    c.add(path, v, unusable.rule, fix);
+    return undefined;
+  }
+  return hostPort(canonicalAddress(host!), port);
 }
 
 /** An hour: a connection younger than that is not worth holding back from sync any longer. */
@@ -858,6 +1033,30 @@ function checkAgent(c: Collector, raw: unknown): AgentSettings {
   return settings;
 }
 
+/** preempt and preemptDelayMs of a vip group or of the ECMP tier's slots (in `raw`, at `path`). */
+function checkPreemption(c: Collector, path: string, raw: Record<string, unknown>, dflt: { readonly preempt: PreemptPolicy; readonly preemptDelayMs: number }): { preempt: PreemptPolicy | undefined; preemptDelayMs: number | undefined } {
+  const preempt = checkEnum<PreemptPolicy>(c, `${path}.preempt`, raw.preempt, PREEMPT_POLICIES, dflt.preempt, 'preemption policy');
+  const preemptDelayMs = raw.preemptDelayMs === undefined ? dflt.preemptDelayMs
+    : checkWholeNumber(c, `${path}.preemptDelayMs`, raw.preemptDelayMs, 0, 3_600_000, 'is not a delay (whole milliseconds from 0 to 3600000)', 'give whole milliseconds, e.g. 10000');
+  if (preempt === 'never' && raw.preemptDelayMs !== undefined) {
+    c.add(`${path}.preemptDelayMs`, raw.preemptDelayMs, 'is set but preempt is never', 'remove preemptDelayMs, or choose preempt: after-delay');
+  }
+  return { preempt, preemptDelayMs };
+}
+
+/** Gratuitous ARPs / unsolicited NAs per claim: a vip group's or the slots'. */
+function checkAnnounce(c: Collector, path: string, raw: unknown, dflt: { readonly count: number; readonly intervalMs: number }): { count: number; intervalMs: number } | undefined {
+  if (raw === undefined) return { ...dflt };
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, 'write announce: {count: 3, intervalMs: 200}');
+    return undefined;
+  }
+  checkUnknownFields(c, path, raw, ['count', 'intervalMs']);
+  const count = raw.count === undefined ? dflt.count : checkWholeNumber(c, `${path}.count`, raw.count, 1, 100, 'is not an announcement count (1 to 100)', 'give a whole number from 1 to 100, e.g. 3');
+  const intervalMs = raw.intervalMs === undefined ? dflt.intervalMs : checkWholeNumber(c, `${path}.intervalMs`, raw.intervalMs, 10, 60_000, 'is not an interval (10 to 60000 ms)', 'give whole milliseconds, e.g. 200');
+  return count !== undefined && intervalMs !== undefined ? { count, intervalMs } : undefined;
+}
+
 function checkVipGroups(c: Collector, raw: unknown, services: readonly Service[]): VipGroup[] {
   const out = new Map<string, VipGroup>();
   const seen = new Set<string>();
@@ -868,25 +1067,10 @@ function checkVipGroups(c: Collector, raw: unknown, services: readonly Service[]
       const path = `vipGroups[${i}]`;
       if (!isRecord(g)) { c.add(path, g, `is ${typeName(g)}, not a vip group`, 'write {name: default, preempt: after-delay, preemptDelayMs: 10000}'); return; }
       checkUnknownFields(c, path, g, VIP_GROUP_FIELDS);
-      const name = checkName(c, `${path}.name`, g.name, 'vip group name');
-      const preempt = checkEnum<PreemptPolicy>(c, `${path}.preempt`, g.preempt, PREEMPT_POLICIES, VIP_GROUP_DEFAULTS.preempt, 'preemption policy');
-      const preemptDelayMs = g.preemptDelayMs === undefined ? VIP_GROUP_DEFAULTS.preemptDelayMs
-        : checkWholeNumber(c, `${path}.preemptDelayMs`, g.preemptDelayMs, 0, 3_600_000, 'is not a delay (whole milliseconds from 0 to 3600000)', 'give whole milliseconds, e.g. 10000');
-      if (preempt === 'never' && g.preemptDelayMs !== undefined) {
-        c.add(`${path}.preemptDelayMs`, g.preemptDelayMs, 'is set but preempt is never', 'remove preemptDelayMs, or choose preempt: after-delay');
-      }
-      let announce: { count: number; intervalMs: number } | undefined = { ...VIP_GROUP_DEFAULTS.announce };
-      if (g.announce !== undefined) {
-        if (!isRecord(g.announce)) {
-          c.add(`${path}.announce`, g.announce, `is ${typeName(g.announce)}, not a mapping`, 'write announce: {count: 3, intervalMs: 200}');
-          announce = undefined;
-        } else {
-          checkUnknownFields(c, `${path}.announce`, g.announce, ['count', 'intervalMs']);
-          const count = g.announce.count === undefined ? VIP_GROUP_DEFAULTS.announce.count : checkWholeNumber(c, `${path}.announce.count`, g.announce.count, 1, 100, 'is not an announcement count (1 to 100)', 'give a whole number from 1 to 100, e.g. 3');
-          const intervalMs = g.announce.intervalMs === undefined ? VIP_GROUP_DEFAULTS.announce.intervalMs : checkWholeNumber(c, `${path}.announce.intervalMs`, g.announce.intervalMs, 10, 60_000, 'is not an interval (10 to 60000 ms)', 'give whole milliseconds, e.g. 200');
-          announce = count !== undefined && intervalMs !== undefined ? { count, intervalMs } : undefined;
-        }
-      }
+      let name = checkName(c, `${path}.name`, g.name, 'vip group name');
+      if (name !== undefined && !checkNotSlotGroup(c, `${path}.name`, name)) name = undefined;
+      const { preempt, preemptDelayMs } = checkPreemption(c, path, g, VIP_GROUP_DEFAULTS);
+      const announce = checkAnnounce(c, `${path}.announce`, g.announce, VIP_GROUP_DEFAULTS.announce);
       const gateways: string[] = [];
       if (g.gateways !== undefined && !Array.isArray(g.gateways)) {
         c.add(`${path}.gateways`, g.gateways, `is ${typeName(g.gateways)}, not a list`, 'list addresses, e.g. [198.19.1.250]');
@@ -903,9 +1087,404 @@ function checkVipGroups(c: Collector, raw: unknown, services: readonly Service[]
     });
   }
   for (const s of services) {
-    if (!out.has(s.vipGroup)) out.set(s.vipGroup, { name: s.vipGroup, ...VIP_GROUP_DEFAULTS, announce: { ...VIP_GROUP_DEFAULTS.announce }, gateways: [] });
+    if (!s.ecmp && !out.has(s.vipGroup)) out.set(s.vipGroup, { name: s.vipGroup, ...VIP_GROUP_DEFAULTS, announce: { ...VIP_GROUP_DEFAULTS.announce }, gateways: [] });
   }
   return [...out.values()];
+}
+
+const ECMP_FIELDS = ['slots', 'ipv4', 'ipv6', 'asn', 'routers', 'attributes', 'preempt', 'preemptDelayMs', 'announce'] as const;
+const ROUTER_FIELDS = ['address', 'asn', 'holdTimeSec', 'keepaliveSec'] as const;
+const ATTRIBUTE_FIELDS = ['origin', 'med', 'communities'] as const;
+/** AS numbers and MEDs are 32 bits. */
+const MAX_U32 = 4_294_967_295;
+const SLOTS_FIX = `give a whole number from 1 to ${MAX_SLOTS}, at most the routers' maximum-paths, e.g. 8`;
+const HOLD_RULE = 'is not a hold time (0 = off, or whole seconds from 3 to 65535)';
+const HOLD_FIX = 'give whole seconds from 3 to 65535, e.g. 9 (with keepaliveSec 3), or 0 to turn the hold timer off';
+
+/** The lab's fabric and pools (DESIGN.md, Lab addresses), so a fix can be copied as it stands. */
+function ecmpExamples(family: AddressFamily): { hop: string; pool: string } {
+  return family === 6 ? { hop: 'fd00:9::64', pool: 'fd00:2::100-fd00:2::17f' } : { hop: '198.18.9.64', pool: '198.18.2.64-198.18.2.127' };
+}
+
+/**
+ * An address or range of the ECMP tier where the operator wrote it (a problem's path and value), and the
+ * slot it is for. `own`: the path is this slot's alone; false when one value covers every slot (one next
+ * hop counted up from, one range split evenly).
+ */
+interface Placed {
+  readonly path: string;
+  readonly value: unknown;
+  readonly own: boolean;
+  readonly slot: number;
+  readonly first: bigint;
+  readonly last: bigint;
+}
+
+interface CheckedFamily {
+  readonly family: AddressFamily;
+  readonly typed: EcmpFamily;
+  readonly hops: readonly Placed[];
+  readonly pools: readonly Placed[];
+}
+
+const ADDRESS_TOP: Record<AddressFamily, bigint> = { 4: (1n << 32n) - 1n, 6: (1n << 128n) - 1n };
+
+function wrongEcmpFamily(fam: AddressFamily, want: AddressFamily): { rule: string; fix: string } {
+  return { rule: `is IPv${fam}, but it is under ecmp.ipv${want}`, fix: `give IPv${want} addresses here, and IPv${fam} ones under ecmp.ipv${fam}` };
+}
+
+/**
+ * `nextHops`: one address (slot i gets that address + i) or a list of exactly `slots` distinct addresses.
+ * With `slots` unknown (its own problem is listed), only the addresses are checked.
+ */
+function checkNextHops(c: Collector, path: string, v: unknown, fam: AddressFamily, slots: number | undefined): Placed[] | undefined {
+  const ex = ecmpExamples(fam);
+  const fix = `give the first of the slots' next-hop addresses, e.g. ${ex.hop} (slot i gets ${ex.hop} + i), or a list of one address per slot`;
+  if (v === undefined) {
+    c.add(path, v, 'next-hop addresses are required (each slot\'s floating address on the fabric, which the routers send its traffic to)', fix);
+    return undefined;
+  }
+  const address = (p: string, item: unknown): bigint | undefined => {
+    const a = checkAddress(c, p, item, 'a next-hop address');
+    if (a === undefined) return undefined;
+    if (a.family !== fam) {
+      const w = wrongEcmpFamily(a.family, fam);
+      c.add(p, item, w.rule, w.fix);
+      return undefined;
+    }
+    return addressToBigInt(a.address);
+  };
+  if (typeof v === 'string') {
+    const first = address(path, v);
+    if (first === undefined || slots === undefined) return undefined;
+    if (first + BigInt(slots) - 1n > ADDRESS_TOP[fam]) {
+      c.add(path, v, `leaves no room for ${slots} consecutive next hops (slot i gets ${bigIntToAddress(first, fam)} + i)`, 'choose a lower first address, or list one address per slot');
+      return undefined;
+    }
+    const out: Placed[] = [];
+    for (let i = 0; i < slots; i++) {
+      const n = first + BigInt(i);
+      const unusable = unusableAddress(bigIntToAddress(n, fam), fam);
+      if (unusable) {
+        c.add(path, v, `gives slot ${i} the next hop ${bigIntToAddress(n, fam)}, which ${unusable.rule}`,
+          `choose a first address followed by ${slots - 1} more unicast addresses, or list one address per slot`);
+        return undefined;
+      }
+      out.push({ path, value: v, own: false, slot: i, first: n, last: n });
+    }
+    return out;
+  }
+  if (!Array.isArray(v) || v.length === 0) {
+    c.add(path, v, Array.isArray(v) ? 'is empty' : `is ${typeName(v)}, not an address or a list`, fix);
+    return undefined;
+  }
+  const before = c.problems.length;
+  if (slots !== undefined && v.length !== slots) {
+    c.add(path, v, `lists ${v.length} address${v.length === 1 ? '' : 'es'} but ecmp.slots is ${slots}`,
+      `write one address without brackets (slot i gets that address + i), or list exactly ${slots}, one per slot`);
+  }
+  const out: Placed[] = [];
+  const seen = new Map<bigint, number>();
+  v.forEach((item, i) => {
+    const p = `${path}[${i}]`;
+    const n = address(p, item);
+    if (n === undefined) return;
+    const earlier = seen.get(n);
+    if (earlier !== undefined) {
+      c.add(p, item, `is also slot ${earlier}'s next hop (${path}[${earlier}])`, 'give every slot its own next-hop address');
+      return;
+    }
+    seen.set(n, i);
+    out.push({ path: p, value: item, own: true, slot: i, first: n, last: n });
+  });
+  return c.problems.length === before ? out : undefined;
+}
+
+/**
+ * The slots' `localAddresses`: one range, written as a service's localAddresses are (`A-B`, or a list of
+ * pieces that form one range), split evenly over the slots; or a list of exactly `slots` ranges, one per slot.
+ */
+function checkSlotPools(c: Collector, path: string, v: unknown, fam: AddressFamily, slots: number | undefined): Placed[] | undefined {
+  const ex = ecmpExamples(fam);
+  const pieces = poolExamples(fam);
+  const fix = `give one range to split evenly over the slots, e.g. ${ex.pool}, or a list of one range per slot`;
+  if (v === undefined) {
+    c.add(path, v, 'local addresses are required (each slot\'s fullnat SNAT pool, which the real servers reply to)', fix);
+    return undefined;
+  }
+  if (typeof v === 'string') {
+    const span = checkRange(c, path, v, pieces, fam, wrongEcmpFamily)?.span;
+    return span === undefined || slots === undefined ? undefined : splitPool(c, path, v, span, fam, slots);
+  }
+  if (!Array.isArray(v) || v.length === 0) {
+    c.add(path, v, Array.isArray(v) ? 'is empty' : `is ${typeName(v)}, not a range or a list`, fix);
+    return undefined;
+  }
+  const before = c.problems.length;
+  const spans = v.map((item, i) => checkRange(c, `${path}[${i}]`, item, pieces, fam, wrongEcmpFamily)?.span);
+  if (c.problems.length !== before || slots === undefined) return undefined;
+  const ok = spans as Span[];
+  if (v.length === slots) {
+    // One range per slot: of any size, but no address in two slots.
+    const order = ok.map((s, i) => ({ s, i })).sort((a, b) => (a.s.first < b.s.first ? -1 : a.s.first > b.s.first ? 1 : 0));
+    for (let k = 1; k < order.length; k++) {
+      const prev = order[k - 1]!;
+      const cur = order[k]!;
+      if (cur.s.first <= prev.s.last) {
+        c.add(`${path}[${cur.i}]`, v[cur.i], `overlaps ${path}[${prev.i}] ("${prev.s.item}") at ${bigIntToAddress(cur.s.first, fam)}`, 'give every slot its own local addresses');
+      }
+    }
+    if (c.problems.length !== before) return undefined;
+    return ok.map((s, i) => ({ path: `${path}[${i}]`, value: v[i], own: true, slot: i, first: s.first, last: s.last }));
+  }
+  const joined = joinSpans(c, path, v, ok, fam, (missing, example) => ({
+    rule: `is neither one contiguous range (${missing} is missing) nor one range per slot (${v.length} ranges for ${slots} slots)`,
+    fix: `give one range to split evenly over the slots, e.g. ${example}, or exactly ${slots} ranges, one per slot`,
+  }));
+  return joined === undefined ? undefined : splitPool(c, path, v, joined, fam, slots);
+}
+
+/** One range split evenly over the slots: its size must be a multiple of their number. */
+function splitPool(c: Collector, path: string, v: unknown, span: { first: bigint; last: bigint }, fam: AddressFamily, slots: number): Placed[] | undefined {
+  const n = span.last - span.first + 1n;
+  const s = BigInt(slots);
+  if (n % s !== 0n) {
+    const sizes = [(n / s) * s, (n / s + 1n) * s]
+      .filter((size) => size >= s && span.first + size - 1n <= ADDRESS_TOP[fam])
+      .map((size) => `${size} (${bigIntToAddress(span.first, fam)}-${bigIntToAddress(span.first + size - 1n, fam)})`);
+    const rule = n < s ? `has ${n} address${n === 1n ? '' : 'es'}, fewer than the ${slots} slots (each slot needs at least one)`
+      : `has ${n} addresses, which do not split evenly over ${slots} slots`;
+    c.add(path, v, rule, `give a multiple of ${slots} addresses${sizes.length > 0 ? ` such as ${sizes.join(' or ')}` : ''}, or a list of one range per slot`);
+    return undefined;
+  }
+  const per = n / s;
+  return Array.from({ length: slots }, (_, i) => ({
+    path, value: v, own: false, slot: i, first: span.first + BigInt(i) * per, last: span.first + BigInt(i + 1) * per - 1n,
+  }));
+}
+
+function checkEcmpFamily(c: Collector, path: string, raw: unknown, fam: AddressFamily, slots: number | undefined): CheckedFamily | undefined {
+  const ex = ecmpExamples(fam);
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, `write ipv${fam}: {nextHops: ${ex.hop}, localAddresses: ${ex.pool}}, or leave it out`);
+    return undefined;
+  }
+  checkUnknownFields(c, path, raw, ['nextHops', 'localAddresses']);
+  const hops = checkNextHops(c, `${path}.nextHops`, raw.nextHops, fam, slots);
+  const pools = checkSlotPools(c, `${path}.localAddresses`, raw.localAddresses, fam, slots);
+  if (hops === undefined || pools === undefined) return undefined;
+  return {
+    family: fam, hops, pools,
+    typed: { nextHops: hops.map((h) => bigIntToAddress(h.first, fam)), localAddresses: pools.map((p) => toRange(p.first, p.last, fam)) },
+  };
+}
+
+function checkAsn(c: Collector, path: string, v: unknown, whose: string): number | undefined {
+  const fix = `give ${whose} AS number, a whole number from 1 to ${MAX_U32} (private: 64512-65534 and 4200000000-4294967294)`;
+  if (v === undefined) {
+    c.add(path, v, 'an AS number is required', fix);
+    return undefined;
+  }
+  return checkWholeNumber(c, path, v, 1, MAX_U32, `is not an AS number (a whole number from 1 to ${MAX_U32})`, fix);
+}
+
+/**
+ * keepaliveSec: less than holdTimeSec; 0 (no keepalives) only with holdTimeSec 0 (RFC 4271 4.4). Its
+ * default is 3, or a third of a shorter hold time, or 0 with holdTimeSec 0.
+ */
+function checkKeepalive(c: Collector, path: string, v: unknown, hold: number | undefined): number | undefined {
+  if (hold === undefined) {
+    if (v !== undefined) checkWholeNumber(c, path, v, 0, 65535, 'is not a keepalive interval (whole seconds, 0 = off)', 'give whole seconds, usually a third of holdTimeSec, e.g. 3');
+    return undefined;
+  }
+  if (v === undefined) return hold === 0 ? 0 : Math.min(ECMP_DEFAULTS.keepaliveSec, Math.floor(hold / 3));
+  const k = checkWholeNumber(c, path, v, 0, 65535, 'is not a keepalive interval (whole seconds, 0 = off)', 'give whole seconds, usually a third of holdTimeSec, e.g. 3');
+  if (k === undefined) return undefined;
+  const usual = `give keepaliveSec from 1 to ${hold - 1}, usually a third of holdTimeSec (${Math.max(1, Math.floor(hold / 3))})`;
+  if (hold === 0 && k !== 0) {
+    c.add(path, v, 'is set but holdTimeSec is 0 (with the hold timer off, no keepalives are sent)', 'set keepaliveSec to 0 or remove it, or give holdTimeSec from 3 to 65535');
+    return undefined;
+  }
+  if (hold > 0 && k === 0) {
+    c.add(path, v, `turns keepalives off, which only holdTimeSec 0 allows (with holdTimeSec ${hold} the session would drop after ${hold} s)`, usual);
+    return undefined;
+  }
+  if (hold > 0 && k >= hold) {
+    c.add(path, v, `must be less than holdTimeSec (${hold})`, usual);
+    return undefined;
+  }
+  return k;
+}
+
+function checkRouters(c: Collector, path: string, raw: unknown): BgpRouter[] | undefined {
+  const fix = 'list the upstream routers the directors peer with, e.g. routers: [{address: 198.18.9.1, asn: 65000}]';
+  if (raw === undefined) {
+    c.add(path, raw, 'at least one router is required (the tier announces its vips to the routers over BGP)', fix);
+    return undefined;
+  }
+  if (!Array.isArray(raw) || raw.length === 0) {
+    c.add(path, raw, Array.isArray(raw) ? 'is empty, but the tier announces its vips to the routers over BGP' : `is ${typeName(raw)}, not a list`, fix);
+    return undefined;
+  }
+  const before = c.problems.length;
+  const out: BgpRouter[] = [];
+  const seen = new Map<string, number>();
+  raw.forEach((r: unknown, i: number) => {
+    const p = `${path}[${i}]`;
+    if (!isRecord(r)) {
+      c.add(p, r, `is ${typeName(r)}, not a router`, 'write {address: 198.18.9.1, asn: 65000}');
+      return;
+    }
+    checkUnknownFields(c, p, r, ROUTER_FIELDS);
+    const a = checkAddress(c, `${p}.address`, r.address, 'a router address');
+    const earlier = a === undefined ? undefined : seen.get(a.address);
+    if (a !== undefined && earlier !== undefined) c.add(`${p}.address`, r.address, `is already listed by ${path}[${earlier}]`, 'list every router once');
+    else if (a !== undefined) seen.set(a.address, i);
+    const asn = checkAsn(c, `${p}.asn`, r.asn, 'the router\'s');
+    let hold: number | undefined = ECMP_DEFAULTS.holdTimeSec;
+    if (r.holdTimeSec !== undefined) {
+      hold = checkWholeNumber(c, `${p}.holdTimeSec`, r.holdTimeSec, 0, 65535, HOLD_RULE, HOLD_FIX);
+      if (hold === 1 || hold === 2) {
+        c.add(`${p}.holdTimeSec`, r.holdTimeSec, HOLD_RULE, HOLD_FIX);
+        hold = undefined;
+      }
+    }
+    const keepalive = checkKeepalive(c, `${p}.keepaliveSec`, r.keepaliveSec, hold);
+    if (a === undefined || asn === undefined || hold === undefined || keepalive === undefined) return;
+    out.push({ address: a.address, asn, holdTimeSec: hold, keepaliveSec: keepalive });
+  });
+  return c.problems.length === before ? out : undefined;
+}
+
+function checkAttributes(c: Collector, path: string, raw: unknown): EcmpTier['attributes'] | undefined {
+  if (raw === undefined) return { origin: ECMP_DEFAULTS.origin, med: null, communities: [] };
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, 'write attributes: {origin: igp, med: 0, communities: ["65010:100"]}, or leave it out');
+    return undefined;
+  }
+  const before = c.problems.length;
+  checkUnknownFields(c, path, raw, ATTRIBUTE_FIELDS);
+  const origin = checkEnum<RouteOrigin>(c, `${path}.origin`, raw.origin, ROUTE_ORIGINS, ECMP_DEFAULTS.origin, 'route origin');
+  const med = raw.med === undefined || raw.med === null ? null
+    : checkWholeNumber(c, `${path}.med`, raw.med, 0, MAX_U32, `is not a MED (a whole number from 0 to ${MAX_U32})`, 'give a whole number, e.g. 0, or leave med out to send none');
+  const communities: string[] = [];
+  if (raw.communities !== undefined && !Array.isArray(raw.communities)) {
+    c.add(`${path}.communities`, raw.communities, `is ${typeName(raw.communities)}, not a list`, 'write a list of "ASN:VALUE" in quotes, e.g. ["65010:100"]');
+  } else {
+    const seen = new Map<string, number>();
+    ((raw.communities ?? []) as unknown[]).forEach((item, i) => {
+      const p = `${path}.communities[${i}]`;
+      const m = typeof item === 'string' ? /^\s*(\d{1,5}):(\d{1,5})\s*$/.exec(item) : null;
+      if (m === null || Number(m[1]) > 65535 || Number(m[2]) > 65535) {
+        c.add(p, item, 'is not a community ("ASN:VALUE", each a whole number from 0 to 65535)', 'write it in quotes, e.g. "65010:100"');
+        return;
+      }
+      const text = `${Number(m[1])}:${Number(m[2])}`;
+      const earlier = seen.get(text);
+      if (earlier !== undefined) {
+        c.add(p, item, `is already listed by ${path}.communities[${earlier}]`, 'list every community once');
+        return;
+      }
+      seen.set(text, i);
+      communities.push(text);
+    });
+  }
+  if (c.problems.length !== before || origin === undefined || med === undefined) return undefined;
+  return { origin, med, communities };
+}
+
+/** The ECMP tier's own fields; its addresses against the rest of the config: checkEcmpOverlaps. */
+function checkEcmp(c: Collector, raw: unknown): { tier: EcmpTier; families: CheckedFamily[] } | undefined {
+  const path = 'ecmp';
+  if (!isRecord(raw)) {
+    c.add(path, raw, `is ${typeName(raw)}, not a mapping`, 'write ecmp: {slots: 8, ipv4: {nextHops: ..., localAddresses: ...}, asn: 65010, routers: [...]} as in deploy/examples/ecmp/cluster.yaml, or leave it out');
+    return undefined;
+  }
+  const before = c.problems.length;
+  checkUnknownFields(c, path, raw, ECMP_FIELDS);
+  let slots: number | undefined;
+  if (raw.slots === undefined) c.add(`${path}.slots`, undefined, 'a slot count is required', SLOTS_FIX);
+  else slots = checkWholeNumber(c, `${path}.slots`, raw.slots, 1, MAX_SLOTS, `is not a slot count (a whole number from 1 to ${MAX_SLOTS})`, SLOTS_FIX);
+  if (raw.ipv4 === undefined && raw.ipv6 === undefined) {
+    const ex = ecmpExamples(4);
+    c.add(path, undefined, 'needs ipv4, ipv6 or both (the slots\' next hops and local addresses for vips of that family)', `add e.g. ipv4: {nextHops: ${ex.hop}, localAddresses: ${ex.pool}}`);
+  }
+  const families: CheckedFamily[] = [];
+  for (const fam of [4, 6] as const) {
+    if (raw[`ipv${fam}`] === undefined) continue;
+    const f = checkEcmpFamily(c, `${path}.ipv${fam}`, raw[`ipv${fam}`], fam, slots);
+    if (f !== undefined) families.push(f);
+  }
+  const asn = checkAsn(c, `${path}.asn`, raw.asn, 'the directors\'');
+  const routers = checkRouters(c, `${path}.routers`, raw.routers);
+  const attributes = checkAttributes(c, `${path}.attributes`, raw.attributes);
+  const { preempt, preemptDelayMs } = checkPreemption(c, path, raw, ECMP_DEFAULTS);
+  const announce = checkAnnounce(c, `${path}.announce`, raw.announce, ECMP_DEFAULTS.announce);
+  if (c.problems.length !== before || slots === undefined || asn === undefined || routers === undefined || attributes === undefined
+    || preempt === undefined || preemptDelayMs === undefined || announce === undefined) return undefined;
+  const typed = (fam: AddressFamily): EcmpFamily | null => families.find((f) => f.family === fam)?.typed ?? null;
+  return { tier: { slots, ipv4: typed(4), ipv6: typed(6), asn, routers, attributes, preempt, preemptDelayMs, announce }, families };
+}
+
+/** An address or range something else in the config uses, named for a problem: `one` after "is also", `all` after "overlaps". */
+interface Claim {
+  readonly family: AddressFamily;
+  readonly first: bigint;
+  readonly last: bigint;
+  readonly one: string;
+  readonly all: string;
+}
+
+/**
+ * The tier's next hops and local addresses belong to the slots alone: not to each other, a vip, a service's
+ * local addresses, a vip group's gateway or a router. Each clash is named once, on the tier's side.
+ */
+function checkEcmpOverlaps(c: Collector, tier: EcmpTier, families: readonly CheckedFamily[], services: readonly Service[],
+  indexOf: ReadonlyMap<Service, number>, vipGroups: readonly VipGroup[]): void {
+  const others: Claim[] = [];
+  const single = (address: string, what: string): Claim => {
+    const n = addressToBigInt(address);
+    return { family: familyOf(address)!, first: n, last: n, one: what, all: what };
+  };
+  const vips = new Set<string>();
+  for (const s of services) {
+    const svc = `services[${indexOf.get(s)}] ("${s.name}")`;
+    // A vip that several services share (other ports) is named once, by its first service.
+    if (!vips.has(s.vip)) others.push(single(s.vip, `the vip of ${svc}`));
+    vips.add(s.vip);
+    if (s.localAddresses !== null) {
+      others.push({ family: s.family, first: addressToBigInt(s.localAddresses.first), last: addressToBigInt(s.localAddresses.last),
+        one: `one of the local addresses of ${svc}`, all: `the local addresses of ${svc}` });
+    }
+  }
+  for (const g of vipGroups) for (const gw of g.gateways) others.push(single(gw, `a gateway of vip group "${g.name}"`));
+  tier.routers.forEach((r, i) => others.push(single(r.address, `the address of ecmp.routers[${i}]`)));
+  for (const f of families) {
+    const same = others.filter((o) => o.family === f.family);
+    const pools: Claim[] = f.pools.map((p) => ({
+      family: f.family, first: p.first, last: p.last, one: p.own ? `one of slot ${p.slot}'s local addresses (${p.path})` : `one of the slots' local addresses (${p.path})`, all: '',
+    }));
+    reportOverlaps(c, f.hops, f.family, [...pools, ...same], 'hop', 'choose next hops that no vip, local address, gateway or router uses');
+    reportOverlaps(c, f.pools, f.family, same, 'pool', 'choose local addresses for the slots that no vip, other local address, gateway or router uses');
+  }
+}
+
+function reportOverlaps(c: Collector, placed: readonly Placed[], fam: AddressFamily, claims: readonly Claim[], kind: 'hop' | 'pool', fix: string): void {
+  const said = new Set<string>();
+  for (const p of placed) {
+    for (const cl of claims) {
+      if (p.last < cl.first || cl.last < p.first) continue;
+      const key = `${p.path}\n${cl.one}`;
+      if (said.has(key)) continue;
+      said.add(key);
+      const at = bigIntToAddress(p.first > cl.first ? p.first : cl.first, fam);
+      const rule = kind === 'hop'
+        ? (p.own ? `is also ${cl.one}` : `gives slot ${p.slot} the next hop ${at}, which is also ${cl.one}`)
+        : (p.own ? `overlaps ${cl.all} at ${at}`
+          : `gives slot ${p.slot} ${bigIntToAddress(p.first, fam)}-${bigIntToAddress(p.last, fam)}, which overlaps ${cl.all} at ${at}`);
+      c.add(p.path, p.value, rule, fix);
+    }
+  }
 }
 
 /** Validates parsed YAML/JSON. Never throws on bad input: every problem is in the result. */
@@ -923,6 +1502,8 @@ export function validateConfig(raw: unknown): ValidationResult {
   checkUnknownFields(c, '', raw, TOP_FIELDS);
   const agent = checkAgent(c, raw.agent);
   const services: Service[] = [];
+  /** Each valid service's index in the list, for problems that name it. */
+  const indexOf = new Map<Service, number>();
   if (raw.services !== undefined && !Array.isArray(raw.services)) {
     c.add('services', raw.services, `is ${typeName(raw.services)}, not a list`, 'write services as a list, each item starting with "- name:", or "services: []" for none');
   } else {
@@ -946,18 +1527,40 @@ export function validateConfig(raw: unknown): ValidationResult {
       byKey.set(key, { index: i, name: svc.name });
       byName.set(svc.name, i);
       services.push(svc);
+      indexOf.set(svc, i);
     });
   }
   const vipGroups = checkVipGroups(c, raw.vipGroups, services);
+  let ecmp: EcmpTier | null = null;
+  if (raw.ecmp !== undefined) {
+    const checked = checkEcmp(c, raw.ecmp);
+    if (checked !== undefined) {
+      ecmp = checked.tier;
+      checkEcmpOverlaps(c, checked.tier, checked.families, services, indexOf, vipGroups);
+    }
+  }
+  for (const s of services) {
+    // A tier that is there but has problems has them listed already (a tier with no family at all, too).
+    if (!s.ecmp) continue;
+    const path = `services[${indexOf.get(s)}].ecmp`;
+    const fam = `ipv${s.family}` as const;
+    if (raw.ecmp === undefined) {
+      c.add(path, true, 'needs the ECMP tier (a top-level ecmp section), which this config does not have',
+        'add ecmp: {slots, ipv4 or ipv6, asn, routers} as in deploy/examples/ecmp/cluster.yaml, or set ecmp: false');
+    } else if (isRecord(raw.ecmp) && raw.ecmp[fam] === undefined && (raw.ecmp.ipv4 !== undefined || raw.ecmp.ipv6 !== undefined)) {
+      c.add(path, true, `needs ecmp.${fam} (the slots' IPv${s.family} next hops and local addresses) for its IPv${s.family} vip, which the ecmp section does not have`,
+        `add ecmp.${fam}: {nextHops: ${ecmpExamples(s.family).hop}, localAddresses: ${ecmpExamples(s.family).pool}}, or set ecmp: false`);
+    }
+  }
   if (agent.cluster !== null) {
     // Two sources of services would disagree sooner or later: a clustered director takes them from etcd.
-    for (const k of ['services', 'vipGroups'] as const) {
-      if (Array.isArray(raw[k]) && raw[k].length > 0) {
-        c.add(k, undefined, 'cannot be in a director\'s own file when agent.cluster is set: the cluster config in etcd holds them',
-          `move ${k} to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here`);
-      }
+    for (const k of ['services', 'vipGroups', 'ecmp'] as const) {
+      const v = raw[k];
+      if (k === 'ecmp' ? v === undefined : !(Array.isArray(v) && v.length > 0)) continue;
+      c.add(k, undefined, `cannot be in a director's own file when agent.cluster is set: the cluster config in etcd holds ${k === 'ecmp' ? 'it' : 'them'}`,
+        `move ${k} to a cluster config file and write it with lbadm apply -f FILE, keeping only agent: here${k === 'ecmp' ? ' (this director\'s own part of the tier is agent.cluster.ecmp)' : ''}`);
     }
   }
   if (c.problems.length > 0) return { ok: false, problems: c.problems };
-  return { ok: true, config: { agent, ecmp: null, vipGroups, services } };
+  return { ok: true, config: { agent, ecmp, vipGroups, services } };
 }

@@ -76,10 +76,19 @@ export interface ElectionTiming {
  * a saturating load etcd, sharing the lab's two cores, stalled for about 205 ms for both directors a few
  * times in ten minutes: each a fail-static episode (no move) that the 250 ms window had absorbed, and one
  * failed the etcd-member-loss test. 60 / 230 / 280 ms keeps room on both sides (README, "Box death").
+ *
+ * `relaxed` (150 / 500 / 560 ms) is for directors that lead many groups on a small box, as the ECMP tier's
+ * slots make them: every group a director leads beats on its own (one etcd transaction each, and one watch
+ * event at every director), so 8 slots under `default` are 133 transactions a second, which with three
+ * directors and etcd on two cores left too little CPU for the beats to land (measured in the ECMP lab:
+ * 165 % of the two cores with no traffic, and fences every few seconds). A slot's established connections
+ * survive a takeover through sync, so what `relaxed` costs is new connections of the slot's share for up
+ * to 575 ms more than `default`'s worst case.
  */
 export const TIMING_PROFILES = {
   default: { beatIntervalMs: 60, safetyWindowMs: 230, takeoverAfterMs: 280, maxReleaseMs: 20, fenceCheckMs: 10, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },
   fast: { beatIntervalMs: 25, safetyWindowMs: 75, takeoverAfterMs: 110, maxReleaseMs: 10, fenceCheckMs: 5, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },
+  relaxed: { beatIntervalMs: 150, safetyWindowMs: 500, takeoverAfterMs: 560, maxReleaseMs: 20, fenceCheckMs: 15, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },
 } as const satisfies Record<string, ElectionTiming>;
 
 export type TimingProfile = keyof typeof TIMING_PROFILES;
