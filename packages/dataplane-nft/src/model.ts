@@ -1,4 +1,5 @@
 import { serviceKey, type AddressFamily, type Service } from '@lbd/config';
+import { DataPlaneError, type DesiredSlot } from '@lbd/dataplane';
 import { buildSlotTable, type Selector } from './schedule.js';
 
 /**
@@ -12,8 +13,12 @@ import { buildSlotTable, type Selector } from './schedule.js';
  *   scheduling chain (one per selector × slot-table length × persistence, shared by all services alike):
  *       [persistence hit on a real server in @eligible (not quiescent) → dnat] ;
  *       ct mark set daddr . l4proto . dport . <selector> map @slots (one element per slot); dnat to ct mark map @backend_dnat
- *   postrouting (nat): fullnat services `snat to ct mark & 0xffff0000 map @service_snat` (an explicit pool,
- *       never masquerade)
+ *   postrouting (nat): ECMP services (`ct mark & 0xffff0000 @ecmp_services`) go to the ecmp_snat chain:
+ *       `snat to iifname map @slot_snat`, the local addresses of the ECMP tier's slot whose interface (its
+ *       macvlan, its own MAC) the connection arrived on, so the real server's replies come back to the slot;
+ *       a connection that arrived elsewhere (or on a slot without a pool of this family) is dropped there,
+ *       since no SNAT would bring its replies back. Other fullnat services
+ *       `snat to ct mark & 0xffff0000 map @service_snat` (an explicit pool, never masquerade).
  *   forward (filter): per-real-server and per-service counters, on elements of sets keyed by ct mark.
  * NAT rules only see a connection's first packet, so no map change ever moves an established connection.
  * Why shared chains and maps rather than a chain per service: loading 10 000 services takes seconds with a
@@ -23,14 +28,20 @@ import { buildSlotTable, type Selector } from './schedule.js';
 export type NftFamily = 'ip' | 'ip6';
 export const TABLE_NAME = 'lbd';
 /** Bump when the skeleton (maps, base chains, rule shapes) changes: an older table is then rebuilt whole. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 /** Every jhash gets this fixed seed, so a reload or another director maps a connection to the same real server. */
 export const HASH_SEED = 0x4c424431;
 
-export const MAP_NAMES = ['dispatch', 'slots', 'eligible', 'service_snat', 'backend_dnat', 'service_tuple'] as const;
+/** The per-service maps (and sets): each element belongs to one service's fragment. */
+export const MAP_NAMES = ['dispatch', 'slots', 'eligible', 'service_snat', 'backend_dnat', 'service_tuple', 'ecmp_services'] as const;
 export type MapName = (typeof MAP_NAMES)[number];
 /** Sets among MAP_NAMES: their elements have no value (stored as ''). */
-const SETS: ReadonlySet<MapName> = new Set(['eligible']);
+const SETS: ReadonlySet<MapName> = new Set(['eligible', 'ecmp_services']);
+/**
+ * The table-wide map of the ECMP tier: slot interface → the slot's local addresses of the table's family.
+ * (Not the `slots` map above, which holds the schedulers' slot tables: those slots share a word, not a meaning.)
+ */
+export const SLOT_SNAT_MAP = 'slot_snat';
 
 type Elements = { readonly [M in MapName]: ReadonlyMap<string, string> };
 
@@ -56,6 +67,11 @@ export interface TableModel {
   readonly schema: number;
   /** By service key. */
   readonly services: ReadonlyMap<string, ServiceFragment>;
+  /**
+   * The ECMP tier's slots with local addresses of this family: `"lbds0"` (nft's quoted ifname) →
+   * `first-last`, as in @slot_snat. Slots without a pool of this family have no element.
+   */
+  readonly slotSnat: ReadonlyMap<string, string>;
 }
 
 /**
@@ -95,6 +111,8 @@ function selectorExpr(family: NftFamily, selector: Selector, length: number): st
 }
 
 const NO_SERVER_CHAIN = 'no_server';
+/** Where postrouting sends an ECMP service's new connection: SNAT to its slot's pool, or drop. */
+const ECMP_SNAT_CHAIN = 'ecmp_snat';
 /** A service with no real server to take new connections and fallback reject. */
 const REJECT_CHAIN = 'reject_new';
 /**
@@ -144,6 +162,12 @@ function renderSkeleton(family: NftFamily): string[] {
     `  map service_snat {`, `    typeof ct mark : interval ${f} saddr`, `  }`,
     // Which service a service mark stands for: how a restarted agent recognises its own marks.
     `  map service_tuple {`, `    type mark : ${addr} . inet_proto . inet_service`, `  }`,
+    // ECMP tier. Service marks of ECMP services: their connections take the local addresses of their slot.
+    `  set ecmp_services {`, `    type mark`, `  }`,
+    // Keyed by the interface a connection arrived on, which postrouting still knows for a forwarded
+    // packet (its first packet: NAT chains see no other). By name, not index: a slot's macvlan that is
+    // re-created keeps its name, and elements may name an interface before it exists.
+    `  map ${SLOT_SNAT_MAP} {`, `    typeof meta iifname : interval ${f} saddr`, `  }`,
     // Counters live on dynamic set elements that packets create and update: no objects to manage.
     `  set backend_stats {`, `    type mark`, `    size 1048576`, `    flags dynamic`, `    counter`, `  }`,
     `  set service_stats {`, `    type mark`, `    size 1048576`, `    flags dynamic`, `    counter`, `  }`,
@@ -152,7 +176,12 @@ function renderSkeleton(family: NftFamily): string[] {
     `  chain output {`, `    type nat hook output priority -100; policy accept;`,
     `    ${f} daddr . meta l4proto . th dport vmap @dispatch`, `  }`,
     `  chain postrouting {`, `    type nat hook postrouting priority srcnat; policy accept;`,
+    `    ct mark & ${SERVICE_MASK} @ecmp_services goto ${ECMP_SNAT_CHAIN}`,
     `    ct mark != 0 snat ${f} to ct mark & ${SERVICE_MASK} map @service_snat`, `  }`,
+    // Reached by an ECMP service's new connection only. A miss in @slot_snat (it did not arrive on a slot
+    // interface, or its slot has no pool of this family, or it was sent by this box) would forward it
+    // un-SNATed, and the real server's replies would not come back to the slot: it is dropped instead.
+    `  chain ${ECMP_SNAT_CHAIN} {`, `    snat ${f} to iifname map @${SLOT_SNAT_MAP}`, `    counter drop`, `  }`,
     `  chain input {`, `    type filter hook input priority filter; policy accept;`,
     `    ct mark ${REJECT_MARK} meta l4proto tcp reject with tcp reset`,
     `    ct mark ${REJECT_MARK} reject`, `  }`,
@@ -209,6 +238,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   const svcMark = String(serviceMark(serviceId));
   maps.service_tuple.set(svcMark, svcTuple);
   if (svc.localAddresses) maps.service_snat.set(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`);
+  if (svc.ecmp) maps.ecmp_services.set(svcMark, '');
   const ids = realServers.map((rs) => {
     const mark = marks.get(realServerKey(key, rs.address, rs.port));
     if (mark === undefined) throw new Error(`no mark for ${realServerKey(key, rs.address, rs.port)}`);
@@ -226,15 +256,47 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
 }
 
 export function emptyTable(family: NftFamily): TableModel {
-  return { family, schema: SCHEMA_VERSION, services: new Map() };
+  return { family, schema: SCHEMA_VERSION, services: new Map(), slotSnat: new Map() };
 }
 
-function elementText(map: MapName, key: string, value: string): string {
-  return SETS.has(map) ? key : `${key} : ${value}`;
+/** An interface name as nft text: quoted, which nft reads for any name (unquoted, some names parse as keywords). */
+export function ifnameText(ifname: string): string {
+  return `"${ifname}"`;
+}
+
+/** Interface names nft and the kernel both take, with nothing to escape inside quotes. */
+const IFNAME = /^[A-Za-z0-9_.-]{1,15}$/;
+
+/**
+ * The family's @slot_snat elements for the ECMP tier's slots, in slot order. Pure. Rejects what would
+ * make the table ambiguous (two slots on one interface) or could not be written (a bad interface name).
+ */
+export function renderSlotSnat(family: NftFamily, slots: readonly DesiredSlot[]): Map<string, string> {
+  const out = new Map<string, string>();
+  const seen = new Map<string, number>();
+  for (const slot of [...slots].sort((a, b) => a.index - b.index)) {
+    if (!IFNAME.test(slot.ifname)) {
+      throw new DataPlaneError('InvalidRuleset', 'apply', { detail: `slot ${slot.index}: interface name ${JSON.stringify(slot.ifname)} is not a valid interface name` });
+    }
+    const other = seen.get(slot.ifname);
+    if (other !== undefined) {
+      throw new DataPlaneError('InvalidRuleset', 'apply', { detail: `slots ${other} and ${slot.index} both use interface ${slot.ifname}; each slot needs its own` });
+    }
+    seen.set(slot.ifname, slot.index);
+    const pool = family === 'ip' ? slot.localAddresses.ipv4 : slot.localAddresses.ipv6;
+    if (pool) out.set(ifnameText(slot.ifname), `${pool.first}-${pool.last}`);
+  }
+  return out;
+}
+
+type ElementMap = MapName | typeof SLOT_SNAT_MAP;
+
+function elementText(map: ElementMap, key: string, value: string): string {
+  return SETS.has(map as MapName) ? key : `${key} : ${value}`;
 }
 
 /** Elements in chunks, one statement per chunk: nft parses a few large statements much faster than many small. */
-function elementStatements(verb: 'add' | 'delete', family: NftFamily, map: MapName, items: ReadonlyArray<readonly [string, string]>): string[] {
+function elementStatements(verb: 'add' | 'delete', family: NftFamily, map: ElementMap, items: ReadonlyArray<readonly [string, string]>): string[] {
   const out: string[] = [];
   const CHUNK = 2000;
   for (let i = 0; i < items.length; i += CHUNK) {
@@ -246,7 +308,7 @@ function elementStatements(verb: 'add' | 'delete', family: NftFamily, map: MapNa
 }
 
 /** Dependency order for adding elements: what a map refers to exists before the reference. */
-const ADD_ORDER: readonly MapName[] = ['service_tuple', 'backend_dnat', 'service_snat', 'eligible', 'slots', 'dispatch'];
+const ADD_ORDER: readonly MapName[] = ['service_tuple', 'backend_dnat', 'service_snat', 'ecmp_services', 'eligible', 'slots', 'dispatch'];
 const DELETE_ORDER: readonly MapName[] = [...ADD_ORDER].reverse();
 
 /** A whole table, created fresh: replaces any previous `lbd` table of the family in the same transaction. */
@@ -265,6 +327,7 @@ export function renderFullScript(model: TableModel, replaceExisting: boolean): s
   lines.push('}');
   const frags = [...model.services.values()];
   for (const map of ADD_ORDER) lines.push(...elementStatements('add', f, map, frags.flatMap((fr) => [...fr.elements[map]])));
+  lines.push(...elementStatements('add', f, SLOT_SNAT_MAP, [...model.slotSnat]));
   return lines;
 }
 
@@ -304,8 +367,13 @@ export function diffTables(from: TableModel, to: TableModel): string[] {
     if (fromChains.has(name)) continue;
     ops.push(`add chain ${t} ${name}`, ...rules.map((r) => `add rule ${t} ${name} ${r}`));
   }
+  // The slot tier: a handful of elements, compared whole (a changed pool is deleted and added again).
+  const slotsGone = [...from.slotSnat].filter(([k, v]) => to.slotSnat.get(k) !== v);
+  const slotsAdded = [...to.slotSnat].filter(([k, v]) => from.slotSnat.get(k) !== v);
+  ops.push(...elementStatements('delete', f, SLOT_SNAT_MAP, slotsGone));
   for (const map of DELETE_ORDER) ops.push(...elementStatements('delete', f, map, gone[map]));
   for (const map of ADD_ORDER) ops.push(...elementStatements('add', f, map, added[map]));
+  ops.push(...elementStatements('add', f, SLOT_SNAT_MAP, slotsAdded));
   for (const name of fromChains.keys()) {
     if (!toChains.has(name)) ops.push(`flush chain ${t} ${name}`, `delete chain ${t} ${name}`);
   }

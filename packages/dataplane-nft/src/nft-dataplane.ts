@@ -13,6 +13,7 @@ import { planTables, type Leaving } from './plan.js';
 import { NftSession } from './nft-session.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
 import { OneAtATime } from './one-at-a-time.js';
+import { prepareSlotInterfaces } from './slot-interfaces.js';
 
 /** Changes up to this size go through the `nft -i` session, as one line; larger ones as a script file. */
 const SESSION_MAX_BYTES = 3500;
@@ -63,7 +64,7 @@ export class NftDataPlane implements DataPlane {
     const started = performance.now();
     const state = this.state ?? (await this.readKernel());
     this.state = state;
-    const { models: target, leaving } = planTables(desired.services, state.models);
+    const { models: target, leaving } = planTables(desired.services, state.models, desired.slots);
     const ops: string[] = [];
     let fullRebuild = false;
     for (const f of FAMILIES) {
@@ -281,6 +282,14 @@ export class NftDataPlane implements DataPlane {
       }
     }
     return out;
+  }
+
+  /** The ECMP tier's slot interfaces (slot-interfaces.ts); what changed is reported as an event. */
+  async prepareSlots(parent: string, count: number): Promise<void> {
+    const changes = await prepareSlotInterfaces(this.runner, parent, count);
+    if (changes.created.length + changes.replaced.length + changes.removed.length + changes.sysctls.length > 0) {
+      this.onEvent('slot interfaces prepared', { parent, count, ...changes });
+    }
   }
 
   async kernelFacts(probeRealServers: readonly Endpoint[]): Promise<KernelFacts> {

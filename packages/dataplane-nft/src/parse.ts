@@ -1,6 +1,6 @@
 import { bigIntToAddress, addressToBigInt, canonicalAddress, familyOf, serviceKey, type Protocol } from '@lbd/config';
 import {
-  emptyMaps, realServerKey, MAP_NAMES, SCHEMA_VERSION, SERVICE_MARK_SHIFT, serviceMark,
+  emptyMaps, ifnameText, realServerKey, MAP_NAMES, SCHEMA_VERSION, SERVICE_MARK_SHIFT, serviceMark, SLOT_SNAT_MAP,
   type MapName, type NftFamily, type ServiceFragment, type TableModel,
 } from './model.js';
 
@@ -73,7 +73,7 @@ function rangeText(v: Json): string {
 }
 
 function elementEntry(map: MapName, elem: Json): [string, string] {
-  if (map === 'eligible') return [text(elem), ''];
+  if (map === 'eligible' || map === 'ecmp_services') return [text(elem), ''];
   if (!Array.isArray(elem) || elem.length !== 2) throw new Error(`unexpected ${map} element ${JSON.stringify(elem)}`);
   const [k, v] = elem;
   const value = map === 'service_snat' ? rangeText(v) : text(v);
@@ -92,6 +92,7 @@ export function parseTable(family: NftFamily, json: string): ParsedTable | null 
  */
 export function parseListings(family: NftFamily, jsons: readonly string[]): ParsedTable | null {
   const maps = emptyMaps();
+  const slotSnat = new Map<string, string>();
   let realServerStats = new Map<number, Counters>();
   let serviceStats = new Map<number, Counters>();
   let schema = -1;
@@ -104,6 +105,12 @@ export function parseListings(family: NftFamily, jsons: readonly string[]): Pars
     if (name === 'schema') schema = elems.length === 1 ? Number(text(elems[0])) : -1;
     else if (name === 'backend_stats') realServerStats = statsEntries(elems);
     else if (name === 'service_stats') serviceStats = statsEntries(elems);
+    else if (name === SLOT_SNAT_MAP) {
+      for (const e of elems) {
+        if (!Array.isArray(e) || e.length !== 2 || typeof e[0] !== 'string') throw new Error(`unexpected ${name} element ${JSON.stringify(e)}`);
+        slotSnat.set(ifnameText(e[0]), rangeText(e[1]));
+      }
+    }
     else if ((MAP_NAMES as readonly string[]).includes(name)) {
       // (persist holds kernel-managed connections, not desired state, and is not read here.)
       const target = maps[name as MapName];
@@ -114,11 +121,11 @@ export function parseListings(family: NftFamily, jsons: readonly string[]): Pars
     }
   }
   if (schema !== SCHEMA_VERSION) return null;
-  return { model: groupByService(family, maps), realServerStats, serviceStats };
+  return { model: { ...groupByService(family, maps), slotSnat }, realServerStats, serviceStats };
 }
 
 /** Splits the flat maps read from the kernel into per-service fragments, as `renderService` makes them. */
-function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, string> }): TableModel {
+function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, string> }): Omit<TableModel, 'slotSnat'> {
   type Draft = { chain: string; elements: { [M in MapName]: Map<string, string> }; realServerMarks: Map<string, number>; serviceId: number };
   const byTuple = new Map<string, Draft>();
   for (const [tuple, verdict] of maps.dispatch) {
@@ -135,6 +142,7 @@ function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, s
     draft.elements.service_tuple.set(svcMark, tuple);
     const snat = maps.service_snat.get(svcMark);
     if (snat !== undefined) draft.elements.service_snat.set(svcMark, snat);
+    if (maps.ecmp_services.has(svcMark)) draft.elements.ecmp_services.set(svcMark, '');
     byServiceMark.set(Number(svcMark), [tuple, draft]);
   }
   for (const [mark, rs] of maps.backend_dnat) {

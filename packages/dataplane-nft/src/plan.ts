@@ -1,7 +1,7 @@
 import { serviceKey, type Service } from '@lbd/config';
-import { DataPlaneError } from '@lbd/dataplane';
+import { DataPlaneError, type DesiredSlot } from '@lbd/dataplane';
 import {
-  realServerKey, effectiveRealServers, emptyTable, familyName, MAX_MARK_ID, renderService, SCHEMA_VERSION, serviceMark,
+  realServerKey, effectiveRealServers, emptyTable, familyName, MAX_MARK_ID, renderService, renderSlotSnat, SCHEMA_VERSION, serviceMark,
   type NftFamily, type ServiceFragment, type TableModel,
 } from './model.js';
 
@@ -66,7 +66,11 @@ class IdAllocator {
   }
 }
 
-export function planTables(services: readonly Service[], previous: Record<NftFamily, TableModel | null>): Plan {
+/**
+ * `slots`: the ECMP tier's (DesiredState.slots). They are table-wide, a handful of elements, rendered anew
+ * each time; the diff compares them by content.
+ */
+export function planTables(services: readonly Service[], previous: Record<NftFamily, TableModel | null>, slots: readonly DesiredSlot[] = []): Plan {
   const prevOf = (svc: Service, key: string): ServiceFragment | undefined => previous[familyName(svc.family)]?.services.get(key);
   const next: Record<NftFamily, Map<string, ServiceFragment>> = { ip: new Map(), ip6: new Map() };
   const pending: Array<[Service, string, ServiceFragment | undefined]> = [];
@@ -89,8 +93,8 @@ export function planTables(services: readonly Service[], previous: Record<NftFam
     for (const [svc, key, p] of pending) next[familyName(svc.family)].set(key, renderAnew(svc, key, p, serviceIds));
   }
   const models = {
-    ip: { ...emptyTable('ip'), schema: SCHEMA_VERSION, services: next.ip },
-    ip6: { ...emptyTable('ip6'), schema: SCHEMA_VERSION, services: next.ip6 },
+    ip: { ...emptyTable('ip'), schema: SCHEMA_VERSION, services: next.ip, slotSnat: renderSlotSnat('ip', slots) },
+    ip6: { ...emptyTable('ip6'), schema: SCHEMA_VERSION, services: next.ip6, slotSnat: renderSlotSnat('ip6', slots) },
   };
   return { models, leaving: leaving(previous, models) };
 }

@@ -1,4 +1,4 @@
-import type { Endpoint, Protocol, Service } from '@lbd/config';
+import type { AddressRange, Endpoint, Protocol, Service } from '@lbd/config';
 
 /**
  * What the agent asks of the data plane. A desired service is a validated config service after the agent
@@ -6,6 +6,21 @@ import type { Endpoint, Protocol, Service } from '@lbd/config';
  */
 export interface DesiredState {
   readonly services: readonly Service[];
+  /** The ECMP tier's slots (empty or absent: no tier). Every director programs every slot alike. */
+  readonly slots?: readonly DesiredSlot[];
+}
+
+/**
+ * One slot of the ECMP tier as the data plane programs it: a new connection of an ECMP service (`ecmp`)
+ * that arrives on the slot's interface (its macvlan, its own MAC) is SNATed to the slot's local addresses,
+ * so the real server's replies come back to whichever director holds the slot. Whether this director holds
+ * it is the kernel lease's business (the slot's addresses are floating), not the table's.
+ */
+export interface DesiredSlot {
+  readonly index: number;
+  /** `lbds<index>` (slotInterface() in @lbd/config). */
+  readonly ifname: string;
+  readonly localAddresses: { readonly ipv4: AddressRange | null; readonly ipv6: AddressRange | null };
 }
 
 export interface ApplyOptions {
@@ -106,4 +121,9 @@ export interface DataPlane {
   connections(filter?: ConnectionFilter): Promise<Connection[]>;
   /** Facts for doctor; `probeRealServers` are endpoints to test for TCP reachability from the director. */
   kernelFacts(probeRealServers: readonly Endpoint[]): Promise<KernelFacts>;
+  /**
+   * Makes the ECMP tier's slot interfaces exist: a macvlan `lbds<i>` on `parent` for i < count, up, with
+   * the ARP and reverse-path settings a slot needs; removes lbd's slot interfaces beyond count. Idempotent.
+   */
+  prepareSlots(parent: string, count: number): Promise<void>;
 }

@@ -54,4 +54,11 @@ export class FakeDataPlane implements DataPlane {
   async kernelFacts(_probe: readonly Endpoint[]): Promise<KernelFacts> {
     return this.facts;
   }
+
+  /** The slot interfaces asked for last: parent and count (null: never asked). */
+  slotInterfaces: { parent: string; count: number } | null = null;
+
+  async prepareSlots(parent: string, count: number): Promise<void> {
+    this.slotInterfaces = { parent, count };
+  }
 }
