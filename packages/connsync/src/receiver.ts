@@ -1,3 +1,4 @@
+import { slotOfGroup } from '@lbd/config';
 import { connectionKey, type ConnectionChange, type ConnectionTable, type SyncedConnection, type Endpoint } from '@lbd/dataplane';
 import type { SyncMessage__Output, SyncReply } from '@lbd/proto';
 import type { Logger } from '@lbd/log';
@@ -17,8 +18,17 @@ export interface ReceiverContext {
   readonly log: Logger;
   /** This director's ct mark for a real server of a service (by key), or null when it has no such one. */
   markOf(service: string, realServer: Endpoint): number | null;
-  /** The vip group of a service (by key) in this director's config, or null when it has no such service. */
-  groupOf(service: string): string | null;
+  /**
+   * The group a connection of a service (by key) goes with in this director's config: the service's vip group,
+   * or, for an ECMP service, the slot group whose pool holds the connection's `localAddress`. Null when this
+   * director has no such service, or the connection is an ECMP one whose local address is in no slot's pool.
+   */
+  groupOf(service: string, localAddress: string | null): string | null;
+  /**
+   * Whether a service (by key) is an ECMP service, whose connections go with slots. A remove names only the
+   * connection, not its local address, so its slot is not known (see `take`). Absent: no service is.
+   */
+  slotted?(service: string): boolean;
   /** Whether this director leads the group itself: then a peer's copy is stale and must not win. */
   leads(group: string): boolean;
 }
@@ -72,6 +82,8 @@ export class SyncReceiver {
    */
   private snapshot: { groups: Set<string>; keys: Set<string>; before: Map<string, SyncedConnection> } | null = null;
   private readonly caught = new Map<string, number>();
+  /** The slot groups the peer says it sends (its hello, then its latest snapshot's): where its removes may belong. */
+  private peerSlots: readonly string[] = [];
   private counts = { received: 0, inserted: 0, replaced: 0, refreshed: 0, removed: 0, failed: 0, skipped: 0, resyncs: 0 };
   private lastError = '';
   private ended = false;
@@ -188,14 +200,18 @@ export class SyncReceiver {
       }
       this.peer = m.hello.from;
       this.session = m.hello.session;
+      this.peerSlots = m.hello.groups.filter((g) => slotOfGroup(g) !== null);
       this.ctx.log.info('connection sync: peer stream opened', { peer: this.peer, session: this.session, groups: m.hello.groups });
       return true;
     }
     if (this.peer === '') return this.fail('invalid', 'the first message must be a hello');
     if (m.snapshotBegin) {
       const groups = new Set(m.snapshotBegin.groups);
+      this.peerSlots = [...groups].filter((g) => slotOfGroup(g) !== null);
       this.snapshot = { groups, keys: new Set(), before: new Map() };
-      for (const g of groups) this.caught.delete(g);
+      // A group the peer no longer sends (it gave the group or slot up) is not caught up from this stream any
+      // more: its new leader's stream must catch up on it before this director may take it back.
+      this.caught.clear();
       this.state = 'snapshot';
       this.ctx.log.info('connection sync: snapshot from peer started', { peer: this.peer, groups: [...groups], connections: Number(m.snapshotBegin.connections), reason: m.snapshotBegin.reason });
       return true;
@@ -208,9 +224,22 @@ export class SyncReceiver {
         if (err instanceof MalformedMessage) return this.fail('invalid', `message ${String(m.seq)}: ${err.message}`);
         throw err;
       }
+      // Asked at most once per message (the answer cannot change within one).
+      let leadsPeerSlot: boolean | undefined;
       for (const w of wire) {
         const service = serviceKeyOfConnection(w.connection);
-        const group = this.ctx.groupOf(service);
+        if (w.op === 'remove' && this.ctx.slotted?.(service) === true) {
+          // The remove of an ECMP connection, whose slot the wire does not say: it belongs to one of the slots the
+          // peer sends. While this director leads one of those too (a slot moving between them), the connection
+          // may be live here, so no remove from the peer is applied; the peer's next snapshot, which its losing
+          // the slot brings, removes what was stale.
+          leadsPeerSlot ??= this.peerSlots.some((g) => this.ctx.leads(g));
+          if (leadsPeerSlot) { this.counts.skipped++; continue; }
+          batch.push({ op: 'remove', connection: w.connection });
+          this.snapshot?.keys.delete(connectionKey(w.connection));
+          continue;
+        }
+        const group = this.ctx.groupOf(service, w.op === 'upsert' ? w.connection.localAddress?.address ?? null : null);
         if (group === null) { this.counts.failed++; continue; }
         if (this.ctx.leads(group)) { this.counts.skipped++; continue; }
         if (w.op === 'remove') {
@@ -256,7 +285,7 @@ export class SyncReceiver {
     if (snap === null) return;
     try {
       for (const f of await this.ctx.table.dump()) {
-        const g = this.ctx.groupOf(serviceKeyOfConnection(f));
+        const g = this.ctx.groupOf(serviceKeyOfConnection(f), f.localAddress?.address ?? null);
         if (g !== null && snap.groups.has(g) && !this.ctx.leads(g)) snap.before.set(connectionKey(f), f);
       }
     } catch (err) {

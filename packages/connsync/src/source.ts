@@ -1,5 +1,6 @@
 import { connectionKey, sameBinding, type ConnectionEvent, type ConnectionTable, type ConnectionWatch, type SyncedConnection } from '@lbd/dataplane';
 import type { Logger } from '@lbd/log';
+import type { LedSlots } from './slots.js';
 import type { WireChange } from './wire.js';
 
 /**
@@ -13,8 +14,16 @@ import type { WireChange } from './wire.js';
  * connections cost nothing; a connection destroyed before then is never sent at all.
  */
 
-/** What this director copies now: the services of the groups it leads whose sync is enabled, by key. */
-export type SyncScope = ReadonlyMap<string, { readonly group: string; readonly minAgeMs: number }>;
+/**
+ * What this director copies now, by service key: the services whose sync is enabled of the vip groups it leads
+ * (every connection of such a service goes with its group), and the ECMP services when it leads slots (a
+ * connection goes with the slot its local address belongs to, and is copied only when that slot is led).
+ */
+export type SyncScope = ReadonlyMap<string, ScopeEntry>;
+
+export type ScopeEntry =
+  | { readonly group: string; readonly minAgeMs: number }
+  | { readonly slots: LedSlots; readonly minAgeMs: number };
 
 /** A connection being copied, with its service's key (kept: it decides which connections a scope change drops). */
 export interface CopiedConnection {
@@ -45,6 +54,26 @@ export function serviceKeyOfConnection(f: Pick<SyncedConnection, 'protocol' | 'v
 
 export function copiable(f: SyncedConnection): boolean {
   return f.protocol === 'tcp' ? COPIED_TCP_STATES.has(f.state) : f.state === 'ASSURED';
+}
+
+/** The group `f` (of service `entry`) is copied under, or null when this director does not copy it. */
+function groupIn(entry: ScopeEntry | undefined, f: Pick<SyncedConnection, 'localAddress'>): string | null {
+  if (entry === undefined) return null;
+  if ('group' in entry) return entry.group;
+  return f.localAddress === null ? null : entry.slots.groupOf(f.localAddress.address);
+}
+
+/**
+ * What a scope copies, as words to compare: a service of a vip group, or a led slot (with its pools) of an
+ * ECMP service. A word that comes or goes is a scope change: connections are dropped or read, and resent.
+ */
+function scopeWords(scope: SyncScope): Set<string> {
+  const words = new Set<string>();
+  for (const [service, s] of scope) {
+    if ('group' in s) words.add(`${service} ${s.group}`);
+    else for (const [group, pools] of s.slots.led) words.add(`${service} ${group} ${pools}`);
+  }
+  return words;
 }
 
 export interface ConnectionSourceStats {
@@ -115,9 +144,9 @@ export class ConnectionSource {
     return [...this.copied.values()];
   }
 
-  /** The groups whose connections this source copies. */
+  /** The groups (vip groups and slots) whose connections this source copies. */
   groups(): string[] {
-    return [...new Set([...this.scope.values()].map((s) => s.group))].sort();
+    return [...new Set([...this.scope.values()].flatMap((s) => ('group' in s ? [s.group] : [...s.slots.led.keys()])))].sort();
   }
 
   stats(): ConnectionSourceStats {
@@ -125,19 +154,20 @@ export class ConnectionSource {
   }
 
   /**
-   * Changes what is copied (this director took over or gave up a group, or the config changed). Connections of
-   * services that left the scope are dropped; the kernel is read for those that joined (a new leader
-   * finds the connections its peer copied to it there). Every listener then sends a new snapshot.
+   * Changes what is copied (this director took over or gave up a group or a slot, or the config changed).
+   * Connections of services or slots that left the scope are dropped; the kernel is read for those that joined
+   * (a new leader finds the connections its peer copied to it there). Every listener then sends a new snapshot.
    */
   async setScope(scope: SyncScope): Promise<void> {
-    const before = this.scope;
+    const before = scopeWords(this.scope);
+    const after = scopeWords(scope);
     this.scope = scope;
-    const joined = [...scope.keys()].some((k) => !before.has(k));
-    const left = [...before.keys()].some((k) => !scope.has(k));
+    const joined = [...after].some((w) => !before.has(w));
+    const left = [...before].some((w) => !after.has(w));
     // A changed minAgeMs applies to connections from now on: nothing to resend.
     if (!joined && !left) return;
-    for (const [k, wf] of this.copied) if (!scope.has(wf.service)) this.copied.delete(k);
-    for (const [k, h] of this.held) if (!scope.has(h.service)) this.held.delete(k);
+    for (const [k, wf] of this.copied) if (this.groupOf(wf) === null) this.copied.delete(k);
+    for (const [k, h] of this.held) if (this.groupOf(h) === null) this.held.delete(k);
     // Events first, then the table: a connection that changes in between is in one or the other (or both).
     await this.follow(scope.size > 0);
     if (joined) await this.rebuild();
@@ -161,7 +191,7 @@ export class ConnectionSource {
         const key = connectionKey(f);
         const service = serviceKeyOfConnection(f);
         // A connection found in the kernel has no known age: old enough.
-        if (!this.scope.has(service) || destroyed.has(key) || !copiable(f) || this.copied.has(key)) continue;
+        if (groupIn(this.scope.get(service), f) === null || destroyed.has(key) || !copiable(f) || this.copied.has(key)) continue;
         this.copied.set(key, { connection: f, service });
       }
     });
@@ -196,6 +226,15 @@ export class ConnectionSource {
         continue;
       }
       if (s === undefined) continue;
+      if (groupIn(s, f) === null) {
+        // An ECMP connection of a slot this director does not lead (a peer's copy it injected, mostly). One copied
+        // already has changed its local address: a peer that owns the other slot injected its own binding over it.
+        // It is no longer this director's to send, nor to remove (that peer holds it live): it is dropped quietly,
+        // and this director's next snapshot of the slot removes the peers' copies of the old binding.
+        this.held.delete(key);
+        this.copied.delete(key);
+        continue;
+      }
       if (e.kind === 'new' && s.minAgeMs > 0) this.firstSeen.set(key, e.seenAtMs);
       if (!copiable(f)) continue;
       const had = this.copied.get(key);
@@ -226,12 +265,17 @@ export class ConnectionSource {
       if (h.dueAt > now) continue;
       this.held.delete(key);
       this.firstSeen.delete(key);
-      if (!this.scope.has(h.service)) continue;
+      if (this.groupOf(h) === null) continue;
       this.copied.set(key, { connection: h.connection, service: h.service });
       // Its lag counts from when it became due, not from when it was first seen.
       out.push({ change: { op: 'upsert', connection: h.connection }, seenAtMs: h.dueAt });
     }
     this.emit(out);
+  }
+
+  /** The group a copied (or held) connection goes with in the current scope, or null when it is not copied now. */
+  private groupOf(c: CopiedConnection): string | null {
+    return groupIn(this.scope.get(c.service), c.connection);
   }
 
   private emit(out: SourceChange[]): void {

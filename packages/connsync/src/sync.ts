@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import type { Endpoint, PeerEndpoint, Service } from '@lbd/config';
+import type { EcmpTier, Endpoint, PeerEndpoint, Service } from '@lbd/config';
 import { serviceKey } from '@lbd/config';
 import type { ConnectionTable } from '@lbd/dataplane';
 import {
@@ -9,12 +9,15 @@ import {
 import type { Logger } from '@lbd/log';
 import { SyncReceiver, type ReceiverStatus } from './receiver.js';
 import { SyncSender, type Dial, type SenderOptions, type SenderStatus } from './sender.js';
-import { ConnectionSource, type ConnectionSourceStats, type SyncScope } from './source.js';
+import { SlotMap } from './slots.js';
+import { ConnectionSource, type ConnectionSourceStats, type ScopeEntry, type SyncScope } from './source.js';
 
 /**
- * Connection sync for one director: while it leads vip groups, a sender per configured peer streams the
- * groups' connections to that peer; from peers that lead, it receives their connections into its own kernel. The
- * agent tells it what it leads (`setLeading`), the config (`setConfig`) and its kernel's marks
+ * Connection sync for one director: while it leads vip groups or ECMP slots, a sender per configured peer streams
+ * their connections to that peer; from peers that lead, it receives their connections into its own kernel. A
+ * connection goes with its service's vip group, or, for an ECMP service, with the slot whose local-address pool
+ * holds its local address (SlotMap). The agent tells it what it leads (`setLeading`: vip groups and slot
+ * groups alike), the config (`setConfig`) and its kernel's marks
  * (`setMarks`); the coordinator asks it whether a returning director has caught up (`caughtUp`) before
  * that director may take a group back (preempt: after-sync).
  */
@@ -51,6 +54,7 @@ export class ConnectionSync {
   private readonly receivers = new Map<string, SyncReceiver>();
   private readonly clients = new Map<string, ConnSyncClient>();
   private services = new Map<string, Service>();
+  private slots = SlotMap.NONE;
   /** No stream is heard before the first config: every connection would be refused as of an unknown service. */
   private configured = false;
   private marks: ReadonlyMap<string, number> = new Map();
@@ -76,8 +80,16 @@ export class ConnectionSync {
     await this.source.close();
   }
 
-  setConfig(services: readonly Service[]): Promise<void> {
+  /** The services, and the ECMP tier (config.ecmp) whose slots the connections of ECMP services go with. */
+  setConfig(services: readonly Service[], ecmp: EcmpTier | null = null): Promise<void> {
     this.services = new Map(services.map((s) => [serviceKey(s), s]));
+    try {
+      this.slots = new SlotMap(ecmp);
+    } catch (err) {
+      // Validation refuses such a tier; should one get here, no ECMP connection is attributed to a wrong slot.
+      this.o.log.error('connection sync: the ECMP tier\'s slots cannot be told apart; connections of ECMP services are not synced', { error: err });
+      this.slots = SlotMap.NONE;
+    }
     this.configured = true;
     return this.updateScope();
   }
@@ -163,7 +175,13 @@ export class ConnectionSync {
         const receiver = new SyncReceiver({
           table: this.o.table, log: this.o.log,
           markOf: (service, rs) => this.marks.get(realServerName(service, rs)) ?? null,
-          groupOf: (service) => this.services.get(service)?.vipGroup ?? null,
+          groupOf: (service, localAddress) => {
+            const s = this.services.get(service);
+            if (s === undefined) return null;
+            if (!s.ecmp) return s.vipGroup;
+            return localAddress === null ? null : this.slots.groupOf(localAddress);
+          },
+          slotted: (service) => this.services.get(service)?.ecmp === true,
           leads: (group) => this.leading.has(group),
         }, {
           write: (reply) => { call.write(reply); },
@@ -190,9 +208,16 @@ export class ConnectionSync {
 
   private updateScope(): Promise<void> {
     this.scopeUpdate = this.scopeUpdate.then(async () => {
-      const scope = new Map<string, { group: string; minAgeMs: number }>();
+      const scope = new Map<string, ScopeEntry>();
+      // One for every ECMP service: the slots led are the same for all of them.
+      const slots = this.slots.leading(this.leading);
       for (const [key, s] of this.services) {
-        if (this.leading.has(s.vipGroup) && s.sync.enabled) scope.set(key, { group: s.vipGroup, minAgeMs: s.sync.minAgeMs });
+        if (!s.sync.enabled) continue;
+        if (s.ecmp) {
+          if (slots !== null) scope.set(key, { slots, minAgeMs: s.sync.minAgeMs });
+        } else if (this.leading.has(s.vipGroup)) {
+          scope.set(key, { group: s.vipGroup, minAgeMs: s.sync.minAgeMs });
+        }
       }
       await this.source.setScope(scope satisfies SyncScope);
     });
