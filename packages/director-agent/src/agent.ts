@@ -17,6 +17,7 @@ import { readConfigText, sha256 } from './config-file.js';
 import type { ConfigSource } from './config-source.js';
 import { inProcessElection, type ElectionHostFactory } from './election-thread.js';
 import { ClusterEventHistory, LocalEventHistory, type EventHistory } from './event-query.js';
+import { goBgpAnnouncers, type AnnouncerFactory } from './ecmp.js';
 import { EventLog } from './events.js';
 import { FileConfigSource } from './file-config-source.js';
 import { HealthManager } from './health.js';
@@ -64,6 +65,8 @@ export interface AgentOptions {
   readonly version?: string;
   /** The kernel's connection table: connection sync between directors (with agent.cluster.tls). */
   readonly connectionTable?: ConnectionTable;
+  /** The ECMP tier's BGP speaker (with agent.cluster.ecmp; default: GoBGP, gobgpd run here if so configured). */
+  readonly announcer?: AnnouncerFactory;
   /**
    * What the HTTPS listener (agent.admin.httpListen) serves besides GET /healthz (lbd-agent's main:
    * metrics and the dashboard, operator-surfaces.ts); called once the agent exists, closed at stop.
@@ -103,7 +106,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   /** This agent's version, as reported to the cluster and in metrics. */
   readonly version: string;
   readonly health: HealthManager;
-  /** Every transition with its reason: role, vip, health, config, sync, drill, admin (events.ts). */
+  /** Every transition with its reason: role, vip, health, config, sync, drill, admin, bgp (events.ts). */
   readonly events: EventLog;
   /** Set when the config file has agent.cluster: the desired config then comes from etcd. */
   readonly cluster: ClusterMember | null = null;
@@ -149,6 +152,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       dataPlane: opts.dataPlane, health: this.health, clock, batchMs: h.batchMs ?? DEFAULT_BATCH_MS, events: this.events, log: this.log, now, initial,
       onConfigApplied: (previous, running) => this.warnRestartSettings(previous, running),
       onDataPlaneProblemChange: () => this.source.dataPlaneProblemChanged(),
+      slotParent: config.agent.cluster?.ecmp?.interface ?? null,
     });
     this.reconciler.on('apply', (r) => this.emit('apply', r));
     this.reconciler.on('healthApply', (r) => this.emit('healthApply', r));
@@ -175,6 +179,7 @@ export class Agent extends EventEmitter<AgentEvents> {
           dataPlaneProblem: () => this.reconciler.dataPlaneProblem(),
           ...(opts.connectionTable ? { connectionTable: opts.connectionTable } : {}),
           marks: () => this.reconciler.realServerMarks(),
+          ...(cluster.ecmp === null ? {} : { announcer: opts.announcer ?? this.defaultAnnouncer() }),
         },
       });
       this.source = source;
@@ -302,5 +307,15 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.health.stop();
     await this.operatorListeners?.close();
     await this.reconciler.settled();
+    await this.stopGobgpd?.();
+  }
+
+  /** Stops the gobgpd this agent runs for the ECMP tier (after the cluster member withdrew its paths). */
+  private stopGobgpd: (() => Promise<void>) | undefined;
+
+  private defaultAnnouncer(): AnnouncerFactory {
+    const speakers = goBgpAnnouncers(this.log);
+    this.stopGobgpd = () => speakers.stop();
+    return speakers.connect;
   }
 }

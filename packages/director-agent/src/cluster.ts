@@ -1,18 +1,19 @@
 import * as grpc from '@grpc/grpc-js';
 import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
-  DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, type ClusterSettings, type Config, type VipGroup,
+  DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, slotGroup, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
 import { TIMING_PROFILES, type BeatOutcome, type Coordinator, type FailoverResult, type StoredConfig, type Transition } from '@lbd/coordinator';
 import type { ConnectionTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
-  bindServer, connSyncServiceDefinition, createPeerClient, peerServerCredentials, stopServer, type ClusterStatus, type ConnSyncStatus, type PeerClient, type PeerSecurity,
+  bindServer, connSyncServiceDefinition, createPeerClient, peerServerCredentials, stopServer, type ClusterStatus, type ConnSyncStatus, type EcmpStatus, type PeerClient, type PeerSecurity,
 } from '@lbd/proto';
 import type { Logger } from '@lbd/log';
 import type { ElectionNotice, ElectionSnapshot, GroupPlan } from './election-core.js';
 import type { ElectionHost, ElectionHostFactory } from './election-thread.js';
 import type { EventLog } from './events.js';
+import { EcmpSpeaker, slotPlans, type AnnouncerFactory, type EcmpSpeakerStatus } from './ecmp.js';
 import { readTlsFiles } from './tls-files.js';
 
 /**
@@ -43,6 +44,8 @@ export interface ClusterMemberOptions {
   readonly connectionTable?: ConnectionTable;
   /** This director's ct mark per real server of each service (keys from connsync's realServerName). */
   marks?(): Promise<ReadonlyMap<string, number>>;
+  /** Connects the ECMP tier's BGP speaker (with agent.cluster.ecmp); lbd-agent's drives gobgpd. */
+  readonly announcer?: AnnouncerFactory;
 }
 
 /**
@@ -127,10 +130,14 @@ export class ClusterMember {
   /** Each connection-sync stream's last recorded state, by `<peer> <send|receive>`. */
   private readonly syncStates = new Map<string, string>();
   private readonly stopCopyingEvents: () => void;
+  /** The ECMP tier's paths to the routers; null when this director has no agent.cluster.ecmp. */
+  private readonly speaker: EcmpSpeaker | null;
 
   constructor(private readonly o: ClusterMemberOptions) {
     const s = o.settings;
     this.coordinator = o.coordinator;
+    if (s.ecmp !== null && o.announcer === undefined) throw new Error('agent.cluster.ecmp is set but no announcer was given to the cluster member');
+    this.speaker = s.ecmp === null ? null : new EcmpSpeaker({ director: s.ecmp, connect: o.announcer!, log: o.log, events: o.events, self: s.director });
     // The cluster's history: every event of this director goes to etcd too (queued, never waited for).
     this.stopCopyingEvents = o.events.subscribe((e) => this.coordinator.appendEvent(e));
     this.track = s.track.length === 0 ? null : new HealthScheduler({ prober: o.prober ?? new ProberSet() });
@@ -199,10 +206,13 @@ export class ClusterMember {
       settings: { name: g.name, priority: this.o.settings.priorities[g.name] ?? DEFAULT_PRIORITY, preempt: g.preempt, preemptDelayMs: g.preemptDelayMs },
       addresses: this.addressesOf(g.name), announce: g.announce,
     }));
+    // The ECMP tier's slots are elected like vip groups (slot-<i>), under the same kernel lease.
+    plans.push(...slotPlans(config.ecmp, this.o.settings));
     await this.election?.setPlan(plans);
+    void this.speaker?.update(config, this.unfit());
     if (this.sync !== null) {
       this.sync.setMarks(await this.o.marks?.() ?? new Map());
-      await this.sync.setConfig(config.services);
+      await this.sync.setConfig(config.services, config.ecmp);
     }
   }
 
@@ -213,6 +223,8 @@ export class ClusterMember {
     if (this.syncTimer !== undefined) clearInterval(this.syncTimer);
     this.track?.stop();
     await this.stopConfigWatch?.();
+    // Paths first: the other directors announce the same next hops, so the routers lose nothing by it.
+    await this.speaker?.close();
     // The election releases and vacates every group it leads (its notices arrive before its answer).
     await this.election?.stop({ vacate: true });
     for (const g of this.releasing) this.recordAddresses(g, new Set(), `vip group ${g} released: the director is stopping`);
@@ -227,6 +239,28 @@ export class ClusterMember {
   /** A planned switchover of `group` (to `to`, or the best other director), through the coordinator. */
   failover(group: string, to?: string): Promise<FailoverResult> {
     return this.coordinator.failover(group, to);
+  }
+
+  /** The ECMP tier's speaker as it is now; null when this director is not in the tier. */
+  ecmpStatus(): EcmpSpeakerStatus | null {
+    return this.speaker?.status() ?? null;
+  }
+
+  /** The ECMP part of the status: the speaker's sessions (asked of it now) and paths. */
+  private async ecmpStatusMessage(): Promise<EcmpStatus | null> {
+    if (this.speaker === null) return null;
+    const st = this.speaker.status();
+    const sessions = await this.speaker.sessions();
+    return {
+      sessions: sessions.map((x) => ({ router: x.address, asn: x.asn, state: x.state, advertised: x.advertised ?? -1 })),
+      pathsAnnounced: st.announced.length, withdrawnBecause: st.withdrawnBecause, lastError: st.lastError,
+    };
+  }
+
+  /** Why this director must not serve (announce the tier's paths), or null when it may. */
+  private unfit(): string | null {
+    const problems = this.health().problems;
+    return problems.length === 0 ? null : problems.join('; ');
   }
 
   /** The floating addresses of `group` under the running config. */
@@ -267,7 +301,9 @@ export class ClusterMember {
       }));
     }));
     const t = st.timing;
+    const ecmp = await this.ecmpStatusMessage();
     return {
+      ...(ecmp === null ? {} : { ecmp }),
       clustered: true, self: st.self, etcdReachable: st.etcd.reachable, etcdEndpoints: [...st.etcd.endpoints],
       worstCaseTakeoverMs: st.worstCaseTakeoverMs, timingProfile: this.o.settings.timing,
       beatIntervalMs: t.beatIntervalMs, safetyWindowMs: t.safetyWindowMs, takeoverAfterMs: t.takeoverAfterMs,
@@ -355,6 +391,7 @@ export class ClusterMember {
     }
     const key = this.health().problems.join('|');
     if (key === this.lastHealthKey) return;
+    if (this.config !== null) void this.speaker?.update(this.config, this.unfit());
     const was = this.lastHealthKey;
     this.lastHealthKey = key;
     this.o.events.record('health', `director ${this.o.settings.director}`, was === '' ? 'healthy' : 'unhealthy', key === '' ? 'healthy' : 'unhealthy',
@@ -368,6 +405,10 @@ export class ClusterMember {
     if (this.sync === null) return;
     const synced: Record<string, string | null> = {};
     for (const g of this.groups.keys()) synced[g] = this.sync.notCaughtUp(g);
+    const tier = this.o.settings.ecmp === null ? null : this.config?.ecmp ?? null;
+    // A slot's connections are its ECMP services' synced ones: with none, there is nothing to wait for.
+    const slotsSynced = this.config?.services.some((s) => s.ecmp && s.sync.enabled) ?? false;
+    for (let i = 0; i < (tier?.slots ?? 0); i++) synced[slotGroup(i)] = slotsSynced ? this.sync.notCaughtUp(slotGroup(i)) : null;
     const key = JSON.stringify(synced);
     if (key !== this.lastSynced) {
       this.lastSynced = key;

@@ -2,13 +2,14 @@ import { EventEmitter } from 'node:events';
 import { formatProblem, type Config, type ConfigError } from '@lbd/config';
 import { realServerName } from '@lbd/connsync';
 import {
-  DataPlaneError, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane, type Endpoint, type KernelFacts, type ObservedState,
+  DataPlaneError, type DesiredSlot, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane, type Endpoint, type KernelFacts, type ObservedState,
 } from '@lbd/dataplane';
 import type { Clock } from '@lbd/health-checker';
 import type { Logger } from '@lbd/log';
 import { recordConfigEvent } from './agent-events.js';
 import { shortSha, type ApplyContext, type ApplyRecord, type HealthApplyRecord, type RunningConfig, type Trigger } from './apply-record.js';
 import type { Merge } from './desired.js';
+import { desiredSlots } from './ecmp.js';
 import { summarizeServiceChanges, type EventLog } from './events.js';
 import { HealthManager } from './health.js';
 
@@ -48,6 +49,11 @@ export interface ReconcilerOptions {
   onConfigApplied?(previous: RunningConfig, running: RunningConfig): void;
   /** Whether the data plane can be programmed may have changed (a health apply failed, or succeeded again). */
   onDataPlaneProblemChange?(): void;
+  /**
+   * The fabric interface the ECMP tier's slot interfaces hang from (agent.cluster.ecmp.interface); null or
+   * absent: this director is not in the tier, and a config's slots are not programmed here.
+   */
+  readonly slotParent?: string | null;
 }
 
 const RETRY_FIRST_MS = 1000;
@@ -140,7 +146,9 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
       ...(revision === undefined ? {} : { revision }),
     };
     try {
-      result = await this.o.dataPlane.apply({ services: merge.services });
+      const slots = this.slotsOf(config);
+      if (slots.length > 0) await this.o.dataPlane.prepareSlots(this.o.slotParent!, slots.length);
+      result = await this.o.dataPlane.apply({ services: merge.services, slots });
     } catch (err) {
       if (!(err instanceof DataPlaneError)) throw err;
       this.record({
@@ -189,7 +197,7 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
 
   /** What applying `config` would change, changing nothing. */
   dryRun(config: Config): Promise<ApplyResult> {
-    return this.o.dataPlane.apply({ services: this.o.health.merge(config).services }, { dryRun: true });
+    return this.o.dataPlane.apply({ services: this.o.health.merge(config).services, slots: this.slotsOf(config) }, { dryRun: true });
   }
 
   /** What the kernel has now. */
@@ -269,7 +277,7 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
         this.emit('healthApply', { result: 'skipped', error: '', operations: 0 });
         return;
       }
-      result = await this.o.dataPlane.apply({ services: merge.services });
+      result = await this.o.dataPlane.apply({ services: merge.services, slots: this.slotsOf(config) });
     } catch (err) {
       const delay = this.retryMs;
       this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
@@ -291,6 +299,11 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
       changed: result.changed, operations: result.operations.length, expiredConnections: result.expiredConnections, durationMs: result.durationMs,
     });
     this.emit('healthApply', { result: result.changed ? 'applied' : 'unchanged', error: '', operations: result.operations.length });
+  }
+
+  /** The tier's slots to program here: none unless both the config and this director are in the tier. */
+  private slotsOf(config: Config): DesiredSlot[] {
+    return this.o.slotParent ? desiredSlots(config.ecmp) : [];
   }
 
   private record(r: ApplyRecord, ctx: ApplyContext = {}): ApplyRecord {

@@ -24,6 +24,7 @@ describe('parseArgs', () => {
     // --group: the old name, still parsed for scripts
     [['failover', '--group', 'default', '--to', 'dir2'], {}, 'failover /run/lbd/admin.sock json=false vip-group=default to=dir2'],
     [['failover', '--group=default'], {}, 'failover /run/lbd/admin.sock json=false vip-group=default'],
+    [['slot', 'move', '3', '--to', 'dir2'], {}, 'slot /run/lbd/admin.sock json=false args=move,3 vip-group=slot-3 to=dir2'],
     [['apply', '-f', 'x', '--expect-revision', '0'], {}, 'apply /run/lbd/admin.sock json=false file=x expect=0'],
     [['server', 'drain', 'web', '198.19.1.12:8080', '--dry-run'], {}, 'server /run/lbd/admin.sock json=false dry-run args=drain,web,198.19.1.12:8080'],
     [['server', 'add', 'web', '[fd00::1]:80', '--weight', '0', '--health-port', '9000'], {}, 'server /run/lbd/admin.sock json=false args=add,web,[fd00::1]:80 server={"weight":0,"healthPort":9000}'],
@@ -59,7 +60,7 @@ describe('parseArgs', () => {
 
   const bad: [string[], string][] = [
     [[], 'no command given'],
-    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor, cluster, failover, config, events, server, service, completion'],
+    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor, cluster, failover, slot, config, events, server, service, completion'],
     [['cluster'], 'lbadm cluster needs one of: cluster status'],
     [['cluster', 'show'], 'lbadm cluster needs one of: cluster status (not "show")'],
     [['cluster', 'status', 'now'], 'unexpected argument "now" after lbadm cluster status'],
@@ -67,6 +68,10 @@ describe('parseArgs', () => {
     [['config', 'rollback'], 'lbadm config rollback needs one revision number (see lbadm config history), not none'],
     [['config', 'rollback', 'x'], 'lbadm config rollback needs one revision number (see lbadm config history), not "x"'],
     [['failover'], 'lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)'],
+    [['slot', 'move'], 'lbadm slot move needs one slot number from 0 to 63 (lbadm cluster status lists the slots as groups slot-N), not none'],
+    [['slot', 'move', '64'], 'lbadm slot move needs one slot number from 0 to 63 (lbadm cluster status lists the slots as groups slot-N), not "64"'],
+    [['slot', 'move', 'a', 'b'], 'lbadm slot move needs one slot number from 0 to 63 (lbadm cluster status lists the slots as groups slot-N), not "a b"'],
+    [['slot', 'drop', '1'], 'lbadm slot needs one of: slot move (not "drop")'],
     [['drill', 'failover', '--mode', 'box-death', '--count', '20'], 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
       + 'deploy/lab/lab drill --scenario box-death --count 20 (deploy/lab/lab help lists the scenarios). '
       + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
@@ -90,7 +95,7 @@ describe('parseArgs', () => {
     [['stats', '--interval-ms', '500'], '--interval-ms only makes sense with --rate'],
     [['stats', '--rate', '--interval-ms', '5'], '--interval-ms: "5" is not a whole number of milliseconds from 100 to 60000'],
     [['stats', '--rate', '--interval-ms', '1e3'], '--interval-ms: "1e3" is not a whole number of milliseconds from 100 to 60000'],
-    [['events', '--kind', 'roles'], '--kind: "roles" is not one of role, vip, health, config, sync, drill, admin'],
+    [['events', '--kind', 'roles'], '--kind: "roles" is not one of role, vip, health, config, sync, drill, admin, bgp'],
     [['events', '--since', 'yesterday'], '--since: "yesterday" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],
     [['events', '--since', '2026-12-01T10:00:00'], '--since: "2026-12-01T10:00:00" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],
     [['events', '--since', '10'], '--since: "10" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],

@@ -1,4 +1,4 @@
-import { DEFAULT_ADMIN_SOCKET, EVENT_KINDS, FORWARDING_MODES, MAX_WEIGHT, PROTOCOLS, SCHEDULERS } from '@lbd/config';
+import { DEFAULT_ADMIN_SOCKET, EVENT_KINDS, FORWARDING_MODES, MAX_SLOTS, MAX_WEIGHT, PROTOCOLS, SCHEDULERS, slotGroup } from '@lbd/config';
 import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
 
 /**
@@ -7,7 +7,7 @@ import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
  */
 
 export const COMMANDS = [
-  'status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'config', 'events', 'server', 'service', 'completion',
+  'status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'slot', 'config', 'events', 'server', 'service', 'completion',
 ] as const;
 export type Command = (typeof COMMANDS)[number];
 
@@ -41,7 +41,7 @@ export interface Invocation {
   readonly watch: boolean;
   /** Words after the command: `cluster status`, `config history`, `config rollback 3`. */
   readonly args: readonly string[];
-  /** failover: the vip group to move */
+  /** failover: the vip group to move; slot move: the slot's election group (slot-N) */
   readonly vipGroup: string | undefined;
   readonly to: string | undefined;
   /** apply (cluster): the config revision the change is based on */
@@ -112,6 +112,9 @@ commands:
                                   group and why, etcd health, worst-case takeover
   failover --vip-group G [--to D] planned switchover of vip group G (to D, or the best other director);
                                   failure drills are the lab's: deploy/lab/lab drill, from the repository
+  slot move SLOT [--to D]         ECMP tier: planned move of slot SLOT (0, 1, ...; election group
+                                  slot-SLOT) to D, or to the best other director; its connections go
+                                  to D before the move, as in a failover
   config show                     the running config's text as applied (cluster: etcd's), to bring a file
                                   up to date after server / service edits (--json: with its revision)
   config history                  every cluster config applied, with its revision and author
@@ -135,7 +138,7 @@ commands:
                                   lbadm completion bash > /etc/bash_completion.d/lbadm
   events [--since DURATION|TIME] [--follow] [--kind K] [--director D] [--local] [--limit N]
                                   the event log: every transition (vip group role, vip, health,
-                                  config, sync, drill, admin) with its reason, oldest first; in a
+                                  config, sync, drill, admin, bgp) with its reason, oldest first; in a
                                   cluster every director's (from etcd), with --local this one's.
                                   --since 10m, 2h, 1d or 2026-12-01T10:00:00Z; --follow prints
                                   new events until Ctrl-C; --kind one of ${EVENT_KINDS.join(', ')};
@@ -215,7 +218,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--service': { value: true, commands: ['conns', 'health'] },
   '--watch': { value: false, commands: ['health'] },
   '--group': { value: true, commands: ['failover'], aliasOf: '--vip-group' },
-  '--to': { value: true, commands: ['failover'] },
+  '--to': { value: true, commands: ['failover', 'slot'] },
   '--expect-revision': { value: true, commands: ['apply'] },
   '--follow': { value: false, commands: ['events'] },
   '--since': { value: true, commands: ['events'] },
@@ -237,7 +240,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
 
 /** Commands that take words after them, and what those may be. */
 export const SUBCOMMANDS: Partial<Record<Command, readonly string[]>> = {
-  cluster: ['status'], config: ['show', 'history', 'rollback'],
+  cluster: ['status'], config: ['show', 'history', 'rollback'], slot: ['move'],
   server: ['add', 'edit', 'drain', 'enable', 'remove'], service: ['add', 'edit', 'remove', 'list'], completion: ['bash', 'zsh'],
 };
 
@@ -336,6 +339,9 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     if (wantsRev && (words.length !== 2 || !/^[1-9]\d{0,15}$/.test(words[1]!))) {
       throw new UsageError(`lbadm config rollback needs one revision number (see lbadm config history), not ${words.length === 1 ? 'none' : `"${words.slice(1).join(' ')}"`}`);
     }
+    if (command === 'slot' && (words.length !== 2 || !/^\d{1,2}$/.test(words[1]!) || Number(words[1]) >= MAX_SLOTS)) {
+      throw new UsageError(`lbadm slot move needs one slot number from 0 to ${MAX_SLOTS - 1} (lbadm cluster status lists the slots as groups slot-N), not ${words.length === 1 ? 'none' : `"${words.slice(1).join(' ')}"`}`);
+    }
     if (command === 'config' && sub !== 'rollback' && words.length > 1) {
       throw new UsageError(`unexpected argument "${words[1]}" after lbadm config ${sub}`);
     }
@@ -355,7 +361,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
       if (sub === 'edit' && !manage.flags.some((f) => f !== '--dry-run' && seen.has(f))) {
         throw new UsageError(`lbadm ${command} edit needs at least one of ${manage.flags.filter((f) => f !== '--dry-run').join(', ')}: what to change`);
       }
-    } else if (!wantsRev && words.length > 1) throw new UsageError(`unexpected argument "${words[1]}" after lbadm ${command} ${sub}`);
+    } else if (!wantsRev && command !== 'slot' && words.length > 1) throw new UsageError(`unexpected argument "${words[1]}" after lbadm ${command} ${sub}`);
   }
   if (command === 'failover' && !seen.has('--vip-group')) throw new UsageError('lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)');
   return invocation(command, seen, env, words);
@@ -396,7 +402,7 @@ function invocation(command: Command | 'help', seen: ReadonlyMap<string, string 
   return {
     command, socket, server, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
     rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
-    vipGroup: command === 'failover' ? str('--vip-group') : undefined, to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode,
+    vipGroup: command === 'failover' ? str('--vip-group') : command === 'slot' ? slotGroup(Number(args[1])) : undefined, to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode,
     follow: seen.has('--follow'), since, director, kind, local: seen.has('--local'), limit,
     serverFields: serverFields(str), serviceFields: command === 'service' ? serviceFields(str, mode) : {}, names: seen.has('--names'),
   };

@@ -111,6 +111,11 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         io.stdout(inv.json ? json(r) : `vip group ${inv.vipGroup} moved from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms\n`);
         return EXIT.ok;
       }
+      case 'slot': {
+        const r = await api.failover(inv.vipGroup!, inv.to ?? '', { timeoutMs: TIMEOUT_MS, author: author() });
+        io.stdout(inv.json ? json(r) : `slot ${inv.args[1]} moved from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms\n`);
+        return EXIT.ok;
+      }
       case 'config': {
         if (inv.args[0] === 'show') {
           const c = await api.getConfig({ timeoutMs: TIMEOUT_MS });

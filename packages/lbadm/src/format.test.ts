@@ -292,7 +292,7 @@ describe('formatClusterStatus: connection sync', () => {
   const base: ClusterStatus__Output = {
     clustered: true, self: 'dir1', etcdReachable: true, etcdEndpoints: ['http://198.18.3.11:2379'], worstCaseTakeoverMs: 340, timingProfile: 'default',
     beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 300, directors: [], groups: [], configRevision: 2, sync: null,
-    electionPlacement: '', electionTickLateP99Ms: 0, electionTickLateMaxMs: 0,
+    electionPlacement: '', electionTickLateP99Ms: 0, electionTickLateMaxMs: 0, ecmp: null,
   };
   const peer = {
     peer: 'dir2', direction: 'to', state: 'streaming', caughtUp: true, groups: ['default'], sent: 500, received: 0, injected: 498, removed: 0,
@@ -313,6 +313,36 @@ describe('formatClusterStatus: connection sync', () => {
   });
 });
 
+describe('formatClusterStatus: the ECMP tier', () => {
+  const slot = (i: number, leader: string): ClusterStatus__Output['groups'][number] => ({
+    name: `slot-${i}`, leader, term: 1, sinceUnixMs: 0, reason: '', addresses: [], role: 'standby', beatAgeMs: -1, preempt: 'after-sync', preemptDelayMs: 0, kernelLeaseLeftMs: -1,
+  });
+  const base: ClusterStatus__Output = {
+    clustered: true, self: 'dir1', etcdReachable: true, etcdEndpoints: ['http://198.18.3.11:2379'], worstCaseTakeoverMs: 340, timingProfile: 'default',
+    beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 300, directors: [], configRevision: 2, sync: null,
+    electionPlacement: '', electionTickLateP99Ms: 0, electionTickLateMaxMs: 0, ecmp: null,
+    groups: [slot(0, 'dir1'), slot(1, 'dir2'), slot(2, 'dir1'), slot(3, '')],
+  };
+  const tail = (c: ClusterStatus__Output): string => formatClusterStatus(c, 0).split('\n\n').pop()!;
+
+  it('counts the slots each director leads and shows the BGP sessions and paths', () => {
+    assert.equal(tail({ ...base, ecmp: { sessions: [{ router: '198.18.9.1', asn: 65000, state: 'established', advertised: 8 }, { router: '198.18.9.2', asn: 65000, state: 'active', advertised: -1 }], pathsAnnounced: 8, withdrawnBecause: '', lastError: '' } }), [
+      'ECMP tier: 4 slots; leading them: (none) 1, dir1 2, dir2 1',
+      '  dir1: 8 paths announced',
+      '  ROUTER     AS    SESSION     PATHS SENT',
+      '  198.18.9.1 65000 established 8',
+      '  198.18.9.2 65000 ACTIVE      -',
+      '',
+    ].join('\n'));
+  });
+
+  it('says why every path is withdrawn, and when this director is not in the tier', () => {
+    assert.match(tail({ ...base, ecmp: { sessions: [], pathsAnnounced: 0, withdrawnBecause: 'data plane apply failed: boom', lastError: 'gobgpd: connection refused' } }),
+      /^  dir1: every path WITHDRAWN: data plane apply failed: boom; speaker error: gobgpd: connection refused\n  no BGP session reported by the speaker\n$/m);
+    assert.match(tail(base), /dir1 is not in the tier \(no agent.cluster.ecmp\): it announces nothing/);
+  });
+});
+
 describe('formatClusterStatus: directors, kernel leases and the election thread', () => {
   it('shows each director\'s kernel lease per group (ENDED once the kernel ended it) and where its election runs', () => {
     const group = (role: string, kernelLeaseLeftMs: number): { group: string; role: string; reason: string; atUnixMs: number; kernelLeaseLeftMs: number } => ({
@@ -324,7 +354,7 @@ describe('formatClusterStatus: directors, kernel leases and the election thread'
     const out = formatClusterStatus({
       clustered: true, self: 'dir1', etcdReachable: true, etcdEndpoints: ['http://198.18.3.11:2379'], worstCaseTakeoverMs: 310, timingProfile: 'default',
       beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 300, groups: [], configRevision: 2, sync: null,
-      electionPlacement: 'election thread, SCHED_FIFO 10 (thread 42)', electionTickLateP99Ms: 0.4, electionTickLateMaxMs: 1.2,
+      electionPlacement: 'election thread, SCHED_FIFO 10 (thread 42)', electionTickLateP99Ms: 0.4, electionTickLateMaxMs: 1.2, ecmp: null,
       directors: [director('dir1', group('leader', 231)), director('dir2', group('standby', -1)), director('dir3', group('standby', 0))],
     }, 0);
     assert.match(out, /^election: election thread, SCHED_FIFO 10 \(thread 42\); its timer ran late by p99 0.4 ms, max 1.2 ms$/m);

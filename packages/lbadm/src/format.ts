@@ -246,7 +246,34 @@ export function formatClusterStatus(c: ClusterStatus__Output, now: number): stri
   }
   lines.push(...columns(dirRows));
   lines.push('', ...formatSync(c));
+  const ecmp = formatEcmp(c);
+  if (ecmp.length > 0) lines.push('', ...ecmp);
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * The ECMP tier's part of `cluster status`: how many slots each director leads (the slots themselves are
+ * groups slot-<i> above) and this director's BGP sessions and paths. Empty when the tier is not in use.
+ */
+function formatEcmp(c: ClusterStatus__Output): string[] {
+  const slots = c.groups.filter((g) => /^slot-\d+$/.test(g.name));
+  const e = c.ecmp;
+  if (slots.length === 0 && e === null) return [];
+  const lines: string[] = [];
+  const owned = new Map<string, number>();
+  for (const g of slots) owned.set(g.leader || '(none)', (owned.get(g.leader || '(none)') ?? 0) + 1);
+  lines.push(`ECMP tier: ${plural(slots.length, 'slot')}; leading them: ${[...owned].sort(([a], [b]) => a.localeCompare(b)).map(([d, n]) => `${d} ${n}`).join(', ') || '-'}`);
+  if (e === null) {
+    lines.push(`  ${c.self} is not in the tier (no agent.cluster.ecmp): it announces nothing`);
+    return lines;
+  }
+  const paths = e.withdrawnBecause !== '' ? `every path WITHDRAWN: ${e.withdrawnBecause}` : `${plural(e.pathsAnnounced, 'path')} announced`;
+  lines.push(`  ${c.self}: ${paths}${e.lastError !== '' ? `; speaker error: ${e.lastError}` : ''}`);
+  const rows: string[][] = [['ROUTER', 'AS', 'SESSION', 'PATHS SENT']];
+  for (const x of e.sessions) rows.push([x.router, String(x.asn), x.state === 'established' ? x.state : x.state.toUpperCase(), Number(x.advertised) >= 0 ? String(x.advertised) : '-']);
+  if (e.sessions.length === 0) lines.push('  no BGP session reported by the speaker');
+  else lines.push(...columns(rows).map((l) => `  ${l}`));
+  return lines;
 }
 
 /** The connection-sync part of `cluster status`: one row per stream, to or from this director. */

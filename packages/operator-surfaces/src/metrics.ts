@@ -212,6 +212,7 @@ export class Metrics {
     const gauges = [
       this.m.role, this.m.term, this.m.leaseRemaining, this.m.kernelLease, this.m.peerReachable, this.m.etcdReachable, this.m.directorHealthy, this.m.directorProblems,
       this.m.registrationLease, this.m.worstCaseTakeover, this.m.syncEnabled, this.m.syncSourceConnections, this.m.syncQueued, this.m.syncLag, this.m.syncCaughtUp,
+      this.m.bgpSessionUp, this.m.bgpPathsAnnounced, this.m.bgpWithdrawn,
     ];
     const counters = [
       this.m.heartbeats, this.m.fences, this.m.kernelLeaseExpiries, this.m.promiseRequests, this.m.announcements, this.m.syncLossEvents, this.m.syncSent, this.m.syncReceived, this.m.syncInjected,
@@ -246,6 +247,12 @@ export class Metrics {
     for (const [group, n] of k.leaseExpiries) this.m.kernelLeaseExpiries.inc({ group }, n);
     for (const [peer, byResult] of k.promiseRequests) for (const [result, n] of byResult) this.m.promiseRequests.inc({ peer, result }, n);
     for (const [group, byFamily] of k.announcements) for (const [family, n] of byFamily) this.m.announcements.inc({ group, family }, n);
+    const ecmp = c.ecmp;
+    if (ecmp !== undefined && ecmp !== null) {
+      for (const x of ecmp.sessions ?? []) this.m.bgpSessionUp.set({ router: x.router ?? '' }, x.state === 'established' ? 1 : 0);
+      this.m.bgpPathsAnnounced.set(num(ecmp.pathsAnnounced));
+      this.m.bgpWithdrawn.set(ecmp.withdrawnBecause ? 1 : 0);
+    }
     const sync = c.sync;
     this.m.syncEnabled.set(sync?.enabled === true ? 1 : 0);
     if (sync?.enabled !== true) return;
@@ -307,6 +314,10 @@ export class Metrics {
   private onEvent(e: LbdEvent): void {
     if (e.kind !== 'role' || this.m.transitions === null || e.from === e.to) return;
     this.m.transitions.inc({ group: e.subject, from: e.from === '' ? 'none' : e.from, to: e.to });
+    // A slot moves to this director when it starts leading the slot, away when it stops.
+    if (this.m.slotMoves !== null && /^slot-\d+$/.test(e.subject) && (e.to === 'leader' || e.from === 'leader')) {
+      this.m.slotMoves.inc({ slot: e.subject, direction: e.to === 'leader' ? 'in' : 'out' });
+    }
   }
 
   /** A real server (or service) the config no longer has: its probe and transition series go with it. */
@@ -379,6 +390,10 @@ function defineMetrics(registry: Registry, withTransitions: boolean) {
     directorProblems: gauge('lbd_director_problems', 'Problems that make this director unfit to lead, as registered in etcd.'),
     registrationLease: gauge('lbd_director_registration_lease_remaining_seconds', 'Time left on this director\'s registration lease in etcd (absent while etcd does not answer).'),
     worstCaseTakeover: gauge('lbd_takeover_worst_case_seconds', 'Worst case from a leader\'s death to a standby leading, from the election timing.'),
+    bgpSessionUp: gauge('lbd_bgp_session_up', 'ECMP tier: whether this director\'s BGP session to the router is established (1) or not (0), as its speaker (gobgpd) reports.', ['router']),
+    bgpPathsAnnounced: gauge('lbd_bgp_paths_announced', 'ECMP tier: paths this director announces (each ECMP vip once per slot).'),
+    bgpWithdrawn: gauge('lbd_bgp_withdrawn', 'ECMP tier: 1 while this director withdraws every path because it is unfit to serve (its data plane failed, a track check fails), else 0.'),
+    slotMoves: !withTransitions ? null : counter('lbd_slot_moves_total', 'ECMP tier: slots that moved to this director (direction in: it started leading the slot) or away from it (out), from the event log.', ['slot', 'direction']),
     transitions: !withTransitions ? null : counter('lbd_vip_group_transitions_total', 'Role changes of this director in the vip group (from the event log), by the roles before and after.', ['group', 'from', 'to']),
 
     syncEnabled: gauge('lbd_sync_enabled', 'Whether connection sync runs (1) or is off (0; see lbadm cluster status for why).'),

@@ -10,6 +10,7 @@ import type { AgentInfo as _lbd_admin_v1_AgentInfo, AgentInfo__Output as _lbd_ad
 import type { ApplyRecord as _lbd_admin_v1_ApplyRecord, ApplyRecord__Output as _lbd_admin_v1_ApplyRecord__Output } from './lbd/admin/v1/ApplyRecord.js';
 import type { ApplyRequest as _lbd_admin_v1_ApplyRequest, ApplyRequest__Output as _lbd_admin_v1_ApplyRequest__Output } from './lbd/admin/v1/ApplyRequest.js';
 import type { ApplyResponse as _lbd_admin_v1_ApplyResponse, ApplyResponse__Output as _lbd_admin_v1_ApplyResponse__Output } from './lbd/admin/v1/ApplyResponse.js';
+import type { BgpSessionStatus as _lbd_admin_v1_BgpSessionStatus, BgpSessionStatus__Output as _lbd_admin_v1_BgpSessionStatus__Output } from './lbd/admin/v1/BgpSessionStatus.js';
 import type { ClusterStatus as _lbd_admin_v1_ClusterStatus, ClusterStatus__Output as _lbd_admin_v1_ClusterStatus__Output } from './lbd/admin/v1/ClusterStatus.js';
 import type { ConfigHistoryRequest as _lbd_admin_v1_ConfigHistoryRequest, ConfigHistoryRequest__Output as _lbd_admin_v1_ConfigHistoryRequest__Output } from './lbd/admin/v1/ConfigHistoryRequest.js';
 import type { ConfigHistoryResponse as _lbd_admin_v1_ConfigHistoryResponse, ConfigHistoryResponse__Output as _lbd_admin_v1_ConfigHistoryResponse__Output } from './lbd/admin/v1/ConfigHistoryResponse.js';
@@ -22,6 +23,7 @@ import type { DirectorGroup as _lbd_admin_v1_DirectorGroup, DirectorGroup__Outpu
 import type { DirectorStatus as _lbd_admin_v1_DirectorStatus, DirectorStatus__Output as _lbd_admin_v1_DirectorStatus__Output } from './lbd/admin/v1/DirectorStatus.js';
 import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from './lbd/admin/v1/DoctorRequest.js';
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from './lbd/admin/v1/DoctorResponse.js';
+import type { EcmpStatus as _lbd_admin_v1_EcmpStatus, EcmpStatus__Output as _lbd_admin_v1_EcmpStatus__Output } from './lbd/admin/v1/EcmpStatus.js';
 import type { Event as _lbd_admin_v1_Event, Event__Output as _lbd_admin_v1_Event__Output } from './lbd/admin/v1/Event.js';
 import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest__Output as _lbd_admin_v1_FailoverRequest__Output } from './lbd/admin/v1/FailoverRequest.js';
 import type { FailoverResponse as _lbd_admin_v1_FailoverResponse, FailoverResponse__Output as _lbd_admin_v1_FailoverResponse__Output } from './lbd/admin/v1/FailoverResponse.js';
@@ -70,6 +72,7 @@ export interface ProtoGrpcType {
         ApplyRecord: MessageTypeDefinition<_lbd_admin_v1_ApplyRecord, _lbd_admin_v1_ApplyRecord__Output>
         ApplyRequest: MessageTypeDefinition<_lbd_admin_v1_ApplyRequest, _lbd_admin_v1_ApplyRequest__Output>
         ApplyResponse: MessageTypeDefinition<_lbd_admin_v1_ApplyResponse, _lbd_admin_v1_ApplyResponse__Output>
+        BgpSessionStatus: MessageTypeDefinition<_lbd_admin_v1_BgpSessionStatus, _lbd_admin_v1_BgpSessionStatus__Output>
         ClusterStatus: MessageTypeDefinition<_lbd_admin_v1_ClusterStatus, _lbd_admin_v1_ClusterStatus__Output>
         ConfigHistoryRequest: MessageTypeDefinition<_lbd_admin_v1_ConfigHistoryRequest, _lbd_admin_v1_ConfigHistoryRequest__Output>
         ConfigHistoryResponse: MessageTypeDefinition<_lbd_admin_v1_ConfigHistoryResponse, _lbd_admin_v1_ConfigHistoryResponse__Output>
@@ -82,6 +85,7 @@ export interface ProtoGrpcType {
         DirectorStatus: MessageTypeDefinition<_lbd_admin_v1_DirectorStatus, _lbd_admin_v1_DirectorStatus__Output>
         DoctorRequest: MessageTypeDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorRequest__Output>
         DoctorResponse: MessageTypeDefinition<_lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorResponse__Output>
+        EcmpStatus: MessageTypeDefinition<_lbd_admin_v1_EcmpStatus, _lbd_admin_v1_EcmpStatus__Output>
         Event: MessageTypeDefinition<_lbd_admin_v1_Event, _lbd_admin_v1_Event__Output>
         FailoverRequest: MessageTypeDefinition<_lbd_admin_v1_FailoverRequest, _lbd_admin_v1_FailoverRequest__Output>
         FailoverResponse: MessageTypeDefinition<_lbd_admin_v1_FailoverResponse, _lbd_admin_v1_FailoverResponse__Output>

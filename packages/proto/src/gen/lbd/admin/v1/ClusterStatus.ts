@@ -6,6 +6,7 @@
 import type { DirectorStatus as _lbd_admin_v1_DirectorStatus, DirectorStatus__Output as _lbd_admin_v1_DirectorStatus__Output } from '../../../lbd/admin/v1/DirectorStatus.js';
 import type { GroupStatus as _lbd_admin_v1_GroupStatus, GroupStatus__Output as _lbd_admin_v1_GroupStatus__Output } from '../../../lbd/admin/v1/GroupStatus.js';
 import type { ConnSyncStatus as _lbd_admin_v1_ConnSyncStatus, ConnSyncStatus__Output as _lbd_admin_v1_ConnSyncStatus__Output } from '../../../lbd/admin/v1/ConnSyncStatus.js';
+import type { EcmpStatus as _lbd_admin_v1_EcmpStatus, EcmpStatus__Output as _lbd_admin_v1_EcmpStatus__Output } from '../../../lbd/admin/v1/EcmpStatus.js';
 import type { Long } from '@grpc/proto-loader';
 
 export interface ClusterStatus {
@@ -25,7 +26,7 @@ export interface ClusterStatus {
    */
   'worstCaseTakeoverMs'?: (number);
   /**
-   * "default" | "fast"
+   * "default" | "fast" | "relaxed"
    */
   'timingProfile'?: (string);
   'beatIntervalMs'?: (number);
@@ -51,6 +52,11 @@ export interface ClusterStatus {
    */
   'electionTickLateP99Ms'?: (number | string);
   'electionTickLateMaxMs'?: (number | string);
+  /**
+   * This director's part in the ECMP tier (its slots are among `groups`, named slot-<i>); unset when it
+   * is not in the tier.
+   */
+  'ecmp'?: (_lbd_admin_v1_EcmpStatus | null);
 }
 
 export interface ClusterStatus__Output {
@@ -70,7 +76,7 @@ export interface ClusterStatus__Output {
    */
   'worstCaseTakeoverMs': (number);
   /**
-   * "default" | "fast"
+   * "default" | "fast" | "relaxed"
    */
   'timingProfile': (string);
   'beatIntervalMs': (number);
@@ -96,4 +102,9 @@ export interface ClusterStatus__Output {
    */
   'electionTickLateP99Ms': (number);
   'electionTickLateMaxMs': (number);
+  /**
+   * This director's part in the ECMP tier (its slots are among `groups`, named slot-<i>); unset when it
+   * is not in the tier.
+   */
+  'ecmp': (_lbd_admin_v1_EcmpStatus__Output | null);
 }

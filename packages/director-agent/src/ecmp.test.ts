@@ -1,0 +1,156 @@
+import assert from 'node:assert/strict';
+import { FakeAnnouncer } from '@lbd/announcer/testing';
+import { ECMP_DEFAULTS, type ClusterSettings, type Config, type EcmpTier, type Service } from '@lbd/config';
+import { silentLogger } from '@lbd/log';
+import { desiredSlots, EcmpSpeaker, slotAddresses, slotPlans, slotPriority, tierRoutes, unixSocketOf } from './ecmp.js';
+import { EventLog } from './events.js';
+
+const TIER: EcmpTier = {
+  slots: 4,
+  ipv4: {
+    nextHops: ['198.18.9.64', '198.18.9.65', '198.18.9.66', '198.18.9.67'],
+    localAddresses: [0, 1, 2, 3].map((i) => ({ first: `198.19.1.${64 + 2 * i}`, last: `198.19.1.${65 + 2 * i}`, size: 2 })),
+  },
+  ipv6: {
+    nextHops: ['fd00:9::64', 'fd00:9::65', 'fd00:9::66', 'fd00:9::67'],
+    localAddresses: [0, 1, 2, 3].map((i) => ({ first: `fd00:2::${100 + i}`, last: `fd00:2::${100 + i}`, size: 1 })),
+  },
+  asn: 65010,
+  routers: [{ address: '198.18.9.1', asn: 65000, holdTimeSec: 9, keepaliveSec: 3 }],
+  attributes: { origin: 'igp', med: null, communities: [] },
+  preempt: 'after-sync', preemptDelayMs: 0, announce: { ...ECMP_DEFAULTS.announce },
+};
+
+function service(name: string, vip: string, over: Partial<Service> = {}): Service {
+  return {
+    name, family: vip.includes(':') ? 6 : 4, vip, port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'mh', persistenceSec: 0,
+    localAddresses: null, expireOnRemove: false, realServers: [], onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null,
+    vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: true, ...over,
+  };
+}
+
+const CONFIG: Config = {
+  agent: { adminSocket: '/run/lbd/admin.sock', cluster: null, admin: { grpcListen: null, httpListen: null, tls: null, clients: [] } },
+  ecmp: TIER,
+  vipGroups: [],
+  services: [
+    service('web', '198.18.10.10'), service('web-tls', '198.18.10.10', { port: 443 }), service('web6', 'fd00:10::10'),
+    service('pair', '198.18.0.10', { ecmp: false, localAddresses: { first: '198.19.1.100', last: '198.19.1.100', size: 1 } }),
+  ],
+};
+
+const SETTINGS: ClusterSettings = {
+  director: 'dir1', etcd: ['http://127.0.0.1:2379'], prefix: '/lbd/t', peerListen: { address: '127.0.0.1', port: 7411 }, peers: [],
+  interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { 'slot-2': 200 }, timing: 'default', realtimePriority: 0, track: [], tls: null,
+  ecmp: { interface: 'eth0', routerId: '198.18.9.11', gobgpApi: 'unix:///run/lbd/gobgpd.sock', runGobgpd: true },
+};
+
+describe('ecmp: the tier\'s slots and paths on one director', () => {
+  it('ranks directors per slot by rendezvous hashing: stable, 1..254, and not the same order for every slot', () => {
+    const directors = ['dir1', 'dir2', 'dir3', 'dir4'];
+    const firsts = new Set<string>();
+    for (let s = 0; s < 8; s++) {
+      const ranks = directors.map((d) => slotPriority(d, s));
+      for (const p of ranks) assert.ok(Number.isInteger(p) && p >= 1 && p <= 254);
+      assert.deepEqual(ranks, directors.map((d) => slotPriority(d, s)), 'the same on every call');
+      firsts.add(directors[ranks.indexOf(Math.max(...ranks))]!);
+    }
+    assert.ok(firsts.size > 1, 'not one director first for every slot');
+  });
+
+  it('adding a director moves only the slots it ranks first for', () => {
+    const first = (ds: string[], s: number): string => ds.reduce((a, b) => (slotPriority(b, s) > slotPriority(a, s) ? b : a));
+    const three = ['dir1', 'dir2', 'dir3'];
+    for (let s = 0; s < 64; s++) {
+      const after = first([...three, 'dir4'], s);
+      if (after !== 'dir4') assert.equal(after, first(three, s), `slot ${s} moved between old directors`);
+    }
+  });
+
+  it('plans one election group per slot: next hops on the slot\'s macvlan, local addresses on the local interface', () => {
+    const plans = slotPlans(TIER, SETTINGS);
+    assert.deepEqual(plans.map((p) => p.settings.name), ['slot-0', 'slot-1', 'slot-2', 'slot-3']);
+    assert.equal(plans[2]!.settings.priority, 200, 'agent.cluster.priorities names a slot group: it wins over the hash');
+    assert.equal(plans[1]!.settings.priority, slotPriority('dir1', 1));
+    assert.equal(plans[1]!.settings.preempt, 'after-sync');
+    assert.deepEqual(plans[1]!.addresses, [
+      { address: '198.18.9.65', ifname: 'lbds1' }, { address: '198.19.1.66', ifname: 'eth1' }, { address: '198.19.1.67', ifname: 'eth1' },
+      { address: 'fd00:9::65', ifname: 'lbds1' }, { address: 'fd00:2::101', ifname: 'eth1' },
+    ]);
+    assert.deepEqual(slotAddresses(TIER, 0, 'eth1').map((a) => a.address), ['198.18.9.64', '198.19.1.64', '198.19.1.65', 'fd00:9::64', 'fd00:2::100']);
+    assert.deepEqual(slotPlans(TIER, { ...SETTINGS, ecmp: null }), [], 'a director outside the tier elects no slot');
+    assert.deepEqual(slotPlans(null, SETTINGS), []);
+  });
+
+  it('gives the data plane every slot with its pools', () => {
+    assert.deepEqual(desiredSlots(TIER)[3], {
+      index: 3, ifname: 'lbds3', localAddresses: { ipv4: TIER.ipv4!.localAddresses[3], ipv6: TIER.ipv6!.localAddresses[3] },
+    });
+    assert.deepEqual(desiredSlots(null), []);
+  });
+
+  it('announces each ECMP vip once per slot with the slot\'s next hop and path id slot + 1', () => {
+    const routes = tierRoutes(CONFIG);
+    assert.deepEqual(routes.filter((r) => r.prefix === '198.18.10.10'), [0, 1, 2, 3].map((i) => ({ prefix: '198.18.10.10', nextHop: `198.18.9.${64 + i}`, pathId: i + 1 })));
+    assert.deepEqual(routes.filter((r) => r.prefix === 'fd00:10::10').map((r) => r.nextHop), ['fd00:9::64', 'fd00:9::65', 'fd00:9::66', 'fd00:9::67']);
+    assert.equal(routes.length, 8, 'one vip with two services counts once; the pair service is not announced');
+    assert.deepEqual(tierRoutes({ ...CONFIG, ecmp: null }), []);
+  });
+
+  it('reads the socket of a unix:// API address', () => {
+    assert.equal(unixSocketOf('unix:///run/lbd/gobgpd.sock'), '/run/lbd/gobgpd.sock');
+    assert.equal(unixSocketOf('127.0.0.1:50051'), null);
+  });
+});
+
+describe('EcmpSpeaker', () => {
+  function speaker(): { s: EcmpSpeaker; fake: FakeAnnouncer; connects: EcmpTier[]; events: EventLog } {
+    const fake = new FakeAnnouncer();
+    const connects: EcmpTier[] = [];
+    const events = new EventLog({ director: 'dir1' });
+    const s = new EcmpSpeaker({
+      director: SETTINGS.ecmp!, log: silentLogger, events, self: 'dir1',
+      connect: async (tier) => { connects.push(tier); return fake; },
+    });
+    return { s, fake, connects, events };
+  }
+
+  it('announces the tier while fit, withdraws everything while unfit, with an event each way', async () => {
+    const { s, fake, events } = speaker();
+    await s.update(CONFIG, null);
+    assert.equal(fake.announced().length, 8);
+    await s.update(CONFIG, 'data plane apply failed: nft: syntax error');
+    assert.deepEqual(fake.announced(), []);
+    assert.match(s.status().withdrawnBecause, /data plane apply failed/);
+    await s.update(CONFIG, null);
+    assert.equal(fake.announced().length, 8);
+    const bgp = events.recent(0).filter((e) => e.kind === 'bgp').map((e) => `${e.from}->${e.to}`);
+    assert.deepEqual(bgp, ['withdrawn->announced', 'announced->withdrawn', 'withdrawn->announced']);
+  });
+
+  it('reconnects when the tier\'s BGP settings change, and withdraws and closes at close', async () => {
+    const { s, fake, connects } = speaker();
+    await s.update(CONFIG, null);
+    await s.update({ ...CONFIG, services: CONFIG.services.slice(0, 1) }, null);
+    assert.equal(connects.length, 1, 'a service change is a new announce, not a new session');
+    assert.equal(fake.announced().length, 4);
+    await s.update({ ...CONFIG, ecmp: { ...TIER, asn: 65011 } }, null);
+    assert.equal(connects.length, 2);
+    assert.equal(connects[1]!.asn, 65011);
+    await s.close();
+    assert.deepEqual(fake.announced(), []);
+    assert.ok(fake.closed);
+  });
+
+  it('keeps the last error and tries again with the next change', async () => {
+    const { s, fake } = speaker();
+    fake.failNext('gobgpd is not running');
+    await s.update(CONFIG, null);
+    assert.match(s.status().lastError, /gobgpd is not running/);
+    assert.deepEqual(fake.announced(), []);
+    await s.update(CONFIG, null);
+    assert.equal(s.status().lastError, '');
+    assert.equal(fake.announced().length, 8);
+    await s.close();
+  });
+});
