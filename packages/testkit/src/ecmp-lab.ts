@@ -1,0 +1,298 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makeClusterPki } from './certs.js';
+import { etcdMember, ETCD_ENDPOINTS, ETCD_MEMBERS } from './cluster-topology.js';
+import { startEtcdCluster, type RunningEtcdCluster } from './etcd.js';
+import type { BackgroundProcess } from './exec.js';
+import { runCommand } from './exec.js';
+import { FrrRouter } from './frr.js';
+import { AGENT_BIN, lbadmAdmin, waitAgentAnswers, waitFor, type HaAdmin } from './ha-lab.js';
+import { Topology } from './netns.js';
+import { startTestServers } from './processes.js';
+
+/**
+ * The ECMP tier's lab (DESIGN.md "ECMP tier"): a real FRR router in front of three active fullnat
+ * directors that speak BGP through gobgpd, real servers behind them, etcd on a management segment.
+ *
+ *   client ──veth── router (FRR: zebra + bgpd, AS 65000, `bgp listen range`, maximum-paths 8)
+ *   198.18.2.2      eth0 198.18.2.1 · eth1 198.18.9.1 ── swx (fabric) ──┬── dir1 eth0 198.18.9.11
+ *                                                                     ├── dir2 eth0 198.18.9.12
+ *                                                                     └── dir3 eth0 198.18.9.13   (AS 65010)
+ *   dirK  eth0 fabric (slot macvlans lbds0..7 hang from it), default via 198.18.9.1
+ *         eth1 198.19.1.K/24 on sw (real servers rs1..3 = 198.19.1.11..13)
+ *         eth2 198.18.3.K/24 on swm (etcd1..3 = 198.18.3.11..13; peer service :7411, sync :7412)
+ *
+ * Slot i's next hop is 198.18.9.(64+i) and its local addresses 198.19.1.(64+8i) .. (71+8i): the real
+ * servers reach them on-link, so replies go to whichever director holds the slot. The router hashes
+ * flows over the next hops by their ports too (fib_multipath_hash_policy 1), as a production router does.
+ */
+
+export const ECMP_DIRECTORS = ['dir1', 'dir2', 'dir3'] as const;
+export type EcmpDirector = (typeof ECMP_DIRECTORS)[number];
+/** The tier's slots unless a lab asks for fewer: the issue's 8. */
+export const ECMP_SLOTS = 8;
+/** Local addresses of the tier (64), split evenly over its slots. */
+const LOCAL_POOL = { first: 64, size: 64 } as const;
+export const ECMP_VIP = '198.18.10.10';
+export const ECMP_ASN = { router: 65000, directors: 65010 } as const;
+const ROUTER_FABRIC = '198.18.9.1';
+
+/** Slot i's next-hop address. */
+export function ecmpNextHop(i: number): string {
+  return `198.18.9.${64 + i}`;
+}
+
+/** The slot whose local addresses hold `address` in a tier of `slots` slots, or null. */
+export function ecmpSlotOfLocalAddress(address: string, slots = ECMP_SLOTS): number | null {
+  const m = /^198\.19\.1\.(\d+)$/.exec(address);
+  if (m === null) return null;
+  const n = Number(m[1]) - LOCAL_POOL.first;
+  return n >= 0 && n < LOCAL_POOL.size ? Math.floor(n / (LOCAL_POOL.size / slots)) : null;
+}
+
+function directorNumber(d: EcmpDirector): number {
+  return ECMP_DIRECTORS.indexOf(d) + 1;
+}
+
+const routerBgp = (slots: number): string => `
+router bgp ${ECMP_ASN.router}
+ bgp router-id ${ROUTER_FABRIC}
+ no bgp ebgp-requires-policy
+ no bgp default ipv4-unicast
+ bgp bestpath as-path multipath-relax
+ neighbor dirs peer-group
+ neighbor dirs remote-as ${ECMP_ASN.directors}
+ neighbor dirs timers 3 9
+ neighbor dirs timers connect 1
+ bgp listen range 198.18.9.0/24 peer-group dirs
+ address-family ipv4 unicast
+  neighbor dirs activate
+  maximum-paths ${slots}
+ exit-address-family
+`;
+
+/** The tier's cluster config: `web` (HTTP), `stream` (long-lived TCP) and `udp`, all on the one vip. */
+export function ecmpClusterConfig(o: { sync?: boolean; slots?: number } = {}): string {
+  const servers = (port: number): string => [11, 12, 13].map((h) => `      - { address: 198.19.1.${h}, port: ${port} }\n`).join('');
+  // Short web connections are not copied (minAgeMs): every director syncs to two peers and receives from
+  // two, and copying thousands of one-request connections a second would cost more than a failover saves.
+  const sync = (minAgeMs: number): string => `    sync: { enabled: ${o.sync ?? true}, minAgeMs: ${minAgeMs} }\n`;
+  const svc = (name: string, port: number, protocol: string, rsPort: number, check: string, minAgeMs = 0): string =>
+    `  - name: ${name}\n    vip: ${ECMP_VIP}\n    port: ${port}\n    protocol: ${protocol}\n    mode: fullnat\n    scheduler: mh\n    ecmp: true\n${sync(minAgeMs)}${check}    realServers:\n${servers(rsPort)}`;
+  return `ecmp:
+  slots: ${o.slots ?? ECMP_SLOTS}
+  ipv4: { nextHops: ${ecmpNextHop(0)}, localAddresses: 198.19.1.${LOCAL_POOL.first}-198.19.1.${LOCAL_POOL.first + LOCAL_POOL.size - 1} }
+  asn: ${ECMP_ASN.directors}
+  routers:
+    - { address: ${ROUTER_FABRIC}, asn: ${ECMP_ASN.router}, holdTimeSec: 9, keepaliveSec: 3 }
+  preempt: after-sync
+services:
+${svc('web', 80, 'tcp', 8080, '    healthCheck: { kind: tcp, intervalMs: 1000, rise: 1, fall: 2 }\n', 5000)}${svc('stream', 9000, 'tcp', 9000, '')}${svc('udp', 53, 'udp', 5353, '')}`;
+}
+
+function agentFile(d: EcmpDirector, o: { socket: string; prefix: string; tlsDir: string; gobgpSocket: string }): string {
+  const k = directorNumber(d);
+  const peers = ECMP_DIRECTORS.filter((p) => p !== d).map((p) => `      - { id: ${p}, address: 198.18.3.${directorNumber(p)}:7411 }`).join('\n');
+  return `agent:
+  adminSocket: ${o.socket}
+  cluster:
+    director: ${d}
+    etcd: [${ETCD_ENDPOINTS.join(', ')}]
+    prefix: ${o.prefix}
+    peerListen: 198.18.3.${k}:7411
+    peers:
+${peers}
+    tls: { ca: ${o.tlsDir}/ca.pem, cert: ${o.tlsDir}/${d}.pem, key: ${o.tlsDir}/${d}.key }
+    interfaces: { vip: eth0, local: eth1 }
+    # 8 slots are 8 elections per director: relaxed keeps their beats within what 2 cores carry.
+    timing: relaxed
+    ecmp: { interface: eth0, routerId: 198.18.9.${10 + k}, gobgpApi: 'unix://${o.gobgpSocket}' }
+`;
+}
+
+export interface EcmpLabOptions<A extends HaAdmin = HaAdmin> {
+  readonly prefix: string;
+  /**
+   * The admin client on a socket path (default: lbadmAdmin, a process per call). Tests pass an in-process
+   * client: three directors polled through lbadm processes (about 150 ms of CPU each) would take most of a
+   * 2-core machine by themselves.
+   */
+  readonly admin?: (socketPath: string) => A;
+  /** Connection sync on (default) or off for the tier's services. */
+  readonly sync?: boolean;
+  /** The tier's slots (default ECMP_SLOTS; a power of two up to 64, so the local addresses split evenly). */
+  readonly slots?: number;
+  readonly echo?: boolean;
+}
+
+export interface EcmpLab<A extends HaAdmin = HaAdmin> {
+  readonly topology: Topology;
+  readonly router: FrrRouter;
+  readonly etcd: RunningEtcdCluster;
+  readonly slots: number;
+  api(d: EcmpDirector): A;
+  /** Each slot's leader as the directors' own statuses say (undefined: none leads it now). */
+  slotOwners(): Promise<Map<number, EcmpDirector | undefined>>;
+  /**
+   * Waits (bounded) until the tier is steady: every running director answers, is healthy and reaches etcd,
+   * and each slot is led, by etcd's record and the director's own role, by the highest-priority running
+   * director (so no preemption is pending). Returns the owners.
+   */
+  waitSteady(timeoutMs?: number): Promise<Map<number, EcmpDirector>>;
+  /** The next hops the router's FIB has for the vip now. */
+  routerNextHops(): Promise<string[]>;
+  /** As power loss: the box's processes frozen, its links down, then killed. Returns when it stopped. */
+  killBox(d: EcmpDirector): Promise<number>;
+  agentLog(d: EcmpDirector, lines?: number): string;
+  logs(lines?: number): string;
+  destroy(): Promise<void>;
+}
+
+/** Bound on bringing the tier up: gobgpd 3.10 waits 5-10 s before its first connect to a new peer. */
+const TIER_UP_MS = 60_000;
+
+/** How often the lab looks at the directors while it waits (each look asks all three). */
+const POLL_MS = 250;
+
+export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOptions<A>): Promise<EcmpLab<A>> {
+  const makeAdmin = opts.admin ?? ((s: string) => lbadmAdmin(s) as unknown as A);
+  const slots = opts.slots ?? ECMP_SLOTS;
+  const t = new Topology(opts.prefix);
+  let tmp: string | undefined;
+  let etcd: RunningEtcdCluster | undefined;
+  let router: FrrRouter | undefined;
+  const agents = new Map<EcmpDirector, BackgroundProcess>();
+  const apis = new Map<EcmpDirector, A>();
+  const destroy = async (): Promise<void> => {
+    for (const a of apis.values()) a.close();
+    apis.clear();
+    await router?.stop().catch(() => undefined);
+    await t.destroy().catch(() => undefined);
+    await etcd?.stop().catch(() => undefined);
+    if (tmp !== undefined) await rm(tmp, { recursive: true, force: true });
+  };
+  try {
+    tmp = await mkdtemp(join(tmpdir(), 'lbd-ecmplab-'));
+    for (const sw of ['swx', 'sw', 'swm']) await t.addSwitch(sw);
+    await t.addHost('client');
+    await t.addHost('router', { forwarding: true });
+    await t.link({ host: 'client', ifname: 'eth0' }, { host: 'router', ifname: 'eth0' });
+    await t.addAddress('client', 'eth0', '198.18.2.2/24');
+    await t.setDefaultRoute('client', '198.18.2.1');
+    await t.addAddress('router', 'eth0', '198.18.2.1/24');
+    await t.attach('router', 'swx', 'eth1');
+    await t.addAddress('router', 'eth1', `${ROUTER_FABRIC}/24`);
+    // Hash flows by their ports too: with the default (addresses only) one client would use one slot.
+    await t.sysctl('router', 'net.ipv4.fib_multipath_hash_policy', '1');
+    for (const d of ECMP_DIRECTORS) {
+      const k = directorNumber(d);
+      await t.addHost(d, { forwarding: true });
+      for (const [key, value] of [['net.ipv4.conf.all.arp_ignore', '1'], ['net.ipv4.conf.all.arp_announce', '2'], ['net.ipv4.conf.all.rp_filter', '2'], ['net.ipv4.conf.default.rp_filter', '2']] as const) {
+        await t.sysctl(d, key, value);
+      }
+      await t.attach(d, 'swx', 'eth0');
+      await t.addAddress(d, 'eth0', `198.18.9.${10 + k}/24`);
+      await t.setDefaultRoute(d, ROUTER_FABRIC);
+      await t.attach(d, 'sw', 'eth1');
+      await t.addAddress(d, 'eth1', `198.19.1.${k}/24`);
+      await t.attach(d, 'swm', 'eth2');
+      await t.addAddress(d, 'eth2', `198.18.3.${k}/24`);
+    }
+    for (let k = 1; k <= 3; k++) {
+      await t.addHost(`rs${k}`);
+      await t.attach(`rs${k}`, 'sw', 'eth0');
+      await t.addAddress(`rs${k}`, 'eth0', `198.19.1.${10 + k}/24`);
+    }
+    for (let k = 1; k <= ETCD_MEMBERS; k++) {
+      const m = etcdMember(k);
+      await t.addHost(m.host);
+      await t.attach(m.host, 'swm', 'eth0');
+      await t.addAddress(m.host, 'eth0', `${m.ipv4}/24`);
+    }
+    etcd = await startEtcdCluster(t);
+    router = await FrrRouter.start(t, 'router', routerBgp(slots));
+    await startTestServers(t, ['rs1', 'rs2', 'rs3'], { http: 8080, stream: 9000, udp: 5353 });
+    const tlsDir = join(tmp, 'tls');
+    await makeClusterPki(tlsDir, [...ECMP_DIRECTORS]);
+    const prefix = `/lbd/test/${opts.prefix.replace(/-$/, '')}`;
+    const socket = (d: EcmpDirector): string => join(tmp!, `${d}.sock`);
+    const api = (d: EcmpDirector): A => {
+      let a = apis.get(d);
+      if (a === undefined) apis.set(d, (a = makeAdmin(socket(d))));
+      return a;
+    };
+    const agentLog = (d: EcmpDirector, lines = 40): string => {
+      const p = agents.get(d);
+      return p === undefined ? '' : (p.stdout + p.stderr).split('\n').filter((l) => l !== '').slice(-lines).join('\n');
+    };
+    const logs = (lines = 40): string => ECMP_DIRECTORS.map((d) => `== ${d} agent (last ${lines} lines)\n${agentLog(d, lines)}`).join('\n');
+    for (const d of ECMP_DIRECTORS) {
+      const file = join(tmp, `${d}.yaml`);
+      await writeFile(file, agentFile(d, { socket: socket(d), prefix, tlsDir, gobgpSocket: join(tmp, `gobgpd-${d}.sock`) }));
+      const p = t.spawn(d, process.execPath, [AGENT_BIN, '--config', file, '--admin-socket', socket(d)], { label: `${d}:lbd-agent`, ...(opts.echo ? { echo: true } : {}) });
+      agents.set(d, p);
+      await waitAgentAnswers(api(d), `lbd-agent on ${d}`, () => p.running).catch((e: Error) => { throw new Error(`${e.message}\n${agentLog(d)}`); });
+    }
+    await api('dir1').apply({ configText: ecmpClusterConfig({ ...opts, slots }), source: 'ecmp-lab', author: 'ecmp-lab' }, { timeoutMs: 60_000 })
+      .catch((e: Error) => { throw new Error(`applying the tier's config: ${e.message}\n${logs()}`); });
+
+    const slotOwners = async (): Promise<Map<number, EcmpDirector | undefined>> => {
+      const out = new Map<number, EcmpDirector | undefined>();
+      for (let i = 0; i < slots; i++) out.set(i, undefined);
+      for (const d of ECMP_DIRECTORS) {
+        if (!agents.get(d)?.running) continue;
+        const st = await api(d).getClusterStatus({ timeoutMs: 2000 }).catch(() => undefined);
+        for (const g of st?.groups ?? []) {
+          const m = /^slot-(\d+)$/.exec(g.name);
+          if (m !== null && (g.role === 'leader' || g.role === 'fail-static')) out.set(Number(m[1]), d);
+        }
+      }
+      return out;
+    };
+    const waitSteady = async (timeoutMs = 60_000): Promise<Map<number, EcmpDirector>> => {
+      const running = (): EcmpDirector[] => ECMP_DIRECTORS.filter((d) => agents.get(d)?.running === true);
+      return waitFor('the ECMP tier steady (every slot led by its highest-priority director)', timeoutMs, async () => {
+        const live = running();
+        const all = await Promise.all(live.map((d) => api(d).getClusterStatus({ timeoutMs: 2000 }).catch(() => undefined)));
+        if (all.some((st) => st === undefined || !st.etcdReachable)) return undefined;
+        const view = all[0]!;
+        if (!live.every((d) => view.directors.find((x) => x.id === d)?.healthy === true)) return undefined;
+        const owners = new Map<number, EcmpDirector>();
+        for (let i = 0; i < slots; i++) {
+          const group = `slot-${i}`;
+          const prio = (d: EcmpDirector): number => view.directors.find((x) => x.id === d)?.priorities[group] ?? 0;
+          const best = live.reduce((a, b) => (prio(b) > prio(a) ? b : a));
+          const leader = view.groups.find((g) => g.name === group)?.leader;
+          const own = all[live.indexOf(best)]!.groups.find((g) => g.name === group)?.role;
+          if (leader !== best || own !== 'leader') return undefined;
+          owners.set(i, best);
+        }
+        return owners;
+      }, POLL_MS).catch((e: Error) => { throw new Error(`${e.message}\n${logs(30)}`); });
+    };
+    const routerNextHops = (): Promise<string[]> => router!.nextHops(ECMP_VIP);
+    const killBox = async (d: EcmpDirector): Promise<number> => {
+      const { stoppedAt, alongside } = await t.freeze(d, () => runCommand('ip', ['-n', t.ns(d), 'link', 'set', 'eth0', 'down'], { timeoutMs: 5000 }).then(() => undefined));
+      await alongside;
+      for (const ifname of ['eth1', 'eth2']) await runCommand('ip', ['-n', t.ns(d), 'link', 'set', ifname, 'down'], { timeoutMs: 5000 });
+      await t.killAll(d, 'SIGKILL', 5000);
+      return stoppedAt;
+    };
+    const lab: EcmpLab<A> = { topology: t, router, etcd, slots, api, slotOwners, waitSteady, routerNextHops, killBox, agentLog, logs, destroy };
+    try {
+      await waitFor('every slot led and every next hop at the router', TIER_UP_MS, async () => {
+        const owners = await slotOwners();
+        if ([...owners.values()].some((o) => o === undefined)) return undefined;
+        return (await routerNextHops()).length === slots ? true : undefined;
+      }, POLL_MS);
+    } catch (e) {
+      throw new Error(`${(e as Error).message}\nowners: ${JSON.stringify([...(await slotOwners())])}\nrouter: ${(await routerNextHops()).join(', ')}\n${logs()}`);
+    }
+    await waitSteady();
+    return lab;
+  } catch (e) {
+    await destroy();
+    throw e;
+  }
+}
