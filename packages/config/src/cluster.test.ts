@@ -46,7 +46,7 @@ describe('cluster settings and vip groups', () => {
       'agent.cluster.interfaces.vip: "a-very-long-interface-name" is not an interface name; give a Linux interface name such as eth0 (at most 15 characters)',
       'agent.cluster.interfaces.local: an interface name is required; give a Linux interface name such as eth0 (at most 15 characters)',
       'agent.cluster.priorities.default: 300 is not a priority (a whole number from 1 to 255); give a whole number from 1 to 255; the highest healthy director leads',
-      'agent.cluster.timing: "turbo" is not a supported timing profile; use one of: default, fast',
+      'agent.cluster.timing: "turbo" is not a supported timing profile; use one of: default, fast, relaxed',
       'agent.cluster.realtimePriority: 100 is not a real-time priority (a whole number from 0 to 99); give 1..99 for the election thread\'s SCHED_FIFO priority (default 10), or 0 for normal priority',
     ]);
   });

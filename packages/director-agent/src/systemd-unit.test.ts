@@ -32,6 +32,7 @@ const TOOL_CAPABILITIES: Readonly<Record<string, readonly string[]>> = {
   chrt: ['CAP_SYS_NICE'], // the election thread at SCHED_FIFO (realtime.ts)
   sysctl: [], // net.netfilter.* of the agent's own namespace: root-owned files, writable via ReadWritePaths
   cat: [], // /proc/sys and /proc/net reads (doctor)
+  grep: [], // /proc/sys reads of the slot interfaces' settings (slot-interfaces.ts)
   setsid: [], // the address watchdog's own session
   timeout: [], // doctor's TCP reachability check (bash /dev/tcp)
 };
