@@ -126,6 +126,7 @@ describe('EcmpSpeaker', () => {
     assert.equal(fake.announced().length, 8);
     const bgp = events.recent(0).filter((e) => e.kind === 'bgp').map((e) => `${e.from}->${e.to}`);
     assert.deepEqual(bgp, ['withdrawn->announced', 'announced->withdrawn', 'withdrawn->announced']);
+    await s.close();
   });
 
   it('reconnects when the tier\'s BGP settings change, and withdraws and closes at close', async () => {
@@ -140,6 +141,21 @@ describe('EcmpSpeaker', () => {
     await s.close();
     assert.deepEqual(fake.announced(), []);
     assert.ok(fake.closed);
+  });
+
+  it('records a bgp event for each session state change it reads, and none while nothing changed', async () => {
+    const { s, fake, events } = speaker();
+    await s.update(CONFIG, null);
+    const sessionEvents = (): string[] => events.recent(0).filter((e) => e.kind === 'bgp' && e.subject.startsWith('session ')).map((e) => `${e.subject}: ${e.from || '-'}->${e.to}`);
+    fake.sessionList = [{ address: '198.18.9.1', asn: 65000, state: 'active', advertised: null }];
+    await s.pollSessions();
+    fake.sessionList = [{ address: '198.18.9.1', asn: 65000, state: 'established', advertised: 8 }];
+    await s.pollSessions();
+    await s.pollSessions();
+    fake.sessionList = [{ address: '198.18.9.1', asn: 65000, state: 'idle', advertised: null }];
+    await s.pollSessions();
+    assert.deepEqual(sessionEvents(), ['session 198.18.9.1: -->active', 'session 198.18.9.1: active->established', 'session 198.18.9.1: established->idle']);
+    await s.close();
   });
 
   it('keeps the last error and tries again with the next change', async () => {

@@ -103,6 +103,8 @@ export interface EcmpSpeakerStatus {
 
 /** How long after a failed announce the speaker tries again (without a change to prompt it). */
 const RETRY_MS = 2000;
+/** How often the BGP sessions' states are read from the speaker, to record their changes as events. */
+const SESSION_POLL_MS = 2000;
 
 /**
  * Keeps the routers' view of this director right: the tier's paths while this director is fit to serve
@@ -121,10 +123,38 @@ export class EcmpSpeaker {
   private withdrawnBecause = '';
   private retry: NodeJS.Timeout | null = null;
   private closed = false;
+  /** Each router's session state as last read (pollSessions), for the `bgp` events of its changes. */
+  private readonly sessionStates = new Map<string, string>();
+  private readonly sessionTimer: NodeJS.Timeout;
 
   constructor(private readonly o: {
     readonly director: DirectorEcmp; readonly connect: AnnouncerFactory; readonly log: Logger; readonly events: EventLog; readonly self: string;
-  }) {}
+  }) {
+    this.sessionTimer = setInterval(() => { void this.pollSessions(); }, SESSION_POLL_MS);
+    this.sessionTimer.unref();
+  }
+
+  /**
+   * Reads the sessions from the speaker and records a `bgp` event (subject `session <router>`) for each
+   * state that changed since the last read. Runs every SESSION_POLL_MS; a session lost for less than that
+   * may go unrecorded (the router's log has it).
+   */
+  async pollSessions(): Promise<void> {
+    if (this.announcer === null) return;
+    const sessions = await this.announcer.sessions().catch(() => null);
+    if (sessions === null) return;
+    for (const x of sessions) {
+      const was = this.sessionStates.get(x.address) ?? '';
+      if (was === x.state) continue;
+      this.sessionStates.set(x.address, x.state);
+      const up = x.state === 'established';
+      if (was !== '' || !up) this.o.log.info('ecmp: BGP session state changed', { router: x.address, from: was || 'none', to: x.state });
+      this.o.events.record('bgp', `session ${x.address}`, was, x.state,
+        up ? `BGP session to ${x.address} (AS ${x.asn}) established: the router hears this director's paths`
+          : `BGP session to ${x.address} (AS ${x.asn}) is ${x.state}: the router has none of this director's paths (the slots' other announcers keep them)`,
+        { router: x.address, asn: x.asn });
+    }
+  }
 
   /** The running config and whether this director is unfit (the reason) or fit (null). */
   update(config: Config | null, unfit: string | null): Promise<void> {
@@ -143,6 +173,7 @@ export class EcmpSpeaker {
   /** Withdraws every path and lets the speaker go. */
   async close(): Promise<void> {
     this.closed = true;
+    clearInterval(this.sessionTimer);
     if (this.retry !== null) clearTimeout(this.retry);
     await this.running;
     const a = this.announcer;
