@@ -54,41 +54,82 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
   });
 
   it('a director\'s box dies: every synced TCP stream and UDP flow lives on, and the router keeps every next hop', async function () {
-    const t = lab.topology;
-    // From a steady tier: the spread's connections may have moved slots (after-sync preemption) meanwhile.
-    const owners = await lab.waitSteady();
-    const streams = spawnTestClient(t, 'client', ['stream', '--target', `${ECMP_VIP}:9000`, '--connections', '200', '--duration-ms', '40000', '--stall-ms', '3000']);
-    const flows = spawnTestClient(t, 'client', ['udp-flows', '--target', `${ECMP_VIP}:53`, '--flows', '50', '--interval-ms', '100', '--duration-ms', '40000', '--timeout-ms', '300', '--first-port', '41000']);
-    const loads: BackgroundProcess[] = [streams, flows];
-    try {
-      for (const p of loads) {
-        const ready = await p.waitForJson<{ ready: boolean }>((v) => 'ready' in v, 20_000);
-        assert.ok(ready.ready, `not every connection started: ${JSON.stringify(ready)}`);
-      }
-      // Every slot's owner has sent its connections to caught-up peers (UDP flows are copied once assured).
-      await waitFor('every slot\'s connections copied to its peers', 30_000, async () => {
-        for (const d of ECMP_DIRECTORS) {
-          const st = await lab.api(d).getClusterStatus({ timeoutMs: 2000 });
-          if (!(st.sync?.peers ?? []).filter((p) => p.direction === 'to').every((p) => p.caughtUp)) return undefined;
-        }
-        return true;
-      }, 500).catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(20)}`); });
-      assert.deepEqual([...await lab.waitSteady()], [...owners], 'no slot moved while the load started');
-      const victim: EcmpDirector = 'dir2';
-      const victimSlots = [...owners].filter(([, o]) => o === victim).map(([s]) => s);
-      await lab.killBox(victim);
-      await waitFor(`the slots of ${victim} (${victimSlots.join(', ')}) taken over`, 30_000, async () => {
-        const now = await lab.slotOwners();
-        return victimSlots.every((s) => now.get(s) !== undefined && now.get(s) !== victim) ? true : undefined;
-      }, 250).catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(30)}`); });
-      assert.equal((await lab.routerNextHops()).length, lab.slots, 'the router\'s group did not change');
-      await Promise.all(loads.map((p) => p.stop(5000)));
-      const s = streams.lastJson<StreamReport>()!;
-      const u = flows.lastJson<UdpReport>()!;
-      assert.equal(s.broken, 0, `TCP streams broken: ${s.broken} of ${s.connections}: ${s.perConnection.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
-      assert.equal(u.broken, 0, `UDP flows broken: ${u.broken} of ${u.flows}: ${u.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
-    } finally {
-      await Promise.all(loads.map((p) => p.stop(2000).catch(() => undefined)));
-    }
+    const r = await boxDeath(lab, 'dir2');
+    assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${r.streams.perConnection.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
+    assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
   });
 });
+
+describe('ECMP tier without connection sync: the same box death breaks the dead director\'s share @privileged', function () {
+  this.timeout(300_000);
+  let lab: EcmpLab<AdminApi>;
+
+  before(async function () {
+    this.timeout(150_000);
+    await requireRoot(this, { commands: ['nft', 'ip', 'etcd', 'conntrack', 'openssl', 'gobgpd', 'vtysh'] });
+    await removeOrphans('lbdt');
+    lab = await startEcmpLab({ prefix: runPrefix('lbdt', 'ecmpns'), slots: 4, sync: false, admin: (socket) => new AdminApi(socket) });
+  });
+  after(async function () {
+    this.timeout(60_000);
+    await lab?.destroy();
+  });
+
+  it('breaks about the share of the streams the dead director\'s slots carried (so the synced drill cannot pass by accident)', async function () {
+    const r = await boxDeath(lab, 'dir2');
+    // A stream's server writes every 50 ms: after the move its next line reaches a director without the
+    // connection, which answers with a reset. Streams spread over slots by the router's hash.
+    const share = r.streams.connections * r.victimSlots / lab.slots;
+    assert.ok(r.streams.broken >= share / 2 && r.streams.broken <= share * 1.5 + 10,
+      `expected about ${share} of ${r.streams.connections} streams broken (the dead director led ${r.victimSlots} of ${lab.slots} slots), got ${r.streams.broken}`);
+  });
+});
+
+/** How long the box-death load runs, and how long without a line breaks a stream. */
+const LOAD_MS = 60_000;
+const STALL_MS = 3000;
+
+/**
+ * Starts 200 TCP streams and 50 UDP flows through the vip on a steady tier, waits until every slot's
+ * connections are copied (when sync is on), kills `victim`'s box, waits for its slots to be taken over and
+ * stops the load. Returns the clients' reports and how many slots the victim led.
+ */
+async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector): Promise<{ streams: StreamReport; flows: UdpReport; victimSlots: number }> {
+  const t = lab.topology;
+  // From a steady tier: the spread's connections may have moved slots (after-sync preemption) meanwhile.
+  const owners = await lab.waitSteady();
+  // The clients run for a fixed time and report at its end: a stream counts as broken when it errored or
+  // got no line for STALL_MS, so the end must come at least that long after the takeover (checked below).
+  const started = Date.now();
+  const streams = spawnTestClient(t, 'client', ['stream', '--target', `${ECMP_VIP}:9000`, '--connections', '200', '--duration-ms', String(LOAD_MS), '--stall-ms', String(STALL_MS)]);
+  const flows = spawnTestClient(t, 'client', ['udp-flows', '--target', `${ECMP_VIP}:53`, '--flows', '50', '--interval-ms', '100', '--duration-ms', String(LOAD_MS), '--timeout-ms', '300', '--first-port', '41000']);
+  const loads: BackgroundProcess[] = [streams, flows];
+  try {
+    for (const p of loads) {
+      const ready = await p.waitForJson<{ ready: boolean }>((v) => 'ready' in v, 20_000);
+      assert.ok(ready.ready, `not every connection started: ${JSON.stringify(ready)}`);
+    }
+    // Every slot's owner has sent its connections to caught-up peers (UDP flows are copied once assured).
+    await waitFor('every slot\'s connections copied to its peers', 30_000, async () => {
+      for (const d of ECMP_DIRECTORS) {
+        const st = await lab.api(d).getClusterStatus({ timeoutMs: 2000 });
+        if (!(st.sync?.peers ?? []).filter((p) => p.direction === 'to').every((p) => p.caughtUp)) return undefined;
+      }
+      return true;
+    }, 500).catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(20)}`); });
+    assert.deepEqual([...await lab.waitSteady()], [...owners], 'no slot moved while the load started');
+    const victimSlots = [...owners].filter(([, o]) => o === victim).map(([s]) => s);
+    await lab.killBox(victim);
+    await waitFor(`the slots of ${victim} (${victimSlots.join(', ')}) taken over`, 30_000, async () => {
+      const now = await lab.slotOwners();
+      return victimSlots.every((s) => now.get(s) !== undefined && now.get(s) !== victim) ? true : undefined;
+    }, 250).catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(30)}`); });
+    assert.equal((await lab.routerNextHops()).length, lab.slots, 'the router\'s group did not change');
+    const left = started + LOAD_MS - Date.now();
+    assert.ok(left > STALL_MS + 1000, `the takeover came ${LOAD_MS - left} ms into a ${LOAD_MS} ms load: too late to tell a stalled stream (${STALL_MS} ms) from a live one`);
+    await Promise.all(loads.map((p) => p.exited));
+    return { streams: streams.lastJson<StreamReport>()!, flows: flows.lastJson<UdpReport>()!, victimSlots: victimSlots.length };
+  } finally {
+    await Promise.all(loads.map((p) => p.stop(2000).catch(() => undefined)));
+  }
+}
