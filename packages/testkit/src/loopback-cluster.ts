@@ -60,6 +60,8 @@ export interface ClusterAgentOptions {
   readonly pki?: ClusterPki;
   /** A track check that fails while this file exists (the director turns unhealthy within 100 ms). */
   readonly trackFile?: string;
+  /** In the ECMP tier: agent.cluster.ecmp with this router id (no gobgpd is run: tests give a fake announcer). */
+  readonly ecmpRouterId?: string;
 }
 
 /** A director's config file on loopback: agent.cluster, interfaces eth0 (vips) and eth1 (local addresses). */
@@ -78,6 +80,9 @@ export function clusterAgentYaml(o: ClusterAgentOptions): string {
   if (o.trackFile !== undefined) {
     lines.push(`    track: [{ name: uplink, command: [/bin/sh, -c, "test ! -e ${o.trackFile}"], intervalMs: 100, rise: 1, fall: 1 }]`);
   }
+  if (o.ecmpRouterId !== undefined) {
+    lines.push(`    ecmp: { interface: eth0, routerId: ${o.ecmpRouterId}, runGobgpd: false, gobgpApi: 'unix:///run/lbd/no-gobgpd.sock' }`);
+  }
   if (o.pki !== undefined) {
     const cert = o.pki.certs[o.director];
     if (cert === undefined) throw new Error(`clusterAgentYaml: the PKI in ${o.pki.dir} has no certificate for ${o.director}`);
@@ -91,6 +96,8 @@ export interface PairConfigOptions {
   readonly pki?: ClusterPki;
   /** Give each director the uplink track check (PairFiles.trackFile). */
   readonly track?: boolean;
+  /** Put both directors in the ECMP tier (agent.cluster.ecmp; router ids 198.18.9.11 and .12). */
+  readonly ecmp?: boolean;
 }
 
 /** What one director of a pair was given. */
@@ -136,6 +143,7 @@ export class LoopbackCluster {
       await writeFile(f.configPath, clusterAgentYaml({
         director: f.id, etcdEndpoint: this.endpoint, prefix: `/${this.name}-${run}`, peerListenPort: f.port, peers: [{ id: other.id, port: other.port }],
         priority: PAIR_PRIORITIES[f.id], ...(o.pki ? { pki: o.pki } : {}), ...(f.trackFile !== undefined ? { trackFile: f.trackFile } : {}),
+        ...(o.ecmp ? { ecmpRouterId: `198.18.9.${11 + i}` } : {}),
       }));
     }
     return [files[0]!, files[1]!];

@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises';
+import { FakeAnnouncer } from '@lbd/announcer/testing';
 import { FakeAddressOwner, FakeDataPlane, FakeConnectionTable } from '@lbd/dataplane/testing';
 import { silentLogger } from '@lbd/log';
 import { Agent } from '../agent.js';
@@ -22,6 +23,8 @@ export interface PairMember {
   readonly dp: FakeDataPlane;
   /** Given to the agent only with `connectionTable: true`. */
   readonly table: FakeConnectionTable;
+  /** The ECMP tier's paths this member announced (used only when its file has agent.cluster.ecmp). */
+  readonly announcer: FakeAnnouncer;
   /** Its peerListen port. */
   readonly port: number;
   /** With `adminSockets: true`: its admin socket (lbadm's --socket). */
@@ -48,16 +51,17 @@ export async function startClusterPair(files: readonly PairMemberFiles[], o: Clu
     const owner = new FakeAddressOwner();
     const dp = new FakeDataPlane();
     const table = new FakeConnectionTable();
+    const announcer = new FakeAnnouncer();
     const socket = o.adminSockets ? f.configPath.replace(/\.yaml$/, '.sock') : undefined;
     const agent = await Agent.start({
-      configPath: f.configPath, dataPlane: dp, watch: false, addressOwner: owner, log: silentLogger,
+      configPath: f.configPath, dataPlane: dp, watch: false, addressOwner: owner, log: silentLogger, announcer: () => Promise.resolve(announcer),
       ...(socket === undefined ? { serve: false } : { adminSocket: socket }), ...(o.connectionTable ? { connectionTable: table } : {}),
     });
     const failTrack = async (): Promise<void> => {
       if (f.trackFile === undefined) throw new Error(`failTrack: ${f.id}'s config was written without track: true`);
       await writeFile(f.trackFile, '');
     };
-    into.push({ id: f.id, agent, owner, dp, table, port: f.port, socket, failTrack });
+    into.push({ id: f.id, agent, owner, dp, table, announcer, port: f.port, socket, failTrack });
   }
 }
 
