@@ -122,6 +122,13 @@ describe('dashboard state', () => {
       { self: false, healthy: false, peerReachable: false, problems: ['interface eth0 is down'] });
     assert.deepEqual(state.cluster.groups[0]!.addresses, ['198.18.0.10', '198.19.1.100']);
     assert.deepEqual(state.cluster.sync.peers, [{ peer: 'dir2', direction: 'to', state: 'streaming', caughtUp: true, lagP99Ms: 1.5, lastError: '' }]);
+    assert.equal(state.cluster.ecmp, null, 'a director outside the ECMP tier has no ECMP part');
+  });
+
+  it('shows this director\'s ECMP paths and BGP sessions', () => {
+    const ecmp = { sessions: [{ router: '198.18.9.1', asn: 65000, state: 'established', advertised: 8 }], pathsAnnounced: 8, withdrawnBecause: '', lastError: '' };
+    const { state } = dashboardState(answers({ cluster: { ...CLUSTER, ecmp } }), 5000, null, () => []);
+    assert.deepEqual(state.cluster.ecmp, { pathsAnnounced: 8, withdrawnBecause: '', lastError: '', sessions: [{ router: '198.18.9.1', asn: 65000, state: 'established' }] });
   });
 
   it('a single director, and parts that could not be read, still give a state', () => {

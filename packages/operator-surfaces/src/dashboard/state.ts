@@ -105,6 +105,14 @@ export interface DashboardSyncPeer {
   readonly lastError: string;
 }
 
+export interface DashboardEcmp {
+  readonly pathsAnnounced: number;
+  /** Why every path is withdrawn (the director is unfit), or ''. */
+  readonly withdrawnBecause: string;
+  readonly lastError: string;
+  readonly sessions: readonly { readonly router: string; readonly asn: number; readonly state: string }[];
+}
+
 export interface DashboardState {
   /** The agent's clock when the answers were put together. */
   readonly sampledAtUnixMs: number;
@@ -119,6 +127,8 @@ export interface DashboardState {
     readonly directors: readonly DashboardDirector[];
     readonly groups: readonly DashboardGroup[];
     readonly sync: { readonly enabled: boolean; readonly disabledReason: string; readonly peers: readonly DashboardSyncPeer[] };
+    /** This director's side of the ECMP tier (its slots are among `groups`); null when it is not in the tier. */
+    readonly ecmp: DashboardEcmp | null;
   };
   readonly services: readonly DashboardService[];
   /** Whether the agent has an event log: without one the page shows no timeline and no drill results. */
@@ -239,6 +249,11 @@ export function dashboardState(
     addresses: [...(g.addresses ?? [])], preempt: g.preempt ?? '',
   }));
   const sync = c?.sync;
+  const e = c?.ecmp;
+  const ecmp: DashboardEcmp | null = e === undefined || e === null ? null : {
+    pathsAnnounced: num(e.pathsAnnounced), withdrawnBecause: e.withdrawnBecause ?? '', lastError: e.lastError ?? '',
+    sessions: (e.sessions ?? []).map((x) => ({ router: x.router ?? '', asn: num(x.asn), state: x.state ?? '' })),
+  };
   const agent = a.status?.agent;
   const last = agent?.lastApply;
   return {
@@ -259,6 +274,7 @@ export function dashboardState(
             lagP99Ms: num(p.lagP99Ms), lastError: p.lastError ?? '',
           })),
         },
+        ecmp,
       },
       services,
       eventLog: a.eventLog,

@@ -147,6 +147,7 @@ function renderCluster() {
     replace(byId('directors'));
     byId('groups').hidden = true;
     byId('sync').textContent = '';
+    byId('ecmp').textContent = '';
     return;
   }
   byId('groups').hidden = false;
@@ -174,6 +175,12 @@ function renderCluster() {
     ? `connection sync off: ${s.disabledReason}`
     : 'connection sync: ' + (s.peers.length === 0 ? 'no peer stream' : s.peers.map((p) =>
       `${p.direction} ${p.peer} ${p.state}${p.caughtUp ? ', caught up' : ''}${p.direction === 'to' ? `, lag p99 ${p.lagP99Ms} ms` : ''}${p.lastError ? ` (${p.lastError})` : ''}`).join(' · '));
+  // The ECMP tier: this director's paths and BGP sessions (its slots are rows of the groups table).
+  const e = c.ecmp;
+  byId('ecmp').textContent = e === null ? '' : 'ECMP tier: '
+    + (e.withdrawnBecause ? `every path WITHDRAWN (${e.withdrawnBecause})` : `${e.pathsAnnounced} paths announced`)
+    + (e.sessions.length === 0 ? ' · no BGP session' : e.sessions.map((x) => ` · BGP ${x.router} (AS ${x.asn}) ${x.state}`).join(''))
+    + (e.lastError ? ` · speaker error: ${e.lastError}` : '');
 }
 
 function renderServices() {
