@@ -13,7 +13,7 @@ import type { Logger } from '@lbd/log';
 import type { ElectionNotice, ElectionSnapshot, GroupPlan } from './election-core.js';
 import type { ElectionHost, ElectionHostFactory } from './election-thread.js';
 import type { EventLog } from './events.js';
-import { EcmpSpeaker, slotPlans, type AnnouncerFactory, type EcmpSpeakerStatus } from './ecmp.js';
+import { EcmpSpeaker, slotPlans, type AnnouncerFactory } from './ecmp.js';
 import { readTlsFiles } from './tls-files.js';
 
 /**
@@ -239,11 +239,6 @@ export class ClusterMember {
   /** A planned switchover of `group` (to `to`, or the best other director), through the coordinator. */
   failover(group: string, to?: string): Promise<FailoverResult> {
     return this.coordinator.failover(group, to);
-  }
-
-  /** The ECMP tier's speaker as it is now; null when this director is not in the tier. */
-  ecmpStatus(): EcmpSpeakerStatus | null {
-    return this.speaker?.status() ?? null;
   }
 
   /** The ECMP part of the status: the speaker's sessions (asked of it now) and paths. */

@@ -59,6 +59,13 @@ describe('ECMP tier on clustered lbd-agents (real etcd on loopback, fake kernel 
     }
     const owner = members.find((m) => m.id === holderOf(0)[0])!;
     assert.ok(owner.owner.held.get('slot-0')!.some((x) => x.address === '198.19.1.64' && x.ifname === 'eth1'), 'the slot\'s pool goes with it, on interfaces.local');
+
+    // The cluster drops the tier: the slots are released, the paths withdrawn, the slot interfaces removed.
+    const plain = TIER.slice(TIER.indexOf('services:')).replace('    ecmp: true\n', '    localAddresses: [198.19.1.100]\n');
+    assert.ok((await a.agent.admin.applyText(plain, 'plain.yaml', false)).ok);
+    for (const m of [a, b]) {
+      await until(`${m.id} without slots`, 10_000, () => m.dp.slotInterfaces?.count === 0 && m.announcer.announced().length === 0 && ![...m.owner.held.keys()].some((g) => g.startsWith('slot-')));
+    }
   });
 
   it('a director whose data plane apply fails withdraws every path and gives up its slots; the other takes them and keeps announcing', async () => {

@@ -147,7 +147,8 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
     };
     try {
       const slots = this.slotsOf(config);
-      if (slots.length > 0) await this.o.dataPlane.prepareSlots(this.o.slotParent!, slots.length);
+      // Also with no slots: a tier the cluster config dropped leaves no slot interface behind.
+      if (this.o.slotParent) await this.o.dataPlane.prepareSlots(this.o.slotParent, slots.length);
       result = await this.o.dataPlane.apply({ services: merge.services, slots });
     } catch (err) {
       if (!(err instanceof DataPlaneError)) throw err;
