@@ -53,8 +53,8 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
     }
   });
 
-  it('a director\'s box dies: every synced TCP stream and UDP flow lives on, and the router keeps every next hop', async function () {
-    const r = await boxDeath(lab, 'dir2');
+  it('a director\'s box dies, then comes back and takes its slots back after their sync: every synced TCP stream and UDP flow lives on, the router keeps every next hop', async function () {
+    const r = await boxDeath(lab, 'dir2', { revive: true });
     assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${r.streams.perConnection.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
     assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
   });
@@ -76,7 +76,7 @@ describe('ECMP tier without connection sync: the same box death breaks the dead 
   });
 
   it('breaks about the share of the streams the dead director\'s slots carried (so the synced drill cannot pass by accident)', async function () {
-    const r = await boxDeath(lab, 'dir2');
+    const r = await boxDeath(lab, 'dir2', { revive: false });
     // A stream's server writes every 50 ms: after the move its next line reaches a director without the
     // connection, which answers with a reset. Streams spread over slots by the router's hash.
     const share = r.streams.connections * r.victimSlots / lab.slots;
@@ -91,10 +91,12 @@ const STALL_MS = 3000;
 
 /**
  * Starts 200 TCP streams and 50 UDP flows through the vip on a steady tier, waits until every slot's
- * connections are copied (when sync is on), kills `victim`'s box, waits for its slots to be taken over and
- * stops the load. Returns the clients' reports and how many slots the victim led.
+ * connections are copied (when sync is on), kills `victim`'s box and waits for its slots to be taken over;
+ * with `revive`, brings the box back and waits until it leads its slots again (they move back after their
+ * bulk sync: a planned move, as in a scale-out). Returns the clients' reports at the load's end and how
+ * many slots the victim led.
  */
-async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector): Promise<{ streams: StreamReport; flows: UdpReport; victimSlots: number }> {
+async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector, o: { revive: boolean }): Promise<{ streams: StreamReport; flows: UdpReport; victimSlots: number }> {
   const t = lab.topology;
   // From a steady tier: the spread's connections may have moved slots (after-sync preemption) meanwhile.
   const owners = await lab.waitSteady();
@@ -125,8 +127,13 @@ async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector): Promise<{
       return victimSlots.every((s) => now.get(s) !== undefined && now.get(s) !== victim) ? true : undefined;
     }, 250).catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(30)}`); });
     assert.equal((await lab.routerNextHops()).length, lab.slots, 'the router\'s group did not change');
+    if (o.revive) {
+      await lab.reviveBox(victim);
+      const back = await lab.waitSteady();
+      assert.deepEqual([...back], [...owners], `${victim} leads its slots again`);
+    }
     const left = started + LOAD_MS - Date.now();
-    assert.ok(left > STALL_MS + 1000, `the takeover came ${LOAD_MS - left} ms into a ${LOAD_MS} ms load: too late to tell a stalled stream (${STALL_MS} ms) from a live one`);
+    assert.ok(left > STALL_MS + 1000, `the last move came ${LOAD_MS - left} ms into a ${LOAD_MS} ms load: too late to tell a stalled stream (${STALL_MS} ms) from a live one`);
     await Promise.all(loads.map((p) => p.exited));
     return { streams: streams.lastJson<StreamReport>()!, flows: flows.lastJson<UdpReport>()!, victimSlots: victimSlots.length };
   } finally {

@@ -144,6 +144,8 @@ export interface EcmpLab<A extends HaAdmin = HaAdmin> {
   routerNextHops(): Promise<string[]>;
   /** As power loss: the box's processes frozen, its links down, then killed. Returns when it stopped. */
   killBox(d: EcmpDirector): Promise<number>;
+  /** The box comes back as after a reboot (no floating address) and its agent starts; resolves once it answers. */
+  reviveBox(d: EcmpDirector): Promise<void>;
   agentLog(d: EcmpDirector, lines?: number): string;
   logs(lines?: number): string;
   destroy(): Promise<void>;
@@ -222,17 +224,25 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       if (a === undefined) apis.set(d, (a = makeAdmin(socket(d))));
       return a;
     };
+    /** Output of agents that exited (a killed box's), kept for failure messages. */
+    const pastLogs = new Map<EcmpDirector, string>();
     const agentLog = (d: EcmpDirector, lines = 40): string => {
       const p = agents.get(d);
-      return p === undefined ? '' : (p.stdout + p.stderr).split('\n').filter((l) => l !== '').slice(-lines).join('\n');
+      const all = (pastLogs.get(d) ?? '') + (p === undefined ? '' : p.stdout + p.stderr);
+      return all.split('\n').filter((l) => l !== '').slice(-lines).join('\n');
     };
     const logs = (lines = 40): string => ECMP_DIRECTORS.map((d) => `== ${d} agent (last ${lines} lines)\n${agentLog(d, lines)}`).join('\n');
-    for (const d of ECMP_DIRECTORS) {
-      const file = join(tmp, `${d}.yaml`);
-      await writeFile(file, agentFile(d, { socket: socket(d), prefix, tlsDir, gobgpSocket: join(tmp, `gobgpd-${d}.sock`) }));
+    const startAgent = async (d: EcmpDirector): Promise<void> => {
+      const old = agents.get(d);
+      if (old !== undefined) pastLogs.set(d, `${pastLogs.get(d) ?? ''}${old.stdout}${old.stderr}\n--- agent exited\n`);
+      const file = join(tmp!, `${d}.yaml`);
       const p = t.spawn(d, process.execPath, [AGENT_BIN, '--config', file, '--admin-socket', socket(d)], { label: `${d}:lbd-agent`, ...(opts.echo ? { echo: true } : {}) });
       agents.set(d, p);
       await waitAgentAnswers(api(d), `lbd-agent on ${d}`, () => p.running).catch((e: Error) => { throw new Error(`${e.message}\n${agentLog(d)}`); });
+    };
+    for (const d of ECMP_DIRECTORS) {
+      await writeFile(join(tmp, `${d}.yaml`), agentFile(d, { socket: socket(d), prefix, tlsDir, gobgpSocket: join(tmp, `gobgpd-${d}.sock`) }));
+      await startAgent(d);
     }
     await api('dir1').apply({ configText: ecmpClusterConfig({ ...opts, slots }), source: 'ecmp-lab', author: 'ecmp-lab' }, { timeoutMs: 60_000 })
       .catch((e: Error) => { throw new Error(`applying the tier's config: ${e.message}\n${logs()}`); });
@@ -258,6 +268,11 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
         if (all.some((st) => st === undefined || !st.etcdReachable)) return undefined;
         const view = all[0]!;
         if (!live.every((d) => view.directors.find((x) => x.id === d)?.healthy === true)) return undefined;
+        // Every running director runs the tier: it elects every slot and has registered its priorities for them
+        // (a director that just started registers before its config applies).
+        const names = Array.from({ length: slots }, (_, i) => `slot-${i}`);
+        if (!all.every((st) => names.every((n) => st!.groups.some((g) => g.name === n)))) return undefined;
+        if (!live.every((d) => names.every((n) => (view.directors.find((x) => x.id === d)?.priorities[n] ?? 0) > 0))) return undefined;
         const owners = new Map<number, EcmpDirector>();
         for (let i = 0; i < slots; i++) {
           const group = `slot-${i}`;
@@ -279,7 +294,17 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       await t.killAll(d, 'SIGKILL', 5000);
       return stoppedAt;
     };
-    const lab: EcmpLab<A> = { topology: t, router, etcd, slots, api, slotOwners, waitSteady, routerNextHops, killBox, agentLog, logs, destroy };
+    const reviveBox = async (d: EcmpDirector): Promise<void> => {
+      // As after a reboot: no floating address (the slots' next hops and local addresses go before the links
+      // come up, or the box would answer for them at once), links up, the default route back, the agent started.
+      const ip = (...args: string[]): Promise<unknown> => runCommand('ip', ['-n', t.ns(d), ...args], { timeoutMs: 5000 });
+      for (let i = 0; i < slots; i++) await ip('addr', 'flush', 'dev', `lbds${i}`).catch(() => undefined);
+      for (let k = 0; k < LOCAL_POOL.size; k++) await ip('addr', 'del', `198.19.1.${LOCAL_POOL.first + k}/32`, 'dev', 'eth1').catch(() => undefined);
+      for (const ifname of ['eth0', 'eth1', 'eth2']) await ip('link', 'set', ifname, 'up');
+      await t.setDefaultRoute(d, ROUTER_FABRIC);
+      await startAgent(d);
+    };
+    const lab: EcmpLab<A> = { topology: t, router, etcd, slots, api, slotOwners, waitSteady, routerNextHops, killBox, reviveBox, agentLog, logs, destroy };
     try {
       await waitFor('every slot led and every next hop at the router', TIER_UP_MS, async () => {
         const owners = await slotOwners();

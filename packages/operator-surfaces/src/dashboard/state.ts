@@ -105,7 +105,7 @@ export interface DashboardSyncPeer {
   readonly lastError: string;
 }
 
-export interface DashboardEcmp {
+interface DashboardEcmp {
   readonly pathsAnnounced: number;
   /** Why every path is withdrawn (the director is unfit), or ''. */
   readonly withdrawnBecause: string;
