@@ -5,6 +5,7 @@
 import { DRILL_SCENARIOS } from '@lbd/config';
 import { benchConnsync } from './connsync.js';
 import { benchDataplane } from './dataplane.js';
+import { benchEcmp } from './ecmp.js';
 import { benchFailover } from './failover.js';
 import { benchHealth } from './health.js';
 import { MAX_MINUTES, benchStability } from './stability.js';
@@ -39,6 +40,13 @@ benchmarks:
               without (about 2 x N + 5 minutes; needs root, nft, etcd, conntrack, openssl, wrk, nginx,
               curl). --minutes N: how long phases A and B last (default 10); --quick: every phase 1 minute
 
+  ecmp        the ECMP tier (FRR router, three directors with gobgpd, 8 slots): 6 000 new connections
+              per director against its share of the slots; N box deaths (rotating the director) with
+              200 long-lived streams, each followed by the box's return and its slots moving back:
+              no service for new connections (p50/p99/max) and streams broken (about 1 + N x 1.2
+              minutes; needs root, nft, etcd, conntrack, openssl, gobgpd, vtysh). --count N: box
+              deaths (default 5); --quick: one, and 2 000 connections
+
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough
 `;
@@ -55,6 +63,7 @@ const BENCHES: Record<string, Bench> = {
   failover: { run: benchFailover, counted: true },
   connsync: { run: benchConnsync, counted: true },
   stability: { run: benchStability },
+  ecmp: { run: benchEcmp, counted: true },
 };
 
 async function main(argv: readonly string[]): Promise<number> {

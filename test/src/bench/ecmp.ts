@@ -1,0 +1,148 @@
+import { loadavg } from 'node:os';
+import { performance } from 'node:perf_hooks';
+import { AdminApi } from '@lbd/proto';
+import {
+  ECMP_DIRECTORS, ECMP_VIP, ecmpSlotOfLocalAddress, privilegeProblem, removeOrphans, runPrefix, runTestClient, spawnTestClient, startEcmpLab,
+  waitFor, type EcmpDirector, type EcmpLab, type HttpPacedResult, type HttpResult,
+} from '@lbd/testkit';
+import { formatCount, median } from './report.js';
+
+/**
+ * `pnpm bench ecmp`: the ECMP tier in the lab of test/src/ecmp.privileged.test.ts (a real FRR router, three
+ * directors with gobgpd). Prints:
+ * - spread: new connections per director against its share of the slots (issue 13: within ± 10 %);
+ * - box death, N times (rotating the director): the time without service for new connections (a fresh
+ *   connection every 5 ms; the longest run of failed ones, from the first failure's start to the last's,
+ *   plus one interval), and long-lived TCP streams broken (issue 13: 0), then the box back and its slots
+ *   moved back after their sync (streams broken by the move back counted too).
+ */
+
+export interface EcmpBenchOptions {
+  readonly quick: boolean;
+  readonly count?: number;
+}
+
+const INTERVAL_MS = 5;
+const STREAMS = 200;
+const STALL_MS = 3000;
+/** One drill's load: the death, the takeover, the revival and the move back fit well inside it. */
+const DRILL_LOAD_MS = 45_000;
+
+function out(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function log(line: string): void {
+  process.stderr.write(`bench ecmp: ${line}\n`);
+}
+
+function percentile(values: readonly number[], p: number): number {
+  const s = [...values].sort((a, b) => a - b);
+  return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]!;
+}
+
+/** The longest run of consecutive failed requests (in start order): from its first start to its last, plus one interval. */
+function longestOutageMs(r: HttpPacedResult): number {
+  let longest = 0;
+  let first: number | null = null;
+  let last = 0;
+  for (const [start, , ok] of r.records) {
+    if (ok === 0) {
+      first ??= start;
+      last = start;
+      longest = Math.max(longest, last - first + INTERVAL_MS);
+    } else {
+      first = null;
+    }
+  }
+  return longest;
+}
+
+export async function benchEcmp(opts: EcmpBenchOptions): Promise<number> {
+  const problem = await privilegeProblem({ commands: ['nft', 'ip', 'etcd', 'conntrack', 'openssl', 'gobgpd', 'vtysh'] });
+  if (problem !== null) {
+    process.stderr.write(`bench ecmp: ${problem}\n`);
+    return 1;
+  }
+  const count = opts.quick ? 1 : (opts.count ?? 5);
+  const total = opts.quick ? 2000 : 6000;
+  const slots = 8;
+  const stale = await removeOrphans('lbdb');
+  if (stale.length > 0) log(`removed namespaces left by an earlier run: ${stale.join(', ')}`);
+  const started = performance.now();
+  const loadAtStart = loadavg().map((l) => l.toFixed(2)).join(' ');
+  log(`starting the lab (${slots} slots)`);
+  const lab = await startEcmpLab({ prefix: runPrefix('lbdb', 'ecmp'), slots, admin: (socket) => new AdminApi(socket) });
+  try {
+    await spread(lab, total);
+    await drills(lab, count);
+    out(`\nload average at start ${loadAtStart}; total time ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    return 0;
+  } finally {
+    await lab.destroy();
+  }
+}
+
+async function spread(lab: EcmpLab<AdminApi>, total: number): Promise<void> {
+  const owners = await lab.waitSteady();
+  log(`spread: ${total} new connections`);
+  const r = await runTestClient<HttpResult>(lab.topology, 'client', ['http', '--url', `http://${ECMP_VIP}/`, '--count', String(total), '--concurrency', '16', '--new-connection']);
+  const by = new Map<EcmpDirector, number>(ECMP_DIRECTORS.map((d) => [d, 0]));
+  for (const [peer, n] of Object.entries(r.peers)) {
+    const slot = ecmpSlotOfLocalAddress(peer, lab.slots);
+    if (slot === null) continue;
+    by.set(owners.get(slot)!, by.get(owners.get(slot)!)! + n);
+  }
+  out(`\nspread: ${formatCount(r.ok)} of ${formatCount(total)} new connections answered (${formatCount(r.failed)} failed: ${JSON.stringify(r.errors)})`);
+  out('director  slots  connections  expected  off by');
+  for (const d of ECMP_DIRECTORS) {
+    const n = [...owners.values()].filter((o) => o === d).length;
+    const want = (r.ok * n) / lab.slots;
+    const got = by.get(d)!;
+    out(`${d.padEnd(9)} ${String(n).padStart(5)}  ${formatCount(got).padStart(11)}  ${formatCount(want).padStart(8)}  ${want === 0 ? '-' : `${(((got - want) / want) * 100).toFixed(1)} %`}`);
+  }
+}
+
+interface StreamReport { connections: number; broken: number }
+
+async function drills(lab: EcmpLab<AdminApi>, count: number): Promise<void> {
+  const t = lab.topology;
+  const outages: number[] = [];
+  const rows: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const victim = ECMP_DIRECTORS[i % ECMP_DIRECTORS.length]!;
+    const owners = await lab.waitSteady();
+    const victimSlots = [...owners].filter(([, o]) => o === victim).map(([s]) => s);
+    const streams = spawnTestClient(t, 'client', ['stream', '--target', `${ECMP_VIP}:9000`, '--connections', String(STREAMS), '--duration-ms', String(DRILL_LOAD_MS), '--stall-ms', String(STALL_MS)]);
+    const ready = await streams.waitForJson<{ ready: boolean }>((v) => 'ready' in v, 20_000);
+    if (!ready.ready) throw new Error(`drill ${i + 1}: not every stream started: ${JSON.stringify(ready)}`);
+    await waitFor('every slot\'s connections copied to its peers', 30_000, async () => {
+      for (const d of ECMP_DIRECTORS) {
+        const st = await lab.api(d).getClusterStatus({ timeoutMs: 2000 });
+        if (!(st.sync?.peers ?? []).filter((p) => p.direction === 'to').every((p) => p.caughtUp)) return undefined;
+      }
+      return true;
+    }, 500);
+    const paced = spawnTestClient(t, 'client', ['http-paced', '--url', `http://${ECMP_VIP}/`, '--interval-ms', String(INTERVAL_MS), '--timeout-ms', '1000', '--duration-ms', '12000']);
+    await paced.waitForJson((v) => 'started' in v, 10_000);
+    await new Promise((r) => setTimeout(r, 1000)); // a baseline second of requests before the death
+    await lab.killBox(victim);
+    await waitFor(`the slots of ${victim} taken over`, 30_000, async () => {
+      const now = await lab.slotOwners();
+      return victimSlots.every((s) => now.get(s) !== undefined && now.get(s) !== victim) ? true : undefined;
+    }, 250);
+    await paced.exited;
+    const outage = longestOutageMs(paced.lastJson<HttpPacedResult>()!);
+    await lab.reviveBox(victim);
+    await lab.waitSteady();
+    await streams.exited;
+    const s = streams.lastJson<StreamReport>()!;
+    outages.push(outage);
+    rows.push(`${String(i + 1).padStart(5)}  ${victim}  ${String(victimSlots.length).padStart(5)}  ${String(outage).padStart(14)}  ${String(s.broken).padStart(6)} of ${s.connections}`);
+    log(`drill ${i + 1}: ${rows.at(-1)}`);
+  }
+  out(`\nbox death of one director, then its return (slots moved back after their sync), ${count} times`);
+  out('drill  box   slots  no service (ms)  streams broken');
+  for (const r of rows) out(r);
+  out(`no service for new connections of the dead director's slots: p50 ${median(outages).toFixed(0)} ms, p99 ${percentile(outages, 0.99).toFixed(0)} ms, max ${Math.max(...outages).toFixed(0)} ms`);
+}
