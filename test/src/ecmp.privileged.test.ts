@@ -109,7 +109,7 @@ async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector, o: { reviv
   try {
     for (const p of loads) {
       const ready = await p.waitForJson<{ ready: boolean }>((v) => 'ready' in v, 20_000);
-      assert.ok(ready.ready, `not every connection started: ${JSON.stringify(ready)}`);
+      if (!ready.ready) assert.fail(`not every connection started: ${JSON.stringify(ready)}\n${await neighbours(lab, owners)}\n${lab.logs(15)}`);
     }
     // Every slot's owner has sent its connections to caught-up peers (UDP flows are copied once assured).
     await waitFor('every slot\'s connections copied to its peers', 30_000, async () => {
@@ -139,4 +139,19 @@ async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector, o: { reviv
   } finally {
     await Promise.all(loads.map((p) => p.stop(2000).catch(() => undefined)));
   }
+}
+
+/** For failure messages: which director's slot MAC the router sends each slot's next hop to, against the owners. */
+async function neighbours(lab: EcmpLab<AdminApi>, owners: ReadonlyMap<number, EcmpDirector>): Promise<string> {
+  const t = lab.topology;
+  const macs = new Map<string, string>();
+  for (const d of ECMP_DIRECTORS) {
+    const links = JSON.parse((await t.exec(d, 'ip', ['-j', 'link', 'show']).catch(() => ({ stdout: '[]' }))).stdout) as Array<{ ifname: string; address: string }>;
+    for (const l of links) if (l.ifname.startsWith('lbds')) macs.set(l.address, `${d}:${l.ifname}`);
+  }
+  const neigh = (await t.exec('router', 'ip', ['neigh', 'show', 'dev', 'eth1'])).stdout;
+  return Array.from({ length: lab.slots }, (_, i) => {
+    const m = new RegExp(`^${ecmpNextHop(i).replaceAll('.', '\\.')} lladdr (\\S+) (\\S+)`, 'm').exec(neigh);
+    return `slot ${i}: owner ${owners.get(i)}, router sends to ${m ? `${macs.get(m[1]!) ?? m[1]} (${m[2]})` : 'no entry'}`;
+  }).join('\n');
 }
