@@ -12,7 +12,7 @@ import { MAX_MINUTES, benchStability } from './stability.js';
 
 const EXIT_USAGE = 64;
 
-const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--scenarios S,S] [--minutes N]
+const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--scenarios S,S] [--minutes N] [--slots N]
 
 benchmarks:
   dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
@@ -45,14 +45,15 @@ benchmarks:
               200 long-lived streams, each followed by the box's return and its slots moving back:
               no service for new connections (p50/p99/max) and streams broken (about 1 + N x 1.2
               minutes; needs root, nft, etcd, conntrack, openssl, gobgpd, vtysh). --count N: box
-              deaths (default 5); --quick: one, and 2 000 connections
+              deaths (default 5); --slots N: the tier's slots (a power of two, default 8);
+              --quick: one, and 2 000 connections
 
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough
 `;
 
 interface Bench {
-  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number; minutes?: number; scenarios?: readonly string[] }) => Promise<number>;
+  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number; minutes?: number; scenarios?: readonly string[]; slots?: number }) => Promise<number>;
   /** Takes --count N. */
   readonly counted?: boolean;
 }
@@ -76,6 +77,7 @@ async function main(argv: readonly string[]): Promise<number> {
   let count: number | undefined;
   let loadCount: number | undefined;
   let minutes: number | undefined;
+  let slots: number | undefined;
   let scenarios: string[] | undefined;
   const unknown: string[] = [];
   for (let i = 0; i < rest.length; i++) {
@@ -91,6 +93,9 @@ async function main(argv: readonly string[]): Promise<number> {
       scenarios = (rest[++i] ?? '').split(',').filter((m) => m !== '');
       const wrong = scenarios.find((m) => !(DRILL_SCENARIOS as readonly string[]).includes(m));
       if (scenarios.length === 0 || wrong !== undefined) unknown.push(`${rest[i - 1]!} ${rest[i] ?? ''} (drill scenarios, comma-separated: ${DRILL_SCENARIOS.join(', ')})`);
+    } else if (rest[i] === '--slots' && name === 'ecmp') {
+      slots = Number(rest[++i]);
+      if (![1, 2, 4, 8, 16, 32, 64].includes(slots)) unknown.push(`--slots ${rest[i] ?? ''}`);
     } else if (rest[i] === '--minutes' && name === 'stability') {
       minutes = Number(rest[++i]);
       if (!Number.isFinite(minutes) || minutes <= 0 || minutes > MAX_MINUTES) unknown.push(`--minutes ${rest[i] ?? ''}`);
@@ -101,7 +106,7 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`${what}\n${USAGE}`);
     return EXIT_USAGE;
   }
-  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}), ...(minutes !== undefined ? { minutes } : {}), ...(scenarios !== undefined ? { scenarios } : {}) });
+  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}), ...(minutes !== undefined ? { minutes } : {}), ...(scenarios !== undefined ? { scenarios } : {}), ...(slots !== undefined ? { slots } : {}) });
 }
 
 main(process.argv.slice(2)).then(
