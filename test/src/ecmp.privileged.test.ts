@@ -121,6 +121,7 @@ async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector, o: { reviv
     }, 500).catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(20)}`); });
     assert.deepEqual([...await lab.waitSteady()], [...owners], 'no slot moved while the load started');
     const victimSlots = [...owners].filter(([, o]) => o === victim).map(([s]) => s);
+    assert.ok(victimSlots.length > 0, `${victim} leads no slot (owners ${JSON.stringify([...owners])}): its death would prove nothing`);
     await lab.killBox(victim);
     await waitFor(`the slots of ${victim} (${victimSlots.join(', ')}) taken over`, 30_000, async () => {
       const now = await lab.slotOwners();
