@@ -241,11 +241,11 @@ export class ClusterMember {
     return this.coordinator.failover(group, to);
   }
 
-  /** The ECMP part of the status: the speaker's sessions (asked of it now) and paths. */
-  private async ecmpStatusMessage(): Promise<EcmpStatus | null> {
+  /** The ECMP part of the status: the speaker's sessions (as last read) and paths. */
+  private ecmpStatusMessage(): EcmpStatus | null {
     if (this.speaker === null) return null;
     const st = this.speaker.status();
-    const sessions = await this.speaker.sessions();
+    const sessions = this.speaker.sessions();
     return {
       sessions: sessions.map((x) => ({ router: x.address, asn: x.asn, state: x.state, advertised: x.advertised ?? -1 })),
       pathsAnnounced: st.announced.length, withdrawnBecause: st.withdrawnBecause, lastError: st.lastError,
@@ -296,7 +296,7 @@ export class ClusterMember {
       }));
     }));
     const t = st.timing;
-    const ecmp = await this.ecmpStatusMessage();
+    const ecmp = this.ecmpStatusMessage();
     return {
       ...(ecmp === null ? {} : { ecmp }),
       clustered: true, self: st.self, etcdReachable: st.etcd.reachable, etcdEndpoints: [...st.etcd.endpoints],

@@ -60,13 +60,6 @@ describe('ECMP tier on clustered lbd-agents (real etcd on loopback, fake kernel 
     const owner = members.find((m) => m.id === holderOf(0)[0])!;
     assert.ok(owner.owner.held.get('slot-0')!.some((x) => x.address === '198.19.1.64' && x.ifname === 'eth1'), 'the slot\'s pool goes with it, on interfaces.local');
 
-    // A planned move (lbadm slot move 0 --to <the other>): the slot and its pool go, the paths stay.
-    const target = members.find((m) => m !== owner)!;
-    const moved = await a.agent.admin.failover('slot-0', target.id);
-    assert.equal(moved.to, target.id);
-    await until('slot 0 on the target', 10_000, () => holderOf(0).join() === target.id);
-    assert.ok(members.every((m) => m.announcer.announced().length === 2), 'a slot move changes no path');
-
     // The cluster drops the tier: the slots are released, the paths withdrawn, the slot interfaces removed.
     const plain = TIER.slice(TIER.indexOf('services:')).replace('    ecmp: true\n', '    localAddresses: [198.19.1.100]\n');
     assert.ok((await a.agent.admin.applyText(plain, 'plain.yaml', false)).ok);
@@ -80,7 +73,9 @@ describe('ECMP tier on clustered lbd-agents (real etcd on loopback, fake kernel 
     assert.ok((await a.agent.admin.applyText(TIER, 'ecmp.yaml', false)).ok);
     for (const i of [0, 1]) await until(`slot ${i} held`, 10_000, () => holderOf(i).length === 1);
     for (const m of members) await until(`${m.id} announcing`, 10_000, () => m.announcer.announced().length === 2);
-    const broken = members.find((m) => holderOf(0).includes(m.id))!;
+    // Slot 0's holder at this moment (a preemption after start may still move it: the test holds either way).
+    const brokenId = await until('slot 0 held', 10_000, () => holderOf(0)[0]);
+    const broken = members.find((m) => m.id === brokenId)!;
     const other = members.find((m) => m !== broken)!;
     broken.dp.failNextApply = new DataPlaneError('Unknown', 'apply', { detail: 'nft: a test failure' });
     assert.ok((await a.agent.admin.applyText(TIER.replace('port: 8080', 'port: 8081'), 'ecmp.yaml', false)).ok);

@@ -125,6 +125,7 @@ export class EcmpSpeaker {
   private closed = false;
   /** Each router's session state as last read (pollSessions), for the `bgp` events of its changes. */
   private readonly sessionStates = new Map<string, string>();
+  private lastSessions: readonly BgpSession[] = [];
   private readonly sessionTimer: NodeJS.Timeout;
 
   constructor(private readonly o: {
@@ -143,6 +144,7 @@ export class EcmpSpeaker {
     if (this.announcer === null) return;
     const sessions = await this.announcer.sessions().catch(() => null);
     if (sessions === null) return;
+    this.lastSessions = sessions;
     for (const x of sessions) {
       const was = this.sessionStates.get(x.address) ?? '';
       if (was === x.state) continue;
@@ -166,8 +168,9 @@ export class EcmpSpeaker {
     return { announced: this.announcer?.announced() ?? [], withdrawnBecause: this.withdrawnBecause, lastError: this.lastError };
   }
 
-  async sessions(): Promise<BgpSession[]> {
-    return this.announcer === null ? [] : this.announcer.sessions().catch(() => []);
+  /** The sessions as last read (pollSessions): status calls ask gobgpd nothing of their own. */
+  sessions(): readonly BgpSession[] {
+    return this.announcer === null ? [] : this.lastSessions;
   }
 
   /** Withdraws every path and lets the speaker go. */
@@ -211,6 +214,7 @@ export class EcmpSpeaker {
       if (this.announcer === null) {
         this.announcer = await this.o.connect(tier, this.o.director);
         this.connectedFor = key;
+        void this.pollSessions();
         this.o.log.info('ecmp: speaker connected', { asn: tier.asn, routers: tier.routers.map((r) => r.address) });
       }
       const routes = unfit === null ? tierRoutes(config!) : [];
