@@ -237,6 +237,14 @@ describe('connection sync: sender, source and receiver', () => {
     assert.equal(p.standby.connections.size, 0);
   });
 
+  it('a connection in its last second (conntrack reads 0 s left) goes as 1 s, and the stream stays open', async () => {
+    const p = await start({ initial: [connection(0, { timeoutSec: 0 }), connection(1)] });
+    await until('caught up', () => p.sender.drained());
+    assert.deepEqual(p.refused, []);
+    assert.equal(p.standby.connections.get(connectionKey(connection(0)))?.timeoutSec, 1);
+    assertMirrored(p);
+  });
+
   it('a malformed change ends the stream with the field named, and none of its message is injected', async () => {
     const standby = new FakeConnectionTable();
     const refused: string[] = [];

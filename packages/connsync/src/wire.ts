@@ -33,9 +33,19 @@ export function toWireChange(c: WireChange): Change {
   return {
     upsert: {
       id: connectionIdOut(f), realServer: endpointOut(f.realServer), localAddress: f.localAddress ? endpointOut(f.localAddress) : null,
-      state: f.state, timeoutSec: f.timeoutSec,
+      state: f.state, timeoutSec: wireTimeoutSec(f.timeoutSec),
     },
   };
+}
+
+/**
+ * conntrack reports the whole seconds left, rounded down: a connection in its last second reads 0, and a
+ * peer refuses a 0 (it would inject nothing that lives). The connection is alive, so it goes as 1 s; a
+ * packet that refreshes it sends an update with its new timeout. (Seen in the HA drills: a dump holding a
+ * connection in its last second had the standby refuse the stream, and each retry's snapshot again.)
+ */
+function wireTimeoutSec(sec: number): number {
+  return Math.min(MAX_TIMEOUT_SEC, Math.max(1, Math.ceil(sec)));
 }
 
 function connectionIdOut(f: ConnectionIdentity): { protocol: string; client: Endpoint; vip: Endpoint } {
