@@ -114,6 +114,22 @@ describe('decide: the election as a pure step', () => {
         s: { role: 'fail-static', beatsInFlight: 1, lastBeatAt: 1250, lastPromiseAsk: 1280, coverage: new Map([['b', 1600]]), leaseUntil: 1585 },
         actions: [],
       },
+      {
+        // Two windows from b's last promise's end is 1600 + 500: b's answer to a later ask may still come.
+        name: 'fail-static, b\'s promise ran out, its last reply a promise: waits for the next (lease already ended with it)', now: 1700, role: 'fail-static',
+        s: { role: 'fail-static', beatsInFlight: 1, lastBeatAt: 1650, lastPromiseAsk: 1690, coverage: new Map([['b', 1600]]), answeredAt: new Map([['b', 1400]]), grantedLast: new Set(['b']), leaseUntil: 1585 },
+        actions: [],
+      },
+      {
+        name: 'fail-static, b\'s promise ran out two windows ago: fences', now: 2100, role: 'standby',
+        s: { role: 'fail-static', beatsInFlight: 1, lastBeatAt: 2060, lastPromiseAsk: 2090, coverage: new Map([['b', 1600]]), answeredAt: new Map([['b', 1400]]), grantedLast: new Set(['b']), leaseUntil: 1585, peerAnswers: new Map([['b', 'b cannot reach etcd either']]) },
+        actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'fail-static', reason: 'fenced: no etcd confirmation for 1100 ms, not every peer vouches (b: b cannot reach etcd either)' }],
+      },
+      {
+        name: 'fail-static, b\'s promise ran out and its last reply refused: fences at once', now: 1700, role: 'standby',
+        s: { role: 'fail-static', beatsInFlight: 1, lastBeatAt: 1650, lastPromiseAsk: 1690, coverage: new Map([['b', 1600]]), answeredAt: new Map([['b', 1650]]), grantedLast: new Set(), leaseUntil: 1585, peerAnswers: new Map([['b', 'b reaches etcd: the leader is the one cut off']]) },
+        actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'fail-static', reason: 'fenced: no etcd confirmation for 700 ms, not every peer vouches (b: b reaches etcd: the leader is the one cut off)' }],
+      },
       { name: 'handing over: no fence, no beat', s: { handingOver: true }, now: 2000, actions: [], role: 'leader' },
     ];
     for (const c of cases) {
@@ -327,6 +343,16 @@ describe('decide: the election as a pure step', () => {
       assert.equal(s.peerAnswers.get('c'), 'no answer: peer unreachable');
       s = run(s, { kind: 'promise-answer', peer: 'b', sent: 1000, durationMs: 500, reply: { granted: true, etcdReachable: false, reason: 'y' } }, 1350).state;
       assert.equal(s.coverage.get('b'), 1590, 'an older promise never shortens a newer one');
+    });
+
+    it('a promise renews the kernel lease at once when the lease written ends within a beat, else once it gains a beat', () => {
+      // Lease written to 1280 (1000 + kernel lease); b's promise from 1090 for a window: carried to 1340 - slack - drift.
+      const answer: ElectionEvent = { kind: 'promise-answer', peer: 'b', sent: 1090, durationMs: 250, reply: { granted: true, etcdReachable: false, reason: 'x' } };
+      assert.deepEqual(run(leader(), answer, 1120).actions, [], 'the lease has more than a beat left, and the promise gains less than a beat');
+      const late = run(leader(), answer, 1220);
+      assert.deepEqual(late.actions, [{ kind: 'lease', forMs: 1340 - T.maxLeaseSlackMs - T.maxClockDriftMs - 1220 }]);
+      assert.equal(late.state.leaseUntil, 1325);
+      assert.deepEqual(run(leader(), { ...answer, reply: { granted: false, etcdReachable: true, reason: 'b reaches etcd' } }, 1220).actions, [], 'a refusal renews nothing');
     });
 
     it('a promise holds back our own takeover until it ends', () => {

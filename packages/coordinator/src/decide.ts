@@ -78,6 +78,8 @@ export interface ElectionState {
   readonly peerAnswers: ReadonlyMap<string, string>;
   /** When each peer's last answer (a promise, a refusal or an error) came. */
   readonly answeredAt: ReadonlyMap<string, number>;
+  /** The peers whose last reply was a promise (a refusal takes a peer out; an error leaves it as it was). */
+  readonly grantedLast: ReadonlySet<string>;
   readonly lastPromiseAsk: number;
   /** Until when we promised a leader not to take over. */
   readonly promisedUntil: number;
@@ -231,7 +233,7 @@ const MAX_BEATS_IN_FLIGHT = 3;
 export function initialState(now: number): ElectionState {
   return {
     role: 'standby', observed: null, mine: null, lastConfirmedSend: 0, leaseUntil: 0, confirmedBeat: 0, beatsInFlight: 0, sending: null, lastBeatAt: 0,
-    coverage: new Map(), peerAnswers: new Map(), answeredAt: new Map(), lastPromiseAsk: 0, promisedUntil: 0,
+    coverage: new Map(), peerAnswers: new Map(), answeredAt: new Map(), grantedLast: new Set(), lastPromiseAsk: 0, promisedUntil: 0,
     etcd: { failing: false, failingSince: 0, backAt: now, recoveredAt: Number.NEGATIVE_INFINITY },
     vacantSince: null, preemptSince: null, preemptWaitReason: null, attempting: false, handingOver: false, lastTransition: null,
   };
@@ -487,6 +489,20 @@ class Step {
     if (s.role === 'fail-static' && this.now - s.lastConfirmedSend < this.t.safetyWindowMs - this.t.beatIntervalMs) this.setRole('leader', 'etcd confirms beats again');
   }
 
+  /**
+   * Once every peer has promised, the promises carry the kernel lease (before the window closes, so the
+   * kernel never stops a leader that is about to go fail-static). Written again when that gains a beat, or
+   * when the lease written would end within a beat: the first promises of an episode extend it by less
+   * than a beat, and waiting for a later one let the lease run out on a busy box before that came.
+   */
+  private leaseFromPromises(): void {
+    const s = this.s;
+    if (!leading(s) || s.handingOver || !covered(s, this.w.peers, this.now)) return;
+    const until = this.now + leaseForMs(s, this.w.peers, this.now, this.t);
+    const ending = s.leaseUntil - this.now < this.t.beatIntervalMs;
+    if (until > s.leaseUntil + (ending ? this.t.fenceCheckMs : this.t.beatIntervalMs)) this.renewLease();
+  }
+
   private renewLease(): void {
     const forMs = leaseForMs(this.s, this.w.peers, this.now, this.t);
     this.s.leaseUntil = this.now + forMs;
@@ -503,9 +519,7 @@ class Step {
     if (age > t.beatIntervalMs + t.fenceCheckMs) this.askPromises();
     const peers = this.w.peers;
     const all = covered(s, peers, now);
-    // Once every peer has promised, the promises carry the kernel lease (before the window closes, so the
-    // kernel never stops a leader that is about to go fail-static); written again a beat further on.
-    if (all && now + leaseForMs(s, peers, now, t) > s.leaseUntil + t.beatIntervalMs) this.renewLease();
+    this.leaseFromPromises();
     if (age < t.safetyWindowMs) return;
     if (all) {
       if (s.role !== 'fail-static') this.setRole('fail-static', `etcd unreachable for ${Math.round(age)} ms; peers ${peers.join(', ')} cannot reach it either, keeping the vips`);
@@ -521,6 +535,12 @@ class Step {
     const awaited = peers.filter((p) => (s.answeredAt.get(p) ?? Number.NEGATIVE_INFINITY) < episode);
     if (awaited.length > 0 && age < PROMISE_WAIT_WINDOWS * t.safetyWindowMs) return;
     const missing = peers.filter((p) => !((s.coverage.get(p) ?? 0) > now));
+    // Fail-static, and a peer's promise ran out while its next answer is still out (we ask every half beat;
+    // a busy peer answers late): wait for that answer, at most an ask's timeout past the promise's end. The
+    // kernel lease ended with the promise, so nothing is served meanwhile, and a late grant renews it: a gap
+    // of tens of ms where fencing meant, etcd being down for everyone, no holder until etcd came back (2.7 s
+    // in an etcd-outage drill beside busy loops). A peer whose last reply refused is not waited for.
+    if (s.role === 'fail-static' && missing.length > 0 && missing.every((p) => s.grantedLast.has(p) && now - (s.coverage.get(p) ?? 0) < 2 * t.safetyWindowMs)) return;
     const why = peers.length === 0 ? 'no peers to vouch' : `not every peer vouches (${missing.map((p) => `${p}: ${s.peerAnswers.get(p) ?? 'not asked yet'}`).join('; ')})`;
     const from = s.role;
     s.role = 'standby'; // stop beating at once; the release follows immediately
@@ -552,10 +572,16 @@ class Step {
     } else {
       answers.set(e.peer, e.reply.reason);
       if (e.reply.granted) this.s.coverage = new Map(this.s.coverage).set(e.peer, Math.max(this.s.coverage.get(e.peer) ?? 0, e.sent + e.durationMs));
+      const granted = new Set(this.s.grantedLast);
+      if (e.reply.granted) granted.add(e.peer);
+      else granted.delete(e.peer);
+      this.s.grantedLast = granted;
     }
     this.s.peerAnswers = answers;
     // Only a reply is an answer to wait for: a request that timed out on a busy peer link is asked again.
     if (!('error' in e)) this.s.answeredAt = new Map(this.s.answeredAt).set(e.peer, this.now);
+    // The lease now, not at the next tick: a busy box's next tick can come after the lease ran out.
+    this.leaseFromPromises();
   }
 
   /** A leader asks us (a standby) to promise not to take over while etcd is unreachable. */

@@ -81,7 +81,8 @@ export interface GroupElectionDeps {
 export class GroupElection {
   private s: ElectionState;
   private settings: GroupSettings;
-  private lastProbe: { at: number; ok: boolean } | null = null;
+  private lastProbe: { startedAt: number; endedAt: number; ok: boolean } | null = null;
+  private probing: Promise<boolean> | null = null;
   /** The beats in flight: each settles once answered (or failed) and its result decided. */
   private readonly beats = new Set<Promise<void>>();
   private timer: TimerHandle | undefined;
@@ -166,19 +167,40 @@ export class GroupElection {
   }
 
   /**
-   * Whether etcd takes our writes, probed at most every half beat (promise requests come several per window
-   * and must be answered within it). A write, not a read: what the leader cannot get through is a write,
-   * and etcd answers reads while its writes wait (a slow raft log on a starved member); a read probe
-   * refused the leader then, and it fenced itself while etcd was slow for everyone.
+   * Whether etcd takes our writes. A write, not a read: what the leader cannot get through is a write, and
+   * etcd answers reads while its writes wait (a slow raft log on a starved member); a read probe refused
+   * the leader then, and it fenced itself while etcd was slow for everyone.
+   *
+   * A leader asks for promises every half beat while its beats go unconfirmed, and needs each answer well
+   * within its kernel lease. A probe of a missing etcd takes its whole timeout (half a window), so answering
+   * every request with a fresh probe made each answer that late, later still on a busy box (its deadline a
+   * timer that fires late): in etcd-outage drills beside busy loops, the leader's lease ran out before the
+   * first promise came (a 30 ms gap in service), or its promises lapsed and it fenced (2.7 s without a
+   * holder, etcd being down for everyone). So one probe runs at a time, shared by every request, and:
+   *   - a success is good for half a beat from the probe's start (as before: reachable means refuse);
+   *   - a failure is good for half a window from the probe's end, and while it is, a request is answered
+   *     at once and the next probe runs in the background. Promising on a failure up to that old only
+   *     restrains us (a promise is never what lets anyone serve), and a leader cut off alone finds us
+   *     refusing within one probe of etcd coming back for us.
    */
   private async etcdReachable(): Promise<boolean> {
     const now = this.d.clock.now();
     const t = this.d.timing;
-    if (this.lastProbe !== null && now - this.lastProbe.at < t.beatIntervalMs / 2) return this.lastProbe.ok;
-    // Half a window: a leader asks a beat after its last confirmation and needs the answer within the
-    // window; a tighter probe mistakes a busy etcd for a missing one, and vouches for a cut-off leader.
-    const ok = await this.d.kv.reachable(Math.max(10, Math.floor(t.safetyWindowMs / 2)), this.d.keys.probe(this.d.self));
-    this.lastProbe = { at: now, ok };
+    const last = this.lastProbe;
+    const probe = (): Promise<boolean> => (this.probing ??= this.probeEtcd().finally(() => { this.probing = null; }));
+    if (last !== null && last.ok && now - last.startedAt < t.beatIntervalMs / 2) return true;
+    if (last !== null && !last.ok && now - last.endedAt < t.safetyWindowMs / 2) {
+      if (now - last.startedAt >= t.beatIntervalMs / 2) void probe();
+      return false;
+    }
+    return probe();
+  }
+
+  private async probeEtcd(): Promise<boolean> {
+    const startedAt = this.d.clock.now();
+    // Half a window: a tighter probe mistakes a busy etcd for a missing one, and vouches for a cut-off leader.
+    const ok = await this.d.kv.reachable(Math.max(10, Math.floor(this.d.timing.safetyWindowMs / 2)), this.d.keys.probe(this.d.self));
+    this.lastProbe = { startedAt, endedAt: this.d.clock.now(), ok };
     if (!ok) this.dispatch({ kind: 'etcd-failing' });
     return ok;
   }
@@ -289,12 +311,11 @@ export class GroupElection {
   private askPromises(a: Extract<ElectionAction, { kind: 'askPromises' }>): void {
     const { sent, request } = a;
     for (const peer of a.peers) {
-      this.d.transport.requestPromise(peer, request, a.timeoutMs)
-        .then((reply) => { this.dispatch({ kind: 'promise-answer', peer, sent, durationMs: request.durationMs, reply }); })
-        .catch((err: unknown) => {
-          const error = err instanceof Error ? err.message.split('\n')[0]! : String(err);
-          this.dispatch({ kind: 'promise-answer', peer, sent, durationMs: request.durationMs, error });
-        });
+      // Acted on, not only decided: a grant can renew the kernel lease at once (decide.ts, leaseFromPromises).
+      void this.d.transport.requestPromise(peer, request, a.timeoutMs).then(
+        (reply) => this.act({ kind: 'promise-answer', peer, sent, durationMs: request.durationMs, reply }),
+        (err: unknown) => this.act({ kind: 'promise-answer', peer, sent, durationMs: request.durationMs, error: err instanceof Error ? err.message.split('\n')[0]! : String(err) }),
+      );
     }
   }
 
