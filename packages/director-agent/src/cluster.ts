@@ -397,13 +397,14 @@ export class ClusterMember {
   private syncTick(): void {
     // The data plane's verdict has no event of its own here: look at it as often as at sync.
     this.healthMayHaveChanged();
-    if (this.sync === null) return;
+    // Every group is reported, sync or not (the election counts a group it has no report on as not synced).
+    const sync = this.sync;
     const synced: Record<string, string | null> = {};
-    for (const g of this.groups.keys()) synced[g] = this.sync.notCaughtUp(g);
+    for (const g of this.groups.keys()) synced[g] = sync === null ? null : sync.notCaughtUp(g);
     const tier = this.o.settings.ecmp === null ? null : this.config?.ecmp ?? null;
     // A slot's connections are its ECMP services' synced ones: with none, there is nothing to wait for.
     const slotsSynced = this.config?.services.some((s) => s.ecmp && s.sync.enabled) ?? false;
-    for (let i = 0; i < (tier?.slots ?? 0); i++) synced[slotGroup(i)] = slotsSynced ? this.sync.notCaughtUp(slotGroup(i)) : null;
+    for (let i = 0; i < (tier?.slots ?? 0); i++) synced[slotGroup(i)] = sync !== null && slotsSynced ? sync.notCaughtUp(slotGroup(i)) : null;
     const key = JSON.stringify(synced);
     if (key !== this.lastSynced) {
       this.lastSynced = key;

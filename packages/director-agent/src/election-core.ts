@@ -118,7 +118,11 @@ export class ElectionCore {
         beforeHandover: (g, to) => this.handoverGate(g, to),
       },
       health: () => this.health(),
-      syncedFor: (g) => this.syncState[g] ?? null,
+      // A group the agent has not reported on yet is not synced: a director that starts with a higher
+      // priority than a group's leader would otherwise preempt (after-sync) before its first sync report,
+      // and take the group without its connections (seen in the ECMP scale-out: the new director took
+      // its slot at start, and the slot's streams stalled).
+      syncedFor: (g) => (g in this.syncState ? this.syncState[g]! : 'connection sync not reported yet'),
       onTransition: (t) => this.notify({ kind: 'transition', transition: t }),
       onBeat: (group, outcome) => this.notify({ kind: 'beat', group, outcome }),
       onFenced: (group) => this.notify({ kind: 'fenced', group }),
