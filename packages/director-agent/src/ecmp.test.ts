@@ -158,6 +158,21 @@ describe('EcmpSpeaker', () => {
     await s.close();
   });
 
+  it('a speaker that was restarted (its routers gone from its sessions) is set up and announced to again at the next session read', async () => {
+    const { s, fake } = speaker();
+    await s.update(CONFIG, null);
+    fake.sessionList = [{ address: '198.18.9.1', asn: 65000, state: 'established', advertised: 8 }];
+    await s.pollSessions();
+    assert.equal(fake.changes.length, 1);
+    fake.restart();
+    assert.deepEqual(fake.announced(), []);
+    await s.pollSessions();
+    await s.update(CONFIG, null); // waits for the announce the session read started
+    assert.equal(fake.announced().length, 8);
+    assert.equal(fake.changes.length, 2, 'announced anew once');
+    await s.close();
+  });
+
   it('keeps the last error and tries again with the next change', async () => {
     const { s, fake } = speaker();
     fake.failNext('gobgpd is not running');

@@ -144,7 +144,16 @@ export class EcmpSpeaker {
     if (this.announcer === null) return;
     const sessions = await this.announcer.sessions().catch(() => null);
     if (sessions === null) return;
+    // A speaker lists every router it was given, whatever the session's state: a router that left the list
+    // means the speaker was restarted (gobgpd keeps nothing). Announcing again sets it up anew (the
+    // announcer checks for that on every change); without a change nothing would, and the director's paths
+    // stayed gone after gobgpd was killed and started again.
+    const vanished = this.lastSessions.some((was) => !sessions.some((x) => x.address === was.address));
     this.lastSessions = sessions;
+    if (vanished) {
+      this.o.log.warn('ecmp: the BGP speaker lost its routers (restarted?): setting it up and announcing again', { routers: sessions.map((x) => x.address) });
+      void this.kick();
+    }
     for (const x of sessions) {
       const was = this.sessionStates.get(x.address) ?? '';
       if (was === x.state) continue;

@@ -38,6 +38,12 @@ export class FakeAnnouncer implements Announcer {
     return Promise.resolve([...this.sessionList]);
   }
 
+  /** As a speaker process that was restarted: no paths, no sessions (it keeps nothing). */
+  restart(): void {
+    this.current = new Map();
+    this.sessionList = [];
+  }
+
   failNext(message: string): void {
     this.failure = message;
   }
