@@ -28,8 +28,11 @@ import { startTestServers } from './processes.js';
  * flows over the next hops by their ports too (fib_multipath_hash_policy 1), as a production router does.
  */
 
+/** The directors the lab starts. */
 export const ECMP_DIRECTORS = ['dir1', 'dir2', 'dir3'] as const;
-export type EcmpDirector = (typeof ECMP_DIRECTORS)[number];
+/** The director a scale-out adds (with `spare`: its box is built and it is every director's peer, its agent not started). */
+export const ECMP_SPARE = 'dir4';
+export type EcmpDirector = (typeof ECMP_DIRECTORS)[number] | typeof ECMP_SPARE;
 /** The tier's slots unless a lab asks for fewer: the issue's 8. */
 export const ECMP_SLOTS = 8;
 /** Local addresses of the tier (64), split evenly over its slots. */
@@ -52,7 +55,7 @@ export function ecmpSlotOfLocalAddress(address: string, slots = ECMP_SLOTS): num
 }
 
 function directorNumber(d: EcmpDirector): number {
-  return ECMP_DIRECTORS.indexOf(d) + 1;
+  return Number(d.slice(3));
 }
 
 const routerBgp = (slots: number): string => `
@@ -91,9 +94,9 @@ services:
 ${svc('web', 80, 'tcp', 8080, '    healthCheck: { kind: tcp, intervalMs: 1000, rise: 1, fall: 2 }\n', 5000)}${svc('stream', 9000, 'tcp', 9000, '')}${svc('udp', 53, 'udp', 5353, '')}`;
 }
 
-function agentFile(d: EcmpDirector, o: { socket: string; prefix: string; tlsDir: string; gobgpSocket: string }): string {
+function agentFile(d: EcmpDirector, o: { socket: string; prefix: string; tlsDir: string; gobgpSocket: string; all: readonly EcmpDirector[] }): string {
   const k = directorNumber(d);
-  const peers = ECMP_DIRECTORS.filter((p) => p !== d).map((p) => `      - { id: ${p}, address: 198.18.3.${directorNumber(p)}:7411 }`).join('\n');
+  const peers = o.all.filter((p) => p !== d).map((p) => `      - { id: ${p}, address: 198.18.3.${directorNumber(p)}:7411 }`).join('\n');
   return `agent:
   adminSocket: ${o.socket}
   cluster:
@@ -123,6 +126,12 @@ export interface EcmpLabOptions<A extends HaAdmin = HaAdmin> {
   readonly sync?: boolean;
   /** The tier's slots (default ECMP_SLOTS; a power of two up to 64, so the local addresses split evenly). */
   readonly slots?: number;
+  /**
+   * Provision ECMP_SPARE for a scale-out: its box is built and every director lists it as a peer (the
+   * agents' peers are read at start, so a director added later must be known to the others from the
+   * start, as an operator provisions one), but its agent starts only with startDirector.
+   */
+  readonly spare?: boolean;
   readonly echo?: boolean;
 }
 
@@ -132,20 +141,30 @@ export interface EcmpLab<A extends HaAdmin = HaAdmin> {
   readonly etcd: RunningEtcdCluster;
   readonly slots: number;
   api(d: EcmpDirector): A;
+  /** Director d's admin socket (for lbadm --socket). */
+  socket(d: EcmpDirector): string;
   /** Each slot's leader as the directors' own statuses say (undefined: none leads it now). */
   slotOwners(): Promise<Map<number, EcmpDirector | undefined>>;
   /**
    * Waits (bounded) until the tier is steady: every running director answers, is healthy and reaches etcd,
-   * and each slot is led, by etcd's record and the director's own role, by the highest-priority running
+   * the router has every slot's path from each of them, and each slot is led, by etcd's record and the director's own role, by the highest-priority running
    * director (so no preemption is pending). Returns the owners.
    */
   waitSteady(timeoutMs?: number): Promise<Map<number, EcmpDirector>>;
   /** The next hops the router's FIB has for the vip now. */
   routerNextHops(): Promise<string[]>;
+  /** Paths the router received from each director with an established BGP session (absent: no session). */
+  routerPaths(): Promise<Map<EcmpDirector, number>>;
   /** As power loss: the box's processes frozen, its links down, then killed. Returns when it stopped. */
   killBox(d: EcmpDirector): Promise<number>;
   /** The box comes back as after a reboot (no floating address) and its agent starts; resolves once it answers. */
   reviveBox(d: EcmpDirector): Promise<void>;
+  /** Starts a director's agent (a scale-out with ECMP_SPARE); resolves once it answers. */
+  startDirector(d: EcmpDirector): Promise<void>;
+  /** Stops a director's agent as systemd does (SIGTERM: it hands its slots on and withdraws its paths); resolves once it exited. */
+  stopDirector(d: EcmpDirector): Promise<void>;
+  /** The directors whose agents run. */
+  running(): EcmpDirector[];
   agentLog(d: EcmpDirector, lines?: number): string;
   logs(lines?: number): string;
   destroy(): Promise<void>;
@@ -160,6 +179,7 @@ const POLL_MS = 250;
 export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOptions<A>): Promise<EcmpLab<A>> {
   const makeAdmin = opts.admin ?? ((s: string) => lbadmAdmin(s) as unknown as A);
   const slots = opts.slots ?? ECMP_SLOTS;
+  const all: readonly EcmpDirector[] = opts.spare ? [...ECMP_DIRECTORS, ECMP_SPARE] : ECMP_DIRECTORS;
   const t = new Topology(opts.prefix);
   let tmp: string | undefined;
   let etcd: RunningEtcdCluster | undefined;
@@ -187,7 +207,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
     await t.addAddress('router', 'eth1', `${ROUTER_FABRIC}/24`);
     // Hash flows by their ports too: with the default (addresses only) one client would use one slot.
     await t.sysctl('router', 'net.ipv4.fib_multipath_hash_policy', '1');
-    for (const d of ECMP_DIRECTORS) {
+    for (const d of all) {
       const k = directorNumber(d);
       await t.addHost(d, { forwarding: true });
       for (const [key, value] of [['net.ipv4.conf.all.arp_ignore', '1'], ['net.ipv4.conf.all.arp_announce', '2'], ['net.ipv4.conf.all.rp_filter', '2'], ['net.ipv4.conf.default.rp_filter', '2']] as const) {
@@ -216,7 +236,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
     router = await FrrRouter.start(t, 'router', routerBgp(slots));
     await startTestServers(t, ['rs1', 'rs2', 'rs3'], { http: 8080, stream: 9000, udp: 5353 });
     const tlsDir = join(tmp, 'tls');
-    await makeClusterPki(tlsDir, [...ECMP_DIRECTORS]);
+    await makeClusterPki(tlsDir, [...all]);
     const prefix = `/lbd/test/${opts.prefix.replace(/-$/, '')}`;
     const socket = (d: EcmpDirector): string => join(tmp!, `${d}.sock`);
     const api = (d: EcmpDirector): A => {
@@ -231,7 +251,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       const all = (pastLogs.get(d) ?? '') + (p === undefined ? '' : p.stdout + p.stderr);
       return all.split('\n').filter((l) => l !== '').slice(-lines).join('\n');
     };
-    const logs = (lines = 40): string => ECMP_DIRECTORS.map((d) => `== ${d} agent (last ${lines} lines)\n${agentLog(d, lines)}`).join('\n');
+    const logs = (lines = 40): string => all.filter((d) => agents.has(d)).map((d) => `== ${d} agent (last ${lines} lines)\n${agentLog(d, lines)}`).join('\n');
     const startAgent = async (d: EcmpDirector): Promise<void> => {
       const old = agents.get(d);
       if (old !== undefined) pastLogs.set(d, `${pastLogs.get(d) ?? ''}${old.stdout}${old.stderr}\n--- agent exited\n`);
@@ -240,18 +260,16 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       agents.set(d, p);
       await waitAgentAnswers(api(d), `lbd-agent on ${d}`, () => p.running).catch((e: Error) => { throw new Error(`${e.message}\n${agentLog(d)}`); });
     };
-    for (const d of ECMP_DIRECTORS) {
-      await writeFile(join(tmp, `${d}.yaml`), agentFile(d, { socket: socket(d), prefix, tlsDir, gobgpSocket: join(tmp, `gobgpd-${d}.sock`) }));
-      await startAgent(d);
-    }
+    for (const d of all) await writeFile(join(tmp, `${d}.yaml`), agentFile(d, { socket: socket(d), prefix, tlsDir, gobgpSocket: join(tmp, `gobgpd-${d}.sock`), all }));
+    for (const d of ECMP_DIRECTORS) await startAgent(d);
+    const running = (): EcmpDirector[] => all.filter((d) => agents.get(d)?.running === true);
     await api('dir1').apply({ configText: ecmpClusterConfig({ ...opts, slots }), source: 'ecmp-lab', author: 'ecmp-lab' }, { timeoutMs: 60_000 })
       .catch((e: Error) => { throw new Error(`applying the tier's config: ${e.message}\n${logs()}`); });
 
     const slotOwners = async (): Promise<Map<number, EcmpDirector | undefined>> => {
       const out = new Map<number, EcmpDirector | undefined>();
       for (let i = 0; i < slots; i++) out.set(i, undefined);
-      for (const d of ECMP_DIRECTORS) {
-        if (!agents.get(d)?.running) continue;
+      for (const d of running()) {
         const st = await api(d).getClusterStatus({ timeoutMs: 2000 }).catch(() => undefined);
         for (const g of st?.groups ?? []) {
           const m = /^slot-(\d+)$/.exec(g.name);
@@ -261,7 +279,6 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       return out;
     };
     const waitSteady = async (timeoutMs = 60_000): Promise<Map<number, EcmpDirector>> => {
-      const running = (): EcmpDirector[] => ECMP_DIRECTORS.filter((d) => agents.get(d)?.running === true);
       return waitFor('the ECMP tier steady (every slot led by its highest-priority director)', timeoutMs, async () => {
         const live = running();
         const all = await Promise.all(live.map((d) => api(d).getClusterStatus({ timeoutMs: 2000 }).catch(() => undefined)));
@@ -273,6 +290,10 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
         const names = Array.from({ length: slots }, (_, i) => `slot-${i}`);
         if (!all.every((st) => names.every((n) => st!.groups.some((g) => g.name === n)))) return undefined;
         if (!live.every((d) => names.every((n) => (view.directors.find((x) => x.id === d)?.priorities[n] ?? 0) > 0))) return undefined;
+        // The router has every running director's paths: a session that comes up later adds paths while a
+        // test runs (the route stays the same, but a test should not start before the tier has converged).
+        const paths = await routerPaths();
+        if (!live.every((d) => paths.get(d) === slots)) return undefined;
         const owners = new Map<number, EcmpDirector>();
         for (let i = 0; i < slots; i++) {
           const group = `slot-${i}`;
@@ -287,6 +308,15 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       }, POLL_MS).catch((e: Error) => { throw new Error(`${e.message}\n${logs(30)}`); });
     };
     const routerNextHops = (): Promise<string[]> => router!.nextHops(ECMP_VIP);
+    const routerPaths = async (): Promise<Map<EcmpDirector, number>> => {
+      const summary = JSON.parse(await router!.vtysh('show bgp ipv4 unicast summary json')) as { peers?: Record<string, { state?: string; pfxRcd?: number }> };
+      const out = new Map<EcmpDirector, number>();
+      for (const d of all) {
+        const p = summary.peers?.[`198.18.9.${10 + directorNumber(d)}`];
+        if (p?.state === 'Established') out.set(d, p.pfxRcd ?? 0);
+      }
+      return out;
+    };
     const killBox = async (d: EcmpDirector): Promise<number> => {
       const { stoppedAt, alongside } = await t.freeze(d, () => runCommand('ip', ['-n', t.ns(d), 'link', 'set', 'eth0', 'down'], { timeoutMs: 5000 }).then(() => undefined));
       await alongside;
@@ -304,7 +334,14 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       await t.setDefaultRoute(d, ROUTER_FABRIC);
       await startAgent(d);
     };
-    const lab: EcmpLab<A> = { topology: t, router, etcd, slots, api, slotOwners, waitSteady, routerNextHops, killBox, reviveBox, agentLog, logs, destroy };
+    const stopDirector = async (d: EcmpDirector): Promise<void> => {
+      // The agent's own shutdown bound is a few seconds (hand-offs, withdraws); SIGKILL only past that.
+      await agents.get(d)?.stop(15_000);
+    };
+    const lab: EcmpLab<A> = {
+      topology: t, router, etcd, slots, api, socket, slotOwners, waitSteady, routerNextHops, routerPaths, killBox, reviveBox, startDirector: startAgent, stopDirector, running,
+      agentLog, logs, destroy,
+    };
     try {
       await waitFor('every slot led and every next hop at the router', TIER_UP_MS, async () => {
         const owners = await slotOwners();
