@@ -61,6 +61,27 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
     assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
   });
 
+  it('double fault: a slot\'s owner and the director ranked next for it die together: the last director holds every slot\'s connections too (each slot is copied to every peer), so nothing breaks', async function () {
+    const r = await underLoad(lab, async (owners) => {
+      const route = await kernelRoute(lab);
+      const st = await lab.api('dir1').getClusterStatus({ timeoutMs: 2000 });
+      const prio = (d: EcmpDirector, slot: number): number => st.directors.find((x) => x.id === d)?.priorities[`slot-${slot}`] ?? 0;
+      const owner = owners.get(0)!;
+      const next = ECMP_DIRECTORS.filter((d) => d !== owner).sort((a, b) => prio(b, 0) - prio(a, 0))[0]!;
+      const last = ECMP_DIRECTORS.find((d) => d !== owner && d !== next)!;
+      await Promise.all([lab.killBox(owner), lab.killBox(next)]);
+      await waitFor(`${last} leading every slot`, 30_000, async () => {
+        const now = await lab.slotOwners();
+        return [...now.values()].every((d) => d === last) ? true : undefined;
+      }, 250).catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(30)}`); });
+      assert.equal(await kernelRoute(lab), route, 'the router\'s route did not change');
+      await Promise.all([lab.reviveBox(owner), lab.reviveBox(next)]);
+      assert.deepEqual([...await lab.waitSteady()], [...owners], 'the slots went back to their owners after their sync');
+    });
+    assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${r.streams.perConnection.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
+    assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
+  });
+
   it('gobgpd killed on a director that owns slots: its session and paths go, the others keep every slot in the router\'s group, nothing breaks; the agent starts gobgpd again and announces again', async function () {
     const r = await underLoad(lab, async (owners) => {
       const victim = [...owners.values()][0]!;
@@ -86,7 +107,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
     assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
   });
 
-  it('scale-out and scale-in: a fourth director takes the slots it ranks first for after their bulk sync, then leaves; every synced TCP stream and UDP flow lives on', async function () {
+  it('scale-out and scale-in: a fourth director takes the slots it owns after their bulk sync, then leaves; every synced TCP stream and UDP flow lives on', async function () {
     const before = await lab.waitSteady();
     const r = await underLoad(lab, async () => {
       // Not only the same next hops: the same route, order and weights, or the router's hash would move flows between slots.
@@ -94,7 +115,8 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       await lab.startDirector(ECMP_SPARE);
       const out = await lab.waitSteady(90_000);
       const taken = [...out].filter(([, o]) => o === ECMP_SPARE).map(([i]) => i);
-      // Rendezvous ranks put dir4 first for slot 0 of 4 (packages/director-agent/src/ecmp.ts, slotPriority).
+      // dir4 is a member from the start (every director's peer): with 4 slots over 4 members it owns one
+      // (packages/director-agent/src/ecmp.ts, slotRanks), which dir1..3 cover while it is away.
       assert.ok(taken.length > 0, `${ECMP_SPARE} took no slot: a scale-out that moves nothing proves nothing (${JSON.stringify([...out])})`);
       await waitFor(`the router to receive ${ECMP_SPARE}'s paths`, 30_000, async () => ((await lab.routerPaths()).get(ECMP_SPARE) === lab.slots ? true : undefined), 250);
       assert.equal(await kernelRoute(lab), route, 'the router\'s route did not change when a director joined');

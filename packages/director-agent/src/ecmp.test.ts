@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { FakeAnnouncer } from '@lbd/announcer/testing';
 import { ECMP_DEFAULTS, type ClusterSettings, type Config, type EcmpTier, type Service } from '@lbd/config';
 import { silentLogger } from '@lbd/log';
-import { desiredSlots, EcmpSpeaker, slotAddresses, slotPlans, slotPriority, tierRoutes, unixSocketOf } from './ecmp.js';
+import { desiredSlots, EcmpSpeaker, slotAddresses, slotPlans, slotRanks, tierRoutes, unixSocketOf } from './ecmp.js';
 import { EventLog } from './events.js';
 
 const TIER: EcmpTier = {
@@ -46,24 +46,36 @@ const SETTINGS: ClusterSettings = {
 };
 
 describe('ecmp: the tier\'s slots and paths on one director', () => {
-  it('ranks directors per slot by rendezvous hashing: stable, 1..254, and not the same order for every slot', () => {
-    const directors = ['dir1', 'dir2', 'dir3', 'dir4'];
-    const firsts = new Set<string>();
-    for (let s = 0; s < 8; s++) {
-      const ranks = directors.map((d) => slotPriority(d, s));
-      for (const p of ranks) assert.ok(Number.isInteger(p) && p >= 1 && p <= 254);
-      assert.deepEqual(ranks, directors.map((d) => slotPriority(d, s)), 'the same on every call');
-      firsts.add(directors[ranks.indexOf(Math.max(...ranks))]!);
+  it('slot owners are balanced (each member owns ⌊S/N⌋ or ⌈S/N⌉), the same whatever the order members are listed in', () => {
+    for (const slots of [1, 4, 8, 16, 64]) {
+      for (let n = 1; n <= 6; n++) {
+        const members = Array.from({ length: n }, (_, i) => `dir${i + 1}`);
+        const ranks = slotRanks(members, slots);
+        assert.deepEqual(slotRanks([...members].reverse(), slots), ranks);
+        const owned = new Map(members.map((d) => [d, 0]));
+        for (const r of ranks) {
+          assert.deepEqual([...r].sort(), members, 'every member ranked once per slot');
+          owned.set(r[0]!, owned.get(r[0]!)! + 1);
+        }
+        const counts = [...owned.values()];
+        assert.ok(Math.max(...counts) - Math.min(...counts) <= 1, `${slots} slots over ${n}: ${JSON.stringify([...owned])}`);
+      }
     }
-    assert.ok(firsts.size > 1, 'not one director first for every slot');
+    // Plain rendezvous hashing gave these 3 / 1 / 0 and 4 / 2 / 2.
+    const count = (slots: number): number[] => ['dir1', 'dir2', 'dir3'].map((d) => slotRanks(['dir1', 'dir2', 'dir3'], slots).filter((r) => r[0] === d).length).sort();
+    assert.deepEqual(count(4), [1, 1, 2]);
+    assert.deepEqual(count(8), [2, 3, 3]);
   });
 
-  it('adding a director moves only the slots it ranks first for', () => {
-    const first = (ds: string[], s: number): string => ds.reduce((a, b) => (slotPriority(b, s) > slotPriority(a, s) ? b : a));
-    const three = ['dir1', 'dir2', 'dir3'];
-    for (let s = 0; s < 64; s++) {
-      const after = first([...three, 'dir4'], s);
-      if (after !== 'dir4') assert.equal(after, first(three, s), `slot ${s} moved between old directors`);
+  it('a director that joins takes about its share: at most twice S/N slots change owner, each to the newcomer or between others', () => {
+    for (const slots of [8, 16, 64]) {
+      for (let n = 2; n <= 5; n++) {
+        const before = slotRanks(Array.from({ length: n }, (_, i) => `dir${i + 1}`), slots).map((r) => r[0]);
+        const after = slotRanks(Array.from({ length: n + 1 }, (_, i) => `dir${i + 1}`), slots).map((r) => r[0]);
+        const moved = before.filter((o, i) => o !== after[i]).length;
+        assert.ok(moved <= 2 * Math.ceil(slots / (n + 1)) + 1, `${slots} slots, ${n} -> ${n + 1} directors: ${moved} moved`);
+        assert.ok(after.filter((o) => o === `dir${n + 1}`).length >= Math.floor(slots / (n + 1)), 'the newcomer owns its share');
+      }
     }
   });
 
@@ -71,7 +83,8 @@ describe('ecmp: the tier\'s slots and paths on one director', () => {
     const plans = slotPlans(TIER, SETTINGS);
     assert.deepEqual(plans.map((p) => p.settings.name), ['slot-0', 'slot-1', 'slot-2', 'slot-3']);
     assert.equal(plans[2]!.settings.priority, 200, 'agent.cluster.priorities names a slot group: it wins over the hash');
-    assert.equal(plans[1]!.settings.priority, slotPriority('dir1', 1));
+    const rank = slotRanks(['dir1', ...SETTINGS.peers.map((p) => p.id)], 4)[1]!.indexOf('dir1');
+    assert.equal(plans[1]!.settings.priority, 254 - 10 * rank, 'from its rank: 254 for the owner, 10 less per rank');
     assert.equal(plans[1]!.settings.preempt, 'after-sync');
     assert.deepEqual(plans[1]!.addresses, [
       { address: '198.18.9.65', ifname: 'lbds1' }, { address: '198.19.1.66', ifname: 'eth1' }, { address: '198.19.1.67', ifname: 'eth1' },

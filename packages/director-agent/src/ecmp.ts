@@ -20,16 +20,48 @@ import type { EventLog } from './events.js';
 /** Bound on expanding a local-address range into floating addresses (as for vip groups). */
 const MAX_FLOATING_PER_RANGE = 1024;
 
+/** A director's rendezvous (highest-random-weight) score for a slot: the same on every director. */
+function slotScore(director: string, slot: number): number {
+  return createHash('sha256').update(`${director}\0${slotGroup(slot)}`).digest().readUInt32BE(0);
+}
+
+/** Priorities by rank: the owner's 254, then 10 less per rank (1 at the least), so ranks stay apart. */
+const RANK_PRIORITY = (rank: number): number => (rank < 0 ? 1 : Math.max(1, 254 - 10 * rank));
+
 /**
- * This director's priority for a slot, when agent.cluster.priorities does not name the slot's group:
- * rendezvous (highest-random-weight) hashing of director and slot, 1..254. Every director computes every
- * director's rank alike without knowing who else exists, and a director that joins or leaves moves only
- * the slots it ranks first for (about S/N of them), which the election moves after their bulk sync
- * (preempt after-sync). Equal priorities are broken by the election as for vip groups.
+ * Every member's rank for every slot (index 0: the owner), computed alike on every director from the tier's
+ * members (a director and its configured peers: every director of a tier lists the same set).
+ *
+ * Owners are balanced: each member owns ⌊S/N⌋ or ⌈S/N⌉ slots. Plain rendezvous hashing gave 3 / 1 / 0 for
+ * three directors and 4 slots, and 4 / 2 / 2 with 8; the spread of new connections follows the slots a
+ * director owns, so that was a director with twice the load of another. The owners come from the
+ * (director, slot) pairs in descending rendezvous score, first up to ⌊S/N⌋ slots each, then one more
+ * each for the slots left. The other ranks follow the score. A member joining or leaving moves about
+ * S/N slots, sometimes twice that (8 slots, 3 → 4 directors: 5 of 8 move, where plain rendezvous moved the 4
+ * the newcomer ranked first for): every move waits for its bulk sync (preempt after-sync), so it costs a
+ * handover, not connections. A provisioned director (listed as a peer before it runs) changes no ranks
+ * when it starts: it takes back exactly the slots it owns.
  */
-export function slotPriority(director: string, slot: number): number {
-  const h = createHash('sha256').update(`${director}\0${slotGroup(slot)}`).digest();
-  return 1 + (h.readUInt32BE(0) % 254);
+export function slotRanks(members: readonly string[], slots: number): string[][] {
+  const ms = [...new Set(members)].sort();
+  const pairs: Array<{ score: number; director: string; slot: number }> = [];
+  for (let slot = 0; slot < slots; slot++) for (const director of ms) pairs.push({ score: slotScore(director, slot), director, slot });
+  pairs.sort((a, b) => b.score - a.score || (a.director < b.director ? -1 : a.director > b.director ? 1 : a.slot - b.slot));
+  const owner: Array<string | null> = new Array<string | null>(slots).fill(null);
+  const owned = new Map(ms.map((d) => [d, 0]));
+  const floor = Math.floor(slots / Math.max(1, ms.length));
+  for (const cap of [floor, floor + 1]) {
+    for (const p of pairs) {
+      if (owner[p.slot] === null && owned.get(p.director)! < cap) {
+        owner[p.slot] = p.director;
+        owned.set(p.director, owned.get(p.director)! + 1);
+      }
+    }
+  }
+  return owner.map((o, slot) => {
+    const rest = ms.filter((d) => d !== o).sort((a, b) => slotScore(b, slot) - slotScore(a, slot) || (a < b ? -1 : 1));
+    return o === null ? rest : [o, ...rest];
+  });
 }
 
 /** The slots as the data plane programs them (the same on every director). */
@@ -58,9 +90,10 @@ export function slotAddresses(tier: EcmpTier, i: number, localInterface: string)
 /** The election's plan for every slot of the tier (none when this director has no agent.cluster.ecmp). */
 export function slotPlans(tier: EcmpTier | null, settings: ClusterSettings): GroupPlan[] {
   if (tier === null || settings.ecmp === null) return [];
+  const ranks = slotRanks([settings.director, ...settings.peers.map((p) => p.id)], tier.slots);
   return Array.from({ length: tier.slots }, (_, i) => ({
     settings: {
-      name: slotGroup(i), priority: settings.priorities[slotGroup(i)] ?? slotPriority(settings.director, i),
+      name: slotGroup(i), priority: settings.priorities[slotGroup(i)] ?? RANK_PRIORITY(ranks[i]!.indexOf(settings.director)),
       preempt: tier.preempt, preemptDelayMs: tier.preemptDelayMs,
     },
     addresses: slotAddresses(tier, i, settings.interfaces.local),
