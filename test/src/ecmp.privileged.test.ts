@@ -57,8 +57,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
 
   it('a director\'s box dies, then comes back and takes its slots back after their sync: every synced TCP stream and UDP flow lives on, the router keeps every next hop', async function () {
     const r = await boxDeath(lab, 'dir2', { revive: true });
-    assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${r.streams.perConnection.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
-    assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
+    assertNoneBroken(r);
   });
 
   it('double fault: a slot\'s owner and the director ranked next for it die together: the last director holds every slot\'s connections too (each slot is copied to every peer), so nothing breaks', async function () {
@@ -78,8 +77,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       await Promise.all([lab.reviveBox(owner), lab.reviveBox(next)]);
       assert.deepEqual([...await lab.waitSteady()], [...owners], 'the slots went back to their owners after their sync');
     });
-    assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${r.streams.perConnection.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
-    assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
+    assertNoneBroken(r);
   });
 
   it('gobgpd killed on a director that owns slots: its session and paths go, the others keep every slot in the router\'s group, nothing breaks; the agent starts gobgpd again and announces again', async function () {
@@ -103,8 +101,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       assert.equal(await kernelRoute(lab), route, 'the router\'s route did not change when the session came back');
       assert.deepEqual([...await lab.waitSteady()], [...owners], 'no slot moved');
     });
-    assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${r.streams.perConnection.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
-    assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
+    assertNoneBroken(r);
   });
 
   it('scale-out and scale-in: a fourth director takes the slots it owns after their bulk sync, then leaves; every synced TCP stream and UDP flow lives on', async function () {
@@ -124,8 +121,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       assert.deepEqual([...await lab.waitSteady()], [...before], 'the slots went back to their owners before the scale-out');
       assert.equal(await kernelRoute(lab), route, 'the router\'s route did not change when a director left');
     });
-    assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${r.streams.perConnection.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
-    assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
+    assertNoneBroken(r);
   });
 });
 
@@ -153,6 +149,12 @@ describe('ECMP tier without connection sync: the same box death breaks the dead 
       `expected about ${share} of ${r.streams.connections} streams broken (the dead director led ${r.victimSlots} of ${lab.slots} slots), got ${r.streams.broken}`);
   });
 });
+
+/** Every TCP stream and UDP flow lived on; the first errors otherwise. */
+function assertNoneBroken(r: { streams: StreamReport; flows: UdpReport }): void {
+  assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${r.streams.perConnection.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
+  assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}`);
+}
 
 /** How long the box-death load runs, and how long without a line breaks a stream. */
 const LOAD_MS = 60_000;
