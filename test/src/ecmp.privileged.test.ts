@@ -62,7 +62,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
 
   it('double fault: a slot\'s owner and the director ranked next for it die together: the last director holds every slot\'s connections too (each slot is copied to every peer), so nothing breaks', async function () {
     const r = await underLoad(lab, async (owners) => {
-      const route = await kernelRoute(lab);
+      const route = await lab.routerRoute();
       const st = await lab.api('dir1').getClusterStatus({ timeoutMs: 2000 });
       const prio = (d: EcmpDirector, slot: number): number => st.directors.find((x) => x.id === d)?.priorities[`slot-${slot}`] ?? 0;
       const owner = owners.get(0)!;
@@ -73,7 +73,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
         const now = await lab.slotOwners();
         return [...now.values()].every((d) => d === last) ? true : undefined;
       }, 250).catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(30)}`); });
-      assert.equal(await kernelRoute(lab), route, 'the router\'s route did not change');
+      assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change');
       await Promise.all([lab.reviveBox(owner), lab.reviveBox(next)]);
       assert.deepEqual([...await lab.waitSteady()], [...owners], 'the slots went back to their owners after their sync');
     });
@@ -84,7 +84,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
     const r = await underLoad(lab, async (owners) => {
       const victim = [...owners.values()][0]!;
       assert.equal((await lab.routerPaths()).get(victim), lab.slots, `the router has ${victim}'s paths before`);
-      const route = await kernelRoute(lab);
+      const route = await lab.routerRoute();
       const pids: number[] = [];
       for (const pid of await namespacePids(lab.topology.ns(victim))) {
         if ((await readFile(`/proc/${pid}/comm`, 'utf8').catch(() => '')).trim() === 'gobgpd') pids.push(pid);
@@ -95,10 +95,10 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       // agent's gobgpd is back and set up again, the paths return. Every slot stays in the group throughout,
       // announced by the other directors.
       await waitFor(`the router to drop ${victim}'s session`, 15_000, async () => (!(await lab.routerPaths()).has(victim) ? true : undefined), 100);
-      assert.equal(await kernelRoute(lab), route, 'the router\'s route did not change without the victim\'s session');
+      assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change without the victim\'s session');
       await waitFor(`${victim}'s paths back at the router`, 40_000, async () => ((await lab.routerPaths()).get(victim) === lab.slots ? true : undefined), 250)
         .catch((e: Error) => { throw new Error(`${e.message}\n${lab.agentLog(victim, 30)}`); });
-      assert.equal(await kernelRoute(lab), route, 'the router\'s route did not change when the session came back');
+      assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when the session came back');
       assert.deepEqual([...await lab.waitSteady()], [...owners], 'no slot moved');
     });
     assertNoneBroken(r);
@@ -108,7 +108,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
     const before = await lab.waitSteady();
     const r = await underLoad(lab, async () => {
       // Not only the same next hops: the same route, order and weights, or the router's hash would move flows between slots.
-      const route = await kernelRoute(lab);
+      const route = await lab.routerRoute();
       await lab.startDirector(ECMP_SPARE);
       const out = await lab.waitSteady(90_000);
       const taken = [...out].filter(([, o]) => o === ECMP_SPARE).map(([i]) => i);
@@ -116,10 +116,10 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       // (packages/director-agent/src/ecmp.ts, slotRanks), which dir1..3 cover while it is away.
       assert.ok(taken.length > 0, `${ECMP_SPARE} took no slot: a scale-out that moves nothing proves nothing (${JSON.stringify([...out])})`);
       await waitFor(`the router to receive ${ECMP_SPARE}'s paths`, 30_000, async () => ((await lab.routerPaths()).get(ECMP_SPARE) === lab.slots ? true : undefined), 250);
-      assert.equal(await kernelRoute(lab), route, 'the router\'s route did not change when a director joined');
+      assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when a director joined');
       await lab.stopDirector(ECMP_SPARE);
       assert.deepEqual([...await lab.waitSteady()], [...before], 'the slots went back to their owners before the scale-out');
-      assert.equal(await kernelRoute(lab), route, 'the router\'s route did not change when a director left');
+      assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when a director left');
     });
     assertNoneBroken(r);
   });
@@ -240,11 +240,6 @@ async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<num
   } finally {
     await Promise.all(loads.map((p) => p.stop(2000).catch(() => undefined)));
   }
-}
-
-/** The router's kernel route for the vip as `ip route` prints it: next hops in order, with their weights (what the hash maps over). */
-async function kernelRoute(lab: EcmpLab<AdminApi>): Promise<string> {
-  return (await lab.topology.exec('router', 'ip', ['route', 'show', 'exact', ECMP_VIP])).stdout.replace(/\s+/g, ' ').replace(/ proto \S+| metric \d+/g, '').trim();
 }
 
 /**

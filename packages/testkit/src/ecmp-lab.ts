@@ -153,6 +153,11 @@ export interface EcmpLab<A extends HaAdmin = HaAdmin> {
   waitSteady(timeoutMs?: number): Promise<Map<number, EcmpDirector>>;
   /** The next hops the router's FIB has for the vip now. */
   routerNextHops(): Promise<string[]>;
+  /**
+   * The router's kernel route for the vip as one line of `ip route`: next hops in order with their weights
+   * (what its hash maps over), without the parts that change with no effect on forwarding (proto, metric).
+   */
+  routerRoute(): Promise<string>;
   /** Paths the router received from each director with an established BGP session (absent: no session). */
   routerPaths(): Promise<Map<EcmpDirector, number>>;
   /** As power loss: the box's processes frozen, its links down, then killed. Returns when it stopped. */
@@ -308,6 +313,8 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       }, POLL_MS).catch((e: Error) => { throw new Error(`${e.message}\n${logs(30)}`); });
     };
     const routerNextHops = (): Promise<string[]> => router!.nextHops(ECMP_VIP);
+    const routerRoute = async (): Promise<string> =>
+      (await t.exec('router', 'ip', ['route', 'show', 'exact', ECMP_VIP])).stdout.replace(/\s+/g, ' ').replace(/ proto \S+| metric \d+/g, '').trim();
     const routerPaths = async (): Promise<Map<EcmpDirector, number>> => {
       const summary = JSON.parse(await router!.vtysh('show bgp ipv4 unicast summary json')) as { peers?: Record<string, { state?: string; pfxRcd?: number }> };
       const out = new Map<EcmpDirector, number>();
@@ -339,7 +346,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       await agents.get(d)?.stop(15_000);
     };
     const lab: EcmpLab<A> = {
-      topology: t, router, etcd, slots, api, socket, slotOwners, waitSteady, routerNextHops, routerPaths, killBox, reviveBox, startDirector: startAgent, stopDirector, running,
+      topology: t, router, etcd, slots, api, socket, slotOwners, waitSteady, routerNextHops, routerRoute, routerPaths, killBox, reviveBox, startDirector: startAgent, stopDirector, running,
       agentLog, logs, destroy,
     };
     try {

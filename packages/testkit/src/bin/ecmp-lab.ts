@@ -141,11 +141,11 @@ async function command(lab: EcmpLab<AdminApi>, words: string[]): Promise<string>
 async function status(lab: EcmpLab<AdminApi>): Promise<string> {
   const owners = await lab.slotOwners();
   const paths = await lab.routerPaths();
-  const route = (await lab.topology.exec('router', 'ip', ['route', 'show', 'exact', ECMP_VIP])).stdout.trim();
+  const route = await lab.routerRoute();
   const lines = [`vip ${ECMP_VIP}: ${lab.slots} slots, directors running: ${lab.running().join(', ')}`];
   for (let i = 0; i < lab.slots; i++) lines.push(`  slot ${i}  next hop ${ecmpNextHop(i)}  owner ${owners.get(i) ?? '(none)'}`);
   lines.push(`router BGP: ${[...paths].map(([d, n]) => `${d} ${n} paths`).join(', ') || 'no session established'}`);
-  lines.push(`router route: ${route.replace(/\n\s*/g, ' | ') || '(none)'}`);
+  lines.push(`router route: ${route || '(none)'}`);
   return lines.join('\n');
 }
 
