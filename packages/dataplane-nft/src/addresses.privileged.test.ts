@@ -187,6 +187,20 @@ describe('KernelAddressOwner in namespaces @privileged', function () {
     for (const v of vips) assert.ok(await eventually(() => neighMac(v.address) === mac(D1), 2000) !== null, `${v.address} back to d1`);
   });
 
+  it('a claim that solicits the router makes it resolve the address before any traffic (an announcement alone does not)', async () => {
+    const plain = [v4(40), v6(0x40)];
+    const asked: FloatingAddress[] = [{ ...v4(41), solicit: ['198.18.0.1'] }, { ...v6(0x41), solicit: ['fd00:18::1'] }];
+    for (const a of [...plain, ...asked]) inNs(R, 'ip', 'neigh', 'flush', 'to', a.address, 'dev', 'br0');
+    const a = owner(D1);
+    await a.claim('g', [...plain, ...asked], { count: 1, intervalMs: 50 });
+    for (const v of asked) {
+      const ms = await eventually(() => neighMac(v.address) === mac(D1), 2000);
+      assert.ok(ms !== null, `${v.address}: the router has an entry for it (${neighMac(v.address)} != ${mac(D1)})`);
+    }
+    // The same round announced the plain addresses first: a Linux router without arp_accept ignores those.
+    for (const v of plain) assert.equal(neighMac(v.address), null, `${v.address}: no entry from the announcement alone`);
+  });
+
   it('SIGKILL of the agent: its watchdog removes the addresses', async () => {
     const addrs = [v4(30), v4(31), v6(0x30), v6(0x31)];
     const { child, claimMs } = await agent(D1, addrs, 10);

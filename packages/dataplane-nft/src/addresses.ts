@@ -17,7 +17,9 @@ import { LineSession } from './line-session.js';
  * - IPv4: an unsolicited ARP request (sender ip = target ip = the vip), what `arping -U` sends. A Linux
  *   neighbour treats it as gratuitous ARP, which overrides an existing entry even within `locktime` (an ARP
  *   reply does too; without `arp_accept` neither creates an entry, which is fine: a neighbour without one
- *   resolves afresh).
+ *   resolves afresh). Not fine for a router's ECMP next hop, which must be resolved before its first packet
+ *   (FloatingAddress.solicit): such an address also sends an ARP request / neighbour solicitation to the
+ *   router, which creates the router's entry (tested: an ARP request creates a STALE entry).
  * - Both are sent by one long-lived perl process (ANNOUNCER: a packet socket and a raw ICMPv6 socket), a
  *   line per round with every address in it: a takeover's first round leaves within a millisecond of the
  *   claim, all addresses at once. One `arping` process per address per round (what this did before) took
@@ -94,7 +96,9 @@ exit $rc;`;
 
 /**
  * The announcer: per line of IF=ADDR words, one gratuitous ARP request (IPv4) or unsolicited NA (IPv6) per
- * word, all at once; answers `ok` or `failed <why>` per line. Exits at EOF (the agent is gone).
+ * word, all at once; answers `ok` or `failed <why>` per line. Exits at EOF (the agent is gone). A word
+ * IF=ADDR>N1,N2 also asks each neighbour N from ADDR (an ARP request, or a neighbour solicitation to N's
+ * solicited-node group with our link-layer address): see FloatingAddress.solicit.
  */
 const ANNOUNCER = `use strict; use Socket qw(:DEFAULT inet_aton inet_pton pack_sockaddr_in6);
 $| = 1;
@@ -105,7 +109,9 @@ my $bcast = "\\xff" x 6;
 while (my $line = <STDIN>) {
   my @failed;
   for my $t (split ' ', $line) {
-    my ($if, $addr) = split /=/, $t, 2;
+    my ($if, $rest) = split /=/, $t, 2;
+    my ($addr, $ask) = split />/, $rest, 2;
+    my @ask = defined $ask ? split(/,/, $ask) : ();
     my ($idx, $mac);
     if (open my $f, '<', "/sys/class/net/$if/ifindex") { $idx = 0 + <$f>; }
     if (open my $f, '<', "/sys/class/net/$if/address") { my $m = <$f>; chomp $m; $mac = pack 'H12', join '', split /:/, $m; }
@@ -114,10 +120,25 @@ while (my $line = <STDIN>) {
       setsockopt($na, 41, 17, pack 'i', $idx);
       my $pkt = pack('CCnN', 136, 0, 0, 0x20000000) . inet_pton(AF_INET6, $addr) . pack('CC', 2, 1) . $mac;
       send($na, $pkt, 0, pack_sockaddr_in6(0, inet_pton(AF_INET6, 'ff02::1'), $idx)) or push @failed, "$t: $!";
+      for my $n (@ask) {
+        # A neighbour solicitation for $n from $addr (so bound to it), with our link-layer address.
+        my $target = inet_pton(AF_INET6, $n);
+        my $s;
+        if (!socket($s, AF_INET6, SOCK_RAW, 58) || !bind($s, pack_sockaddr_in6(0, inet_pton(AF_INET6, $addr), $idx))) { push @failed, "$t: solicit $n: $!"; next; }
+        setsockopt($s, 41, 16, pack 'i', 255); setsockopt($s, 41, 18, pack 'i', 255); setsockopt($s, 41, 17, pack 'i', $idx);
+        my $group = inet_pton(AF_INET6, 'ff02::1:ff00:0'); substr($group, 13, 3) = substr($target, 13, 3);
+        send($s, pack('CCnN', 135, 0, 0, 0) . $target . pack('CC', 1, 1) . $mac, 0, pack_sockaddr_in6(0, $group, $idx)) or push @failed, "$t: solicit $n: $!";
+        close $s;
+      }
     } else {
       my $ip = inet_aton($addr);
+      my $to = pack('S n i S C C a8', 17, 0x0806, $idx, 1, 0, 6, $mac);
       my $frame = $bcast . $mac . pack('n', 0x0806) . pack('nnCCn', 1, 0x0800, 6, 4, 1) . $mac . $ip . $bcast . $ip;
-      send($arp, $frame, 0, pack('S n i S C C a8', 17, 0x0806, $idx, 1, 0, 6, $mac)) or push @failed, "$t: $!";
+      send($arp, $frame, 0, $to) or push @failed, "$t: $!";
+      for my $n (@ask) {
+        my $request = $bcast . $mac . pack('n', 0x0806) . pack('nnCCn', 1, 0x0800, 6, 4, 1) . $mac . $ip . ("\\0" x 6) . inet_aton($n);
+        send($arp, $request, 0, $to) or push @failed, "$t: solicit $n: $!";
+      }
     }
   }
   print @failed ? "failed @failed\\n" : "ok\\n";
@@ -188,7 +209,7 @@ class AnnouncerProcess {
     this.session = spawnPerl === null ? null : new LineSession(spawnPerl, 'announcer', { restartAfterMs: 1000 });
   }
 
-  /** Sends one announcement per `ifname=address` word at once; resolves with the failures (null: none). */
+  /** Sends one announcement per `ifname=address[>neighbour,...]` word at once; resolves with the failures (null: none). */
   async send(words: readonly string[]): Promise<string | null> {
     if (this.session === null) throw new Error('no announcer process: the runner cannot spawn one');
     const line = await this.session.request(`${words.join(' ')}\n`);
@@ -511,10 +532,14 @@ export class KernelAddressOwner implements AddressOwner {
       round++;
       const spawnRound = (): void => {
         // arping -c 1 has sent its one packet within milliseconds; it lingers a second waiting for replies.
-        for (const a of v4) send('arping', ['-q', '-U', '-c', '1', '-I', a.ifname, a.address]);
+        for (const a of v4) {
+          send('arping', ['-q', '-U', '-c', '1', '-I', a.ifname, a.address]);
+          for (const n of a.solicit ?? []) send('arping', ['-q', '-c', '1', '-I', a.ifname, '-s', a.address, n]);
+        }
+        // (IPv6 solicitations need the announcer: this fallback only advertises.)
         if (v6.length > 0) send('perl', ['-e', SEND_NA, ...v6.map((a) => `${a.ifname}=${a.address}`)]);
       };
-      this.announcer.send(addresses.map((a) => `${a.ifname}=${a.address}`)).then(
+      this.announcer.send(addresses.map(announcerWord)).then(
         (failure) => { if (failure !== null) fail('announcer', failure); },
         () => { if (!state.cancelled) spawnRound(); },
       );
@@ -540,10 +565,20 @@ export class KernelAddressOwner implements AddressOwner {
 
 function normalise(a: FloatingAddress): FloatingAddress {
   const address = a.address.replace(/\/(32|128)$/, '');
-  if (familyOf(address) === null) throw new DataPlaneError('Unknown', 'claim', { detail: `not a host address: ${a.address}` });
+  const family = familyOf(address);
+  if (family === null) throw new DataPlaneError('Unknown', 'claim', { detail: `not a host address: ${a.address}` });
   if (!IFNAME.test(a.ifname)) throw new DataPlaneError('Unknown', 'claim', { detail: `not an interface name: ${a.ifname}` });
-  return { address: canonicalAddress(address), ifname: a.ifname };
+  const out = { address: canonicalAddress(address), ifname: a.ifname };
+  if (a.solicit === undefined || a.solicit.length === 0) return out;
+  for (const n of a.solicit) {
+    if (familyOf(n) !== family) throw new DataPlaneError('Unknown', 'claim', { detail: `${a.address} cannot solicit ${n}: not an IPv${family} address` });
+  }
+  return { ...out, solicit: a.solicit.map(canonicalAddress) };
 }
+
+/** The announcer's word for an address (see ANNOUNCER). */
+const announcerWord = (a: FloatingAddress): string =>
+  `${a.ifname}=${a.address}${a.solicit && a.solicit.length > 0 ? `>${a.solicit.join(',')}` : ''}`;
 
 function dedupe(list: readonly FloatingAddress[]): FloatingAddress[] {
   const seen = new Map<string, FloatingAddress>();

@@ -13,6 +13,15 @@
 export interface FloatingAddress {
   readonly address: string;
   readonly ifname: string;
+  /**
+   * Neighbours (same family, on the interface's link) that each announcement also asks, from this address:
+   * an ARP request or neighbour solicitation for each, which makes a Linux neighbour create its entry for
+   * this address. A gratuitous ARP or unsolicited NA only updates an entry that exists (without `arp_accept`),
+   * and an ECMP slot's next hop needs one at the router before its first packet: a Linux router's
+   * hash-threshold next-hop group skips a next hop whose neighbour is still unresolved, so for those
+   * milliseconds it sends the slot's new flows to another slot, which resets them once they move back.
+   */
+  readonly solicit?: readonly string[];
 }
 
 /** How a claim is announced: `count` announcements per address, `intervalMs` apart (count 0: none). */

@@ -87,7 +87,9 @@ describe('ecmp: the tier\'s slots and paths on one director', () => {
     assert.equal(plans[1]!.settings.priority, 254 - 10 * rank, 'from its rank: 254 for the owner, 10 less per rank');
     assert.equal(plans[1]!.settings.preempt, 'after-sync');
     assert.deepEqual(plans[1]!.addresses, [
-      { address: '198.18.9.65', ifname: 'lbds1' }, { address: '198.19.1.66', ifname: 'eth1' }, { address: '198.19.1.67', ifname: 'eth1' },
+      // The IPv4 next hop solicits the (IPv4) router, so the router resolves it before its first packet;
+      // no router of the tier speaks IPv6 here, so the IPv6 next hop has no one to ask.
+      { address: '198.18.9.65', ifname: 'lbds1', solicit: ['198.18.9.1'] }, { address: '198.19.1.66', ifname: 'eth1' }, { address: '198.19.1.67', ifname: 'eth1' },
       { address: 'fd00:9::65', ifname: 'lbds1' }, { address: 'fd00:2::101', ifname: 'eth1' },
     ]);
     assert.deepEqual(slotAddresses(TIER, 0, 'eth1').map((a) => a.address), ['198.18.9.64', '198.19.1.64', '198.19.1.65', 'fd00:9::64', 'fd00:2::100']);

@@ -73,15 +73,21 @@ export function desiredSlots(tier: EcmpTier | null): DesiredSlot[] {
   }));
 }
 
-/** What the leader of slot `i` claims: its next hops on the slot's macvlan, its local addresses on the local interface. */
+/**
+ * What the leader of slot `i` claims: its next hops on the slot's macvlan, its local addresses on the local
+ * interface. A next hop solicits the routers of its family, so that each has resolved it before its first
+ * packet (a Linux router's hash-threshold group otherwise sends that packet to another slot: see
+ * FloatingAddress.solicit).
+ */
 export function slotAddresses(tier: EcmpTier, i: number, localInterface: string): FloatingAddress[] {
   const out: FloatingAddress[] = [];
   for (const fam of [tier.ipv4, tier.ipv6]) {
     if (fam === null) continue;
-    out.push({ address: fam.nextHops[i]!, ifname: slotInterface(i) });
+    const family = fam.nextHops[i]!.includes(':') ? 6 : 4;
+    const routers = tier.routers.map((r) => r.address).filter((a) => a.includes(':') === (family === 6));
+    out.push({ address: fam.nextHops[i]!, ifname: slotInterface(i), ...(routers.length > 0 ? { solicit: routers } : {}) });
     const range = fam.localAddresses[i]!;
     const first = addressToBigInt(range.first);
-    const family = range.first.includes(':') ? 6 : 4;
     for (let k = 0; k < Math.min(range.size, MAX_FLOATING_PER_RANGE); k++) out.push({ address: bigIntToAddress(first + BigInt(k), family), ifname: localInterface });
   }
   return out;
