@@ -25,7 +25,11 @@ import { startTestServers } from './processes.js';
  *
  * Slot i's next hop is 198.18.9.(64+i) and its local addresses 198.19.1.(64+8i) .. (71+8i): the real
  * servers reach them on-link, so replies go to whichever director holds the slot. The router hashes
- * flows over the next hops by their ports too (fib_multipath_hash_policy 1), as a production router does.
+ * flows over the next hops by their addresses, protocol and ports, as a production router does: policy 3
+ * (custom fields), not 1, which takes the packet's receive hash when it has one, and over a veth that is
+ * the client socket's random hash (sk_txhash). With it one 4-tuple went to a different slot each time its
+ * port was reused, and a flow moved to another slot mid-connection whenever the client's TCP re-hashed
+ * (after a retransmission timeout): resets the tier did not cause and a production router never shows.
  */
 
 /** The directors the lab starts. */
@@ -210,8 +214,10 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
     await t.addAddress('router', 'eth0', '198.18.2.1/24');
     await t.attach('router', 'swx', 'eth1');
     await t.addAddress('router', 'eth1', `${ROUTER_FABRIC}/24`);
-    // Hash flows by their ports too: with the default (addresses only) one client would use one slot.
-    await t.sysctl('router', 'net.ipv4.fib_multipath_hash_policy', '1');
+    // Hash flows by their ports too (with the default, addresses only, one client would use one slot), from
+    // the headers: fields 0x37 = source and destination address, protocol, source and destination port.
+    await t.sysctl('router', 'net.ipv4.fib_multipath_hash_policy', '3');
+    await t.sysctl('router', 'net.ipv4.fib_multipath_hash_fields', '0x37');
     for (const d of all) {
       const k = directorNumber(d);
       await t.addHost(d, { forwarding: true });
