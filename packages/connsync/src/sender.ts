@@ -107,6 +107,8 @@ export class SyncSender implements SourceListener {
   private ackTimer: ReturnType<typeof setTimeout> | undefined;
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private retryMs = RETRY_MIN_MS;
+  /** The failure last logged; null once the stream has worked since. */
+  private reportedError: string | null = null;
   private unsubscribe: (() => void) | undefined;
   private readonly lags: number[] = [];
   private counters = { connectionsSent: 0, snapshots: 0, resyncs: 0, overflows: 0, injected: 0, failed: 0 };
@@ -207,7 +209,12 @@ export class SyncSender implements SourceListener {
     if (this.closed) return;
     this.state = 'down';
     this.lastError = reason ?? 'stream ended';
-    this.o.log.warn('connection sync: stream to peer ended; retrying', { peer: this.o.peer, reason: this.lastError, retryInMs: this.retryMs });
+    // A peer that stays away (a director not started yet) fails every retry alike: that is said once, and
+    // again only when the stream has worked in between or fails differently (status shows the last error).
+    if (this.lastError !== this.reportedError) {
+      this.o.log.warn('connection sync: stream to peer ended; retrying', { peer: this.o.peer, reason: this.lastError, retryInMs: this.retryMs });
+      this.reportedError = this.lastError;
+    }
     this.clearTimers();
     this.retryTimer = setTimeout(() => this.connect(), this.retryMs);
     this.retryMs = Math.min(RETRY_MAX_MS, this.retryMs * 2);
@@ -236,6 +243,7 @@ export class SyncSender implements SourceListener {
           if (m.oldestEventAt !== null) this.sample(now - m.oldestEventAt);
         }
         this.retryMs = RETRY_MIN_MS;
+        this.reportedError = null;
         if (this.caughtUp() && this.state === 'streaming' && this.acked === this.snapshotEndSeq) {
           this.o.log.info('connection sync: peer caught up', { peer: this.o.peer, session: this.session, connections: this.counters.connectionsSent });
           // What went wrong before this stream is history now: status shows errors that still matter.

@@ -237,6 +237,45 @@ describe('connection sync: sender, source and receiver', () => {
     assert.equal(p.standby.connections.size, 0);
   });
 
+  it('a peer that stays unreachable is logged once, not at every retry; again after the stream worked in between', async () => {
+    const warns: unknown[] = [];
+    const log = { ...quiet, warn: (_msg: string, f?: Record<string, unknown>) => { warns.push(f?.reason); } };
+    const leader = new FakeConnectionTable();
+    leader.connections.set(connectionKey(connection(1)), connection(1));
+    const source = new ConnectionSource(leader, quiet);
+    await source.start();
+    await source.setScope(new Map([[SERVICE, { group: 'g', minAgeMs: 0 }]]));
+    const standby = new FakeConnectionTable();
+    const ctx: ReceiverContext = { table: standby, log: quiet, markOf: (_s, rs) => standbyMark(rs), groupOf: () => 'g', leads: () => false };
+    let dials = 0;
+    let reachable = false;
+    let peerSide: Parameters<Dial>[1] | null = null;
+    const dial: Dial = (_peer, h) => {
+      dials++;
+      if (!reachable) {
+        setImmediate(() => h.closed('ECONNREFUSED'));
+        return { write: () => true, close: () => {} };
+      }
+      peerSide = h;
+      const receiver = new SyncReceiver(ctx, { write: (r) => { const out = roundTripReply(r); setImmediate(() => h.reply(out)); }, fail: () => {} }, new Set(['dir1']));
+      return { write: (m) => { const out = roundTripMessage(m); setImmediate(() => receiver.onMessage(out)); return true; }, close: () => receiver.end('closed') };
+    };
+    const sender = new SyncSender({ self: 'dir1', peer: 'dir2', source, dial, log, ackTimeoutMs: 60_000 });
+    try {
+      sender.start();
+      await until('four refused dials', () => dials >= 4, 10_000);
+      assert.deepEqual(warns, ['ECONNREFUSED'], 'four refusals alike: said once');
+      reachable = true;
+      await until('the stream works', () => sender.drained() && standby.connections.size === 1, 10_000);
+      reachable = false;
+      peerSide!.closed('ECONNREFUSED');
+      await until('said again: the stream had worked since', () => warns.length === 2, 5000);
+    } finally {
+      sender.close();
+      await source.close();
+    }
+  });
+
   it('a connection in its last second (conntrack reads 0 s left) goes as 1 s, and the stream stays open', async () => {
     const p = await start({ initial: [connection(0, { timeoutSec: 0 }), connection(1)] });
     await until('caught up', () => p.sender.drained());
