@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { DataPlaneError } from '@lbd/dataplane';
 import { goldenServices } from './model.test.js';
 import { NftDataPlane } from './nft-dataplane.js';
 import { netnsRunner } from './runner.js';
@@ -88,6 +89,20 @@ describe('NftDataPlane in a namespace @privileged', function () {
     assert.equal(nft('-s', 'list', 'ruleset'), before);
     // …and the data plane still knows the kernel state: an unchanged apply writes nothing.
     assert.equal((await dp.apply({ services: goldenServices() })).changed, false);
+  });
+
+  it('an element lbd did not write in its table: the apply fails naming it, the kernel keeps its rules; removed, the next apply works', async () => {
+    await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices() });
+    const foreign = '198.18.0.99 . tcp . 8443';
+    nft('add', 'element', 'ip', 'lbd', 'dispatch', `{ ${foreign} : drop }`);
+    const before = nft('-s', 'list', 'ruleset');
+    // A data plane that reads the kernel (an agent's restart, or the next apply after a failed one).
+    const dp = new NftDataPlane({ runner: netnsRunner(ns) });
+    await assert.rejects(dp.apply({ services: goldenServices() }),
+      (err: Error) => err instanceof DataPlaneError && err.kind === 'InvalidRuleset' && /holds what lbd did not write .*drop/.test(err.message));
+    assert.equal(nft('-s', 'list', 'ruleset'), before, 'nothing changed');
+    nft('delete', 'element', 'ip', 'lbd', 'dispatch', `{ ${foreign} }`);
+    assert.equal((await dp.apply({ services: goldenServices() })).changed, false, 'the table is lbd\'s again');
   });
 
   it('a connection is listed under the service whose vip it was sent to, not one that reused its mark', async () => {

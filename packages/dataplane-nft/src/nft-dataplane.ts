@@ -193,7 +193,19 @@ export class NftDataPlane implements DataPlane {
     for (const f of FAMILIES) {
       const json = await this.listTable(f);
       if (json === null) continue;
-      const parsed = parseTable(f, json);
+      let parsed: ReturnType<typeof parseTable>;
+      try {
+        parsed = parseTable(f, json);
+      } catch (err) {
+        // Something lbd never writes is in its table (a hand-made element, another tool): lbd does not guess
+        // what it meant. The apply fails, the rules in the kernel stay, and the director is unfit until someone
+        // removes it (or deletes the table, which lbd then builds afresh).
+        throw new DataPlaneError('InvalidRuleset', 'read', {
+          detail: `the nft table ${f} ${TABLE_NAME} holds what lbd did not write (${err instanceof Error ? err.message : String(err)}); `
+            + `remove it, or delete the table (nft delete table ${f} ${TABLE_NAME}) to have lbd build it afresh`,
+          cause: err,
+        });
+      }
       if (parsed === null) {
         this.onEvent('nft table has another schema; it will be rebuilt', { family: f, schema: tableSchema(json) });
         continue;

@@ -11,6 +11,10 @@ import type { ConfigSource } from './config-source.js';
 import { summarizeServiceChanges, type EventLog } from './events.js';
 import type { Reconciler } from './reconciler.js';
 
+/** A failed apply of the cluster's config is tried again after this, doubling up to RETRY_MAX_MS. */
+const RETRY_FIRST_MS = 1000;
+const RETRY_MAX_MS = 30_000;
+
 export interface ClusterConfigSourceOptions {
   readonly reconciler: Reconciler;
   readonly coordinator: Coordinator;
@@ -34,15 +38,46 @@ export class ClusterConfigSource implements ConfigSource {
   /** This director's membership of the cluster: it follows the cluster config and tells this source. */
   readonly member: ClusterMember;
   private joined = false;
+  private stopped = false;
+  /** The newest cluster config seen: the one a retry applies (an older one's retry is dropped). */
+  private latest: StoredConfig | null = null;
+  private retryTimer: NodeJS.Timeout | null = null;
+  private retryMs = RETRY_FIRST_MS;
 
   constructor(private readonly o: ClusterConfigSourceOptions) {
-    const r = o.reconciler;
     this.member = new ClusterMember({
       ...o.member, coordinator: o.coordinator,
       onConfig: (c) => {
-        r.serialize(() => this.applyFromCluster(c)).catch((err: unknown) => o.log.error('applying the cluster config failed', { error: err }));
+        this.latest = c;
+        if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+        this.retryTimer = null;
+        this.retryMs = RETRY_FIRST_MS;
+        this.applyLatest(c);
       },
     });
+  }
+
+  private applyLatest(c: StoredConfig): void {
+    this.o.reconciler.serialize(() => this.applyFromCluster(c)).catch((err: unknown) => this.o.log.error('applying the cluster config failed', { error: err }));
+  }
+
+  /**
+   * The cluster's config failed to apply here (the kernel refused it; the previous rules stay, and the
+   * director, unfit, leads nothing and announces nothing): try it again, with backoff, until it applies or
+   * a newer one arrives. What refused it may be gone by then (a hand-made change someone undid, a module
+   * loaded), and without a retry the director would stay unfit, or run an older config than the cluster's,
+   * until the next change.
+   */
+  private scheduleRetry(c: StoredConfig): void {
+    if (this.stopped || this.latest !== c) return;
+    const delay = this.retryMs;
+    this.retryMs = Math.min(this.retryMs * 2, RETRY_MAX_MS);
+    this.o.log.info('cluster config: the failed apply is tried again', { revision: c.revision, retryInMs: delay });
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = null;
+      if (!this.stopped && this.latest === c) this.applyLatest(c);
+    }, delay);
+    this.retryTimer.unref();
   }
 
   async start(): Promise<void> {}
@@ -53,6 +88,9 @@ export class ClusterConfigSource implements ConfigSource {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.retryTimer !== null) clearTimeout(this.retryTimer);
+    this.retryTimer = null;
     if (!this.joined) return;
     await this.member.stop().catch((err: unknown) => this.o.log.error('leaving the cluster failed', { error: err }));
   }
@@ -94,9 +132,13 @@ export class ClusterConfigSource implements ConfigSource {
       await r.applyConfig(config, sha, 'cluster', source, c.revision, { author: c.author, comment: c.comment });
     } catch (err) {
       this.member.healthMayHaveChanged();
-      if (err instanceof DataPlaneError) return;
+      if (err instanceof DataPlaneError) {
+        this.scheduleRetry(c);
+        return;
+      }
       throw err;
     }
+    this.retryMs = RETRY_FIRST_MS;
     this.member.healthMayHaveChanged();
     await this.member.configApplied(config);
   }

@@ -84,5 +84,9 @@ describe('ECMP tier on clustered lbd-agents (real etcd on loopback, fake kernel 
     assert.equal(other.announcer.announced().length, 2, 'the router keeps both next hops through the other director');
     const withdrawn = broken.agent.events.recent(0).find((e) => e.kind === 'bgp' && e.to === 'withdrawn');
     assert.match(withdrawn?.reason ?? '', /data plane apply failed/);
+    // What refused the apply is gone (the failure was for one apply only): the director tries the cluster's
+    // config again by itself, applies it, and is fit to announce again.
+    await until(`${broken.id} announcing again after the retry`, 10_000, () => broken.announcer.announced().length === 2);
+    assert.equal(broken.dp.applied.services[0]?.realServers[0]?.port, 8081, 'it runs the cluster\'s newest config');
   });
 });
