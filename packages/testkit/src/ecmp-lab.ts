@@ -10,6 +10,7 @@ import { FrrRouter } from './frr.js';
 import { AGENT_BIN, lbadmAdmin, waitAgentAnswers, waitFor, type HaAdmin } from './ha-lab.js';
 import { Topology } from './netns.js';
 import { startTestServers } from './processes.js';
+import { ResilientMirror } from './resilient-mirror.js';
 
 /**
  * The ECMP tier's lab (DESIGN.md "ECMP tier"): a real FRR router in front of three active fullnat
@@ -60,6 +61,11 @@ export function ecmpSlotOfLocalAddress(address: string, slots = ECMP_SLOTS): num
 
 function directorNumber(d: EcmpDirector): number {
   return Number(d.slice(3));
+}
+
+/** Director d's own address on the fabric: its BGP session's address at the router. */
+export function ecmpFabricAddress(d: EcmpDirector): string {
+  return `198.18.9.${10 + directorNumber(d)}`;
 }
 
 const routerBgp = (slots: number): string => `
@@ -158,10 +164,19 @@ export interface EcmpLab<A extends HaAdmin = HaAdmin> {
   /** The next hops the router's FIB has for the vip now. */
   routerNextHops(): Promise<string[]>;
   /**
-   * The router's kernel route for the vip as one line of `ip route`: next hops in order with their weights
-   * (what its hash maps over), without the parts that change with no effect on forwarding (proto, metric).
+   * What the router forwards the client's traffic for the vip over, as one line. Hash-threshold (zebra's
+   * route): `ip route`'s next hops in order with their weights (what its hash maps over), without the parts
+   * that change with no effect on forwarding (proto, metric). Resilient: the mirror's route and every
+   * bucket's next hop. Equal before and after a drill: the router moved no flow.
    */
   routerRoute(): Promise<string>;
+  /**
+   * Which group the router forwards the client's traffic through: zebra's hash-threshold group (the lab
+   * starts so) or the resilient mirror of it (resilient-mirror.ts), which moves only a lost member's buckets.
+   */
+  routerMode(mode: RouterMode): Promise<void>;
+  /** The resilient group's next hop per bucket (for movedShare). */
+  routerBuckets(): Promise<string[]>;
   /** Paths the router received from each director with an established BGP session (absent: no session). */
   routerPaths(): Promise<Map<EcmpDirector, number>>;
   /** As power loss: the box's processes frozen, its links down, then killed. Returns when it stopped. */
@@ -179,6 +194,8 @@ export interface EcmpLab<A extends HaAdmin = HaAdmin> {
   destroy(): Promise<void>;
 }
 
+export type RouterMode = 'hash-threshold' | 'resilient';
+
 /** Bound on bringing the tier up: gobgpd 3.10 waits 5-10 s before its first connect to a new peer. */
 const TIER_UP_MS = 60_000;
 
@@ -193,11 +210,14 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
   let tmp: string | undefined;
   let etcd: RunningEtcdCluster | undefined;
   let router: FrrRouter | undefined;
+  let mirror: ResilientMirror | undefined;
+  let mode: RouterMode = 'hash-threshold';
   const agents = new Map<EcmpDirector, BackgroundProcess>();
   const apis = new Map<EcmpDirector, A>();
   const destroy = async (): Promise<void> => {
     for (const a of apis.values()) a.close();
     apis.clear();
+    await mirror?.stop().catch(() => undefined);
     await router?.stop().catch(() => undefined);
     await t.destroy().catch(() => undefined);
     await etcd?.stop().catch(() => undefined);
@@ -225,7 +245,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
         await t.sysctl(d, key, value);
       }
       await t.attach(d, 'swx', 'eth0');
-      await t.addAddress(d, 'eth0', `198.18.9.${10 + k}/24`);
+      await t.addAddress(d, 'eth0', `${ecmpFabricAddress(d)}/24`);
       await t.setDefaultRoute(d, ROUTER_FABRIC);
       await t.attach(d, 'sw', 'eth1');
       await t.addAddress(d, 'eth1', `198.19.1.${k}/24`);
@@ -245,6 +265,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
     }
     etcd = await startEtcdCluster(t);
     router = await FrrRouter.start(t, 'router', routerBgp(slots));
+    mirror = await ResilientMirror.start(t, 'router', ECMP_VIP, { iif: 'eth0' });
     await startTestServers(t, ['rs1', 'rs2', 'rs3'], { http: 8080, stream: 9000, udp: 5353 });
     const tlsDir = join(tmp, 'tls');
     await makeClusterPki(tlsDir, [...all]);
@@ -319,13 +340,22 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       }, POLL_MS).catch((e: Error) => { throw new Error(`${e.message}\n${logs(30)}`); });
     };
     const routerNextHops = (): Promise<string[]> => router!.nextHops(ECMP_VIP);
-    const routerRoute = async (): Promise<string> =>
-      (await t.exec('router', 'ip', ['route', 'show', 'exact', ECMP_VIP])).stdout.replace(/\s+/g, ' ').replace(/ proto \S+| metric \d+/g, '').trim();
+    const routerRoute = async (): Promise<string> => {
+      if (mode === 'resilient') return mirror!.describe();
+      return (await t.exec('router', 'ip', ['route', 'show', 'exact', ECMP_VIP])).stdout.replace(/\s+/g, ' ').replace(/ proto \S+| metric \d+/g, '').trim();
+    };
+    const routerMode = async (m: RouterMode): Promise<void> => {
+      await mirror!.sync();
+      if (mirror!.error() !== '') throw new Error(`the router's resilient mirror failed: ${mirror!.error()}`);
+      await mirror!.use(m === 'resilient');
+      mode = m;
+    };
+    const routerBuckets = (): Promise<string[]> => mirror!.bucketMap();
     const routerPaths = async (): Promise<Map<EcmpDirector, number>> => {
       const summary = JSON.parse(await router!.vtysh('show bgp ipv4 unicast summary json')) as { peers?: Record<string, { state?: string; pfxRcd?: number }> };
       const out = new Map<EcmpDirector, number>();
       for (const d of all) {
-        const p = summary.peers?.[`198.18.9.${10 + directorNumber(d)}`];
+        const p = summary.peers?.[ecmpFabricAddress(d)];
         if (p?.state === 'Established') out.set(d, p.pfxRcd ?? 0);
       }
       return out;
@@ -353,6 +383,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
     };
     const lab: EcmpLab<A> = {
       topology: t, router, etcd, slots, api, socket, slotOwners, waitSteady, routerNextHops, routerRoute, routerPaths, killBox, reviveBox, startDirector: startAgent, stopDirector, running,
+      routerMode, routerBuckets,
       agentLog, logs, destroy,
     };
     try {

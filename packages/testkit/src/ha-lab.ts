@@ -37,7 +37,7 @@ export interface ClusterStatusView {
   readonly timingProfile: string;
   readonly configRevision: number;
   /** Connection sync as this director sees it: each peer it sends to ('to') or receives from ('from'). */
-  readonly sync?: { readonly enabled: boolean; readonly peers: readonly { readonly direction: string; readonly state: string; readonly caughtUp: boolean }[] } | null;
+  readonly sync?: { readonly enabled: boolean; readonly peers: readonly { readonly peer: string; readonly direction: string; readonly state: string; readonly caughtUp: boolean }[] } | null;
   readonly directors: readonly {
     readonly id: string;
     readonly healthy: boolean;
