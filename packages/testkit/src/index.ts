@@ -47,3 +47,5 @@ export { BusyLoops } from './busy-loops.js';
 export { ECMP_ASN, ECMP_DIRECTORS, ECMP_SLOTS, ECMP_SPARE, ECMP_VIP, ecmpClusterConfig, ecmpFabricAddress, ecmpNextHop, ecmpSlotOfLocalAddress, startEcmpLab } from './ecmp-lab.js';
 export type { EcmpDirector, EcmpLab, EcmpLabOptions, RouterMode } from './ecmp-lab.js';
 export { MIRROR_TABLE, movedShare, ResilientMirror } from './resilient-mirror.js';
+export { ECMP_DRILL_SCENARIOS, ecmpDrillProblems, ecmpDrillRecord, ecmpDrillSummary, runEcmpDrill } from './ecmp-drill.js';
+export type { EcmpDrillResult, EcmpDrillScenario } from './ecmp-drill.js';

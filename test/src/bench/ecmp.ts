@@ -2,8 +2,8 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { AdminApi } from '@lbd/proto';
 import {
-  ECMP_DIRECTORS, ECMP_VIP, ecmpSlotOfLocalAddress, privilegeProblem, removeOrphans, runPrefix, runTestClient, spawnTestClient, startEcmpLab,
-  waitFor, type EcmpDirector, type EcmpLab, type HttpPacedResult, type HttpResult,
+  ECMP_DIRECTORS, ECMP_VIP, ecmpDrillProblems, ecmpSlotOfLocalAddress, privilegeProblem, removeOrphans, runEcmpDrill, runPrefix, runTestClient, startEcmpLab,
+  type EcmpDirector, type EcmpLab, type HttpResult,
 } from '@lbd/testkit';
 import { formatCount, median } from './report.js';
 
@@ -11,10 +11,11 @@ import { formatCount, median } from './report.js';
  * `pnpm bench ecmp`: the ECMP tier in the lab of test/src/ecmp.privileged.test.ts (a real FRR router, three
  * directors with gobgpd). Prints:
  * - spread: new connections per director against its share of the slots (issue 13: within ± 10 %);
- * - box death, N times (rotating the director): the time without service for new connections of the dead
- *   director's slots (a fresh connection every 5 ms; from the first failure's start to the last's, plus one
- *   interval), and long-lived TCP streams broken (issue 13: 0), then the box back and its slots moved back
- *   after their sync (streams broken by the move back counted too).
+ * - box death, N times (rotating the director; the lab's drill, packages/testkit/src/ecmp-drill.ts): the
+ *   time without service for new connections of the dead director's slots (a fresh connection every 5 ms;
+ *   from the first failure's start to the last's, plus one interval), and long-lived TCP streams broken
+ *   (issue 13: 0), then the box back and its slots moved back after their sync (streams broken by the move
+ *   back counted too).
  */
 
 export interface EcmpBenchOptions {
@@ -23,11 +24,6 @@ export interface EcmpBenchOptions {
   readonly slots?: number;
 }
 
-const INTERVAL_MS = 5;
-const STREAMS = 200;
-const STALL_MS = 3000;
-/** One drill's load: the death, the takeover, the revival and the move back fit well inside it. */
-const DRILL_LOAD_MS = 45_000;
 
 function out(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -42,15 +38,6 @@ function percentile(values: readonly number[], p: number): number {
   return s.length === 0 ? Number.NaN : s[Math.min(s.length - 1, Math.ceil(p * s.length) - 1)]!;
 }
 
-/**
- * How long new connections of the dead director's slots found no service: from the first failed request's
- * start to the last one's, plus one interval. Only connections the router hashes to those slots fail, so
- * failures interleave with successes (other slots); the span of the failures is the outage of those slots.
- */
-function outageMs(r: HttpPacedResult): { ms: number; failed: number } {
-  const failed = r.records.filter(([, , ok]) => ok === 0).map(([start]) => start);
-  return failed.length === 0 ? { ms: 0, failed: 0 } : { ms: Math.max(...failed) - Math.min(...failed) + INTERVAL_MS, failed: failed.length };
-}
 
 export async function benchEcmp(opts: EcmpBenchOptions): Promise<number> {
   const problem = await privilegeProblem({ commands: ['nft', 'ip', 'etcd', 'conntrack', 'openssl', 'gobgpd', 'vtysh'] });
@@ -97,43 +84,15 @@ async function spread(lab: EcmpLab<AdminApi>, total: number): Promise<void> {
   }
 }
 
-interface StreamReport { connections: number; broken: number }
-
 async function drills(lab: EcmpLab<AdminApi>, count: number): Promise<void> {
-  const t = lab.topology;
   const outages: number[] = [];
   const rows: string[] = [];
   for (let i = 0; i < count; i++) {
     const victim = ECMP_DIRECTORS[i % ECMP_DIRECTORS.length]!;
-    const owners = await lab.waitSteady();
-    const victimSlots = [...owners].filter(([, o]) => o === victim).map(([s]) => s);
-    const streams = spawnTestClient(t, 'client', ['stream', '--target', `${ECMP_VIP}:9000`, '--connections', String(STREAMS), '--duration-ms', String(DRILL_LOAD_MS), '--stall-ms', String(STALL_MS)]);
-    const ready = await streams.waitForJson<{ ready: boolean }>((v) => 'ready' in v, 20_000);
-    if (!ready.ready) throw new Error(`drill ${i + 1}: not every stream started: ${JSON.stringify(ready)}`);
-    await waitFor('every slot\'s connections copied to its peers', 30_000, async () => {
-      for (const d of ECMP_DIRECTORS) {
-        const st = await lab.api(d).getClusterStatus({ timeoutMs: 2000 });
-        if (!(st.sync?.peers ?? []).filter((p) => p.direction === 'to').every((p) => p.caughtUp)) return undefined;
-      }
-      return true;
-    }, 500);
-    const paced = spawnTestClient(t, 'client', ['http-paced', '--url', `http://${ECMP_VIP}/`, '--interval-ms', String(INTERVAL_MS), '--timeout-ms', '1000', '--duration-ms', '12000']);
-    await paced.waitForJson((v) => 'started' in v, 10_000);
-    await new Promise((r) => setTimeout(r, 1000)); // a baseline second of requests before the death
-    await lab.killBox(victim);
-    await waitFor(`the slots of ${victim} taken over`, 30_000, async () => {
-      const now = await lab.slotOwners();
-      return victimSlots.every((s) => now.get(s) !== undefined && now.get(s) !== victim) ? true : undefined;
-    }, 250);
-    await paced.exited;
-    const pacedResult = paced.lastJson<HttpPacedResult>()!;
-    const { ms: outage, failed } = outageMs(pacedResult);
-    await lab.reviveBox(victim);
-    await lab.waitSteady();
-    await streams.exited;
-    const s = streams.lastJson<StreamReport>()!;
-    outages.push(outage);
-    rows.push(`${String(i + 1).padStart(5)}  ${victim}  ${String(victimSlots.length).padStart(5)}  ${String(outage).padStart(14)}  ${`${failed} of ${pacedResult.records.length}`.padStart(15)}  ${String(s.broken).padStart(6)} of ${s.connections}`);
+    const r = await runEcmpDrill(lab, 'box-death', { victim, log });
+    outages.push(r.noServiceMs);
+    const problems = ecmpDrillProblems(r);
+    rows.push(`${String(i + 1).padStart(5)}  ${victim}  ${String(r.victimSlots).padStart(5)}  ${String(r.noServiceMs).padStart(14)}  ${`${r.failedRequests} of ${r.requests}`.padStart(15)}  ${String(r.brokenStreams).padStart(6)} of ${r.streams}${problems.length === 0 ? '' : `  (${problems.join('; ')})`}`);
     log(`drill ${i + 1}: ${rows.at(-1)}`);
   }
   out(`\nbox death of one director, then its return (slots moved back after their sync), ${count} times`);

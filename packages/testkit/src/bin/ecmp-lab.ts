@@ -3,7 +3,8 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AdminApi } from '@lbd/proto';
-import { ECMP_DIRECTORS, ECMP_SPARE, ECMP_VIP, ecmpNextHop, startEcmpLab, type EcmpDirector, type EcmpLab } from '../ecmp-lab.js';
+import { ECMP_DRILL_SCENARIOS, ecmpDrillProblems, ecmpDrillRecord, ecmpDrillSummary, runEcmpDrill, type EcmpDrillScenario } from '../ecmp-drill.js';
+import { ECMP_DIRECTORS, ECMP_SPARE, ECMP_VIP, ecmpNextHop, startEcmpLab, type EcmpDirector, type EcmpLab, type RouterMode } from '../ecmp-lab.js';
 
 /**
  * The ECMP half of deploy/lab/lab (`lab up --ecmp`): the tier's lab of packages/testkit/src/ecmp-lab.ts (an
@@ -18,16 +19,19 @@ import { ECMP_DIRECTORS, ECMP_SPARE, ECMP_VIP, ecmpNextHop, startEcmpLab, type E
  *                              DIR/control.sock until SIGTERM or SIGINT
  *   ecmp-lab.js ctl --state DIR COMMAND [ARG]
  *                              one command to a serving lab, its answer on stdout: status, scale-out,
- *                              scale-in, kill-box dirK, revive dirK; exit 1 when it failed
+ *                              scale-in, kill-box dirK, revive dirK, drill SCENARIO [--victim dirK]
+ *                              [--router hash-threshold|resilient] [--count N] (packages/testkit/src/ecmp-drill.ts,
+ *                              each result also recorded in the event log); exit 1 when it failed
  */
 
 const SLOTS_DEFAULT = 8;
 const LOG_EVERY_MS = 2000;
-/** How long a command may take (a scale-out waits for a bulk sync and gobgpd's first connect). */
+/** How long a command may take (a scale-out waits for a bulk sync and gobgpd's first connect); a drill, each. */
 const CTL_TIMEOUT_MS = 180_000;
+const MAX_DRILLS = 10;
 
 function usage(): number {
-  process.stderr.write('usage: ecmp-lab.js serve --state DIR [--slots N] [--prefix P] | ctl --state DIR status|scale-out|scale-in|kill-box DIR|revive DIR\n');
+  process.stderr.write('usage: ecmp-lab.js serve --state DIR [--slots N] [--prefix P] | ctl --state DIR status|scale-out|scale-in|kill-box DIR|revive DIR|drill SCENARIO [--victim DIR] [--router MODE] [--count N]\n');
   return 64;
 }
 
@@ -133,8 +137,51 @@ async function command(lab: EcmpLab<AdminApi>, words: string[]): Promise<string>
       await lab.waitSteady(120_000);
       return `${d} is back and leads its slots again after their bulk sync\n${await status(lab)}`;
     }
-    default: throw new Error(`unknown command ${JSON.stringify(cmd ?? '')}: status, scale-out, scale-in, kill-box DIR, revive DIR`);
+    case 'drill': return drill(lab, words.slice(1));
+    default: throw new Error(`unknown command ${JSON.stringify(cmd ?? '')}: status, scale-out, scale-in, kill-box DIR, revive DIR, drill SCENARIO`);
   }
+}
+
+/** `drill SCENARIO [--victim DIR] [--router MODE] [--count N]`: N drills, each recorded as an event; fails if one failed. */
+async function drill(lab: EcmpLab<AdminApi>, args: string[]): Promise<string> {
+  const scenario = args.shift();
+  const victimName = option(args, '--victim');
+  const router = option(args, '--router') ?? 'hash-threshold';
+  const countText = option(args, '--count') ?? '1';
+  if (scenario === undefined || !(ECMP_DRILL_SCENARIOS as readonly string[]).includes(scenario)) {
+    throw new Error(`drill: the scenario must be one of ${ECMP_DRILL_SCENARIOS.join(', ')} (got ${JSON.stringify(scenario ?? '')})`);
+  }
+  if (router !== 'hash-threshold' && router !== 'resilient') throw new Error(`drill: --router must be hash-threshold or resilient (got ${JSON.stringify(router)})`);
+  const count = Number(countText);
+  if (!Number.isInteger(count) || count < 1 || count > MAX_DRILLS) throw new Error(`drill: --count must be 1..${MAX_DRILLS} (got ${JSON.stringify(countText)})`);
+  if (args.length > 0) throw new Error(`drill: unknown argument ${JSON.stringify(args[0])}`);
+  const victim = victimName === undefined ? undefined : director(victimName, lab);
+  if (scenario === 'scale-out' && victim !== undefined) throw new Error(`drill: scale-out always adds ${ECMP_SPARE}; --victim does not apply`);
+  const lines: string[] = [];
+  let failed = 0;
+  for (let i = 1; i <= count; i++) {
+    const r = await runEcmpDrill(lab, scenario as EcmpDrillScenario, { victim, router: router as RouterMode, log: (l) => process.stdout.write(`ecmp-lab: ${l}\n`) });
+    const problems = ecmpDrillProblems(r);
+    if (problems.length > 0) failed++;
+    lines.push(`drill ${i}/${count} ${problems.length === 0 ? 'PASS' : `FAIL (${problems.join('; ')})`}: ${ecmpDrillSummary(r)}`);
+    await recordDrill(lab, ecmpDrillRecord(r)).then((where) => lines.push(`  recorded in the event log by ${where}`), (e: Error) => lines.push(`  not recorded in the event log: ${e.message}`));
+  }
+  if (failed > 0) throw new Error(lines.join('\n'));
+  return lines.join('\n');
+}
+
+/** Stores a drill's result through the first running director that takes it; resolves with its name. */
+async function recordDrill(lab: EcmpLab<AdminApi>, record: ReturnType<typeof ecmpDrillRecord>): Promise<string> {
+  const errors: string[] = [];
+  for (const d of lab.running()) {
+    try {
+      await lab.api(d).recordDrill(record, { timeoutMs: 5000 });
+      return d;
+    } catch (e) {
+      errors.push(`${d}: ${(e as Error).message}`);
+    }
+  }
+  throw new Error(errors.join('; ') || 'no director runs');
 }
 
 /** Slots and their owners, the router's route and BGP view: what an operator checks first. */
@@ -156,7 +203,10 @@ async function ctl(args: string[]): Promise<number> {
   socket.setEncoding('utf8');
   let out = '';
   const done = new Promise<number>((resolve) => {
-    const timer = setTimeout(() => { process.stderr.write(`ecmp-lab: no answer within ${CTL_TIMEOUT_MS / 1000} s\n`); socket.destroy(); resolve(1); }, CTL_TIMEOUT_MS);
+    // A drill command runs --count drills, each within CTL_TIMEOUT_MS.
+    const count = args[0] === 'drill' && args.includes('--count') ? Math.min(MAX_DRILLS, Math.max(1, Number(args[args.indexOf('--count') + 1]) || 1)) : 1;
+    const timeoutMs = CTL_TIMEOUT_MS * count;
+    const timer = setTimeout(() => { process.stderr.write(`ecmp-lab: no answer within ${timeoutMs / 1000} s\n`); socket.destroy(); resolve(1); }, timeoutMs);
     socket.on('data', (c: string) => { out += c; });
     socket.on('error', (e) => { clearTimeout(timer); process.stderr.write(`ecmp-lab: the lab does not answer on ${join(state, 'control.sock')} (${e.message}): is it up? (deploy/lab/lab up --ecmp)\n`); resolve(1); });
     socket.on('close', () => {
