@@ -73,10 +73,10 @@ describe('parseArgs', () => {
     [['slot', 'move', 'a', 'b'], 'lbadm slot move needs one slot number from 0 to 63 (lbadm cluster status lists the slots as groups slot-N), not "a b"'],
     [['slot', 'drop', '1'], 'lbadm slot needs one of: slot move (not "drop")'],
     [['drill', 'failover', '--mode', 'box-death', '--count', '20'], 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
-      + 'deploy/lab/lab drill --scenario box-death --count 20 (deploy/lab/lab help lists the scenarios). '
+      + 'deploy/lab/lab drill --scenario box-death --count 20 (deploy/lab/lab help lists the scenarios, and those of the ECMP lab: box-death, gobgpd-kill, bgp-reset, scale-out). '
       + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
     [['--socket', '/tmp/a.sock', 'drill'], 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
-      + 'deploy/lab/lab drill --scenario SCENARIO [--count N] [--pause-ms MS] (deploy/lab/lab help lists the scenarios). '
+      + 'deploy/lab/lab drill --scenario SCENARIO [--count N] [--pause-ms MS] (deploy/lab/lab help lists the scenarios, and those of the ECMP lab: box-death, gobgpd-kill, bgp-reset, scale-out). '
       + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
     [['failover', '--to', 'dir2'], 'lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)'],
     [['failover', '--group', 'a', '--vip-group', 'b'], '--group is the old name of --vip-group; give --vip-group once'],

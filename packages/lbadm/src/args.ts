@@ -183,7 +183,7 @@ export class UsageError extends Error {
 function labDrillOnly(rest: readonly string[]): string {
   const words = rest.filter((w, i) => !(i === 0 && w === 'failover')).map((w) => w.replace(/^--mode(?==|$)/, '--scenario'));
   return 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
-    + `deploy/lab/lab drill ${words.length > 0 ? words.join(' ') : '--scenario SCENARIO [--count N] [--pause-ms MS]'} (deploy/lab/lab help lists the scenarios). `
+    + `deploy/lab/lab drill ${words.length > 0 ? words.join(' ') : '--scenario SCENARIO [--count N] [--pause-ms MS]'} (deploy/lab/lab help lists the scenarios, and those of the ECMP lab: box-death, gobgpd-kill, bgp-reset, scale-out). `
     + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results';
 }
 
