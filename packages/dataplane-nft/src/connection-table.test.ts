@@ -79,6 +79,9 @@ class FakeConntrack implements CommandRunner {
   /** Keys whose -I the kernel rejects (as when the table is full). */
   readonly reject = new Set<string>();
 
+  /** Entries the kernel times out while the next `-R` runs (a watch's probes, a standby's idle flows). */
+  readonly expireDuringBatch = new Set<string>();
+
   async run(command: string, args: readonly string[]): Promise<CommandResult> {
     assert.equal(command, 'conntrack');
     // A count is not a call the tests count: it reads no table.
@@ -86,6 +89,8 @@ class FakeConntrack implements CommandRunner {
     this.calls.push(args[0]!);
     if (args[0] === '-L') return { code: 0, stdout: [...this.table.values()].map(line).join('\n'), stderr: '' };
     if (args[0] === '-R') {
+      for (const key of this.expireDuringBatch) this.table.delete(key);
+      this.expireDuringBatch.clear();
       let stdout = '';
       for (const l of readFileSync(args[1]!, 'utf8').split('\n').filter(Boolean)) {
         const r = this.one(l.split(' '));
@@ -294,6 +299,22 @@ describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
     assert.deepEqual(ct.calls, []);
     assert.equal(ct.helperBatches.length, 1);
     assert.equal(ct.helperBatches[0]!.length, 400);
+  });
+
+  it('with the helper: a resync of a large batch that is all there counts refreshes, even when entries expire during its -R', async () => {
+    const ct = new FakeConntrackWithHelper();
+    const changes = Array.from({ length: 300 }, (_, i) => ({ op: 'upsert' as const, connection: connection(i + 1) }));
+    const table = tableOf(ct);
+    assert.equal((await table.apply(changes)).inserted, 300);
+    // Two other entries time out while the second -R runs: the table shrinks although nothing failed to be made.
+    for (const port of [60001, 60002]) {
+      const other = connection(port, { protocol: 'udp' });
+      ct.table.set(connectionKey(other), other);
+      ct.expireDuringBatch.add(connectionKey(other));
+    }
+    const again = await table.apply(changes);
+    assert.deepEqual({ ...again, errors: [] }, { inserted: 0, replaced: 0, refreshed: 300, removed: 0, failed: 0, errors: [] });
+    assert.equal(ct.table.size, 300);
   });
 
   it('with the helper: it ends when idle, and the next batch starts another', async () => {

@@ -355,8 +355,12 @@ export class ConntrackConnectionTable implements ConnectionTable {
       if (res.code !== 0) {
         // The first change the batch evidently did not make is where conntrack stopped (or close after it).
         const after = before === null ? null : await this.count();
-        const grown = before === null || after === null ? -1 : after - before;
-        const stop = grown >= 0 && grown < batch.length ? grown : batch.findIndex((o) => !evidentlyMade(o, kernel, deleted, elapsedSec));
+        // Entries that expired meanwhile make the growth an undercount: the stop comes early and the changes
+        // after it are planned again from the dump, which is safe. Below zero (more expired than were made) it
+        // still says where to start again: from the first. Guessing from the entries instead would take a
+        // connection there already, written by the batch before, for one this batch made.
+        const grown = before === null || after === null ? null : Math.max(0, after - before);
+        const stop = grown !== null && grown < batch.length ? grown : batch.findIndex((o) => !evidentlyMade(o, kernel, deleted, elapsedSec));
         for (const o of batch.slice(0, stop < 0 ? batch.length : stop)) o.outcome = outcomeOf(o, deleted);
         if (stop >= 0) {
           const culprit = batch[stop]!;
