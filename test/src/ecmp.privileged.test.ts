@@ -263,16 +263,7 @@ async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<num
         assert.fail(`not every connection started: ${JSON.stringify(ready)}\nreal servers' entries for slot addresses not on their owner: ${await misdirectedServerEntries(lab, owners)}\n${await neighbours(lab, owners)}\n${lab.logs(15)}`);
       }
     }
-    // Every slot's owner has sent its connections to its caught-up running peers (UDP flows are copied once
-    // assured); a provisioned director whose agent is not running has nothing to catch up.
-    await waitFor('every slot\'s connections copied to its peers', 30_000, async () => {
-      const live = lab.running();
-      for (const d of live) {
-        const st = await lab.api(d).getClusterStatus({ timeoutMs: 2000 });
-        if (!(st.sync?.peers ?? []).filter((p) => p.direction === 'to' && live.includes(p.peer as EcmpDirector)).every((p) => p.caughtUp)) return undefined;
-      }
-      return true;
-    }, 500).catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(20)}`); });
+    await lab.waitSynced();
     assert.deepEqual([...await lab.waitSteady()], [...owners], 'no slot moved while the load started');
     await moves(owners);
     const left = started + LOAD_MS - Date.now();

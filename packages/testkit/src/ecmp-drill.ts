@@ -91,14 +91,7 @@ export async function runEcmpDrill<A extends HaAdmin>(lab: EcmpLab<A>, scenario:
       const ready = await streams.waitForJson<{ ready: boolean }>((v) => 'ready' in v, 20_000);
       if (!ready.ready) throw new Error(`not every stream started: ${JSON.stringify(ready)}`);
       await paced.waitForJson((v) => 'started' in v, 10_000);
-      await waitFor('every slot\'s connections copied to its peers', 30_000, async () => {
-        const live = lab.running();
-        for (const d of live) {
-          const st = await lab.api(d).getClusterStatus({ timeoutMs: 2000 });
-          if (!(st.sync?.peers ?? []).filter((p) => p.direction === 'to' && live.includes(p.peer as EcmpDirector)).every((p) => p.caughtUp)) return undefined;
-        }
-        return true;
-      }, 500);
+      await lab.waitSynced();
       const failedAt = Date.now();
       let repairAt = Number.POSITIVE_INFINITY;
       let victimSlots = [...owners.values()].filter((o) => o === victim).length;

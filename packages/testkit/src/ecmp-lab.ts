@@ -161,6 +161,12 @@ export interface EcmpLab<A extends HaAdmin = HaAdmin> {
    * director (so no preemption is pending). Returns the owners.
    */
   waitSteady(timeoutMs?: number): Promise<Map<number, EcmpDirector>>;
+  /**
+   * Waits (bounded) until every running director's connection sync towards every running peer has caught
+   * up: each slot's connections are copied (UDP flows once assured). A provisioned director whose agent
+   * is not running has nothing to catch up.
+   */
+  waitSynced(timeoutMs?: number): Promise<void>;
   /** The next hops the router's FIB has for the vip now. */
   routerNextHops(): Promise<string[]>;
   /**
@@ -339,6 +345,16 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
         return owners;
       }, POLL_MS).catch((e: Error) => { throw new Error(`${e.message}\n${logs(30)}`); });
     };
+    const waitSynced = async (timeoutMs = 30_000): Promise<void> => {
+      await waitFor('every slot\'s connections copied to its peers', timeoutMs, async () => {
+        const live = running();
+        for (const d of live) {
+          const st = await api(d).getClusterStatus({ timeoutMs: 2000 });
+          if (!(st.sync?.peers ?? []).filter((p) => p.direction === 'to' && live.includes(p.peer as EcmpDirector)).every((p) => p.caughtUp)) return undefined;
+        }
+        return true;
+      }, 500).catch((e: Error) => { throw new Error(`${e.message}\n${logs(20)}`); });
+    };
     const routerNextHops = (): Promise<string[]> => router!.nextHops(ECMP_VIP);
     const routerRoute = async (): Promise<string> => {
       if (mode === 'resilient') return mirror!.describe();
@@ -382,7 +398,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       await agents.get(d)?.stop(15_000);
     };
     const lab: EcmpLab<A> = {
-      topology: t, router, etcd, slots, api, socket, slotOwners, waitSteady, routerNextHops, routerRoute, routerPaths, killBox, reviveBox, startDirector: startAgent, stopDirector, running,
+      topology: t, router, etcd, slots, api, socket, slotOwners, waitSteady, waitSynced, routerNextHops, routerRoute, routerPaths, killBox, reviveBox, startDirector: startAgent, stopDirector, running,
       routerMode, routerBuckets,
       agentLog, logs, destroy,
     };
