@@ -63,10 +63,24 @@ describe('dashboard in Chromium, served by the agent over mutual TLS, on a two-d
 
   const tile = (server: string, state: string): string => `.rs[data-service="${WEB}"][data-server="${server}"][data-state="${state}"]`;
 
-  /** dir1's next transition of rs2 in the web service to `to`, as its health checker made it. */
-  async function transition(events: HealthEvent__Output[], to: 'up' | 'down'): Promise<HealthEvent__Output> {
-    return waitFor(`dir1 takes ${RS2.address}:${RS2.port} ${to}`, 15_000, async () =>
-      events.find((e) => e.service === WEB && e.address === RS2.address && e.port === RS2.port && e.to === to), 20);
+  /**
+   * dir1's next transition of rs2 in the web service to `to`, as its health checker made it. Without one,
+   * the failure says whether the watch was still open, what dir1's checker says of rs2 and the agents' logs.
+   */
+  async function transition(events: HealthEvent__Output[], watchEnded: () => string | null, to: 'up' | 'down'): Promise<HealthEvent__Output> {
+    const what = `dir1 takes ${RS2.address}:${RS2.port} ${to}`;
+    try {
+      return await waitFor(what, 15_000, async () => {
+        const ended = watchEnded();
+        if (ended !== null) throw new Error(`${what}: the health watch ended (${ended}) after ${events.length} event(s)`);
+        return events.find((e) => e.service === WEB && e.address === RS2.address && e.port === RS2.port && e.to === to);
+      }, 20);
+    } catch (err) {
+      const health = await lab.api('dir1').getHealth(WEB).then(
+        (h) => JSON.stringify(h.realServers.filter((r) => r.address === RS2.address)),
+        (e: Error) => `GetHealth failed: ${e.message}`);
+      throw new Error(`${(err as Error).message}; ${events.length} event(s) watched; dir1's checker says of rs2: ${health}\n${lab.logs(30)}`);
+    }
   }
 
   /** Waits for the page to show `state`, and returns how long after the agent's transition it did. */
@@ -105,25 +119,27 @@ describe('dashboard in Chromium, served by the agent over mutual TLS, on a two-d
 
     const events: HealthEvent__Output[] = [];
     const watching = new AbortController();
+    let watchEnded: string | null = null;
     const watch = (async () => {
       for await (const e of lab.api('dir1').watchHealth(Date.now(), { signal: watching.signal })) events.push(e);
-    })();
+    })().then(() => { watchEnded = 'the agent closed it'; }, (e: Error) => { watchEnded = e.message; });
+    const ended = (): string | null => (watching.signal.aborted ? null : watchEnded);
     try {
       await writeFile(join(faultDir, `${RS2.host}.fault`), '500\n');
-      const down = await transition(events, 'down');
+      const down = await transition(events, ended, 'down');
       const downMs = await shownAfter(down, 'down');
       await page.screenshot({ path: join(art, 'dashboard-cluster-rs2-down.png'), fullPage: true });
       // The others stay up.
       for (const s of WEB_SERVERS.filter((x) => !x.startsWith(RS2.address))) assert.equal(await page.locator(tile(s, 'up')).count(), 1, s);
 
       await writeFile(join(faultDir, `${RS2.host}.fault`), '');
-      const up = await transition(events, 'up');
+      const up = await transition(events, ended, 'up');
       const upMs = await shownAfter(up, 'up');
       await page.screenshot({ path: join(art, 'dashboard-cluster-rs2-back.png'), fullPage: true });
       process.stderr.write(`      dashboard: rs2 down shown ${downMs} ms after the transition, up ${upMs} ms after\n`);
     } finally {
       watching.abort();
-      await watch.catch(() => undefined);
+      await watch;
     }
   });
 });
