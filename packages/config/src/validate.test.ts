@@ -388,6 +388,65 @@ const invalid: Bad[] = [
       'services[2].localAddresses: ["198.18.2.10"] is set but nat mode does not translate source addresses; remove localAddresses, or use mode: fullnat',
     ],
   },
+  // Addresses that parse but cannot work where they are put.
+  {
+    name: 'a loopback vip',
+    raw: one({ vip: '127.0.0.1' }),
+    want: ['services[0].vip: "127.0.0.1" is a loopback address: packets to it never leave a host, so no client can reach the service; give the address clients connect to, such as 198.18.0.10'],
+  },
+  {
+    name: 'the IPv6 loopback as vip',
+    raw: one({ vip: '::1', localAddresses: ['fd00:2::10'], realServers: [] }),
+    want: ['services[0].vip: "::1" is a loopback address: packets to it never leave a host, so no client can reach the service; give the address clients connect to, such as fd00::10'],
+  },
+  {
+    name: 'a loopback real server and sorry server',
+    raw: one({ realServers: [{ address: '127.0.0.53', port: 53 }], fallback: 'sorry-server', sorryServer: { address: '127.0.0.1', port: 8080 } }),
+    want: [
+      'services[0].realServers[0].address: "127.0.0.53" is a loopback address: the director would send the traffic to itself, not to a server; give the server\'s own address, such as 198.19.1.11',
+      'services[0].sorryServer.address: "127.0.0.1" is a loopback address: the director would send the traffic to itself, not to a server; give the server\'s own address, such as 198.19.1.11',
+    ],
+  },
+  {
+    name: 'a real server or sorry server that is the vip itself',
+    raw: one({ realServers: [{ address: '198.18.0.10', port: 8080 }, { address: '198.19.1.11' }], fallback: 'sorry-server', sorryServer: { address: '198.18.0.10' } }),
+    want: [
+      'services[0].realServers[0].address: "198.18.0.10" is the service\'s own vip: the director would send the vip\'s traffic back to the vip, never to a server; give the real server\'s own address (the vip is the address clients connect to)',
+      'services[0].sorryServer.address: "198.18.0.10" is the service\'s own vip: the director would send the vip\'s traffic back to the vip, never to a server; give the sorry server\'s own address (the vip is the address clients connect to)',
+    ],
+  },
+  {
+    name: 'loopback local addresses, alone or inside a range',
+    raw: { services: [svc({ localAddresses: ['127.0.0.1'] }), svc({ name: 'api', port: 81, localAddresses: ['126.255.255.254-127.0.0.2'] })] },
+    want: [
+      'services[0].localAddresses[0]: "127.0.0.1" is a loopback address: real servers cannot send their replies to it; give addresses the director owns on the real servers\' network, such as 198.19.1.100',
+      'services[1].localAddresses[0]: "126.255.255.254-127.0.0.2" holds 127.0.0.0, which is a loopback address: real servers cannot send their replies to it; give addresses the director owns on the real servers\' network, such as 198.19.1.100',
+    ],
+  },
+  {
+    name: 'a local address that is the service\'s vip, another service\'s vip, or a real server of either',
+    raw: { services: [
+      svc({ localAddresses: ['198.18.0.8-198.18.0.12'] }),
+      svc({ name: 'api', vip: '198.18.0.12', localAddresses: ['198.19.1.11-198.19.1.12'], realServers: [{ address: '198.19.1.12', port: 8080 }] }),
+    ] },
+    want: [
+      'services[0].localAddresses: ["198.18.0.8-198.18.0.12"] holds 198.18.0.10, which is the service\'s own vip; choose local addresses that no vip, real server or other vip group\'s local addresses use',
+      'services[0].localAddresses: ["198.18.0.8-198.18.0.12"] holds 198.18.0.12, which is the vip of services[1] ("api"); choose local addresses that no vip, real server or other vip group\'s local addresses use',
+      'services[1].localAddresses: ["198.19.1.11-198.19.1.12"] holds 198.19.1.11, which is a real server of services[0] ("web"); choose local addresses that no vip, real server or other vip group\'s local addresses use',
+      'services[1].localAddresses: ["198.19.1.11-198.19.1.12"] holds 198.19.1.12, which is a real server of the service; choose local addresses that no vip, real server or other vip group\'s local addresses use',
+    ],
+  },
+  {
+    name: 'local addresses shared by services of two vip groups (one group may share them)',
+    raw: { services: [
+      svc({ localAddresses: ['198.18.2.10-198.18.2.13'] }),
+      svc({ name: 'web2', port: 81, localAddresses: ['198.18.2.10-198.18.2.11'] }),
+      svc({ name: 'api', vip: '198.18.0.20', vipGroup: 'api', localAddresses: ['198.18.2.12-198.18.2.15'] }),
+    ] },
+    want: [
+      'services[2].localAddresses: ["198.18.2.12-198.18.2.15"] overlaps the local addresses of services[0] ("web") at 198.18.2.12, but that service is in vip group "default" and this one in "api": both groups\' leaders would claim 198.18.2.12; give services in different vip groups separate local addresses, or put them in the same vip group',
+    ],
+  },
 ];
 
 interface Good { name: string; raw: unknown; want: Omit<Config, 'vipGroups' | 'ecmp'> }

@@ -170,7 +170,26 @@ function unusableAddress(address: string, family: AddressFamily): { rule: string
   return null;
 }
 
-function checkAddress(c: Collector, path: string, v: unknown, what: string): { address: string; family: AddressFamily } | undefined {
+/** 127.0.0.0/8 or ::1: an address every host has for itself, which no packet from another host reaches. */
+function isLoopback(n: bigint, family: AddressFamily): boolean {
+  return family === 4 ? n >> 24n === 127n : n === 1n;
+}
+
+/**
+ * Why a vip, real server, sorry server or local address cannot be a loopback address (other addresses, a
+ * health check's, gobgpd's API, may be one), or null when it is not one.
+ */
+function loopbackProblem(address: string, family: AddressFamily, role: 'vip' | 'server' | 'local'): { rule: string; fix: string } | null {
+  if (!isLoopback(addressToBigInt(address), family)) return null;
+  const ex = family === 4 ? { vip: '198.18.0.10', server: '198.19.1.11', local: '198.19.1.100' } : { vip: 'fd00::10', server: 'fd00:1::11', local: 'fd00:2::10' };
+  switch (role) {
+    case 'vip': return { rule: 'is a loopback address: packets to it never leave a host, so no client can reach the service', fix: `give the address clients connect to, such as ${ex.vip}` };
+    case 'server': return { rule: 'is a loopback address: the director would send the traffic to itself, not to a server', fix: `give the server's own address, such as ${ex.server}` };
+    case 'local': return { rule: 'is a loopback address: real servers cannot send their replies to it', fix: `give addresses the director owns on the real servers' network, such as ${ex.local}` };
+  }
+}
+
+function checkAddress(c: Collector, path: string, v: unknown, what: string, role?: 'vip' | 'server'): { address: string; family: AddressFamily } | undefined {
   if (v === undefined) {
     c.add(path, v, `${what} is required`, 'give an IPv4 address such as 198.18.0.10 or an IPv6 address such as fd00::10');
     return undefined;
@@ -180,7 +199,7 @@ function checkAddress(c: Collector, path: string, v: unknown, what: string): { a
     c.add(path, v, 'is not an IPv4 or IPv6 address', 'give an IPv4 address such as 198.18.0.10 or an IPv6 address such as fd00::10 (no prefix length, port or zone)');
     return undefined;
   }
-  const unusable = unusableAddress(v, family);
+  const unusable = unusableAddress(v, family) ?? (role === undefined ? null : loopbackProblem(v, family, role));
   if (unusable) {
     c.add(path, v, unusable.rule, unusable.fix);
     return undefined;
@@ -229,7 +248,16 @@ function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: Forwa
     }));
     if (r === undefined) return;
     family ??= r.family;
-    if (r.span !== undefined) spans.push(r.span);
+    if (r.span === undefined) return;
+    // A piece that reaches into 127.0.0.0/8 (or is ::1): its first loopback address is named.
+    const [lo, hi] = r.family === 4 ? [127n << 24n, (128n << 24n) - 1n] : [1n, 1n];
+    if (r.span.first <= hi && r.span.last >= lo) {
+      const at = bigIntToAddress(r.span.first > lo ? r.span.first : lo, r.family);
+      const lp = loopbackProblem(at, r.family, 'local')!;
+      c.add(`${path}[${i}]`, item, r.span.first === r.span.last ? lp.rule : `holds ${at}, which ${lp.rule}`, lp.fix);
+      return;
+    }
+    spans.push(r.span);
   });
   if (spans.length !== v.length || family === undefined) return null;
   const joined = joinSpans(c, path, v, spans, family);
@@ -487,7 +515,7 @@ function checkHealthCheck(c: Collector, path: string, raw: unknown, base: Health
   };
 }
 
-function checkRealServers(c: Collector, path: string, v: unknown, family: AddressFamily | undefined, servicePort: number | undefined, serviceCheck: HealthCheck | null): RealServer[] | undefined {
+function checkRealServers(c: Collector, path: string, v: unknown, vip: string | undefined, family: AddressFamily | undefined, servicePort: number | undefined, serviceCheck: HealthCheck | null): RealServer[] | undefined {
   if (v === undefined) return [];
   if (!Array.isArray(v)) {
     c.add(path, v, `is ${typeName(v)}, not a list`, 'write a list of {address, port, weight} entries, or [] for none');
@@ -502,9 +530,14 @@ function checkRealServers(c: Collector, path: string, v: unknown, family: Addres
       return;
     }
     checkUnknownFields(c, p, raw, REAL_SERVER_FIELDS);
-    const addr = checkAddress(c, `${p}.address`, raw.address, 'a real server address');
+    const addr = checkAddress(c, `${p}.address`, raw.address, 'a real server address', 'server');
     if (addr && family !== undefined && addr.family !== family) {
       c.add(`${p}.address`, raw.address, `is IPv${addr.family} but the vip is IPv${family}, and nftables NAT cannot translate between families`, `use an IPv${family} real server, or put it in a service with an IPv${addr.family} vip`);
+    }
+    if (addr && addr.address === vip) {
+      c.add(`${p}.address`, raw.address, 'is the service\'s own vip: the director would send the vip\'s traffic back to the vip, never to a server',
+        'give the real server\'s own address (the vip is the address clients connect to)');
+      return;
     }
     // Without a port of its own, a real server takes the service's; when that one is bad, its problem is already listed.
     const port = raw.port === undefined ? servicePort : checkPort(c, `${p}.port`, raw.port);
@@ -553,7 +586,7 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
   } else {
     name = raw.name;
   }
-  const vip = checkAddress(c, `${path}.vip`, raw.vip, 'a vip');
+  const vip = checkAddress(c, `${path}.vip`, raw.vip, 'a vip', 'vip');
   const port = checkPort(c, `${path}.port`, raw.port);
   const protocol = checkEnum<Protocol>(c, `${path}.protocol`, raw.protocol, PROTOCOLS, 'tcp', 'protocol');
   const mode = checkEnum<ForwardingMode>(c, `${path}.mode`, raw.mode, FORWARDING_MODES, undefined, 'forwarding mode');
@@ -596,7 +629,7 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
     c.add(`${path}.localAddresses`, raw.localAddresses, `is set but an ECMP service (ecmp: true) uses its slots' local addresses (${pools}.localAddresses)`, 'remove localAddresses');
   }
   const serviceCheck = checkHealthCheck(c, `${path}.healthCheck`, raw.healthCheck, null);
-  const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip?.family, port, serviceCheck ?? null);
+  const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip?.address, vip?.family, port, serviceCheck ?? null);
   const onDown = checkEnum<OnDown>(c, `${path}.onDown`, raw.onDown, ON_DOWN, 'quiesce', 'onDown action');
   const slowStartMs = raw.slowStartMs === undefined ? 0 : checkWholeNumber(c, `${path}.slowStartMs`, raw.slowStartMs, 0, MAX_INTERVAL_MS,
     `is not a slow-start time (whole milliseconds from 0 to ${MAX_INTERVAL_MS}, 0 = off)`, 'give whole milliseconds, e.g. 10000, or 0 to restore full weight at once');
@@ -607,12 +640,15 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
       c.add(`${path}.sorryServer`, raw.sorryServer, `is ${typeName(raw.sorryServer)}, not a server`, 'write {address: 198.19.1.99, port: 8080}');
     } else {
       checkUnknownFields(c, `${path}.sorryServer`, raw.sorryServer, ['address', 'port']);
-      const a = checkAddress(c, `${path}.sorryServer.address`, raw.sorryServer.address, 'a sorry server address');
+      const a = checkAddress(c, `${path}.sorryServer.address`, raw.sorryServer.address, 'a sorry server address', 'server');
       const sp = raw.sorryServer.port === undefined ? port : checkPort(c, `${path}.sorryServer.port`, raw.sorryServer.port);
       if (a && vip && a.family !== vip.family) {
         c.add(`${path}.sorryServer.address`, raw.sorryServer.address, `is IPv${a.family} but the vip is IPv${vip.family}, and nftables NAT cannot translate between families`, `use an IPv${vip.family} sorry server`);
       } else if (a && sp !== undefined) {
-        if (realServers?.some((rs) => rs.address === a.address && rs.port === sp)) {
+        if (a.address === vip?.address) {
+          c.add(`${path}.sorryServer.address`, raw.sorryServer.address, 'is the service\'s own vip: the director would send the vip\'s traffic back to the vip, never to a server',
+            'give the sorry server\'s own address (the vip is the address clients connect to)');
+        } else if (realServers?.some((rs) => rs.address === a.address && rs.port === sp)) {
           c.add(`${path}.sorryServer`, hostPort(a.address, sp), 'is also one of the real servers', 'give a sorry server that is not in realServers (it only serves when they are all down)');
         } else {
           sorryServer = { address: a.address, port: sp };
@@ -1487,6 +1523,43 @@ function reportOverlaps(c: Collector, placed: readonly Placed[], fam: AddressFam
   }
 }
 
+/**
+ * A service's local addresses are its vip group leader's to claim and to receive replies on: none may be a
+ * vip (clients' address), a real server (a host of its own) or in another vip group's pool (two leaders
+ * would claim it). Pools of services in one vip group may overlap: one leader claims them.
+ */
+function checkLocalAddressClaims(c: Collector, services: readonly Service[], indexOf: ReadonlyMap<Service, number>): void {
+  const name = (s: Service): string => `services[${indexOf.get(s)}] ("${s.name}")`;
+  const fix = 'choose local addresses that no vip, real server or other vip group\'s local addresses use';
+  for (const s of services) {
+    if (s.localAddresses === null) continue;
+    const first = addressToBigInt(s.localAddresses.first);
+    const last = addressToBigInt(s.localAddresses.last);
+    const inPool = (a: string): boolean => familyOf(a) === s.family && addressToBigInt(a) >= first && addressToBigInt(a) <= last;
+    const path = `services[${indexOf.get(s)}].localAddresses`;
+    const value = s.localAddresses.size === 1 ? [s.localAddresses.first] : [`${s.localAddresses.first}-${s.localAddresses.last}`];
+    const said = new Set<string>();
+    const add = (at: string, what: string): void => {
+      if (said.has(at)) return; // one problem per address: the first thing it clashes with
+      said.add(at);
+      c.add(path, value, `holds ${at}, which is ${what}`, fix);
+    };
+    for (const o of services) {
+      if (inPool(o.vip)) add(o.vip, o === s ? 'the service\'s own vip' : `the vip of ${name(o)}`);
+      for (const rs of o.realServers) if (inPool(rs.address)) add(rs.address, `a real server of ${o === s ? 'the service' : name(o)}`);
+    }
+    for (const o of services) {
+      if (o === s || o.localAddresses === null || o.family !== s.family || o.vipGroup === s.vipGroup || indexOf.get(o)! > indexOf.get(s)!) continue;
+      const of = addressToBigInt(o.localAddresses.first);
+      const ol = addressToBigInt(o.localAddresses.last);
+      if (ol < first || last < of) continue;
+      const at = bigIntToAddress(of > first ? of : first, s.family);
+      c.add(path, value, `overlaps the local addresses of ${name(o)} at ${at}, but that service is in vip group "${o.vipGroup}" and this one in "${s.vipGroup}": both groups' leaders would claim ${at}`,
+        'give services in different vip groups separate local addresses, or put them in the same vip group');
+    }
+  }
+}
+
 /** Validates parsed YAML/JSON. Never throws on bad input: every problem is in the result. */
 export function validateConfig(raw: unknown): ValidationResult {
   const c = new Collector();
@@ -1530,6 +1603,7 @@ export function validateConfig(raw: unknown): ValidationResult {
       indexOf.set(svc, i);
     });
   }
+  checkLocalAddressClaims(c, services, indexOf);
   const vipGroups = checkVipGroups(c, raw.vipGroups, services);
   let ecmp: EcmpTier | null = null;
   if (raw.ecmp !== undefined) {
