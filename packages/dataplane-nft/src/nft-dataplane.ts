@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { hostPort, serviceKey, type Protocol } from '@lbd/config';
+import { canonicalAddress, hostPort, serviceKey, type Protocol } from '@lbd/config';
 import {
   DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
   type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState,
@@ -333,6 +333,17 @@ export class NftDataPlane implements DataPlane {
       if (src) towards[rs.address] = src;
     }));
     const [lo = 32768, hi = 60999] = portRange.split(/\s+/).map(Number);
+    const links = await this.runner.run('ip', ['-j', 'addr', 'show']);
+    const permanent: Array<{ address: string; ifname: string }> = [];
+    if (links.code === 0) {
+      type Link = { ifname?: string; addr_info?: Array<{ local?: string; valid_life_time?: number }> };
+      for (const l of JSON.parse(links.stdout || '[]') as Link[]) {
+        for (const a of l.addr_info ?? []) {
+          // 4294967295: "forever", which the agent never gives a floating address.
+          if (a.local && l.ifname && a.valid_life_time === 4294967295) permanent.push({ address: canonicalAddress(a.local), ifname: l.ifname });
+        }
+      }
+    }
     return {
       ipv4Forwarding: fwd4.trim() === '1',
       ipv6Forwarding: fwd6.trim() === '1',
@@ -343,6 +354,7 @@ export class NftDataPlane implements DataPlane {
       localPortRange: [lo, hi],
       realServerReachable: reachable,
       directorAddressTowards: towards,
+      permanentAddresses: permanent,
     };
   }
 }

@@ -109,6 +109,11 @@ export interface KernelFacts {
   readonly realServerReachable: Readonly<Record<string, boolean>>;
   /** For each probed real server's address: the director's own address on the route to it (`ip route get`). */
   readonly directorAddressTowards: Readonly<Record<string, string>>;
+  /**
+   * The box's own addresses (`ip addr`: valid forever, where floating addresses always have a lifetime),
+   * with their interface: a vip or local address among them would be taken from the interface on release.
+   */
+  readonly permanentAddresses: ReadonlyArray<{ readonly address: string; readonly ifname: string }>;
 }
 
 /** DataPlane programs forwarding for this director. Applying the same state twice changes nothing. */

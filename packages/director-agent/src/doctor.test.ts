@@ -35,11 +35,26 @@ services:
 
 const NO_SERVICES = parseConfig('services: []\n', 'empty.yaml');
 
+/** CONFIG's services on a clustered director (the cluster config joined with its own file's agent part). */
+const CLUSTERED = {
+  ...CONFIG,
+  agent: parseConfig(`agent:
+  cluster:
+    director: dir1
+    etcd: [http://127.0.0.1:2379]
+    prefix: /lbd/test
+    interfaces: { vip: eth0, local: eth1 }
+    peerListen: 127.0.0.1:7001
+    peers: [{ id: dir2, address: "127.0.0.1:7002" }]
+`, 'dir1.yaml').agent,
+};
+
 const HEALTHY: KernelFacts = {
   ipv4Forwarding: true, ipv6Forwarding: true, rpFilter: { eth0: 2, eth1: 0, lo: 1 }, rpFilterDrops: 0,
   conntrackCount: 100, conntrackMax: 1000, localPortRange: [32768, 60999],
   realServerReachable: { '198.19.1.11:8080': true, '198.19.1.21:8080': true, '198.19.1.22:8080': true },
   directorAddressTowards: { '198.19.1.11': '198.19.1.1', '198.19.1.21': '198.19.1.1', '198.19.1.22': '198.19.1.1' },
+  permanentAddresses: [{ address: '198.18.0.2', ifname: 'eth0' }, { address: '198.19.1.1', ifname: 'eth1' }, { address: '127.0.0.1', ifname: 'lo' }],
 };
 
 const WEB = '198.18.0.10:80/tcp';
@@ -224,6 +239,22 @@ const CASES: readonly Case[] = [
     name: 'nothing probed -> ok saying so', config: NO_SERVICES, facts: { realServerReachable: {} },
     check: 'real-server-reachable', want: ['ok real servers'], mentions: ['no real server was probed'],
   },
+  // (g) floating addresses that are the box's own
+  {
+    name: 'a vip and a local address that are a clustered director\'s own addresses -> an error each', config: CLUSTERED,
+    facts: { permanentAddresses: [...HEALTHY.permanentAddresses, { address: '198.18.0.20', ifname: 'eth0' }, { address: '198.18.2.11', ifname: 'eth1' }] },
+    check: 'own-address', want: ['error service "web" (198.18.0.10:80/tcp)', 'error service "app" (198.18.0.20:80/tcp)'],
+    mentions: ['198.18.2.11 (one of its local addresses) is a permanent address of this director\'s eth1', 'remove 198.18.2.11 from eth1'],
+  },
+  {
+    name: 'no floating address is the box\'s own (the box has others) -> ok', config: CLUSTERED, check: 'own-address', want: ['ok floating addresses'],
+    mentions: ['no vip, local address or slot address'],
+  },
+  {
+    name: 'a director without agent.cluster floats nothing: its vips are its own addresses -> ok',
+    facts: { permanentAddresses: [...HEALTHY.permanentAddresses, { address: '198.18.0.10', ifname: 'eth0' }] },
+    check: 'own-address', want: ['ok floating addresses'], mentions: ['claims no address'],
+  },
 ];
 
 describe('diagnose', () => {
@@ -241,7 +272,7 @@ describe('diagnose', () => {
   it('a healthy director gets exactly one ok finding per check', () => {
     const findings = diagnose(CONFIG, HEALTHY, []);
     assert.deepEqual(findings.map((f) => `${f.severity} ${f.check}`), [
-      'ok nat-return-path', 'ok ip-forward', 'ok rp-filter', 'ok conntrack-table', 'ok fullnat-ports', 'ok real-server-reachable',
+      'ok nat-return-path', 'ok ip-forward', 'ok rp-filter', 'ok conntrack-table', 'ok fullnat-ports', 'ok real-server-reachable', 'ok own-address',
     ]);
   });
 });

@@ -8,7 +8,7 @@ import type { Connection, Endpoint, KernelFacts } from '@lbd/dataplane';
  * a check that finds nothing wrong says so once, so "ok" means "checked", not "not looked at".
  */
 
-export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable';
+export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable' | 'own-address';
 
 export interface Finding {
   readonly severity: Severity;
@@ -49,7 +49,50 @@ export function diagnose(config: Config, facts: KernelFacts, connections: readon
     ...checkConntrackTable(facts),
     ...checkFullnatPorts(config, facts, connections),
     ...checkReachability(config, facts),
+    ...checkOwnAddresses(config, facts),
   ];
+}
+
+/**
+ * (g) A floating address (a vip, a local address, an ECMP slot's next hop or local address) that is also one
+ * of the box's own, permanent addresses: the agent would claim it with a lifetime and delete it on release,
+ * taking the address from the box. Validation cannot see a director's interfaces: each director checks here.
+ * Only clustered directors float addresses.
+ */
+function checkOwnAddresses(config: Config, facts: KernelFacts): Finding[] {
+  // A director on its own claims nothing: its vips and local addresses are the operator's, on its interfaces.
+  if (config.agent.cluster === null) return [ok('own-address', 'floating addresses', 'none: a director without agent.cluster claims no address, its vips and local addresses are its own')];
+  const own = new Map(facts.permanentAddresses.map((a) => [a.address, a.ifname]));
+  const out: Finding[] = [];
+  const pool = (r: { first: string; size: number }): string[] => {
+    const first = addressToBigInt(r.first);
+    const family = r.first.includes(':') ? 6 : 4;
+    return Array.from({ length: Math.min(r.size, 1024) }, (_, i) => bigIntToAddress(first + BigInt(i), family));
+  };
+  const seen = new Set<string>();
+  const check = (address: string, what: string, subject: string): void => {
+    const ifname = own.get(address);
+    if (ifname === undefined || seen.has(address)) return;
+    seen.add(address);
+    out.push({
+      severity: 'error', check: 'own-address', subject,
+      problem: `${address} (${what}) is a permanent address of this director's ${ifname}: the agent would claim it as a floating address with a lifetime and delete it when another director takes over, taking it from the box`,
+      fix: `give ${what} an address no director has as its own, or remove ${address} from ${ifname} if it was only put there by hand`,
+    });
+  };
+  for (const s of config.services) {
+    const subject = `service "${s.name}" (${serviceKey(s)})`;
+    check(s.vip, 'its vip', subject);
+    if (s.localAddresses) for (const a of pool(s.localAddresses)) check(a, 'one of its local addresses', subject);
+  }
+  for (const fam of [config.ecmp?.ipv4, config.ecmp?.ipv6]) {
+    fam?.nextHops.forEach((h, i) => check(h, `slot ${i}'s next hop`, 'ecmp'));
+    fam?.localAddresses.forEach((r, i) => { for (const a of pool(r)) check(a, `one of slot ${i}'s local addresses`, 'ecmp'); });
+  }
+  if (out.length === 0) {
+    out.push(ok('own-address', 'floating addresses', 'no vip, local address or slot address is one of this director\'s own addresses'));
+  }
+  return out;
 }
 
 function rsSubject(svc: Service, rs: RealServer): string {

@@ -11,7 +11,7 @@ export interface Finding {
   'severity'?: (string);
   /**
    * Which check: "nat-return-path", "ip-forward", "rp-filter", "conntrack-table", "fullnat-ports",
-   * "real-server-reachable".
+   * "real-server-reachable", "own-address".
    */
   'check'?: (string);
   /**
@@ -35,7 +35,7 @@ export interface Finding__Output {
   'severity': (string);
   /**
    * Which check: "nat-return-path", "ip-forward", "rp-filter", "conntrack-table", "fullnat-ports",
-   * "real-server-reachable".
+   * "real-server-reachable", "own-address".
    */
   'check': (string);
   /**
