@@ -2,10 +2,10 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
-import { EXIT } from '@lbd/config';
+import { EXIT, LBD_VERSION } from '@lbd/config';
 import { FakeDataPlane } from '@lbd/dataplane/testing';
 import { Agent } from '@lbd/director-agent';
 import { main } from '@lbd/lbadm';
@@ -193,6 +193,14 @@ describe('lbadm against lbd-agent (end to end)', () => {
   it('the built bin runs against the agent', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [LBADM_BIN, 'status', '--json'], { env: { ...process.env, LBD_ADMIN_SOCKET: socket } });
     assert.deepEqual((JSON.parse(stdout) as { services: { key: string }[] }).services.map((s) => s.key), ['198.18.0.10:80/tcp', '198.18.0.20:80/tcp']);
+  });
+
+  it('every built program prints lbd\'s version for --version', async () => {
+    const dashboard = join(dirname(AGENT_BIN), 'lbd-dashboard.js');
+    for (const [bin, name] of [[LBADM_BIN, 'lbadm'], [AGENT_BIN, 'lbd-agent'], [dashboard, 'lbd-dashboard']] as const) {
+      const { stdout } = await promisify(execFile)(process.execPath, [bin, '--version']);
+      assert.equal(stdout, `${name} ${LBD_VERSION}\n`);
+    }
   });
 
   it('the built lbd-agent bin exits 78 on a bad config, applying nothing', async () => {

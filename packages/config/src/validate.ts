@@ -1,4 +1,5 @@
 import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './address.js';
+import { nearestName } from './names.js';
 import {
   ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, DEFAULT_REALTIME_PRIORITY, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HEALTH_STATES, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
   PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, connSyncPort, hostPort, serviceKey,
@@ -81,31 +82,11 @@ function typeName(v: unknown): string {
   return `a ${typeof v}`;
 }
 
-/** Levenshtein distance, for "did you mean" on unknown field names. */
-function distance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const cur = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1]!.toLowerCase() === b[j - 1]!.toLowerCase() ? 0 : 1));
-      prev = cur;
-    }
-  }
-  return row[b.length]!;
-}
-
-/**
- * Suggests the nearest known name when it is close enough to be a typo: at most 3 edits, and at most half
- * the name's length (so `foo` does not become "did you mean vip?"). Case differences cost nothing.
- */
 function checkUnknownFields(c: Collector, path: string, obj: Record<string, unknown>, known: readonly string[]): void {
   for (const key of Object.keys(obj)) {
     if (known.includes(key)) continue;
-    const nearest = [...known].sort((x, y) => distance(key, x) - distance(key, y))[0];
-    const close = nearest !== undefined && distance(key, nearest) <= Math.min(3, Math.floor(nearest.length / 2));
-    const hint = close ? `did you mean "${nearest}"?` : `known fields: ${known.join(', ')}`;
+    const nearest = nearestName(key, known);
+    const hint = nearest !== undefined ? `did you mean "${nearest}"?` : `known fields: ${known.join(', ')}`;
     c.add(`${path}${path ? '.' : ''}${key}`, obj[key], 'is not a known field', hint);
   }
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { parseConfig, type Config } from '@lbd/config';
+import { LBD_VERSION, parseConfig, type Config } from '@lbd/config';
 import { EtcdCoordinator, TIMING_PROFILES, type Coordinator } from '@lbd/coordinator';
 import type { AddressOwner, DataPlane, ConnectionTable } from '@lbd/dataplane';
 import { ProberSet, systemClock, type FlapPolicy, type Prober, type Clock } from '@lbd/health-checker';
@@ -143,7 +143,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     });
     this.health.on('event', (e) => recordHealthEvent(this.events, e));
     this.startedAt = now();
-    this.version = opts.version ?? '0.1.0';
+    this.version = opts.version ?? LBD_VERSION;
     this.adminSocket = opts.adminSocket ?? config.agent.adminSocket;
     this.fileAgent = config.agent;
     // Revision 0 until the first apply succeeds; `start` never returns an agent in that state.

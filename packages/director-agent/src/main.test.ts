@@ -16,6 +16,8 @@ describe('parseAgentArgs', () => {
     [['--config', '/etc/lbd/lbd.yaml'], 'run /etc/lbd/lbd.yaml - info'],
     [['--config=/c.yaml', '--admin-socket', '/tmp/a.sock', '--log-level', 'debug'], 'run /c.yaml /tmp/a.sock debug'],
     [['--help'], 'help'],
+    [['--version'], 'version'],
+    [['--config', '/c', '--log-levl', 'debug'], 'usage unknown flag --log-levl; did you mean --log-level?'],
     [[], 'usage --config PATH is required'],
     [['--config'], 'usage --config needs a value'],
     [['--config', '/c', '--verbose'], 'usage unknown flag --verbose'],
@@ -27,7 +29,7 @@ describe('parseAgentArgs', () => {
     it(`${argv.join(' ') || '(nothing)'} -> ${want}`, () => {
       const p = parseAgentArgs(argv);
       const got = p.kind === 'run' ? `run ${p.args.configPath} ${p.args.adminSocket ?? '-'} ${p.args.logLevel}`
-        : p.kind === 'usage' ? `usage ${p.message}` : 'help';
+        : p.kind === 'usage' ? `usage ${p.message}` : p.kind;
       assert.equal(got, want);
     });
   }

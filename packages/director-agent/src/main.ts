@@ -1,4 +1,4 @@
-import { ConfigError, EXIT, parseConfig } from '@lbd/config';
+import { ConfigError, EXIT, LBD_VERSION, nearestName, parseConfig } from '@lbd/config';
 import { DataPlaneError, type DataPlane, type ConnectionTable } from '@lbd/dataplane';
 import { AgentError } from '@lbd/operator-surfaces';
 import { createLogger, type Logger, type LogLevel } from '@lbd/log';
@@ -30,6 +30,7 @@ vips and local addresses while it leads. Stopping it then hands its groups to th
   --admin-socket PATH   the admin socket (default: agent.adminSocket from the config,
                         itself /run/lbd/admin.sock by default)
   --log-level LEVEL     info (default) or debug
+  --version             prints lbd-agent's version (the one it registers in the cluster)
 
 exit codes: 0 stopped by a signal, 64 bad usage, 78 invalid config (nothing applied),
 77 no permission to program the kernel, 69 nft/conntrack missing, 1 other failure`;
@@ -40,7 +41,7 @@ export interface AgentArgs {
   readonly logLevel: LogLevel;
 }
 
-export type ParsedArgs = { kind: 'run'; args: AgentArgs } | { kind: 'help' } | { kind: 'usage'; message: string };
+export type ParsedArgs = { kind: 'run'; args: AgentArgs } | { kind: 'help' } | { kind: 'version' } | { kind: 'usage'; message: string };
 
 export function parseAgentArgs(argv: readonly string[]): ParsedArgs {
   let configPath: string | undefined;
@@ -49,11 +50,13 @@ export function parseAgentArgs(argv: readonly string[]): ParsedArgs {
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--help' || arg === '-h') return { kind: 'help' };
+    if (arg === '--version') return { kind: 'version' };
     const eq = arg.indexOf('=');
     const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
     const takes = name === '--config' || name === '--admin-socket' || name === '--log-level';
     if (!takes) {
-      return { kind: 'usage', message: arg.startsWith('-') ? `unknown flag ${arg}` : `unexpected argument "${arg}"` };
+      const nearest = nearestName(name, ['--config', '--admin-socket', '--log-level', '--help', '--version']);
+      return { kind: 'usage', message: arg.startsWith('-') ? `unknown flag ${name}${nearest === undefined ? '' : `; did you mean ${nearest}?`}` : `unexpected argument "${arg}"` };
     }
     const value = eq > 0 && arg.startsWith('--') ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined || value === '') return { kind: 'usage', message: `${name} needs a value` };
@@ -92,6 +95,10 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
   const parsed = parseAgentArgs(argv);
   if (parsed.kind === 'help') {
     (deps.writeLog ?? ((t: string) => process.stdout.write(`${t}\n`)))(HELP);
+    return EXIT.ok;
+  }
+  if (parsed.kind === 'version') {
+    (deps.writeLog ?? ((t: string) => process.stdout.write(`${t}\n`)))(`lbd-agent ${LBD_VERSION}`);
     return EXIT.ok;
   }
   if (parsed.kind === 'usage') {

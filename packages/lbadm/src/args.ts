@@ -1,4 +1,4 @@
-import { DEFAULT_ADMIN_SOCKET, EVENT_KINDS, FORWARDING_MODES, MAX_SLOTS, MAX_WEIGHT, PROTOCOLS, SCHEDULERS, slotGroup } from '@lbd/config';
+import { DEFAULT_ADMIN_SOCKET, EVENT_KINDS, FORWARDING_MODES, MAX_SLOTS, MAX_WEIGHT, nearestName, PROTOCOLS, SCHEDULERS, slotGroup } from '@lbd/config';
 import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
 
 /**
@@ -23,7 +23,7 @@ interface TcpServer {
 }
 
 export interface Invocation {
-  readonly command: Command | 'help';
+  readonly command: Command | 'help' | 'version';
   readonly socket: string;
   /** Set with --server (or LBADM_SERVER): the TCP admin API instead of the unix socket. */
   readonly server: TcpServer | undefined;
@@ -155,6 +155,7 @@ global flags:
                   Defaults: $LBADM_SERVER, $LBADM_CA, $LBADM_CERT, $LBADM_KEY, $LBADM_SERVER_NAME
   --json          machine-readable output
   --help          this text
+  --version       lbadm's version (lbd-agent --version: the agent's)
 
 exit codes:
   0   ok (doctor: no errors and no warnings)
@@ -211,6 +212,7 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--key': { value: true },
   '--json': { value: false },
   '--help': { value: false },
+  '--version': { value: false },
   '--file': { value: true, commands: ['validate', 'apply'] },
   '--dry-run': { value: false, commands: ['apply', 'server', 'service'] },
   '--rate': { value: false, commands: ['stats'] },
@@ -299,7 +301,10 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     const raw = eq > 0 ? arg.slice(0, eq) : arg;
     const name = ALIASES[raw] ?? raw;
     const spec = FLAGS[name];
-    if (!spec) throw new UsageError(`unknown flag ${raw}`);
+    if (!spec) {
+      const nearest = nearestName(raw, [...Object.keys(FLAGS), ...Object.keys(ALIASES)]);
+      throw new UsageError(`unknown flag ${raw}${nearest === undefined ? '' : `; did you mean ${nearest}?`}`);
+    }
     if (!spec.value) {
       if (eq > 0) throw new UsageError(`${name} takes no value`);
       seen.set(name, true);
@@ -310,6 +315,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     seen.set(name, value);
   }
   if (seen.has('--help')) return invocation('help', seen, env);
+  if (seen.has('--version')) return invocation('version', seen, env);
   if (command === undefined) throw new UsageError('no command given');
   for (const name of seen.keys()) {
     const allowed = FLAGS[name]!.commands;
@@ -367,7 +373,7 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
   return invocation(command, seen, env, words);
 }
 
-function invocation(command: Command | 'help', seen: ReadonlyMap<string, string | true>, env: Readonly<Record<string, string | undefined>>, args: readonly string[] = []): Invocation {
+function invocation(command: Command | 'help' | 'version', seen: ReadonlyMap<string, string | true>, env: Readonly<Record<string, string | undefined>>, args: readonly string[] = []): Invocation {
   const str = (name: string): string | undefined => {
     const v = seen.get(name);
     return typeof v === 'string' ? v : undefined;

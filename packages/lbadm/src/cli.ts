@@ -4,7 +4,7 @@ import { hostname, userInfo } from 'node:os';
 import { access, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ConfigError, EXIT, loadConfig } from '@lbd/config';
+import { ConfigError, EXIT, LBD_VERSION, loadConfig } from '@lbd/config';
 import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, type AdminEndpoint, type Event__Output, type HealthEvent__Output } from '@lbd/proto';
 import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
 import { describeFailure, type AdminTarget, type Failure } from './errors.js';
@@ -47,6 +47,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
   }
   if (inv.command === 'help') {
     io.stdout(`${HELP}\n`);
+    return EXIT.ok;
+  }
+  if (inv.command === 'version') {
+    io.stdout(`lbadm ${LBD_VERSION}\n`);
     return EXIT.ok;
   }
   if (inv.command === 'validate') return validate(inv, io);

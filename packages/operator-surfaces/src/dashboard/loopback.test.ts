@@ -29,8 +29,10 @@ describe('lbd-dashboard', () => {
       [['--socket', '/s', '--listen', 'localhost:9400'], /"localhost:9400" is not ADDRESS:PORT/],
       [['--socket', '/s', '--listen', '127.0.0.1:70000'], /is not ADDRESS:PORT/],
       [['--socket'], /--socket needs a value/],
-      [['--sock', '/s'], /unknown flag --sock/],
+      [['--sock', '/s'], /unknown flag --sock; did you mean --socket\?/],
+      [['--socket', '/s', '--frobnicate'], /^unknown flag --frobnicate$/],
     ];
+    assert.deepEqual(parseDashboardArgs(['--version']), { kind: 'version' });
     for (const [argv, re] of bad) {
       const r = parseDashboardArgs(argv);
       assert.equal(r.kind, 'usage', argv.join(' '));

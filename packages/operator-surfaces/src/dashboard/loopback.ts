@@ -1,7 +1,7 @@
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { isIP, type AddressInfo } from 'node:net';
-import { EXIT, hostPort, isLbdEvent, type LbdEvent } from '@lbd/config';
+import { EXIT, hostPort, isLbdEvent, LBD_VERSION, nearestName, type LbdEvent } from '@lbd/config';
 import { setTimeout as delay } from 'node:timers/promises';
 import { AdminApi } from '@lbd/proto';
 import { createLogger, type Logger } from '@lbd/log';
@@ -25,6 +25,7 @@ plain HTTP, read-only: open http://127.0.0.1:9400/ in a browser on this machine.
   --socket PATH     the agent's admin socket (lbd-agent --admin-socket; /run/lbd/admin.sock by default)
   --listen ADDR     loopback address and port (default 127.0.0.1:9400; 127.0.0.0/8 or [::1]; port 0: any
                     free one, logged)
+  --version         prints lbd-dashboard's version
 
 exit codes: 0 stopped by SIGTERM/SIGINT, 64 bad usage, 1 cannot listen`;
 
@@ -36,16 +37,18 @@ export interface DashboardArgs {
   readonly port: number;
 }
 
-export function parseDashboardArgs(argv: readonly string[]): { kind: 'run'; args: DashboardArgs } | { kind: 'help' } | { kind: 'usage'; message: string } {
+export function parseDashboardArgs(argv: readonly string[]): { kind: 'run'; args: DashboardArgs } | { kind: 'help' } | { kind: 'version' } | { kind: 'usage'; message: string } {
   let socket: string | undefined;
   let listen = `${DEFAULT_LISTEN.host}:${DEFAULT_LISTEN.port}`;
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     if (arg === '--help' || arg === '-h') return { kind: 'help' };
+    if (arg === '--version') return { kind: 'version' };
     const eq = arg.indexOf('=');
     const name = arg.startsWith('--') && eq > 0 ? arg.slice(0, eq) : arg;
     if (name !== '--socket' && name !== '--listen') {
-      return { kind: 'usage', message: arg.startsWith('-') ? `unknown flag ${arg}` : `unexpected argument "${arg}"` };
+      const nearest = nearestName(name, ['--socket', '--listen', '--help', '--version']);
+      return { kind: 'usage', message: arg.startsWith('-') ? `unknown flag ${name}${nearest === undefined ? '' : `; did you mean ${nearest}?`}` : `unexpected argument "${arg}"` };
     }
     const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
     if (value === undefined || value === '') return { kind: 'usage', message: `${name} needs a value` };
@@ -181,6 +184,10 @@ export async function runDashboard(argv: readonly string[], deps: { log?: Logger
   const parsed = parseDashboardArgs(argv);
   if (parsed.kind === 'help') {
     out(`${HELP}\n`);
+    return EXIT.ok;
+  }
+  if (parsed.kind === 'version') {
+    (deps.out ?? ((t: string) => { process.stdout.write(t); }))(`lbd-dashboard ${LBD_VERSION}\n`);
     return EXIT.ok;
   }
   if (parsed.kind === 'usage') {
