@@ -72,10 +72,29 @@ function rangeText(v: Json): string {
   return t.includes('-') ? t : `${t}-${t}`;
 }
 
+/**
+ * Where the maps' tuples hold an `inet_proto`. nftables 1.0 prints it by name (`tcp`), as lbd writes it;
+ * 1.1 (Debian 13) prints a map declared with `typeof ... meta l4proto` by number (6), in text and JSON alike.
+ */
+const PROTOCOL_AT: Partial<Record<MapName, { readonly key?: number; readonly value?: number }>> = {
+  dispatch: { key: 1 }, slots: { key: 1 }, service_tuple: { value: 1 },
+};
+const PROTOCOL_NAMES: Readonly<Record<number, Protocol>> = { 6: 'tcp', 17: 'udp' };
+
+/** `v` with the concatenation's element at `at` named as lbd writes protocols (another number stays one: foreign). */
+function withProtocolName(v: Json, at: number | undefined): Json {
+  if (at === undefined || !isObj(v) || !Array.isArray(v.concat)) return v;
+  const p = v.concat[at];
+  if (typeof p !== 'number' || PROTOCOL_NAMES[p] === undefined) return v;
+  return { concat: v.concat.map((x, i) => (i === at ? PROTOCOL_NAMES[p]! : x)) };
+}
+
 function elementEntry(map: MapName, elem: Json): [string, string] {
   if (map === 'eligible' || map === 'ecmp_services') return [text(elem), ''];
   if (!Array.isArray(elem) || elem.length !== 2) throw new Error(`unexpected ${map} element ${JSON.stringify(elem)}`);
-  const [k, v] = elem;
+  const at = PROTOCOL_AT[map] ?? {};
+  const k = withProtocolName(elem[0]!, at.key);
+  const v = withProtocolName(elem[1]!, at.value);
   const value = map === 'service_snat' ? rangeText(v) : text(v);
   return [text(k), value];
 }
