@@ -109,10 +109,10 @@ module.exports = {
       },
     },
     {
-      name: 'child-process-only-in-dataplane-nft-health-checker-announcer-testkit-test',
+      name: 'child-process-only-in-dataplane-nft-health-checker-announcer-debian-testkit-test',
       severity: 'error',
-      comment: 'Only the data-plane adapter runs kernel commands, the health checker runs exec checks and ping, the announcer supervises gobgpd, and the test harness starts processes. Inject a command runner elsewhere.',
-      from: { pathNot: '^(packages/(dataplane-nft|health-checker|announcer|testkit)/|test/)' },
+      comment: 'Only the data-plane adapter runs kernel commands, the health checker runs exec checks and ping, the announcer supervises gobgpd, the package build runs pnpm and dpkg-deb, and the test harness starts processes. Inject a command runner elsewhere.',
+      from: { pathNot: '^(packages/(dataplane-nft|health-checker|announcer|debian|testkit)/|test/)' },
       to: { path: '^(node:)?child_process$' },
     },
     {

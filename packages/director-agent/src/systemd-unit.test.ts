@@ -111,9 +111,9 @@ describe('deploy/systemd/lbd-agent.service', () => {
 
   it('lets the agent write exactly where it writes', async () => {
     const exec = one(unit, 'Service.ExecStart').split(/\s+/);
-    const script = exec.findIndex((w) => w.endsWith('/bin/lbd-agent.js'));
-    assert.ok(script > 0, 'ExecStart runs node on lbd-agent.js');
-    const parsed = parseAgentArgs(exec.slice(script + 1));
+    // The Debian package's wrapper, which execs node on lbd-agent.js (packages/debian).
+    assert.equal(exec[0], '/usr/bin/lbd-agent', 'ExecStart runs the packaged lbd-agent');
+    const parsed = parseAgentArgs(exec.slice(1));
     assert.equal(parsed.kind, 'run', 'ExecStart has flags lbd-agent accepts');
     const rw = words(unit, 'Service.ReadWritePaths');
     assert.equal(one(unit, 'Service.ProtectSystem'), 'strict');
