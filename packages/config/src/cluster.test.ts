@@ -24,7 +24,7 @@ describe('cluster settings and vip groups', () => {
     });
     assert.ok(own.ok && r.ok);
     assert.deepEqual(own.config.agent.cluster, {
-      director: 'dir1', etcd: CLUSTER.etcd, prefix: '/lbd/lab', peerListen: { address: '198.18.4.1', port: 7411 },
+      director: 'dir1', etcd: CLUSTER.etcd, etcdTls: null, prefix: '/lbd/lab', peerListen: { address: '198.18.4.1', port: 7411 },
       peers: [{ id: 'dir2', address: '198.18.4.2', port: 7411 }], interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { default: 150 }, timing: 'default', realtimePriority: 10, track: [], tls: null, ecmp: null,
     });
     assert.deepEqual(r.config.vipGroups, [
@@ -91,6 +91,22 @@ describe('cluster settings and vip groups', () => {
     assert.deepEqual(problems({ services: [{ name: 'web', vip: '198.18.0.10', port: 80, mode: 'nat', sync: { enabled: 'yes', minAgeMs: -1 }, realServers: [{ address: '198.19.1.11' }] }] }), [
       'services[0].sync.enabled: "yes" is not true or false; write true to copy this service\'s connections to the standbys, false to let them break on a failover',
       'services[0].sync.minAgeMs: -1 is not a duration in milliseconds from 0 to 3600000; give a whole number of milliseconds: connections younger than that are not copied (0 copies every established connection)',
+    ]);
+  });
+
+  it('etcd over TLS: https:// endpoints with this director\'s client certificate, and neither without the other', () => {
+    const etcdTls = { ca: '/etc/lbd/tls/etcd-ca.pem', cert: '/etc/lbd/tls/dir1-etcd.pem', key: '/etc/lbd/tls/dir1-etcd.key' };
+    const https = ['https://198.18.3.11:2379', 'https://198.18.3.12:2379'];
+    const own = validateConfig({ agent: { cluster: { ...CLUSTER, etcd: https, etcdTls } } });
+    assert.ok(own.ok);
+    assert.deepEqual([own.config.agent.cluster?.etcd, own.config.agent.cluster?.etcdTls], [https, etcdTls]);
+    const fix = 'write etcdTls: {ca: /etc/lbd/tls/etcd-ca.pem, cert: /etc/lbd/tls/dir1-etcd.pem, key: /etc/lbd/tls/dir1-etcd.key} (the CA that signed etcd\'s certificate, and this director\'s client certificate for etcd)';
+    assert.deepEqual(problems({ agent: { cluster: { ...CLUSTER, etcd: https } } }), [
+      `agent.cluster.etcdTls: is missing, but agent.cluster.etcd has https:// endpoints (https://198.18.3.11:2379), which need this director's client certificate; ${fix}`,
+    ]);
+    assert.deepEqual(problems({ agent: { cluster: { ...CLUSTER, etcd: [https[0], 'http://198.18.3.12:2379'], etcdTls: { ...etcdTls, key: 'dir1-etcd.key' } } } }), [
+      `agent.cluster.etcdTls.key: "dir1-etcd.key" is not an absolute path; ${fix}`,
+      'agent.cluster.etcd[1]: "http://198.18.3.12:2379" is plain http:// while etcdTls is set: calls to it would go unencrypted and without the client certificate; write https://198.18.3.12:2379',
     ]);
   });
 

@@ -222,6 +222,12 @@ export interface ClusterSettings {
   /** This director's id: unique in the cluster. */
   readonly director: string;
   readonly etcd: readonly string[];
+  /**
+   * This director's client certificate for etcd (with https:// endpoints; etcd run with
+   * --client-cert-auth knows the director by its common name, for etcd's role-based access). Null: plain
+   * http://, which `lbadm doctor` calls out.
+   */
+  readonly etcdTls: PeerTls | null;
   /** The cluster's etcd key prefix, e.g. /lbd/prod. */
   readonly prefix: string;
   /**

@@ -55,7 +55,7 @@ const ADMIN_FIELDS = ['grpcListen', 'httpListen', 'tls', 'clients'] as const;
  * list) and no wildcards but `*` alone.
  */
 const CLIENT_NAME_PATTERN = /^[A-Za-z0-9]([A-Za-z0-9 ._@-]{0,251}[A-Za-z0-9])?$/;
-const CLUSTER_FIELDS = ['director', 'etcd', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'realtimePriority', 'track', 'tls', 'ecmp'] as const;
+const CLUSTER_FIELDS = ['director', 'etcd', 'etcdTls', 'prefix', 'peerListen', 'peers', 'interfaces', 'priorities', 'timing', 'realtimePriority', 'track', 'tls', 'ecmp'] as const;
 const TRACK_FIELDS = ['name', 'command', 'intervalMs', 'timeoutMs', 'rise', 'fall'] as const;
 const VIP_GROUP_FIELDS = ['name', 'preempt', 'preemptDelayMs', 'announce', 'gateways'] as const;
 /** Linux interface names: at most 15 bytes, no "/" or whitespace. */
@@ -774,9 +774,10 @@ function checkCluster(c: Collector, raw: unknown): ClusterSettings | null {
       `give 1..99 for the election thread's SCHED_FIFO priority (default ${DEFAULT_REALTIME_PRIORITY}), or 0 for normal priority`);
   const track = checkTrack(c, `${path}.track`, raw.track);
   const tls = checkPeerTls(c, `${path}.tls`, raw.tls);
+  const etcdTls = checkEtcdTls(c, path, raw, etcd);
   const ecmp = checkDirectorEcmp(c, `${path}.ecmp`, raw.ecmp);
   if (c.problems.length !== before || director === undefined || prefix === undefined || !peerListen || timing === undefined || realtimePriority === undefined || ecmp === undefined) return null;
-  return { director, etcd, prefix, peerListen, peers, interfaces, priorities, timing, realtimePriority, track, tls, ecmp };
+  return { director, etcd, etcdTls, prefix, peerListen, peers, interfaces, priorities, timing, realtimePriority, track, tls, ecmp };
 }
 
 function checkInterfaceName(c: Collector, path: string, v: unknown): string | undefined {
@@ -927,6 +928,27 @@ function checkPeerTls(c: Collector, path: string, raw: unknown, fix = PEER_TLS_F
     else out[k] = v;
   }
   return out.ca !== undefined && out.cert !== undefined && out.key !== undefined ? { ca: out.ca, cert: out.cert, key: out.key } : null;
+}
+
+const ETCD_TLS_FIX = 'write etcdTls: {ca: /etc/lbd/tls/etcd-ca.pem, cert: /etc/lbd/tls/dir1-etcd.pem, key: /etc/lbd/tls/dir1-etcd.key} (the CA that signed etcd\'s certificate, and this director\'s client certificate for etcd)';
+
+/**
+ * `etcdTls`: this director's client certificate for etcd. https:// endpoints need it (etcd with
+ * --client-cert-auth refuses a client without one); with it, every endpoint must be https:// (a plain one
+ * would send the same calls unencrypted and unauthenticated).
+ */
+function checkEtcdTls(c: Collector, path: string, raw: Record<string, unknown>, etcd: readonly string[]): PeerTls | null {
+  const tls = checkPeerTls(c, `${path}.etcdTls`, raw.etcdTls, ETCD_TLS_FIX);
+  const secure = etcd.filter((u) => u.startsWith('https:'));
+  if (raw.etcdTls === undefined && secure.length > 0) {
+    c.add(`${path}.etcdTls`, undefined, `is missing, but ${path}.etcd has https:// endpoints (${secure[0]}), which need this director's client certificate`, ETCD_TLS_FIX);
+  }
+  if (raw.etcdTls !== undefined) {
+    etcd.forEach((u, i) => {
+      if (u.startsWith('http:')) c.add(`${path}.etcd[${i}]`, u, 'is plain http:// while etcdTls is set: calls to it would go unencrypted and without the client certificate', `write ${u.replace(/^http:/, 'https:')}`);
+    });
+  }
+  return tls;
 }
 
 function checkTrack(c: Collector, path: string, raw: unknown): TrackCheck[] {

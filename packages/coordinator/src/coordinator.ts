@@ -1,7 +1,7 @@
 import type { StoredEvent } from '@lbd/config';
 import { ConfigStore, ConfigStoreCoordinator, type ConfigWrite, type StoredConfig } from './config-store.js';
 import { EventStore, type EventStoreLog } from './event-store.js';
-import { EtcdKv } from './kv.js';
+import { EtcdKv, type EtcdTlsMaterial } from './kv.js';
 import {
   fillDirectorRecords, isLeaderRecord, keys, parseJson, type ConfigRecord, type DirectorRecord, type HandoffRequest, type LeaderRecord,
 } from './records.js';
@@ -10,6 +10,8 @@ import { checkTiming, worstCaseTakeoverMs, type ElectionTiming } from './timing.
 export interface CoordinatorOptions {
   readonly id: string;
   readonly endpoints: readonly string[];
+  /** The director's etcd client certificate (https endpoints); null or absent: plain. */
+  readonly etcdTls?: EtcdTlsMaterial | null;
   readonly prefix: string;
   readonly timing: ElectionTiming;
   /** The cluster event history: events kept per director (default 5000), and where its outages are logged. */
@@ -117,10 +119,10 @@ export class EtcdCoordinator extends ConfigStoreCoordinator implements Coordinat
   constructor(private readonly o: CoordinatorOptions) {
     super();
     checkTiming(o.timing);
-    this.kv = new EtcdKv(o.endpoints, OPERATOR_CALL_MS);
+    this.kv = new EtcdKv(o.endpoints, OPERATOR_CALL_MS, { tls: o.etcdTls ?? null });
     this.k = keys(o.prefix);
     this.config = new ConfigStore(this.kv, this.k);
-    this.events = new EventStore({ endpoints: o.endpoints, prefix: o.prefix, director: o.id, ...o.events });
+    this.events = new EventStore({ endpoints: o.endpoints, etcdTls: o.etcdTls ?? null, prefix: o.prefix, director: o.id, ...o.events });
   }
 
   appendEvent(e: StoredEvent): void {

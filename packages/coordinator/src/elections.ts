@@ -2,13 +2,15 @@ import { systemClock, type Clock, type TimerHandle } from '@lbd/clock';
 import {
   GroupElection, type BeatOutcome, type GroupHooks, type GroupSettings, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition,
 } from './group-election.js';
-import { EtcdKv, type Kv, type KvLease } from './kv.js';
+import { EtcdKv, type EtcdTlsMaterial, type Kv, type KvLease } from './kv.js';
 import { fillDirectorRecords, keys, type DirectorRecord, type GroupView } from './records.js';
 import { checkTiming, type ElectionTiming } from './timing.js';
 
 export interface ElectionsOptions {
   readonly id: string;
   readonly endpoints: readonly string[];
+  /** The director's etcd client certificate (https endpoints); null or absent: plain. */
+  readonly etcdTls?: EtcdTlsMaterial | null;
   readonly prefix: string;
   readonly timing: ElectionTiming;
   /** This director's configured peers: ids (addresses are the transport's business). */
@@ -71,7 +73,7 @@ export class Elections {
     checkTiming(o.timing);
     this.clock = o.clock ?? systemClock;
     // Calls that cannot finish within the safety window are useless to an election: fail them then.
-    this.kv = o.kv ?? new EtcdKv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200), { hostFailures: 1 });
+    this.kv = o.kv ?? new EtcdKv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200), { hostFailures: 1, tls: o.etcdTls ?? null });
     this.k = keys(o.prefix);
   }
 

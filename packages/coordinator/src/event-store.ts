@@ -1,6 +1,6 @@
 import { isStoredEvent, type StoredEvent } from '@lbd/config';
 import type { Logger } from '@lbd/log';
-import { EtcdKv } from './kv.js';
+import { EtcdKv, type EtcdTlsMaterial } from './kv.js';
 import { parseJson } from './records.js';
 
 /**
@@ -21,6 +21,7 @@ export type EventStoreLog = Pick<Logger, 'info' | 'warn'>;
 
 export interface EventStoreOptions {
   readonly endpoints: readonly string[];
+  readonly etcdTls?: EtcdTlsMaterial | null;
   readonly prefix: string;
   /** This director: it writes and trims only `<prefix>/events/<director>/`. */
   readonly director: string;
@@ -82,7 +83,7 @@ export class EventStore {
   constructor(o: EventStoreOptions) {
     if (o.director === '' || o.director.includes('/')) throw new Error(`EventStore: director "${o.director}" must be non-empty, without "/"`);
     this.callTimeoutMs = o.callTimeoutMs ?? 2000;
-    this.kv = new EtcdKv(o.endpoints, this.callTimeoutMs);
+    this.kv = new EtcdKv(o.endpoints, this.callTimeoutMs, { tls: o.etcdTls ?? null });
     this.root = `${o.prefix.replace(/\/+$/, '')}/events/`;
     this.own = `${this.root}${o.director}/`;
     this.keep = Math.max(1, o.keep ?? DEFAULT_EVENTS_KEPT);

@@ -10,6 +10,7 @@ export { EtcdCoordinator, type Coordinator, type FailoverResult, type ListedEven
 export { Elections, REGISTRATION_TTL_SEC } from './elections.js';
 export type { ElectionView, ElectionsOptions } from './elections.js';
 export { DEFAULT_EVENTS_KEPT } from './event-store.js';
+export type { EtcdTlsMaterial } from './kv.js';
 export type { EventStoreLog, EventStoreOptions, EventStoreStats } from './event-store.js';
 export type { ClusterStatus, CoordinatorOptions, GroupRecordStatus } from './coordinator.js';
 export { GroupElection } from './group-election.js';

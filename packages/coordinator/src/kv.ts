@@ -62,6 +62,17 @@ export interface Kv {
   close(): void;
 }
 
+/**
+ * A director's client certificate for etcd (agent.cluster.etcdTls), as PEM bytes: plain data, so it crosses
+ * to the election thread. With it every call is TLS, and etcd (--client-cert-auth) knows the director by
+ * the certificate's common name.
+ */
+export interface EtcdTlsMaterial {
+  readonly ca: Uint8Array;
+  readonly cert: Uint8Array;
+  readonly key: Uint8Array;
+}
+
 export class EtcdKv implements Kv {
   private readonly client: Etcd3;
 
@@ -71,9 +82,11 @@ export class EtcdKv implements Kv {
    * the next two beats trying the dead one again (three beats is most of a safety window: the leader fenced
    * while etcd was fine for everyone else).
    */
-  constructor(endpoints: readonly string[], private readonly callTimeoutMs: number, opts: { hostFailures?: number } = {}) {
+  constructor(endpoints: readonly string[], private readonly callTimeoutMs: number, opts: { hostFailures?: number; tls?: EtcdTlsMaterial | null } = {}) {
+    const tls = opts.tls ?? null;
     this.client = new Etcd3({
       hosts: [...endpoints],
+      ...(tls === null ? {} : { credentials: { rootCertificate: Buffer.from(tls.ca), certChain: Buffer.from(tls.cert), privateKey: Buffer.from(tls.key) } }),
       dialTimeout: callTimeoutMs,
       defaultCallOptions: (ctx) => (ctx.isStream ? {} : { deadline: Date.now() + callTimeoutMs }),
       faultHandling: {

@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { LBD_VERSION, parseConfig, type Config } from '@lbd/config';
-import { EtcdCoordinator, TIMING_PROFILES, type Coordinator } from '@lbd/coordinator';
+import { EtcdCoordinator, TIMING_PROFILES, type Coordinator, type EtcdTlsMaterial } from '@lbd/coordinator';
 import type { AddressOwner, DataPlane, ConnectionTable } from '@lbd/dataplane';
 import { ProberSet, systemClock, type FlapPolicy, type Prober, type Clock } from '@lbd/health-checker';
 import { silentLogger, type Logger } from '@lbd/log';
@@ -22,6 +22,7 @@ import { EventLog } from './events.js';
 import { FileConfigSource } from './file-config-source.js';
 import { HealthManager } from './health.js';
 import { Reconciler } from './reconciler.js';
+import { readTlsFiles } from './tls-files.js';
 
 /**
  * The director agent: wires one director together and runs its lifecycle. The Reconciler (reconciler.ts)
@@ -124,7 +125,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   private operatorListeners: OperatorListeners | null = null;
   private stopped = false;
 
-  private constructor(opts: AgentOptions, config: Config, text: string) {
+  private constructor(opts: AgentOptions, config: Config, text: string, etcdTls: EtcdTlsMaterial | null) {
     super();
     this.configPath = opts.configPath;
     this.log = opts.log ?? silentLogger;
@@ -170,12 +171,12 @@ export class Agent extends EventEmitter<AgentEvents> {
       const election = opts.election ?? (opts.addressOwner ? inProcessElection(opts.addressOwner) : null);
       if (election === null) throw new Error('AgentOptions.election or addressOwner is required when the config has agent.cluster');
       const coordinator = opts.coordinator ?? new EtcdCoordinator({
-        id: cluster.director, endpoints: cluster.etcd, prefix: cluster.prefix, timing: TIMING_PROFILES[cluster.timing], events: { log: this.log },
+        id: cluster.director, endpoints: cluster.etcd, etcdTls, prefix: cluster.prefix, timing: TIMING_PROFILES[cluster.timing], events: { log: this.log },
       });
       const source = new ClusterConfigSource({
         reconciler: this.reconciler, coordinator, fileAgent: config.agent, events: this.events, log: this.log,
         member: {
-          settings: cluster, version: this.version, election, log: this.log, events: this.events,
+          settings: cluster, etcdTls, version: this.version, election, log: this.log, events: this.events,
           dataPlaneProblem: () => this.reconciler.dataPlaneProblem(),
           ...(opts.connectionTable ? { connectionTable: opts.connectionTable } : {}),
           marks: () => this.reconciler.realServerMarks(),
@@ -209,7 +210,10 @@ export class Agent extends EventEmitter<AgentEvents> {
       const text = await readConfigText(opts.configPath);
       initial = { text, config: parseConfig(text, opts.configPath) };
     }
-    const agent = new Agent(opts, initial.config, initial.text);
+    // Read before anything starts: an unreadable certificate names its setting and file, and nothing runs.
+    const etcdTlsFiles = initial.config.agent.cluster?.etcdTls ?? null;
+    const etcdTls = etcdTlsFiles === null ? null : await readTlsFiles(etcdTlsFiles, 'agent.cluster.etcdTls');
+    const agent = new Agent(opts, initial.config, initial.text, etcdTls);
     try {
       // Checked before applying: a second agent must not reprogram the kernel under a running one.
       if (opts.serve !== false) await OperatorListeners.checkSocketFree(agent.adminSocket);

@@ -231,3 +231,26 @@ describe('clustered lbd-agents (real etcd on loopback, fake kernel)', function (
     assert.ok(first.owner.calls.some((c) => c.op === 'close' && c.releaseAll));
   });
 });
+
+describe('clustered lbd-agents on etcd with mutual TLS (real etcd on loopback with --client-cert-auth, fake kernel)', function () {
+  this.timeout(30_000);
+  let cluster: LoopbackCluster;
+  const members: PairMember[] = [];
+
+  before(async () => { cluster = await LoopbackCluster.open('lbd-etcd-tls', { etcdTls: true }); });
+  afterEach(() => stopClusterPair(members));
+  after(() => cluster?.close());
+
+  it('each director reaches etcd with its client certificate (main thread, election thread, event history): an apply reaches both, one leads', async () => {
+    assert.match(cluster.endpoint, /^https:/);
+    await startClusterPair(await cluster.writePairConfigs(), {}, members);
+    const [a, b] = members as [PairMember, PairMember];
+    const out = await a.agent.admin.applyText(CLUSTER_CONFIG, 'cluster.yaml', false, { author: 'test@host' });
+    assert.ok(out.ok);
+    await waitFor(() => a.agent.revision === 1 && b.agent.revision === 1, 5000, 'both directors to run revision 1');
+    await waitFor(() => members.filter((m) => m.owner.held.size > 0).length === 1, 5000, 'a leader to claim');
+    const st = await b.agent.admin.clusterStatus();
+    assert.deepEqual([st.etcdReachable, st.directors!.map((d) => d.id)], [true, ['dir1', 'dir2']]);
+    assert.ok(st.etcdEndpoints!.every((e) => e.startsWith('https://')));
+  });
+});

@@ -3,7 +3,7 @@ import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, slotGroup, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
-import { TIMING_PROFILES, type BeatOutcome, type Coordinator, type FailoverResult, type StoredConfig, type Transition } from '@lbd/coordinator';
+import { TIMING_PROFILES, type BeatOutcome, type Coordinator, type EtcdTlsMaterial, type FailoverResult, type StoredConfig, type Transition } from '@lbd/coordinator';
 import type { ConnectionTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
@@ -26,6 +26,8 @@ import { readTlsFiles } from './tls-files.js';
 
 export interface ClusterMemberOptions {
   readonly settings: ClusterSettings;
+  /** settings.etcdTls's files, read at start: the election thread's etcd connection uses them. */
+  readonly etcdTls?: EtcdTlsMaterial | null;
   readonly version: string;
   /** Where the election runs: electionThread() in lbd-agent, inProcessElection(fakeOwner) in tests. */
   readonly election: ElectionHostFactory;
@@ -177,7 +179,7 @@ export class ClusterMember {
     await this.listenSync();
     const s = this.o.settings;
     this.election = this.o.election({
-      self: s.director, endpoints: s.etcd, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers,
+      self: s.director, endpoints: s.etcd, etcdTls: this.o.etcdTls ?? null, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers,
       listen: s.peerListen, version: this.o.version, security: this.security,
       realtimePriority: s.realtimePriority, stateDir: `/run/lbd/${s.director}`, interfaces: s.interfaces,
     }, (n) => this.onNotice(n));

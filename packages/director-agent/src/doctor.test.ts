@@ -255,6 +255,16 @@ const CASES: readonly Case[] = [
     facts: { permanentAddresses: [...HEALTHY.permanentAddresses, { address: '198.18.0.10', ifname: 'eth0' }] },
     check: 'own-address', want: ['ok floating addresses'], mentions: ['claims no address'],
   },
+  // (h) plain etcd
+  {
+    name: 'a clustered director on plain http:// etcd -> a warning that shouts', config: CLUSTERED,
+    check: 'etcd-tls', want: ['warning agent.cluster.etcd'], mentions: ['PLAIN ETCD: http://127.0.0.1:2379', 'run as root on every director', '--client-cert-auth'],
+  },
+  {
+    name: 'https:// endpoints with a client certificate -> ok',
+    config: { ...CLUSTERED, agent: { ...CLUSTERED.agent, cluster: { ...CLUSTERED.agent.cluster!, etcd: ['https://198.18.3.11:2379'], etcdTls: { ca: '/etc/lbd/tls/etcd-ca.pem', cert: '/etc/lbd/tls/dir1-etcd.pem', key: '/etc/lbd/tls/dir1-etcd.key' } } } },
+    check: 'etcd-tls', want: ['ok etcd'], mentions: ['mutual TLS: 1 https:// endpoint'],
+  },
 ];
 
 describe('diagnose', () => {
@@ -272,7 +282,7 @@ describe('diagnose', () => {
   it('a healthy director gets exactly one ok finding per check', () => {
     const findings = diagnose(CONFIG, HEALTHY, []);
     assert.deepEqual(findings.map((f) => `${f.severity} ${f.check}`), [
-      'ok nat-return-path', 'ok ip-forward', 'ok rp-filter', 'ok conntrack-table', 'ok fullnat-ports', 'ok real-server-reachable', 'ok own-address',
+      'ok nat-return-path', 'ok ip-forward', 'ok rp-filter', 'ok conntrack-table', 'ok fullnat-ports', 'ok real-server-reachable', 'ok own-address', 'ok etcd-tls',
     ]);
   });
 });

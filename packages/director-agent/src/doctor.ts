@@ -8,7 +8,7 @@ import type { Connection, Endpoint, KernelFacts } from '@lbd/dataplane';
  * a check that finds nothing wrong says so once, so "ok" means "checked", not "not looked at".
  */
 
-export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable' | 'own-address';
+export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable' | 'own-address' | 'etcd-tls';
 
 export interface Finding {
   readonly severity: Severity;
@@ -50,7 +50,26 @@ export function diagnose(config: Config, facts: KernelFacts, connections: readon
     ...checkFullnatPorts(config, facts, connections),
     ...checkReachability(config, facts),
     ...checkOwnAddresses(config, facts),
+    ...checkEtcdTls(config),
   ];
+}
+
+/**
+ * (h) A cluster's config lives in etcd and may hold exec health checks, which every director runs as root:
+ * whoever can write etcd is root on the directors. Plain etcd lets anyone who reaches its port do that.
+ */
+function checkEtcdTls(config: Config): Finding[] {
+  const cluster = config.agent.cluster;
+  if (cluster === null) return [ok('etcd-tls', 'etcd', 'none: a director without agent.cluster uses no etcd')];
+  const plain = cluster.etcd.filter((u) => u.startsWith('http:'));
+  if (plain.length === 0 && cluster.etcdTls !== null) {
+    return [ok('etcd-tls', 'etcd', `mutual TLS: ${cluster.etcd.length} https:// endpoint${cluster.etcd.length === 1 ? '' : 's'}, this director's client certificate ${cluster.etcdTls.cert}`)];
+  }
+  return [{
+    severity: 'warning', check: 'etcd-tls', subject: 'agent.cluster.etcd',
+    problem: `PLAIN ETCD: ${plain.join(', ')} is reached without TLS or a client certificate, so anyone who can reach etcd's port can write the cluster config, and the exec health checks in it run as root on every director`,
+    fix: 'run etcd with --client-cert-auth and certificates from the cluster\'s etcd CA, list its https:// endpoints in agent.cluster.etcd and this director\'s client certificate in agent.cluster.etcdTls (operator guide, "etcd with mutual TLS")',
+  }];
 }
 
 /**

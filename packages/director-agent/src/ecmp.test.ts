@@ -40,7 +40,7 @@ const CONFIG: Config = {
 };
 
 const SETTINGS: ClusterSettings = {
-  director: 'dir1', etcd: ['http://127.0.0.1:2379'], prefix: '/lbd/t', peerListen: { address: '127.0.0.1', port: 7411 }, peers: [],
+  director: 'dir1', etcd: ['http://127.0.0.1:2379'], etcdTls: null, prefix: '/lbd/t', peerListen: { address: '127.0.0.1', port: 7411 }, peers: [],
   interfaces: { vip: 'eth0', local: 'eth1' }, priorities: { 'slot-2': 200 }, timing: 'default', realtimePriority: 0, track: [], tls: null,
   ecmp: { interface: 'eth0', routerId: '198.18.9.11', gobgpApi: 'unix:///run/lbd/gobgpd.sock', runGobgpd: true },
 };

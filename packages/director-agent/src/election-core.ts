@@ -24,7 +24,7 @@ import {
  * Everything the election needs at start; plain data (it is sent to the election thread). Etcd's
  * endpoints and prefix, the timing and the version go to Elections as they are.
  */
-export interface ElectionCoreOptions extends Pick<ElectionsOptions, 'endpoints' | 'prefix' | 'timing' | 'version'> {
+export interface ElectionCoreOptions extends Pick<ElectionsOptions, 'endpoints' | 'etcdTls' | 'prefix' | 'timing' | 'version'> {
   readonly self: string;
   readonly peers: readonly PeerEndpoint[];
   /**
@@ -110,7 +110,7 @@ export class ElectionCore {
   constructor(private readonly o: ElectionCoreOptions, private readonly owner: AddressOwner, private readonly notify: (n: ElectionNotice) => void,
     private readonly placement: string, transport?: PeerTransport) {
     this.elections = new Elections({
-      id: o.self, endpoints: o.endpoints, prefix: o.prefix, timing: o.timing, peers: o.peers.map((p) => p.id),
+      id: o.self, endpoints: o.endpoints, etcdTls: o.etcdTls ?? null, prefix: o.prefix, timing: o.timing, peers: o.peers.map((p) => p.id),
       peerAddress: `${o.listen.address}:${o.listen.port}`,
       version: o.version, transport: transport ?? this.grpcTransport(),
       hooks: {

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { get } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -38,6 +39,11 @@ export interface EtcdOptions {
   readonly electionMs?: number;
   /** How long to wait for `/health` (default 15 s). */
   readonly startTimeoutMs?: number;
+  /**
+   * Clients over TLS only, each with a certificate `ca` signed (etcd's --client-cert-auth): the server's
+   * certificate and key, and a client's, with which the launcher checks `/health`.
+   */
+  readonly tls?: { readonly ca: string; readonly cert: string; readonly key: string; readonly client: { readonly cert: string; readonly key: string } };
 }
 
 /** A TCP port on 127.0.0.1 that nothing listens on right now. */
@@ -76,9 +82,10 @@ export async function freePeerPorts(count: number): Promise<number[]> {
   return out;
 }
 
-function healthy(url: string): Promise<boolean> {
+function healthy(url: string, tls?: EtcdOptions['tls']): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = get(`${url}/health`, { timeout: 1000 }, (res) => {
+    const opts = tls ? { timeout: 1000, ca: readFileSync(tls.ca), cert: readFileSync(tls.client.cert), key: readFileSync(tls.client.key) } : { timeout: 1000 };
+    const req = (tls ? httpsGet : get)(`${url}/health`, opts, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (c: string) => (body += c));
@@ -95,7 +102,7 @@ export async function startEtcd(opts: EtcdOptions = {}): Promise<RunningEtcd> {
   const ownDir = opts.dataDir === undefined;
   const dataDir = opts.dataDir ?? (await freshDataRoot());
   const [clientPort, peerPort] = [await freePort(), await freePort()];
-  const client = `http://127.0.0.1:${clientPort}`;
+  const client = `${opts.tls ? 'https' : 'http'}://127.0.0.1:${clientPort}`;
   const peer = `http://127.0.0.1:${peerPort}`;
   const args = [
     '--name', name, '--data-dir', dataDir,
@@ -104,6 +111,7 @@ export async function startEtcd(opts: EtcdOptions = {}): Promise<RunningEtcd> {
     '--initial-cluster', `${name}=${peer}`, '--initial-cluster-state', 'new',
     '--heartbeat-interval', String(opts.heartbeatMs ?? 100), '--election-timeout', String(opts.electionMs ?? 1000),
     '--logger', 'zap', '--log-level', 'warn',
+    ...(opts.tls ? ['--cert-file', opts.tls.cert, '--key-file', opts.tls.key, '--trusted-ca-file', opts.tls.ca, '--client-cert-auth'] : []),
   ];
   // At the labs' weight (ETCD_NICE, below): the loopback tests share this box's CPU with the agents and any
   // load beside the suite, and an etcd starved past a safety window fences a leader the test expects to stay.
@@ -132,7 +140,7 @@ export async function startEtcd(opts: EtcdOptions = {}): Promise<RunningEtcd> {
   try {
     for (;;) {
       if (exited) throw new Error(`etcd exited before it was healthy: ${stderr.trim() || 'no output'}`);
-      if (await healthy(client)) break;
+      if (await healthy(client, opts.tls)) break;
       if (Date.now() > deadline) throw new Error(`etcd not healthy after ${opts.startTimeoutMs ?? 15_000} ms: ${stderr.trim()}`);
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { ClusterPki } from './certs.js';
+import { issueCert, makeCa, type CaFiles, type CertFiles, type ClusterPki } from './certs.js';
 import { freePeerPorts, startEtcd, type RunningEtcd } from './etcd.js';
 
 /**
@@ -62,6 +62,8 @@ export interface ClusterAgentOptions {
   readonly trackFile?: string;
   /** In the ECMP tier: agent.cluster.ecmp with this router id (no gobgpd is run: tests give a fake announcer). */
   readonly ecmpRouterId?: string;
+  /** agent.cluster.etcdTls: the etcd CA and this director's client certificate for etcd. */
+  readonly etcdTls?: { readonly ca: string; readonly cert: string; readonly key: string };
 }
 
 /** A director's config file on loopback: agent.cluster, interfaces eth0 (vips) and eth1 (local addresses). */
@@ -83,6 +85,7 @@ export function clusterAgentYaml(o: ClusterAgentOptions): string {
   if (o.ecmpRouterId !== undefined) {
     lines.push(`    ecmp: { interface: eth0, routerId: ${o.ecmpRouterId}, runGobgpd: false, gobgpApi: 'unix:///run/lbd/no-gobgpd.sock' }`);
   }
+  if (o.etcdTls !== undefined) lines.push(`    etcdTls: { ca: ${o.etcdTls.ca}, cert: ${o.etcdTls.cert}, key: ${o.etcdTls.key} }`);
   if (o.pki !== undefined) {
     const cert = o.pki.certs[o.director];
     if (cert === undefined) throw new Error(`clusterAgentYaml: the PKI in ${o.pki.dir} has no certificate for ${o.director}`);
@@ -114,13 +117,26 @@ export interface PairFiles {
 export class LoopbackCluster {
   private pairs = 0;
 
-  private constructor(readonly etcd: RunningEtcd, readonly dir: string, private readonly name: string) {}
+  private constructor(readonly etcd: RunningEtcd, readonly dir: string, private readonly name: string,
+    private readonly etcdPki: { readonly ca: CaFiles; readonly certs: ReadonlyMap<string, CertFiles> } | null) {}
 
-  /** `name` names the temp directory and the etcd prefixes (e.g. `lbd-sync`). */
-  static async open(name: string): Promise<LoopbackCluster> {
+  /**
+   * `name` names the temp directory and the etcd prefixes (e.g. `lbd-sync`). With `etcdTls`, etcd serves only
+   * TLS clients with a certificate from an etcd CA of its own (--client-cert-auth), and each director's file
+   * has agent.cluster.etcdTls with its own (common name: the director id).
+   */
+  static async open(name: string, o: { etcdTls?: boolean } = {}): Promise<LoopbackCluster> {
     const dir = await mkdtemp(join(tmpdir(), `${name}-`));
     try {
-      return new LoopbackCluster(await startEtcd(), dir, name);
+      if (!o.etcdTls) return new LoopbackCluster(await startEtcd(), dir, name, null);
+      const pkiDir = join(dir, 'etcd-pki');
+      const ca = await makeCa(pkiDir, 'etcd-ca');
+      const server = await issueCert(ca, pkiDir, 'etcd', ['127.0.0.1']);
+      const certs = new Map<string, CertFiles>();
+      for (const id of PAIR_DIRECTORS) certs.set(id, await issueCert(ca, pkiDir, id));
+      const client = certs.get('dir1')!;
+      const etcd = await startEtcd({ tls: { ca: ca.certPath, cert: server.certPath, key: server.keyPath, client: { cert: client.certPath, key: client.keyPath } } });
+      return new LoopbackCluster(etcd, dir, name, { ca, certs });
     } catch (e) {
       await rm(dir, { recursive: true, force: true });
       throw e;
@@ -144,6 +160,7 @@ export class LoopbackCluster {
         director: f.id, etcdEndpoint: this.endpoint, prefix: `/${this.name}-${run}`, peerListenPort: f.port, peers: [{ id: other.id, port: other.port }],
         priority: PAIR_PRIORITIES[f.id], ...(o.pki ? { pki: o.pki } : {}), ...(f.trackFile !== undefined ? { trackFile: f.trackFile } : {}),
         ...(o.ecmp ? { ecmpRouterId: `198.18.9.${11 + i}` } : {}),
+        ...(this.etcdPki ? { etcdTls: { ca: this.etcdPki.ca.certPath, cert: this.etcdPki.certs.get(f.id)!.certPath, key: this.etcdPki.certs.get(f.id)!.keyPath } } : {}),
       }));
     }
     return [files[0]!, files[1]!];
