@@ -49,12 +49,12 @@ describe('lbadm completion', () => {
   it('completes commands, subcommands and flags', async () => {
     assert.deepEqual(await complete('lbadm se'), ['server', 'service']);
     assert.deepEqual(await complete('lbadm server '), ['add', 'drain', 'edit', 'enable', 'remove']);
-    assert.deepEqual(await complete('lbadm server edit web 198.19.1.11:8080 --'), ['--ca', '--cert', '--dry-run', '--health-port', '--help', '--json', '--key', '--server', '--server-name', '--socket', '--weight']);
+    assert.deepEqual(await complete('lbadm server edit web 198.19.1.11:8080 --'), ['--ca', '--cert', '--dry-run', '--health-port', '--help', '--json', '--key', '--server', '--server-name', '--socket', '--version', '--weight']);
     assert.deepEqual(await complete('lbadm service add dns --mode '), ['fullnat', 'nat']);
     assert.deepEqual(await complete('lbadm --socket /tmp/x.sock sta'), ['stats', 'status']);
     assert.deepEqual(await complete('lbadm completion '), ['bash', 'zsh']);
     // --group, the old name of --vip-group, still parses but is offered nowhere
-    assert.deepEqual(await complete('lbadm failover --'), ['--ca', '--cert', '--help', '--json', '--key', '--server', '--server-name', '--socket', '--to', '--vip-group']);
+    assert.deepEqual(await complete('lbadm failover --'), ['--ca', '--cert', '--help', '--json', '--key', '--server', '--server-name', '--socket', '--to', '--version', '--vip-group']);
   });
 
   it('zsh runs the same completion through bashcompinit (skipped where zsh is not installed)', async function () {
