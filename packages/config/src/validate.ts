@@ -496,7 +496,8 @@ function checkHealthCheck(c: Collector, path: string, raw: unknown, base: Health
   };
 }
 
-function checkRealServers(c: Collector, path: string, v: unknown, vip: string | undefined, family: AddressFamily | undefined, servicePort: number | undefined, serviceCheck: HealthCheck | null): RealServer[] | undefined {
+function checkRealServers(c: Collector, path: string, v: unknown, vip: { address: string; family: AddressFamily } | undefined, servicePort: number | undefined, serviceCheck: HealthCheck | null): RealServer[] | undefined {
+  const family = vip?.family;
   if (v === undefined) return [];
   if (!Array.isArray(v)) {
     c.add(path, v, `is ${typeName(v)}, not a list`, 'write a list of {address, port, weight} entries, or [] for none');
@@ -515,7 +516,7 @@ function checkRealServers(c: Collector, path: string, v: unknown, vip: string | 
     if (addr && family !== undefined && addr.family !== family) {
       c.add(`${p}.address`, raw.address, `is IPv${addr.family} but the vip is IPv${family}, and nftables NAT cannot translate between families`, `use an IPv${family} real server, or put it in a service with an IPv${addr.family} vip`);
     }
-    if (addr && addr.address === vip) {
+    if (addr && addr.address === vip?.address) {
       c.add(`${p}.address`, raw.address, 'is the service\'s own vip: the director would send the vip\'s traffic back to the vip, never to a server',
         'give the real server\'s own address (the vip is the address clients connect to)');
       return;
@@ -610,7 +611,7 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
     c.add(`${path}.localAddresses`, raw.localAddresses, `is set but an ECMP service (ecmp: true) uses its slots' local addresses (${pools}.localAddresses)`, 'remove localAddresses');
   }
   const serviceCheck = checkHealthCheck(c, `${path}.healthCheck`, raw.healthCheck, null);
-  const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip?.address, vip?.family, port, serviceCheck ?? null);
+  const realServers = checkRealServers(c, `${path}.realServers`, raw.realServers, vip, port, serviceCheck ?? null);
   const onDown = checkEnum<OnDown>(c, `${path}.onDown`, raw.onDown, ON_DOWN, 'quiesce', 'onDown action');
   const slowStartMs = raw.slowStartMs === undefined ? 0 : checkWholeNumber(c, `${path}.slowStartMs`, raw.slowStartMs, 0, MAX_INTERVAL_MS,
     `is not a slow-start time (whole milliseconds from 0 to ${MAX_INTERVAL_MS}, 0 = off)`, 'give whole milliseconds, e.g. 10000, or 0 to restore full weight at once');

@@ -78,6 +78,15 @@ describe('NftDataPlane in a namespace @privileged', function () {
     assert.deepEqual(web?.realServers.map((r) => r.quiescent), [false, false, true]);
   });
 
+  it('kernel facts name the box\'s permanent addresses, not addresses with a lifetime (what floating addresses have)', async () => {
+    ip('-n', ns, 'link', 'add', 'fx0', 'type', 'veth', 'peer', 'name', 'fx1');
+    ip('-n', ns, 'addr', 'add', '198.18.7.1/24', 'dev', 'fx0');
+    ip('-n', ns, 'addr', 'add', '198.18.7.10/32', 'dev', 'fx0', 'valid_lft', '30', 'preferred_lft', '30');
+    const facts = await new NftDataPlane({ runner: netnsRunner(ns) }).kernelFacts([]);
+    const own = facts.permanentAddresses.filter((a) => a.ifname === 'fx0').map((a) => a.address);
+    assert.deepEqual(own, ['198.18.7.1']);
+  });
+
   it('a rejected transaction leaves the kernel as it was', async () => {
     const before = nft('-s', 'list', 'ruleset');
     const dp = new NftDataPlane({ runner: netnsRunner(ns) });

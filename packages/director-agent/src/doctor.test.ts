@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { parseConfig, type Config } from '@lbd/config';
 import type { Connection, KernelFacts } from '@lbd/dataplane';
+import { clusterAgentYaml } from '@lbd/testkit';
 import { diagnose, probeTargets, type Finding } from './doctor.js';
 
 const CONFIG = parseConfig(`
@@ -38,16 +39,11 @@ const NO_SERVICES = parseConfig('services: []\n', 'empty.yaml');
 /** CONFIG's services on a clustered director (the cluster config joined with its own file's agent part). */
 const CLUSTERED = {
   ...CONFIG,
-  agent: parseConfig(`agent:
-  cluster:
-    director: dir1
-    etcd: [http://127.0.0.1:2379]
-    prefix: /lbd/test
-    interfaces: { vip: eth0, local: eth1 }
-    peerListen: 127.0.0.1:7001
-    peers: [{ id: dir2, address: "127.0.0.1:7002" }]
-`, 'dir1.yaml').agent,
+  agent: parseConfig(clusterAgentYaml({ director: 'dir1', etcdEndpoint: 'http://127.0.0.1:2379', prefix: '/lbd/test', peerListenPort: 7001, peers: [{ id: 'dir2', port: 7002 }] }), 'dir1.yaml').agent,
 };
+
+/** CLUSTERED, its services' vip group with a floating gateway (which the group's leader claims too). */
+const CLUSTERED_WITH_GATEWAY: Config = { ...CLUSTERED, vipGroups: CLUSTERED.vipGroups.map((g) => ({ ...g, gateways: ['198.19.1.250'] })) };
 
 const HEALTHY: KernelFacts = {
   ipv4Forwarding: true, ipv6Forwarding: true, rpFilter: { eth0: 2, eth1: 0, lo: 1 }, rpFilterDrops: 0,
@@ -245,6 +241,11 @@ const CASES: readonly Case[] = [
     facts: { permanentAddresses: [...HEALTHY.permanentAddresses, { address: '198.18.0.20', ifname: 'eth0' }, { address: '198.18.2.11', ifname: 'eth1' }] },
     check: 'own-address', want: ['error service "web" (198.18.0.10:80/tcp)', 'error service "app" (198.18.0.20:80/tcp)'],
     mentions: ['198.18.2.11 (one of its local addresses) is a permanent address of this director\'s eth1', 'remove 198.18.2.11 from eth1'],
+  },
+  {
+    name: 'a vip group\'s gateway and the last address of a local pool that are the box\'s own -> an error each', config: CLUSTERED_WITH_GATEWAY,
+    facts: { permanentAddresses: [...HEALTHY.permanentAddresses, { address: '198.19.1.250', ifname: 'eth1' }, { address: '198.18.2.11', ifname: 'eth1' }] },
+    check: 'own-address', want: ['error service "web" (198.18.0.10:80/tcp)', 'error vip group "default"'], mentions: ['198.18.2.11 (one of its local addresses)'],
   },
   {
     name: 'no floating address is the box\'s own (the box has others) -> ok', config: CLUSTERED, check: 'own-address', want: ['ok floating addresses'],

@@ -1,4 +1,4 @@
-import { addressToBigInt, bigIntToAddress, hostPort, serviceKey, type Config, type RealServer, type Service, type Severity } from '@lbd/config';
+import { addressToBigInt, bigIntToAddress, familyOf, hostPort, serviceKey, type AddressRange, type Config, type RealServer, type Service, type Severity } from '@lbd/config';
 import type { Connection, Endpoint, KernelFacts } from '@lbd/dataplane';
 
 /**
@@ -81,32 +81,34 @@ function checkEtcdTls(config: Config): Finding[] {
 function checkOwnAddresses(config: Config, facts: KernelFacts): Finding[] {
   // A director on its own claims nothing: its vips and local addresses are the operator's, on its interfaces.
   if (config.agent.cluster === null) return [ok('own-address', 'floating addresses', 'none: a director without agent.cluster claims no address, its vips and local addresses are its own')];
-  const own = new Map(facts.permanentAddresses.map((a) => [a.address, a.ifname]));
-  const out: Finding[] = [];
-  const pool = (r: { first: string; size: number }): string[] => {
-    const first = addressToBigInt(r.first);
-    const family = r.first.includes(':') ? 6 : 4;
-    return Array.from({ length: Math.min(r.size, 1024) }, (_, i) => bigIntToAddress(first + BigInt(i), family));
-  };
-  const seen = new Set<string>();
-  const check = (address: string, what: string, subject: string): void => {
-    const ifname = own.get(address);
-    if (ifname === undefined || seen.has(address)) return;
-    seen.add(address);
-    out.push({
-      severity: 'error', check: 'own-address', subject,
-      problem: `${address} (${what}) is a permanent address of this director's ${ifname}: the agent would claim it as a floating address with a lifetime and delete it when another director takes over, taking it from the box`,
-      fix: `give ${what} an address no director has as its own, or remove ${address} from ${ifname} if it was only put there by hand`,
-    });
-  };
+  // Every address the agent may claim, as ranges: each permanent address is looked up in them (a pool is
+  // not spelled out address by address).
+  const claims: Array<{ range: AddressRange; what: string; subject: string }> = [];
+  const one = (address: string): AddressRange => ({ first: address, last: address, size: 1 });
   for (const s of config.services) {
     const subject = `service "${s.name}" (${serviceKey(s)})`;
-    check(s.vip, 'its vip', subject);
-    if (s.localAddresses) for (const a of pool(s.localAddresses)) check(a, 'one of its local addresses', subject);
+    claims.push({ range: one(s.vip), what: 'its vip', subject });
+    if (s.localAddresses) claims.push({ range: s.localAddresses, what: 'one of its local addresses', subject });
   }
+  for (const g of config.vipGroups) for (const gw of g.gateways) claims.push({ range: one(gw), what: 'its gateway', subject: `vip group "${g.name}"` });
   for (const fam of [config.ecmp?.ipv4, config.ecmp?.ipv6]) {
-    fam?.nextHops.forEach((h, i) => check(h, `slot ${i}'s next hop`, 'ecmp'));
-    fam?.localAddresses.forEach((r, i) => { for (const a of pool(r)) check(a, `one of slot ${i}'s local addresses`, 'ecmp'); });
+    fam?.nextHops.forEach((h, i) => claims.push({ range: one(h), what: `slot ${i}'s next hop`, subject: 'ecmp' }));
+    fam?.localAddresses.forEach((r, i) => claims.push({ range: r, what: `one of slot ${i}'s local addresses`, subject: 'ecmp' }));
+  }
+  const out: Finding[] = [];
+  const named = new Set<string>();
+  for (const claim of claims) {
+    const family = familyOf(claim.range.first);
+    const [first, last] = [addressToBigInt(claim.range.first), addressToBigInt(claim.range.last)];
+    for (const { address, ifname } of facts.permanentAddresses) {
+      if (named.has(address) || familyOf(address) !== family || !inRange(address, first, last)) continue;
+      named.add(address);
+      out.push({
+        severity: 'error', check: 'own-address', subject: claim.subject,
+        problem: `${address} (${claim.what}) is a permanent address of this director's ${ifname}: the agent would claim it as a floating address with a lifetime and delete it when another director takes over, taking it from the box`,
+        fix: `give ${claim.what} an address no director has as its own, or remove ${address} from ${ifname} if it was only put there by hand`,
+      });
+    }
   }
   if (out.length === 0) {
     out.push(ok('own-address', 'floating addresses', 'no vip, local address or slot address is one of this director\'s own addresses'));
