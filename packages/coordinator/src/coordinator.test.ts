@@ -102,6 +102,8 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
   const health = new Map<string, { ok: boolean; problems: string[] }>();
   /** director → beats etcd confirmed; director → kernel lease writes. */
   const beats = new Map<string, number>();
+  /** group → beats etcd confirmed (whoever led it). */
+  const beatsOf = new Map<string, number>();
   const leaseWrites = new Map<string, number>();
 
   const held = (group = 'g'): string[] => [...(holders.get(group) ?? [])];
@@ -112,7 +114,10 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     await waitFor(() => (beats.get(id) ?? 0) >= want, n * timing.beatIntervalMs * 10, `${n} more confirmed beats of ${id}`);
   }
 
-  async function director(id: string, priority: number, opts: { preempt?: PreemptPolicy; preemptDelayMs?: number; peers?: string[]; syncedFor?: (g: string) => string | null } = {}): Promise<Director> {
+  async function director(
+    id: string, priority: number,
+    opts: { preempt?: PreemptPolicy; preemptDelayMs?: number; peers?: string[]; syncedFor?: (g: string) => string | null; groups?: readonly string[] } = {},
+  ): Promise<Director> {
     const url = new URL(etcd.endpoints[0]!);
     const proxy = new CutProxy({ host: url.hostname, port: Number(url.port) });
     await proxy.start();
@@ -150,11 +155,15 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
       health: () => health.get(id)!,
       ...(opts.syncedFor ? { syncedFor: opts.syncedFor } : {}),
       onTransition: (t) => transitions.push({ ...t, id }),
-      onBeat: (_g, outcome) => { if (outcome === 'confirmed') beats.set(id, (beats.get(id) ?? 0) + 1); },
+      onBeat: (g, outcome) => {
+        if (outcome !== 'confirmed') return;
+        beats.set(id, (beats.get(id) ?? 0) + 1);
+        beatsOf.set(g, (beatsOf.get(g) ?? 0) + 1);
+      },
     });
     transport.nodes.set(id, e);
     await e.start();
-    await e.setGroups([{ name: 'g', priority, preempt: opts.preempt ?? 'never', preemptDelayMs: opts.preemptDelayMs ?? 0 }]);
+    await e.setGroups((opts.groups ?? ['g']).map((name) => ({ name, priority, preempt: opts.preempt ?? 'never', preemptDelayMs: opts.preemptDelayMs ?? 0 })));
     const d = { c, e, proxy };
     running.push(d);
     return d;
@@ -179,6 +188,7 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     transitions.length = 0;
     transport.cut.clear();
     beats.clear();
+    beatsOf.clear();
     leaseWrites.clear();
   });
   afterEach(async () => {
@@ -306,6 +316,72 @@ describe('Coordinator: fenced election per vip group (real etcd on loopback)', f
     assert.ok(Date.now() - joined >= 500, `not before the delay: a led ${Date.now() - joined} ms after it started`);
     assert.match(transitions.find((t) => t.id === 'a' && t.to === 'leader')?.reason ?? '', /preempt: priority 150 > 100/);
     assert.deepEqual(violations, []);
+  });
+
+  it('swapMany: each swap lands or loses on its own compare, in one transaction: those that land share one revision', async () => {
+    const kv = new EtcdKv(etcd.endpoints, 2000);
+    try {
+      await kv.put(`${prefix}/x`, 'x0');
+      await kv.put(`${prefix}/y`, 'y0');
+      const x = (await kv.get(`${prefix}/x`))!;
+      const y = (await kv.get(`${prefix}/y`))!;
+      const rs = await kv.swapMany([
+        { key: `${prefix}/x`, expectRev: x.rev, value: 'x1' },
+        { key: `${prefix}/y`, expectRev: String(BigInt(y.rev) - 1n), value: 'y1' },
+        { key: `${prefix}/z`, expectRev: '1', value: 'z1' },
+      ]);
+      assert.equal(rs[0]!.ok, true);
+      assert.deepEqual(rs[1], { ok: false, current: { value: 'y0', rev: y.rev } });
+      assert.deepEqual(rs[2], { ok: false, current: null });
+      const landed = rs[0]!.ok ? rs[0]!.rev : '';
+      assert.deepEqual(await kv.get(`${prefix}/x`), { value: 'x1', rev: landed });
+      const both = await kv.swapMany([
+        { key: `${prefix}/x`, expectRev: landed, value: 'x2' },
+        { key: `${prefix}/y`, expectRev: y.rev, value: 'y2' },
+      ]);
+      assert.ok(both[0]!.ok && both[1]!.ok && both[0]!.rev === both[1]!.rev && BigInt(both[0]!.rev) === BigInt(landed) + 1n, JSON.stringify(both));
+      await assert.rejects(kv.swapMany([{ key: `${prefix}/x`, expectRev: '1', value: '' }, { key: `${prefix}/x`, expectRev: '1', value: '' }]), /twice in one transaction/);
+    } finally {
+      kv.close();
+    }
+  });
+
+  it('eight groups led by one director: one etcd write per beat interval carries all their beats', async () => {
+    const groups = ['s0', 's1', 's2', 's3', 's4', 's5', 's6', 's7'];
+    const a = await director('a', 150, { groups });
+    await director('b', 100, { groups });
+    await waitFor(() => groups.every((g) => held(g)[0] === 'a'), 5000, 'a to lead every group');
+    await moreBeats('a', 8 * 3);
+    const kv = new EtcdKv(etcd.endpoints, 2000);
+    try {
+      const revision = async (): Promise<bigint> => BigInt((await kv.range(`${prefix}/`, `${prefix}0`, { deadline: Date.now() + 2000, limit: 1 })).revision);
+      const writesBefore = a.e.beatWrites();
+      const revBefore = await revision();
+      const want = new Map(groups.map((g) => [g, (beatsOf.get(g) ?? 0) + 20]));
+      await waitFor(() => groups.every((g) => (beatsOf.get(g) ?? 0) >= want.get(g)!), 20 * timing.beatIntervalMs * 10, '20 more confirmed beats of every group');
+      const revEnd = await revision();
+      const w = a.e.beatWrites();
+      const transactions = w.transactions - writesBefore.transactions;
+      const sent = w.beats - writesBefore.beats;
+      assert.ok(sent / transactions >= 6, `${sent} beats in ${transactions} transactions; want about 8 per transaction`);
+      // What etcd saw: the revisions in which leader records changed (each a raft round and an fsync).
+      const beatRevisions = new Set<string>();
+      let replayed = false;
+      const watch = await kv.watchPrefixAfter(`${prefix}/groups/`, String(revBefore), {
+        put: (e) => {
+          if (e.key.endsWith('/leader') && BigInt(e.rev) <= revEnd) beatRevisions.add(e.rev);
+          if (e.key === `${prefix}/groups/sentinel`) replayed = true;
+        },
+      });
+      await kv.put(`${prefix}/groups/sentinel`, 'the window is over');
+      await waitFor(() => replayed, 5000, 'the watch to replay the window up to the sentinel');
+      await watch.cancel();
+      assert.ok(beatRevisions.size <= transactions, `${beatRevisions.size} etcd revisions changed leader records; ${transactions} beat transactions were sent`);
+      assert.ok(beatRevisions.size * 6 <= sent, `${beatRevisions.size} etcd revisions for ${sent} beats; want about one per 8`);
+      assert.deepEqual(violations, []);
+    } finally {
+      kv.close();
+    }
   });
 
   it('config: writes swap on the revision, a concurrent write loses cleanly, history and rollback', async () => {

@@ -148,6 +148,36 @@ describe('decide: the election as a pure step', () => {
     });
   });
 
+  describe('coalesce (another group of this director beats in this check; last beat sent at 1000)', () => {
+    const coalesced: ElectionEvent = { kind: 'tick', coalesce: true };
+    const cases: Array<{ name: string; s?: Partial<ElectionState>; now: number; beats: boolean }> = [
+      { name: 'half an interval since our last beat: ours goes along', now: 1038, beats: true },
+      { name: 'less than half an interval: ours waits for its own time', now: 1037, beats: false },
+      { name: 'a beat in flight: no early try beside it', s: { beatsInFlight: 1 }, now: 1050, beats: false },
+      { name: 'handing over: no beat', s: { handingOver: true }, now: 1050, beats: false },
+    ];
+    for (const c of cases) {
+      it(c.name, () => {
+        const { actions } = run(leader(c.s), coalesced, c.now);
+        assert.equal(actions.some((a) => a.kind === 'beat'), c.beats, kinds(actions).join());
+      });
+    }
+
+    it('without coalesce the same check sends nothing; a standby never beats', () => {
+      assert.deepEqual(run(leader(), tick, 1050).actions, []);
+      assert.ok(!run(standby(), coalesced, 1050).actions.some((a) => a.kind === 'beat'));
+    });
+
+    it('an early beat is leased from its own send like any other: earlier, never longer', () => {
+      const sent = run(leader(), coalesced, 1040);
+      const beat = sent.actions.find((a) => a.kind === 'beat');
+      assert.ok(beat?.kind === 'beat');
+      const { state, actions } = run(sent.state, { kind: 'beat-result', sent: 1040, expectRev: '50', record: beat.record, result: { kind: 'confirmed', rev: '51' } }, 1045);
+      assert.equal(state.lastConfirmedSend, 1040);
+      assert.deepEqual(actions.filter((a) => a.kind === 'lease'), [{ kind: 'lease', forMs: 1040 + kernelLeaseMs(T) - 1045 }]);
+    });
+  });
+
   describe('lease length', () => {
     const k = kernelLeaseMs(T);
     const slack = T.maxLeaseSlackMs + T.maxClockDriftMs;

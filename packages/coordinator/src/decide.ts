@@ -126,8 +126,13 @@ export interface RecordEntry {
 
 /** What happened: the timer, something etcd or a peer said, or how an action went. */
 export type ElectionEvent =
-  /** The periodic check (every fenceCheckMs): fence, beat, takeover, preemption. */
-  | { readonly kind: 'tick' }
+  /**
+   * The periodic check (every fenceCheckMs): fence, beat, takeover, preemption. `coalesce`: another group
+   * of this director beats in this check (Elections), so a beat at least half an interval old goes now too,
+   * in the same etcd transaction: the groups' beats line up and stay lined up (one write per interval for
+   * all of them, not one per group). An early beat only renews sooner; it never lets a lease run longer.
+   */
+  | { readonly kind: 'tick'; readonly coalesce?: boolean }
   /** A revision of the leader record: from the watch, a read, or a swap's answer. */
   | { readonly kind: 'seen'; readonly rev: string; readonly record: LeaderRecord | null }
   /** The leader record is gone (or was never there). */
@@ -243,6 +248,20 @@ export function leading(s: ElectionState): boolean {
   return s.role === 'leader' || s.role === 'fail-static';
 }
 
+/** Whether a check now sends a beat: leading, a beat interval since the last one, room for another in flight. */
+export function beatDue(s: ElectionState, now: number, t: ElectionTiming): boolean {
+  return leading(s) && !s.handingOver && s.beatsInFlight < MAX_BEATS_IN_FLIGHT && now - s.lastBeatAt >= t.beatIntervalMs;
+}
+
+/**
+ * Whether a beat may go early, beside another group's due one: none in flight (an early beat is never a
+ * second try) and half an interval since the last, so lined-up groups beat at most twice as often as alone
+ * for one interval, then once per interval together.
+ */
+function beatJoinable(s: ElectionState, now: number, t: ElectionTiming): boolean {
+  return leading(s) && !s.handingOver && s.beatsInFlight === 0 && now - s.lastBeatAt >= t.beatIntervalMs / 2;
+}
+
 /** The next state and the actions, for one event. Never mutates `state`. */
 export function decide(state: ElectionState, obs: Observation, now: number, timing: ElectionTiming, settings: GroupSettings): Decision {
   const d = new Step(state, obs.world, now, timing, settings);
@@ -280,7 +299,7 @@ class Step {
 
   on(e: ElectionEvent): void {
     switch (e.kind) {
-      case 'tick': return this.tick();
+      case 'tick': return this.tick(e.coalesce === true);
       case 'seen': return this.see(e.rev, e.record);
       case 'absent': this.s.observed = { rev: '0', record: null, at: this.now }; return;
       case 'etcd-failing': return this.markFailing();
@@ -330,13 +349,13 @@ class Step {
     }
   }
 
-  private tick(): void {
+  private tick(coalesce: boolean): void {
     const now = this.now;
     const s = this.s;
     if (leading(s)) {
       if (s.handingOver) return;
       this.checkFence();
-      if (leading(this.s) && this.s.beatsInFlight < MAX_BEATS_IN_FLIGHT && now - this.s.lastBeatAt >= this.t.beatIntervalMs) this.beat();
+      if (beatDue(this.s, now, this.t) || (coalesce && beatJoinable(this.s, now, this.t))) this.beat();
       return;
     }
     if (s.attempting || s.role === 'unhealthy') return;

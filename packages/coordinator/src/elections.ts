@@ -1,7 +1,8 @@
 import { systemClock, type Clock, type TimerHandle } from '@lbd/clock';
 import {
-  GroupElection, type BeatOutcome, type GroupHooks, type GroupSettings, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition,
+  EtcdProbe, GroupElection, type BeatOutcome, type GroupHooks, type GroupSettings, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition,
 } from './group-election.js';
+import { BeatBatch } from './beat-batch.js';
 import { EtcdKv, type EtcdTlsMaterial, type Kv, type KvLease } from './kv.js';
 import { fillDirectorRecords, keys, type DirectorRecord, type GroupView } from './records.js';
 import { checkTiming, type ElectionTiming } from './timing.js';
@@ -62,6 +63,9 @@ export class Elections {
   private readonly k: ReturnType<typeof keys>;
   private readonly clock: Clock;
   private readonly elections = new Map<string, GroupElection>();
+  private readonly beats: BeatBatch;
+  private readonly probe: EtcdProbe;
+  private checkTimer: TimerHandle | undefined;
   private readonly directorRecords = new Map<string, DirectorRecord>();
   private lease: KvLease | undefined;
   private stopWatch: (() => void) | undefined;
@@ -75,15 +79,37 @@ export class Elections {
     // Calls that cannot finish within the safety window are useless to an election: fail them then.
     this.kv = o.kv ?? new EtcdKv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200), { hostFailures: 1, tls: o.etcdTls ?? null });
     this.k = keys(o.prefix);
+    this.beats = new BeatBatch(this.kv, this.clock);
+    this.probe = new EtcdProbe(this.kv, this.clock, o.timing, this.k.probe(o.id));
+  }
+
+  /** Transactions that carried beats, and the beats in them, since start (several groups' beats share one). */
+  beatWrites(): { transactions: number; beats: number } {
+    return { ...this.beats.sent };
   }
 
   /** Registers and watches the other directors. Elections start with setGroups(). */
   async start(): Promise<void> {
+    this.checkEvery();
     const reread = (): void => { this.readDirectors().catch(() => { /* the next event or reconnection reads again; the last list stays meanwhile */ }); };
     const w = await this.kv.watchPrefix(this.k.directors, { put: reread, delete: reread, connected: reread, error: () => { /* it reconnects by itself, then rereads */ } });
     this.stopWatch = () => { w.cancel().catch(() => { /* a watch on a lost connection has nothing left to stop */ }); };
     await this.readDirectors().catch(() => { /* the watch's first event or reconnection reads again */ });
     await this.register();
+  }
+
+  /**
+   * Every group's periodic check, in one timer callback: when one group's beat is due, the others' go with
+   * it (coalesce, decide.ts), so they line up and leave as one etcd transaction (BeatBatch).
+   */
+  private checkEvery(): void {
+    if (this.closed) return;
+    this.checkTimer = this.clock.setTimeout(() => {
+      const groups = [...this.elections.values()];
+      const coalesce = groups.some((e) => e.beatDue());
+      for (const e of groups) e.check(coalesce);
+      this.checkEvery();
+    }, this.o.timing.fenceCheckMs);
   }
 
   /** The groups this director serves, with its priority in each; starts and stops elections to match. */
@@ -104,6 +130,7 @@ export class Elections {
           transport: this.o.transport, peers: () => this.o.peers, directors: () => this.directorRecords,
           health: () => this.o.health(), syncedFor: (group) => this.o.syncedFor?.(group) ?? null, onTransition: (t) => { this.o.onTransition?.(t); this.publishSoon(); },
           onBeat: (group, outcome) => this.o.onBeat?.(group, outcome), onFenced: (group) => this.o.onFenced?.(group),
+          sendBeat: (key, expectRev, value, timeoutMs) => this.beats.swap(key, expectRev, value, timeoutMs), checks: 'caller', probe: this.probe,
         });
         this.elections.set(g.name, fresh);
         await fresh.start();
@@ -140,6 +167,7 @@ export class Elections {
     if (this.closed) return;
     this.closed = true;
     if (this.publishTimer !== undefined) this.clock.clearTimeout(this.publishTimer);
+    if (this.checkTimer !== undefined) this.clock.clearTimeout(this.checkTimer);
     if (this.registerTimer !== undefined) this.clock.clearTimeout(this.registerTimer);
     await Promise.all([...this.elections.values()].map((e) => e.stop(opts)));
     this.stopWatch?.();

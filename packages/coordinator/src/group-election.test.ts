@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import type { Clock, TimerHandle } from '@lbd/clock';
 import { GroupElection, type PeerTransport, type PromiseReply, type PromiseRequest, type Transition } from './group-election.js';
 import type { PreemptPolicy } from '@lbd/config';
 import { keys, type DirectorRecord } from './records.js';
-import { FakeClock, MemoryKv } from './testing/index.js';
+import { FakeClock, MemoryKv, ProcessClock } from './testing/index.js';
 import { TIMING_PROFILES, type ElectionTiming } from './timing.js';
 
 /**
@@ -18,36 +17,6 @@ import { TIMING_PROFILES, type ElectionTiming } from './timing.js';
 const T = TIMING_PROFILES.default;
 const G = 'g';
 const K = keys('/t');
-
-/** A director's process clock: the shared fake time, but its timers wait while the process is frozen. */
-class ProcessClock implements Clock {
-  private frozen = false;
-  private held: Array<{ fn: () => void; cancelled: boolean }> = [];
-  constructor(private readonly base: FakeClock) {}
-  now(): number { return this.base.now(); }
-  setTimeout(fn: () => void, ms: number): TimerHandle {
-    const h = { fn, cancelled: false, inner: undefined as TimerHandle };
-    h.inner = this.base.setTimeout(() => {
-      if (h.cancelled) return;
-      if (this.frozen) this.held.push(h);
-      else fn();
-    }, ms);
-    return h;
-  }
-  clearTimeout(handle: TimerHandle): void {
-    const h = handle as { cancelled: boolean; inner: TimerHandle } | undefined;
-    if (h === undefined) return;
-    h.cancelled = true;
-    this.base.clearTimeout(h.inner);
-  }
-  freeze(): void { this.frozen = true; }
-  thaw(): void {
-    this.frozen = false;
-    const due = this.held;
-    this.held = [];
-    for (const h of due) if (!h.cancelled) h.fn();
-  }
-}
 
 interface Node {
   readonly id: string;

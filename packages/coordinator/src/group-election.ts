@@ -1,10 +1,10 @@
 import type { Clock, TimerHandle } from '@lbd/clock';
 import type { GroupRole } from '@lbd/config';
 import {
-  decide, initialState, leading, type BeatOutcome, type ElectionAction, type ElectionEvent, type ElectionState, type GroupSettings, type PromiseReply,
+  beatDue, decide, initialState, leading, type BeatOutcome, type ElectionAction, type ElectionEvent, type ElectionState, type GroupSettings, type PromiseReply,
   type PromiseRequest, type RecordEntry, type World,
 } from './decide.js';
-import type { Entry, Kv, KvWatch } from './kv.js';
+import type { Entry, Kv, KvWatch, SwapResult } from './kv.js';
 import {
   isHandoff, isLeaderRecord, parseJson, type DirectorRecord, type GroupView, type HandoffRequest, type LeaderRecord,
 } from './records.js';
@@ -66,6 +66,74 @@ export interface GroupElectionDeps {
   onBeat?(group: string, outcome: BeatOutcome): void;
   /** This director fenced itself (released the group: it could not prove its leadership in time). */
   onFenced?(group: string): void;
+  /**
+   * How beats are sent (default: `kv.swap`, one transaction each). Elections passes its BeatBatch, which
+   * carries the beats of every group it leads that are sent in one check as one etcd transaction.
+   */
+  readonly sendBeat?: (key: string, expectRev: string, value: string, timeoutMs: number) => Promise<SwapResult>;
+  /**
+   * Who runs the periodic check: this election's own timer (default), or the caller through `check()`
+   * (Elections: one timer for all its groups, so that their beats line up).
+   */
+  readonly checks?: 'own-timer' | 'caller';
+  /** Whether etcd takes this director's writes (default: a probe of its own; Elections shares one among its groups). */
+  readonly probe?: EtcdProbe;
+}
+
+/**
+ * Whether etcd takes a director's writes, for answering promise requests. A write, not a read: what the
+ * leader cannot get through is a write, and etcd answers reads while its writes wait (a slow raft log on a
+ * starved member); a read probe refused the leader then, and it fenced itself while etcd was slow for
+ * everyone.
+ *
+ * A leader asks for promises every half beat while its beats go unconfirmed, and needs each answer well
+ * within its kernel lease. A probe of a missing etcd takes its whole timeout (half a window), so answering
+ * every request with a fresh probe made each answer that late, later still on a busy box (its deadline a
+ * timer that fires late): in etcd-outage drills beside busy loops, the leader's lease ran out before the
+ * first promise came (a 30 ms gap in service), or its promises lapsed and it fenced (2.7 s without a
+ * holder, etcd being down for everyone). So one probe runs at a time, shared by every request, and:
+ *   - a success is good for half a beat from the probe's start (as before: reachable means refuse);
+ *   - a failure is good for half a window from the probe's end, and while it is, a request is answered
+ *     at once and the next probe runs in the background. Promising on a failure up to that old only
+ *     restrains us (a promise is never what lets anyone serve), and a leader cut off alone finds us
+ *     refusing within one probe of etcd coming back for us.
+ * One probe serves every group of the director (Elections): they share its etcd connection, and a leader
+ * of eight slot groups whose beats are late asks for eight promises at once.
+ */
+export class EtcdProbe {
+  private last: { startedAt: number; endedAt: number; ok: boolean } | null = null;
+  private probing: Promise<boolean> | null = null;
+  private readonly failed = new Set<() => void>();
+
+  constructor(private readonly kv: Kv, private readonly clock: Clock, private readonly timing: ElectionTiming, private readonly key: string) {}
+
+  /** Calls `fn` whenever a probe fails (each group marks etcd failing); returns what unsubscribes it. */
+  onFailed(fn: () => void): () => void {
+    this.failed.add(fn);
+    return () => { this.failed.delete(fn); };
+  }
+
+  reachable(): Promise<boolean> {
+    const now = this.clock.now();
+    const t = this.timing;
+    const last = this.last;
+    const probe = (): Promise<boolean> => (this.probing ??= this.run().finally(() => { this.probing = null; }));
+    if (last !== null && last.ok && now - last.startedAt < t.beatIntervalMs / 2) return Promise.resolve(true);
+    if (last !== null && !last.ok && now - last.endedAt < t.safetyWindowMs / 2) {
+      if (now - last.startedAt >= t.beatIntervalMs / 2) void probe();
+      return Promise.resolve(false);
+    }
+    return probe();
+  }
+
+  private async run(): Promise<boolean> {
+    const startedAt = this.clock.now();
+    // Half a window: a tighter probe mistakes a busy etcd for a missing one, and vouches for a cut-off leader.
+    const ok = await this.kv.reachable(Math.max(10, Math.floor(this.timing.safetyWindowMs / 2)), this.key);
+    this.last = { startedAt, endedAt: this.clock.now(), ok };
+    if (!ok) for (const fn of [...this.failed]) fn();
+    return ok;
+  }
 }
 
 /**
@@ -81,19 +149,23 @@ export interface GroupElectionDeps {
 export class GroupElection {
   private s: ElectionState;
   private settings: GroupSettings;
-  private lastProbe: { startedAt: number; endedAt: number; ok: boolean } | null = null;
-  private probing: Promise<boolean> | null = null;
+  private readonly probe: EtcdProbe;
+  private readonly stopProbeListener: () => void;
   /** The beats in flight: each settles once answered (or failed) and its result decided. */
   private readonly beats = new Set<Promise<void>>();
   private timer: TimerHandle | undefined;
   private leaderWatch: KvWatch | undefined;
   private handoffWatch: KvWatch | undefined;
   private stopped = false;
+  /** Started, with its checks run by the caller (`checks: 'caller'`). */
+  private checking = false;
   private busy: Promise<void> = Promise.resolve();
 
   constructor(settings: GroupSettings, private readonly d: GroupElectionDeps) {
     this.settings = settings;
     this.s = initialState(d.clock.now());
+    this.probe = d.probe ?? new EtcdProbe(d.kv, d.clock, d.timing, d.keys.probe(d.self));
+    this.stopProbeListener = this.probe.onFailed(() => { if (!this.stopped) this.dispatch({ kind: 'etcd-failing' }); });
   }
 
   get name(): string {
@@ -136,12 +208,28 @@ export class GroupElection {
         if (req) this.serialize(() => this.handOver(req));
       },
     });
-    this.tick();
+    if (this.d.checks === 'caller') this.checking = true;
+    else this.tick();
+  }
+
+  /** Whether the next check sends a beat of its own (Elections asks every group before it checks them). */
+  beatDue(): boolean {
+    return beatDue(this.s, this.d.clock.now(), this.d.timing);
+  }
+
+  /**
+   * The periodic check, for a caller that runs it (`checks: 'caller'`) every fenceCheckMs. `coalesce`:
+   * another group beats in this round, so ours goes along if it is half an interval old (decide.ts).
+   */
+  check(coalesce: boolean): void {
+    if (this.stopped || !this.checking) return;
+    void this.act({ kind: 'tick', coalesce });
   }
 
   /** Stops; `vacate` also releases and marks the group vacant so a standby takes over at once. */
   async stop(opts: { vacate: boolean }): Promise<void> {
     this.stopped = true;
+    this.stopProbeListener();
     if (this.timer !== undefined) this.d.clock.clearTimeout(this.timer);
     await this.busy;
     await this.act({ kind: 'stop', vacate: opts.vacate }, true);
@@ -166,43 +254,9 @@ export class GroupElection {
     return r.reply;
   }
 
-  /**
-   * Whether etcd takes our writes. A write, not a read: what the leader cannot get through is a write, and
-   * etcd answers reads while its writes wait (a slow raft log on a starved member); a read probe refused
-   * the leader then, and it fenced itself while etcd was slow for everyone.
-   *
-   * A leader asks for promises every half beat while its beats go unconfirmed, and needs each answer well
-   * within its kernel lease. A probe of a missing etcd takes its whole timeout (half a window), so answering
-   * every request with a fresh probe made each answer that late, later still on a busy box (its deadline a
-   * timer that fires late): in etcd-outage drills beside busy loops, the leader's lease ran out before the
-   * first promise came (a 30 ms gap in service), or its promises lapsed and it fenced (2.7 s without a
-   * holder, etcd being down for everyone). So one probe runs at a time, shared by every request, and:
-   *   - a success is good for half a beat from the probe's start (as before: reachable means refuse);
-   *   - a failure is good for half a window from the probe's end, and while it is, a request is answered
-   *     at once and the next probe runs in the background. Promising on a failure up to that old only
-   *     restrains us (a promise is never what lets anyone serve), and a leader cut off alone finds us
-   *     refusing within one probe of etcd coming back for us.
-   */
-  private async etcdReachable(): Promise<boolean> {
-    const now = this.d.clock.now();
-    const t = this.d.timing;
-    const last = this.lastProbe;
-    const probe = (): Promise<boolean> => (this.probing ??= this.probeEtcd().finally(() => { this.probing = null; }));
-    if (last !== null && last.ok && now - last.startedAt < t.beatIntervalMs / 2) return true;
-    if (last !== null && !last.ok && now - last.endedAt < t.safetyWindowMs / 2) {
-      if (now - last.startedAt >= t.beatIntervalMs / 2) void probe();
-      return false;
-    }
-    return probe();
-  }
-
-  private async probeEtcd(): Promise<boolean> {
-    const startedAt = this.d.clock.now();
-    // Half a window: a tighter probe mistakes a busy etcd for a missing one, and vouches for a cut-off leader.
-    const ok = await this.d.kv.reachable(Math.max(10, Math.floor(this.d.timing.safetyWindowMs / 2)), this.d.keys.probe(this.d.self));
-    this.lastProbe = { startedAt, endedAt: this.d.clock.now(), ok };
-    if (!ok) this.dispatch({ kind: 'etcd-failing' });
-    return ok;
+  /** Whether etcd takes our writes (EtcdProbe: a failed probe marks etcd failing, through onFailed). */
+  private etcdReachable(): Promise<boolean> {
+    return this.probe.reachable();
   }
 
   private async refresh(): Promise<void> {
@@ -300,7 +354,9 @@ export class GroupElection {
   private async beat(a: Extract<ElectionAction, { kind: 'beat' }>): Promise<void> {
     let result: Extract<ElectionEvent, { kind: 'beat-result' }>['result'];
     try {
-      const res = await this.d.kv.swap(this.d.keys.leader(this.name), a.expectRev, JSON.stringify(a.record), a.timeoutMs);
+      const key = this.d.keys.leader(this.name);
+      const value = JSON.stringify(a.record);
+      const res = await (this.d.sendBeat ? this.d.sendBeat(key, a.expectRev, value, a.timeoutMs) : this.d.kv.swap(key, a.expectRev, value, a.timeoutMs));
       result = res.ok ? { kind: 'confirmed', rev: res.rev } : { kind: 'lost', current: entry(res.current) };
     } catch {
       result = { kind: 'failed' };

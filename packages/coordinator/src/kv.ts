@@ -16,6 +16,19 @@ export interface Entry {
 
 export type SwapResult = { readonly ok: true; readonly rev: string } | { readonly ok: false; readonly current: Entry | null };
 
+/** One compare-and-swap of a `swapMany`: `value` goes to `key` if its mod revision is still `expectRev`. */
+export interface SwapItem {
+  readonly key: string;
+  readonly expectRev: string;
+  readonly value: string;
+}
+
+/**
+ * Items per `swapMany` transaction at most: etcd refuses a transaction with more operations than its
+ * --max-txn-ops (128 by default) at any one level.
+ */
+export const MAX_SWAPS_PER_TXN = 100;
+
 /** What a watch reports; every handler is optional. Events arrive in revision order. */
 export interface WatchHandlers {
   put?(e: { readonly key: string; readonly value: string; readonly rev: string }): void;
@@ -48,6 +61,11 @@ export interface Kv {
    * `also` with it. On a lost swap returns what is there now.
    */
   swap(key: string, expectRev: string | null, value: string, timeoutMs?: number, also?: { key: string; value: string }): Promise<SwapResult>;
+  /**
+   * Several swaps in one transaction (one write, one revision): each lands or not on its own compare, as
+   * alone, and the results come in order. At most MAX_SWAPS_PER_TXN items, each key once.
+   */
+  swapMany(items: readonly SwapItem[], timeoutMs?: number): Promise<SwapResult[]>;
   put(key: string, value: string, timeoutMs?: number): Promise<void>;
   delete(key: string): Promise<void>;
   /**
@@ -120,6 +138,28 @@ export class EtcdKv implements Kv {
     if (res.succeeded) return { ok: true, rev: res.header.revision };
     const kv = res.responses[0]?.response_range?.kvs[0];
     return { ok: false, current: kv === undefined ? null : { value: kv.value.toString(), rev: kv.mod_revision } };
+  }
+
+  async swapMany(items: readonly SwapItem[], timeoutMs = this.callTimeoutMs): Promise<SwapResult[]> {
+    checkSwapItems(items);
+    // One transaction of nested ones (etcd >= 3.3): the outer has no compare, so each inner one's compare
+    // decides only its own put, and every put that lands shares the one revision the header reports.
+    const res = await this.client.kv.txn({
+      success: items.map((i) => ({
+        request_txn: {
+          compare: [{ key: Buffer.from(i.key), target: 'Mod', result: 'Equal', mod_revision: i.expectRev }],
+          success: [{ request_put: { key: Buffer.from(i.key), value: Buffer.from(i.value) } }],
+          failure: [{ request_range: { key: Buffer.from(i.key) } }],
+        },
+      })),
+    }, { deadline: Date.now() + timeoutMs });
+    return items.map((i, n) => {
+      const inner = res.responses[n]?.response_txn;
+      if (inner === undefined) throw new Error(`etcd answered a transaction of ${items.length} swaps without the result of swap ${n + 1} (${i.key})`);
+      if (inner.succeeded) return { ok: true, rev: res.header.revision };
+      const kv = inner.responses[0]?.response_range?.kvs[0];
+      return { ok: false, current: kv === undefined ? null : { value: kv.value.toString(), rev: kv.mod_revision } };
+    });
   }
 
   async put(key: string, value: string, timeoutMs = this.callTimeoutMs): Promise<void> {
@@ -216,6 +256,16 @@ export class EtcdKv implements Kv {
 
   close(): void {
     this.client.close();
+  }
+}
+
+/** Throws on what no store takes in one transaction: too many items, or one key twice. */
+export function checkSwapItems(items: readonly SwapItem[]): void {
+  if (items.length > MAX_SWAPS_PER_TXN) throw new RangeError(`swapMany: ${items.length} swaps in one transaction; at most ${MAX_SWAPS_PER_TXN}`);
+  const keys = new Set<string>();
+  for (const i of items) {
+    if (keys.has(i.key)) throw new RangeError(`swapMany: ${i.key} twice in one transaction (etcd refuses a key written twice)`);
+    keys.add(i.key);
   }
 }
 

@@ -1,1 +1,2 @@
 export { FakeClock } from './fake-clock.js';
+export { ProcessClock } from './process-clock.js';

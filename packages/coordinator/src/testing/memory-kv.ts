@@ -1,5 +1,5 @@
 import type { Clock, TimerHandle } from '@lbd/clock';
-import type { Entry, Kv, KvLease, KvWatch, SwapResult, WatchHandlers } from '../kv.js';
+import { checkSwapItems, type Entry, type Kv, type KvLease, type KvWatch, type SwapItem, type SwapResult, type WatchHandlers } from '../kv.js';
 
 /**
  * An in-memory etcd for tests, on an injected (fake) clock: one store with etcd's revisions (one per write
@@ -257,6 +257,15 @@ export class MemoryKv implements Kv {
       const ops = [{ key, value }];
       if (also) ops.push({ key: also.key, value: also.value });
       return { ok: true, rev: String(this.store.commit(ops)) };
+    });
+  }
+
+  swapMany(items: readonly SwapItem[], timeoutMs = this.callTimeoutMs): Promise<SwapResult[]> {
+    checkSwapItems(items);
+    return this.call('swapMany', timeoutMs, true, (): SwapResult[] => {
+      const matches = items.map((i) => String(this.store.entries.get(i.key)?.modRev) === i.expectRev);
+      const rev = String(this.store.commit(items.filter((_, n) => matches[n]).map((i) => ({ key: i.key, value: i.value }))));
+      return items.map((i, n): SwapResult => (matches[n] ? { ok: true, rev } : { ok: false, current: this.store.entry(i.key) }));
     });
   }
 
