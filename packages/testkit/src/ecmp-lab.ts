@@ -1,4 +1,5 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import type { TimingProfileName } from '@lbd/config';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeClusterPki } from './certs.js';
@@ -40,6 +41,11 @@ export const ECMP_SPARE = 'dir4';
 export type EcmpDirector = (typeof ECMP_DIRECTORS)[number] | typeof ECMP_SPARE;
 /** The tier's slots unless a lab asks for fewer: the issue's 8. */
 export const ECMP_SLOTS = 8;
+/**
+ * The lab agents' election timing: every slot is an election, so each director leads several; their beats
+ * travel as one etcd write per director (coordinator beat-batch.ts).
+ */
+export const ECMP_TIMING: TimingProfileName = 'relaxed';
 /** Local addresses of the tier (64), split evenly over its slots. */
 const LOCAL_POOL = { first: 64, size: 64 } as const;
 export const ECMP_VIP = '198.18.10.10';
@@ -104,7 +110,7 @@ services:
 ${svc('web', 80, 'tcp', 8080, '    healthCheck: { kind: tcp, intervalMs: 1000, rise: 1, fall: 2 }\n', 5000)}${svc('stream', 9000, 'tcp', 9000, '')}${svc('udp', 53, 'udp', 5353, '')}`;
 }
 
-function agentFile(d: EcmpDirector, o: { socket: string; prefix: string; tlsDir: string; gobgpSocket: string; all: readonly EcmpDirector[] }): string {
+function agentFile(d: EcmpDirector, o: { socket: string; prefix: string; tlsDir: string; gobgpSocket: string; all: readonly EcmpDirector[]; timing: TimingProfileName }): string {
   const k = directorNumber(d);
   const peers = o.all.filter((p) => p !== d).map((p) => `      - { id: ${p}, address: 198.18.3.${directorNumber(p)}:7411 }`).join('\n');
   return `agent:
@@ -118,8 +124,7 @@ function agentFile(d: EcmpDirector, o: { socket: string; prefix: string; tlsDir:
 ${peers}
     tls: { ca: ${o.tlsDir}/ca.pem, cert: ${o.tlsDir}/${d}.pem, key: ${o.tlsDir}/${d}.key }
     interfaces: { vip: eth0, local: eth1 }
-    # 8 slots are 8 elections per director: relaxed keeps their beats within what 2 cores carry.
-    timing: relaxed
+    timing: ${o.timing}
     ecmp: { interface: eth0, routerId: 198.18.9.${10 + k}, gobgpApi: 'unix://${o.gobgpSocket}' }
 `;
 }
@@ -143,6 +148,8 @@ export interface EcmpLabOptions<A extends HaAdmin = HaAdmin> {
    */
   readonly spare?: boolean;
   readonly echo?: boolean;
+  /** The agents' election timing (default ECMP_TIMING). */
+  readonly timing?: TimingProfileName;
 }
 
 export interface EcmpLab<A extends HaAdmin = HaAdmin> {
@@ -298,7 +305,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       agents.set(d, p);
       await waitAgentAnswers(api(d), `lbd-agent on ${d}`, () => p.running).catch((e: Error) => { throw new Error(`${e.message}\n${agentLog(d)}`); });
     };
-    for (const d of all) await writeFile(join(tmp, `${d}.yaml`), agentFile(d, { socket: socket(d), prefix, tlsDir, gobgpSocket: join(tmp, `gobgpd-${d}.sock`), all }));
+    for (const d of all) await writeFile(join(tmp, `${d}.yaml`), agentFile(d, { socket: socket(d), prefix, tlsDir, gobgpSocket: join(tmp, `gobgpd-${d}.sock`), all, timing: opts.timing ?? ECMP_TIMING }));
     for (const d of ECMP_DIRECTORS) await startAgent(d);
     const running = (): EcmpDirector[] => all.filter((d) => agents.get(d)?.running === true);
     await api('dir1').apply({ configText: ecmpClusterConfig({ ...opts, slots }), source: 'ecmp-lab', author: 'ecmp-lab' }, { timeoutMs: 60_000 })

@@ -12,9 +12,10 @@ import {
   AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
 } from '@lbd/proto';
 import {
-  Topology, freePort, makeClusterPki, namespacePids, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, waitFor,
+  Topology, freePort, makeClusterPki, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, waitFor,
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
+import { cpuDelta, cpuSample } from './cpu.js';
 import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, parseProcStat, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { SMALL_OBJECT } from './servers.js';
@@ -539,12 +540,6 @@ function peerOf(st: ClusterStatus__Output | undefined, direction: 'to' | 'from')
 
 // ---- 2. incremental lag and CPU ---------------------------------------------------------------------
 
-interface CpuSample {
-  /** utime + stime (+ cutime + cstime: children waited for) per pid, seconds, with the command name. */
-  readonly byPid: ReadonlyMap<number, { comm: string; sec: number }>;
-  readonly atMs: number;
-}
-
 interface LoadRun {
   readonly sync: boolean;
   readonly wrk: WrkResult;
@@ -711,33 +706,6 @@ function transitionsSince(lab: HaLab<AdminApi>, sinceIso: string): number {
 async function bothStatuses(lab: HaLab<AdminApi>, timeoutMs = 2000): Promise<Record<DirectorName, ClusterStatus__Output | undefined>> {
   const [a, b] = await Promise.all((['dir1', 'dir2'] as const).map((d) => lab.api(d).getClusterStatus({ timeoutMs }).catch(() => undefined)));
   return { dir1: a, dir2: b };
-}
-
-async function cpuSample(ns: string): Promise<CpuSample> {
-  const tck = await clockTicks();
-  const byPid = new Map<number, { comm: string; sec: number }>();
-  for (const pid of await namespacePids(ns)) {
-    try {
-      const st = parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
-      byPid.set(pid, { comm: st.comm, sec: (st.utime + st.stime + st.cutime + st.cstime) / tck });
-    } catch {
-      // Exited meanwhile: its time is in its parent's cutime/cstime once waited for.
-    }
-  }
-  return { byPid, atMs: performance.now() };
-}
-
-/** Cores used between two samples, in total and per command name (a process new in `b` counts whole). */
-function cpuDelta(a: CpuSample, b: CpuSample): { cores: number; byComm: Record<string, number> } {
-  const wallSec = (b.atMs - a.atMs) / 1000;
-  const byComm: Record<string, number> = {};
-  let total = 0;
-  for (const [pid, v] of b.byPid) {
-    const d = Math.max(0, v.sec - (a.byPid.get(pid)?.sec ?? 0));
-    total += d;
-    byComm[v.comm] = (byComm[v.comm] ?? 0) + d / wallSec;
-  }
-  return { cores: total / wallSec, byComm };
 }
 
 // ---- 3. drills --------------------------------------------------------------------------------------

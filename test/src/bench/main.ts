@@ -2,7 +2,7 @@
  * `pnpm bench <name> [options]`: lbd's benchmarks. Each prints its figures as ratios to baselines measured
  * in the same run; none asserts speed (that is not what tests are for).
  */
-import { DRILL_SCENARIOS } from '@lbd/config';
+import { DRILL_SCENARIOS, TIMING_PROFILE_NAMES, type TimingProfileName } from '@lbd/config';
 import { benchConnsync } from './connsync.js';
 import { benchDataplane } from './dataplane.js';
 import { benchEcmp } from './ecmp.js';
@@ -12,7 +12,7 @@ import { MAX_MINUTES, benchStability } from './stability.js';
 
 const EXIT_USAGE = 64;
 
-const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--scenarios S,S] [--minutes N] [--slots N]
+const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--scenarios S,S] [--minutes N] [--slots N] [--timing P]
 
 benchmarks:
   dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
@@ -46,6 +46,7 @@ benchmarks:
               no service for new connections (p50/p99/max) and streams broken (about 1 + N x 1.2
               minutes; needs root, nft, etcd, conntrack, openssl, gobgpd, vtysh). --count N: box
               deaths (default 5); --slots N: the tier's slots (a power of two, default 8);
+              --timing P: the agents' election timing (default, fast or relaxed; default: the lab's);
               --quick: one, and 2 000 connections
 
 options:
@@ -53,7 +54,7 @@ options:
 `;
 
 interface Bench {
-  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number; minutes?: number; scenarios?: readonly string[]; slots?: number }) => Promise<number>;
+  readonly run: (opts: { quick: boolean; count?: number; loadCount?: number; minutes?: number; scenarios?: readonly string[]; slots?: number; timing?: TimingProfileName }) => Promise<number>;
   /** Takes --count N. */
   readonly counted?: boolean;
 }
@@ -78,6 +79,7 @@ async function main(argv: readonly string[]): Promise<number> {
   let loadCount: number | undefined;
   let minutes: number | undefined;
   let slots: number | undefined;
+  let timing: TimingProfileName | undefined;
   let scenarios: string[] | undefined;
   const unknown: string[] = [];
   for (let i = 0; i < rest.length; i++) {
@@ -96,6 +98,10 @@ async function main(argv: readonly string[]): Promise<number> {
     } else if (rest[i] === '--slots' && name === 'ecmp') {
       slots = Number(rest[++i]);
       if (![1, 2, 4, 8, 16, 32, 64].includes(slots)) unknown.push(`--slots ${rest[i] ?? ''}`);
+    } else if (rest[i] === '--timing' && name === 'ecmp') {
+      const t = rest[++i] ?? '';
+      if ((TIMING_PROFILE_NAMES as readonly string[]).includes(t)) timing = t as TimingProfileName;
+      else unknown.push(`--timing ${t} (one of ${TIMING_PROFILE_NAMES.join(', ')})`);
     } else if (rest[i] === '--minutes' && name === 'stability') {
       minutes = Number(rest[++i]);
       if (!Number.isFinite(minutes) || minutes <= 0 || minutes > MAX_MINUTES) unknown.push(`--minutes ${rest[i] ?? ''}`);
@@ -106,7 +112,7 @@ async function main(argv: readonly string[]): Promise<number> {
     process.stderr.write(`${what}\n${USAGE}`);
     return EXIT_USAGE;
   }
-  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}), ...(minutes !== undefined ? { minutes } : {}), ...(scenarios !== undefined ? { scenarios } : {}), ...(slots !== undefined ? { slots } : {}) });
+  return bench.run({ quick: rest.includes('--quick'), ...(count !== undefined ? { count } : {}), ...(loadCount !== undefined ? { loadCount } : {}), ...(minutes !== undefined ? { minutes } : {}), ...(scenarios !== undefined ? { scenarios } : {}), ...(slots !== undefined ? { slots } : {}), ...(timing !== undefined ? { timing } : {}) });
 }
 
 main(process.argv.slice(2)).then(

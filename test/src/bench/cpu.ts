@@ -1,0 +1,40 @@
+import { readFile } from 'node:fs/promises';
+import { performance } from 'node:perf_hooks';
+import { namespacePids } from '@lbd/testkit';
+import { clockTicks, parseProcStat } from './report.js';
+
+/** CPU of every process in a network namespace, as the benchmarks sample it. */
+
+export interface CpuSample {
+  /** utime + stime (+ cutime + cstime: children waited for) per pid, seconds, with the command name. */
+  readonly byPid: ReadonlyMap<number, { comm: string; sec: number }>;
+  readonly atMs: number;
+}
+
+/** Every process in `ns` now, with its CPU so far. */
+export async function cpuSample(ns: string): Promise<CpuSample> {
+  const tck = await clockTicks();
+  const byPid = new Map<number, { comm: string; sec: number }>();
+  for (const pid of await namespacePids(ns)) {
+    try {
+      const st = parseProcStat(await readFile(`/proc/${pid}/stat`, 'utf8'));
+      byPid.set(pid, { comm: st.comm, sec: (st.utime + st.stime + st.cutime + st.cstime) / tck });
+    } catch {
+      // Exited meanwhile: its time is in its parent's cutime/cstime once waited for.
+    }
+  }
+  return { byPid, atMs: performance.now() };
+}
+
+/** Cores used between two samples, in total and per command name (a process new in `b` counts whole). */
+export function cpuDelta(a: CpuSample, b: CpuSample): { cores: number; byComm: Record<string, number> } {
+  const wallSec = (b.atMs - a.atMs) / 1000;
+  const byComm: Record<string, number> = {};
+  let total = 0;
+  for (const [pid, v] of b.byPid) {
+    const d = Math.max(0, v.sec - (a.byPid.get(pid)?.sec ?? 0));
+    total += d;
+    byComm[v.comm] = (byComm[v.comm] ?? 0) + d / wallSec;
+  }
+  return { cores: total / wallSec, byComm };
+}
