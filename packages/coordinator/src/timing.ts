@@ -78,12 +78,13 @@ export interface ElectionTiming {
  * failed the etcd-member-loss test. 60 / 230 / 280 ms keeps room on both sides (README, "Box death").
  *
  * `relaxed` (150 / 500 / 560 ms) is for directors that lead many groups on a small box, as the ECMP tier's
- * slots make them: every group a director leads beats on its own (one etcd transaction each, and one watch
- * event at every director), so 8 slots under `default` are 133 transactions a second, which with three
- * directors and etcd on two cores left too little CPU for the beats to land (measured in the ECMP lab:
- * 165 % of the two cores with no traffic, and fences every few seconds). A slot's established connections
- * survive a takeover through sync, so what `relaxed` costs is new connections of the slot's share for up
- * to 575 ms more than `default`'s worst case.
+ * slots make them. A director's beats for all its groups are one etcd transaction (beat-batch.ts), so what
+ * grows with the groups is small (measured in the ECMP lab, 3 directors x 8 slots at rest: 0.71 of the two
+ * cores under `default`, 0.44 under `relaxed`); but on the lab's two cores, shared with etcd, the router
+ * and the drills' traffic, `default` leaders still fenced at the start of a drill (beats unconfirmed for
+ * 230 ms), and `relaxed` did not. A slot's established connections survive a takeover through sync, so
+ * what `relaxed` costs is new connections of the slot's share for up to 575 ms more than `default`'s worst
+ * case.
  */
 export const TIMING_PROFILES = {
   default: { beatIntervalMs: 60, safetyWindowMs: 230, takeoverAfterMs: 280, maxReleaseMs: 20, fenceCheckMs: 10, maxClockDriftMs: 5, maxLeaseSlackMs: 10 },

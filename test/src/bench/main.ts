@@ -40,14 +40,15 @@ benchmarks:
               without (about 2 x N + 5 minutes; needs root, nft, etcd, conntrack, openssl, wrk, nginx,
               curl). --minutes N: how long phases A and B last (default 10); --quick: every phase 1 minute
 
-  ecmp        the ECMP tier (FRR router, three directors with gobgpd, 8 slots): 6 000 new connections
+  ecmp        the ECMP tier (FRR router, three directors with gobgpd, 8 slots): 30 s at rest (CPU of the
+              directors and etcd members, etcd writes/s, slot transitions); 6 000 new connections
               per director against its share of the slots; N box deaths (rotating the director) with
               200 long-lived streams, each followed by the box's return and its slots moving back:
-              no service for new connections (p50/p99/max) and streams broken (about 1 + N x 1.2
+              no service for new connections (p50/p99/max) and streams broken (about 1.5 + N x 1.2
               minutes; needs root, nft, etcd, conntrack, openssl, gobgpd, vtysh). --count N: box
               deaths (default 5); --slots N: the tier's slots (a power of two, default 8);
               --timing P: the agents' election timing (default, fast or relaxed; default: the lab's);
-              --quick: one, and 2 000 connections
+              --quick: one, 10 s at rest and 2 000 connections
 
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough
