@@ -52,9 +52,14 @@ export class BeatBatch {
     // The earliest deadline for all: a beat's answer after its own deadline is useless to its group.
     const timeoutMs = Math.max(1, Math.min(...batch.map((p) => p.deadline)) - this.clock.now());
     const only = batch.length === 1 ? batch[0]! : null;
-    const results = only !== null
-      ? this.kv.swap(only.item.key, only.item.expectRev, only.item.value, timeoutMs).then((r) => [r])
-      : this.kv.swapMany(batch.map((p) => p.item), timeoutMs);
+    let results: Promise<SwapResult[]>;
+    try {
+      results = only !== null
+        ? this.kv.swap(only.item.key, only.item.expectRev, only.item.value, timeoutMs).then((r) => [r])
+        : this.kv.swapMany(batch.map((p) => p.item), timeoutMs);
+    } catch (err) {
+      results = Promise.reject(err);
+    }
     results.then(
       (rs) => batch.forEach((p, n) => p.resolve(rs[n]!)),
       (err: unknown) => batch.forEach((p) => p.reject(err)),

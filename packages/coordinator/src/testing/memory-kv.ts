@@ -261,7 +261,11 @@ export class MemoryKv implements Kv {
   }
 
   swapMany(items: readonly SwapItem[], timeoutMs = this.callTimeoutMs): Promise<SwapResult[]> {
-    checkSwapItems(items);
+    try {
+      checkSwapItems(items);
+    } catch (err) {
+      return Promise.reject(err);
+    }
     return this.call('swapMany', timeoutMs, true, (): SwapResult[] => {
       const matches = items.map((i) => String(this.store.entries.get(i.key)?.modRev) === i.expectRev);
       const rev = String(this.store.commit(items.filter((_, n) => matches[n]).map((i) => ({ key: i.key, value: i.value }))));
