@@ -348,8 +348,8 @@ describe('formatClusterStatus: directors, kernel leases and the election thread'
     const group = (role: string, kernelLeaseLeftMs: number): { group: string; role: string; reason: string; atUnixMs: number; kernelLeaseLeftMs: number } => ({
       group: 'front', role, reason: '', atUnixMs: 0, kernelLeaseLeftMs,
     });
-    const director = (id: string, g: ReturnType<typeof group>): ClusterStatus__Output['directors'][number] => ({
-      id, version: '1', healthy: true, problems: [], priorities: { front: 100 }, leaseLeftMs: 4000, peerAddress: '', peerReachable: true, groups: [g],
+    const director = (id: string, g: ReturnType<typeof group>, version = '0.1.0'): ClusterStatus__Output['directors'][number] => ({
+      id, version, healthy: true, problems: [], priorities: { front: 100 }, leaseLeftMs: 4000, peerAddress: '', peerReachable: true, groups: [g],
     });
     const out = formatClusterStatus({
       clustered: true, self: 'dir1', etcdReachable: true, etcdEndpoints: ['http://198.18.3.11:2379'], worstCaseTakeoverMs: 310, timingProfile: 'default',
@@ -359,10 +359,25 @@ describe('formatClusterStatus: directors, kernel leases and the election thread'
     }, 0);
     assert.match(out, /^election: election thread, SCHED_FIFO 10 \(thread 42\); its timer ran late by p99 0.4 ms, max 1.2 ms$/m);
     const rows = out.split('\n').filter((l) => /^(DIRECTOR|dir\d) /.test(l));
-    assert.match(rows[0]!, /^DIRECTOR GROUP ROLE +KERNEL LEASE PRIO /);
-    assert.match(rows[1]!, /^dir1 +front +leader +231 ms /);
-    assert.match(rows[2]!, /^dir2 +front +standby +- /);
-    assert.match(rows[3]!, /^dir3 +front +standby +ENDED /);
+    assert.match(rows[0]!, /^DIRECTOR VERSION GROUP ROLE +KERNEL LEASE PRIO /);
+    assert.match(rows[1]!, /^dir1 +0\.1\.0 +front +leader +231 ms /);
+    assert.match(rows[2]!, /^dir2 +0\.1\.0 +front +standby +- /);
+    assert.match(rows[3]!, /^dir3 +0\.1\.0 +front +standby +ENDED /);
+    assert.doesNotMatch(out, /versions/);
+  });
+
+  it('shows each director\'s version, and says so when a rolling upgrade left them mixed', () => {
+    const director = (id: string, version: string): ClusterStatus__Output['directors'][number] => ({
+      id, version, healthy: true, problems: [], priorities: {}, leaseLeftMs: 4000, peerAddress: '', peerReachable: true, groups: [],
+    });
+    const out = formatClusterStatus({
+      clustered: true, self: 'dir1', etcdReachable: true, etcdEndpoints: ['http://198.18.3.11:2379'], worstCaseTakeoverMs: 310, timingProfile: 'default',
+      beatIntervalMs: 75, safetyWindowMs: 250, takeoverAfterMs: 300, groups: [], configRevision: 2, sync: null,
+      electionPlacement: '', electionTickLateP99Ms: 0, electionTickLateMaxMs: 0, ecmp: null,
+      directors: [director('dir1', '0.1.0'), director('dir2', '0.2.0'), director('dir3', '0.1.0')],
+    }, 0);
+    assert.match(out, /^dir2 +0\.2\.0 +- /m);
+    assert.match(out, /^directors run 2 versions \(0\.1\.0: dir1, dir3; 0\.2\.0: dir2\): a rolling upgrade in progress; finish it before the next \(operator guide, "Upgrade"\)$/m);
   });
 });
 

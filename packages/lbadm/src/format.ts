@@ -232,7 +232,7 @@ export function formatClusterStatus(c: ClusterStatus__Output, now: number): stri
   lines.push('');
   // KERNEL LEASE: how long the director's kernel still serves the group whatever its agent does; LEASE: its
   // registration in etcd.
-  const dirRows: string[][] = [['DIRECTOR', 'GROUP', 'ROLE', 'KERNEL LEASE', 'PRIO', 'HEALTH', 'LEASE', 'PEER LINK', 'LAST TRANSITION']];
+  const dirRows: string[][] = [['DIRECTOR', 'VERSION', 'GROUP', 'ROLE', 'KERNEL LEASE', 'PRIO', 'HEALTH', 'LEASE', 'PEER LINK', 'LAST TRANSITION']];
   for (const d of c.directors) {
     const health = d.healthy ? 'ok' : `unhealthy: ${d.problems.join('; ')}`;
     const lease = d.leaseLeftMs >= 0 ? `${(d.leaseLeftMs / 1000).toFixed(0)}s` : '-';
@@ -241,10 +241,16 @@ export function formatClusterStatus(c: ClusterStatus__Output, now: number): stri
     for (const g of groups) {
       const last = g.atUnixMs > 0 ? `${formatAge(now - g.atUnixMs)} ago: ${g.reason}` : '-';
       const kernel = g.kernelLeaseLeftMs > 0 ? `${g.kernelLeaseLeftMs} ms` : g.kernelLeaseLeftMs === 0 ? 'ENDED' : '-';
-      dirRows.push([d.id, g.group, g.role, kernel, String(d.priorities[g.group] ?? '-'), health, lease, peer, last]);
+      dirRows.push([d.id, d.version || '-', g.group, g.role, kernel, String(d.priorities[g.group] ?? '-'), health, lease, peer, last]);
     }
   }
   lines.push(...columns(dirRows));
+  const versions = new Map<string, string[]>();
+  for (const d of c.directors) if (d.version !== '') versions.set(d.version, [...(versions.get(d.version) ?? []), d.id]);
+  if (versions.size > 1) {
+    // Two adjacent versions work together (proto/compat); a cluster left mixed is an upgrade half done.
+    lines.push(`directors run ${versions.size} versions (${[...versions].map(([v, ids]) => `${v}: ${ids.join(', ')}`).join('; ')}): a rolling upgrade in progress; finish it before the next (operator guide, "Upgrade")`);
+  }
   lines.push('', ...formatSync(c));
   const ecmp = formatEcmp(c);
   if (ecmp.length > 0) lines.push('', ...ecmp);
