@@ -208,7 +208,9 @@ export function buildDeb(o: BuildOptions): BuildResult {
     const protoEntry = readdirSync(store).find((d) => d.startsWith('@lbd+proto@'));
     const protoPackage = join(store, protoEntry ?? '@lbd+proto', 'node_modules/@lbd/proto');
     if (!existsSync(join(protoPackage, 'package.json'))) throw new Error(`@lbd/proto is not in the deployed tree (${protoPackage})`);
-    cpSync(join(o.repo, 'proto'), join(protoPackage, 'proto'), { recursive: true, dereference: true });
+    // Not proto/compat: the old releases' files are for the compatibility test, not for a director.
+    const compat = join(o.repo, 'proto', 'compat');
+    cpSync(join(o.repo, 'proto'), join(protoPackage, 'proto'), { recursive: true, dereference: true, filter: (src) => src !== compat });
     const native = walk(lib).filter((p) => p.endsWith('.node'));
     if (native.length > 0) throw new Error(`native addons would need Architecture: ${run('dpkg', ['--print-architecture'], o.repo).trim()}, not all: ${native.map((p) => relative(lib, p)).join(', ')}`);
     for (const p of PROGRAMS) {
