@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { LBD_VERSION } from '@lbd/config';
 import { AdminApi, type ClusterStatus__Output } from '@lbd/proto';
 import {
   removeOrphans, requireRoot, runPrefix, spawnTestClient, startHaLab, waitFor, waitSteady, type BackgroundProcess, type DirectorName, type HaLab,
@@ -192,6 +193,46 @@ describe('connection sync: established connections survive a failover @privilege
         assert.equal(r.broken, 0, `${r.name}: ${r.broken} of ${r.total} broke: ${r.errors.join(' | ')}\n${log.join('\n')}\n${JSON.stringify(dir1.sync)}\n${lab.logs(30)}`);
       }
       console.log(`      sync: ${results.map((r) => `${r.name} ${r.total - r.broken}/${r.total} intact (${Object.entries(r.servers).map(([s, n]) => `${s}:${n}`).join(' ')})`).join('; ')}`);
+    } finally {
+      await Promise.all(loads.map((l) => l.process.stop(2000).catch(() => undefined)));
+    }
+  });
+
+  it('the operator guide\'s rolling upgrade (standby first, then the leader handed over and stopped; each agent stopped and started again): every TCP stream and UDP connection lives on', async function () {
+    this.timeout(300_000);
+    assert.equal(await waitSteady(lab), 'dir1');
+    const loads = await startLoad(TCP_STREAMS, UDP_CONNECTIONS, 240_000, 45_000);
+    try {
+      const total = 2 * TCP_STREAMS + 2 * UDP_CONNECTIONS;
+      await caughtUp('dir1', total);
+      const versions = (await status('dir1')).directors.map((d) => `${d.id} ${d.version}`).sort();
+      assert.deepEqual(versions, [`dir1 ${LBD_VERSION}`, `dir2 ${LBD_VERSION}`], 'cluster status shows each director\'s version');
+      const log: string[] = [];
+      const mark = async (what: string): Promise<void> => { log.push(`${what}: leader ${await lab.leader()}`); };
+
+      // 1. The standby, dir2: systemctl stop lbd-agent, install, systemctl start lbd-agent; it rejoins and
+      //    the leader's stream towards it catches up again.
+      await lab.killAgent('dir2', 'SIGTERM');
+      await waitFor('dir1 to see its stream towards dir2 end', 10_000, async () => ((await status('dir1')).sync?.peers.some((p) => p.direction === 'to' && p.caughtUp) ? undefined : true));
+      await mark('dir2 stopped');
+      await lab.startAgent('dir2');
+      await caughtUp('dir1', total);
+      await mark('dir2 upgraded and caught up');
+      // 2. The leader, dir1: `lbadm failover --vip-group G --to dir2 && systemctl stop lbd-agent`.
+      await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
+      await lab.killAgent('dir1', 'SIGTERM');
+      await leaderIs('dir2', 5000);
+      await mark('dir1 handed over and stopped');
+      // 3. dir1 starts again, takes a copy of dir2's connections and then its group back (after-sync).
+      await lab.startAgent('dir1');
+      await leaderIs('dir1', 60_000);
+      await mark('dir1 upgraded, leading again');
+      await caughtUp('dir1', total);
+      const results = await finish(loads);
+      for (const r of results) {
+        assert.equal(r.broken, 0, `${r.name}: ${r.broken} of ${r.total} broke: ${r.errors.join(' | ')}\n${log.join('\n')}\n${lab.logs(30)}`);
+      }
+      console.log(`      rolling upgrade: ${results.map((r) => `${r.name} ${r.total - r.broken}/${r.total} intact`).join('; ')}`);
     } finally {
       await Promise.all(loads.map((l) => l.process.stop(2000).catch(() => undefined)));
     }
