@@ -47,6 +47,10 @@ const COPIED_TCP_STATES = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAS
 /** How often connections held back by minAgeMs are looked at. */
 const HOLD_SWEEP_MS = 50;
 
+/** A watch of the kernel's events that failed to start is tried again after this, doubling up to the cap. */
+const WATCH_RETRY_FIRST_MS = 250;
+const WATCH_RETRY_MAX_MS = 10_000;
+
 export function serviceKeyOfConnection(f: Pick<SyncedConnection, 'protocol' | 'vip'>): string {
   const host = f.vip.address.includes(':') ? `[${f.vip.address}]` : f.vip.address;
   return `${host}:${f.vip.port}/${f.protocol}`;
@@ -94,6 +98,10 @@ export class ConnectionSource {
   private scope: SyncScope = new Map();
   private readonly listeners = new Set<SourceListener>();
   private watch: ConnectionWatch | undefined;
+  /** A watch that failed to start is tried again then; its delay doubles while it keeps failing. */
+  private watchRetry: ReturnType<typeof setTimeout> | undefined;
+  private watchRetryMs = WATCH_RETRY_FIRST_MS;
+  private following: Promise<void> = Promise.resolve();
   private sweep: ReturnType<typeof setInterval> | undefined;
   /** Keys destroyed while a dump was running: the dump may still list them. */
   private destroyedDuringDump: Set<string> | null = null;
@@ -111,6 +119,7 @@ export class ConnectionSource {
 
   async close(): Promise<void> {
     if (this.sweep !== undefined) clearInterval(this.sweep);
+    if (this.watchRetry !== undefined) clearTimeout(this.watchRetry);
     this.closed = true;
     await this.watch?.close();
     this.watch = undefined;
@@ -120,17 +129,54 @@ export class ConnectionSource {
    * The kernel's events are followed only while something is copied: a standby injecting a snapshot
    * would otherwise read every one of its own injections back (and, when they overflow the event
    * socket, read its whole table again for nothing).
+   *
+   * Never throws. A watch that cannot start (seen on a saturated box: the helper's probe entry's event
+   * did not come back within its deadline) is tried again with backoff, and once it runs the table is
+   * read again and resent to every peer. Throwing here failed the agent's config apply, and a director
+   * whose apply fails hands its groups over and withdraws its paths: a busy box must not make a director
+   * give up its groups because its copy to the peers fell behind. Until then the peers get the table as
+   * the last read found it, and a standby's preempt: after-sync waits as for any stream not caught up.
    */
-  private async follow(on: boolean): Promise<void> {
+  private follow(on: boolean): Promise<void> {
+    // One at a time: two callers that both found no watch would start two.
+    this.following = this.following.then(() => this.followNow(on)).catch((err: unknown) => {
+      this.log.error('connection sync: changing what follows the kernel\'s events failed', { error: err });
+    });
+    return this.following;
+  }
+
+  private async followNow(on: boolean): Promise<void> {
     if (on && this.watch === undefined && !this.closed) {
-      this.watch = await this.table.watch({
-        onEvents: (events) => this.onEvents(events),
-        onLoss: (reason, ended) => this.onLoss(reason, ended),
-      });
-    } else if (!on && this.watch !== undefined) {
-      const w = this.watch;
-      this.watch = undefined;
-      await w.close();
+      if (this.watchRetry !== undefined) return; // a retry is due; it starts the watch
+      try {
+        this.watch = await this.table.watch({
+          onEvents: (events) => this.onEvents(events),
+          onLoss: (reason, ended) => this.onLoss(reason, ended),
+        });
+        this.watchRetryMs = WATCH_RETRY_FIRST_MS;
+      } catch (err) {
+        this.lossEvents++;
+        this.lastLoss = `cannot follow the kernel's connection events: ${err instanceof Error ? err.message : String(err)}`;
+        this.log.warn('connection sync: cannot follow the kernel\'s connection events; trying again', { error: err, retryInMs: this.watchRetryMs });
+        this.watchRetry = setTimeout(() => {
+          this.watchRetry = undefined;
+          if (this.closed || this.scope.size === 0) return;
+          void this.follow(true).then(() => {
+            if (this.watch !== undefined) return this.rebuild().then(() => this.emitResnapshot('following the kernel\'s events again'));
+            return undefined;
+          });
+        }, this.watchRetryMs);
+        this.watchRetryMs = Math.min(this.watchRetryMs * 2, WATCH_RETRY_MAX_MS);
+      }
+    } else if (!on) {
+      if (this.watchRetry !== undefined) clearTimeout(this.watchRetry);
+      this.watchRetry = undefined;
+      this.watchRetryMs = WATCH_RETRY_FIRST_MS;
+      if (this.watch !== undefined) {
+        const w = this.watch;
+        this.watch = undefined;
+        await w.close();
+      }
     }
   }
 
@@ -204,8 +250,9 @@ export class ConnectionSource {
     this.lossEvents++;
     this.lastLoss = reason;
     this.log.warn('connection sync: kernel events lost; reading the table again and resending it to every peer', { reason, watchEnded: ended });
-    // A broken watch is started again before the table is read, so nothing falls between the two.
-    const again = ended ? this.follow(true).catch((err: unknown) => this.log.error('connection sync: cannot follow the kernel\'s events again', { error: err })) : Promise.resolve();
+    // A broken watch is started again before the table is read, so nothing falls between the two (one that
+    // cannot start is retried by follow, which reads and resends again once it runs).
+    const again = ended ? this.follow(true) : Promise.resolve();
     void again.then(() => this.rebuild()).then(() => this.emitResnapshot(`events lost: ${reason}`));
   }
 

@@ -49,8 +49,8 @@ interface Pair {
 /** The standby's marks are its own: the leader's mark + 0x100 (service ids differ between directors). */
 const standbyMark = (rs: { port: number }): number => 0x10001 + 0x100 + (rs.port - 8080);
 
-async function pair(opts: { initial?: SyncedConnection[]; scope?: SyncScope; sender?: Partial<SenderOptions>; leads?: () => boolean; allowed?: string[] } = {}): Promise<Pair> {
-  const leader = new FakeConnectionTable();
+async function pair(opts: { initial?: SyncedConnection[]; scope?: SyncScope; sender?: Partial<SenderOptions>; leads?: () => boolean; allowed?: string[]; table?: FakeConnectionTable } = {}): Promise<Pair> {
+  const leader = opts.table ?? new FakeConnectionTable();
   const standby = new FakeConnectionTable();
   for (const f of opts.initial ?? []) leader.connections.set(connectionKey(f), f);
   const source = new ConnectionSource(leader, quiet);
@@ -191,6 +191,23 @@ describe('connection sync: sender, source and receiver', () => {
     await until('a connection opened after the watch broke', () => p.standby.connections.has(connectionKey(connection(3))));
     assertMirrored(p);
     assert.equal(p.source.stats().lossEvents, 2);
+  });
+
+  it('a watch that cannot start (a saturated box) fails nothing: the table is sent as read, the watch is tried again, then events flow', async () => {
+    const leader = new FakeConnectionTable();
+    leader.failWatches = 2;
+    leader.connections.set(connectionKey(connection(1)), connection(1));
+    const p = await start({ table: leader });
+    assert.equal(leader.watchStarts, 1, 'the scope change went on without the watch');
+    await until('the connection the table held, copied', () => p.standby.connections.has(connectionKey(connection(1))));
+    // The two failed starts and then one that runs (250 ms, then 500 ms later): the table is read and sent again.
+    await until('the watch running', () => leader.watchStarts === 3);
+    p.leader.open(connection(2));
+    p.leader.open(connection(2), 'update');
+    await until('a connection opened once the watch runs', () => p.standby.connections.has(connectionKey(connection(2))));
+    assertMirrored(p);
+    assert.equal(p.source.stats().lossEvents, 2);
+    assert.match(p.source.stats().lastLoss, /^cannot follow the kernel's connection events: watch: no conntrack event/);
   });
 
   it('minAgeMs holds young connections back; one closed before it was due is never sent', async () => {

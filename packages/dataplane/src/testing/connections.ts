@@ -12,12 +12,20 @@ export class FakeConnectionTable implements ConnectionTable {
   applyCount = 0;
   /** Set to make every apply fail (as if conntrack were missing). */
   failApply: Error | null = null;
+  /** The next this many watches fail to start (as the real one does when no probe event comes back in time). */
+  failWatches = 0;
+  watchStarts = 0;
 
   async prepare(): Promise<void> {
     this.prepared = true;
   }
 
   async watch(handlers: ConnectionWatchHandlers): Promise<ConnectionWatch> {
+    this.watchStarts++;
+    if (this.failWatches > 0) {
+      this.failWatches--;
+      throw new Error('watch: no conntrack event within 3000 ms of a test entry');
+    }
     this.watchers.add(handlers);
     return { close: async () => { this.watchers.delete(handlers); } };
   }
