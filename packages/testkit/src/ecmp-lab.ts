@@ -328,6 +328,10 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
         const live = running();
         const all = await Promise.all(live.map((d) => api(d).getClusterStatus({ timeoutMs: 2000 }).catch(() => undefined)));
         if (all.some((st) => st === undefined || !st.etcdReachable)) return undefined;
+        // Every running director has applied the same config revision: a drill that starts while one still
+        // applies (a test's cleanup just wrote the config back) would measure the apply, not the drill. (Seen:
+        // 3 of 200 streams failed to start while two directors applied a revision that removed a service.)
+        if (new Set(all.map((st) => st!.configRevision)).size !== 1) return undefined;
         const view = all[0]!;
         if (!live.every((d) => view.directors.find((x) => x.id === d)?.healthy === true)) return undefined;
         // Every running director runs the tier: it elects every slot and has registered its priorities for them
