@@ -42,8 +42,10 @@ export type EcmpDirector = (typeof ECMP_DIRECTORS)[number] | typeof ECMP_SPARE;
 /** The tier's slots unless a lab asks for fewer: the issue's 8. */
 export const ECMP_SLOTS = 8;
 /**
- * The lab agents' election timing: every slot is an election, so each director leads several; their beats
- * travel as one etcd write per director (coordinator beat-batch.ts).
+ * The lab agents' election timing. Every slot is an election, so each director leads several; their beats
+ * travel as one etcd write per director (coordinator beat-batch.ts), which `default` fits at rest, but its
+ * 230 ms window did not hold at a drill's start with etcd, three directors, the router and the traffic on
+ * two cores (README, "The ECMP tier").
  */
 export const ECMP_TIMING: TimingProfileName = 'relaxed';
 /** Local addresses of the tier (64), split evenly over its slots. */
