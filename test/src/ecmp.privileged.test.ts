@@ -269,9 +269,12 @@ async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<num
   const loads: BackgroundProcess[] = [streams, flows];
   try {
     for (const p of loads) {
-      const ready = await p.waitForJson<{ ready: boolean; connections?: number; flows?: number; started?: number }>((v) => 'ready' in v, 20_000);
+      const ready = await p.waitForJson<{ ready: boolean; connections?: number; flows?: number; started?: number; failures?: Array<{ port: number | null; error: string }> }>((v) => 'ready' in v, 20_000);
       if (!ready.ready) {
-        assert.fail(`not every connection started: ${JSON.stringify(ready)}\nreal servers' entries for slot addresses not on their owner: ${await misdirectedServerEntries(lab, owners)}\n${await neighbours(lab, owners)}\n${lab.logs(15)}`);
+        assert.fail(`not every connection started (load began ${new Date(started).toISOString()}): ${JSON.stringify(ready)}\n`
+          + `real servers' entries for slot addresses not on their owner: ${await misdirectedServerEntries(lab, owners)}\n${await neighbours(lab, owners)}\n`
+          + `the failed connections in the directors' conntrack:\n${await conntrackOf(lab, (ready.failures ?? []).map((f) => f.port).filter((p): p is number => p !== null))}\n`
+          + `the router's route changes:\n${lab.routerChanges(20)}\n${lab.logs(15)}`);
       }
     }
     await lab.waitSynced();
@@ -308,6 +311,18 @@ async function misdirectedServerEntries(lab: EcmpLab<AdminApi>, owners: Readonly
     }
   }
   return out.length === 0 ? 'none' : out.join('; ');
+}
+
+/** For failure messages: each running director's conntrack entries for the client's connections from these ports to the vip. */
+async function conntrackOf(lab: EcmpLab<AdminApi>, ports: readonly number[]): Promise<string> {
+  const out: string[] = [];
+  for (const port of ports.slice(0, 10)) {
+    for (const d of lab.running()) {
+      const r = await lab.topology.exec(d, 'conntrack', ['-L', '-p', 'tcp', '--orig-dst', ECMP_VIP, '--sport', String(port)]).catch((e: Error) => ({ stdout: `(${e.message})` }));
+      for (const line of r.stdout.split('\n').filter((l) => l.trim() !== '')) out.push(`port ${port} on ${d}: ${line.trim()}`);
+    }
+  }
+  return out.length === 0 ? 'none' : out.join('\n');
 }
 
 /** For failure messages: which director's slot MAC the router sends each slot's next hop to, against the owners. */

@@ -194,6 +194,8 @@ export interface EcmpLab<A extends HaAdmin = HaAdmin> {
   routerBuckets(): Promise<string[]>;
   /** Paths the router received from each director with an established BGP session (absent: no session). */
   routerPaths(): Promise<Map<EcmpDirector, number>>;
+  /** The router's route and next-hop changes as `ip -ts monitor` printed them, last `lines` (for failure messages). */
+  routerChanges(lines?: number): string;
   /** As power loss: the box's processes frozen, its links down, then killed. Returns when it stopped. */
   killBox(d: EcmpDirector): Promise<number>;
   /** The box comes back as after a reboot (no floating address) and its agent starts; resolves once it answers. */
@@ -281,6 +283,9 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
     etcd = await startEtcdCluster(t);
     router = await FrrRouter.start(t, 'router', routerBgp(slots));
     mirror = await ResilientMirror.start(t, 'router', ECMP_VIP, { iif: 'eth0' });
+    // For the record: every change of the router's routes and next hops, timed (a moved route moves flows).
+    const monitor = t.spawn('router', 'ip', ['-ts', 'monitor', 'route', 'nexthop'], { label: 'router:ip-monitor' });
+    const routerChanges = (lines = 40): string => monitor.stdout.split('\n').filter((l) => l !== '').slice(-lines).join('\n') || '(none)';
     await startTestServers(t, ['rs1', 'rs2', 'rs3'], { http: 8080, stream: 9000, udp: 5353 });
     const tlsDir = join(tmp, 'tls');
     await makeClusterPki(tlsDir, [...all]);
@@ -412,7 +417,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
     };
     const lab: EcmpLab<A> = {
       topology: t, router, etcd, slots, api, socket, slotOwners, waitSteady, waitSynced, routerNextHops, routerRoute, routerPaths, killBox, reviveBox, startDirector: startAgent, stopDirector, running,
-      routerMode, routerBuckets,
+      routerMode, routerBuckets, routerChanges,
       agentLog, logs, destroy,
     };
     try {

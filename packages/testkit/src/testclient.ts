@@ -32,6 +32,8 @@ export interface ReadyReport {
   readonly started: number;
   readonly failed: number;
   readonly servers: Counts;
+  /** The connections that failed to start (at most 20): client port and what went wrong, to find them in conntrack. */
+  readonly failures: ReadonlyArray<{ readonly port: number | null; readonly error: string }>;
 }
 
 export interface StreamResult {
@@ -264,7 +266,8 @@ export async function runStream(cmd: StreamCommand, hooks: StreamHooks = {}): Pr
   const servers: Counts = {};
   for (const c of conns) if (c.checker.started) bump(servers, c.checker.report().server!);
   const started = conns.filter((c) => c.checker.started).length;
-  hooks.onReady?.({ ready: started === conns.length, connections: conns.length, started, failed: conns.length - started, servers });
+  const failures = conns.filter((c) => !c.checker.started).slice(0, 20).map((c) => ({ port: c.localPort, error: c.checker.report().error ?? 'no line' }));
+  hooks.onReady?.({ ready: started === conns.length, connections: conns.length, started, failed: conns.length - started, servers, failures });
 
   await new Promise<void>((resolve) => {
     const timer = setTimeout(done, cmd.durationMs);
@@ -294,6 +297,8 @@ interface StreamConnection {
   /** Resolves once the first line arrived or the connection failed. */
   readonly settled: Promise<void>;
   closing: boolean;
+  /** The client's port, known once the kernel bound it (for the record of a failed start). */
+  localPort: number | null;
 }
 
 function openStream(target: HostPort, firstLineTimeoutMs: number): StreamConnection {
@@ -301,7 +306,11 @@ function openStream(target: HostPort, firstLineTimeoutMs: number): StreamConnect
   const socket = connect({ host: target.host, port: target.port });
   let settle!: () => void;
   const settled = new Promise<void>((resolve) => { settle = resolve; });
-  const conn: StreamConnection = { socket, checker, settled, closing: false };
+  const conn: StreamConnection = { socket, checker, settled, closing: false, localPort: null };
+  // net.connect starts the kernel's connect on the next tick (for an address, no lookup), which binds the
+  // port: a tick queued after it reads the port before any answer (even a loopback reset) can close the socket.
+  process.nextTick(() => { conn.localPort = socket.localPort ?? null; });
+  socket.once('connect', () => { conn.localPort = socket.localPort ?? conn.localPort; });
   const timer = setTimeout(() => {
     if (!checker.started) checker.fail(`no first line within ${firstLineTimeoutMs} ms`);
     settle();

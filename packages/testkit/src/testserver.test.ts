@@ -72,14 +72,18 @@ describe('testserver and testclient over loopback', () => {
     let ready: ReadyReport | undefined;
     const result = runStream(cmd, { signal: stop.signal, onReady: (r) => { ready = r; setTimeout(() => stop.abort(), 300); } });
     const r = await result;
-    assert.deepEqual(ready, { ready: true, connections: 5, started: 5, failed: 0, servers: { rsx: 5 } });
+    assert.deepEqual(ready, { ready: true, connections: 5, started: 5, failed: 0, servers: { rsx: 5 }, failures: [] });
     assert.deepEqual([r.connections, r.intact, r.broken, r.servers], [5, 5, 0, { rsx: 5 }]);
     for (const c of r.perConnection) assert.ok(c.lines >= 5 && c.error === null && c.server === 'rsx', JSON.stringify(c));
   });
 
   it('reports a stream that never starts as not ready and broken', async () => {
     const r = await runStream({ mode: 'stream', target: v4(1), connections: 2, durationMs: 50, timeoutMs: 500, stallMs: 1000 }, {
-      onReady: (ready) => assert.deepEqual([ready.ready, ready.failed], [false, 2]),
+      onReady: (ready) => {
+        assert.deepEqual([ready.ready, ready.failed], [false, 2]);
+        // Each failure names the client port the kernel bound (to find it in conntrack) and what went wrong.
+        for (const f of ready.failures) assert.ok(typeof f.port === 'number' && f.port > 0 && /ECONNREFUSED/.test(f.error), JSON.stringify(f));
+      },
     });
     assert.deepEqual([r.intact, r.broken], [0, 2]);
     assert.match(r.perConnection[0]!.error!, /ECONNREFUSED/);
