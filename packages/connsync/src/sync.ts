@@ -1,16 +1,17 @@
 import * as grpc from '@grpc/grpc-js';
 import type { EcmpTier, Endpoint, PeerEndpoint, Service } from '@lbd/config';
 import { serviceKey } from '@lbd/config';
-import type { ConnectionTable } from '@lbd/dataplane';
+import { connectionKey, type ConnectionIdentity, type ConnectionTable, type SyncedConnection } from '@lbd/dataplane';
 import {
-  createConnSyncClient, peerIdsOfCall, type ConnSyncClient, type ConnSyncHandlers, type PeerSecurity, type SyncMessage__Output,
-  type SyncReply, type SyncReply__Output,
+  createConnSyncClient, peerIdsOfCall, type ConnSyncClient, type ConnSyncHandlers, type GroupConnectionsReply, type GroupConnectionsReply__Output, type GroupConnectionsRequest__Output,
+  type PeerSecurity, type SyncMessage__Output, type SyncReply, type SyncReply__Output,
 } from '@lbd/proto';
 import type { Logger } from '@lbd/log';
+import { holdingFromReplies, holdingReplies, type GroupHolding, type GroupState } from './holding.js';
 import { SyncReceiver, type ReceiverStatus } from './receiver.js';
 import { SyncSender, type Dial, type SenderOptions, type SenderStatus } from './sender.js';
 import { SlotMap } from './slots.js';
-import { ConnectionSource, type ConnectionSourceStats, type ScopeEntry, type SyncScope } from './source.js';
+import { ConnectionSource, serviceKeyOfConnection, type ConnectionSourceStats, type ScopeEntry, type SyncScope } from './source.js';
 
 /**
  * Connection sync for one director: while it leads vip groups or ECMP slots, a sender per configured peer streams
@@ -32,6 +33,8 @@ export interface ConnectionSyncOptions {
   readonly dial?: Dial;
   /** Sender tuning and fault injection (tests). */
   readonly sender?: Partial<Omit<SenderOptions, 'self' | 'peer' | 'source' | 'dial' | 'log'>>;
+  /** The agent's state of a group, for GroupConnections (default: role unknown, no claim or release). */
+  groupState?(group: string): Promise<GroupState>;
 }
 
 export interface SyncStatus {
@@ -155,18 +158,37 @@ export class ConnectionSync {
   /** The ConnSync service, for the peer listener (which must use TLS: the peer is named by its certificate). */
   handlers(): ConnSyncHandlers {
     const configured = new Set(this.o.peers.map((p) => p.id));
+    /** The configured peers the call's client certificate names; none: the call is refused (and null returned). */
+    const authorized = (call: grpc.ServerWritableStream<unknown, unknown> | grpc.ServerDuplexStream<unknown, unknown>, what: string): Set<string> | null => {
+      const named = peerIdsOfCall(call as unknown as Parameters<typeof peerIdsOfCall>[0]);
+      const allowed = new Set((named ?? []).filter((n) => configured.has(n)));
+      if (allowed.size > 0) return allowed;
+      const details = named === null
+        ? `connection sync needs mutual TLS: this ${what} came without a client certificate`
+        : `the client certificate names ${named.join(', ') || 'no director'}, not one of this director's peers (${[...configured].join(', ')})`;
+      this.o.log.warn(`connection sync: refused a ${what}`, { details });
+      call.emit('error', { code: grpc.status.PERMISSION_DENIED, details });
+      return null;
+    };
     return {
+      GroupConnections: (call: grpc.ServerWritableStream<GroupConnectionsRequest__Output, GroupConnectionsReply>) => {
+        if (authorized(call, 'GroupConnections call') === null) return;
+        void (async () => {
+          try {
+            const { holding, identities } = await this.holdingWithIdentities(call.request.group);
+            for (const reply of holdingReplies(holding, identities)) {
+              if (call.cancelled) return;
+              if (!call.write(reply)) await new Promise((resolve) => call.once('drain', resolve));
+            }
+            call.end();
+          } catch (err) {
+            call.emit('error', { code: grpc.status.UNAVAILABLE, details: `reading the connections of ${call.request.group}: ${err instanceof Error ? err.message : String(err)}` });
+          }
+        })();
+      },
       Stream: (call: grpc.ServerDuplexStream<SyncMessage__Output, SyncReply>) => {
-        const named = peerIdsOfCall(call as unknown as Parameters<typeof peerIdsOfCall>[0]);
-        const allowed = new Set((named ?? []).filter((n) => configured.has(n)));
-        if (allowed.size === 0) {
-          const details = named === null
-            ? 'connection sync needs mutual TLS: this stream came without a client certificate'
-            : `the client certificate names ${named.join(', ') || 'no director'}, not one of this director's peers (${[...configured].join(', ')})`;
-          this.o.log.warn('connection sync: refused a stream', { details });
-          call.emit('error', { code: grpc.status.PERMISSION_DENIED, details });
-          return;
-        }
+        const allowed = authorized(call, 'stream');
+        if (allowed === null) return;
         if (!this.configured) {
           // A director that has just started: the leader's sender retries in a moment.
           call.emit('error', { code: grpc.status.UNAVAILABLE, details: 'this director has no cluster config yet; try again shortly' });
@@ -206,6 +228,65 @@ export class ConnectionSync {
     };
   }
 
+  /**
+   * What this director holds of `group`'s connections now (its kernel's table: a vip group's services, or
+   * the connections of ECMP services whose local address is in the slot's pool), with the agent's state of it.
+   */
+  async holding(group: string): Promise<GroupHolding> {
+    return (await this.holdingWithIdentities(group)).holding;
+  }
+
+  /** The same, asked of `peer` over its ConnSync.GroupConnections; rejects with the call's error. */
+  peerHolding(peer: string, group: string, timeoutMs: number): Promise<GroupHolding> {
+    const client = this.clientOf(peer);
+    return new Promise((resolve, reject) => {
+      const replies: GroupConnectionsReply__Output[] = [];
+      const call = client.GroupConnections({ from: this.o.self, group }, { deadline: Date.now() + timeoutMs });
+      call.on('data', (r: GroupConnectionsReply__Output) => replies.push(r));
+      call.on('error', (err: grpc.ServiceError) => reject(new Error(`${peer}: ${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`)));
+      call.on('end', () => {
+        try {
+          resolve(holdingFromReplies(replies, peer));
+        } catch (err) {
+          reject(err instanceof Error ? err : new Error(String(err)));
+        }
+      });
+    });
+  }
+
+  private async holdingWithIdentities(group: string): Promise<{ holding: GroupHolding; identities: Map<string, ConnectionIdentity> }> {
+    const readAtUnixMs = Date.now();
+    const [table, state] = await Promise.all([this.o.table.dump(), this.o.groupState?.(group) ?? { role: '', claimedAtUnixMs: 0, releasedAtUnixMs: 0 }]);
+    const connections = new Map<string, string>();
+    const identities = new Map<string, ConnectionIdentity>();
+    for (const f of table) {
+      if (this.groupOfConnection(f) !== group) continue;
+      const key = connectionKey(f);
+      connections.set(key, f.state);
+      identities.set(key, { protocol: f.protocol, client: f.client, vip: f.vip });
+    }
+    return { holding: { director: this.o.self, ...state, readAtUnixMs, connections }, identities };
+  }
+
+  /** The vip group (or slot group) a connection in the kernel goes with under the running config, or null. */
+  private groupOfConnection(f: SyncedConnection): string | null {
+    const s = this.services.get(serviceKeyOfConnection(f));
+    if (s === undefined) return null;
+    if (!s.ecmp) return s.vipGroup;
+    return f.localAddress === null ? null : this.slots.groupOf(f.localAddress.address);
+  }
+
+  private clientOf(peerId: string): ConnSyncClient {
+    const peer = this.o.peers.find((p) => p.id === peerId);
+    if (!peer) throw new Error(`${peerId} is not one of this director's peers (${this.o.peers.map((p) => p.id).join(', ')})`);
+    let client = this.clients.get(peerId);
+    if (!client) {
+      client = createConnSyncClient(peer.address, peer.port, this.o.security, peerId);
+      this.clients.set(peerId, client);
+    }
+    return client;
+  }
+
   private updateScope(): Promise<void> {
     this.scopeUpdate = this.scopeUpdate.then(async () => {
       const scope = new Map<string, ScopeEntry>();
@@ -226,14 +307,7 @@ export class ConnectionSync {
 
   private grpcDial(): Dial {
     return (peerId, h) => {
-      const peer = this.o.peers.find((p) => p.id === peerId);
-      if (!peer) throw new Error(`unknown peer ${peerId}`);
-      let client = this.clients.get(peerId);
-      if (!client) {
-        client = createConnSyncClient(peer.address, peer.port, this.o.security, peerId);
-        this.clients.set(peerId, client);
-      }
-      const call = client.Stream();
+      const call = this.clientOf(peerId).Stream();
       let done = false;
       const closed = (reason: string | null): void => {
         if (done) return;

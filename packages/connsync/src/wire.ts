@@ -20,7 +20,7 @@ export class MalformedMessage extends Error {
 }
 
 /** TCP states conntrack names (and ASSURED/REPLIED/UNREPLIED for UDP): anything else is not a state. */
-const STATES = new Set([
+export const STATES: ReadonlySet<string> = new Set([
   'SYN_SENT', 'SYN_RECV', 'ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'TIME_WAIT', 'CLOSE', 'SYN_SENT2',
   'ASSURED', 'REPLIED', 'UNREPLIED',
 ]);
@@ -48,7 +48,7 @@ function wireTimeoutSec(sec: number): number {
   return Math.min(MAX_TIMEOUT_SEC, Math.max(1, Math.ceil(sec)));
 }
 
-function connectionIdOut(f: ConnectionIdentity): { protocol: string; client: Endpoint; vip: Endpoint } {
+export function connectionIdOut(f: ConnectionIdentity): { protocol: string; client: Endpoint; vip: Endpoint } {
   return { protocol: f.protocol, client: endpointOut(f.client), vip: endpointOut(f.vip) };
 }
 
@@ -79,7 +79,7 @@ function upsertIn(f: SyncedConnection__Output, path: string): WireChange {
   return { op: 'upsert', connection: { ...id, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 } };
 }
 
-function connectionIdIn(f: ConnectionId__Output, path: string): ConnectionIdentity {
+export function connectionIdIn(f: ConnectionId__Output, path: string): ConnectionIdentity {
   if (f.protocol !== 'tcp' && f.protocol !== 'udp') throw new MalformedMessage(`${path}.protocol`, f.protocol, 'is not tcp or udp');
   if (!f.client) throw new MalformedMessage(`${path}.client`, null, 'is missing');
   if (!f.vip) throw new MalformedMessage(`${path}.vip`, null, 'is missing');

@@ -61,9 +61,10 @@ export type ElectionNotice =
   | { readonly kind: 'handover'; readonly id: number; readonly group: string; readonly to: string }
   /** The interfaces that are down now (empty: all up), whenever that changes. */
   | { readonly kind: 'links'; readonly problems: readonly string[] }
-  | { readonly kind: 'claimed'; readonly group: string; readonly addresses: readonly string[]; readonly durationMs: number; readonly again: boolean; readonly announceCount: number }
-  /** lateMs: how long before the release the kernel had already ended the lease (null: it had not). */
-  | { readonly kind: 'released'; readonly group: string; readonly lateMs: number | null }
+  /** atUnixMs: when the addresses were up (wall clock: a drill compares it with another director's release). */
+  | { readonly kind: 'claimed'; readonly group: string; readonly addresses: readonly string[]; readonly durationMs: number; readonly again: boolean; readonly announceCount: number; readonly atUnixMs: number }
+  /** lateMs: how long before the release the kernel had already ended the lease (null: it had not). atUnixMs: when the addresses were gone. */
+  | { readonly kind: 'released'; readonly group: string; readonly lateMs: number | null; readonly atUnixMs: number }
   | { readonly kind: 'log'; readonly level: 'info' | 'warn' | 'error'; readonly msg: string; readonly fields: Readonly<Record<string, unknown>> };
 
 export interface ElectionSnapshot {
@@ -240,7 +241,7 @@ export class ElectionCore {
     const started = performance.now();
     await this.owner.claim(group, addresses, announce);
     this.notify({
-      kind: 'claimed', group, addresses: addresses.map((a) => a.address), durationMs: Math.round((performance.now() - started) * 10) / 10, again,
+      kind: 'claimed', group, addresses: addresses.map((a) => a.address), durationMs: Math.round((performance.now() - started) * 10) / 10, again, atUnixMs: Date.now(),
       announceCount: announce.count,
     });
   }
@@ -251,7 +252,7 @@ export class ElectionCore {
     try {
       await this.owner.release(group);
     } finally {
-      this.notify({ kind: 'released', group, lateMs: left !== null && left < 0 ? Math.round(-left) : null });
+      this.notify({ kind: 'released', group, lateMs: left !== null && left < 0 ? Math.round(-left) : null, atUnixMs: Date.now() });
     }
   }
 

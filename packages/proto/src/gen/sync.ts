@@ -10,6 +10,9 @@ import type { Change as _lbd_peer_v1_Change, Change__Output as _lbd_peer_v1_Chan
 import type { Changes as _lbd_peer_v1_Changes, Changes__Output as _lbd_peer_v1_Changes__Output } from './lbd/peer/v1/Changes.js';
 import type { ConnSyncClient as _lbd_peer_v1_ConnSyncClient, ConnSyncDefinition as _lbd_peer_v1_ConnSyncDefinition } from './lbd/peer/v1/ConnSync.js';
 import type { ConnectionId as _lbd_peer_v1_ConnectionId, ConnectionId__Output as _lbd_peer_v1_ConnectionId__Output } from './lbd/peer/v1/ConnectionId.js';
+import type { GroupConnection as _lbd_peer_v1_GroupConnection, GroupConnection__Output as _lbd_peer_v1_GroupConnection__Output } from './lbd/peer/v1/GroupConnection.js';
+import type { GroupConnectionsReply as _lbd_peer_v1_GroupConnectionsReply, GroupConnectionsReply__Output as _lbd_peer_v1_GroupConnectionsReply__Output } from './lbd/peer/v1/GroupConnectionsReply.js';
+import type { GroupConnectionsRequest as _lbd_peer_v1_GroupConnectionsRequest, GroupConnectionsRequest__Output as _lbd_peer_v1_GroupConnectionsRequest__Output } from './lbd/peer/v1/GroupConnectionsRequest.js';
 import type { Hello as _lbd_peer_v1_Hello, Hello__Output as _lbd_peer_v1_Hello__Output } from './lbd/peer/v1/Hello.js';
 import type { Resync as _lbd_peer_v1_Resync, Resync__Output as _lbd_peer_v1_Resync__Output } from './lbd/peer/v1/Resync.js';
 import type { SnapshotBegin as _lbd_peer_v1_SnapshotBegin, SnapshotBegin__Output as _lbd_peer_v1_SnapshotBegin__Output } from './lbd/peer/v1/SnapshotBegin.js';
@@ -36,6 +39,9 @@ export interface ProtoGrpcType {
         Changes: MessageTypeDefinition<_lbd_peer_v1_Changes, _lbd_peer_v1_Changes__Output>
         ConnSync: SubtypeConstructor<typeof grpc.Client, _lbd_peer_v1_ConnSyncClient> & { service: _lbd_peer_v1_ConnSyncDefinition }
         ConnectionId: MessageTypeDefinition<_lbd_peer_v1_ConnectionId, _lbd_peer_v1_ConnectionId__Output>
+        GroupConnection: MessageTypeDefinition<_lbd_peer_v1_GroupConnection, _lbd_peer_v1_GroupConnection__Output>
+        GroupConnectionsReply: MessageTypeDefinition<_lbd_peer_v1_GroupConnectionsReply, _lbd_peer_v1_GroupConnectionsReply__Output>
+        GroupConnectionsRequest: MessageTypeDefinition<_lbd_peer_v1_GroupConnectionsRequest, _lbd_peer_v1_GroupConnectionsRequest__Output>
         Hello: MessageTypeDefinition<_lbd_peer_v1_Hello, _lbd_peer_v1_Hello__Output>
         Resync: MessageTypeDefinition<_lbd_peer_v1_Resync, _lbd_peer_v1_Resync__Output>
         SnapshotBegin: MessageTypeDefinition<_lbd_peer_v1_SnapshotBegin, _lbd_peer_v1_SnapshotBegin__Output>

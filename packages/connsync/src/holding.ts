@@ -1,0 +1,71 @@
+import { connectionKey, type ConnectionIdentity } from '@lbd/dataplane';
+import type { GroupConnectionsReply, GroupConnectionsReply__Output } from '@lbd/proto';
+import { connectionIdIn, connectionIdOut, MalformedMessage, STATES } from './wire.js';
+
+/**
+ * What one director holds of one vip group's (or ECMP slot's) connections at one moment, and when it last
+ * claimed and released the group's addresses: the two sides of a planned move, compared by a drill
+ * (director-agent's drill.ts). Read from the kernel's table on the director itself, or from a peer over
+ * ConnSync.GroupConnections.
+ */
+export interface GroupHolding {
+  readonly director: string;
+  /** The director's role in the group when it was read (leader, standby, ...). */
+  readonly role: string;
+  /** Wall-clock ms of its last claim and release of the group's addresses; 0: none since its agent started. */
+  readonly claimedAtUnixMs: number;
+  readonly releasedAtUnixMs: number;
+  readonly readAtUnixMs: number;
+  /** connectionKey → conntrack state (SYN_RECV, ESTABLISHED, ..., ASSURED). */
+  readonly connections: ReadonlyMap<string, string>;
+}
+
+/** What the agent says of a group besides its connections (ConnectionSyncOptions.groupState). */
+export interface GroupState {
+  readonly role: string;
+  readonly claimedAtUnixMs: number;
+  readonly releasedAtUnixMs: number;
+}
+
+/** Connections per GroupConnections message: well under the peer channel's message limit with IPv6 addresses. */
+export const HOLDING_BATCH = 5000;
+/** The most connections a peer's answer may carry: beyond it the answer is refused, not held in memory. */
+const MAX_HOLDING_CONNECTIONS = 2_000_000;
+
+/** The messages of one GroupConnections answer: the group's state in the first, connections in batches. */
+export function holdingReplies(h: GroupHolding, identities: ReadonlyMap<string, ConnectionIdentity>): GroupConnectionsReply[] {
+  const head = {
+    director: h.director, role: h.role, claimedAtUnixMs: h.claimedAtUnixMs, releasedAtUnixMs: h.releasedAtUnixMs, readAtUnixMs: h.readAtUnixMs,
+  };
+  const all = [...h.connections].map(([key, state]) => ({ id: connectionIdOut(identities.get(key)!), state }));
+  const out: GroupConnectionsReply[] = [];
+  for (let i = 0; i === 0 || i < all.length; i += HOLDING_BATCH) out.push({ ...head, connections: all.slice(i, i + HOLDING_BATCH) });
+  return out;
+}
+
+/**
+ * A peer's GroupConnections answer, checked field by field (the peer is trusted to be a director, not to be
+ * right): the state comes from the first message, connections from all of them.
+ */
+export function holdingFromReplies(replies: readonly GroupConnectionsReply__Output[], peer: string): GroupHolding {
+  const first = replies[0];
+  if (first === undefined) throw new MalformedMessage('GroupConnections', null, `came back from ${peer} with no message`);
+  if (first.director !== peer) throw new MalformedMessage('GroupConnections.director', first.director, `is not ${peer}, who was asked`);
+  const connections = new Map<string, string>();
+  replies.forEach((r, i) => {
+    r.connections.forEach((c, j) => {
+      const path = `GroupConnections[${i}].connections[${j}]`;
+      if (c.id === null) throw new MalformedMessage(`${path}.id`, null, 'is missing');
+      if (!STATES.has(c.state)) throw new MalformedMessage(`${path}.state`, c.state, 'is not a conntrack state');
+      connections.set(connectionKey(connectionIdIn(c.id, `${path}.id`)), c.state);
+    });
+    if (connections.size > MAX_HOLDING_CONNECTIONS) throw new MalformedMessage('GroupConnections', connections.size, `holds more than ${MAX_HOLDING_CONNECTIONS} connections`);
+  });
+  for (const k of ['claimedAtUnixMs', 'releasedAtUnixMs', 'readAtUnixMs'] as const) {
+    if (!Number.isSafeInteger(first[k]) || first[k] < 0) throw new MalformedMessage(`GroupConnections.${k}`, first[k], 'is not a time in Unix ms');
+  }
+  return {
+    director: first.director, role: first.role, claimedAtUnixMs: first.claimedAtUnixMs, releasedAtUnixMs: first.releasedAtUnixMs,
+    readAtUnixMs: first.readAtUnixMs, connections,
+  };
+}
