@@ -1,5 +1,5 @@
 import type {
-  ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, FailoverResponse, Finding as WireFinding, GetConfigResponse,
+  ClusterStatus, ConfigHistoryResponse, Connection as WireConnection, DrillResult, FailoverResponse, Finding as WireFinding, GetConfigResponse,
   GetHealthResponse, GetStatsResponse, GetStatusResponse,
 } from '@lbd/proto';
 import {
@@ -111,6 +111,10 @@ export class DirectorAdmin implements AdminBackend {
 
   failover(group: string, to: string, author = '', caller?: Caller): Promise<FailoverResponse> {
     return this.o.cluster.failover(group, to, author, caller);
+  }
+
+  runDrill(scenario: string, group: string, to: string, author: string, caller?: Caller): Promise<DrillResult> {
+    return this.o.cluster.drill(group, to, author, caller);
   }
 
   configHistory(): Promise<ConfigHistoryResponse> {

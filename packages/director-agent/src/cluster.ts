@@ -7,11 +7,13 @@ import { TIMING_PROFILES, type BeatOutcome, type Coordinator, type EtcdTlsMateri
 import type { ConnectionTable, FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
-  bindServer, connSyncServiceDefinition, createPeerClient, peerServerCredentials, stopServer, type ClusterStatus, type ConnSyncStatus, type EcmpStatus, type PeerClient, type PeerSecurity,
+  bindServer, connSyncServiceDefinition, createPeerClient, peerServerCredentials, stopServer, type ClusterStatus, type ConnSyncStatus, type DrillResult__Output as DrillResult, type EcmpStatus,
+  type PeerClient, type PeerSecurity,
 } from '@lbd/proto';
 import type { Logger } from '@lbd/log';
 import type { ElectionNotice, ElectionSnapshot, GroupPlan } from './election-core.js';
 import type { ElectionHost, ElectionHostFactory } from './election-thread.js';
+import { runSwitchoverDrill, type DrillDeps } from './drill.js';
 import type { EventLog } from './events.js';
 import { EcmpSpeaker, slotPlans, type AnnouncerFactory } from './ecmp.js';
 import { readTlsFiles } from './tls-files.js';
@@ -94,6 +96,8 @@ function leasesLeft(snap: ElectionSnapshot): Record<string, number> {
   return out;
 }
 
+/** Longest a drill waits for one director's connections of a group (a dump of its table, streamed). */
+const DRILL_SAMPLE_TIMEOUT_MS = 30_000;
 /** Longest a planned switchover waits for the target to acknowledge the connections sent to it. */
 const HANDOVER_DRAIN_MS = 250;
 /** How often the election hears how far connection sync has caught up, and stream changes are recorded. */
@@ -127,6 +131,9 @@ export class ClusterMember {
   /** Per vip group: the floating addresses claimed, and why it last changed role (for the vip events). */
   private readonly held = new Map<string, Set<string>>();
   private readonly roleReason = new Map<string, string>();
+  /** Per vip group: when this director last claimed and released its addresses (Unix ms), for drills. */
+  private readonly claimedAt = new Map<string, number>();
+  private readonly releasedAt = new Map<string, number>();
   /** Groups released whose transition (and so whose reason) has not come yet. */
   private readonly releasing = new Set<string>();
   /** Each connection-sync stream's last recorded state, by `<peer> <send|receive>`. */
@@ -168,6 +175,10 @@ export class ClusterMember {
       this.sync = new ConnectionSync({
         self: this.o.settings.director, peers: this.o.settings.peers.map((p) => ({ ...p, port: connSyncPort(p.port) })), security: this.security,
         table: this.o.connectionTable, log: this.o.log,
+        groupState: async (group) => ({
+          role: (await this.snapshot()).groups.find((g) => g.name === group)?.view.role ?? 'none',
+          claimedAtUnixMs: this.claimedAt.get(group) ?? 0, releasedAtUnixMs: this.releasedAt.get(group) ?? 0,
+        }),
       });
       await this.sync.start();
     }
@@ -241,6 +252,27 @@ export class ClusterMember {
   /** A planned switchover of `group` (to `to`, or the best other director), through the coordinator. */
   failover(group: string, to?: string): Promise<FailoverResult> {
     return this.coordinator.failover(group, to);
+  }
+
+  /**
+   * `lbadm drill switchover`: moves `group` to `to` (or the best other director) and back, measured from the
+   * two directors (drill.ts). Connections are read through connection sync (this director's table, a peer's
+   * over GroupConnections); without sync only the times are measured. `failover` makes each move (the admin
+   * API's, which records it).
+   */
+  drill(group: string, to: string, failover: DrillDeps['failover']): Promise<DrillResult> {
+    const self = this.o.settings.director;
+    return runSwitchoverDrill(group, to, {
+      leaderOf: async (g) => (await this.coordinator.status([g])).groups.find((x) => x.name === g)?.record?.director ?? null,
+      failover,
+      holding: (director, g) => {
+        if (this.sync === null) return Promise.reject(new Error(`connection sync is off on ${self}`));
+        return director === self ? this.sync.holding(g) : this.sync.peerHolding(director, g, DRILL_SAMPLE_TIMEOUT_MS);
+      },
+      holdingsUnavailable: () => (this.sync === null ? `connection sync is off on ${self}: ${this.syncOff}` : null),
+      now: () => Date.now(),
+      sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
+    });
   }
 
   /** The ECMP part of the status: the speaker's sessions (as last read) and paths. */
@@ -469,6 +501,7 @@ export class ClusterMember {
         return;
       case 'claimed': {
         this.leading.add(n.group);
+        if (!n.again) this.claimedAt.set(n.group, n.atUnixMs);
         for (const a of n.addresses) bump(this.counters.announcements, n.group, a.includes(':') ? 'ipv6' : 'ipv4', n.announceCount);
         this.o.log.info('claimed vip group', { group: n.group, addresses: n.addresses, durationMs: n.durationMs });
         const why = n.again ? `vip group ${n.group}'s addresses changed with the config` : `vip group ${n.group} led here: ${this.roleReason.get(n.group) ?? 'elected'}`;
@@ -478,6 +511,7 @@ export class ClusterMember {
       }
       case 'released':
         this.leading.delete(n.group);
+        this.releasedAt.set(n.group, n.atUnixMs);
         if (n.lateMs !== null) {
           // The kernel ended the lease before the agent let go: the election did not run on time (paused,
           // starved). The lease kept the vip safe; this is the sign that the box is starved.

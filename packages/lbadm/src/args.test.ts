@@ -26,6 +26,9 @@ describe('parseArgs', () => {
     [['failover', '--group', 'default', '--to', 'dir2'], {}, 'failover /run/lbd/admin.sock json=false vip-group=default to=dir2'],
     [['failover', '--group=default'], {}, 'failover /run/lbd/admin.sock json=false vip-group=default'],
     [['slot', 'move', '3', '--to', 'dir2'], {}, 'slot /run/lbd/admin.sock json=false args=move,3 vip-group=slot-3 to=dir2'],
+    // The live-cluster drill: a vip group or a slot (its election group), and a probe URL.
+    [['drill', 'switchover', '--vip-group', 'web'], {}, 'drill /run/lbd/admin.sock json=false args=switchover vip-group=web'],
+    [['drill', 'switchover', '--slot', '5', '--to', 'dir3', '--probe', 'http://198.18.0.10/'], {}, 'drill /run/lbd/admin.sock json=false args=switchover vip-group=slot-5 to=dir3 probe=http://198.18.0.10/'],
     [['apply', '-f', 'x', '--expect-revision', '0'], {}, 'apply /run/lbd/admin.sock json=false file=x expect=0'],
     [['server', 'drain', 'web', '198.19.1.12:8080', '--dry-run'], {}, 'server /run/lbd/admin.sock json=false dry-run args=drain,web,198.19.1.12:8080'],
     [['server', 'add', 'web', '[fd00::1]:80', '--weight', '0', '--health-port', '9000'], {}, 'server /run/lbd/admin.sock json=false args=add,web,[fd00::1]:80 server={"weight":0,"healthPort":9000}'],
@@ -50,6 +53,7 @@ describe('parseArgs', () => {
       if (i.args.length > 0) parts.push(`args=${i.args.join(',')}`);
       if (i.vipGroup !== undefined) parts.push(`vip-group=${i.vipGroup}`);
       if (i.to !== undefined) parts.push(`to=${i.to}`);
+      if (i.probe !== undefined) parts.push(`probe=${i.probe.href}`);
       if (i.expectRevision !== undefined) parts.push(`expect=${i.expectRevision}`);
       if (i.mode !== undefined) parts.push(`mode=${i.mode}`);
       if (Object.keys(i.serverFields).length > 0) parts.push(`server=${JSON.stringify(i.serverFields)}`);
@@ -61,7 +65,7 @@ describe('parseArgs', () => {
 
   const bad: [string[], string][] = [
     [[], 'no command given'],
-    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor, cluster, failover, slot, config, events, server, service, completion'],
+    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor, cluster, failover, slot, drill, config, events, server, service, completion'],
     [['cluster'], 'lbadm cluster needs one of: cluster status'],
     [['cluster', 'show'], 'lbadm cluster needs one of: cluster status (not "show")'],
     [['cluster', 'status', 'now'], 'unexpected argument "now" after lbadm cluster status'],
@@ -73,15 +77,20 @@ describe('parseArgs', () => {
     [['slot', 'move', '64'], 'lbadm slot move needs one slot number from 0 to 63 (lbadm cluster status lists the slots as groups slot-N), not "64"'],
     [['slot', 'move', 'a', 'b'], 'lbadm slot move needs one slot number from 0 to 63 (lbadm cluster status lists the slots as groups slot-N), not "a b"'],
     [['slot', 'drop', '1'], 'lbadm slot needs one of: slot move (not "drop")'],
-    [['drill', 'failover', '--mode', 'box-death', '--count', '20'], 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
+    [['drill', 'failover', '--mode', 'box-death', '--count', '20'], 'failure drills break a cluster on purpose and run in the lab, from the lbd repository: '
       + 'deploy/lab/lab drill --scenario box-death --count 20 (deploy/lab/lab help lists the scenarios, and those of the ECMP lab: box-death, gobgpd-kill, bgp-reset, scale-out). '
-      + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
-    [['--socket', '/tmp/a.sock', 'drill'], 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
+      + 'On live directors, lbadm drill switchover --vip-group G (or --slot N) moves a vip group or slot and back and measures it, and lbadm events --kind drill lists the drills\' results'],
+    [['--socket', '/tmp/a.sock', 'drill'], 'failure drills break a cluster on purpose and run in the lab, from the lbd repository: '
       + 'deploy/lab/lab drill --scenario SCENARIO [--count N] [--pause-ms MS] (deploy/lab/lab help lists the scenarios, and those of the ECMP lab: box-death, gobgpd-kill, bgp-reset, scale-out). '
-      + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results'],
+      + 'On live directors, lbadm drill switchover --vip-group G (or --slot N) moves a vip group or slot and back and measures it, and lbadm events --kind drill lists the drills\' results'],
+    [['drill', 'switchover'], 'lbadm drill switchover needs --vip-group G or --slot N, one of them (lbadm cluster status lists the vip groups and slots)'],
+    [['drill', 'switchover', '--vip-group', 'web', '--slot', '1'], 'lbadm drill switchover needs --vip-group G or --slot N, one of them (lbadm cluster status lists the vip groups and slots)'],
+    [['drill', 'switchover', '--slot', '64'], '--slot: "64" is not a slot number from 0 to 63 (lbadm cluster status lists the slots as groups slot-N)'],
+    [['drill', 'switchover', '--slot', '1', '--probe', 'https://198.18.0.10/'], '--probe: "https://198.18.0.10/" is not an http:// URL (the probe speaks plain HTTP to the vip)'],
+    [['drill', 'switchover', '--slot', '1', '--probe', '198.18.0.10'], '--probe: "198.18.0.10" is not a URL; give one such as http://198.18.0.10/'],
     [['failover', '--to', 'dir2'], 'lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)'],
     [['failover', '--group', 'a', '--vip-group', 'b'], '--group is the old name of --vip-group; give --vip-group once'],
-    [['service', 'edit', 'web', '--group', 'g2'], '--group is not a flag of "lbadm service" (it belongs to lbadm failover)'],
+    [['service', 'edit', 'web', '--group', 'g2'], '--group is not a flag of "lbadm service" (it belongs to lbadm failover, lbadm drill)'],
     [['apply', '-f', 'x', '--expect-revision', '-1'], '--expect-revision: "-1" is not a config revision (0 or more)'],
     [['status', '--watch'], '--watch is not a flag of "lbadm status" (it belongs to lbadm health)'],
     [['status', '--service', 'web'], '--service is not a flag of "lbadm status" (it belongs to lbadm conns, lbadm health)'],

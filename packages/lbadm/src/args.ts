@@ -6,8 +6,11 @@ import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
  * flag and the fix; nothing here touches the agent.
  */
 
+/** How often `drill --probe` opens a connection to its URL. */
+export const PROBE_INTERVAL_MS = 20;
+
 export const COMMANDS = [
-  'status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'slot', 'config', 'events', 'server', 'service', 'completion',
+  'status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'slot', 'drill', 'config', 'events', 'server', 'service', 'completion',
 ] as const;
 export type Command = (typeof COMMANDS)[number];
 
@@ -41,8 +44,10 @@ export interface Invocation {
   readonly watch: boolean;
   /** Words after the command: `cluster status`, `config history`, `config rollback 3`. */
   readonly args: readonly string[];
-  /** failover: the vip group to move; slot move: the slot's election group (slot-N) */
+  /** failover, drill: the vip group to move; slot move, drill --slot: the slot's election group (slot-N) */
   readonly vipGroup: string | undefined;
+  /** drill: a URL lbadm requests on a fresh connection every PROBE_INTERVAL_MS while the drill runs */
+  readonly probe: URL | undefined;
   readonly to: string | undefined;
   /** apply (cluster): the config revision the change is based on */
   readonly expectRevision: number | undefined;
@@ -110,8 +115,15 @@ commands:
   doctor                          looks for known misconfigurations and says how to fix them
   cluster status                  directors, their health and role per vip group, who leads each
                                   group and why, etcd health, worst-case takeover
-  failover --vip-group G [--to D] planned switchover of vip group G (to D, or the best other director);
-                                  failure drills are the lab's: deploy/lab/lab drill, from the repository
+  failover --vip-group G [--to D] planned switchover of vip group G (to D, or the best other director)
+  drill switchover --vip-group G|--slot N [--to D] [--probe URL]
+                                  a drill that is safe on live directors: moves vip group G (or ECMP
+                                  slot N) to D (or the best other director) and back, and measures each
+                                  move from both directors: time without a holder, established
+                                  connections the new holder lacked, handshakes caught. --probe: lbadm
+                                  also requests URL on a fresh connection every ${PROBE_INTERVAL_MS} ms meanwhile.
+                                  Prints one result line and records a drill event; exit 1 on fail.
+                                  Failure drills (box death, cuts, pauses) are the lab's: deploy/lab/lab drill
   slot move SLOT [--to D]         ECMP tier: planned move of slot SLOT (0, 1, ...; election group
                                   slot-SLOT) to D, or to the best other director; its connections go
                                   to D before the move, as in a failover
@@ -183,9 +195,9 @@ export class UsageError extends Error {
  */
 function labDrillOnly(rest: readonly string[]): string {
   const words = rest.filter((w, i) => !(i === 0 && w === 'failover')).map((w) => w.replace(/^--mode(?==|$)/, '--scenario'));
-  return 'drills break a cluster on purpose and run in the lab, from the lbd repository: '
+  return 'failure drills break a cluster on purpose and run in the lab, from the lbd repository: '
     + `deploy/lab/lab drill ${words.length > 0 ? words.join(' ') : '--scenario SCENARIO [--count N] [--pause-ms MS]'} (deploy/lab/lab help lists the scenarios, and those of the ECMP lab: box-death, gobgpd-kill, bgp-reset, scale-out). `
-    + 'On a director, lbadm failover --vip-group G moves a vip group on purpose, and lbadm events --kind drill lists the drills\' results';
+    + 'On live directors, lbadm drill switchover --vip-group G (or --slot N) moves a vip group or slot and back and measures it, and lbadm events --kind drill lists the drills\' results';
 }
 
 const DEFAULT_INTERVAL_MS = 1000;
@@ -219,8 +231,10 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--interval-ms': { value: true, commands: ['stats'] },
   '--service': { value: true, commands: ['conns', 'health'] },
   '--watch': { value: false, commands: ['health'] },
-  '--group': { value: true, commands: ['failover'], aliasOf: '--vip-group' },
-  '--to': { value: true, commands: ['failover', 'slot'] },
+  '--group': { value: true, commands: ['failover', 'drill'], aliasOf: '--vip-group' },
+  '--to': { value: true, commands: ['failover', 'slot', 'drill'] },
+  '--slot': { value: true, commands: ['drill'] },
+  '--probe': { value: true, commands: ['drill'] },
   '--expect-revision': { value: true, commands: ['apply'] },
   '--follow': { value: false, commands: ['events'] },
   '--since': { value: true, commands: ['events'] },
@@ -236,13 +250,13 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--mode': { value: true, commands: ['service'] },
   '--scheduler': { value: true, commands: ['service'] },
   '--local-addresses': { value: true, commands: ['service'] },
-  '--vip-group': { value: true, commands: ['service', 'failover'] },
+  '--vip-group': { value: true, commands: ['service', 'failover', 'drill'] },
   '--names': { value: false, commands: ['service'] },
 };
 
 /** Commands that take words after them, and what those may be. */
 export const SUBCOMMANDS: Partial<Record<Command, readonly string[]>> = {
-  cluster: ['status'], config: ['show', 'history', 'rollback'], slot: ['move'],
+  cluster: ['status'], config: ['show', 'history', 'rollback'], slot: ['move'], drill: ['switchover'],
   server: ['add', 'edit', 'drain', 'enable', 'remove'], service: ['add', 'edit', 'remove', 'list'], completion: ['bash', 'zsh'],
 };
 
@@ -290,7 +304,8 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
         continue;
       }
       if (command !== undefined) throw new UsageError(`unexpected argument "${arg}" after command ${command}`);
-      if (arg === 'drill') throw new UsageError(labDrillOnly(argv.slice(i + 1)));
+      // `drill switchover` runs on live directors; every other drill is the lab's.
+      if (arg === 'drill' && command === undefined && argv[i + 1] !== 'switchover') throw new UsageError(labDrillOnly(argv.slice(i + 1)));
       if (!(COMMANDS as readonly string[]).includes(arg)) {
         throw new UsageError(`unknown command "${arg}"; commands: ${COMMANDS.join(', ')}`);
       }
@@ -370,6 +385,9 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     } else if (!wantsRev && command !== 'slot' && words.length > 1) throw new UsageError(`unexpected argument "${words[1]}" after lbadm ${command} ${sub}`);
   }
   if (command === 'failover' && !seen.has('--vip-group')) throw new UsageError('lbadm failover needs --vip-group G (lbadm cluster status lists the vip groups)');
+  if (command === 'drill' && seen.has('--vip-group') === seen.has('--slot')) {
+    throw new UsageError('lbadm drill switchover needs --vip-group G or --slot N, one of them (lbadm cluster status lists the vip groups and slots)');
+  }
   return invocation(command, seen, env, words);
 }
 
@@ -408,10 +426,36 @@ function invocation(command: Command | 'help' | 'version', seen: ReadonlyMap<str
   return {
     command, socket, server, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
     rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
-    vipGroup: command === 'failover' ? str('--vip-group') : command === 'slot' ? slotGroup(Number(args[1])) : undefined, to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode,
+    vipGroup: groupOf(command, args, str), probe: probeUrl(str('--probe')), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode,
     follow: seen.has('--follow'), since, director, kind, local: seen.has('--local'), limit,
     serverFields: serverFields(str), serviceFields: command === 'service' ? serviceFields(str, mode) : {}, names: seen.has('--names'),
   };
+}
+
+/** The election group a failover, slot move or drill names. */
+function groupOf(command: Command | 'help' | 'version', args: readonly string[], str: (name: string) => string | undefined): string | undefined {
+  if (command === 'failover') return str('--vip-group');
+  if (command === 'slot') return slotGroup(Number(args[1]));
+  if (command !== 'drill') return undefined;
+  const slot = str('--slot');
+  if (slot === undefined) return str('--vip-group');
+  if (!/^\d{1,2}$/.test(slot) || Number(slot) >= MAX_SLOTS) {
+    throw new UsageError(`--slot: "${slot}" is not a slot number from 0 to ${MAX_SLOTS - 1} (lbadm cluster status lists the slots as groups slot-N)`);
+  }
+  return slotGroup(Number(slot));
+}
+
+/** `--probe`: an http URL (lbadm requests it during a drill). */
+function probeUrl(text: string | undefined): URL | undefined {
+  if (text === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new UsageError(`--probe: "${text}" is not a URL; give one such as http://198.18.0.10/`);
+  }
+  if (url.protocol !== 'http:') throw new UsageError(`--probe: "${text}" is not an http:// URL (the probe speaks plain HTTP to the vip)`);
+  return url;
 }
 
 const UNIT_MS: Readonly<Record<string, number>> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };

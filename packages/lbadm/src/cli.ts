@@ -13,6 +13,7 @@ import {
   formatProblems, formatRates, formatStats, formatStatus, json,
 } from './format.js';
 import { completionScript } from './completion.js';
+import { drill } from './drill.js';
 import { listServices, manage } from './manage.js';
 
 /**
@@ -120,6 +121,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
         io.stdout(inv.json ? json(r) : `slot ${inv.args[1]} moved from ${r.from} to ${r.to} in ${Math.round(r.tookMs)} ms\n`);
         return EXIT.ok;
       }
+      case 'drill':
+        return await drill(api, inv, author(), io);
       case 'config': {
         if (inv.args[0] === 'show') {
           const c = await api.getConfig({ timeoutMs: TIMEOUT_MS });

@@ -10,7 +10,7 @@ import {
   MAX_SOURCE_CHARS, SERVER_CHANNEL_OPTIONS, adminServiceDefinition, bindServer, stopServer, unixTarget, type Event as WireEvent,
   type AdminDefinition, type AdminHandlers, type ApplyResponse, type Connection as WireConnection, type Finding as WireFinding,
   type GetHealthResponse, type GetStatsResponse, type GetStatusResponse, type HealthEvent as WireHealthEvent,
-  type ClusterStatus, type ConfigHistoryResponse, type FailoverResponse, type GetConfigResponse, type Problem as WireProblem,
+  type ClusterStatus, type ConfigHistoryResponse, type DrillResult, type FailoverResponse, type GetConfigResponse, type Problem as WireProblem,
 } from '@lbd/proto';
 import type { Logger } from '@lbd/log';
 import { AgentError, RequestError, toGrpcStatus } from './errors.js';
@@ -46,6 +46,8 @@ export const METHOD_ROLES: Readonly<Record<string, Role | ((request: Record<stri
   ListEvents: 'read',
   // A drill's result is stored in the event log (and in etcd, for the cluster).
   RecordDrill: 'write',
+  // Moves a vip group twice.
+  RunDrill: 'write',
   GetConfig: 'read',
 };
 
@@ -122,6 +124,8 @@ export interface AdminBackend {
   watchHealth(sinceUnixMs: number, sink: HealthSink): () => void;
   clusterStatus(): Promise<ClusterStatus>;
   failover(group: string, to: string, author?: string, caller?: Caller): Promise<FailoverResponse>;
+  /** Runs a live-cluster drill (`switchover`: `group` to `to` and back), measured from both directors. */
+  runDrill(scenario: string, group: string, to: string, author: string, caller?: Caller): Promise<DrillResult>;
   configHistory(): Promise<ConfigHistoryResponse>;
   /** Returns the new revision. */
   rollback(revision: number, author: string, caller?: Caller): Promise<number>;
@@ -142,6 +146,8 @@ const MAX_SERVICE_FILTER_CHARS = 256;
 /** RecordDrill: figures per drill, and the longest reason. */
 const MAX_DRILL_FIELDS = 64;
 const MAX_DRILL_REASON_CHARS = 2000;
+/** RunDrill: a scenario is a word. */
+const MAX_SCENARIO_CHARS = 64;
 /** How long shutdown waits for calls in flight before cutting them off. */
 const SHUTDOWN_GRACE_MS = 2000;
 
@@ -347,6 +353,13 @@ function handlers(backend: AdminBackend, log: Logger): AdminHandlers {
     Failover: unary('Failover', (req: { group: string; to: string; author: string }, caller) => backend.failover(
       checkText('group', req.group, MAX_SERVICE_FILTER_CHARS, true), checkText('to', req.to, MAX_SERVICE_FILTER_CHARS, false),
       authorOf(caller, checkText('author', req.author, MAX_SOURCE_CHARS, false)), caller)),
+    RunDrill: unary('RunDrill', (req: { scenario: string; group: string; to: string; author: string }, caller) => {
+      if (checkText('scenario', req.scenario, MAX_SCENARIO_CHARS, true) !== 'switchover') {
+        throw new RequestError(grpc.status.INVALID_ARGUMENT, 'scenario', `${JSON.stringify(req.scenario)} is not a drill a live cluster runs: only "switchover" (failure drills are the lab's: deploy/lab/lab drill)`);
+      }
+      return backend.runDrill(req.scenario, checkText('group', req.group, MAX_SERVICE_FILTER_CHARS, true), checkText('to', req.to, MAX_SERVICE_FILTER_CHARS, false),
+        authorOf(caller, checkText('author', req.author, MAX_SOURCE_CHARS, false)), caller);
+    }),
     ConfigHistory: unary('ConfigHistory', () => backend.configHistory()),
     Rollback: unary('Rollback', async (req: { revision: number; author: string }, caller) => {
       if (!(req.revision >= 1)) throw new RequestError(grpc.status.INVALID_ARGUMENT, 'revision', `${req.revision} is not a config revision (1 or more; see lbadm config history)`);

@@ -12,7 +12,7 @@ import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
 import type {
   AdminClient, AdminDefinition, ApplyRequest, ApplyResponse__Output, ClusterStatus__Output, ConfigHistoryResponse__Output,
-  Connection__Output, Event__Output, FailoverResponse__Output, GetConfigResponse__Output, ListEventsRequest, RecordDrillRequest, RecordDrillResponse__Output,
+  Connection__Output, DrillResult__Output, Event__Output, FailoverResponse__Output, RunDrillRequest, GetConfigResponse__Output, ListEventsRequest, RecordDrillRequest, RecordDrillResponse__Output,
   RollbackResponse__Output,
   DoctorResponse__Output, GetHealthResponse__Output, GetStatsResponse__Output, GetStatusResponse__Output, HealthEvent__Output,
   ListConnectionsResponse__Output, PeerClient, PeerDefinition, PeerProtoGrpcType, Problem__Output, ProtoGrpcType,
@@ -343,6 +343,11 @@ export class AdminApi {
 
   recordDrill(req: RecordDrillRequest, opts: CallOptions = {}): Promise<RecordDrillResponse__Output> {
     return this.unary(this.client.recordDrill, req, opts);
+  }
+
+  /** A live-cluster drill (`switchover`); give a timeout of tens of seconds: it makes two moves and waits for sync. */
+  runDrill(req: RunDrillRequest, opts: CallOptions = {}): Promise<DrillResult__Output> {
+    return this.unary(this.client.runDrill, req, opts);
   }
 
   configHistory(opts: CallOptions = {}): Promise<ConfigHistoryResponse__Output> {

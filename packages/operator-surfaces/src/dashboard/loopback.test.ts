@@ -51,7 +51,7 @@ describe('lbd-dashboard', () => {
     const backend: AdminBackend = {
       status: () => fake.status(), healthStatus: () => fake.healthStatus(), clusterStatus: () => fake.clusterStatus(),
       watchHealth: (since, sink) => fake.watchHealth(since, sink),
-      stats: unused, connections: unused, applyText: unused, doctor: unused, failover: unused, configHistory: unused, rollback: unused,
+      stats: unused, connections: unused, applyText: unused, doctor: unused, failover: unused, runDrill: unused, configHistory: unused, rollback: unused,
       listEvents: unused, recordDrill: unused, getConfig: unused,
     };
     const socket = join(dir, 'admin.sock');
@@ -109,7 +109,7 @@ describe('lbd-dashboard', () => {
     const unused = (): never => { throw new Error('not used by the event source'); };
     const backend: AdminBackend = {
       status: unused, stats: unused, connections: unused, applyText: unused, doctor: unused, healthStatus: unused, watchHealth: unused,
-      clusterStatus: unused, failover: unused, configHistory: unused, rollback: unused, recordDrill: unused, getConfig: unused,
+      clusterStatus: unused, failover: unused, runDrill: unused, configHistory: unused, rollback: unused, recordDrill: unused, getConfig: unused,
       listEvents: async (q, sink) => {
         for (const e of log.recent(q.sinceUnixMs).slice(-q.limit)) sink.event(e);
         if (!q.follow) { sink.end(); return () => {}; }

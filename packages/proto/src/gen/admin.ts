@@ -23,6 +23,8 @@ import type { DirectorGroup as _lbd_admin_v1_DirectorGroup, DirectorGroup__Outpu
 import type { DirectorStatus as _lbd_admin_v1_DirectorStatus, DirectorStatus__Output as _lbd_admin_v1_DirectorStatus__Output } from './lbd/admin/v1/DirectorStatus.js';
 import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from './lbd/admin/v1/DoctorRequest.js';
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from './lbd/admin/v1/DoctorResponse.js';
+import type { DrillMove as _lbd_admin_v1_DrillMove, DrillMove__Output as _lbd_admin_v1_DrillMove__Output } from './lbd/admin/v1/DrillMove.js';
+import type { DrillResult as _lbd_admin_v1_DrillResult, DrillResult__Output as _lbd_admin_v1_DrillResult__Output } from './lbd/admin/v1/DrillResult.js';
 import type { EcmpStatus as _lbd_admin_v1_EcmpStatus, EcmpStatus__Output as _lbd_admin_v1_EcmpStatus__Output } from './lbd/admin/v1/EcmpStatus.js';
 import type { Event as _lbd_admin_v1_Event, Event__Output as _lbd_admin_v1_Event__Output } from './lbd/admin/v1/Event.js';
 import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest__Output as _lbd_admin_v1_FailoverRequest__Output } from './lbd/admin/v1/FailoverRequest.js';
@@ -53,6 +55,7 @@ import type { RecordDrillRequest as _lbd_admin_v1_RecordDrillRequest, RecordDril
 import type { RecordDrillResponse as _lbd_admin_v1_RecordDrillResponse, RecordDrillResponse__Output as _lbd_admin_v1_RecordDrillResponse__Output } from './lbd/admin/v1/RecordDrillResponse.js';
 import type { RollbackRequest as _lbd_admin_v1_RollbackRequest, RollbackRequest__Output as _lbd_admin_v1_RollbackRequest__Output } from './lbd/admin/v1/RollbackRequest.js';
 import type { RollbackResponse as _lbd_admin_v1_RollbackResponse, RollbackResponse__Output as _lbd_admin_v1_RollbackResponse__Output } from './lbd/admin/v1/RollbackResponse.js';
+import type { RunDrillRequest as _lbd_admin_v1_RunDrillRequest, RunDrillRequest__Output as _lbd_admin_v1_RunDrillRequest__Output } from './lbd/admin/v1/RunDrillRequest.js';
 import type { ServiceStats as _lbd_admin_v1_ServiceStats, ServiceStats__Output as _lbd_admin_v1_ServiceStats__Output } from './lbd/admin/v1/ServiceStats.js';
 import type { ServiceStatus as _lbd_admin_v1_ServiceStatus, ServiceStatus__Output as _lbd_admin_v1_ServiceStatus__Output } from './lbd/admin/v1/ServiceStatus.js';
 import type { WatchHealthRequest as _lbd_admin_v1_WatchHealthRequest, WatchHealthRequest__Output as _lbd_admin_v1_WatchHealthRequest__Output } from './lbd/admin/v1/WatchHealthRequest.js';
@@ -85,6 +88,8 @@ export interface ProtoGrpcType {
         DirectorStatus: MessageTypeDefinition<_lbd_admin_v1_DirectorStatus, _lbd_admin_v1_DirectorStatus__Output>
         DoctorRequest: MessageTypeDefinition<_lbd_admin_v1_DoctorRequest, _lbd_admin_v1_DoctorRequest__Output>
         DoctorResponse: MessageTypeDefinition<_lbd_admin_v1_DoctorResponse, _lbd_admin_v1_DoctorResponse__Output>
+        DrillMove: MessageTypeDefinition<_lbd_admin_v1_DrillMove, _lbd_admin_v1_DrillMove__Output>
+        DrillResult: MessageTypeDefinition<_lbd_admin_v1_DrillResult, _lbd_admin_v1_DrillResult__Output>
         EcmpStatus: MessageTypeDefinition<_lbd_admin_v1_EcmpStatus, _lbd_admin_v1_EcmpStatus__Output>
         Event: MessageTypeDefinition<_lbd_admin_v1_Event, _lbd_admin_v1_Event__Output>
         FailoverRequest: MessageTypeDefinition<_lbd_admin_v1_FailoverRequest, _lbd_admin_v1_FailoverRequest__Output>
@@ -115,6 +120,7 @@ export interface ProtoGrpcType {
         RecordDrillResponse: MessageTypeDefinition<_lbd_admin_v1_RecordDrillResponse, _lbd_admin_v1_RecordDrillResponse__Output>
         RollbackRequest: MessageTypeDefinition<_lbd_admin_v1_RollbackRequest, _lbd_admin_v1_RollbackRequest__Output>
         RollbackResponse: MessageTypeDefinition<_lbd_admin_v1_RollbackResponse, _lbd_admin_v1_RollbackResponse__Output>
+        RunDrillRequest: MessageTypeDefinition<_lbd_admin_v1_RunDrillRequest, _lbd_admin_v1_RunDrillRequest__Output>
         ServiceStats: MessageTypeDefinition<_lbd_admin_v1_ServiceStats, _lbd_admin_v1_ServiceStats__Output>
         ServiceStatus: MessageTypeDefinition<_lbd_admin_v1_ServiceStatus, _lbd_admin_v1_ServiceStatus__Output>
         WatchHealthRequest: MessageTypeDefinition<_lbd_admin_v1_WatchHealthRequest, _lbd_admin_v1_WatchHealthRequest__Output>

@@ -12,6 +12,7 @@ import type { ConfigHistoryRequest as _lbd_admin_v1_ConfigHistoryRequest, Config
 import type { ConfigHistoryResponse as _lbd_admin_v1_ConfigHistoryResponse, ConfigHistoryResponse__Output as _lbd_admin_v1_ConfigHistoryResponse__Output } from '../../../lbd/admin/v1/ConfigHistoryResponse.js';
 import type { DoctorRequest as _lbd_admin_v1_DoctorRequest, DoctorRequest__Output as _lbd_admin_v1_DoctorRequest__Output } from '../../../lbd/admin/v1/DoctorRequest.js';
 import type { DoctorResponse as _lbd_admin_v1_DoctorResponse, DoctorResponse__Output as _lbd_admin_v1_DoctorResponse__Output } from '../../../lbd/admin/v1/DoctorResponse.js';
+import type { DrillResult as _lbd_admin_v1_DrillResult, DrillResult__Output as _lbd_admin_v1_DrillResult__Output } from '../../../lbd/admin/v1/DrillResult.js';
 import type { Event as _lbd_admin_v1_Event, Event__Output as _lbd_admin_v1_Event__Output } from '../../../lbd/admin/v1/Event.js';
 import type { FailoverRequest as _lbd_admin_v1_FailoverRequest, FailoverRequest__Output as _lbd_admin_v1_FailoverRequest__Output } from '../../../lbd/admin/v1/FailoverRequest.js';
 import type { FailoverResponse as _lbd_admin_v1_FailoverResponse, FailoverResponse__Output as _lbd_admin_v1_FailoverResponse__Output } from '../../../lbd/admin/v1/FailoverResponse.js';
@@ -32,6 +33,7 @@ import type { RecordDrillRequest as _lbd_admin_v1_RecordDrillRequest, RecordDril
 import type { RecordDrillResponse as _lbd_admin_v1_RecordDrillResponse, RecordDrillResponse__Output as _lbd_admin_v1_RecordDrillResponse__Output } from '../../../lbd/admin/v1/RecordDrillResponse.js';
 import type { RollbackRequest as _lbd_admin_v1_RollbackRequest, RollbackRequest__Output as _lbd_admin_v1_RollbackRequest__Output } from '../../../lbd/admin/v1/RollbackRequest.js';
 import type { RollbackResponse as _lbd_admin_v1_RollbackResponse, RollbackResponse__Output as _lbd_admin_v1_RollbackResponse__Output } from '../../../lbd/admin/v1/RollbackResponse.js';
+import type { RunDrillRequest as _lbd_admin_v1_RunDrillRequest, RunDrillRequest__Output as _lbd_admin_v1_RunDrillRequest__Output } from '../../../lbd/admin/v1/RunDrillRequest.js';
 import type { WatchHealthRequest as _lbd_admin_v1_WatchHealthRequest, WatchHealthRequest__Output as _lbd_admin_v1_WatchHealthRequest__Output } from '../../../lbd/admin/v1/WatchHealthRequest.js';
 
 export interface AdminClient extends grpc.Client {
@@ -231,14 +233,14 @@ export interface AdminClient extends grpc.Client {
   listEvents(argument: _lbd_admin_v1_ListEventsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_admin_v1_Event__Output>;
   
   /**
-   * Stores a drill's result as a "drill" event (the lab's drills call it after each run). Write role.
+   * Stores a drill's result as a "drill" event (the lab's drills and lbadm drill call it after each run). Write role.
    */
   RecordDrill(argument: _lbd_admin_v1_RecordDrillRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
   RecordDrill(argument: _lbd_admin_v1_RecordDrillRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
   RecordDrill(argument: _lbd_admin_v1_RecordDrillRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
   RecordDrill(argument: _lbd_admin_v1_RecordDrillRequest, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
   /**
-   * Stores a drill's result as a "drill" event (the lab's drills call it after each run). Write role.
+   * Stores a drill's result as a "drill" event (the lab's drills and lbadm drill call it after each run). Write role.
    */
   recordDrill(argument: _lbd_admin_v1_RecordDrillRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
   recordDrill(argument: _lbd_admin_v1_RecordDrillRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_RecordDrillResponse__Output>): grpc.ClientUnaryCall;
@@ -261,6 +263,29 @@ export interface AdminClient extends grpc.Client {
   rollback(argument: _lbd_admin_v1_RollbackRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
   rollback(argument: _lbd_admin_v1_RollbackRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
   rollback(argument: _lbd_admin_v1_RollbackRequest, callback: grpc.requestCallback<_lbd_admin_v1_RollbackResponse__Output>): grpc.ClientUnaryCall;
+  
+  /**
+   * Runs a drill that is safe on live directors: "switchover" moves a vip group (or an ECMP slot, group
+   * slot-N) to another director and back, and measures each move from both directors: how long no one
+   * held the group's addresses, the established connections the new holder lacked, and the connections
+   * caught mid-handshake. Takes as long as the two moves and their sync (seconds). The caller records the
+   * result (RecordDrill), with what its own probe saw. FAILED_PRECONDITION when a move is refused. Write role.
+   */
+  RunDrill(argument: _lbd_admin_v1_RunDrillRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
+  RunDrill(argument: _lbd_admin_v1_RunDrillRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
+  RunDrill(argument: _lbd_admin_v1_RunDrillRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
+  RunDrill(argument: _lbd_admin_v1_RunDrillRequest, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
+  /**
+   * Runs a drill that is safe on live directors: "switchover" moves a vip group (or an ECMP slot, group
+   * slot-N) to another director and back, and measures each move from both directors: how long no one
+   * held the group's addresses, the established connections the new holder lacked, and the connections
+   * caught mid-handshake. Takes as long as the two moves and their sync (seconds). The caller records the
+   * result (RecordDrill), with what its own probe saw. FAILED_PRECONDITION when a move is refused. Write role.
+   */
+  runDrill(argument: _lbd_admin_v1_RunDrillRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
+  runDrill(argument: _lbd_admin_v1_RunDrillRequest, metadata: grpc.Metadata, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
+  runDrill(argument: _lbd_admin_v1_RunDrillRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
+  runDrill(argument: _lbd_admin_v1_RunDrillRequest, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
   
   /**
    * Health transitions: first those in the agent's history (its last 1000) at or after
@@ -359,7 +384,7 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
   ListEvents: grpc.handleServerStreamingCall<_lbd_admin_v1_ListEventsRequest__Output, _lbd_admin_v1_Event>;
   
   /**
-   * Stores a drill's result as a "drill" event (the lab's drills call it after each run). Write role.
+   * Stores a drill's result as a "drill" event (the lab's drills and lbadm drill call it after each run). Write role.
    */
   RecordDrill: grpc.handleUnaryCall<_lbd_admin_v1_RecordDrillRequest__Output, _lbd_admin_v1_RecordDrillResponse>;
   
@@ -368,6 +393,15 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
    * any apply).
    */
   Rollback: grpc.handleUnaryCall<_lbd_admin_v1_RollbackRequest__Output, _lbd_admin_v1_RollbackResponse>;
+  
+  /**
+   * Runs a drill that is safe on live directors: "switchover" moves a vip group (or an ECMP slot, group
+   * slot-N) to another director and back, and measures each move from both directors: how long no one
+   * held the group's addresses, the established connections the new holder lacked, and the connections
+   * caught mid-handshake. Takes as long as the two moves and their sync (seconds). The caller records the
+   * result (RecordDrill), with what its own probe saw. FAILED_PRECONDITION when a move is refused. Write role.
+   */
+  RunDrill: grpc.handleUnaryCall<_lbd_admin_v1_RunDrillRequest__Output, _lbd_admin_v1_DrillResult>;
   
   /**
    * Health transitions: first those in the agent's history (its last 1000) at or after
@@ -393,5 +427,6 @@ export interface AdminDefinition extends grpc.ServiceDefinition {
   ListEvents: MethodDefinition<_lbd_admin_v1_ListEventsRequest, _lbd_admin_v1_Event, _lbd_admin_v1_ListEventsRequest__Output, _lbd_admin_v1_Event__Output>
   RecordDrill: MethodDefinition<_lbd_admin_v1_RecordDrillRequest, _lbd_admin_v1_RecordDrillResponse, _lbd_admin_v1_RecordDrillRequest__Output, _lbd_admin_v1_RecordDrillResponse__Output>
   Rollback: MethodDefinition<_lbd_admin_v1_RollbackRequest, _lbd_admin_v1_RollbackResponse, _lbd_admin_v1_RollbackRequest__Output, _lbd_admin_v1_RollbackResponse__Output>
+  RunDrill: MethodDefinition<_lbd_admin_v1_RunDrillRequest, _lbd_admin_v1_DrillResult, _lbd_admin_v1_RunDrillRequest__Output, _lbd_admin_v1_DrillResult__Output>
   WatchHealth: MethodDefinition<_lbd_admin_v1_WatchHealthRequest, _lbd_admin_v1_HealthEvent, _lbd_admin_v1_WatchHealthRequest__Output, _lbd_admin_v1_HealthEvent__Output>
 }

@@ -1,0 +1,113 @@
+import assert from 'node:assert/strict';
+import type { GroupHolding } from '@lbd/connsync';
+import { drillResult, measureMove, runSwitchoverDrill, type DrillDeps, type MoveSamples } from './drill.js';
+
+const T0 = 1_800_000_000_000;
+
+function holding(director: string, connections: Record<string, string>, times: { claimed?: number; released?: number } = {}): GroupHolding {
+  return {
+    director, role: 'leader', claimedAtUnixMs: times.claimed ?? 0, releasedAtUnixMs: times.released ?? 0, readAtUnixMs: T0,
+    connections: new Map(Object.entries(connections)),
+  };
+}
+
+const base: MoveSamples = {
+  from: 'dir1', to: 'dir2', tookMs: 80, askedAtUnixMs: T0, notMeasured: '',
+  before: holding('dir1', { a: 'ESTABLISHED', b: 'ESTABLISHED', u: 'ASSURED', h: 'SYN_RECV', t: 'TIME_WAIT' }),
+  oldAfter: holding('dir1', { a: 'ESTABLISHED', b: 'ESTABLISHED', u: 'ASSURED', h: 'SYN_RECV', n: 'SYN_RECV', t: 'TIME_WAIT' }, { released: T0 + 40 }),
+  newAfter: holding('dir2', { a: 'ESTABLISHED', b: 'ESTABLISHED', u: 'ASSURED' }, { claimed: T0 + 75 }),
+};
+
+describe('drill switchover: what a move did, from both directors', () => {
+  it('a clean move: every established connection held by the new holder, the gap from release to claim, the handshakes it caught', () => {
+    assert.deepEqual(measureMove(base), {
+      from: 'dir1', to: 'dir2', tookMs: 80, holderlessMs: 35, establishedBefore: 3, establishedMissing: 0, handshakesCaught: 2, notMeasured: '',
+    });
+  });
+
+  it('an established connection the new holder lacks is missing; one that ended before the move (gone from the old holder) is not', () => {
+    const m = measureMove({
+      ...base,
+      oldAfter: holding('dir1', { a: 'ESTABLISHED', u: 'ASSURED' }, { released: T0 + 40 }),
+      newAfter: holding('dir2', { u: 'ASSURED' }, { claimed: T0 + 75 }),
+    });
+    // a: open on dir1 after the move, not on dir2: broken. b: gone from dir1 too: it ended, nothing was lost.
+    assert.deepEqual([m.establishedBefore, m.establishedMissing], [3, 1]);
+  });
+
+  it('times from before the move are an earlier move\'s: unknown, and said so', () => {
+    const m = measureMove({ ...base, oldAfter: holding('dir1', {}, { released: T0 - 5000 }) });
+    assert.equal(m.holderlessMs, -1);
+    assert.match(m.notMeasured, /no release by dir1 recorded since the move was asked/);
+  });
+
+  it('without the connections (sync off, a peer too old) the figures are -1 with the reason, and the drill does not pass', () => {
+    const m = measureMove({ ...base, before: null, notMeasured: 'connection sync is off on dir1' });
+    assert.deepEqual([m.establishedBefore, m.establishedMissing, m.handshakesCaught, m.holderlessMs], [-1, -1, -1, 35]);
+    const r = drillResult('web', 'dir1', 'dir2', [m, m]);
+    assert.equal(r.result, 'fail');
+    assert.match(r.summary, /not measured: connection sync is off on dir1/);
+  });
+
+  it('runs there and back, waits until the leader holds what the visited director holds before the way back, and passes', async () => {
+    const h = new FakeCluster();
+    const r = await runSwitchoverDrill('web', '', h.deps());
+    assert.deepEqual(h.moves, ['dir1 -> dir2', 'dir2 -> dir1']);
+    assert.equal(r.result, 'pass', r.summary);
+    assert.deepEqual(r.moves.map((m) => [m.from, m.to, m.establishedMissing, m.holderlessMs]), [['dir1', 'dir2', 0, 30], ['dir2', 'dir1', 0, 30]]);
+    // The connection made on dir2 during the visit reached dir1 (after two polls) before the group went back.
+    assert.ok(h.polls >= 2, `polled ${h.polls} times`);
+    assert.equal(r.fields.brokenConnections, '0');
+    assert.match(r.summary, /^switchover of web: pass; dir1 -> dir2 in 80 ms: 30 ms without a holder, 0 of 2 established connections missing/);
+  });
+
+  it('refuses a group nobody leads, or a move to its own leader, before moving anything', async () => {
+    const h = new FakeCluster();
+    await assert.rejects(runSwitchoverDrill('nobody', '', h.deps()), /nobody leads nobody now/);
+    await assert.rejects(runSwitchoverDrill('web', 'dir1', h.deps()), /dir1 leads web already/);
+    assert.deepEqual(h.moves, []);
+  });
+});
+
+/** Two directors: dir1 leads `web` with two connections; dir2 copies them; a third one is made on dir2 while it leads. */
+class FakeCluster {
+  readonly moves: string[] = [];
+  polls = 0;
+  private clock = T0;
+  private leader = 'dir1';
+  private readonly tables = new Map<string, Map<string, string>>([
+    ['dir1', new Map([['a', 'ESTABLISHED'], ['b', 'ESTABLISHED']])],
+    ['dir2', new Map([['a', 'ESTABLISHED'], ['b', 'ESTABLISHED']])],
+  ]);
+  private readonly claimed = new Map<string, number>();
+  private readonly released = new Map<string, number>();
+
+  deps(): DrillDeps {
+    return {
+      leaderOf: async (g) => (g === 'web' ? this.leader : null),
+      failover: async (_g, to) => {
+        const from = this.leader;
+        const target = to === '' ? (from === 'dir1' ? 'dir2' : 'dir1') : to;
+        this.clock += 50;
+        this.released.set(from, this.clock);
+        this.clock += 30;
+        this.claimed.set(target, this.clock);
+        this.leader = target;
+        this.moves.push(`${from} -> ${target}`);
+        // A client connects through the visited director: dir1 gets its copy only after a while.
+        if (target === 'dir2') this.tables.get('dir2')!.set('c', 'ESTABLISHED');
+        return { from, to: target, tookMs: 80 };
+      },
+      holding: async (director) => {
+        if (director === 'dir1' && this.leader === 'dir2' && ++this.polls === 2) this.tables.get('dir1')!.set('c', 'ESTABLISHED');
+        return {
+          director, role: director === this.leader ? 'leader' : 'standby', claimedAtUnixMs: this.claimed.get(director) ?? 0,
+          releasedAtUnixMs: this.released.get(director) ?? 0, readAtUnixMs: this.clock, connections: new Map(this.tables.get(director)!),
+        };
+      },
+      holdingsUnavailable: () => null,
+      now: () => this.clock,
+      sleep: async (ms) => { this.clock += ms; },
+    };
+  }
+}

@@ -1,0 +1,153 @@
+import type { GroupHolding } from '@lbd/connsync';
+import type { DrillMove__Output as DrillMove, DrillResult__Output as DrillResult } from '@lbd/proto';
+
+/**
+ * The drill an operator runs on live directors (`lbadm drill switchover`): a planned move of a vip group (or
+ * of an ECMP slot, election group slot-N) to another director and back, measured from the two directors
+ * themselves: each one's record of when it released and claimed the group's addresses, and what each holds
+ * of the group's connections in its kernel before and after each move. Failure drills (box death, cuts,
+ * pauses) need a lab around the directors and stay `deploy/lab/lab drill`.
+ *
+ * `measureMove` is pure (samples in, figures out); `runSwitchoverDrill` drives the moves through `DrillDeps`.
+ */
+
+/** TCP states a synced copy exists for (connsync's copiable), and UDP's assured: a client's flow in progress. */
+const ESTABLISHED_STATES: ReadonlySet<string> = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'ASSURED']);
+/** A TCP connection mid-handshake: not synced, so a move catches it. */
+const HANDSHAKE_STATES: ReadonlySet<string> = new Set(['SYN_SENT', 'SYN_RECV', 'SYN_SENT2']);
+
+/** One move's samples: the old holder before it, and both directors after it. Null: not readable (why in `notMeasured`). */
+export interface MoveSamples {
+  readonly from: string;
+  readonly to: string;
+  readonly tookMs: number;
+  /** When the move was asked (Unix ms): claims and releases before it belong to earlier moves. */
+  readonly askedAtUnixMs: number;
+  readonly before: GroupHolding | null;
+  readonly oldAfter: GroupHolding | null;
+  readonly newAfter: GroupHolding | null;
+  readonly notMeasured: string;
+}
+
+/**
+ * A move's figures. Time without a holder: the old holder's release to the new holder's claim, each by its own
+ * clock (NTP's error is in it). Established connections missing: the old holder's established ones before the
+ * move, still in its table after (not ended), that the new holder does not hold: their next packet finds no
+ * state. Handshakes caught: the old holder's connections mid-handshake after the move that the new holder
+ * does not hold (handshakes are not synced; the client's SYN retry goes to the new holder, or the attempt fails).
+ */
+export function measureMove(s: MoveSamples): DrillMove {
+  const released = s.oldAfter?.releasedAtUnixMs ?? 0;
+  const claimed = s.newAfter?.claimedAtUnixMs ?? 0;
+  const holderless = released >= s.askedAtUnixMs && claimed >= s.askedAtUnixMs ? claimed - released : -1;
+  let establishedBefore = -1;
+  let missing = -1;
+  let caught = -1;
+  if (s.before !== null && s.oldAfter !== null && s.newAfter !== null) {
+    const old = s.oldAfter.connections;
+    const now = s.newAfter.connections;
+    establishedBefore = 0;
+    missing = 0;
+    for (const [key, state] of s.before.connections) {
+      if (!ESTABLISHED_STATES.has(state)) continue;
+      establishedBefore++;
+      if (old.has(key) && !now.has(key)) missing++;
+    }
+    caught = 0;
+    for (const [key, state] of old) if (HANDSHAKE_STATES.has(state) && !now.has(key)) caught++;
+  }
+  const why = [s.notMeasured];
+  if (holderless < 0) why.push(`no ${released < s.askedAtUnixMs ? `release by ${s.from}` : `claim by ${s.to}`} recorded since the move was asked`);
+  return {
+    from: s.from, to: s.to, tookMs: s.tookMs, holderlessMs: holderless, establishedBefore, establishedMissing: missing, handshakesCaught: caught,
+    notMeasured: why.filter((w) => w !== '').join('; '),
+  };
+}
+
+/** What the drill needs of the cluster, from the director that runs it. */
+export interface DrillDeps {
+  /** The group's leader now (etcd's record), or null when nobody leads it. */
+  leaderOf(group: string): Promise<string | null>;
+  /** A planned switchover (admin Failover): `to` empty for the best other director. */
+  failover(group: string, to: string): Promise<{ from: string; to: string; tookMs: number }>;
+  /** What `director` holds of `group` now (this director's own table, or a peer's over GroupConnections). */
+  holding(director: string, group: string): Promise<GroupHolding>;
+  /** Why holdings cannot be read at all (connection sync is off here), or null. */
+  holdingsUnavailable(): string | null;
+  /** Wall clock (Unix ms) and a pause (the wait for the visited director's copy: a bounded poll). */
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+/** How long the drill waits for the director it moved the group to to copy its connections back before it returns. */
+const DRILL_COPY_BACK_WAIT_MS = 15_000;
+const COPY_BACK_POLL_MS = 250;
+
+/**
+ * Moves `group` to `to` (or the best other director) and back to its leader, sampling both directors around
+ * each move. Before moving back it waits (bounded) until the leader holds every established connection the
+ * visited director holds: an operator's switchover waits for sync the same way (preempt: after-sync).
+ * Throws when a move is refused; a sample that cannot be read leaves its figures unmeasured, not the drill failed.
+ */
+export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps): Promise<DrillResult> {
+  const leader = await d.leaderOf(group);
+  if (leader === null) throw new Error(`nobody leads ${group} now: there is nothing to move (lbadm cluster status shows why)`);
+  if (to === leader) throw new Error(`${to} leads ${group} already: name another director with --to, or leave it out`);
+  const unavailable = d.holdingsUnavailable();
+  const sample = async (director: string): Promise<{ h: GroupHolding | null; why: string }> => {
+    if (unavailable !== null) return { h: null, why: unavailable };
+    try {
+      return { h: await d.holding(director, group), why: '' };
+    } catch (err) {
+      return { h: null, why: `the connections on ${director} could not be read: ${err instanceof Error ? err.message : String(err)}` };
+    }
+  };
+  const move = async (from: string, target: string, before: { h: GroupHolding | null; why: string }): Promise<DrillMove> => {
+    const askedAtUnixMs = d.now();
+    const r = await d.failover(group, target);
+    const [oldAfter, newAfter] = await Promise.all([sample(r.from), sample(r.to)]);
+    return measureMove({
+      from: r.from, to: r.to, tookMs: r.tookMs, askedAtUnixMs, before: before.h, oldAfter: oldAfter.h, newAfter: newAfter.h,
+      notMeasured: [...new Set([before.why, oldAfter.why, newAfter.why].filter((w) => w !== ''))].join('; '),
+    });
+  };
+
+  const there = await move(leader, to, await sample(leader));
+  const visited = there.to;
+  // The way back: once the leader holds what the visited director holds (its own connections and those it
+  // made meanwhile), or the wait is over (the figures then say what was missing).
+  let beforeBack = await sample(visited);
+  const deadline = d.now() + DRILL_COPY_BACK_WAIT_MS;
+  while (beforeBack.h !== null && d.now() < deadline) {
+    const home = await sample(leader);
+    if (home.h === null) break;
+    const missing = [...beforeBack.h.connections].some(([key, state]) => ESTABLISHED_STATES.has(state) && !home.h!.connections.has(key));
+    if (!missing) break;
+    await d.sleep(COPY_BACK_POLL_MS);
+    beforeBack = await sample(visited);
+  }
+  const back = await move(visited, leader, beforeBack);
+  return drillResult(group, leader, visited, [there, back]);
+}
+
+/** The verdict and the one line: a drill passes when both moves happened and no established connection was missing. */
+export function drillResult(group: string, leader: string, visited: string, moves: readonly DrillMove[]): DrillResult {
+  const missing = moves.reduce((n, m) => n + Math.max(0, m.establishedMissing), 0);
+  // Unmeasured is not a pass: a drill that could not see the connections has not shown that they survive.
+  const pass = moves.length === 2 && moves.every((m) => m.establishedMissing === 0);
+  const figure = (n: number, unit = ''): string => (n < 0 ? 'not measured' : `${n}${unit}`);
+  const words = moves.map((m) => `${m.from} -> ${m.to} in ${Math.round(m.tookMs)} ms: ${figure(m.holderlessMs, ' ms')} without a holder, `
+    + `${figure(m.establishedMissing)} of ${figure(m.establishedBefore)} established connections missing, ${figure(m.handshakesCaught)} handshakes caught`);
+  const notMeasured = [...new Set(moves.map((m) => m.notMeasured).filter((w) => w !== ''))];
+  const summary = `switchover of ${group}: ${pass ? 'pass' : 'FAIL'}; ${words.join('; back ')}${notMeasured.length > 0 ? ` (not measured: ${notMeasured.join('; ')})` : ''}`;
+  const fields: Record<string, string> = { group, oldLeader: leader, newLeader: visited, brokenConnections: String(missing) };
+  moves.forEach((m, i) => {
+    const p = i === 0 ? 'there' : 'back';
+    fields[`${p}TookMs`] = String(Math.round(m.tookMs));
+    fields[`${p}NoHolderMs`] = String(m.holderlessMs);
+    fields[`${p}EstablishedBefore`] = String(m.establishedBefore);
+    fields[`${p}EstablishedMissing`] = String(m.establishedMissing);
+    fields[`${p}HandshakesCaught`] = String(m.handshakesCaught);
+  });
+  return { scenario: 'switchover', group, leader, visited, result: pass ? 'pass' : 'fail', summary, moves: [...moves], fields };
+}

@@ -1,0 +1,70 @@
+// GENERATED CODE: do not edit by hand.
+// Generated from proto/lbd/admin/v1/admin.proto, proto/lbd/peer/v1/peer.proto, proto/lbd/peer/v1/sync.proto by `pnpm --filter @lbd/proto run gen`, which runs
+// proto-loader-gen-types --keepCase=false --longs=Number --enums=String --defaults --oneofs --includeComments --grpcLib=@grpc/grpc-js --importFileExtension=.js -I ../../proto -O src/gen lbd/admin/v1/admin.proto lbd/peer/v1/peer.proto lbd/peer/v1/sync.proto
+// Original file: ../../proto/lbd/admin/v1/admin.proto
+
+import type { Long } from '@grpc/proto-loader';
+
+export interface DrillMove {
+  'from'?: (string);
+  'to'?: (string);
+  /**
+   * The planned failover, asked to answered.
+   */
+  'tookMs'?: (number | string);
+  /**
+   * From the old holder's release to the new holder's claim of the group's addresses, by each director's
+   * own clock; -1 when either time is unknown.
+   */
+  'holderlessMs'?: (number | string | Long);
+  /**
+   * The old holder's established connections of the group just before the move.
+   */
+  'establishedBefore'?: (number | string | Long);
+  /**
+   * Of those, the ones still open on the old holder after the move that the new holder did not hold: a
+   * client's next packet finds no state there (broken). -1: not measured (see not_measured).
+   */
+  'establishedMissing'?: (number | string | Long);
+  /**
+   * Connections of the group in a handshake on the old holder after the move, which the new holder does
+   * not hold (a handshake is not synced: the client retries its SYN, or fails). -1: not measured.
+   */
+  'handshakesCaught'?: (number | string | Long);
+  /**
+   * Why a figure is -1 (e.g. connection sync is off, or a director too old to answer).
+   */
+  'notMeasured'?: (string);
+}
+
+export interface DrillMove__Output {
+  'from': (string);
+  'to': (string);
+  /**
+   * The planned failover, asked to answered.
+   */
+  'tookMs': (number);
+  /**
+   * From the old holder's release to the new holder's claim of the group's addresses, by each director's
+   * own clock; -1 when either time is unknown.
+   */
+  'holderlessMs': (number);
+  /**
+   * The old holder's established connections of the group just before the move.
+   */
+  'establishedBefore': (number);
+  /**
+   * Of those, the ones still open on the old holder after the move that the new holder did not hold: a
+   * client's next packet finds no state there (broken). -1: not measured (see not_measured).
+   */
+  'establishedMissing': (number);
+  /**
+   * Connections of the group in a handshake on the old holder after the move, which the new holder does
+   * not hold (a handshake is not synced: the client retries its SYN, or fails). -1: not measured.
+   */
+  'handshakesCaught': (number);
+  /**
+   * Why a figure is -1 (e.g. connection sync is off, or a director too old to answer).
+   */
+  'notMeasured': (string);
+}
