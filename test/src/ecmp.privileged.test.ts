@@ -158,7 +158,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
   });
 
   it('lbadm drill switchover --slot N, as an operator runs it on live directors: the slot goes to another director and back, each move measured from both; the streams live on', async function () {
-    interface Move { from: string; to: string; holderlessMs: number; establishedBefore: number; establishedMissing: number; handshakesCaught: number }
+    interface Move { from: string; to: string; holderlessMs: number; establishedBefore: number; establishedMissing: number; youngCaught: number }
     let drill: { result: string; summary: string; moves: Move[]; event: string; probe: { requests: number; failed: number } } | undefined;
     const r = await underLoad(lab, async (owners) => {
       const owner = owners.get(0)!;

@@ -1,6 +1,6 @@
-import { connectionKey, type ConnectionIdentity } from '@lbd/dataplane';
+import { connectionKey, type Endpoint, type SyncedConnection } from '@lbd/dataplane';
 import type { GroupConnectionsReply, GroupConnectionsReply__Output } from '@lbd/proto';
-import { connectionIdIn, connectionIdOut, MalformedMessage, STATES } from './wire.js';
+import { connectionIdIn, connectionIdOut, endpointIn, MalformedMessage, STATES } from './wire.js';
 
 /**
  * What one director holds of one vip group's (or ECMP slot's) connections at one moment, and when it last
@@ -16,8 +16,21 @@ export interface GroupHolding {
   readonly claimedAtUnixMs: number;
   readonly releasedAtUnixMs: number;
   readonly readAtUnixMs: number;
-  /** connectionKey → conntrack state (SYN_RECV, ESTABLISHED, ..., ASSURED). */
-  readonly connections: ReadonlyMap<string, string>;
+  /** connectionKey → what the director holds of it. */
+  readonly connections: ReadonlyMap<string, HeldConnection>;
+}
+
+export interface HeldConnection {
+  /** conntrack's state (SYN_RECV, ESTABLISHED, ..., ASSURED). */
+  readonly state: string;
+  /** Its NAT binding as one word, `real server>local address` (`-` without one): equal on two directors, the same connection. */
+  readonly binding: string;
+}
+
+/** A connection's NAT binding as HeldConnection.binding spells it. */
+export function bindingOf(realServer: Endpoint, localAddress: Endpoint | null): string {
+  const text = (e: Endpoint | null): string => (e === null ? '-' : e.address.includes(':') ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`);
+  return `${text(realServer)}>${text(localAddress)}`;
 }
 
 /** What the agent says of a group besides its connections (ConnectionSyncOptions.groupState). */
@@ -28,19 +41,24 @@ export interface GroupState {
 }
 
 /** Connections per GroupConnections message: well under the peer channel's message limit with IPv6 addresses. */
-export const HOLDING_BATCH = 5000;
+const HOLDING_BATCH = 5000;
 /** The most connections a peer's answer may carry: beyond it the answer is refused, not held in memory. */
 const MAX_HOLDING_CONNECTIONS = 2_000_000;
 
 /** The messages of one GroupConnections answer: the group's state in the first, connections in batches. */
-export function holdingReplies(h: GroupHolding, identities: ReadonlyMap<string, ConnectionIdentity>): GroupConnectionsReply[] {
+export function holdingReplies(h: Omit<GroupHolding, 'connections'>, connections: readonly SyncedConnection[]): GroupConnectionsReply[] {
   const head = {
     director: h.director, role: h.role, claimedAtUnixMs: h.claimedAtUnixMs, releasedAtUnixMs: h.releasedAtUnixMs, readAtUnixMs: h.readAtUnixMs,
   };
-  const all = [...h.connections].map(([key, state]) => ({ id: connectionIdOut(identities.get(key)!), state }));
+  const all = connections.map((f) => ({ id: connectionIdOut(f), state: f.state, realServer: f.realServer, localAddress: f.localAddress }));
   const out: GroupConnectionsReply[] = [];
   for (let i = 0; i === 0 || i < all.length; i += HOLDING_BATCH) out.push({ ...head, connections: all.slice(i, i + HOLDING_BATCH) });
   return out;
+}
+
+/** A director's own connections of a group, as GroupHolding keeps them. */
+export function heldConnections(connections: readonly SyncedConnection[]): Map<string, HeldConnection> {
+  return new Map(connections.map((f) => [connectionKey(f), { state: f.state, binding: bindingOf(f.realServer, f.localAddress) }]));
 }
 
 /**
@@ -51,13 +69,16 @@ export function holdingFromReplies(replies: readonly GroupConnectionsReply__Outp
   const first = replies[0];
   if (first === undefined) throw new MalformedMessage('GroupConnections', null, `came back from ${peer} with no message`);
   if (first.director !== peer) throw new MalformedMessage('GroupConnections.director', first.director, `is not ${peer}, who was asked`);
-  const connections = new Map<string, string>();
+  const connections = new Map<string, HeldConnection>();
   replies.forEach((r, i) => {
     r.connections.forEach((c, j) => {
       const path = `GroupConnections[${i}].connections[${j}]`;
       if (c.id === null) throw new MalformedMessage(`${path}.id`, null, 'is missing');
       if (!STATES.has(c.state)) throw new MalformedMessage(`${path}.state`, c.state, 'is not a conntrack state');
-      connections.set(connectionKey(connectionIdIn(c.id, `${path}.id`)), c.state);
+      if (c.realServer === null) throw new MalformedMessage(`${path}.realServer`, null, 'is missing');
+      const realServer = endpointIn(c.realServer, `${path}.realServer`);
+      const localAddress = c.localAddress === null ? null : endpointIn(c.localAddress, `${path}.localAddress`);
+      connections.set(connectionKey(connectionIdIn(c.id, `${path}.id`)), { state: c.state, binding: bindingOf(realServer, localAddress) });
     });
     if (connections.size > MAX_HOLDING_CONNECTIONS) throw new MalformedMessage('GroupConnections', connections.size, `holds more than ${MAX_HOLDING_CONNECTIONS} connections`);
   });

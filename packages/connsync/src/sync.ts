@@ -1,13 +1,13 @@
 import * as grpc from '@grpc/grpc-js';
 import type { EcmpTier, Endpoint, PeerEndpoint, Service } from '@lbd/config';
 import { serviceKey } from '@lbd/config';
-import { connectionKey, type ConnectionIdentity, type ConnectionTable, type SyncedConnection } from '@lbd/dataplane';
+import type { ConnectionTable, SyncedConnection } from '@lbd/dataplane';
 import {
   createConnSyncClient, peerIdsOfCall, type ConnSyncClient, type ConnSyncHandlers, type GroupConnectionsReply, type GroupConnectionsReply__Output, type GroupConnectionsRequest__Output,
   type PeerSecurity, type SyncMessage__Output, type SyncReply, type SyncReply__Output,
 } from '@lbd/proto';
 import type { Logger } from '@lbd/log';
-import { holdingFromReplies, holdingReplies, type GroupHolding, type GroupState } from './holding.js';
+import { heldConnections, holdingFromReplies, holdingReplies, type GroupHolding, type GroupState } from './holding.js';
 import { SyncReceiver, type ReceiverStatus } from './receiver.js';
 import { SyncSender, type Dial, type SenderOptions, type SenderStatus } from './sender.js';
 import { SlotMap } from './slots.js';
@@ -175,8 +175,8 @@ export class ConnectionSync {
         if (authorized(call, 'GroupConnections call') === null) return;
         void (async () => {
           try {
-            const { holding, identities } = await this.holdingWithIdentities(call.request.group);
-            for (const reply of holdingReplies(holding, identities)) {
+            const { head, connections } = await this.groupConnections(call.request.group);
+            for (const reply of holdingReplies(head, connections)) {
               if (call.cancelled) return;
               if (!call.write(reply)) await new Promise((resolve) => call.once('drain', resolve));
             }
@@ -233,7 +233,8 @@ export class ConnectionSync {
    * the connections of ECMP services whose local address is in the slot's pool), with the agent's state of it.
    */
   async holding(group: string): Promise<GroupHolding> {
-    return (await this.holdingWithIdentities(group)).holding;
+    const { head, connections } = await this.groupConnections(group);
+    return { ...head, connections: heldConnections(connections) };
   }
 
   /** The same, asked of `peer` over its ConnSync.GroupConnections; rejects with the call's error. */
@@ -254,18 +255,10 @@ export class ConnectionSync {
     });
   }
 
-  private async holdingWithIdentities(group: string): Promise<{ holding: GroupHolding; identities: Map<string, ConnectionIdentity> }> {
+  private async groupConnections(group: string): Promise<{ head: Omit<GroupHolding, 'connections'>; connections: SyncedConnection[] }> {
     const readAtUnixMs = Date.now();
     const [table, state] = await Promise.all([this.o.table.dump(), this.o.groupState?.(group) ?? { role: '', claimedAtUnixMs: 0, releasedAtUnixMs: 0 }]);
-    const connections = new Map<string, string>();
-    const identities = new Map<string, ConnectionIdentity>();
-    for (const f of table) {
-      if (this.groupOfConnection(f) !== group) continue;
-      const key = connectionKey(f);
-      connections.set(key, f.state);
-      identities.set(key, { protocol: f.protocol, client: f.client, vip: f.vip });
-    }
-    return { holding: { director: this.o.self, ...state, readAtUnixMs, connections }, identities };
+    return { head: { director: this.o.self, ...state, readAtUnixMs }, connections: table.filter((f) => this.groupOfConnection(f) === group) };
   }
 
   /** The vip group (or slot group) a connection in the kernel goes with under the running config, or null. */

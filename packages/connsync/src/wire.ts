@@ -89,7 +89,7 @@ export function connectionIdIn(f: ConnectionId__Output, path: string): Connectio
   return { protocol: f.protocol, client, vip };
 }
 
-function endpointIn(h: Endpoint__Output, path: string): Endpoint {
+export function endpointIn(h: Endpoint__Output, path: string): Endpoint {
   // Only plain addresses: a scope id or a name would reach conntrack's command line.
   if (typeof h.address !== 'string' || isIP(h.address) === 0 || h.address.includes('%')) {
     throw new MalformedMessage(`${path}.address`, h.address, 'is not an IP address');

@@ -1,14 +1,22 @@
 import assert from 'node:assert/strict';
-import type { GroupHolding } from '@lbd/connsync';
+import type { GroupHolding, HeldConnection } from '@lbd/connsync';
 import { drillResult, measureMove, runSwitchoverDrill, type DrillDeps, type MoveSamples } from './drill.js';
 
 const T0 = 1_800_000_000_000;
 
+/** `connections`: key → state, bound to rs1 unless the state says `STATE@rsN`. */
 function holding(director: string, connections: Record<string, string>, times: { claimed?: number; released?: number } = {}): GroupHolding {
   return {
     director, role: 'leader', claimedAtUnixMs: times.claimed ?? 0, releasedAtUnixMs: times.released ?? 0, readAtUnixMs: T0,
-    connections: new Map(Object.entries(connections)),
+    connections: held(connections),
   };
+}
+
+function held(connections: Record<string, string>): Map<string, HeldConnection> {
+  return new Map(Object.entries(connections).map(([key, s]) => {
+    const [state = '', rs = 'rs1'] = s.split('@');
+    return [key, { state, binding: `${rs}>-` }];
+  }));
 }
 
 const base: MoveSamples = {
@@ -19,9 +27,9 @@ const base: MoveSamples = {
 };
 
 describe('drill switchover: what a move did, from both directors', () => {
-  it('a clean move: every established connection held by the new holder, the gap from release to claim, the handshakes it caught', () => {
+  it('a clean move: every established connection held by the new holder, the gap from release to claim, the young connections it caught', () => {
     assert.deepEqual(measureMove(base), {
-      from: 'dir1', to: 'dir2', tookMs: 80, holderlessMs: 35, establishedBefore: 3, establishedMissing: 0, handshakesCaught: 2, notMeasured: '',
+      from: 'dir1', to: 'dir2', tookMs: 80, holderlessMs: 35, establishedBefore: 3, establishedMissing: 0, youngCaught: 2, notMeasured: '',
     });
   });
 
@@ -35,6 +43,11 @@ describe('drill switchover: what a move did, from both directors', () => {
     assert.deepEqual([m.establishedBefore, m.establishedMissing], [3, 1]);
   });
 
+  it('a connection the new holder holds with another binding (picked up mid-stream, scheduled afresh) is missing too', () => {
+    const m = measureMove({ ...base, newAfter: holding('dir2', { a: 'ESTABLISHED@rs2', b: 'ESTABLISHED', u: 'ASSURED', h: 'SYN_RECV@rs3' }, { claimed: T0 + 75 }) });
+    assert.deepEqual([m.establishedMissing, m.youngCaught], [1, 2]);
+  });
+
   it('times from before the move are an earlier move\'s: unknown, and said so', () => {
     const m = measureMove({ ...base, oldAfter: holding('dir1', {}, { released: T0 - 5000 }) });
     assert.equal(m.holderlessMs, -1);
@@ -43,7 +56,7 @@ describe('drill switchover: what a move did, from both directors', () => {
 
   it('without the connections (sync off, a peer too old) the figures are -1 with the reason, and the drill does not pass', () => {
     const m = measureMove({ ...base, before: null, notMeasured: 'connection sync is off on dir1' });
-    assert.deepEqual([m.establishedBefore, m.establishedMissing, m.handshakesCaught, m.holderlessMs], [-1, -1, -1, 35]);
+    assert.deepEqual([m.establishedBefore, m.establishedMissing, m.youngCaught, m.holderlessMs], [-1, -1, -1, 35]);
     const r = drillResult('web', 'dir1', 'dir2', [m, m]);
     assert.equal(r.result, 'fail');
     assert.match(r.summary, /not measured: connection sync is off on dir1/);
@@ -75,9 +88,9 @@ class FakeCluster {
   polls = 0;
   private clock = T0;
   private leader = 'dir1';
-  private readonly tables = new Map<string, Map<string, string>>([
-    ['dir1', new Map([['a', 'ESTABLISHED'], ['b', 'ESTABLISHED']])],
-    ['dir2', new Map([['a', 'ESTABLISHED'], ['b', 'ESTABLISHED']])],
+  private readonly tables = new Map<string, Map<string, HeldConnection>>([
+    ['dir1', held({ a: 'ESTABLISHED', b: 'ESTABLISHED' })],
+    ['dir2', held({ a: 'ESTABLISHED', b: 'ESTABLISHED' })],
   ]);
   private readonly claimed = new Map<string, number>();
   private readonly released = new Map<string, number>();
@@ -95,11 +108,11 @@ class FakeCluster {
         this.leader = target;
         this.moves.push(`${from} -> ${target}`);
         // A client connects through the visited director: dir1 gets its copy only after a while.
-        if (target === 'dir2') this.tables.get('dir2')!.set('c', 'ESTABLISHED');
+        if (target === 'dir2') this.tables.get('dir2')!.set('c', { state: 'ESTABLISHED', binding: 'rs2>-' });
         return { from, to: target, tookMs: 80 };
       },
       holding: async (director) => {
-        if (director === 'dir1' && this.leader === 'dir2' && ++this.polls === 2) this.tables.get('dir1')!.set('c', 'ESTABLISHED');
+        if (director === 'dir1' && this.leader === 'dir2' && ++this.polls === 2) this.tables.get('dir1')!.set('c', { state: 'ESTABLISHED', binding: 'rs2>-' });
         return {
           director, role: director === this.leader ? 'leader' : 'standby', claimedAtUnixMs: this.claimed.get(director) ?? 0,
           releasedAtUnixMs: this.released.get(director) ?? 0, readAtUnixMs: this.clock, connections: new Map(this.tables.get(director)!),

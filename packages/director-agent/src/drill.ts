@@ -13,8 +13,8 @@ import type { DrillMove__Output as DrillMove, DrillResult__Output as DrillResult
 
 /** TCP states a synced copy exists for (connsync's copiable), and UDP's assured: a client's flow in progress. */
 const ESTABLISHED_STATES: ReadonlySet<string> = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'ASSURED']);
-/** A TCP connection mid-handshake: not synced, so a move catches it. */
-const HANDSHAKE_STATES: ReadonlySet<string> = new Set(['SYN_SENT', 'SYN_RECV', 'SYN_SENT2']);
+/** Too young to be copied: a TCP connection mid-handshake, a UDP flow not yet assured (connsync copies neither). */
+const YOUNG_STATES: ReadonlySet<string> = new Set(['SYN_SENT', 'SYN_RECV', 'SYN_SENT2', 'UNREPLIED', 'REPLIED']);
 
 /** One move's samples: the old holder before it, and both directors after it. Null: not readable (why in `notMeasured`). */
 export interface MoveSamples {
@@ -32,9 +32,11 @@ export interface MoveSamples {
 /**
  * A move's figures. Time without a holder: the old holder's release to the new holder's claim, each by its own
  * clock (NTP's error is in it). Established connections missing: the old holder's established ones before the
- * move, still in its table after (not ended), that the new holder does not hold: their next packet finds no
- * state. Handshakes caught: the old holder's connections mid-handshake after the move that the new holder
- * does not hold (handshakes are not synced; the client's SYN retry goes to the new holder, or the attempt fails).
+ * move, still in its table after (not ended), that the new holder does not hold with the same NAT binding (real
+ * server, local address): their next packet finds no state, or state the new holder made afresh from a
+ * mid-stream packet (conntrack picks those up) for another real server. Young ones caught: the old holder's
+ * connections after the move too young to have been copied (a TCP handshake, a UDP flow not yet assured) that
+ * the new holder does not hold so: a retried SYN or the flow's next datagram is scheduled afresh there.
  */
 export function measureMove(s: MoveSamples): DrillMove {
   const released = s.oldAfter?.releasedAtUnixMs ?? 0;
@@ -48,18 +50,18 @@ export function measureMove(s: MoveSamples): DrillMove {
     const now = s.newAfter.connections;
     establishedBefore = 0;
     missing = 0;
-    for (const [key, state] of s.before.connections) {
-      if (!ESTABLISHED_STATES.has(state)) continue;
+    for (const [key, c] of s.before.connections) {
+      if (!ESTABLISHED_STATES.has(c.state)) continue;
       establishedBefore++;
-      if (old.has(key) && !now.has(key)) missing++;
+      if (old.has(key) && now.get(key)?.binding !== c.binding) missing++;
     }
     caught = 0;
-    for (const [key, state] of old) if (HANDSHAKE_STATES.has(state) && !now.has(key)) caught++;
+    for (const [key, c] of old) if (YOUNG_STATES.has(c.state) && now.get(key)?.binding !== c.binding) caught++;
   }
   const why = [s.notMeasured];
   if (holderless < 0) why.push(`no ${released < s.askedAtUnixMs ? `release by ${s.from}` : `claim by ${s.to}`} recorded since the move was asked`);
   return {
-    from: s.from, to: s.to, tookMs: s.tookMs, holderlessMs: holderless, establishedBefore, establishedMissing: missing, handshakesCaught: caught,
+    from: s.from, to: s.to, tookMs: s.tookMs, holderlessMs: holderless, establishedBefore, establishedMissing: missing, youngCaught: caught,
     notMeasured: why.filter((w) => w !== '').join('; '),
   };
 }
@@ -121,7 +123,7 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
   while (beforeBack.h !== null && d.now() < deadline) {
     const home = await sample(leader);
     if (home.h === null) break;
-    const missing = [...beforeBack.h.connections].some(([key, state]) => ESTABLISHED_STATES.has(state) && !home.h!.connections.has(key));
+    const missing = [...beforeBack.h.connections].some(([key, c]) => ESTABLISHED_STATES.has(c.state) && home.h!.connections.get(key)?.binding !== c.binding);
     if (!missing) break;
     await d.sleep(COPY_BACK_POLL_MS);
     beforeBack = await sample(visited);
@@ -137,7 +139,7 @@ export function drillResult(group: string, leader: string, visited: string, move
   const pass = moves.length === 2 && moves.every((m) => m.establishedMissing === 0);
   const figure = (n: number, unit = ''): string => (n < 0 ? 'not measured' : `${n}${unit}`);
   const words = moves.map((m) => `${m.from} -> ${m.to} in ${Math.round(m.tookMs)} ms: ${figure(m.holderlessMs, ' ms')} without a holder, `
-    + `${figure(m.establishedMissing)} of ${figure(m.establishedBefore)} established connections missing, ${figure(m.handshakesCaught)} handshakes caught`);
+    + `${figure(m.establishedMissing)} of ${figure(m.establishedBefore)} established connections missing, ${figure(m.youngCaught)} too young to be copied caught`);
   const notMeasured = [...new Set(moves.map((m) => m.notMeasured).filter((w) => w !== ''))];
   const summary = `switchover of ${group}: ${pass ? 'pass' : 'FAIL'}; ${words.join('; back ')}${notMeasured.length > 0 ? ` (not measured: ${notMeasured.join('; ')})` : ''}`;
   const fields: Record<string, string> = { group, oldLeader: leader, newLeader: visited, brokenConnections: String(missing) };
@@ -147,7 +149,7 @@ export function drillResult(group: string, leader: string, visited: string, move
     fields[`${p}NoHolderMs`] = String(m.holderlessMs);
     fields[`${p}EstablishedBefore`] = String(m.establishedBefore);
     fields[`${p}EstablishedMissing`] = String(m.establishedMissing);
-    fields[`${p}HandshakesCaught`] = String(m.handshakesCaught);
+    fields[`${p}YoungCaught`] = String(m.youngCaught);
   });
   return { scenario: 'switchover', group, leader, visited, result: pass ? 'pass' : 'fail', summary, moves: [...moves], fields };
 }

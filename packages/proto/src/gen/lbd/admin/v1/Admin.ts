@@ -268,7 +268,7 @@ export interface AdminClient extends grpc.Client {
    * Runs a drill that is safe on live directors: "switchover" moves a vip group (or an ECMP slot, group
    * slot-N) to another director and back, and measures each move from both directors: how long no one
    * held the group's addresses, the established connections the new holder lacked, and the connections
-   * caught mid-handshake. Takes as long as the two moves and their sync (seconds). The caller records the
+   * too young to have been copied that the move caught. Takes as long as the two moves and their sync (seconds). The caller records the
    * result (RecordDrill), with what its own probe saw. FAILED_PRECONDITION when a move is refused. Write role.
    */
   RunDrill(argument: _lbd_admin_v1_RunDrillRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
@@ -279,7 +279,7 @@ export interface AdminClient extends grpc.Client {
    * Runs a drill that is safe on live directors: "switchover" moves a vip group (or an ECMP slot, group
    * slot-N) to another director and back, and measures each move from both directors: how long no one
    * held the group's addresses, the established connections the new holder lacked, and the connections
-   * caught mid-handshake. Takes as long as the two moves and their sync (seconds). The caller records the
+   * too young to have been copied that the move caught. Takes as long as the two moves and their sync (seconds). The caller records the
    * result (RecordDrill), with what its own probe saw. FAILED_PRECONDITION when a move is refused. Write role.
    */
   runDrill(argument: _lbd_admin_v1_RunDrillRequest, metadata: grpc.Metadata, options: grpc.CallOptions, callback: grpc.requestCallback<_lbd_admin_v1_DrillResult__Output>): grpc.ClientUnaryCall;
@@ -398,7 +398,7 @@ export interface AdminHandlers extends grpc.UntypedServiceImplementation {
    * Runs a drill that is safe on live directors: "switchover" moves a vip group (or an ECMP slot, group
    * slot-N) to another director and back, and measures each move from both directors: how long no one
    * held the group's addresses, the established connections the new holder lacked, and the connections
-   * caught mid-handshake. Takes as long as the two moves and their sync (seconds). The caller records the
+   * too young to have been copied that the move caught. Takes as long as the two moves and their sync (seconds). The caller records the
    * result (RecordDrill), with what its own probe saw. FAILED_PRECONDITION when a move is refused. Write role.
    */
   RunDrill: grpc.handleUnaryCall<_lbd_admin_v1_RunDrillRequest__Output, _lbd_admin_v1_DrillResult>;

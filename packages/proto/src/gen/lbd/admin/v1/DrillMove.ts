@@ -27,10 +27,11 @@ export interface DrillMove {
    */
   'establishedMissing'?: (number | string | Long);
   /**
-   * Connections of the group in a handshake on the old holder after the move, which the new holder does
-   * not hold (a handshake is not synced: the client retries its SYN, or fails). -1: not measured.
+   * Connections of the group on the old holder after the move too young to have been copied (a TCP
+   * handshake, a UDP flow not yet assured: sync copies neither), which the new holder does not hold with
+   * the same binding: a retried SYN or the flow's next datagram is scheduled afresh there. -1: not measured.
    */
-  'handshakesCaught'?: (number | string | Long);
+  'youngCaught'?: (number | string | Long);
   /**
    * Why a figure is -1 (e.g. connection sync is off, or a director too old to answer).
    */
@@ -59,10 +60,11 @@ export interface DrillMove__Output {
    */
   'establishedMissing': (number);
   /**
-   * Connections of the group in a handshake on the old holder after the move, which the new holder does
-   * not hold (a handshake is not synced: the client retries its SYN, or fails). -1: not measured.
+   * Connections of the group on the old holder after the move too young to have been copied (a TCP
+   * handshake, a UDP flow not yet assured: sync copies neither), which the new holder does not hold with
+   * the same binding: a retried SYN or the flow's next datagram is scheduled afresh there. -1: not measured.
    */
-  'handshakesCaught': (number);
+  'youngCaught': (number);
   /**
    * Why a figure is -1 (e.g. connection sync is off, or a director too old to answer).
    */

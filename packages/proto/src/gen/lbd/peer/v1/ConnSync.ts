@@ -15,7 +15,7 @@ export interface ConnSyncClient extends grpc.Client {
    * What this director holds of one vip group's (or ECMP slot's) connections now, and when it last claimed
    * and released the group's addresses: what a drill (lbadm drill switchover) compares on both directors
    * around a move. Streamed in batches (a busy group has many). Only a configured peer may ask (mutual
-   * TLS, as Stream). Added in 0.2.0: an older director answers UNIMPLEMENTED.
+   * TLS, as Stream). Added after 0.1.0: a director of 0.1.0 answers UNIMPLEMENTED.
    */
   GroupConnections(argument: _lbd_peer_v1_GroupConnectionsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_peer_v1_GroupConnectionsReply__Output>;
   GroupConnections(argument: _lbd_peer_v1_GroupConnectionsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_peer_v1_GroupConnectionsReply__Output>;
@@ -23,7 +23,7 @@ export interface ConnSyncClient extends grpc.Client {
    * What this director holds of one vip group's (or ECMP slot's) connections now, and when it last claimed
    * and released the group's addresses: what a drill (lbadm drill switchover) compares on both directors
    * around a move. Streamed in batches (a busy group has many). Only a configured peer may ask (mutual
-   * TLS, as Stream). Added in 0.2.0: an older director answers UNIMPLEMENTED.
+   * TLS, as Stream). Added after 0.1.0: a director of 0.1.0 answers UNIMPLEMENTED.
    */
   groupConnections(argument: _lbd_peer_v1_GroupConnectionsRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_peer_v1_GroupConnectionsReply__Output>;
   groupConnections(argument: _lbd_peer_v1_GroupConnectionsRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_lbd_peer_v1_GroupConnectionsReply__Output>;
@@ -40,7 +40,7 @@ export interface ConnSyncHandlers extends grpc.UntypedServiceImplementation {
    * What this director holds of one vip group's (or ECMP slot's) connections now, and when it last claimed
    * and released the group's addresses: what a drill (lbadm drill switchover) compares on both directors
    * around a move. Streamed in batches (a busy group has many). Only a configured peer may ask (mutual
-   * TLS, as Stream). Added in 0.2.0: an older director answers UNIMPLEMENTED.
+   * TLS, as Stream). Added after 0.1.0: a director of 0.1.0 answers UNIMPLEMENTED.
    */
   GroupConnections: grpc.handleServerStreamingCall<_lbd_peer_v1_GroupConnectionsRequest__Output, _lbd_peer_v1_GroupConnectionsReply>;
   
