@@ -252,14 +252,19 @@ describe('connection sync: established connections survive a failover @privilege
 
   it('lbadm drill switchover --vip-group G on live directors: there and back under 500 connections, each move measured from both directors: nothing missing, nothing broken', async function () {
     assert.equal(await waitSteady(lab), 'dir1');
-    // The tests before left connections in the kernels (closing ones too), which the leader still counts: this
-    // load's are copied once the count passes them by its own. A UDP flow is copied once assured; one moved
-    // before that is scheduled afresh (the drill counts those as too young to be copied, and this test must not).
-    const before = (await status('dir1')).sync?.connections ?? 0;
     const loads = await startLoad(TCP_STREAMS, UDP_CONNECTIONS, 120_000, 47_000);
     try {
       const total = 2 * TCP_STREAMS + 2 * UDP_CONNECTIONS;
-      await caughtUp('dir1', before + total);
+      // A UDP flow is copied once assured; one moved before that is scheduled afresh (the drill counts those as
+      // too young to be copied, and this test must not have any). The sign: dir2 holds this load's 100 UDP flows
+      // (the leader's own count includes the tests before's connections, some of which end meanwhile).
+      await waitFor('dir2 to hold a copy of each of the load\'s UDP flows', 30_000, async () => {
+        const { stdout } = await lab.cluster.topology.exec('dir2', 'conntrack', ['-L', '-p', 'udp'], { allowFailure: true });
+        const ports = new Set([...stdout.matchAll(/sport=(\d+)/g)].map((m) => Number(m[1])));
+        const copied = [47_000, 48_000].flatMap((first) => Array.from({ length: UDP_CONNECTIONS }, (_, i) => first + i)).filter((port) => ports.has(port)).length;
+        return copied === 2 * UDP_CONNECTIONS ? true : undefined;
+      });
+      await caughtUp('dir1', total);
       const { code, result } = await drill();
       console.log(`      ${result.summary}`);
       assert.equal(code, 0, result.summary);
@@ -270,6 +275,33 @@ describe('connection sync: established connections survive a failover @privilege
       for (const r of results) assert.equal(r.broken, 0, `${r.name}: ${r.broken} of ${r.total} broke: ${r.errors.join(' | ')}\n${lab.logs(30)}`);
     } finally {
       await Promise.all(loads.map((l) => l.process.stop(2000).catch(() => undefined)));
+    }
+  });
+
+  it('a planned switchover carries the handshakes under way: connections whose handshake the move caught (the client\'s ACK held back) complete on the new holder', async function () {
+    assert.equal(await waitSteady(lab), 'dir1');
+    const t = lab.cluster.topology;
+    // The client's pure ACKs to the stream port are held back: its 20 handshakes stay in SYN_RECV on the leader
+    // (the client thinks them done and waits for the server's first line; the server retransmits its SYN-ACK).
+    const hold = ['add', 'rule', 'ip', 'lbdhold', 'out', 'ip', 'daddr', '198.18.0.10', 'tcp', 'dport', '9000', 'tcp', 'flags', '==', 'ack', 'counter', 'drop'];
+    await t.exec('client', 'nft', ['add', 'table', 'ip', 'lbdhold']);
+    await t.exec('client', 'nft', ['add', 'chain', 'ip', 'lbdhold', 'out', '{ type filter hook output priority 0; }']);
+    await t.exec('client', 'nft', hold);
+    const streams = spawnTestClient(t, 'client', ['stream', '--target', '198.18.0.10:9000', '--connections', '20', '--duration-ms', '15000', '--timeout-ms', '12000', '--stall-ms', '3000']);
+    try {
+      const synRecv = async (): Promise<number> => (await t.exec('dir1', 'conntrack', ['-L', '-p', 'tcp', '--orig-dst', '198.18.0.10', '--dport', '9000', '--state', 'SYN_RECV'], { allowFailure: true })).stdout
+        .split('\n').filter((l) => l.includes('SYN_RECV')).length;
+      await waitFor('20 handshakes in SYN_RECV on dir1', 10_000, async () => ((await synRecv()) >= 20 ? true : undefined));
+      await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
+      await leaderIs('dir2', 5000);
+      await t.exec('client', 'nft', ['delete', 'table', 'ip', 'lbdhold']);
+      // The server's next SYN-ACK retransmit reaches the client through dir2, whose copy of the handshake has the
+      // same binding; the client's ACK completes it there, and the server sends its first line.
+      const ready = await streams.waitForJson<{ ready: boolean; started: number; failures?: unknown[] }>((v) => 'ready' in v, 20_000);
+      assert.equal(ready.started, 20, `every caught handshake completed on dir2: ${JSON.stringify(ready)}\n${lab.logs(20)}`);
+    } finally {
+      await t.exec('client', 'nft', ['delete', 'table', 'ip', 'lbdhold'], { allowFailure: true });
+      await streams.stop(2000).catch(() => undefined);
     }
   });
 

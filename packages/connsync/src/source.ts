@@ -44,6 +44,21 @@ export interface SourceListener {
 }
 
 const COPIED_TCP_STATES = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK']);
+/**
+ * Too young to be copied: a TCP handshake, a UDP flow not yet assured. Not sent as they come (a SYN flood would
+ * flood the peers), but kept, so that a planned handover sends them to the target just before it claims
+ * (handOverYoung): a handshake under way then completes on the new holder, with the same real server.
+ */
+const YOUNG_STATES = new Set(['SYN_SENT', 'SYN_RECV', 'SYN_SENT2', 'UNREPLIED', 'REPLIED']);
+/**
+ * A TCP connection that is over. Its copies go as soon as the kernel says so, not when it forgets the entry
+ * (TIME_WAIT lasts 2 minutes): a copy left ESTABLISHED on a peer is a ghost that a new connection from the
+ * same client port (reused by then) can meet after a slot or group moved there, whose SYN the ghost's old
+ * binding sends to the old real server and local address, and whose handshake then fails.
+ */
+const ENDED_TCP_STATES = new Set(['TIME_WAIT', 'CLOSE']);
+/** The most young connections kept: past it (a flood), new ones are not kept, and a handover sends what is. */
+const MAX_YOUNG = 65_536;
 /** How often connections held back by minAgeMs are looked at. */
 const HOLD_SWEEP_MS = 50;
 
@@ -93,6 +108,8 @@ export class ConnectionSource {
   private readonly copied = new Map<string, CopiedConnection>();
   /** Connections held back by minAgeMs: key → when the connection was first seen, its latest form, and when it is due. */
   private readonly held = new Map<string, CopiedConnection & { dueAt: number; seenAt: number }>();
+  /** Young connections of the scope (YOUNG_STATES), by connectionKey: sent only by handOverYoung. */
+  private readonly young = new Map<string, CopiedConnection>();
   /** When each connection of a service with minAgeMs was first seen (its `new` event). */
   private readonly firstSeen = new Map<string, number>();
   private scope: SyncScope = new Map();
@@ -214,6 +231,7 @@ export class ConnectionSource {
     if (!joined && !left) return;
     for (const [k, wf] of this.copied) if (this.groupOf(wf) === null) this.copied.delete(k);
     for (const [k, h] of this.held) if (this.groupOf(h) === null) this.held.delete(k);
+    for (const [k, y] of this.young) if (this.groupOf(y) === null) this.young.delete(k);
     // Events first, then the table: a connection that changes in between is in one or the other (or both).
     await this.follow(scope.size > 0);
     if (joined) await this.rebuild();
@@ -269,6 +287,7 @@ export class ConnectionSource {
         this.destroyedDuringDump?.add(key);
         this.firstSeen.delete(key);
         this.held.delete(key);
+        this.young.delete(key);
         if (this.copied.delete(key)) out.push({ change: { op: 'remove', connection: f }, seenAtMs: e.seenAtMs });
         continue;
       }
@@ -280,10 +299,20 @@ export class ConnectionSource {
         // and this director's next snapshot of the slot removes the peers' copies of the old binding.
         this.held.delete(key);
         this.copied.delete(key);
+        this.young.delete(key);
         continue;
       }
       if (e.kind === 'new' && s.minAgeMs > 0) this.firstSeen.set(key, e.seenAtMs);
-      if (!copiable(f)) continue;
+      if (!copiable(f)) {
+        if (f.protocol === 'tcp' && ENDED_TCP_STATES.has(f.state)) {
+          this.young.delete(key);
+          if (this.copied.delete(key)) out.push({ change: { op: 'remove', connection: f }, seenAtMs: e.seenAtMs });
+          continue;
+        }
+        if (YOUNG_STATES.has(f.state) && (this.young.has(key) || this.young.size < MAX_YOUNG)) this.young.set(key, { connection: f, service });
+        continue;
+      }
+      this.young.delete(key);
       const had = this.copied.get(key);
       if (had !== undefined) {
         if (!sameBinding(had.connection, f)) {
@@ -302,6 +331,28 @@ export class ConnectionSource {
       out.push({ change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs });
     }
     this.emit(out);
+  }
+
+  /**
+   * A planned handover of `group` is about to happen: its young connections (a TCP handshake, a UDP flow not yet
+   * assured) are sent to every peer now, and copied from here on like the others, so that the target holds them
+   * when it claims: the client's next packet of a handshake under way (its ACK, a retried SYN) then finds the
+   * same binding there instead of being scheduled afresh. One that completed meanwhile is sent as it is now.
+   * Returns how many were sent.
+   */
+  handOverYoung(group: string): number {
+    const out: SourceChange[] = [];
+    const now = performance.now();
+    for (const [key, y] of this.young) {
+      if (this.groupOf(y) !== group) continue;
+      this.young.delete(key);
+      if (this.copied.has(key)) continue;
+      this.held.delete(key);
+      this.copied.set(key, y);
+      out.push({ change: { op: 'upsert', connection: y.connection }, seenAtMs: now });
+    }
+    this.emit(out);
+    return out.length;
   }
 
   private releaseHeld(): void {

@@ -225,6 +225,47 @@ describe('connection sync: sender, source and receiver', () => {
     assert.equal(p.sender.status().connectionsSent, 1);
   });
 
+  it('a planned handover sends the group\'s handshakes under way and unassured UDP flows (never copied as they come), so the target completes them with the same binding', async () => {
+    const p = await start();
+    await until('caught up', () => p.sender.drained());
+    const udp = (i: number, state: string): SyncedConnection => connection(i, { protocol: 'udp', vip: { address: '198.18.0.10', port: 53 }, state, localAddress: null });
+    p.leader.open(connection(1, { state: 'SYN_SENT' }));
+    p.leader.open(connection(1, { state: 'SYN_RECV' }), 'update');
+    p.leader.open(connection(2, { state: 'SYN_SENT' }));
+    p.leader.open(connection(2), 'update');
+    p.leader.open(udp(3, 'REPLIED'));
+    p.leader.open(connection(4, { state: 'SYN_SENT' }));
+    p.leader.close(connection(4, { state: 'SYN_SENT' }));
+    await until('the established one copied', () => p.standby.connections.size === 1);
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(p.standby.connections.size, 1, 'young ones are not copied as they come');
+    assert.equal(p.source.handOverYoung('another-group'), 0);
+    assert.equal(p.source.handOverYoung('g'), 2, 'the handshake and the unassured UDP flow; not the closed one, not the established one again');
+    await until('the young ones at the target', () => p.standby.connections.size === 3);
+    const got = p.standby.connections.get(connectionKey(connection(1)))!;
+    assert.deepEqual([got.state, got.realServer, got.localAddress], ['SYN_RECV', connection(1).realServer, connection(1).localAddress]);
+    // From now on they are copied like the others: one that ends is removed at the target, and none is sent twice.
+    p.leader.close(connection(1, { state: 'SYN_RECV' }));
+    await until('the ended one removed at the target', () => !p.standby.connections.has(connectionKey(connection(1))));
+    assert.equal(p.source.handOverYoung('g'), 0);
+  });
+
+  it('a connection that is over (TIME_WAIT, CLOSE) leaves the standby at once, not when the leader\'s kernel forgets it', async () => {
+    const p = await start({ initial: [1, 2].map((i) => connection(i)) });
+    await until('caught up', () => p.sender.drained() && p.standby.connections.size === 2);
+    p.leader.open(connection(1, { state: 'FIN_WAIT' }), 'update');
+    p.leader.open(connection(1, { state: 'TIME_WAIT' }), 'update');
+    p.leader.open(connection(2, { state: 'CLOSE' }), 'update');
+    await until('both gone from the standby while the leader still holds them', () => p.standby.connections.size === 0);
+    assert.equal(p.leader.connections.size, 2);
+    // The kernel forgetting them later sends nothing more.
+    const sent = p.sender.status().connectionsSent;
+    p.leader.close(connection(1, { state: 'TIME_WAIT' }));
+    p.leader.close(connection(2, { state: 'CLOSE' }));
+    await new Promise((r) => setTimeout(r, 30));
+    assert.equal(p.sender.status().connectionsSent, sent);
+  });
+
   it('a peer copy of a group this director leads is not applied (it would overwrite the live connections)', async () => {
     const p = await start({ leads: () => true });
     p.leader.open(connection(1));

@@ -228,6 +228,11 @@ export class ConnectionSync {
     };
   }
 
+  /** Before a planned handover of `group`: sends its young connections too (ConnectionSource.handOverYoung); returns how many. */
+  handOverYoung(group: string): number {
+    return this.source.handOverYoung(group);
+  }
+
   /**
    * What this director holds of `group`'s connections now (its kernel's table: a vip group's services, or
    * the connections of ECMP services whose local address is in the slot's pool), with the agent's state of it.

@@ -22,7 +22,8 @@ export class BeatBatch {
   /** Transactions sent, and beats they carried (for metrics and tests). */
   readonly sent = { transactions: 0, beats: 0 };
 
-  constructor(private readonly kv: Kv, private readonly clock: Clock) {}
+  /** `onSend`: each transaction as it leaves, with the beats it carries (metrics). */
+  constructor(private readonly kv: Kv, private readonly clock: Clock, private readonly onSend?: (beats: number) => void) {}
 
   /** Queues one swap for the transaction that leaves once the current synchronous run is over. */
   swap(key: string, expectRev: string, value: string, timeoutMs: number): Promise<SwapResult> {
@@ -49,6 +50,7 @@ export class BeatBatch {
     if (batch.length === 0) return;
     this.sent.transactions += 1;
     this.sent.beats += batch.length;
+    this.onSend?.(batch.length);
     // The earliest deadline for all: a beat's answer after its own deadline is useless to its group.
     const timeoutMs = Math.max(1, Math.min(...batch.map((p) => p.deadline)) - this.clock.now());
     const only = batch.length === 1 ? batch[0]! : null;

@@ -28,6 +28,8 @@ export interface ElectionsOptions {
   onBeat?(group: string, outcome: BeatOutcome): void;
   /** A group this director led fenced itself (for metrics). */
   onFenced?(group: string): void;
+  /** Each etcd transaction that carried this director's beats, with how many (several groups' share one; for metrics). */
+  onBeatTransaction?(beats: number): void;
   readonly clock?: Clock;
   /** The store (default: etcd at `endpoints`, on a connection of its own); tests pass a MemoryKv. */
   readonly kv?: Kv;
@@ -79,7 +81,7 @@ export class Elections {
     // Calls that cannot finish within the safety window are useless to an election: fail them then.
     this.kv = o.kv ?? new EtcdKv(o.endpoints, Math.max(o.timing.safetyWindowMs, 200), { hostFailures: 1, tls: o.etcdTls ?? null });
     this.k = keys(o.prefix);
-    this.beats = new BeatBatch(this.kv, this.clock);
+    this.beats = new BeatBatch(this.kv, this.clock, (n) => this.o.onBeatTransaction?.(n));
     this.probe = new EtcdProbe(this.kv, this.clock, o.timing, this.k.probe(o.id));
   }
 

@@ -68,6 +68,8 @@ export interface ClusterCounters {
   readonly fences: Map<string, number>;
   /** group → times the kernel ended this director's lease before the agent released (it ran late). */
   readonly leaseExpiries: Map<string, number>;
+  /** etcd transactions that carried this director's beats, and the beats in them. */
+  readonly beatTransactions: { transactions: number; beats: number };
 }
 
 function bump<A, B>(m: Map<A, Map<B, number>>, a: A, b: B, by = 1): void {
@@ -105,7 +107,9 @@ const SYNC_CHECK_MS = 100;
 
 export class ClusterMember {
   private readonly coordinator: Coordinator;
-  readonly counters: ClusterCounters = { beats: new Map(), promiseRequests: new Map(), announcements: new Map(), fences: new Map(), leaseExpiries: new Map() };
+  readonly counters: ClusterCounters = {
+    beats: new Map(), promiseRequests: new Map(), announcements: new Map(), fences: new Map(), leaseExpiries: new Map(), beatTransactions: { transactions: 0, beats: 0 },
+  };
   private readonly peers = new Map<string, PeerClient>();
   private election: ElectionHost | null = null;
   /** Interfaces down, as the election thread last said. */
@@ -485,6 +489,10 @@ export class ClusterMember {
     switch (n.kind) {
       case 'transition': return this.onTransition(n.transition);
       case 'beat': return bump(this.counters.beats, n.group, n.outcome);
+      case 'beatTransaction':
+        this.counters.beatTransactions.transactions += 1;
+        this.counters.beatTransactions.beats += n.beats;
+        return;
       case 'fenced':
         this.counters.fences.set(n.group, (this.counters.fences.get(n.group) ?? 0) + 1);
         return;
@@ -540,9 +548,11 @@ export class ClusterMember {
   private async drainSync(group: string, to: string): Promise<void> {
     if (this.sync === null) return;
     const started = performance.now();
+    // Handshakes under way (and UDP flows not yet assured) go too: the target completes them with the same binding.
+    const young = this.sync.handOverYoung(group);
     const drained = await this.sync.drain(to, HANDOVER_DRAIN_MS);
-    if (!drained) this.o.log.warn('connection sync: switching over before the target acknowledged every connection', { group, to, waitedMs: HANDOVER_DRAIN_MS });
-    else this.o.log.info('connection sync: target caught up before the switchover', { group, to, waitedMs: Math.round(performance.now() - started) });
+    if (!drained) this.o.log.warn('connection sync: switching over before the target acknowledged every connection', { group, to, young, waitedMs: HANDOVER_DRAIN_MS });
+    else this.o.log.info('connection sync: target caught up before the switchover', { group, to, young, waitedMs: Math.round(performance.now() - started) });
   }
 
   /** Starts or stops sending the groups' connections. Never awaited by a claim: reading the table must not delay it. */

@@ -104,7 +104,7 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
       return { h: null, why: `the connections on ${director} could not be read: ${err instanceof Error ? err.message : String(err)}` };
     }
   };
-  const move = async (from: string, target: string, before: { h: GroupHolding | null; why: string }): Promise<DrillMove> => {
+  const move = async (target: string, before: { h: GroupHolding | null; why: string }): Promise<DrillMove> => {
     const askedAtUnixMs = d.now();
     const r = await d.failover(group, target);
     const [oldAfter, newAfter] = await Promise.all([sample(r.from), sample(r.to)]);
@@ -114,7 +114,7 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
     });
   };
 
-  const there = await move(leader, to, await sample(leader));
+  const there = await move(to, await sample(leader));
   const visited = there.to;
   // The way back: once the leader holds what the visited director holds (its own connections and those it
   // made meanwhile), or the wait is over (the figures then say what was missing).
@@ -128,7 +128,7 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
     await d.sleep(COPY_BACK_POLL_MS);
     beforeBack = await sample(visited);
   }
-  const back = await move(visited, leader, beforeBack);
+  const back = await move(leader, beforeBack);
   return drillResult(group, leader, visited, [there, back]);
 }
 

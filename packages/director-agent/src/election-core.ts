@@ -52,6 +52,8 @@ export interface GroupPlan {
 export type ElectionNotice =
   | { readonly kind: 'transition'; readonly transition: Transition }
   | { readonly kind: 'beat'; readonly group: string; readonly outcome: BeatOutcome }
+  /** One etcd transaction carried `beats` beats (of as many groups). */
+  | { readonly kind: 'beatTransaction'; readonly beats: number }
   | { readonly kind: 'fenced'; readonly group: string }
   | { readonly kind: 'promise'; readonly peer: string; readonly result: 'granted' | 'refused' | 'error' }
   /**
@@ -127,6 +129,7 @@ export class ElectionCore {
       onTransition: (t) => this.notify({ kind: 'transition', transition: t }),
       onBeat: (group, outcome) => this.notify({ kind: 'beat', group, outcome }),
       onFenced: (group) => this.notify({ kind: 'fenced', group }),
+      onBeatTransaction: (beats) => this.notify({ kind: 'beatTransaction', beats }),
     });
   }
 

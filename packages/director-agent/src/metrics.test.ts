@@ -590,6 +590,11 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
     const leaderBeats = value(lx, 'lbd_vip_group_heartbeats_total', { group: 'front', result: 'confirmed' });
     await until(async () => value(await scrape({ metrics: all[li]! }), 'lbd_vip_group_heartbeats_total', { group: 'front', result: 'confirmed' }) > leaderBeats, 'the leader\'s next beat');
     assert.equal(beats(await scrape({ metrics: all[si]! })), before, 'a standby beats nothing');
+    // Every beat went in an etcd transaction of the leader's (one group: one beat in each, apart from a moment
+    // where a beat is counted before its transaction's own notice arrives).
+    const tx = await scrape({ metrics: all[li]! });
+    const sent = value(tx, 'lbd_beat_transactions_total', {});
+    assert.ok(sent >= 2 && Math.abs(sent - beats(tx)) <= 1, `beat transactions ${sent}, beats ${beats(tx)}`);
     // Quiet, etcd answers and nobody fences; a loaded box may fence a leader etcd answered late (and the group
     // comes back to it). Either way the counter says as often as the leader's events do.
     const fx = await scrape({ metrics: all[li]! });

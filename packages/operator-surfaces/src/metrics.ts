@@ -45,6 +45,8 @@ export interface ClusterCounters {
   readonly announcements: ReadonlyMap<string, ReadonlyMap<string, number>>;
   readonly fences: ReadonlyMap<string, number>;
   readonly leaseExpiries: ReadonlyMap<string, number>;
+  /** etcd transactions that carried this director's beats, and the beats in them. */
+  readonly beatTransactions: { readonly transactions: number; readonly beats: number };
 }
 
 /** What the metrics read of one director (lbd-agent's wiring adapts its Agent to it). */
@@ -215,7 +217,7 @@ export class Metrics {
       this.m.bgpSessionUp, this.m.bgpPathsAnnounced, this.m.bgpWithdrawn,
     ];
     const counters = [
-      this.m.heartbeats, this.m.fences, this.m.kernelLeaseExpiries, this.m.promiseRequests, this.m.announcements, this.m.syncLossEvents, this.m.syncSent, this.m.syncReceived, this.m.syncInjected,
+      this.m.heartbeats, this.m.beatTransactions, this.m.fences, this.m.kernelLeaseExpiries, this.m.promiseRequests, this.m.announcements, this.m.syncLossEvents, this.m.syncSent, this.m.syncReceived, this.m.syncInjected,
       this.m.syncRemoved, this.m.syncFailed, this.m.syncSnapshots, this.m.syncResyncs,
     ];
     for (const m of gauges) m.reset();
@@ -243,6 +245,7 @@ export class Metrics {
       }
     }
     for (const [group, byResult] of k.beats) for (const [result, n] of byResult) this.m.heartbeats.inc({ group, result }, n);
+    this.m.beatTransactions.inc(k.beatTransactions.transactions);
     for (const [group, n] of k.fences) this.m.fences.inc({ group }, n);
     for (const [group, n] of k.leaseExpiries) this.m.kernelLeaseExpiries.inc({ group }, n);
     for (const [peer, byResult] of k.promiseRequests) for (const [result, n] of byResult) this.m.promiseRequests.inc({ peer, result }, n);
@@ -381,6 +384,7 @@ function defineMetrics(registry: Registry, withTransitions: boolean) {
     kernelLease: gauge('lbd_vip_group_kernel_lease_remaining_seconds', 'Time left on this director\'s kernel lease for the group: the kernel forwards its traffic and answers ARP/ND for its addresses until then, whatever the agent does (absent while it holds none).', ['group']),
     kernelLeaseExpiries: counter('lbd_vip_group_kernel_lease_expiries_total', 'Times the kernel ended this director\'s lease before its agent released the group: the agent ran late (paused or starved); the lease kept the vip safe.', ['group']),
     heartbeats: counter('lbd_vip_group_heartbeats_total', 'Leader beats of groups this director led, by result: confirmed, failed (etcd did not answer: a heartbeat loss), superseded.', ['group', 'result']),
+    beatTransactions: counter('lbd_beat_transactions_total', 'etcd transactions that carried this director\'s beats: one per beat interval however many groups (vip groups, ECMP slots) it leads, whose beats share it; lbd_vip_group_heartbeats_total counts the beats.'),
     fences: counter('lbd_vip_group_fences_total', 'Times this director fenced itself in the group: it led, etcd did not confirm its beats within the safety window and not every peer vouched, so it released the vips.', ['group']),
     promiseRequests: counter('lbd_peer_promise_requests_total', 'Fail-static promise requests to a peer while etcd did not confirm beats, by answer: granted, refused, error (no answer: a lost peer exchange).', ['peer', 'result']),
     peerReachable: gauge('lbd_peer_reachable', 'Whether the peer answered a ping over the peer link during this scrape (1) or not (0).', ['peer']),
