@@ -17,6 +17,12 @@ export interface LineSessionOptions {
 
 /** The last this many characters of the child's stderr are kept for messages. */
 const STDERR_TAIL_CHARS = 1000;
+/**
+ * A child's 'exit' can come before its last stderr is read (seen on a busy box: "exited (3)" without the
+ * reason it wrote just before): the requests it leaves reject once its stderr has ended, or after this long
+ * (a grandchild may hold the pipe open).
+ */
+const STDERR_DRAIN_MS = 200;
 
 /**
  * A long-lived child that answers each request (some lines on stdin) with one line on stdout, in order:
@@ -78,6 +84,8 @@ export class LineSession {
     child.stdout.setEncoding('utf8');
     child.stderr.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
+      // A child that ended answers nothing more: its late output must not answer the next child's requests.
+      if (this.child !== child) return;
       this.buffer += chunk;
       for (let nl = this.buffer.indexOf('\n'); nl >= 0; nl = this.buffer.indexOf('\n')) {
         const line = this.buffer.slice(0, nl);
@@ -90,7 +98,7 @@ export class LineSession {
       this.opts.onStderr?.(chunk);
     });
     child.on('error', (e) => this.ended(child, `failed: ${e.message}`));
-    child.on('exit', (code, signal) => this.ended(child, `exited (${signal ?? code})`));
+    child.on('exit', (code, signal) => this.ended(child, `exited (${signal ?? code})`, true));
     child.stdin.on('error', () => this.ended(child, 'stdin closed'));
     return child;
   }
@@ -117,11 +125,22 @@ export class LineSession {
     return s === '' ? '' : `: ${s}`;
   }
 
-  private ended(child: ChildProcessWithoutNullStreams, why: string): void {
+  private ended(child: ChildProcessWithoutNullStreams, why: string, drainStderr = false): void {
     if (this.child !== child) return;
     this.child = null;
     this.endedAt = performance.now();
-    for (const w of this.pending.splice(0)) w.reject(new Error(`${this.name} ${why}${this.why()}`));
+    const left = this.pending.splice(0);
+    const reject = (): void => { for (const w of left) w.reject(new Error(`${this.name} ${why}${this.why()}`)); };
+    if (!drainStderr || left.length === 0 || child.stderr.readableEnded) {
+      reject();
+      return;
+    }
+    const timer = setTimeout(() => { child.stderr.off('end', done); reject(); }, STDERR_DRAIN_MS);
+    function done(): void {
+      clearTimeout(timer);
+      reject();
+    }
+    child.stderr.once('end', done);
   }
 
   /** A child that stopped answering: killed (closing its stdin would not end one stuck in the kernel). */
