@@ -10,7 +10,7 @@ import {
 const LBADM_BIN = fileURLToPath(new URL('../../packages/lbadm/dist/bin/lbadm.js', import.meta.url));
 
 /** The tier's slots in this suite (see before()). */
-const SUITE_SLOTS = 4;
+const SUITE_SLOTS = 8;
 
 /**
  * The ECMP tier end to end (issue 13): three fullnat directors active for one vip behind a real FRR router,
@@ -29,11 +29,10 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
     this.timeout(150_000);
     await requireRoot(this, { commands: ['nft', 'ip', 'etcd', 'conntrack', 'openssl', 'gobgpd', 'vtysh'] });
     await removeOrphans('lbdt');
-    // 4 slots. The issue's 8 now fit this 2-core box (a director's beats for all its slots are one etcd
-    // write, coordinator beat-batch.ts), and every drill passed at 8 alone, quiet and with a busy loop on
-    // each core; but in two full suites a drill's 200 streams then failed to start (3 and 9 of them) right
-    // after the previous drill's perturbation, which 4 slots never showed. Until that is understood (see the
-    // closing note of 3 December), the suite runs 4; `pnpm bench ecmp` runs 8.
+    // The issue's 8 slots: a director's beats for all its slots are one etcd write (coordinator beat-batch.ts).
+    // Two full suites at 8 once saw a drill's streams fail to start after the previous drill; the causes
+    // found (a drill starting mid-apply; ghost copies of ended connections, connsync source.ts) are fixed,
+    // and a stream that fails to start is named by port in every director's conntrack (underLoad).
     // dir4 is provisioned (every director's peer) for the scale-out; its agent starts only there.
     lab = await startEcmpLab({ prefix: runPrefix('lbdt', 'ecmp'), slots: SUITE_SLOTS, spare: true, admin: (socket) => new AdminApi(socket) });
   });
@@ -194,7 +193,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
         await lab.startDirector(ECMP_SPARE);
         const out = await lab.waitSteady(90_000);
         const taken = [...out].filter(([, o]) => o === ECMP_SPARE).map(([i]) => i);
-        // dir4 is a member from the start (every director's peer): with 4 slots over 4 members it owns one
+        // dir4 is a member from the start (every director's peer): with 8 slots over 4 members it owns two
         // (packages/director-agent/src/ecmp.ts, slotRanks), which dir1..3 cover while it is away.
         assert.ok(taken.length > 0, `${ECMP_SPARE} took no slot: a scale-out that moves nothing proves nothing (${JSON.stringify([...out])})`);
         await waitFor(`the router to receive ${ECMP_SPARE}'s paths`, 30_000, async () => ((await lab.routerPaths()).get(ECMP_SPARE) === lab.slots ? true : undefined), 250);
