@@ -83,6 +83,9 @@ describe('parseArgs', () => {
     [['--socket', '/tmp/a.sock', 'drill'], 'failure drills break a cluster on purpose and run in the lab, from the lbd repository: '
       + 'deploy/lab/lab drill --scenario SCENARIO [--count N] [--pause-ms MS] (deploy/lab/lab help lists the scenarios, and those of the ECMP lab: box-death, gobgpd-kill, bgp-reset, scale-out). '
       + 'On live directors, lbadm drill switchover --vip-group G (or --slot N) moves a vip group or slot and back and measures it, and lbadm events --kind drill lists the drills\' results'],
+    [['drill', 'box-death', '--count', '3'], 'failure drills break a cluster on purpose and run in the lab, from the lbd repository: '
+      + 'deploy/lab/lab drill --scenario box-death --count 3 (deploy/lab/lab help lists the scenarios, and those of the ECMP lab: box-death, gobgpd-kill, bgp-reset, scale-out). '
+      + 'On live directors, lbadm drill switchover --vip-group G (or --slot N) moves a vip group or slot and back and measures it, and lbadm events --kind drill lists the drills\' results'],
     [['drill', 'switchover'], 'lbadm drill switchover needs --vip-group G or --slot N, one of them (lbadm cluster status lists the vip groups and slots)'],
     [['drill', 'switchover', '--vip-group', 'web', '--slot', '1'], 'lbadm drill switchover needs --vip-group G or --slot N, one of them (lbadm cluster status lists the vip groups and slots)'],
     [['drill', 'switchover', '--slot', '64'], '--slot: "64" is not a slot number from 0 to 63 (lbadm cluster status lists the slots as groups slot-N)'],

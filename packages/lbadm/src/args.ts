@@ -196,6 +196,8 @@ export class UsageError extends Error {
  */
 function labDrillOnly(rest: readonly string[]): string {
   const words = rest.filter((w, i) => !(i === 0 && w === 'failover')).map((w) => w.replace(/^--mode(?==|$)/, '--scenario'));
+  // `lbadm drill box-death`: the lab names the scenario with --scenario.
+  if (words[0] !== undefined && !words[0].startsWith('-')) words.unshift('--scenario');
   return 'failure drills break a cluster on purpose and run in the lab, from the lbd repository: '
     + `deploy/lab/lab drill ${words.length > 0 ? words.join(' ') : '--scenario SCENARIO [--count N] [--pause-ms MS]'} (deploy/lab/lab help lists the scenarios, and those of the ECMP lab: box-death, gobgpd-kill, bgp-reset, scale-out). `
     + 'On live directors, lbadm drill switchover --vip-group G (or --slot N) moves a vip group or slot and back and measures it, and lbadm events --kind drill lists the drills\' results';
