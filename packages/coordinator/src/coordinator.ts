@@ -165,7 +165,7 @@ export class EtcdCoordinator extends ConfigStoreCoordinator implements Coordinat
   }
 
   async status(groups: readonly string[]): Promise<ClusterStatus> {
-    const reachable = await this.kv.reachable(STATUS_CALL_MS);
+    const reachable = await this.kv.reachable(STATUS_CALL_MS, { read: this.k.config });
     // The reads at once, each bounded: a status is read on every lbadm call, dashboard tick and scrape.
     const [out] = await Promise.all([
       Promise.all(groups.map(async (name): Promise<GroupRecordStatus> => {

@@ -129,7 +129,7 @@ export class EtcdProbe {
   private async run(): Promise<boolean> {
     const startedAt = this.clock.now();
     // Half a window: a tighter probe mistakes a busy etcd for a missing one, and vouches for a cut-off leader.
-    const ok = await this.kv.reachable(Math.max(10, Math.floor(this.timing.safetyWindowMs / 2)), this.key);
+    const ok = await this.kv.reachable(Math.max(10, Math.floor(this.timing.safetyWindowMs / 2)), { write: this.key });
     this.last = { startedAt, endedAt: this.clock.now(), ok };
     if (!ok) for (const fn of [...this.failed]) fn();
     return ok;
@@ -379,7 +379,7 @@ export class GroupElection {
     try {
       if (this.stopped || leading(this.s)) return;
       try {
-        if (!(await this.d.kv.reachable(a.probeMs))) {
+        if (!(await this.d.kv.reachable(a.probeMs, { read: this.d.keys.leader(this.name) }))) {
           await this.act({ kind: 'attempt-result', sent: this.d.clock.now(), record: a.record, reason: a.reason, result: { kind: 'unreachable' } }, true);
           return;
         }

@@ -69,11 +69,13 @@ export interface Kv {
   put(key: string, value: string, timeoutMs?: number): Promise<void>;
   delete(key: string): Promise<void>;
   /**
-   * Whether the store answers within `timeoutMs`: a linearizable read (for etcd: one that needs a raft
-   * leader), or with `writeKey` a put of that key (one that needs a quorum to persist it, as a beat does:
-   * etcd can answer reads while its writes wait).
+   * Whether the store answers within `timeoutMs`: a linearizable read of `probe.read` (for etcd: one that
+   * needs a raft leader), or a put of `probe.write` (one that needs a quorum to persist it, as a beat does:
+   * etcd can answer reads while its writes wait). The key is one the caller may touch: under etcd's
+   * role-based access a director reads and writes only under the cluster prefix, and a denied probe would
+   * look like an unreachable etcd.
    */
-  reachable(timeoutMs: number, writeKey?: string): Promise<boolean>;
+  reachable(timeoutMs: number, probe: KvProbe): Promise<boolean>;
   watchKey(key: string, handlers: WatchHandlers): Promise<KvWatch>;
   watchPrefix(prefix: string, handlers: WatchHandlers): Promise<KvWatch>;
   lease(ttlSec: number): KvLease;
@@ -85,6 +87,9 @@ export interface Kv {
  * to the election thread. With it every call is TLS, and etcd (--client-cert-auth) knows the director by
  * the certificate's common name.
  */
+/** What `reachable` does: read one key, or write one (the value: the time). */
+export type KvProbe = { readonly read: string } | { readonly write: string };
+
 export interface EtcdTlsMaterial {
   readonly ca: Uint8Array;
   readonly cert: Uint8Array;
@@ -170,13 +175,13 @@ export class EtcdKv implements Kv {
     await this.client.delete().key(key).exec();
   }
 
-  async reachable(timeoutMs: number, writeKey?: string): Promise<boolean> {
+  async reachable(timeoutMs: number, kvProbe: KvProbe): Promise<boolean> {
     // Our own timer as well as the call's deadline: dialing a member that just died, or waiting out a
     // retry, happens before the deadline applies.
     let timer: ReturnType<typeof setTimeout> | undefined;
     const late = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
     const deadline = { deadline: Date.now() + timeoutMs };
-    const probe = writeKey === undefined ? this.client.get('lbd-reachable').options(deadline).exec() : this.client.put(writeKey).value(String(Date.now())).options(deadline).exec();
+    const probe = 'read' in kvProbe ? this.client.get(kvProbe.read).options(deadline).exec() : this.client.put(kvProbe.write).value(String(Date.now())).options(deadline).exec();
     const call = probe.then(() => true, () => false);
     try {
       return await Promise.race([call, late]);

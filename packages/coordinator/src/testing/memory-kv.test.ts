@@ -57,7 +57,7 @@ describe('MemoryKv', () => {
       assert.equal(failedAt, f.failsAt);
       await clock.advance(100);
       assert.equal(kv.peek('k')?.value, f.lands ? 'v' : undefined);
-      const r = c.reachable(50);
+      const r = c.reachable(50, { read: 'k' });
       await clock.advance(50);
       assert.equal(await r, false, 'reachable: false');
     });
@@ -72,7 +72,7 @@ describe('MemoryKv', () => {
     assert.equal(kv.peek('k'), null);
     await clock.advance(1);
     assert.equal(doneAt, 30);
-    const r = c.reachable(50);
+    const r = c.reachable(50, { read: 'k' });
     await clock.advance(30);
     assert.equal(await r, true);
   });

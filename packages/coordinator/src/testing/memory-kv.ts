@@ -1,5 +1,5 @@
 import type { Clock, TimerHandle } from '@lbd/clock';
-import { checkSwapItems, type Entry, type Kv, type KvLease, type KvWatch, type SwapItem, type SwapResult, type WatchHandlers } from '../kv.js';
+import { checkSwapItems, type Entry, type Kv, type KvLease, type KvProbe, type KvWatch, type SwapItem, type SwapResult, type WatchHandlers } from '../kv.js';
 
 /**
  * An in-memory etcd for tests, on an injected (fake) clock: one store with etcd's revisions (one per write
@@ -281,9 +281,9 @@ export class MemoryKv implements Kv {
     return this.call('delete', this.callTimeoutMs, true, () => { this.store.commit([{ key, value: null }]); });
   }
 
-  reachable(timeoutMs: number, writeKey?: string): Promise<boolean> {
-    if (writeKey === undefined) return this.call('reachable', timeoutMs, false, () => true).catch(() => false);
-    return this.call('reachable', timeoutMs, true, () => { this.store.commit([{ key: writeKey, value: String(this.clock.now()) }]); return true; }).catch(() => false);
+  reachable(timeoutMs: number, probe: KvProbe): Promise<boolean> {
+    if ('read' in probe) return this.call('reachable', timeoutMs, false, () => true).catch(() => false);
+    return this.call('reachable', timeoutMs, true, () => { this.store.commit([{ key: probe.write, value: String(this.clock.now()) }]); return true; }).catch(() => false);
   }
 
   watchKey(key: string, handlers: WatchHandlers): Promise<KvWatch> {
