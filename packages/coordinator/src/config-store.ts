@@ -1,5 +1,5 @@
-import type { Kv } from './kv.js';
-import { isConfigRecord, parseJson, type ConfigRecord } from './records.js';
+import { EtcdKv, type EtcdTlsMaterial, type Kv } from './kv.js';
+import { isConfigRecord, keys, parseJson, type ConfigRecord } from './records.js';
 
 export interface StoredConfig extends ConfigRecord {
   /** The etcd mod revision of the desired key (what the swap compares). */
@@ -99,5 +99,33 @@ export abstract class ConfigStoreCoordinator {
 
   watchConfig(onChange: (c: StoredConfig | null) => void): Promise<() => Promise<void>> {
     return this.config.watch(onChange);
+  }
+}
+
+/**
+ * The cluster config straight from etcd, for an operator's tool (lbadm's --etcd): where etcd's roles keep
+ * the config to operators, a director's certificate cannot write it, so lbadm writes it with the
+ * operator's, by the same compare-and-swap and history as the agents. `directors()` lists who is
+ * registered under the prefix, so a mistyped prefix is caught before a config is written where no director
+ * looks.
+ */
+export class EtcdConfigClient extends ConfigStoreCoordinator {
+  protected readonly config: ConfigStore;
+  private readonly kv: EtcdKv;
+  private readonly k: ReturnType<typeof keys>;
+
+  constructor(o: { readonly endpoints: readonly string[]; readonly etcdTls: EtcdTlsMaterial | null; readonly prefix: string; readonly callTimeoutMs: number }) {
+    super();
+    this.kv = new EtcdKv(o.endpoints, o.callTimeoutMs, { tls: o.etcdTls });
+    this.k = keys(o.prefix);
+    this.config = new ConfigStore(this.kv, this.k);
+  }
+
+  async directors(): Promise<string[]> {
+    return (await this.kv.list(this.k.directors)).map((e) => e.key.slice(this.k.directors.length));
+  }
+
+  close(): void {
+    this.kv.close();
   }
 }

@@ -5,7 +5,8 @@
  * planned switchovers, the cluster config with its history (config-store.ts) and the cluster's event
  * history (event-store.ts). Fakes (FakeCoordinator, MemoryKv, FakeClock) are in `@lbd/coordinator/testing`.
  */
-export type { ConfigWrite, StoredConfig } from './config-store.js';
+export { EtcdConfigClient, type ConfigWrite, type StoredConfig } from './config-store.js';
+export { etcdRolePlan, etcdRoleScript, type EtcdRolePlan } from './rbac.js';
 export { EtcdCoordinator, type Coordinator, type FailoverResult, type ListedEvents } from './coordinator.js';
 export { Elections, REGISTRATION_TTL_SEC } from './elections.js';
 export type { ElectionView, ElectionsOptions } from './elections.js';
