@@ -185,7 +185,11 @@ export class ClusterConfigSource implements ConfigSource {
     try {
       write = await this.o.coordinator.writeConfig({ text, author, at: Date.now(), comment: source }, expect);
     } catch (cause) {
-      const err = new AgentError('EtcdUnavailable', `cannot write the cluster config to etcd (${(cause as Error).message}); nothing was changed`, { cause });
+      const message = (cause as Error).message;
+      const err = /permission denied/i.test(message)
+        ? new AgentError('EtcdDenied', `etcd refused this director's certificate the write of the cluster config (${message}): with etcd's roles (lbadm etcd roles) only an operator's certificate writes it; `
+          + 'write it with lbadm\'s --etcd flags and the operator\'s etcd certificate (lbadm apply -f FILE --etcd https://HOST:2379 --etcd-prefix P --etcd-ca F --etcd-cert F --etcd-key F); nothing was changed', { cause })
+        : new AgentError('EtcdUnavailable', `cannot write the cluster config to etcd (${message}); nothing was changed`, { cause });
       events.record('admin', 'apply', '', 'refused', err.message, trail);
       throw err;
     }

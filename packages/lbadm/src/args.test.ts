@@ -65,7 +65,7 @@ describe('parseArgs', () => {
 
   const bad: [string[], string][] = [
     [[], 'no command given'],
-    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor, cluster, failover, slot, drill, config, events, server, service, completion'],
+    [['list'], 'unknown command "list"; commands: status, stats, conns, health, validate, apply, doctor, cluster, failover, slot, drill, config, events, server, service, etcd, completion'],
     [['cluster'], 'lbadm cluster needs one of: cluster status'],
     [['cluster', 'show'], 'lbadm cluster needs one of: cluster status (not "show")'],
     [['cluster', 'status', 'now'], 'unexpected argument "now" after lbadm cluster status'],
@@ -195,6 +195,47 @@ describe('parseArgs: the TCP admin API (--server and its TLS files)', () => {
   for (const [argv, env, message] of bad) {
     it(`${argv.join(' ')} ${JSON.stringify(env)} -> usage error`, () => {
       assert.throws(() => parseArgs(argv, env), (err: unknown) => err instanceof UsageError && err.message === message);
+    });
+  }
+});
+
+describe('lbadm --etcd (the cluster config straight to etcd) and etcd roles', () => {
+  const ETCD = ['--etcd', 'https://10.0.3.11:2379,https://10.0.3.12:2379', '--etcd-prefix', '/lbd/prod', '--etcd-ca', '/pki/etcd-ca.pem', '--etcd-cert', '/pki/ops.pem', '--etcd-key', '/pki/ops.key'];
+  const want = { endpoints: ['https://10.0.3.11:2379', 'https://10.0.3.12:2379'], prefix: '/lbd/prod', ca: '/pki/etcd-ca.pem', cert: '/pki/ops.pem', key: '/pki/ops.key' };
+
+  it('the commands that write the config take it, from flags or the environment; reads ignore the environment', () => {
+    assert.deepEqual(parseArgs(['apply', '-f', 'c.yaml', ...ETCD], {}).etcd, want);
+    assert.deepEqual(parseArgs(['server', 'drain', 'web', '198.19.1.12:8080', ...ETCD], {}).etcd, want);
+    assert.deepEqual(parseArgs(['config', 'rollback', '3', ...ETCD], {}).etcd, want);
+    const env = { LBADM_ETCD: 'https://10.0.3.11:2379', LBADM_ETCD_PREFIX: '/lbd', LBADM_ETCD_CA: '/e/ca', LBADM_ETCD_CERT: '/e/c', LBADM_ETCD_KEY: '/e/k' };
+    assert.deepEqual(parseArgs(['service', 'remove', 'web'], env).etcd, { endpoints: ['https://10.0.3.11:2379'], prefix: '/lbd', ca: '/e/ca', cert: '/e/c', key: '/e/k' });
+    assert.equal(parseArgs(['status'], env).etcd, undefined);
+    assert.equal(parseArgs(['service', 'list'], env).etcd, undefined);
+    assert.equal(parseArgs(['config', 'show'], env).etcd, undefined);
+  });
+
+  it('etcd roles reads the prefix, the directors and the operators', () => {
+    assert.deepEqual(parseArgs(['etcd', 'roles', '--etcd-prefix', '/lbd', '--directors', 'dir1,dir2'], {}).roles, { prefix: '/lbd', directors: ['dir1', 'dir2'], operators: ['operator'] });
+    assert.deepEqual(parseArgs(['etcd', 'roles', '--etcd-prefix', '/lbd', '--directors', 'dir1', '--operators', 'alice,bob'], {}).roles?.operators, ['alice', 'bob']);
+  });
+
+  const bad: [string[], Record<string, string>, string][] = [
+    [['apply', '-f', 'c.yaml', '--etcd', 'http://10.0.3.11:2379'], {}, '--etcd: "http://10.0.3.11:2379" is not an https:// etcd endpoint with its port (e.g. https://10.0.3.11:2379); an operator writes the config over TLS with its client certificate'],
+    [['apply', '-f', 'c.yaml', '--etcd', 'https://10.0.3.11:2379', '--etcd-prefix', '/lbd'], {}, '--etcd needs the cluster prefix and the operator\'s etcd certificate: missing --etcd-ca (or LBADM_ETCD_CA), --etcd-cert (or LBADM_ETCD_CERT), --etcd-key (or LBADM_ETCD_KEY)'],
+    [['apply', '-f', 'c.yaml', ...ETCD.slice(0, 2), '--etcd-prefix', 'lbd', ...ETCD.slice(4)], {}, '--etcd-prefix: "lbd" is not an etcd key prefix such as /lbd/prod (the directors\' agent.cluster.prefix)'],
+    [['apply', '-f', 'c.yaml', '--etcd-cert', '/pki/ops.pem'], {}, '--etcd-cert only makes sense with --etcd URL (or LBADM_ETCD)'],
+    [['status', ...ETCD], {}, '--etcd is not a flag of "lbadm status" (it belongs to lbadm apply, lbadm config, lbadm server, lbadm service)'],
+    [['config', 'show', ...ETCD], {}, 'lbadm config show reads through the agent; the --etcd flags are for the commands that write the config (apply, config rollback, server, service)'],
+    [['service', 'list', ...ETCD], {}, '--etcd is not a flag of "lbadm service list" (its flags: --names)'],
+    [['etcd', 'roles', '--directors', 'dir1'], {}, 'lbadm etcd roles needs --etcd-prefix P: an etcd key prefix such as /lbd/prod (the directors\' agent.cluster.prefix)'],
+    [['etcd', 'roles', '--etcd-prefix', '/lbd'], {}, 'lbadm etcd roles needs --directors ID,ID,...: the cluster\'s director ids (each director\'s agent.cluster.director, the common name of its etcd certificate)'],
+    [['etcd', 'roles', '--etcd-prefix', '/lbd', '--directors', 'dir1,dir1'], {}, '--directors: "dir1" is given twice'],
+    [['etcd', 'roles', '--etcd-prefix', '/lbd', '--directors', 'dir1', '--operators', 'dir1'], {}, '--operators: "dir1" is also a director: a director\'s certificate must not write the config; give the operator another name'],
+    [['etcd', 'roles', '--etcd-prefix', '/lbd', '--directors', 'dir 1'], {}, '--directors: "dir 1" is not a name etcd knows a certificate by here (1 to 63 letters, digits, ".", "_", "-", starting with a letter or digit)'],
+  ];
+  for (const [argv, env, message] of bad) {
+    it(`${argv.join(' ')} -> usage error`, () => {
+      assert.throws(() => parseArgs(argv, env), (err: unknown) => err instanceof UsageError && err.message === message, message);
     });
   }
 });

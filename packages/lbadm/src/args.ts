@@ -10,7 +10,7 @@ import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
 export const PROBE_INTERVAL_MS = 20;
 
 export const COMMANDS = [
-  'status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'slot', 'drill', 'config', 'events', 'server', 'service', 'completion',
+  'status', 'stats', 'conns', 'health', 'validate', 'apply', 'doctor', 'cluster', 'failover', 'slot', 'drill', 'config', 'events', 'server', 'service', 'etcd', 'completion',
 ] as const;
 export type Command = (typeof COMMANDS)[number];
 
@@ -25,11 +25,28 @@ interface TcpServer {
   readonly serverName: string | undefined;
 }
 
+/**
+ * etcd itself, with an operator's client certificate (--etcd ...): where etcd's roles keep the cluster config
+ * to operators, lbadm writes it there (apply, config rollback, server, service), not through an agent.
+ */
+export interface EtcdTarget {
+  readonly endpoints: readonly string[];
+  readonly ca: string;
+  readonly cert: string;
+  readonly key: string;
+  /** The cluster's prefix (the directors' agent.cluster.prefix). */
+  readonly prefix: string;
+}
+
 export interface Invocation {
   readonly command: Command | 'help' | 'version';
   readonly socket: string;
   /** Set with --server (or LBADM_SERVER): the TCP admin API instead of the unix socket. */
   readonly server: TcpServer | undefined;
+  /** Set with --etcd (or LBADM_ETCD) on a command that writes the cluster config. */
+  readonly etcd: EtcdTarget | undefined;
+  /** etcd roles: the cluster prefix, its directors' ids and its operators' names. */
+  readonly roles: { readonly prefix: string; readonly directors: readonly string[]; readonly operators: readonly string[] } | undefined;
   readonly json: boolean;
   /** validate, apply */
   readonly file: string | undefined;
@@ -132,6 +149,12 @@ commands:
                                   up to date after server / service edits (--json: with its revision)
   config history                  every cluster config applied, with its revision and author
   config rollback REV             applies cluster config revision REV again, as a new revision
+  etcd roles --etcd-prefix P --directors ID,ID.. [--operators NAME,..]
+                                  prints the etcdctl script that sets up etcd's role-based access for
+                                  the cluster under P: each director (its certificate's common name is
+                                  its id) writes its own registration, probe and events and the shared
+                                  elections; only operators write the config. Run it with etcd's root
+                                  certificate in etcdctl's environment (it enables authentication)
   server add SERVICE ADDR:PORT [--weight N] [--health-port P] [--dry-run]
   server edit SERVICE ADDR:PORT [--weight N] [--health-port P] [--dry-run]
   server drain|enable|remove SERVICE ADDR:PORT [--dry-run]
@@ -166,6 +189,13 @@ global flags:
                   --cert FILE and --key FILE (this client's, a name agent.admin.clients lists);
                   --server-name NAME when the agent's certificate names it, not HOST (e.g. dir1).
                   Defaults: $LBADM_SERVER, $LBADM_CA, $LBADM_CERT, $LBADM_KEY, $LBADM_SERVER_NAME
+  --etcd URL,URL.. --etcd-prefix P --etcd-ca F --etcd-cert F --etcd-key F
+                  (apply, config rollback, server, service) write the cluster config to etcd
+                  directly with an operator's certificate, for etcd with role-based access
+                  (lbadm etcd roles), where a director's certificate may not write it. The
+                  agent, when reachable, still answers --dry-run and says when it applied.
+                  Defaults: $LBADM_ETCD, $LBADM_ETCD_PREFIX, $LBADM_ETCD_CA, $LBADM_ETCD_CERT,
+                  $LBADM_ETCD_KEY
   --json          machine-readable output
   --help          this text
   --version       lbadm's version (lbd-agent --version: the agent's)
@@ -218,6 +248,12 @@ interface FlagSpec {
   readonly aliasOf?: string;
 }
 
+/** Commands that write the cluster config, and so may write it to etcd directly (--etcd). */
+const CONFIG_WRITERS: readonly Command[] = ['apply', 'config', 'server', 'service'];
+
+/** Where etcd is and the operator's certificate for it: flag, then environment variable. */
+const ETCD_FLAGS = [['--etcd', 'LBADM_ETCD'], ['--etcd-prefix', 'LBADM_ETCD_PREFIX'], ['--etcd-ca', 'LBADM_ETCD_CA'], ['--etcd-cert', 'LBADM_ETCD_CERT'], ['--etcd-key', 'LBADM_ETCD_KEY']] as const;
+
 const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--socket': { value: true },
   '--server': { value: true },
@@ -255,11 +291,18 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--local-addresses': { value: true, commands: ['service'] },
   '--vip-group': { value: true, commands: ['service', 'failover', 'drill'] },
   '--names': { value: false, commands: ['service'] },
+  '--etcd': { value: true, commands: CONFIG_WRITERS },
+  '--etcd-prefix': { value: true, commands: [...CONFIG_WRITERS, 'etcd'] },
+  '--etcd-ca': { value: true, commands: CONFIG_WRITERS },
+  '--etcd-cert': { value: true, commands: CONFIG_WRITERS },
+  '--etcd-key': { value: true, commands: CONFIG_WRITERS },
+  '--directors': { value: true, commands: ['etcd'] },
+  '--operators': { value: true, commands: ['etcd'] },
 };
 
 /** Commands that take words after them, and what those may be. */
 export const SUBCOMMANDS: Partial<Record<Command, readonly string[]>> = {
-  cluster: ['status'], config: ['show', 'history', 'rollback'], slot: ['move'], drill: ['switchover'],
+  cluster: ['status'], config: ['show', 'history', 'rollback'], slot: ['move'], drill: ['switchover'], etcd: ['roles'],
   server: ['add', 'edit', 'drain', 'enable', 'remove'], service: ['add', 'edit', 'remove', 'list'], completion: ['bash', 'zsh'],
 };
 
@@ -281,8 +324,8 @@ const MANAGE: Readonly<Record<string, { readonly words: readonly string[]; reado
 /** Flags every command takes. */
 export const GLOBAL_FLAGS: readonly string[] = Object.entries(FLAGS).filter(([, spec]) => spec.commands === undefined).map(([name]) => name);
 
-/** The global flags that say where the agent is and how to reach it (--socket, --server and its TLS files). */
-export const CONNECTION_FLAGS: readonly string[] = GLOBAL_FLAGS.filter((name) => FLAGS[name]!.value);
+/** The flags that say where the agent (--socket, --server and its TLS files) or etcd (--etcd ...) is and how to reach it. */
+export const CONNECTION_FLAGS: readonly string[] = [...GLOBAL_FLAGS.filter((name) => FLAGS[name]!.value), ...ETCD_FLAGS.map(([f]) => f)];
 
 /** Flags that `lbadm COMMAND [SUB]` takes, the global ones last: for shell completion. */
 export function flagsOf(command: Command, sub?: string): string[] {
@@ -366,6 +409,10 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
     if (command === 'slot' && (words.length !== 2 || !/^\d{1,2}$/.test(words[1]!) || Number(words[1]) >= MAX_SLOTS)) {
       throw new UsageError(`lbadm slot move needs one slot number from 0 to ${MAX_SLOTS - 1} (lbadm cluster status lists the slots as groups slot-N), not ${words.length === 1 ? 'none' : `"${words.slice(1).join(' ')}"`}`);
     }
+    if (command === 'config' && sub !== 'rollback' && ETCD_FLAGS.some(([f]) => seen.has(f))) {
+      throw new UsageError(`lbadm config ${sub} reads through the agent; the --etcd flags are for the commands that write the config (apply, config rollback, server, service)`);
+    }
+    if (command === 'etcd' && words.length > 1) throw new UsageError(`unexpected argument "${words[1]}" after lbadm etcd roles`);
     if (command === 'config' && sub !== 'rollback' && words.length > 1) {
       throw new UsageError(`unexpected argument "${words[1]}" after lbadm config ${sub}`);
     }
@@ -373,8 +420,9 @@ export function parseArgs(argv: readonly string[], env: Readonly<Record<string, 
       const want = manage.words;
       if (words.length - 1 < want.length) throw new UsageError(`lbadm ${command} ${sub} needs ${want.join(' ')}${want[0] === 'SERVICE' ? ' (SERVICE: a service name or key; lbadm service list shows them)' : ''}`);
       if (words.length - 1 > want.length) throw new UsageError(`unexpected argument "${words[want.length + 1]}" after lbadm ${command} ${sub} ${want.join(' ')}`);
+      const etcdFlags: readonly string[] = sub === 'list' ? [] : ETCD_FLAGS.map(([f]) => f);
       for (const name of seen.keys()) {
-        if (FLAGS[name]!.commands !== undefined && !manage.flags.includes(name)) {
+        if (FLAGS[name]!.commands !== undefined && !manage.flags.includes(name) && !etcdFlags.includes(name)) {
           throw new UsageError(`${name} is not a flag of "lbadm ${command} ${sub}"${manage.flags.length > 0 ? ` (its flags: ${manage.flags.join(', ')})` : ''}`);
         }
       }
@@ -409,6 +457,8 @@ function invocation(command: Command | 'help' | 'version', seen: ReadonlyMap<str
   }
   const socket = str('--socket') ?? (env.LBD_ADMIN_SOCKET || DEFAULT_ADMIN_SOCKET);
   const server = tcpServer(str, env, seen.has('--socket'));
+  const writesConfig = (CONFIG_WRITERS as readonly string[]).includes(command) && !(command === 'config' && args[0] !== 'rollback') && args[0] !== 'list';
+  const etcd = writesConfig ? etcdTarget(str, env) : undefined;
   const expect = str('--expect-revision');
   if (expect !== undefined && !/^\d{1,15}$/.test(expect)) throw new UsageError(`--expect-revision: "${expect}" is not a config revision (0 or more)`);
   const mode = str('--mode');
@@ -427,7 +477,7 @@ function invocation(command: Command | 'help' | 'version', seen: ReadonlyMap<str
   const sinceText = str('--since');
   const since = sinceText === undefined ? undefined : parseSince(sinceText);
   return {
-    command, socket, server, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
+    command, socket, server, etcd, roles: command === 'etcd' ? rolesOf(str) : undefined, json: seen.has('--json'), file: str('--file'), dryRun: seen.has('--dry-run'),
     rate: seen.has('--rate'), intervalMs, service: str('--service'), watch: seen.has('--watch'), args,
     vipGroup: groupOf(command, args, str), probe: probeUrl(str('--probe')), to: str('--to'), expectRevision: expect === undefined ? undefined : Number(expect), mode,
     follow: seen.has('--follow'), since, director, kind, local: seen.has('--local'), limit,
@@ -514,6 +564,69 @@ function tcpServer(str: (name: string) => string | undefined, env: Readonly<Reco
     address: hp.host, port: hp.port, ca: files['--ca']!, cert: files['--cert']!, key: files['--key']!,
     serverName: str('--server-name') ?? (env.LBADM_SERVER_NAME || undefined),
   };
+}
+
+const PREFIX = /^\/[A-Za-z0-9_.\/-]*[A-Za-z0-9_.-]$/;
+const PREFIX_RULE = 'an etcd key prefix such as /lbd/prod (the directors\' agent.cluster.prefix)';
+
+/**
+ * --etcd and the operator's certificate, flags before the environment (LBADM_ETCD alone, set for a
+ * workstation, turns every config write into a direct one). All or nothing: a half-given target is a mistake.
+ */
+function etcdTarget(str: (name: string) => string | undefined, env: Readonly<Record<string, string | undefined>>): EtcdTarget | undefined {
+  const flag = str('--etcd');
+  const text = flag ?? (env.LBADM_ETCD || undefined);
+  if (text === undefined) {
+    const stray = ETCD_FLAGS.slice(1).map(([f]) => f).find((f) => str(f) !== undefined);
+    if (stray !== undefined) throw new UsageError(`${stray} only makes sense with --etcd URL (or LBADM_ETCD)`);
+    return undefined;
+  }
+  const from = flag !== undefined ? '--etcd' : 'LBADM_ETCD';
+  const endpoints = text.split(',').map((u) => u.trim()).filter((u) => u !== '');
+  for (const u of endpoints) {
+    let url: URL | undefined;
+    try { url = new URL(u); } catch { url = undefined; }
+    if (url === undefined || url.protocol !== 'https:' || url.port === '' || url.pathname !== '/') {
+      throw new UsageError(`${from}: "${u}" is not an https:// etcd endpoint with its port (e.g. https://10.0.3.11:2379); an operator writes the config over TLS with its client certificate`);
+    }
+  }
+  if (endpoints.length === 0) throw new UsageError(`${from}: give one or more etcd endpoints, comma-separated (e.g. https://10.0.3.11:2379,https://10.0.3.12:2379)`);
+  const values: Record<string, string> = {};
+  const missing: string[] = [];
+  for (const [f, e] of ETCD_FLAGS.slice(1)) {
+    const v = str(f) ?? (env[e] || undefined);
+    if (v === undefined) missing.push(`${f} (or ${e})`);
+    else values[f] = v;
+  }
+  if (missing.length > 0) throw new UsageError(`${from} needs the cluster prefix and the operator's etcd certificate: missing ${missing.join(', ')}`);
+  const prefix = values['--etcd-prefix']!;
+  if (!PREFIX.test(prefix)) throw new UsageError(`--etcd-prefix: "${prefix}" is not ${PREFIX_RULE}`);
+  return { endpoints, prefix, ca: values['--etcd-ca']!, cert: values['--etcd-cert']!, key: values['--etcd-key']! };
+}
+
+const ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+/** etcd roles: --etcd-prefix, --directors (at least one) and --operators (default: operator). */
+function rolesOf(str: (name: string) => string | undefined): Invocation['roles'] {
+  const prefix = str('--etcd-prefix');
+  if (prefix === undefined) throw new UsageError(`lbadm etcd roles needs --etcd-prefix P: ${PREFIX_RULE}`);
+  if (!PREFIX.test(prefix)) throw new UsageError(`--etcd-prefix: "${prefix}" is not ${PREFIX_RULE}`);
+  const list = (flag: string, fallback: string | undefined): string[] => {
+    const text = str(flag) ?? fallback;
+    if (text === undefined) throw new UsageError(`lbadm etcd roles needs ${flag} ID,ID,...: the cluster's director ids (each director's agent.cluster.director, the common name of its etcd certificate)`);
+    const names = text.split(',').map((x) => x.trim());
+    const bad = names.find((n) => !ID.test(n));
+    if (bad !== undefined) throw new UsageError(`${flag}: "${bad}" is not a name etcd knows a certificate by here (1 to 63 letters, digits, ".", "_", "-", starting with a letter or digit)`);
+    const dup = names.find((n, i) => names.indexOf(n) !== i);
+    if (dup !== undefined) throw new UsageError(`${flag}: "${dup}" is given twice`);
+    return names;
+  };
+  const directors = list('--directors', undefined);
+  const operators = list('--operators', 'operator');
+  const both = operators.find((o) => directors.includes(o));
+  if (both !== undefined) throw new UsageError(`--operators: "${both}" is also a director: a director's certificate must not write the config; give the operator another name`);
+  if (operators.includes('root') || directors.includes('root')) throw new UsageError('--directors, --operators: "root" is etcd\'s own administrator; give another name');
+  return { prefix, directors, operators };
 }
 
 function wholeNumber(flag: string, text: string | undefined, min: number, max: number, what: string): number | undefined {

@@ -1,11 +1,11 @@
-import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { constants } from 'node:fs';
 import { hostname, userInfo } from 'node:os';
 import { access, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ConfigError, EXIT, LBD_VERSION, loadConfig } from '@lbd/config';
-import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, type AdminEndpoint, type Event__Output, type HealthEvent__Output } from '@lbd/proto';
+import { ConfigError, EXIT, LBD_VERSION, loadConfig, parseConfig } from '@lbd/config';
+import { etcdRolePlan, etcdRoleScript } from '@lbd/coordinator';
+import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, isServiceError, type AdminEndpoint, type Event__Output, type HealthEvent__Output } from '@lbd/proto';
 import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
 import { describeFailure, type AdminTarget, type Failure } from './errors.js';
 import {
@@ -14,7 +14,9 @@ import {
 } from './format.js';
 import { completionScript } from './completion.js';
 import { drill } from './drill.js';
+import { OperatorEtcd, appliedBy, formatApplied, sha256 } from './etcd.js';
 import { listServices, manage } from './manage.js';
+import { readClientTls } from './tls-files.js';
 
 /**
  * lbadm's commands. `main` takes argv and an Io and returns the exit code, so tests run the real CLI
@@ -66,12 +68,20 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     if (typeof read === 'number') return read;
     configText = read;
   }
+  if (inv.command === 'etcd') {
+    const r = inv.roles!;
+    io.stdout(inv.json ? json(etcdRolePlan(r.prefix, r.directors, r.operators)) : etcdRoleScript(etcdRolePlan(r.prefix, r.directors, r.operators)));
+    return EXIT.ok;
+  }
   const endpoint = await resolveEndpoint(inv);
-  if ('exit' in endpoint) {
+  // Writing to etcd directly, lbadm needs no agent; one it can reach says when it applied the write.
+  const direct = inv.etcd !== undefined && !inv.dryRun;
+  if ('exit' in endpoint && !direct) {
     io.stderr(`${endpoint.message}\n`);
     return endpoint.exit;
   }
-  const api = new AdminApi(endpoint);
+  if (direct) return writeDirect(inv, 'exit' in endpoint ? null : new AdminApi(endpoint), configText, argv, io);
+  const api = new AdminApi(endpoint as AdminEndpoint);
   const where = whereOf(inv, api);
   try {
     switch (inv.command) {
@@ -143,10 +153,10 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       case 'events':
         return await events(api, inv, io);
       case 'server':
-        return await manage(api, inv, argv, author(), io);
+        return await manage({ api, etcd: null }, inv, argv, author(), io);
       case 'service':
         if (inv.args[0] === 'list') return await listServices(api, inv, io);
-        return await manage(api, inv, argv, author(), io);
+        return await manage({ api, etcd: null }, inv, argv, author(), io);
       case 'doctor': {
         const { findings } = await api.doctor({ timeoutMs: DOCTOR_TIMEOUT_MS });
         const errors = findings.filter((f) => f.severity === 'error').length;
@@ -266,6 +276,76 @@ async function apply(api: AdminApi, inv: Invocation, text: string, io: Io): Prom
   }
 }
 
+/**
+ * apply, config rollback, server and service with --etcd: the config written to etcd with the operator's
+ * certificate (etcd.ts); `api`, the agent lbadm can reach if any, says when it applied the write.
+ */
+async function writeDirect(inv: Invocation, api: AdminApi | null, configText: string | undefined, argv: readonly string[], io: Io): Promise<number> {
+  const etcd = await OperatorEtcd.open(inv.etcd!);
+  if ('exit' in etcd) {
+    io.stderr(`${etcd.message}\n`);
+    api?.close();
+    return etcd.exit;
+  }
+  const where = api === null ? null : whereOf(inv, api);
+  try {
+    if (inv.command === 'server' || inv.command === 'service') return await manage({ api, etcd }, inv, argv, author(), io);
+    let text: string;
+    let source: string;
+    if (inv.command === 'apply') {
+      text = configText!;
+      source = resolve(inv.file!);
+    } else {
+      const revision = Number(inv.args[1]);
+      const old = await etcd.at(revision);
+      if (old === null) {
+        io.stderr(`lbadm: revision ${revision} is not in the cluster config history under ${inv.etcd!.prefix}; see lbadm config history\n`);
+        return EXIT.failure;
+      }
+      text = old.text;
+      source = `rollback to revision ${revision}`;
+    }
+    const problems = configProblems(text, source);
+    if (problems !== null) {
+      if (inv.json) io.stdout(json({ valid: false, applied: false, dryRun: false, problems: problems.problems }));
+      else io.stderr(`lbadm: ${problems.message}\nnothing was written\n`);
+      return EXIT.config;
+    }
+    const written = await etcd.write(text, source, author(), inv.command === 'apply' ? inv.expectRevision : undefined);
+    if (!written.ok) {
+      io.stderr(`lbadm: the cluster config is at revision ${written.current}, not the one this ${inv.command === 'apply' ? 'apply' : 'rollback'} expected: someone applied in between; look at lbadm config history, then try again. Nothing was written\n`);
+      return EXIT.failure;
+    }
+    const applied = api === null ? undefined : await appliedBy(api, written.revision, sha256(text));
+    if (inv.json) {
+      io.stdout(json({ valid: true, written: true, clusterRevision: written.revision, etcdUser: etcd.commonName, ...(applied === undefined ? {} : { appliedBy: applied }) }));
+    } else {
+      const what = inv.command === 'apply' ? '' : ` (${source})`;
+      io.stdout(`written to etcd as cluster config revision ${written.revision}${what} with the certificate of ${etcd.commonName}; every director applies it\n`);
+      if (applied !== undefined) io.stdout(`${formatApplied(applied, api!.where)}\n`);
+    }
+    return EXIT.ok;
+  } catch (err) {
+    const failure = isServiceError(err) && where !== null ? describeFailure(err, where) : etcd.describe(err, 'write the cluster config');
+    io.stderr(`${failure.message}\n`);
+    return failure.exit;
+  } finally {
+    etcd.close();
+    api?.close();
+  }
+}
+
+/** A cluster config's problems (what the agents would refuse), or null when it is valid. */
+function configProblems(text: string, source: string): ConfigError | null {
+  try {
+    parseConfig(text, source, { cluster: true });
+    return null;
+  } catch (err) {
+    if (err instanceof ConfigError) return err;
+    throw err;
+  }
+}
+
 /** Who applies, for the cluster config history: user@host. */
 function author(): string {
   let user = 'unknown';
@@ -285,36 +365,12 @@ function whereOf(inv: Invocation, api: AdminApi): AdminTarget {
 async function resolveEndpoint(inv: Invocation): Promise<AdminEndpoint | Failure> {
   const server = inv.server;
   if (server === undefined) return (await checkSocket(inv.socket)) ?? { kind: 'unix', path: inv.socket };
-  const pem: Partial<Record<'ca' | 'cert' | 'key', Buffer>> = {};
-  const what = { ca: 'the CA that signed the agent\'s certificate', cert: 'this client\'s certificate', key: 'this client\'s private key' } as const;
-  for (const k of ['ca', 'cert', 'key'] as const) {
-    try {
-      pem[k] = await readFile(server[k]);
-    } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? String(err);
-      const denied = code === 'EACCES' || code === 'EPERM';
-      return {
-        exit: denied ? EXIT.noPermission : EXIT.usage,
-        message: `lbadm: --${k} ${server[k]}: cannot read it (${code}); give ${what[k]} as a readable PEM file${denied ? ' (a key is often root-only: check its owner and mode)' : ''}`,
-      };
-    }
-  }
-  // Checked here: grpc-js would throw on a key that does not match, and say nothing of which file is wrong.
-  let cert: X509Certificate;
-  try {
-    cert = new X509Certificate(pem.cert!);
-  } catch {
-    return { exit: EXIT.usage, message: `lbadm: --cert ${server.cert}: is not a PEM certificate; give this client's certificate (-----BEGIN CERTIFICATE-----)` };
-  }
-  try {
-    if (!cert.checkPrivateKey(createPrivateKey(pem.key!))) {
-      return { exit: EXIT.usage, message: `lbadm: --key ${server.key}: is not the private key of --cert ${server.cert}; give the key the certificate was issued for` };
-    }
-  } catch {
-    return { exit: EXIT.usage, message: `lbadm: --key ${server.key}: is not a PEM private key (an encrypted key is not supported); give this client's unencrypted key` };
-  }
+  const tls = await readClientTls(server, { ca: '--ca', cert: '--cert', key: '--key' }, {
+    ca: 'the CA that signed the agent\'s certificate', cert: 'this client\'s certificate', key: 'this client\'s private key',
+  });
+  if ('exit' in tls) return tls;
   return {
-    kind: 'tls', address: server.address, port: server.port, ca: pem.ca!, cert: pem.cert!, key: pem.key!,
+    kind: 'tls', address: server.address, port: server.port, ca: tls.ca, cert: tls.cert, key: tls.key,
     ...(server.serverName === undefined ? {} : { serverName: server.serverName }),
   };
 }

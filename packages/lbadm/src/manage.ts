@@ -3,6 +3,7 @@ import { ConfigError, EXIT, hostPort, parseConfig, serviceKey, type Config } fro
 import { applyProblemsOf, isServiceError, type AdminApi, type ApplyResponse__Output, type GetConfigResponse__Output } from '@lbd/proto';
 import { CONNECTION_FLAGS, type Invocation } from './args.js';
 import { EditError, diffLines, editConfig, type EditOp } from './edit.js';
+import { appliedBy, formatApplied, sha256, type OperatorEtcd } from './etcd.js';
 import { columns, formatApply, formatProblems, json } from './format.js';
 
 /**
@@ -58,7 +59,7 @@ function editOp(inv: Invocation): EditOp {
 }
 
 /** The running config, validated, or an exit code after saying why it cannot be edited. */
-function typed(cur: GetConfigResponse__Output, io: ManageIo): Pick<Config, 'services'> | number {
+function typed(cur: Running, io: ManageIo): Pick<Config, 'services'> | number {
   // A cluster without a config yet: the first edit writes one.
   if (cur.configText.trim() === '') return { services: [] };
   try {
@@ -70,11 +71,30 @@ function typed(cur: GetConfigResponse__Output, io: ManageIo): Pick<Config, 'serv
   }
 }
 
-export async function manage(api: AdminApi, inv: Invocation, argv: readonly string[], author: string, io: ManageIo): Promise<number> {
+/**
+ * Where the edit goes: through the agent (`etcd` null: GetConfig, then Apply), or, with --etcd, straight to
+ * etcd with the operator's certificate (read and written there; the agent, when lbadm reaches one, says
+ * when it applied the write).
+ */
+export interface ManageTarget {
+  readonly api: AdminApi | null;
+  readonly etcd: OperatorEtcd | null;
+}
+
+/** The running config as an edit starts from it. */
+type Running = Pick<GetConfigResponse__Output, 'configText' | 'revision' | 'clustered'>;
+
+async function readRunning(t: ManageTarget): Promise<Running> {
+  if (t.etcd === null) return t.api!.getConfig({ timeoutMs: TIMEOUT_MS });
+  const cur = await t.etcd.current();
+  return { configText: cur?.text ?? '', revision: cur?.revision ?? 0, clustered: true };
+}
+
+export async function manage(target: ManageTarget, inv: Invocation, argv: readonly string[], author: string, io: ManageIo): Promise<number> {
   const op = editOp(inv);
   const source = sourceOf(argv);
   for (let attempt = 1; ; attempt++) {
-    const cur = await api.getConfig({ timeoutMs: TIMEOUT_MS });
+    const cur = await readRunning(target);
     const config = typed(cur, io);
     if (typeof config === 'number') return config;
     let edit;
@@ -99,19 +119,40 @@ export async function manage(api: AdminApi, inv: Invocation, argv: readonly stri
       return EXIT.config;
     }
     const diff = diffLines(cur.configText, edit.text, `running config (revision ${cur.revision})`, `after: ${source}`);
+    const conflict = (detail: string): number | null => {
+      if (attempt < MAX_ATTEMPTS) {
+        io.stderr(`lbadm: the config changed after revision ${cur.revision} was read (someone else applied); editing the new one (attempt ${attempt + 1} of ${MAX_ATTEMPTS})\n`);
+        return null;
+      }
+      io.stderr(`lbadm: the config changed between reading and applying ${MAX_ATTEMPTS} times in a row (last: ${detail}); nothing was applied by this command: look at lbadm config history (or lbadm status), then try again\n`);
+      return EXIT.failure;
+    };
+    if (target.etcd !== null) {
+      const written = await target.etcd.write(edit.text, source, author, cur.revision);
+      if (!written.ok) {
+        const exit = conflict(`the config is at revision ${written.current}`);
+        if (exit === null) continue;
+        return exit;
+      }
+      const applied = target.api === null ? undefined : await appliedBy(target.api, written.revision, sha256(edit.text));
+      if (inv.json) {
+        io.stdout(json({ configChanged: true, written: true, summary: edit.summary, fromRevision: cur.revision, diff, clusterRevision: written.revision, ...(applied === undefined ? {} : { appliedBy: applied }) }));
+      } else {
+        io.stdout(`${edit.summary}\nwritten to etcd as cluster config revision ${written.revision} with the certificate of ${target.etcd.commonName}; every director applies it\n`
+          + `${applied === undefined ? '' : `${formatApplied(applied, target.api!.where)}\n`}`);
+      }
+      return EXIT.ok;
+    }
     let res: ApplyResponse__Output;
     try {
-      res = await api.apply({
+      res = await target.api!.apply({
         configText: edit.text, source, dryRun: inv.dryRun, author, checkRevision: true, expectRevision: cur.revision,
       }, { timeoutMs: TIMEOUT_MS });
     } catch (err) {
       if (isServiceError(err) && err.code === status.ABORTED) {
-        if (attempt < MAX_ATTEMPTS) {
-          io.stderr(`lbadm: the config changed after revision ${cur.revision} was read (someone else applied); editing the new one (attempt ${attempt + 1} of ${MAX_ATTEMPTS})\n`);
-          continue;
-        }
-        io.stderr(`lbadm: the config changed between reading and applying ${MAX_ATTEMPTS} times in a row (last: ${err.details}); nothing was applied by this command: look at lbadm config history (or lbadm status), then try again\n`);
-        return EXIT.failure;
+        const exit = conflict(err.details);
+        if (exit === null) continue;
+        return exit;
       }
       const problems = applyProblemsOf(err);
       if (problems === null) throw err;

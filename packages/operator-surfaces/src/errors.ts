@@ -5,7 +5,7 @@ import { DataPlaneError } from '@lbd/dataplane';
 /** Failures of the agent itself (not of the config or the data plane), each mapped to one gRPC status. */
 export class AgentError extends Error {
   constructor(
-    readonly kind: 'NotFound' | 'CannotPersist' | 'NotPersisted' | 'SocketInUse' | 'Stopped' | 'Conflict' | 'NotClustered' | 'Refused' | 'EtcdUnavailable',
+    readonly kind: 'NotFound' | 'CannotPersist' | 'NotPersisted' | 'SocketInUse' | 'Stopped' | 'Conflict' | 'NotClustered' | 'Refused' | 'EtcdUnavailable' | 'EtcdDenied',
     message: string,
     opts: { cause?: unknown } = {},
   ) {
@@ -43,6 +43,8 @@ export function toGrpcStatus(err: unknown): Pick<StatusObject, 'code' | 'details
       NotClustered: status.FAILED_PRECONDITION,
       Refused: status.FAILED_PRECONDITION,
       EtcdUnavailable: status.UNAVAILABLE,
+      // etcd's roles refuse this director's certificate the write (the config is the operators').
+      EtcdDenied: status.PERMISSION_DENIED,
     }[err.kind];
     return { code, details: err.message, unexpected: false };
   }
