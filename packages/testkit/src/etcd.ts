@@ -6,6 +6,7 @@ import { get as httpsGet } from 'node:https';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { makeCa, issueCert } from './certs.js';
 import { ETCD_MEMBERS, etcdMember, type EtcdMember } from './cluster-topology.js';
 import type { BackgroundProcess, ExecOptions, ExecResult } from './exec.js';
 import type { Topology } from './netns.js';
@@ -166,7 +167,44 @@ export interface EtcdMemberTiming {
   readonly electionMs?: number;
 }
 
+/**
+ * A cluster's etcd with TLS for clients and client-certificate authentication (--client-cert-auth), from a
+ * CA of its own (makeEtcdPki): `dir` holds etcd-ca.pem, each member's etcdK.pem/.key (naming its address)
+ * and each client's <name>.pem/.key, root's among them (etcd's administrator: the launcher's own etcdctl
+ * calls, and the role setup). Peers stay plain http on the management switch.
+ */
+export interface EtcdClusterTls {
+  readonly dir: string;
+  readonly ca: string;
+}
+
+/** A client's certificate and key in an etcd PKI (makeEtcdPki made one for `name`). */
+export function etcdClientFiles(tls: EtcdClusterTls, name: string): { readonly cert: string; readonly key: string } {
+  return { cert: join(tls.dir, `${name}.pem`), key: join(tls.dir, `${name}.key`) };
+}
+
+/** etcdctl's environment for `name`'s certificate (root: etcd's administrator). */
+export function etcdctlTlsEnv(tls: EtcdClusterTls, name = 'root'): Record<string, string> {
+  const f = etcdClientFiles(tls, name);
+  return { ETCDCTL_CACERT: tls.ca, ETCDCTL_CERT: f.cert, ETCDCTL_KEY: f.key };
+}
+
+/** A CA for etcd, a server certificate per cluster member (naming its address) and one per client name. */
+export async function makeEtcdPki(dir: string, clients: readonly string[]): Promise<EtcdClusterTls> {
+  const ca = await makeCa(dir, 'etcd-ca');
+  for (let k = 1; k <= ETCD_MEMBERS; k++) await issueCert(ca, dir, etcdMember(k).host, [etcdMember(k).ipv4]);
+  for (const c of clients) await issueCert(ca, dir, c);
+  return { dir, ca: ca.certPath };
+}
+
+/** Member m's client URL: https with TLS. */
+export function etcdClientUrl(m: EtcdMember, tls?: EtcdClusterTls): string {
+  return tls === undefined ? m.clientUrl : m.clientUrl.replace(/^http:/, 'https:');
+}
+
 export interface EtcdClusterOptions extends EtcdMemberTiming {
+  /** Clients over TLS with certificates (see EtcdClusterTls); default plain http. */
+  readonly tls?: EtcdClusterTls;
   /** Parent of the members' data dirs. Default: a fresh dir under /dev/shm (cheap fsync), removed by stop(). */
   readonly dataDir?: string;
   /** How long to wait for every member to be healthy (default 30 s). */
@@ -175,7 +213,7 @@ export interface EtcdClusterOptions extends EtcdMemberTiming {
 
 /** Three etcd members, each in its own namespace of a cluster topology (etcd1..etcd3 on the mgmt switch). */
 export interface RunningEtcdCluster {
-  /** Client URLs in member order: http://198.18.3.11:2379, ... */
+  /** Client URLs in member order: http://198.18.3.11:2379, ... (https:// with TLS) */
   readonly endpoints: string[];
   readonly members: readonly EtcdMember[];
   /** Parent of the members' data dirs (`<dataDir>/etcdK`). */
@@ -186,7 +224,7 @@ export interface RunningEtcdCluster {
   startMember(k: number): Promise<void>;
   /** The raft leader's member number; waits (bounded by timeoutMs, default 10 s) while an election runs. */
   leader(timeoutMs?: number): Promise<number>;
-  /** Runs `etcdctl --endpoints <all> ARGS` in member 1's namespace (any namespace on the mgmt switch would do). */
+  /** Runs `etcdctl --endpoints <all> ARGS` in member 1's namespace (any namespace on the mgmt switch would do); with TLS as root. */
   etcdctl(args: readonly string[], opts?: ExecOptions): Promise<ExecResult>;
   /** SIGSTOP every running member: a whole-cluster outage that loses no data. */
   pause(): Promise<void>;
@@ -210,17 +248,21 @@ const ETCDCTL_TIMEOUT_MS = 3000;
 export const ETCD_NICE = -20;
 
 /** The whole command of cluster member k (`nice -n -20 etcd ...`), with its data in `<dataRoot>/etcdK`. */
-export function etcdMemberCommand(k: number, dataRoot: string, opts: EtcdMemberTiming = {}): string[] {
+export function etcdMemberCommand(k: number, dataRoot: string, opts: EtcdMemberTiming & { readonly tls?: EtcdClusterTls } = {}): string[] {
   return ['nice', '-n', String(ETCD_NICE), 'etcd', ...etcdMemberArgs(k, dataRoot, opts)];
 }
 
 /** The etcd command line (without `etcd`) of cluster member k, with its data in `<dataRoot>/etcdK`. */
-export function etcdMemberArgs(k: number, dataRoot: string, opts: EtcdMemberTiming = {}): string[] {
+export function etcdMemberArgs(k: number, dataRoot: string, opts: EtcdMemberTiming & { readonly tls?: EtcdClusterTls } = {}): string[] {
   const m = etcdMember(k);
+  const clientUrl = etcdClientUrl(m, opts.tls);
+  const tls = opts.tls === undefined ? [] : [
+    '--cert-file', join(opts.tls.dir, `${m.host}.pem`), '--key-file', join(opts.tls.dir, `${m.host}.key`), '--trusted-ca-file', opts.tls.ca, '--client-cert-auth',
+  ];
   const cluster = Array.from({ length: ETCD_MEMBERS }, (_, i) => etcdMember(i + 1)).map((x) => `${x.host}=${x.peerUrl}`).join(',');
   return [
     '--name', m.host, '--data-dir', join(dataRoot, m.host),
-    '--listen-client-urls', m.clientUrl, '--advertise-client-urls', m.clientUrl,
+    '--listen-client-urls', clientUrl, '--advertise-client-urls', clientUrl, ...tls,
     '--listen-peer-urls', m.peerUrl, '--initial-advertise-peer-urls', m.peerUrl,
     // Ignored once the data dir holds a member: a restarted member rejoins with what it has.
     '--initial-cluster', cluster, '--initial-cluster-state', 'new', '--initial-cluster-token', 'lbd-cluster',
@@ -237,14 +279,16 @@ export function etcdctlIn(topology: Topology, host: string, endpoints: readonly 
 }
 
 /** Whether member m answers `endpoint health` (a quorum read, so false while it has no leader). */
-async function memberHealthy(topology: Topology, m: EtcdMember): Promise<boolean> {
-  const r = await etcdctlIn(topology, m.host, [m.clientUrl], ['endpoint', 'health'], { allowFailure: true }).catch(() => undefined);
+async function memberHealthy(topology: Topology, m: EtcdMember, tls?: EtcdClusterTls): Promise<boolean> {
+  const env = tls === undefined ? {} : etcdctlTlsEnv(tls);
+  const r = await etcdctlIn(topology, m.host, [etcdClientUrl(m, tls)], ['endpoint', 'health'], { allowFailure: true, env }).catch(() => undefined);
   return r?.code === 0;
 }
 
 /** `[member_id, leader]` as decimal strings (they are uint64: JSON.parse would round them). */
-async function memberStatus(topology: Topology, m: EtcdMember): Promise<[string, string] | undefined> {
-  const r = await etcdctlIn(topology, m.host, [m.clientUrl], ['endpoint', 'status', '-w', 'json'], { allowFailure: true }).catch(() => undefined);
+async function memberStatus(topology: Topology, m: EtcdMember, tls?: EtcdClusterTls): Promise<[string, string] | undefined> {
+  const env = tls === undefined ? {} : etcdctlTlsEnv(tls);
+  const r = await etcdctlIn(topology, m.host, [etcdClientUrl(m, tls)], ['endpoint', 'status', '-w', 'json'], { allowFailure: true, env }).catch(() => undefined);
   const id = /"member_id":(\d+)/.exec(r?.stdout ?? '')?.[1];
   const leader = /"leader":(\d+)/.exec(r?.stdout ?? '')?.[1];
   return r?.code === 0 && id !== undefined && leader !== undefined ? [id, leader] : undefined;
@@ -286,7 +330,7 @@ export async function startEtcdCluster(topology: Topology, opts: EtcdClusterOpti
         const p = procs.get(k);
         if (p === undefined || !p.running) throw new Error(`etcd member ${k} exited before it was healthy: ${p?.stderr.trim().slice(-2000) || 'no output'}`);
       }
-      const ok = await Promise.all(pending.map((k) => memberHealthy(topology, member(k))));
+      const ok = await Promise.all(pending.map((k) => memberHealthy(topology, member(k), opts.tls)));
       pending = pending.filter((_, i) => !ok[i]);
       if (pending.length === 0) return;
       if (Date.now() > deadline) throw new Error(`etcd members ${pending.join(', ')} not healthy after ${timeoutMs} ms: ${pending.map((k) => procs.get(k)?.stderr.trim().slice(-500)).join(' | ')}`);
@@ -315,7 +359,8 @@ export async function startEtcdCluster(topology: Topology, opts: EtcdClusterOpti
     await stop();
     throw e;
   }
-  const endpoints = members.map((m) => m.clientUrl);
+  const endpoints = members.map((m) => etcdClientUrl(m, opts.tls));
+  const rootEnv = opts.tls === undefined ? {} : etcdctlTlsEnv(opts.tls);
   return {
     endpoints,
     members,
@@ -326,8 +371,8 @@ export async function startEtcdCluster(topology: Topology, opts: EtcdClusterOpti
       spawnMember(k);
       await waitHealthy([k], timeoutMs);
     },
-    leader: (ms = 10_000) => findLeader(topology, members.filter((m) => procs.get(m.k)?.running), ms),
-    etcdctl: (args, execOpts) => etcdctlIn(topology, members[0]!.host, endpoints, args, execOpts),
+    leader: (ms = 10_000) => findLeader(topology, members.filter((m) => procs.get(m.k)?.running), ms, opts.tls),
+    etcdctl: (args, execOpts) => etcdctlIn(topology, members[0]!.host, endpoints, args, { ...execOpts, env: { ...rootEnv, ...execOpts?.env } }),
     pause: async () => { for (const p of procs.values()) p.signal('SIGSTOP'); paused = true; },
     resume: async () => { if (paused) for (const p of procs.values()) p.signal('SIGCONT'); paused = false; },
     stop,
@@ -335,10 +380,10 @@ export async function startEtcdCluster(topology: Topology, opts: EtcdClusterOpti
 }
 
 /** Polls the running members' status until one of them is the leader they agree on. */
-async function findLeader(topology: Topology, running: readonly EtcdMember[], timeoutMs: number): Promise<number> {
+async function findLeader(topology: Topology, running: readonly EtcdMember[], timeoutMs: number, tls?: EtcdClusterTls): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const statuses = await Promise.all(running.map((m) => memberStatus(topology, m)));
+    const statuses = await Promise.all(running.map((m) => memberStatus(topology, m, tls)));
     const leaderIds = new Set(statuses.map((s) => s?.[1]).filter((id) => id !== undefined && id !== '0'));
     const k = running.findIndex((_, i) => leaderIds.size === 1 && leaderIds.has(statuses[i]?.[0]));
     if (k >= 0) return running[k]!.k;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CLUSTER, DIRECTOR_NAMES, clusterDirector, clusterTopology, type ClusterTopology, type DirectorName } from './cluster-topology.js';
 import { makeClusterPki, type CertFiles } from './certs.js';
-import { startEtcdCluster, type RunningEtcdCluster } from './etcd.js';
+import { etcdClientFiles, etcdctlTlsEnv, makeEtcdPki, startEtcdCluster, type RunningEtcdCluster } from './etcd.js';
 import { runCommand, type BackgroundProcess } from './exec.js';
 import { startTestServers } from './processes.js';
 
@@ -101,6 +101,11 @@ export interface HaLabOptions<A extends HaAdmin> {
   /** The agents' timing profile (default: what deploy/lab/dirK.yaml says, `default`). */
   readonly timing?: 'default' | 'fast';
   readonly etcd?: { readonly heartbeatMs?: number; readonly electionMs?: number };
+  /**
+   * 'rbac': etcd over TLS with client certificates and lbadm etcd roles' roles, as deploy/lab/lab runs it (the
+   * config written with the operator's certificate); default 'plain': http without authentication.
+   */
+  readonly etcdAccess?: 'plain' | 'rbac';
   /** The admin client on a socket path (default: lbadmAdmin). */
   readonly admin?: (socketPath: string) => A;
   /** Copy agent output to stderr (debugging). */
@@ -116,6 +121,11 @@ export interface HaLab<A extends HaAdmin = HaAdmin> {
   readonly dir: string;
   /** The agents' etcd prefix (unique per lab). */
   readonly etcdPrefix: string;
+  /**
+   * With etcdAccess 'rbac': lbadm's flags that write the cluster config to etcd with the operator's
+   * certificate (--etcd ... --etcd-key), from a host on the management switch (ops); null on plain etcd.
+   */
+  readonly operatorEtcd: readonly string[] | null;
   /** The lab CA (it signed the directors' certificates: the agent.admin listeners' and the peer link's). */
   readonly caPath: string;
   /** An operator's certificate and key, signed by the lab CA (OPS_CLIENTS). */
@@ -155,7 +165,9 @@ export function labConfigText(): Promise<string> {
  * peer-link TLS files replaced. Fails if one of those lines is not found, so a reworded lab file cannot
  * silently leave a test on the lab's socket or certificates.
  */
-export async function agentFileText(dir: DirectorName, o: { adminSocket: string; etcdPrefix: string; timing?: 'default' | 'fast'; tlsDir?: string }): Promise<string> {
+export async function agentFileText(
+  dir: DirectorName, o: { adminSocket: string; etcdPrefix: string; timing?: 'default' | 'fast'; tlsDir?: string; etcdTlsDir?: string | null },
+): Promise<string> {
   let text = await readFile(join(LAB_DIR, `${dir}.yaml`), 'utf8');
   const swap = (re: RegExp, value: string, what: string): void => {
     if (!re.test(text)) throw new Error(`deploy/lab/${dir}.yaml: no ${what} line to replace`);
@@ -171,6 +183,19 @@ export async function agentFileText(dir: DirectorName, o: { adminSocket: string;
     const m = line.exec(text);
     if (!m?.[2]?.includes(`${LAB_TLS_DIR}/`)) throw new Error(`deploy/lab/${dir}.yaml: no agent.cluster.tls line with ${LAB_TLS_DIR}/ to replace`);
     swap(line, m[2].split(`${LAB_TLS_DIR}/`).join(`${tlsDir}/`), 'agent.cluster.tls');
+  }
+  if (o.etcdTlsDir !== undefined) {
+    // etcd over TLS with the director's certificate from `etcdTlsDir` (its files named as makeEtcdPki
+    // writes them), or, with null, plain etcd: the https endpoints become http and etcdTls goes.
+    const etcdTls = /^(\s*)(etcdTls:.*)$/m;
+    const m = etcdTls.exec(text);
+    if (!m?.[2]?.includes(`${LAB_TLS_DIR}/etcd/`)) throw new Error(`deploy/lab/${dir}.yaml: no agent.cluster.etcdTls line with ${LAB_TLS_DIR}/etcd/ to replace`);
+    if (o.etcdTlsDir === null) {
+      text = text.replace(/^\s*etcdTls:.*\n/m, '');
+      swap(/^(\s*)etcd: \[(https:.*)\]$/m, `etcd: [${/etcd: \[(https:.*)\]$/m.exec(text)?.[1]?.replace(/https:/g, 'http:') ?? ''}]`, 'agent.cluster.etcd (https)');
+    } else {
+      swap(etcdTls, m[2].split(`${LAB_TLS_DIR}/etcd/`).join(`${o.etcdTlsDir}/`), 'agent.cluster.etcdTls');
+    }
   }
   return text;
 }
@@ -299,7 +324,17 @@ export async function startHaLab<A extends HaAdmin = HaAdmin>(opts: HaLabOptions
   try {
     tmp = await mkdtemp(join(tmpdir(), 'lbd-halab-'));
     const etcdPrefix = `/lbd/test/${opts.prefix.replace(/-$/, '')}`;
-    etcd = await startEtcdCluster(t, opts.etcd ?? {});
+    // etcd with client certificates and roles (lbadm etcd roles), as the lab runs it, or plain.
+    const etcdTls = opts.etcdAccess === 'rbac' ? await makeEtcdPki(join(tmp, 'etcd-tls'), [...DIRECTOR_NAMES, 'root', 'ops']) : undefined;
+    etcd = await startEtcdCluster(t, { ...opts.etcd, ...(etcdTls ? { tls: etcdTls } : {}) });
+    let operatorEtcd: readonly string[] | null = null;
+    if (etcdTls !== undefined) {
+      const roles = await runCommand(process.execPath, [LBADM_BIN, 'etcd', 'roles', '--etcd-prefix', etcdPrefix, '--directors', DIRECTOR_NAMES.join(','), '--operators', 'ops']);
+      await writeFile(join(tmp, 'etcd-roles.sh'), roles.stdout);
+      await t.exec('etcd1', 'sh', [join(tmp, 'etcd-roles.sh')], { timeoutMs: 30_000, env: { ...process.env, ...etcdctlTlsEnv(etcdTls), ETCDCTL_ENDPOINTS: etcd.endpoints.join(',') } });
+      const ops = etcdClientFiles(etcdTls, 'ops');
+      operatorEtcd = ['--etcd', etcd.endpoints.join(','), '--etcd-prefix', etcdPrefix, '--etcd-ca', etcdTls.ca, '--etcd-cert', ops.cert, '--etcd-key', ops.key];
+    }
     await startTestServers(t, cluster.realServers.map((r) => r.host), { http: 8080, stream: 9000, udp: 5353 }, 10_000, opts.faultDir);
     const socket = (d: DirectorName): string => join(tmp!, `${d}.sock`);
     const file = (d: DirectorName): string => join(tmp!, `${d}.yaml`);
@@ -309,7 +344,7 @@ export async function startHaLab<A extends HaAdmin = HaAdmin>(opts: HaLabOptions
     const pki = await makeClusterPki(tlsDir, [...DIRECTOR_NAMES, ...OPS_CLIENTS.map((c) => c.name)],
       Object.fromEntries(DIRECTOR_NAMES.map((d) => [d, [adminListeners(d).address]])));
     for (const d of DIRECTOR_NAMES) {
-      await writeFile(file(d), await agentFileText(d, { adminSocket: socket(d), etcdPrefix, tlsDir, ...(opts.timing ? { timing: opts.timing } : {}) }));
+      await writeFile(file(d), await agentFileText(d, { adminSocket: socket(d), etcdPrefix, tlsDir, etcdTlsDir: etcdTls?.dir ?? null, ...(opts.timing ? { timing: opts.timing } : {}) }));
     }
     const api = (d: DirectorName): A => {
       let a = apis.get(d);
@@ -357,9 +392,16 @@ export async function startHaLab<A extends HaAdmin = HaAdmin>(opts: HaLabOptions
     };
 
     for (const d of DIRECTOR_NAMES) await startAgent(d);
-    await api('dir1').apply({ configText: opts.configText ?? (await labConfigText()), source: 'ha-lab', author: 'ha-lab' }, { timeoutMs: 15_000 });
+    const configText = opts.configText ?? (await labConfigText());
+    if (operatorEtcd === null) {
+      await api('dir1').apply({ configText, source: 'ha-lab', author: 'ha-lab' }, { timeoutMs: 15_000 });
+    } else {
+      // A director may not write the config: the operator writes it to etcd, from the ops host.
+      await writeFile(join(tmp, 'cluster.yaml'), configText);
+      await t.exec('ops', process.execPath, [LBADM_BIN, 'apply', '-f', join(tmp, 'cluster.yaml'), ...operatorEtcd], { timeoutMs: 30_000 });
+    }
     const lab: HaLab<A> = {
-      cluster, etcd, dir: tmp, etcdPrefix, group: HA_GROUP, vip: HA_VIP,
+      cluster, etcd, dir: tmp, etcdPrefix, operatorEtcd, group: HA_GROUP, vip: HA_VIP,
       caPath: pki.ca.certPath,
       clientCert: (name) => pki.certs[name]!,
       api, socket, killAgent, signalAgent, startAgent, agentRunning, agentLog,

@@ -33,8 +33,17 @@ describe('deploy/lab/lab.yaml matches the lab topology', () => {
 describe('agentFileText', () => {
   it('moves the peer-link TLS files to a lab\'s own directory', async () => {
     const { agentFileText } = await import('./ha-lab.js');
-    const text = await agentFileText('dir2', { adminSocket: '/tmp/x/dir2.sock', etcdPrefix: '/lbd/test/x', tlsDir: '/tmp/x/tls' });
+    const text = await agentFileText('dir2', { adminSocket: '/tmp/x/dir2.sock', etcdPrefix: '/lbd/test/x', tlsDir: '/tmp/x/tls', etcdTlsDir: '/tmp/x/etcd' });
     assert.match(text, /^ {4}tls: \{ ca: \/tmp\/x\/tls\/ca\.pem, cert: \/tmp\/x\/tls\/dir2\.pem, key: \/tmp\/x\/tls\/dir2\.key \}$/m);
+    assert.match(text, /^ {4}etcdTls: \{ ca: \/tmp\/x\/etcd\/etcd-ca\.pem, cert: \/tmp\/x\/etcd\/dir2\.pem, key: \/tmp\/x\/etcd\/dir2\.key \}$/m);
+    assert.match(text, /^ {4}etcd: \[https:\/\/198\.18\.3\.11:2379, https:\/\/198\.18\.3\.12:2379, https:\/\/198\.18\.3\.13:2379\]$/m);
     assert.doesNotMatch(text, /\/run\/lbd\/lab-tls/);
+  });
+
+  it('turns the lab\'s etcd over TLS into plain etcd for labs that run it plain', async () => {
+    const { agentFileText } = await import('./ha-lab.js');
+    const text = await agentFileText('dir1', { adminSocket: '/tmp/x/dir1.sock', etcdPrefix: '/lbd/test/x', tlsDir: '/tmp/x/tls', etcdTlsDir: null });
+    assert.match(text, /^ {4}etcd: \[http:\/\/198\.18\.3\.11:2379, http:\/\/198\.18\.3\.12:2379, http:\/\/198\.18\.3\.13:2379\]$/m);
+    assert.doesNotMatch(text, /^\s*etcdTls:/m);
   });
 });

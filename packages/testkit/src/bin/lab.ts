@@ -10,7 +10,7 @@ import { realServer } from '../director-topology.js';
 import { AdminApi } from '@lbd/proto';
 import { DRILL_PAUSE_MS, DRILL_SCENARIOS, PAUSE_DRILL_SCENARIOS, type DrillScenario } from '@lbd/config';
 import { drillProblems, drillRecord, formatDrill, runDrill, summary, type DrillResult, type DrillTarget } from '../drill.js';
-import { etcdMemberCommand } from '../etcd.js';
+import { etcdClientUrl, etcdMemberCommand, makeEtcdPki, type EtcdClusterTls } from '../etcd.js';
 import { HA_GROUP, HA_VIP, waitAgentAnswers, waitSteady, type HaAdmin } from '../ha-lab.js';
 import { runCommand } from '../exec.js';
 import { listNamespaces, namespacePids } from '../netns.js';
@@ -27,6 +27,7 @@ import { listNamespaces, namespacePids } from '../netns.js';
  *   lab.js hosts               one line per real server: NAME IPV4 IPV6
  *   lab.js etcd-members        one line per etcd member: HOST CLIENT_URL
  *   lab.js etcd-args K DATADIR etcd member K's whole command (nice -n -20 etcd ...), one argument per line (data in DATADIR/etcdK)
+ *   lab.js etcd-pki            the lab's etcd CA and certificates (members, dir1, dir2, root, ops) in /run/lbd/lab-tls/etcd
  *   lab.js cut DIR WHAT        cut dir1|dir2 off etcd|peer|front; `restore DIR WHAT` undoes it
  *   lab.js kill-box DIR        SIGKILL everything in DIR and set its links down; `revive DIR` brings the links back
  *   lab.js drill --scenario SCENARIO [--count N] [--pause-ms MS] [--json]
@@ -40,6 +41,8 @@ import { listNamespaces, namespacePids } from '../netns.js';
 
 const LAB_PREFIX = 'lbd-';
 const LAB_REAL_SERVERS = 3;
+/** Where deploy/lab/lab keeps the etcd CA and certificates (deploy/lab/dirK.yaml's agent.cluster.etcdTls). */
+const LAB_ETCD_TLS: EtcdClusterTls = { dir: '/run/lbd/lab-tls/etcd', ca: '/run/lbd/lab-tls/etcd/etcd-ca.pem' };
 
 const realServers = Array.from({ length: LAB_REAL_SERVERS }, (_, i) => realServer(i + 1));
 const hosts = clusterHostNames(LAB_REAL_SERVERS);
@@ -105,14 +108,23 @@ function printHosts(): number {
   return 0;
 }
 
+// The lab's etcd serves clients over TLS only (the agents', lbadm's and etcdctl's certificates from the
+// lab's etcd CA, made by etcd-pki); its members talk among themselves over plain http on the switch.
 function printEtcdMembers(): number {
-  for (let k = 1; k <= ETCD_MEMBERS; k++) process.stdout.write(`${etcdMember(k).host} ${etcdMember(k).clientUrl}\n`);
+  for (let k = 1; k <= ETCD_MEMBERS; k++) process.stdout.write(`${etcdMember(k).host} ${etcdClientUrl(etcdMember(k), LAB_ETCD_TLS)}\n`);
   return 0;
 }
 
 function printEtcdArgs(k: string | undefined, dataDir: string | undefined): number {
   if (k === undefined || !/^\d+$/.test(k) || dataDir === undefined) return usage();
-  for (const a of etcdMemberCommand(Number(k), dataDir)) process.stdout.write(`${a}\n`);
+  for (const a of etcdMemberCommand(Number(k), dataDir, { tls: LAB_ETCD_TLS })) process.stdout.write(`${a}\n`);
+  return 0;
+}
+
+/** The lab's etcd CA and certificates: each member's, the directors', etcd's root and the operator ops. */
+async function makeLabEtcdPki(): Promise<number> {
+  await makeEtcdPki(LAB_ETCD_TLS.dir, [...DIRECTOR_NAMES, 'root', 'ops']);
+  process.stdout.write(`${LAB_ETCD_TLS.dir}\n`);
   return 0;
 }
 
@@ -320,7 +332,7 @@ function delay(ms: number): Promise<void> {
 }
 
 function usage(): number {
-  process.stderr.write('usage: lab.js up|check|status|hosts|etcd-members|etcd-args K DATADIR|cut DIR WHAT|restore DIR WHAT|kill-box DIR|revive DIR|drill --scenario SCENARIO [--count N] [--pause-ms MS] [--json] (run by deploy/lab/lab)\n');
+  process.stderr.write('usage: lab.js up|check|status|hosts|etcd-members|etcd-args K DATADIR|etcd-pki|cut DIR WHAT|restore DIR WHAT|kill-box DIR|revive DIR|drill --scenario SCENARIO [--count N] [--pause-ms MS] [--json] (run by deploy/lab/lab)\n');
   return 64;
 }
 
@@ -333,6 +345,7 @@ async function main(): Promise<number> {
     case 'hosts': return printHosts();
     case 'etcd-members': return printEtcdMembers();
     case 'etcd-args': return printEtcdArgs(args[0], args[1]);
+    case 'etcd-pki': return makeLabEtcdPki();
     case 'cut': case 'restore': case 'kill-box': case 'revive': return drill(cmd, args);
     case 'drill': return drillCommand(args);
     default: return usage();
