@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
 import { AdminApi } from '@lbd/proto';
 import { LBADM_BIN, removeOrphans, requireRoot, runPrefix, startHaLab, waitFor, type HaLab } from '@lbd/testkit';
 
@@ -71,6 +72,25 @@ describe('etcd with client certificates and roles, on a two-director cluster @pr
     assert.match(back.stdout, /dir1 applied it: \d+ rule operations? in \d+ ms/);
     const history = await lab.api('dir2').configHistory();
     assert.match(history.versions.at(-1)?.comment ?? '', /lbadm server enable web 198\.19\.1\.12:8080/);
+  });
+
+  it('with the operator\'s certificate: a rollback writes an old revision again; an invalid config and a mistyped prefix write nothing', async () => {
+    const before = (await lab.api('dir1').getConfig()).revision;
+    const back = await lbadm('ops', ['config', 'rollback', '1', ...lab.operatorEtcd!]);
+    assert.equal(back.code, 0, back.stdout + back.stderr);
+    assert.match(back.stdout, new RegExp(`written to etcd as cluster config revision ${before + 1} \\(rollback to revision 1\\)`));
+    await waitFor(`dir2 to run revision ${before + 1}`, 15_000, async () => ((await lab.api('dir2').getClusterStatus()).configRevision === before + 1 ? true : undefined));
+    const bad = `${lab.dir}/bad.yaml`;
+    await writeFile(bad, 'services:\n  - name: web\n    vip: 127.0.0.1\n');
+    const invalid = await lbadm('ops', ['apply', '-f', bad, ...lab.operatorEtcd!]);
+    assert.equal(invalid.code, 78, invalid.stdout + invalid.stderr);
+    assert.match(invalid.stderr, /nothing was written/);
+    const flags = [...lab.operatorEtcd!];
+    flags[flags.indexOf('--etcd-prefix') + 1] = `${lab.etcdPrefix}-typo`;
+    const typo = await lbadm('ops', ['server', 'drain', WEB, RS, ...flags]);
+    assert.notEqual(typo.code, 0);
+    assert.match(typo.stderr, /is --etcd-prefix .*-typo the cluster's prefix/);
+    assert.equal((await lab.api('dir1').getConfig()).revision, before + 1, 'nothing more written');
   });
 
   it('a director\'s certificate cannot write the config with etcdctl either, and no certificate is not served', async () => {

@@ -41,13 +41,20 @@ export class OperatorEtcd {
       directors = await client.directors();
     } catch (err) {
       client.close();
+      // An operator's role reads its cluster's prefix only: a denied read there is most likely a mistyped prefix.
+      if (/permission denied/i.test(err instanceof Error ? err.message : String(err))) {
+        return {
+          exit: EXIT.noPermission,
+          message: `lbadm: etcd refused ${op.commonName} a read of ${t.prefix}/: is --etcd-prefix ${t.prefix} the cluster's prefix (the directors' agent.cluster.prefix)? An operator's role covers its cluster's prefix only (lbadm etcd roles). Nothing was written`,
+        };
+      }
       return op.describe(err, `list the directors under ${t.prefix}/directors/`);
     }
     if (directors.length === 0) {
       client.close();
       return {
         exit: EXIT.failure,
-        message: `lbadm: no director is registered under ${t.prefix}/directors/ in etcd (${t.endpoints.join(', ')}): is --etcd-prefix ${t.prefix} the directors' agent.cluster.prefix, and are they running? Nothing was written`,
+        message: `lbadm: no director is registered under ${t.prefix}/directors/ in etcd (${t.endpoints.join(', ')}): is --etcd-prefix ${t.prefix} the cluster's prefix (the directors' agent.cluster.prefix), and are they running? Nothing was written`,
       };
     }
     return op;
