@@ -14,7 +14,7 @@ import {
 } from './format.js';
 import { completionScript } from './completion.js';
 import { drill } from './drill.js';
-import { OperatorEtcd, appliedBy, formatApplied, sha256 } from './etcd.js';
+import { OperatorEtcd, appliedBy, formatWritten, sha256 } from './etcd.js';
 import { listServices, manage } from './manage.js';
 import { readClientTls } from './tls-files.js';
 
@@ -320,9 +320,7 @@ async function writeDirect(inv: Invocation, api: AdminApi | null, configText: st
     if (inv.json) {
       io.stdout(json({ valid: true, written: true, clusterRevision: written.revision, etcdUser: etcd.commonName, ...(applied === undefined ? {} : { appliedBy: applied }) }));
     } else {
-      const what = inv.command === 'apply' ? '' : ` (${source})`;
-      io.stdout(`written to etcd as cluster config revision ${written.revision}${what} with the certificate of ${etcd.commonName}; every director applies it\n`);
-      if (applied !== undefined) io.stdout(`${formatApplied(applied, api!.where)}\n`);
+      io.stdout(formatWritten(written.revision, inv.command === 'apply' ? '' : ` (${source})`, etcd.commonName, applied, api?.where ?? ''));
     }
     return EXIT.ok;
   } catch (err) {

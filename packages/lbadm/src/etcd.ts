@@ -114,8 +114,14 @@ export async function appliedBy(api: AdminApi, revision: number, sha256: string)
   return null;
 }
 
+/** What lbadm prints after a write to etcd: the revision and whose certificate, then what the reachable director did. */
+export function formatWritten(revision: number, what: string, commonName: string, applied: Awaited<ReturnType<typeof appliedBy>> | undefined, where: string): string {
+  const line = `written to etcd as cluster config revision ${revision}${what} with the certificate of ${commonName}; every director applies it\n`;
+  return applied === undefined ? line : `${line}${formatApplied(applied, where)}\n`;
+}
+
 /** One line on what the reachable director did with the written revision. */
-export function formatApplied(a: Awaited<ReturnType<typeof appliedBy>>, where: string): string {
+function formatApplied(a: Awaited<ReturnType<typeof appliedBy>>, where: string): string {
   if (a === null) return `${where} has not run it within ${APPLIED_WAIT_MS / 1000} s (lbadm status shows its last apply; lbadm events --kind config every director's)`;
   const r = a.record;
   if (r === null) return `${a.director} runs revision ${a.revision}`;

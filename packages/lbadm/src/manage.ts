@@ -3,7 +3,7 @@ import { ConfigError, EXIT, hostPort, parseConfig, serviceKey, type Config } fro
 import { applyProblemsOf, isServiceError, type AdminApi, type ApplyResponse__Output, type GetConfigResponse__Output } from '@lbd/proto';
 import { CONNECTION_FLAGS, type Invocation } from './args.js';
 import { EditError, diffLines, editConfig, type EditOp } from './edit.js';
-import { appliedBy, formatApplied, sha256, type OperatorEtcd } from './etcd.js';
+import { appliedBy, formatWritten, sha256, type OperatorEtcd } from './etcd.js';
 import { columns, formatApply, formatProblems, json } from './format.js';
 
 /**
@@ -138,8 +138,7 @@ export async function manage(target: ManageTarget, inv: Invocation, argv: readon
       if (inv.json) {
         io.stdout(json({ configChanged: true, written: true, summary: edit.summary, fromRevision: cur.revision, diff, clusterRevision: written.revision, ...(applied === undefined ? {} : { appliedBy: applied }) }));
       } else {
-        io.stdout(`${edit.summary}\nwritten to etcd as cluster config revision ${written.revision} with the certificate of ${target.etcd.commonName}; every director applies it\n`
-          + `${applied === undefined ? '' : `${formatApplied(applied, target.api!.where)}\n`}`);
+        io.stdout(`${edit.summary}\n${formatWritten(written.revision, '', target.etcd.commonName, applied, target.api?.where ?? '')}`);
       }
       return EXIT.ok;
     }
