@@ -102,12 +102,6 @@ function leasesLeft(snap: ElectionSnapshot): Record<string, number> {
 
 /** Longest a drill waits for one director's connections of a group (a dump of its table, streamed). */
 const DRILL_SAMPLE_TIMEOUT_MS = 30_000;
-/**
- * Longest a drill waits for one director's counters (no dump: milliseconds when it is up). Short, because a
- * move to the best other director reads every peer's first, and a peer that is down (provisioned, not
- * started) must not hold the move up: its figure is unknown, and it cannot be the target anyway.
- */
-const DRILL_COUNTERS_TIMEOUT_MS = 2000;
 /** Longest a planned switchover waits for the target to acknowledge the connections sent to it. */
 const HANDOVER_DRAIN_MS = 250;
 /** How often the election hears how far connection sync has caught up, and stream changes are recorded. */
@@ -284,7 +278,7 @@ export class ClusterMember {
       },
       leaseDrops: async (director, g) => {
         if (this.sync === null) throw new Error(`connection sync is off on ${self}`);
-        const h = director === self ? await this.sync.holding(g, true) : await this.sync.peerHolding(director, g, DRILL_COUNTERS_TIMEOUT_MS, true);
+        const h = director === self ? await this.sync.holding(g, true) : await this.sync.peerHolding(director, g, DRILL_SAMPLE_TIMEOUT_MS, true);
         if (h.leaseDroppedPackets < 0) throw new Error(`${director} cannot read its kernel's lease drops`);
         return h.leaseDroppedPackets;
       },

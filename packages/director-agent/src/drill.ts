@@ -104,9 +104,6 @@ export interface DrillDeps {
 /** How long the drill waits for the director it moved the group to to copy its connections back before it returns. */
 const DRILL_COPY_BACK_WAIT_MS = 15_000;
 const COPY_BACK_POLL_MS = 250;
-/** How long the drill waits for a move's release and claim to be recorded on the two directors. */
-const RECORDED_WAIT_MS = 2000;
-const RECORDED_POLL_MS = 50;
 
 /**
  * Moves `group` to `to` (or the best other director) and back to its leader, sampling both directors around
@@ -132,45 +129,22 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
   const drops = async (directors: readonly string[]): Promise<Map<string, number>> => new Map(await Promise.all(
     [...new Set(directors)].map(async (x): Promise<[string, number]> => [x, unavailable !== null ? -1 : await d.leaseDrops(x, group).catch(() => -1)]),
   ));
-  /**
-   * One move to `target` ('' for the best other director), measured from `before` (the old holder's sample),
-   * the kernels' drops in `dropsBefore`, and claims and releases since `askedAtUnixMs`. A move back that the
-   * group made by itself first (the leader's preemption, after-sync, can be quicker than the drill) is
-   * measured all the same, as the move it was.
-   */
-  const move = async (
-    holder: string, target: string, before: { h: GroupHolding | null; why: string }, dropsBefore: ReadonlyMap<string, number>, askedAtUnixMs: number,
-  ): Promise<{ m: DrillMove; dropsAfter: Map<string, number>; doneAtUnixMs: number }> => {
-    let r: { from: string; to: string; tookMs: number };
-    try {
-      r = await d.failover(group, target);
-    } catch (err) {
-      if (target === '' || (await d.leaderOf(group)) !== target) throw err;
-      r = { from: holder, to: target, tookMs: -1 };
-    }
-    const doneAtUnixMs = d.now();
-    let [oldAfter, newAfter] = await Promise.all([sample(r.from), sample(r.to)]);
-    // Each director records its release and claim when its election thread tells the rest of the agent,
-    // which can be a moment after etcd's record moved (the answer above): read again until both are there.
-    for (const until = d.now() + RECORDED_WAIT_MS; d.now() < until; ) {
-      if ((oldAfter.h?.releasedAtUnixMs ?? askedAtUnixMs) >= askedAtUnixMs && (newAfter.h?.claimedAtUnixMs ?? askedAtUnixMs) >= askedAtUnixMs) break;
-      await d.sleep(RECORDED_POLL_MS);
-      [oldAfter, newAfter] = await Promise.all([sample(r.from), sample(r.to)]);
-    }
-    const m = measureMove({
+  const move = async (target: string, before: { h: GroupHolding | null; why: string }): Promise<DrillMove> => {
+    const holder = before.h?.director ?? leader;
+    const dropsBefore = await drops(target === '' ? d.directors() : [holder, target]);
+    const askedAtUnixMs = d.now();
+    const r = await d.failover(group, target);
+    const [oldAfter, newAfter] = await Promise.all([sample(r.from), sample(r.to)]);
+    return measureMove({
       from: r.from, to: r.to, tookMs: r.tookMs, askedAtUnixMs, before: before.h, oldAfter: oldAfter.h, newAfter: newAfter.h, dropsBefore,
       notMeasured: [...new Set([before.why, oldAfter.why, newAfter.why].filter((w) => w !== ''))].join('; '),
     });
-    return { m, dropsAfter: new Map([[r.from, oldAfter.h?.leaseDroppedPackets ?? -1], [r.to, newAfter.h?.leaseDroppedPackets ?? -1]]), doneAtUnixMs };
   };
 
-  const first = await sample(leader);
-  const thereDrops = await drops(to === '' ? d.directors() : [leader, to]);
-  const there = await move(leader, to, first, thereDrops, d.now());
-  const visited = there.m.to;
+  const there = await move(to, await sample(leader));
+  const visited = there.to;
   // The way back: once the leader holds what the visited director holds (its own connections and those it
-  // made meanwhile), or the wait is over (the figures then say what was missing). Its drops count from the
-  // way there's readings after that move, so nothing more is read before it (the preemption races it).
+  // made meanwhile), or the wait is over (the figures then say what was missing).
   let beforeBack = await sample(visited);
   const deadline = d.now() + DRILL_COPY_BACK_WAIT_MS;
   while (beforeBack.h !== null && d.now() < deadline) {
@@ -181,9 +155,8 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
     await d.sleep(COPY_BACK_POLL_MS);
     beforeBack = await sample(visited);
   }
-  // Claims and releases since the group reached the visited director: a preemption may come before the drill asks.
-  const back = await move(visited, leader, beforeBack, there.dropsAfter, there.doneAtUnixMs);
-  return drillResult(group, leader, visited, [there.m, back.m]);
+  const back = await move(leader, beforeBack);
+  return drillResult(group, leader, visited, [there, back]);
 }
 
 /** The verdict and the one line: a drill passes when both moves happened and no established connection was missing. */
@@ -192,7 +165,7 @@ export function drillResult(group: string, leader: string, visited: string, move
   // Unmeasured is not a pass: a drill that could not see the connections has not shown that they survive.
   const pass = moves.length === 2 && moves.every((m) => m.establishedMissing === 0);
   const figure = (n: number, unit = ''): string => (n < 0 ? 'not measured' : `${n}${unit}`);
-  const words = moves.map((m) => `${m.from} -> ${m.to} ${m.tookMs < 0 ? 'by preemption, before the drill asked' : `in ${Math.round(m.tookMs)} ms`}: ${figure(m.holderlessMs, ' ms')} without a holder, `
+  const words = moves.map((m) => `${m.from} -> ${m.to} in ${Math.round(m.tookMs)} ms: ${figure(m.holderlessMs, ' ms')} without a holder, `
     + `${figure(m.establishedMissing)} of ${figure(m.establishedBefore)} established connections missing, ${figure(m.youngCaught)} too young to be copied caught, `
     + `${figure(m.droppedPackets)} packets dropped by the kernels for an address not held`);
   const notMeasured = [...new Set(moves.map((m) => m.notMeasured).filter((w) => w !== ''))];
