@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { DataPlaneError } from '@lbd/dataplane';
-import { KernelLease, parseLeaseDrops, readLeaseDrops } from './lease.js';
+import { KernelLease } from './lease.js';
 import { LeaseWriter, LeaseWriterUnavailable, LEASE_WRITER_SCRIPT } from './lease-writer.js';
 import { netnsRunner, type CommandRunner } from './runner.js';
 
@@ -105,39 +105,5 @@ describe('LeaseWriter (netlink) in a namespace @privileged', function () {
     } finally {
       await lease.remove();
     }
-  });
-
-  it('counts the packets it drops for an address not leased (what a drill reads on both directors around a move)', async () => {
-    assert.equal(await readLeaseDrops(runner), null, 'no lease tables, no count');
-    const lease = new KernelLease({ runner });
-    writers.push(lease);
-    const ping = (): boolean => {
-      try {
-        inNs('ping', '-c', '1', '-W', '1', '198.18.0.41');
-        return true;
-      } catch {
-        return false;
-      }
-    };
-    try {
-      inNs('ip', 'link', 'set', 'lo', 'up');
-      inNs('ip', 'addr', 'add', '198.18.0.41/32', 'dev', 'lo');
-      await lease.guard(new Map([['g', ['198.18.0.41']]]));
-      assert.equal(await readLeaseDrops(runner), 0);
-      assert.equal(ping(), false, 'an unleased floating address is not served');
-      const dropped = await readLeaseDrops(runner);
-      assert.ok(dropped !== null && dropped >= 1, `dropped ${dropped}`);
-      await lease.lease('g', performance.now() + 5000);
-      assert.equal(ping(), true, 'served once leased');
-      assert.equal(await readLeaseDrops(runner), dropped, 'nothing more dropped while leased');
-    } finally {
-      await lease.remove();
-      inNs('ip', 'addr', 'del', '198.18.0.41/32', 'dev', 'lo');
-    }
-  });
-
-  it('parses nft\'s counter listing', () => {
-    assert.equal(parseLeaseDrops('table inet lbd {\n\tcounter lease_dropped {\n\t\tpackets 12 bytes 720\n\t}\n}\n'), 12);
-    assert.equal(parseLeaseDrops('Error: No such file or directory'), null);
   });
 });

@@ -333,20 +333,3 @@ export class KernelLease {
     }
   }
 }
-
-/**
- * The kernel's count of packets the lease tables dropped (`counter lease_dropped` of `inet lbd`): packets
- * for, or from, a floating address this director held no lease for. A drill reads it on both directors
- * around a move (what reached the wrong one). Null when it cannot be read: no lease tables (a director on
- * its own, or an agent not started yet), or nft failed.
- */
-export async function readLeaseDrops(runner: CommandRunner = localRunner()): Promise<number | null> {
-  const r = await runner.run('nft', ['list', 'counter', 'inet', LEASE_TABLE, 'lease_dropped']);
-  return r.code === 0 ? parseLeaseDrops(r.stdout) : null;
-}
-
-/** `packets N` of `nft list counter` output, or null. */
-export function parseLeaseDrops(text: string): number | null {
-  const m = /\bpackets (\d+)\b/.exec(text);
-  return m === null ? null : Number(m[1]);
-}

@@ -26,8 +26,6 @@ export interface MoveSamples {
   readonly before: GroupHolding | null;
   readonly oldAfter: GroupHolding | null;
   readonly newAfter: GroupHolding | null;
-  /** Each director's kernel lease drops just before the move (-1: unknown); the after values are in oldAfter and newAfter. */
-  readonly dropsBefore: ReadonlyMap<string, number>;
   readonly notMeasured: string;
 }
 
@@ -39,8 +37,6 @@ export interface MoveSamples {
  * mid-stream packet (conntrack picks those up) for another real server. Young ones caught: the old holder's
  * connections after the move too young to have been copied (a TCP handshake, a UDP flow not yet assured) that
  * the new holder does not hold so: a retried SYN or the flow's next datagram is scheduled afresh there.
- * Packets dropped: what both directors' kernels dropped during the move for an address they held no lease
- * for (the counter after the move less before, on each).
  */
 export function measureMove(s: MoveSamples): DrillMove {
   const released = s.oldAfter?.releasedAtUnixMs ?? 0;
@@ -64,21 +60,9 @@ export function measureMove(s: MoveSamples): DrillMove {
   }
   const why = [s.notMeasured];
   if (holderless < 0) why.push(`no ${released < s.askedAtUnixMs ? `release by ${s.from}` : `claim by ${s.to}`} recorded since the move was asked`);
-  let dropped = 0;
-  for (const [director, after] of [[s.from, s.oldAfter], [s.to, s.newAfter]] as const) {
-    const before = s.dropsBefore.get(director) ?? -1;
-    const now = after?.leaseDroppedPackets ?? -1;
-    // Lower after than before: the lease tables were made anew (the agent restarted) in between.
-    if (before < 0 || now < before) {
-      if (dropped >= 0 && after !== null) why.push(`the kernel's lease drops of ${director} could not be read around the move`);
-      dropped = -1;
-    } else if (dropped >= 0) {
-      dropped += now - before;
-    }
-  }
   return {
     from: s.from, to: s.to, tookMs: s.tookMs, holderlessMs: holderless, establishedBefore, establishedMissing: missing, youngCaught: caught,
-    droppedPackets: dropped, notMeasured: [...new Set(why.filter((w) => w !== ''))].join('; '),
+    notMeasured: why.filter((w) => w !== '').join('; '),
   };
 }
 
@@ -90,10 +74,6 @@ export interface DrillDeps {
   failover(group: string, to: string): Promise<{ from: string; to: string; tookMs: number }>;
   /** What `director` holds of `group` now (this director's own table, or a peer's over GroupConnections). */
   holding(director: string, group: string): Promise<GroupHolding>;
-  /** `director`'s kernel lease drops now (GroupConnections without the connections); rejects when unreadable. */
-  leaseDrops(director: string, group: string): Promise<number>;
-  /** Every director a move may go to: this one and its peers. */
-  directors(): readonly string[];
   /** Why holdings cannot be read at all (connection sync is off here), or null. */
   holdingsUnavailable(): string | null;
   /** Wall clock (Unix ms) and a pause (the wait for the visited director's copy: a bounded poll). */
@@ -124,19 +104,12 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
       return { h: null, why: `the connections on ${director} could not be read: ${err instanceof Error ? err.message : String(err)}` };
     }
   };
-  // The kernels' drop counters of every director the move may involve, just before it (a move to the best
-  // other director involves one not known until it is made).
-  const drops = async (directors: readonly string[]): Promise<Map<string, number>> => new Map(await Promise.all(
-    [...new Set(directors)].map(async (x): Promise<[string, number]> => [x, unavailable !== null ? -1 : await d.leaseDrops(x, group).catch(() => -1)]),
-  ));
   const move = async (target: string, before: { h: GroupHolding | null; why: string }): Promise<DrillMove> => {
-    const holder = before.h?.director ?? leader;
-    const dropsBefore = await drops(target === '' ? d.directors() : [holder, target]);
     const askedAtUnixMs = d.now();
     const r = await d.failover(group, target);
     const [oldAfter, newAfter] = await Promise.all([sample(r.from), sample(r.to)]);
     return measureMove({
-      from: r.from, to: r.to, tookMs: r.tookMs, askedAtUnixMs, before: before.h, oldAfter: oldAfter.h, newAfter: newAfter.h, dropsBefore,
+      from: r.from, to: r.to, tookMs: r.tookMs, askedAtUnixMs, before: before.h, oldAfter: oldAfter.h, newAfter: newAfter.h,
       notMeasured: [...new Set([before.why, oldAfter.why, newAfter.why].filter((w) => w !== ''))].join('; '),
     });
   };
@@ -166,8 +139,7 @@ export function drillResult(group: string, leader: string, visited: string, move
   const pass = moves.length === 2 && moves.every((m) => m.establishedMissing === 0);
   const figure = (n: number, unit = ''): string => (n < 0 ? 'not measured' : `${n}${unit}`);
   const words = moves.map((m) => `${m.from} -> ${m.to} in ${Math.round(m.tookMs)} ms: ${figure(m.holderlessMs, ' ms')} without a holder, `
-    + `${figure(m.establishedMissing)} of ${figure(m.establishedBefore)} established connections missing, ${figure(m.youngCaught)} too young to be copied caught, `
-    + `${figure(m.droppedPackets)} packets dropped by the kernels for an address not held`);
+    + `${figure(m.establishedMissing)} of ${figure(m.establishedBefore)} established connections missing, ${figure(m.youngCaught)} too young to be copied caught`);
   const notMeasured = [...new Set(moves.map((m) => m.notMeasured).filter((w) => w !== ''))];
   const summary = `switchover of ${group}: ${pass ? 'pass' : 'FAIL'}; ${words.join('; back ')}${notMeasured.length > 0 ? ` (not measured: ${notMeasured.join('; ')})` : ''}`;
   const fields: Record<string, string> = { group, oldLeader: leader, newLeader: visited, brokenConnections: String(missing) };
@@ -178,7 +150,6 @@ export function drillResult(group: string, leader: string, visited: string, move
     fields[`${p}EstablishedBefore`] = String(m.establishedBefore);
     fields[`${p}EstablishedMissing`] = String(m.establishedMissing);
     fields[`${p}YoungCaught`] = String(m.youngCaught);
-    fields[`${p}DroppedPackets`] = String(m.droppedPackets);
   });
   return { scenario: 'switchover', group, leader, visited, result: pass ? 'pass' : 'fail', summary, moves: [...moves], fields };
 }
