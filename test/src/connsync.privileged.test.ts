@@ -240,7 +240,7 @@ describe('connection sync: established connections survive a failover @privilege
     }
   });
 
-  interface DrillJson { result: string; summary: string; moves: Array<{ from: string; to: string; holderlessMs: number; establishedBefore: number; establishedMissing: number; youngCaught: number }> }
+  interface DrillJson { result: string; summary: string; moves: Array<{ from: string; to: string; holderlessMs: number; establishedBefore: number; establishedMissing: number; youngCaught: number; droppedPackets: number }> }
 
   /** `lbadm drill switchover --vip-group GROUP` as an operator runs it on dir1 (exit 0 pass, 1 fail), and its JSON. */
   async function drill(): Promise<{ code: number; result: DrillJson }> {
@@ -270,6 +270,8 @@ describe('connection sync: established connections survive a failover @privilege
       assert.equal(code, 0, result.summary);
       assert.deepEqual(result.moves.map((m) => [m.from, m.to]), [['dir1', 'dir2'], ['dir2', 'dir1']]);
       for (const m of result.moves) assert.ok(m.establishedBefore >= total && m.establishedMissing === 0 && m.youngCaught === 0 && m.holderlessMs >= 0, JSON.stringify(m));
+      // The kernels' lease drops were read on both directors around each move (a count, whatever it is).
+      for (const m of result.moves) assert.ok(Number.isInteger(m.droppedPackets) && m.droppedPackets >= 0, `packets dropped not measured: ${JSON.stringify(m)}`);
       await leaderIs('dir1', 5000);
       const results = await finish(loads);
       for (const r of results) assert.equal(r.broken, 0, `${r.name}: ${r.broken} of ${r.total} broke: ${r.errors.join(' | ')}\n${lab.logs(30)}`);

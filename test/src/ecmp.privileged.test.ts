@@ -157,7 +157,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
   });
 
   it('lbadm drill switchover --slot N, as an operator runs it on live directors: the slot goes to another director and back, each move measured from both; the streams live on', async function () {
-    interface Move { from: string; to: string; holderlessMs: number; establishedBefore: number; establishedMissing: number; youngCaught: number }
+    interface Move { from: string; to: string; holderlessMs: number; establishedBefore: number; establishedMissing: number; youngCaught: number; droppedPackets: number }
     let drill: { result: string; summary: string; moves: Move[]; event: string; probe: { requests: number; failed: number } } | undefined;
     const r = await underLoad(lab, async (owners) => {
       const owner = owners.get(0)!;
@@ -165,7 +165,11 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       const out = await lab.topology.exec('client', process.execPath, [LBADM_BIN, '--socket', lab.socket(owner), 'drill', 'switchover', '--slot', '0', '--probe', `http://${ECMP_VIP}/`, '--json'], { timeoutMs: 150_000, allowFailure: true });
       // Exit 1 is a drill that ran and failed: its JSON says how (asserted below, with the summary).
       assert.ok(out.code === 0 || out.code === 1, `lbadm drill exit ${out.code}: ${out.stderr}${out.stdout}`);
-      drill = JSON.parse(out.stdout) as typeof drill;
+      try {
+        drill = JSON.parse(out.stdout) as typeof drill;
+      } catch {
+        assert.fail(`lbadm drill exit ${out.code} without its JSON: ${out.stderr}${out.stdout}`);
+      }
       assert.deepEqual([...await lab.waitSteady()], [...owners], 'the slot is back with its owner');
       // The drill event carries the directors' figures and the probe's.
       const events = [];
@@ -179,6 +183,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       // The load's streams and flows cross every slot: the owner held some of slot 0's, and the other director all of them.
       assert.ok(m.establishedBefore > 0 && m.establishedMissing === 0, JSON.stringify(m));
       assert.ok(m.holderlessMs >= 0 && m.holderlessMs < 5000, `time without a holder measured from both directors: ${JSON.stringify(m)}`);
+      assert.ok(m.droppedPackets >= 0, `the kernels' lease drops read on both directors around the move: ${JSON.stringify(m)}`);
     }
     assertNoneBroken(r, lab);
   });

@@ -4,7 +4,7 @@ import type { GroupConnectionsReply__Output } from '@lbd/proto';
 import { holdingFromReplies, holdingReplies } from './holding.js';
 import { MalformedMessage } from './wire.js';
 
-const head = { director: 'dir2', role: 'leader', claimedAtUnixMs: 1_800_000_000_100, releasedAtUnixMs: 0, readAtUnixMs: 1_800_000_000_200 };
+const head = { director: 'dir2', role: 'leader', claimedAtUnixMs: 1_800_000_000_100, releasedAtUnixMs: 0, readAtUnixMs: 1_800_000_000_200, leaseDroppedPackets: 41 };
 
 function conn(port: number, state: string, rs = '198.19.1.11'): SyncedConnection {
   return {
@@ -24,7 +24,7 @@ describe('GroupConnections: a director\'s holding of a group, both ways over the
     const replies = holdingReplies(head, connections);
     assert.deepEqual(replies.map((r) => r.connections!.length), [5000, 5000, 2001]);
     const h = holdingFromReplies(overTheWire(replies), 'dir2');
-    assert.deepEqual([h.director, h.role, h.claimedAtUnixMs, h.releasedAtUnixMs, h.readAtUnixMs, h.connections.size], ['dir2', 'leader', head.claimedAtUnixMs, 0, head.readAtUnixMs, 12_001]);
+    assert.deepEqual([h.director, h.role, h.claimedAtUnixMs, h.releasedAtUnixMs, h.readAtUnixMs, h.leaseDroppedPackets, h.connections.size], ['dir2', 'leader', head.claimedAtUnixMs, 0, head.readAtUnixMs, 41, 12_001]);
     assert.deepEqual(h.connections.get('tcp 198.18.2.2:10000 198.18.0.10:80'), { state: 'ESTABLISHED', binding: '198.19.1.12:8080>198.19.1.100:10000' });
     // An empty group is one message with the state.
     assert.equal(holdingFromReplies(overTheWire(holdingReplies(head, [])), 'dir2').connections.size, 0);
@@ -39,5 +39,7 @@ describe('GroupConnections: a director\'s holding of a group, both ways over the
     noServer[0]!.connections[0]!.realServer = null;
     assert.throws(() => holdingFromReplies(noServer, 'dir2'), /realServer: null is missing/);
     assert.throws(() => holdingFromReplies([], 'dir2'), /came back from dir2 with no message/);
+    const badCount = overTheWire(holdingReplies({ ...head, leaseDroppedPackets: -2 }, []));
+    assert.throws(() => holdingFromReplies(badCount, 'dir2'), /leaseDroppedPackets: -2 is not a packet count \(or -1\)/);
   });
 });

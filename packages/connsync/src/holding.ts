@@ -16,7 +16,9 @@ export interface GroupHolding {
   readonly claimedAtUnixMs: number;
   readonly releasedAtUnixMs: number;
   readonly readAtUnixMs: number;
-  /** connectionKey → what the director holds of it. */
+  /** The kernel's lease drops (GroupState.leaseDroppedPackets) when it was read; -1: unknown. */
+  readonly leaseDroppedPackets: number;
+  /** connectionKey → what the director holds of it (empty when only its counters were asked). */
   readonly connections: ReadonlyMap<string, HeldConnection>;
 }
 
@@ -38,6 +40,11 @@ export interface GroupState {
   readonly role: string;
   readonly claimedAtUnixMs: number;
   readonly releasedAtUnixMs: number;
+  /**
+   * Packets the kernel dropped, over all groups, because they were for (or from) a floating address this
+   * director held no kernel lease for: what reached the wrong director during a move. -1: unknown.
+   */
+  readonly leaseDroppedPackets: number;
 }
 
 /** Connections per GroupConnections message: well under the peer channel's message limit with IPv6 addresses. */
@@ -49,6 +56,7 @@ const MAX_HOLDING_CONNECTIONS = 2_000_000;
 export function holdingReplies(h: Omit<GroupHolding, 'connections'>, connections: readonly SyncedConnection[]): GroupConnectionsReply[] {
   const head = {
     director: h.director, role: h.role, claimedAtUnixMs: h.claimedAtUnixMs, releasedAtUnixMs: h.releasedAtUnixMs, readAtUnixMs: h.readAtUnixMs,
+    leaseDroppedPackets: h.leaseDroppedPackets,
   };
   const all = connections.map((f) => ({ id: connectionIdOut(f), state: f.state, realServer: f.realServer, localAddress: f.localAddress }));
   const out: GroupConnectionsReply[] = [];
@@ -85,8 +93,12 @@ export function holdingFromReplies(replies: readonly GroupConnectionsReply__Outp
   for (const k of ['claimedAtUnixMs', 'releasedAtUnixMs', 'readAtUnixMs'] as const) {
     if (!Number.isSafeInteger(first[k]) || first[k] < 0) throw new MalformedMessage(`GroupConnections.${k}`, first[k], 'is not a time in Unix ms');
   }
+  // A director that predates the counter sends 0 (proto3's default): indistinguishable from none dropped,
+  // which is what a director without lease tables would say too.
+  const dropped = first.leaseDroppedPackets;
+  if (!Number.isSafeInteger(dropped) || dropped < -1) throw new MalformedMessage('GroupConnections.leaseDroppedPackets', dropped, 'is not a packet count (or -1)');
   return {
     director: first.director, role: first.role, claimedAtUnixMs: first.claimedAtUnixMs, releasedAtUnixMs: first.releasedAtUnixMs,
-    readAtUnixMs: first.readAtUnixMs, connections,
+    readAtUnixMs: first.readAtUnixMs, leaseDroppedPackets: dropped, connections,
   };
 }

@@ -175,7 +175,7 @@ export class ConnectionSync {
         if (authorized(call, 'GroupConnections call') === null) return;
         void (async () => {
           try {
-            const { head, connections } = await this.groupConnections(call.request.group);
+            const { head, connections } = await this.groupConnections(call.request.group, call.request.countersOnly);
             for (const reply of holdingReplies(head, connections)) {
               if (call.cancelled) return;
               if (!call.write(reply)) await new Promise((resolve) => call.once('drain', resolve));
@@ -237,17 +237,17 @@ export class ConnectionSync {
    * What this director holds of `group`'s connections now (its kernel's table: a vip group's services, or
    * the connections of ECMP services whose local address is in the slot's pool), with the agent's state of it.
    */
-  async holding(group: string): Promise<GroupHolding> {
-    const { head, connections } = await this.groupConnections(group);
+  async holding(group: string, countersOnly = false): Promise<GroupHolding> {
+    const { head, connections } = await this.groupConnections(group, countersOnly);
     return { ...head, connections: heldConnections(connections) };
   }
 
   /** The same, asked of `peer` over its ConnSync.GroupConnections; rejects with the call's error. */
-  peerHolding(peer: string, group: string, timeoutMs: number): Promise<GroupHolding> {
+  peerHolding(peer: string, group: string, timeoutMs: number, countersOnly = false): Promise<GroupHolding> {
     const client = this.clientOf(peer);
     return new Promise((resolve, reject) => {
       const replies: GroupConnectionsReply__Output[] = [];
-      const call = client.GroupConnections({ from: this.o.self, group }, { deadline: Date.now() + timeoutMs });
+      const call = client.GroupConnections({ from: this.o.self, group, countersOnly }, { deadline: Date.now() + timeoutMs });
       call.on('data', (r: GroupConnectionsReply__Output) => replies.push(r));
       call.on('error', (err: grpc.ServiceError) => reject(new Error(`${peer}: ${grpc.status[err.code] ?? err.code}: ${err.details || err.message}`)));
       call.on('end', () => {
@@ -260,9 +260,12 @@ export class ConnectionSync {
     });
   }
 
-  private async groupConnections(group: string): Promise<{ head: Omit<GroupHolding, 'connections'>; connections: SyncedConnection[] }> {
+  private async groupConnections(group: string, countersOnly: boolean): Promise<{ head: Omit<GroupHolding, 'connections'>; connections: SyncedConnection[] }> {
     const readAtUnixMs = Date.now();
-    const [table, state] = await Promise.all([this.o.table.dump(), this.o.groupState?.(group) ?? { role: '', claimedAtUnixMs: 0, releasedAtUnixMs: 0 }]);
+    const [table, state] = await Promise.all([
+      countersOnly ? [] : this.o.table.dump(),
+      this.o.groupState?.(group) ?? { role: '', claimedAtUnixMs: 0, releasedAtUnixMs: 0, leaseDroppedPackets: -1 },
+    ]);
     return { head: { director: this.o.self, ...state, readAtUnixMs }, connections: table.filter((f) => this.groupOfConnection(f) === group) };
   }
 

@@ -11,4 +11,5 @@ export { parseConntrack, parseConntrackLine, type ConntrackEntry, type Conntrack
 export { ConntrackConnectionTable, type ConntrackConnectionTableOptions } from './connection-table.js';
 export { planTables, type Plan, type Leaving } from './plan.js';
 export { KernelAddressOwner, type KernelAddressOwnerOptions } from './addresses.js';
+export { readLeaseDrops } from './lease.js';
 export { raiseThreadToRealtime } from './realtime.js';

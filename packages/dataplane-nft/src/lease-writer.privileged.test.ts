@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { DataPlaneError } from '@lbd/dataplane';
-import { KernelLease } from './lease.js';
+import { KernelLease, parseLeaseDrops, readLeaseDrops } from './lease.js';
 import { LeaseWriter, LeaseWriterUnavailable, LEASE_WRITER_SCRIPT } from './lease-writer.js';
 import { netnsRunner, type CommandRunner } from './runner.js';
 
@@ -105,5 +105,65 @@ describe('LeaseWriter (netlink) in a namespace @privileged', function () {
     } finally {
       await lease.remove();
     }
+  });
+
+  it('counts the packets it drops for an address not leased (what a drill reads on both directors around a move)', async () => {
+    assert.equal(await readLeaseDrops(runner), null, 'no lease tables, no count');
+    const lease = new KernelLease({ runner });
+    writers.push(lease);
+    const ping = (): boolean => {
+      try {
+        inNs('ping', '-c', '1', '-W', '1', '198.18.0.41');
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    try {
+      inNs('ip', 'link', 'set', 'lo', 'up');
+      inNs('ip', 'addr', 'add', '198.18.0.41/32', 'dev', 'lo');
+      await lease.guard(new Map([['g', ['198.18.0.41']]]));
+      assert.equal(await readLeaseDrops(runner), 0);
+      assert.equal(ping(), false, 'an unleased floating address is not served');
+      const dropped = await readLeaseDrops(runner);
+      assert.ok(dropped !== null && dropped >= 1, `dropped ${dropped}`);
+      await lease.lease('g', performance.now() + 5000);
+      assert.equal(ping(), true, 'served once leased');
+      assert.equal(await readLeaseDrops(runner), dropped, 'nothing more dropped while leased');
+    } finally {
+      await lease.remove();
+      inNs('ip', 'addr', 'del', '198.18.0.41/32', 'dev', 'lo');
+    }
+  });
+
+  it('reads the count while renewals change the ruleset without a pause (nft list starts over at every change)', async () => {
+    const lease = new KernelLease({ runner });
+    writers.push(lease);
+    try {
+      await lease.guard(new Map([['g', ['198.18.0.42']]]));
+      // A ruleset the size of a director's (the data plane's sets): nft's fetch of it outlasts a renewal.
+      const elements = Array.from({ length: 40_000 }, (_, i) => `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`).join(', ');
+      execFileSync('ip', ['netns', 'exec', NS, 'nft', '-f', '-'], { input: `table ip bulk {\n set big { type ipv4_addr; elements = { ${elements} } }\n}\n` });
+      const w = writer();
+      let read: number | null | undefined;
+      const reading = readLeaseDrops(runner).then((n) => { read = n; });
+      // Renewals back to back until the read answers (bounded): each one is a new generation of the ruleset.
+      let renewals = 0;
+      for (const until = performance.now() + 15_000; read === undefined && performance.now() < until; renewals++) {
+        await w.write([{ op: 'add', family: 'inet', table: 'lbd', set: 'lease4', address: '198.18.0.42', ms: 5000 }]);
+      }
+      const answeredDuring = read !== undefined;
+      await reading;
+      assert.equal(read, 0);
+      assert.ok(answeredDuring && renewals > 0, `the read answered after ${renewals} renewals${answeredDuring ? '' : ', only once they stopped'}`);
+    } finally {
+      await lease.remove();
+      execFileSync('ip', ['netns', 'exec', NS, 'nft', 'delete', 'table', 'ip', 'bulk']);
+    }
+  });
+
+  it('parses the counter reader\'s answer', () => {
+    assert.equal(parseLeaseDrops('packets 12 bytes 720\n'), 12);
+    assert.equal(parseLeaseDrops('failed No such file or directory\n'), null);
   });
 });

@@ -81,6 +81,55 @@ while (my $line = <STDIN>) {
 }
 `;
 
+/**
+ * One read of a named counter of an `inet` table, straight from nf_tables: `perl -e SCRIPT TABLE NAME`
+ * sends NFT_MSG_GETOBJ (NFTA_OBJ_TABLE, NFTA_OBJ_NAME, NFTA_OBJ_TYPE counter) and prints `packets N bytes
+ * M` from the answer's NFTA_OBJ_DATA (NFTA_COUNTER_PACKETS, NFTA_COUNTER_BYTES); an error answer prints
+ * `failed <errno text>` and exits 1 (ENOENT: no such table or counter). Waits at most 2 s (SO_RCVTIMEO).
+ */
+export const LEASE_DROPS_SCRIPT = String.raw`
+use strict; use Socket qw(SOL_SOCKET SO_RCVTIMEO);
+my ($table, $name) = @ARGV;
+socket(my $s, 16, 3, 12) or die "netlink socket: $!\n";
+bind($s, pack('S x2 L L', 16, 0, 0)) or die "netlink bind: $!\n";
+setsockopt($s, SOL_SOCKET, SO_RCVTIMEO, pack('l! l!', 2, 0)) or die "setsockopt: $!\n";
+sub nla { my $l = 4 + length $_[1]; return pack('S S', $l, $_[0]) . $_[1] . ("\0" x ((4 - $l % 4) % 4)); }
+my $body = pack('C C n', 1, 0, 0) . nla(1, "$table\0") . nla(2, "$name\0") . nla(3, pack('N', 1));
+send($s, pack('L S S L L', 16 + length $body, 0x0a13, 1, 1, 0) . $body, 0, pack('S x2 L L', 16, 0, 0)) or die "send: $!\n";
+while (1) {
+  my $buf;
+  if (!defined recv($s, $buf, 65536, 0)) { next if $!{EINTR}; print "failed no answer from the kernel: $!\n"; exit 1; }
+  my $o = 0;
+  while ($o + 16 <= length $buf) {
+    my ($l, $type, undef, $sq) = unpack('L S S L', substr($buf, $o, 16));
+    last if $l < 16;
+    if ($sq == 1 && $type == 2) { local $! = -unpack('l', substr($buf, $o + 16, 4)); print "failed $!\n"; exit 1; }
+    if ($sq == 1 && $type == 0x0a12) {
+      my %c;
+      my $at_o = $o + 20;
+      while ($at_o + 4 <= $o + $l) {
+        my ($al, $at) = unpack('S S', substr($buf, $at_o, 4));
+        last if $al < 4;
+        if (($at & 0x3fff) == 4) {
+          my $in_o = $at_o + 4;
+          while ($in_o + 4 <= $at_o + $al) {
+            my ($bl, $bt) = unpack('S S', substr($buf, $in_o, 4));
+            last if $bl < 4;
+            $c{$bt & 0x3fff} = unpack('Q>', substr($buf, $in_o + 4, 8)) if $bl == 12;
+            $in_o += ($bl + 3) & ~3;
+          }
+        }
+        $at_o += ($al + 3) & ~3;
+      }
+      if (!defined $c{2}) { print "failed the answer holds no packet count\n"; exit 1; }
+      print "packets $c{2} bytes ", $c{1} // 0, "\n";
+      exit 0;
+    }
+    $o += ($l + 3) & ~3;
+  }
+}
+`;
+
 /** One word of a writer line (see LEASE_WRITER_SCRIPT). */
 export type LeaseWord =
   | { readonly op: 'add'; readonly family: 'inet' | 'arp'; readonly table: string; readonly set: string; readonly address: string; readonly ms: number }

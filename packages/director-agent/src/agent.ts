@@ -66,6 +66,8 @@ export interface AgentOptions {
   readonly version?: string;
   /** The kernel's connection table: connection sync between directors (with agent.cluster.tls). */
   readonly connectionTable?: ConnectionTable;
+  /** The kernel lease's drop counter, for drills (default: none, the figure unmeasured). */
+  readonly leaseDrops?: () => Promise<number | null>;
   /** The ECMP tier's BGP speaker (with agent.cluster.ecmp; default: GoBGP, gobgpd run here if so configured). */
   readonly announcer?: AnnouncerFactory;
   /**
@@ -179,6 +181,7 @@ export class Agent extends EventEmitter<AgentEvents> {
           settings: cluster, etcdTls, version: this.version, election, log: this.log, events: this.events,
           dataPlaneProblem: () => this.reconciler.dataPlaneProblem(),
           ...(opts.connectionTable ? { connectionTable: opts.connectionTable } : {}),
+          ...(opts.leaseDrops ? { leaseDrops: opts.leaseDrops } : {}),
           marks: () => this.reconciler.realServerMarks(),
           ...(cluster.ecmp === null ? {} : { announcer: opts.announcer ?? this.defaultAnnouncer() }),
         },

@@ -46,6 +46,8 @@ export interface ClusterMemberOptions {
   readonly prober?: Prober;
   /** The kernel's connection table, for connection sync (which also needs agent.cluster.tls). */
   readonly connectionTable?: ConnectionTable;
+  /** The kernel lease's drop counter (lease.ts readLeaseDrops): what a drill reads around each move. */
+  readonly leaseDrops?: () => Promise<number | null>;
   /** This director's ct mark per real server of each service (keys from connsync's realServerName). */
   marks?(): Promise<ReadonlyMap<string, number>>;
   /** Connects the ECMP tier's BGP speaker (with agent.cluster.ecmp); lbd-agent's drives gobgpd. */
@@ -100,6 +102,12 @@ function leasesLeft(snap: ElectionSnapshot): Record<string, number> {
 
 /** Longest a drill waits for one director's connections of a group (a dump of its table, streamed). */
 const DRILL_SAMPLE_TIMEOUT_MS = 30_000;
+/**
+ * Longest a drill waits for one director's counters (no dump: milliseconds when it is up). Short, because a
+ * move to the best other director reads every peer's first, and a peer that is down (provisioned, not
+ * started) must not hold the move up: its figure is unknown, and it cannot be the target anyway.
+ */
+const DRILL_COUNTERS_TIMEOUT_MS = 2000;
 /** Longest a planned switchover waits for the target to acknowledge the connections sent to it. */
 const HANDOVER_DRAIN_MS = 250;
 /** How often the election hears how far connection sync has caught up, and stream changes are recorded. */
@@ -182,6 +190,7 @@ export class ClusterMember {
         groupState: async (group) => ({
           role: (await this.snapshot()).groups.find((g) => g.name === group)?.view.role ?? 'none',
           claimedAtUnixMs: this.claimedAt.get(group) ?? 0, releasedAtUnixMs: this.releasedAt.get(group) ?? 0,
+          leaseDroppedPackets: (await this.o.leaseDrops?.().catch(() => null)) ?? -1,
         }),
       });
       await this.sync.start();
@@ -273,6 +282,13 @@ export class ClusterMember {
         if (this.sync === null) return Promise.reject(new Error(`connection sync is off on ${self}`));
         return director === self ? this.sync.holding(g) : this.sync.peerHolding(director, g, DRILL_SAMPLE_TIMEOUT_MS);
       },
+      leaseDrops: async (director, g) => {
+        if (this.sync === null) throw new Error(`connection sync is off on ${self}`);
+        const h = director === self ? await this.sync.holding(g, true) : await this.sync.peerHolding(director, g, DRILL_COUNTERS_TIMEOUT_MS, true);
+        if (h.leaseDroppedPackets < 0) throw new Error(`${director} cannot read its kernel's lease drops`);
+        return h.leaseDroppedPackets;
+      },
+      directors: () => [self, ...this.o.settings.peers.map((p) => p.id)],
       holdingsUnavailable: () => (this.sync === null ? `connection sync is off on ${self}: ${this.syncOff}` : null),
       now: () => Date.now(),
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),

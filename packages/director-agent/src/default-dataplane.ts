@@ -12,6 +12,12 @@ export async function createDefaultDataPlane(log: Logger): Promise<DataPlane> {
   return new NftDataPlane({ onEvent: (msg, fields) => log.info(msg, { component: 'dataplane', ...fields }) });
 }
 
+/** The kernel lease's drop counter (a drill's figure of what reached the wrong director during a move). */
+export async function createDefaultLeaseDrops(): Promise<() => Promise<number | null>> {
+  const { readLeaseDrops } = await import('@lbd/dataplane-nft');
+  return () => readLeaseDrops();
+}
+
 /** The production connection table for connection sync: conntrack events, dumps and injection. */
 export async function createDefaultConnectionTable(log: Logger): Promise<ConnectionTable> {
   const { ConntrackConnectionTable } = await import('@lbd/dataplane-nft');

@@ -26,6 +26,8 @@ export interface MoveSamples {
   readonly before: GroupHolding | null;
   readonly oldAfter: GroupHolding | null;
   readonly newAfter: GroupHolding | null;
+  /** Each director's kernel lease drops just before the move (-1: unknown); the after values are in oldAfter and newAfter. */
+  readonly dropsBefore: ReadonlyMap<string, number>;
   readonly notMeasured: string;
 }
 
@@ -37,6 +39,8 @@ export interface MoveSamples {
  * mid-stream packet (conntrack picks those up) for another real server. Young ones caught: the old holder's
  * connections after the move too young to have been copied (a TCP handshake, a UDP flow not yet assured) that
  * the new holder does not hold so: a retried SYN or the flow's next datagram is scheduled afresh there.
+ * Packets dropped: what both directors' kernels dropped during the move for an address they held no lease
+ * for (the counter after the move less before, on each).
  */
 export function measureMove(s: MoveSamples): DrillMove {
   const released = s.oldAfter?.releasedAtUnixMs ?? 0;
@@ -60,9 +64,21 @@ export function measureMove(s: MoveSamples): DrillMove {
   }
   const why = [s.notMeasured];
   if (holderless < 0) why.push(`no ${released < s.askedAtUnixMs ? `release by ${s.from}` : `claim by ${s.to}`} recorded since the move was asked`);
+  let dropped = 0;
+  for (const [director, after] of [[s.from, s.oldAfter], [s.to, s.newAfter]] as const) {
+    const before = s.dropsBefore.get(director) ?? -1;
+    const now = after?.leaseDroppedPackets ?? -1;
+    // Lower after than before: the lease tables were made anew (the agent restarted) in between.
+    if (before < 0 || now < before) {
+      if (dropped >= 0 && after !== null) why.push(`the kernel's lease drops of ${director} could not be read around the move`);
+      dropped = -1;
+    } else if (dropped >= 0) {
+      dropped += now - before;
+    }
+  }
   return {
     from: s.from, to: s.to, tookMs: s.tookMs, holderlessMs: holderless, establishedBefore, establishedMissing: missing, youngCaught: caught,
-    notMeasured: why.filter((w) => w !== '').join('; '),
+    droppedPackets: dropped, notMeasured: [...new Set(why.filter((w) => w !== ''))].join('; '),
   };
 }
 
@@ -74,6 +90,10 @@ export interface DrillDeps {
   failover(group: string, to: string): Promise<{ from: string; to: string; tookMs: number }>;
   /** What `director` holds of `group` now (this director's own table, or a peer's over GroupConnections). */
   holding(director: string, group: string): Promise<GroupHolding>;
+  /** `director`'s kernel lease drops now (GroupConnections without the connections); rejects when unreadable. */
+  leaseDrops(director: string, group: string): Promise<number>;
+  /** Every director a move may go to: this one and its peers. */
+  directors(): readonly string[];
   /** Why holdings cannot be read at all (connection sync is off here), or null. */
   holdingsUnavailable(): string | null;
   /** Wall clock (Unix ms) and a pause (the wait for the visited director's copy: a bounded poll). */
@@ -84,6 +104,9 @@ export interface DrillDeps {
 /** How long the drill waits for the director it moved the group to to copy its connections back before it returns. */
 const DRILL_COPY_BACK_WAIT_MS = 15_000;
 const COPY_BACK_POLL_MS = 250;
+/** How long the drill waits for a move's release and claim to be recorded on the two directors. */
+const RECORDED_WAIT_MS = 2000;
+const RECORDED_POLL_MS = 50;
 
 /**
  * Moves `group` to `to` (or the best other director) and back to its leader, sampling both directors around
@@ -104,20 +127,50 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
       return { h: null, why: `the connections on ${director} could not be read: ${err instanceof Error ? err.message : String(err)}` };
     }
   };
-  const move = async (target: string, before: { h: GroupHolding | null; why: string }): Promise<DrillMove> => {
-    const askedAtUnixMs = d.now();
-    const r = await d.failover(group, target);
-    const [oldAfter, newAfter] = await Promise.all([sample(r.from), sample(r.to)]);
-    return measureMove({
-      from: r.from, to: r.to, tookMs: r.tookMs, askedAtUnixMs, before: before.h, oldAfter: oldAfter.h, newAfter: newAfter.h,
+  // The kernels' drop counters of every director the move may involve, just before it (a move to the best
+  // other director involves one not known until it is made).
+  const drops = async (directors: readonly string[]): Promise<Map<string, number>> => new Map(await Promise.all(
+    [...new Set(directors)].map(async (x): Promise<[string, number]> => [x, unavailable !== null ? -1 : await d.leaseDrops(x, group).catch(() => -1)]),
+  ));
+  /**
+   * One move to `target` ('' for the best other director), measured from `before` (the old holder's sample),
+   * the kernels' drops in `dropsBefore`, and claims and releases since `askedAtUnixMs`. A move back that the
+   * group made by itself first (the leader's preemption, after-sync, can be quicker than the drill) is
+   * measured all the same, as the move it was.
+   */
+  const move = async (
+    holder: string, target: string, before: { h: GroupHolding | null; why: string }, dropsBefore: ReadonlyMap<string, number>, askedAtUnixMs: number,
+  ): Promise<{ m: DrillMove; dropsAfter: Map<string, number>; doneAtUnixMs: number }> => {
+    let r: { from: string; to: string; tookMs: number };
+    try {
+      r = await d.failover(group, target);
+    } catch (err) {
+      if (target === '' || (await d.leaderOf(group)) !== target) throw err;
+      r = { from: holder, to: target, tookMs: -1 };
+    }
+    const doneAtUnixMs = d.now();
+    let [oldAfter, newAfter] = await Promise.all([sample(r.from), sample(r.to)]);
+    // Each director records its release and claim when its election thread tells the rest of the agent,
+    // which can be a moment after etcd's record moved (the answer above): read again until both are there.
+    for (const until = d.now() + RECORDED_WAIT_MS; d.now() < until; ) {
+      if ((oldAfter.h?.releasedAtUnixMs ?? askedAtUnixMs) >= askedAtUnixMs && (newAfter.h?.claimedAtUnixMs ?? askedAtUnixMs) >= askedAtUnixMs) break;
+      await d.sleep(RECORDED_POLL_MS);
+      [oldAfter, newAfter] = await Promise.all([sample(r.from), sample(r.to)]);
+    }
+    const m = measureMove({
+      from: r.from, to: r.to, tookMs: r.tookMs, askedAtUnixMs, before: before.h, oldAfter: oldAfter.h, newAfter: newAfter.h, dropsBefore,
       notMeasured: [...new Set([before.why, oldAfter.why, newAfter.why].filter((w) => w !== ''))].join('; '),
     });
+    return { m, dropsAfter: new Map([[r.from, oldAfter.h?.leaseDroppedPackets ?? -1], [r.to, newAfter.h?.leaseDroppedPackets ?? -1]]), doneAtUnixMs };
   };
 
-  const there = await move(to, await sample(leader));
-  const visited = there.to;
+  const first = await sample(leader);
+  const thereDrops = await drops(to === '' ? d.directors() : [leader, to]);
+  const there = await move(leader, to, first, thereDrops, d.now());
+  const visited = there.m.to;
   // The way back: once the leader holds what the visited director holds (its own connections and those it
-  // made meanwhile), or the wait is over (the figures then say what was missing).
+  // made meanwhile), or the wait is over (the figures then say what was missing). Its drops count from the
+  // way there's readings after that move, so nothing more is read before it (the preemption races it).
   let beforeBack = await sample(visited);
   const deadline = d.now() + DRILL_COPY_BACK_WAIT_MS;
   while (beforeBack.h !== null && d.now() < deadline) {
@@ -128,8 +181,9 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
     await d.sleep(COPY_BACK_POLL_MS);
     beforeBack = await sample(visited);
   }
-  const back = await move(leader, beforeBack);
-  return drillResult(group, leader, visited, [there, back]);
+  // Claims and releases since the group reached the visited director: a preemption may come before the drill asks.
+  const back = await move(visited, leader, beforeBack, there.dropsAfter, there.doneAtUnixMs);
+  return drillResult(group, leader, visited, [there.m, back.m]);
 }
 
 /** The verdict and the one line: a drill passes when both moves happened and no established connection was missing. */
@@ -138,8 +192,9 @@ export function drillResult(group: string, leader: string, visited: string, move
   // Unmeasured is not a pass: a drill that could not see the connections has not shown that they survive.
   const pass = moves.length === 2 && moves.every((m) => m.establishedMissing === 0);
   const figure = (n: number, unit = ''): string => (n < 0 ? 'not measured' : `${n}${unit}`);
-  const words = moves.map((m) => `${m.from} -> ${m.to} in ${Math.round(m.tookMs)} ms: ${figure(m.holderlessMs, ' ms')} without a holder, `
-    + `${figure(m.establishedMissing)} of ${figure(m.establishedBefore)} established connections missing, ${figure(m.youngCaught)} too young to be copied caught`);
+  const words = moves.map((m) => `${m.from} -> ${m.to} ${m.tookMs < 0 ? 'by preemption, before the drill asked' : `in ${Math.round(m.tookMs)} ms`}: ${figure(m.holderlessMs, ' ms')} without a holder, `
+    + `${figure(m.establishedMissing)} of ${figure(m.establishedBefore)} established connections missing, ${figure(m.youngCaught)} too young to be copied caught, `
+    + `${figure(m.droppedPackets)} packets dropped by the kernels for an address not held`);
   const notMeasured = [...new Set(moves.map((m) => m.notMeasured).filter((w) => w !== ''))];
   const summary = `switchover of ${group}: ${pass ? 'pass' : 'FAIL'}; ${words.join('; back ')}${notMeasured.length > 0 ? ` (not measured: ${notMeasured.join('; ')})` : ''}`;
   const fields: Record<string, string> = { group, oldLeader: leader, newLeader: visited, brokenConnections: String(missing) };
@@ -150,6 +205,7 @@ export function drillResult(group: string, leader: string, visited: string, move
     fields[`${p}EstablishedBefore`] = String(m.establishedBefore);
     fields[`${p}EstablishedMissing`] = String(m.establishedMissing);
     fields[`${p}YoungCaught`] = String(m.youngCaught);
+    fields[`${p}DroppedPackets`] = String(m.droppedPackets);
   });
   return { scenario: 'switchover', group, leader, visited, result: pass ? 'pass' : 'fail', summary, moves: [...moves], fields };
 }

@@ -4,7 +4,7 @@ import { AgentError } from '@lbd/operator-surfaces';
 import { createLogger, type Logger, type LogLevel } from '@lbd/log';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
-import { createDefaultDataPlane, createDefaultConnectionTable } from './default-dataplane.js';
+import { createDefaultDataPlane, createDefaultConnectionTable, createDefaultLeaseDrops } from './default-dataplane.js';
 import { electionThread, type ElectionHostFactory } from './election-thread.js';
 import { operatorSurfaces } from './operator-surfaces.js';
 
@@ -142,10 +142,11 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     const election = cluster === null ? undefined : (deps.createElection ?? electionThread)();
     // Connection sync needs the peer link's TLS: without it there is nothing to read the table for.
     const connectionTable = cluster?.tls ? await (deps.createConnectionTable ?? createDefaultConnectionTable)(log) : undefined;
+    const leaseDrops = cluster === null || deps.createDataPlane ? undefined : await createDefaultLeaseDrops();
     try {
       agent = await Agent.start({
         configPath, dataPlane, adminSocket, log, initial, opsRoutes: (a) => operatorSurfaces(a, log),
-        ...(election ? { election } : {}), ...(connectionTable ? { connectionTable } : {}),
+        ...(election ? { election } : {}), ...(connectionTable ? { connectionTable } : {}), ...(leaseDrops ? { leaseDrops } : {}),
       });
     } catch (err) {
       return startFailure(err, writeError);

@@ -138,7 +138,8 @@ commands:
                                   slot N) to D (or the best other director) and back, and measures each
                                   move from both directors: time without a holder, established
                                   connections the new holder lacked, young ones caught (a TCP
-                                  handshake, a UDP flow not yet assured: not copied yet). --probe: lbadm
+                                  handshake, a UDP flow not yet assured: not copied yet), packets
+                                  the two kernels dropped for an address not held. --probe: lbadm
                                   also requests URL on a fresh connection every ${PROBE_INTERVAL_MS} ms meanwhile.
                                   Prints one result line and records a drill event; exit 1 on fail.
                                   Failure drills (box death, cuts, pauses) are the lab's: deploy/lab/lab drill

@@ -36,6 +36,13 @@ export interface DrillMove {
    * Why a figure is -1 (e.g. connection sync is off, or a director too old to answer).
    */
   'notMeasured'?: (string);
+  /**
+   * Packets the two directors' kernels dropped during the move because they reached a director that did
+   * not hold the kernel lease of the address they were for (new connections and established ones alike:
+   * the clients' and routers' neighbour caches still pointing at the old holder, or not yet at the new):
+   * the lease counters of both, after the move less before. -1: not measured.
+   */
+  'droppedPackets'?: (number | string | Long);
 }
 
 export interface DrillMove__Output {
@@ -69,4 +76,11 @@ export interface DrillMove__Output {
    * Why a figure is -1 (e.g. connection sync is off, or a director too old to answer).
    */
   'notMeasured': (string);
+  /**
+   * Packets the two directors' kernels dropped during the move because they reached a director that did
+   * not hold the kernel lease of the address they were for (new connections and established ones alike:
+   * the clients' and routers' neighbour caches still pointing at the old holder, or not yet at the new):
+   * the lease counters of both, after the move less before. -1: not measured.
+   */
+  'droppedPackets': (number);
 }

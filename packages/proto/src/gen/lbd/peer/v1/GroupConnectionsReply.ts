@@ -26,6 +26,13 @@ export interface GroupConnectionsReply {
    */
   'readAtUnixMs'?: (number | string | Long);
   'connections'?: (_lbd_peer_v1_GroupConnection)[];
+  /**
+   * Packets this director's kernel has dropped since its lease tables were made because they arrived at
+   * (or would have left from) a floating address of a group it did not hold the kernel lease for: during a
+   * move, what reached the wrong director. A counter over all its groups; -1 when it cannot be read. In the
+   * first reply.
+   */
+  'leaseDroppedPackets'?: (number | string | Long);
 }
 
 /**
@@ -48,4 +55,11 @@ export interface GroupConnectionsReply__Output {
    */
   'readAtUnixMs': (number);
   'connections': (_lbd_peer_v1_GroupConnection__Output)[];
+  /**
+   * Packets this director's kernel has dropped since its lease tables were made because they arrived at
+   * (or would have left from) a floating address of a group it did not hold the kernel lease for: during a
+   * move, what reached the wrong director. A counter over all its groups; -1 when it cannot be read. In the
+   * first reply.
+   */
+  'leaseDroppedPackets': (number);
 }

@@ -13,6 +13,11 @@ export interface GroupConnectionsRequest {
    * A vip group, or an ECMP slot's election group (slot-N).
    */
   'group'?: (string);
+  /**
+   * The group's state and the kernel's counters only, no connections (one reply): what a drill samples of
+   * every director a move may go to. A director that predates this field sends the connections anyway.
+   */
+  'countersOnly'?: (boolean);
 }
 
 export interface GroupConnectionsRequest__Output {
@@ -24,4 +29,9 @@ export interface GroupConnectionsRequest__Output {
    * A vip group, or an ECMP slot's election group (slot-N).
    */
   'group': (string);
+  /**
+   * The group's state and the kernel's counters only, no connections (one reply): what a drill samples of
+   * every director a move may go to. A director that predates this field sends the connections anyway.
+   */
+  'countersOnly': (boolean);
 }
