@@ -18,7 +18,7 @@ const SUITE_SLOTS = 8;
  * peers. The figures the issue names are the benchmark's; here each promise is checked once.
  */
 
-interface StreamReport { connections: number; intact: number; broken: number; perConnection: Array<{ error: string | null; server?: string | null }> }
+interface StreamReport { connections: number; intact: number; broken: number; perConnection: Array<{ error: string | null; server?: string | null; port: number | null }> }
 interface UdpReport { flows: number; intact: number; broken: number; perFlow: Array<{ error: string | null }> }
 
 describe('ECMP tier: active fullnat directors behind a BGP router @privileged', function () {
@@ -65,7 +65,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
 
   it('a director\'s box dies, then comes back and takes its slots back after their sync: every synced TCP stream and UDP flow lives on, the router keeps every next hop', async function () {
     const r = await boxDeath(lab, 'dir2', { revive: true });
-    assertNoneBroken(r, lab);
+    await assertNoneBroken(r, lab);
   });
 
   it('double fault, on the router\'s resilient group: a slot\'s owner and the director ranked next for it die together: the last director holds every slot\'s connections too (each slot is copied to every peer), so nothing breaks and no bucket moves', async function () {
@@ -91,7 +91,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       assert.deepEqual([...await lab.waitSteady()], [...owners], 'the slots went back to their owners after their sync');
     }).finally(() => lab.routerMode('hash-threshold'));
     process.stdout.write(`      share of the router's buckets that moved: ${(moved * 100).toFixed(1)} %\n`);
-    assertNoneBroken(r, lab);
+    await assertNoneBroken(r, lab);
   });
 
   it('BGP faults: gobgpd killed on a director that owns slots (its session and paths go, the others keep every slot in the router\'s group; the agent starts gobgpd again and announces again), then the router resets another director\'s session: nothing breaks, the route never changes', async function () {
@@ -124,7 +124,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when the reset session came back');
       assert.deepEqual([...await lab.waitSteady()], [...owners], 'no slot moved');
     });
-    assertNoneBroken(r, lab);
+    await assertNoneBroken(r, lab);
   });
 
   it('a director whose kernel refuses the config withdraws its paths and hands its slots over before it could blackhole; once the refusal is gone it applies the config by itself and takes them back: nothing breaks, the route never changes', async function () {
@@ -153,7 +153,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when the victim came back');
       await lab.api(other).apply({ configText: ecmpClusterConfig({ slots: lab.slots }), source: 'ecmp test', author: 'ecmp test' }, { timeoutMs: 30_000 });
     });
-    assertNoneBroken(r, lab);
+    await assertNoneBroken(r, lab);
   });
 
   it('lbadm drill switchover --slot N, as an operator runs it on live directors: the slot goes to another director and back, each move measured from both; the streams live on', async function () {
@@ -185,7 +185,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       assert.ok(m.holderlessMs >= 0 && m.holderlessMs < 5000, `time without a holder measured from both directors: ${JSON.stringify(m)}`);
       assert.ok(m.droppedPackets >= 0, `the kernels' lease drops read on both directors around the move: ${JSON.stringify(m)}`);
     }
-    assertNoneBroken(r, lab);
+    await assertNoneBroken(r, lab);
   });
 
   for (const mode of ['hash-threshold', 'resilient'] as const) {
@@ -207,7 +207,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
         assert.deepEqual([...await lab.waitSteady()], [...before], 'the slots went back to their owners before the scale-out');
         assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when a director left');
       }).finally(() => lab.routerMode('hash-threshold'));
-      assertNoneBroken(r, lab);
+      await assertNoneBroken(r, lab);
     });
   }
 });
@@ -241,9 +241,12 @@ describe('ECMP tier without connection sync: the same box death breaks the dead 
  * Every TCP stream and UDP flow lived on; otherwise the first errors (with the real server each broken
  * stream was on) and the agents' last lines, which time the slot moves.
  */
-function assertNoneBroken(r: { streams: StreamReport; flows: UdpReport }, lab: EcmpLab<AdminApi>): void {
-  const broken = r.streams.perConnection.filter((c) => c.error !== null).slice(0, 5).map((c) => `${c.error} (${c.server ?? 'no server yet'})`);
-  const logs = r.streams.broken + r.flows.broken > 0 ? `\n${lab.logs(25)}` : '';
+async function assertNoneBroken(r: { streams: StreamReport; flows: UdpReport }, lab: EcmpLab<AdminApi>): Promise<void> {
+  const failed = r.streams.perConnection.filter((c) => c.error !== null).slice(0, 5);
+  const broken = failed.map((c) => `client port ${c.port ?? '?'}: ${c.error} (${c.server ?? 'no server yet'})`);
+  // Each broken stream's entries on every director (its slot is its local address's) and the agents' last lines.
+  const logs = r.streams.broken + r.flows.broken > 0
+    ? `\n== conntrack\n${await conntrackOf(lab, failed.flatMap((c) => (c.port === null ? [] : [c.port])))}\n${lab.logs(25)}` : '';
   assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${broken.join('; ')}${logs}`);
   assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}${logs}`);
 }

@@ -14,6 +14,12 @@ export interface PrivilegeOptions {
   readonly commands?: readonly string[];
 }
 
+/** The Debian package of each command a test or benchmark may need (where its name differs or is not obvious). */
+const DEBIAN_PACKAGE_OF: Readonly<Record<string, string>> = {
+  ip: 'iproute2', nft: 'nftables', etcd: 'etcd-server', etcdctl: 'etcd-client', vtysh: 'frr', ping: 'iputils-ping',
+  arping: 'iputils-arping', promtool: 'prometheus', cc: 'gcc',
+};
+
 let namespaceCheck: Promise<string | null> | undefined;
 
 /** Why privileged tests cannot run here, or null when they can. Creates and deletes one probe namespace. */
@@ -21,7 +27,7 @@ export async function privilegeProblem(opts: PrivilegeOptions = {}): Promise<str
   if (process.platform !== 'linux') return `needs Linux network namespaces (this is ${process.platform})`;
   if (process.getuid?.() !== 0) return `not running as root (uid ${process.getuid?.()})`;
   const missing = ['ip', ...(opts.commands ?? [])].filter((c) => !onPath(c));
-  if (missing.length > 0) return `missing command(s): ${missing.join(', ')} (apt-get install iproute2 nftables conntrack)`;
+  if (missing.length > 0) return `missing command(s): ${missing.join(', ')} (apt-get install ${[...new Set(missing.map((c) => DEBIAN_PACKAGE_OF[c] ?? c))].join(' ')})`;
   namespaceCheck ??= probeNamespaces();
   return namespaceCheck;
 }

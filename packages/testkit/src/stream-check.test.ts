@@ -18,7 +18,7 @@ describe('StreamChecker', () => {
     { name: 'a server change is reported', chunks: ['rs1 0\n', 'rs2 1\n'], server: 'rs1', lines: 2, error: /^server changed from rs1 to rs2 at line 1$/ },
     { name: 'garbage is reported', chunks: ['rs1 0\n', 'HTTP/1.1 400 Bad Request\n'], server: 'rs1', lines: 1, error: /^unexpected line "HTTP\/1.1 400 Bad Request"$/ },
     { name: 'no line at all is broken', chunks: [], endMs: 100, server: null, lines: 0, error: /^no line received$/ },
-    { name: 'a stream silent at the end is stalled', chunks: ['rs1 0\n', 'rs1 1\n'], endMs: 2000, server: 'rs1', lines: 2, error: /^stalled: no line for 1950 ms \(after 2 lines\)$/ },
+    { name: 'a stream silent at the end is stalled', chunks: ['rs1 0\n', 'rs1 1\n'], endMs: 2000, server: 'rs1', lines: 2, error: /^stalled: no line for 1950 ms \(after 2 lines, the last at 1970-01-01T00:00:00\.050Z\)$/ },
     { name: 'an endless line is garbage', chunks: ['rs1 0\n', 'x'.repeat(2000)], server: 'rs1', lines: 1, error: /^line longer than 1024 bytes/ },
   ];
   for (const c of cases) {

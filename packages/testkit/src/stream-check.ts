@@ -57,7 +57,7 @@ export class StreamChecker {
   finish(nowMs: number, stallMs: number): StreamReport {
     if (this.lines === 0) this.fail('no line received');
     else if (this.lastLineAtMs !== undefined && nowMs - this.lastLineAtMs > stallMs) {
-      this.fail(`stalled: no line for ${nowMs - this.lastLineAtMs} ms (after ${this.lines} lines)`);
+      this.fail(`stalled: no line for ${nowMs - this.lastLineAtMs} ms (after ${this.lines} lines, the last at ${new Date(this.lastLineAtMs).toISOString()})`);
     }
     return this.report();
   }

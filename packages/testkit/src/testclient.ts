@@ -41,7 +41,8 @@ export interface StreamResult {
   readonly intact: number;
   readonly broken: number;
   readonly servers: Counts;
-  readonly perConnection: readonly StreamReport[];
+  /** Each connection's report, with its client port (null if it never had one). */
+  readonly perConnection: ReadonlyArray<StreamReport & { readonly port: number | null }>;
 }
 
 export interface UdpResult {
@@ -285,7 +286,7 @@ export async function runStream(cmd: StreamCommand, hooks: StreamHooks = {}): Pr
     c.closing = true;
     const report = c.checker.finish(now, cmd.stallMs);
     c.socket.destroy();
-    return report;
+    return { ...report, port: c.localPort };
   });
   const intact = perConnection.filter((r) => r.error === null).length;
   return { connections: conns.length, intact, broken: conns.length - intact, servers, perConnection };
