@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { connectionKey, type ConnectionEvent, type SyncedConnection } from '@lbd/dataplane';
 import { parseConntrack } from './conntrack.js';
-import { ConntrackConnectionTable, connectionFromEntry } from './connection-table.js';
+import { ConntrackConnectionTable, NATIVE_EVENTS_READER, connectionFromEntry } from './connection-table.js';
 import { netnsRunner } from './runner.js';
 
 /**
@@ -379,6 +379,51 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
     } finally {
       child.stdin.end();
       await watch.close();
+    }
+  });
+
+  it('the compiled events reader (lbd-ctnl) is the default; it reports what perl\'s does of real and injected connections, less the TCP closing states the kernel filters out for it', async () => {
+    assert.equal(table(A).eventsReader, 'native', `the build makes ${NATIVE_EVENTS_READER}`);
+    const readers = (['native', 'perl'] as const).map((eventsReader) => {
+      const t = new ConntrackConnectionTable({ runner: netnsRunner(A), tmpDir: dir, eventsReader });
+      tables.push(t);
+      return { t, events: [] as ConnectionEvent[], losses: [] as string[] };
+    });
+    const watches = await Promise.all(readers.map((r) => r.t.watch({ onEvents: (e) => r.events.push(...e), onLoss: (l) => r.losses.push(l) })));
+    try {
+      inNs(A, 'sysctl', '-qw', 'net.netfilter.nf_conntrack_tcp_timeout_time_wait=1');
+      // A real connection through the NAT (new, its TCP states, its end), and injected ones of both families
+      // and protocols, refreshed and removed.
+      const { c, port } = await client(CLIENT, VIP);
+      c.send('hello');
+      assert.equal(await c.next(), 'got S1:hello');
+      c.send('end');
+      assert.equal(await c.next(), 'closed');
+      const injected = Array.from({ length: 100 }, (_, i): SyncedConnection => ({
+        protocol: i % 2 === 0 ? 'tcp' : 'udp', client: i % 4 < 2 ? { address: `198.18.200.${i}`, port: 4000 + i } : { address: `fd00:18::${i.toString(16)}`, port: 4000 + i },
+        vip: i % 4 < 2 ? { address: VIP, port: 80 } : { address: VIP6, port: 80 }, realServer: i % 4 < 2 ? { address: RS, port: 8080 } : { address: RS6, port: 8080 },
+        localAddress: i % 4 < 2 ? { address: LIP, port: 30_000 + i } : { address: LIP6, port: 30_000 + i }, mark: MARK, state: i % 2 === 0 ? 'ESTABLISHED' : 'ASSURED', timeoutSec: 60,
+      }));
+      await readers[0]!.t.apply(injected.map((connection) => ({ op: 'upsert' as const, connection })));
+      await readers[0]!.t.apply(injected.map((connection) => ({ op: 'upsert' as const, connection: { ...connection, mark: MARK + 1 } })));
+      await readers[0]!.t.apply(injected.map((connection) => ({ op: 'remove' as const, connection })));
+      const key = connectionKey({ protocol: 'tcp', client: { address: CLIENT, port }, vip: { address: VIP, port: 80 } });
+      const last = connectionKey(injected.at(-1)!);
+      // Both have seen the real connection's end and the last removal: the rest came before.
+      // A dump reaps expired entries at once (the closed connection's TIME_WAIT is 1 s).
+      await eventually(() => inNs(A, 'conntrack', '-L') !== null && readers.every((r) => r.events.some((e) => e.kind === 'destroy' && connectionKey(e.connection) === last)
+        && r.events.some((e) => e.kind === 'destroy' && connectionKey(e.connection) === key)), 10_000, 200);
+      const seen = (r: (typeof readers)[number]): string[] => r.events.map((e) => JSON.stringify({ kind: e.kind, injected: e.injected, connection: { ...e.connection, timeoutSec: 0 } }));
+      const [native, perl] = readers.map(seen);
+      assert.ok(native!.length >= 300, `${native!.length} events`);
+      // lbd-ctnl's socket filter drops updates into FIN_WAIT, CLOSE_WAIT and LAST_ACK in the kernel (sync has
+      // no use for them); perl's reader gets every event. The real connection's close went through them.
+      const closing = (e: string): boolean => /"protocol":"tcp".*"state":"(FIN_WAIT|CLOSE_WAIT|LAST_ACK)"/.test(e);
+      assert.ok(perl!.some(closing), 'perl\'s reader saw the real connection close');
+      assert.deepEqual(native, perl!.filter((e) => !closing(e)));
+      assert.deepEqual(readers.map((r) => r.losses), [[], []]);
+    } finally {
+      for (const w of watches) await w.close();
     }
   });
 

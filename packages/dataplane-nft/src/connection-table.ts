@@ -1,8 +1,10 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   DataPlaneError, connectionKey, sameBinding, type Endpoint, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
   type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection,
@@ -34,6 +36,21 @@ export interface ConntrackConnectionTableOptions {
   readonly helperIdleMs?: number;
   /** How long `watch` waits for its probe event before it gives up. Default 3000. */
   readonly watchReadyTimeoutMs?: number;
+  /**
+   * What reads the kernel's events: `native` (dist/lbd-ctnl, built from native/lbd-ctnl.c) or `perl`
+   * (CTNL_SCRIPT); both print the same lines. Default: native when it is built, else perl.
+   */
+  readonly eventsReader?: EventsReader;
+}
+
+export type EventsReader = 'native' | 'perl';
+
+/** Where the build puts lbd-ctnl: beside this module in dist/ (a deployed tree keeps that layout). */
+export const NATIVE_EVENTS_READER = fileURLToPath(new URL('./lbd-ctnl', import.meta.url));
+
+/** The reader a table uses when none is asked for: the compiled one where the build made it. */
+function defaultEventsReader(): EventsReader {
+  return existsSync(NATIVE_EVENTS_READER) ? 'native' : 'perl';
 }
 
 /** TCP states `conntrack --state` accepts. */
@@ -143,6 +160,8 @@ export class ConntrackConnectionTable implements ConnectionTable {
   private readonly maxRounds: number;
   private readonly eventBufferBytes: number;
   private readonly watchReadyTimeoutMs: number;
+  /** What reads the kernel's events (see ConntrackConnectionTableOptions.eventsReader). */
+  readonly eventsReader: EventsReader;
   /** Deletes and refreshes (null when the runner cannot spawn: then `conntrack -D/-U` as before). */
   private readonly writer: CtnlWriter | null;
   /** Running events helpers, ended by dispose() if their watch was not closed. */
@@ -158,6 +177,7 @@ export class ConntrackConnectionTable implements ConnectionTable {
     this.maxRounds = opts.maxRounds ?? 5;
     this.eventBufferBytes = opts.eventBufferBytes ?? 16 * 1024 * 1024;
     this.watchReadyTimeoutMs = opts.watchReadyTimeoutMs ?? 3000;
+    this.eventsReader = opts.eventsReader ?? defaultEventsReader();
     const spawn = this.runner.spawn?.bind(this.runner);
     this.writer = spawn ? new CtnlWriter(spawn, {
       bufferBytes: 8 * 1024 * 1024,
@@ -197,7 +217,9 @@ export class ConntrackConnectionTable implements ConnectionTable {
   async watch(handlers: ConnectionWatchHandlers): Promise<ConnectionWatch> {
     const spawn = this.runner.spawn?.bind(this.runner);
     if (!spawn) throw new DataPlaneError('Unknown', 'watch', { detail: 'the command runner cannot start long-running processes' });
-    const child = spawn('perl', ['-e', CTNL_SCRIPT, 'events', String(this.eventBufferBytes)]);
+    const child = this.eventsReader === 'native'
+      ? spawn(NATIVE_EVENTS_READER, ['events', String(this.eventBufferBytes)])
+      : spawn('perl', ['-e', CTNL_SCRIPT, 'events', String(this.eventBufferBytes)]);
     this.children.add(child);
     let closing = false;
     let lost = false;

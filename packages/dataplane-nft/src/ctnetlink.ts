@@ -7,6 +7,10 @@ import { OneAtATime } from './one-at-a-time.js';
  * pack/unpack only) on a NETLINK_NETFILTER socket, for the two things conntrack 1.4.7 cannot do fast enough.
  * It runs through the table's CommandRunner (`perl -e CTNL_SCRIPT <mode> <bytes>`), so `ip netns exec` works.
  *
+ * Mode `events BYTES` has a compiled twin, dist/lbd-ctnl (native/lbd-ctnl.c), which the connection table
+ * runs where it was built (ConntrackConnectionTableOptions.eventsReader): the same lines at a fraction of
+ * the CPU. This program stays the fallback, and the reference the compiled one is tested against.
+ *
  * Mode `events BYTES`: subscribes to NFNLGRP_CONNTRACK_NEW|UPDATE|DESTROY with SO_RCVBUFFORCE = BYTES (root
  * may exceed net.core.rmem_max; the kernel doubles it). `conntrack -E -b` sets the buffer of another socket,
  * so its event socket keeps the 208 KiB default and loses events in bursts of a few hundred new connections.

@@ -8,6 +8,10 @@ describe('the Debian package\'s parts', () => {
     assert.match(c, new RegExp(`^Package: lbd\\nVersion: ${LBD_VERSION.replace(/\./g, '\\.')}\\nArchitecture: all\\n`));
     assert.match(c, /^Depends: nodejs \(>= 20\), nftables, conntrack, iproute2, procps$/m);
     assert.match(c, /^Installed-Size: 10103$/m);
+    // A compiled program (lbd-ctnl) makes the package one architecture's, depending on libc.
+    const amd64 = renderControl({ version: LBD_VERSION, architecture: 'amd64', installedSizeKiB: 10_103 });
+    assert.match(amd64, /^Architecture: amd64$/m);
+    assert.match(amd64, /^Depends: nodejs \(>= 20\), nftables, conntrack, iproute2, procps, libc6$/m);
     // A description's continuation lines start with a space; an empty one is " .".
     for (const line of c.split('\n').slice(c.split('\n').findIndex((l) => l.startsWith('Description:')) + 1).filter(Boolean)) assert.match(line, /^ /);
   });

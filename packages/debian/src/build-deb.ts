@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, cpSync, existsSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { gzipSync } from 'node:zlib';
@@ -11,8 +11,10 @@ import { LBD_VERSION } from '@lbd/config';
  * the PATH, the systemd unit, sysctl and module files, an example config in /etc/lbd, bash completion and
  * man pages made from the programs' own --help. No compiler or pnpm on the director: only Node.
  *
- * The package is `Architecture: all` while no dependency carries a native addon (checked: the build
- * fails on a `.node` file rather than ship one built for this machine under `all`).
+ * The package is built for this machine's architecture (`dpkg --print-architecture`) when the tree holds
+ * a compiled program (an ELF file: dataplane-nft's lbd-ctnl, the conntrack events reader, which needs
+ * libc only), and is `Architecture: all` otherwise. Node addons (`.node`) are refused: none is expected,
+ * and each would need its own dependencies named.
  */
 
 /** Where the deployed tree goes on the director. */
@@ -30,6 +32,8 @@ export const PROGRAMS = [
  * ctnetlink helpers and the announcer; util-linux: setsid) are what the agent starts besides these.
  */
 export const DEPENDS = ['nodejs (>= 20)', 'nftables', 'conntrack', 'iproute2', 'procps'];
+/** What a compiled program in the tree adds (lbd-ctnl links libc and nothing else). */
+export const NATIVE_DEPENDS = ['libc6'];
 export const RECOMMENDS = ['iputils-arping'];
 export const SUGGESTS = ['etcd-client', 'gobgpd'];
 
@@ -37,6 +41,11 @@ export interface ControlFields {
   readonly version: string;
   readonly architecture: string;
   readonly installedSizeKiB: number;
+}
+
+/** Compiled programs are built for one architecture: the package is too, and depends on libc. */
+function depends(architecture: string): readonly string[] {
+  return architecture === 'all' ? DEPENDS : [...DEPENDS, ...NATIVE_DEPENDS];
 }
 
 /** DEBIAN/control. */
@@ -47,7 +56,7 @@ export function renderControl(f: ControlFields): string {
     `Architecture: ${f.architecture}`,
     'Maintainer: lbd developers <lbd@localhost>',
     `Installed-Size: ${f.installedSizeKiB}`,
-    `Depends: ${DEPENDS.join(', ')}`,
+    `Depends: ${depends(f.architecture).join(', ')}`,
     `Recommends: ${RECOMMENDS.join(', ')}`,
     `Suggests: ${SUGGESTS.join(', ')}`,
     'Section: net',
@@ -172,6 +181,20 @@ function run(command: string, args: readonly string[], cwd: string, input?: stri
   return res.stdout;
 }
 
+/** A regular file that starts with ELF's magic: a compiled program or library. */
+function isElf(p: string): boolean {
+  const st = lstatSync(p);
+  if (!st.isFile() || st.size < 4) return false;
+  const fd = openSync(p, 'r');
+  try {
+    const head = Buffer.alloc(4);
+    readSync(fd, head, 0, 4, 0);
+    return head.equals(Buffer.from([0x7f, 0x45, 0x4c, 0x46]));
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Every path under dir (files and directories; symbolic links are not followed). */
 function walk(dir: string, out: string[] = []): string[] {
   for (const e of readdirSync(dir, { withFileTypes: true })) {
@@ -211,8 +234,10 @@ export function buildDeb(o: BuildOptions): BuildResult {
     // Not proto/compat: the old releases' files are for the compatibility test, not for a director.
     const compat = join(o.repo, 'proto', 'compat');
     cpSync(join(o.repo, 'proto'), join(protoPackage, 'proto'), { recursive: true, dereference: true, filter: (src) => src !== compat });
-    const native = walk(lib).filter((p) => p.endsWith('.node'));
-    if (native.length > 0) throw new Error(`native addons would need Architecture: ${run('dpkg', ['--print-architecture'], o.repo).trim()}, not all: ${native.map((p) => relative(lib, p)).join(', ')}`);
+    const addons = walk(lib).filter((p) => p.endsWith('.node'));
+    if (addons.length > 0) throw new Error(`Node addons are not expected in the package (each needs its dependencies named in it): ${addons.map((p) => relative(lib, p)).join(', ')}`);
+    const compiled = walk(lib).filter(isElf);
+    log(compiled.length === 0 ? 'no compiled program: Architecture all' : `compiled: ${compiled.map((p) => relative(lib, p)).join(', ')}`);
     for (const p of PROGRAMS) {
       if (!existsSync(join(lib, p.script))) throw new Error(`${p.name}: ${LIB_DIR}/${p.script} is not in the deployed tree`);
       put(stage, `usr/bin/${p.name}`, renderWrapper(p.script), 0o755);
@@ -241,7 +266,7 @@ export function buildDeb(o: BuildOptions): BuildResult {
     }
     chmodSync(join(stage, 'etc/lbd'), 0o700);
     const installedSizeKiB = Math.ceil(walk(stage).reduce((n, p) => n + (lstatSync(p).isFile() ? lstatSync(p).size : 0), 0) / 1024);
-    const architecture = 'all';
+    const architecture = compiled.length === 0 ? 'all' : run('dpkg', ['--print-architecture'], o.repo).trim();
     put(stage, 'DEBIAN/control', renderControl({ version: LBD_VERSION, architecture, installedSizeKiB }));
     put(stage, 'DEBIAN/conffiles', '/etc/lbd/lbd.yaml.example\n');
     put(stage, 'DEBIAN/postinst', POSTINST, 0o755);

@@ -18,9 +18,24 @@ export async function createDefaultLeaseDrops(): Promise<() => Promise<number | 
   return () => readLeaseDrops();
 }
 
+/** An environment variable lbd-agent reads holds a value it cannot use (exit 78, as a bad config). */
+export class EnvError extends Error {}
+
+/**
+ * LBD_CONNTRACK_EVENTS, checked at start: `native` or `perl` picks the conntrack events reader (to compare
+ * them, as `pnpm bench connsync` does, or to fall back to perl's); unset, the table's default (the compiled
+ * lbd-ctnl where it was built). Throws a message naming the variable, its value and the choices.
+ */
+export function eventsReaderFromEnv(env: NodeJS.ProcessEnv): 'native' | 'perl' | undefined {
+  const asked = env.LBD_CONNTRACK_EVENTS;
+  if (asked === undefined || asked === 'native' || asked === 'perl') return asked;
+  throw new EnvError(`LBD_CONNTRACK_EVENTS is ${JSON.stringify(asked)}: it names the conntrack events reader, native or perl; unset it for the default`);
+}
+
 /** The production connection table for connection sync: conntrack events, dumps and injection. */
-export async function createDefaultConnectionTable(log: Logger): Promise<ConnectionTable> {
+export async function createDefaultConnectionTable(log: Logger, eventsReader?: 'native' | 'perl'): Promise<ConnectionTable> {
   const { ConntrackConnectionTable } = await import('@lbd/dataplane-nft');
-  void log;
-  return new ConntrackConnectionTable({});
+  const table = new ConntrackConnectionTable(eventsReader === undefined ? {} : { eventsReader });
+  log.info('connection sync reads conntrack events', { reader: table.eventsReader === 'native' ? 'lbd-ctnl (compiled)' : 'perl' });
+  return table;
 }
