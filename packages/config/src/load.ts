@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { LineCounter, parseDocument, type YAMLError } from 'yaml';
 import { ConfigError } from './errors.js';
@@ -76,4 +77,9 @@ export async function loadConfig(path: string): Promise<Config> {
     throw new ConfigError('Unreadable', path, [{ path: '(file)', value: path, rule: `cannot be read (${code})`, fix }], { cause });
   }
   return parseConfig(text, path);
+}
+
+/** The sha256 (hex) of a config's text: how apply records, the config history and lbadm name a config. */
+export function configSha256(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
 }

@@ -1,6 +1,6 @@
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
-import { LBD_VERSION, parseConfig, type Config } from '@lbd/config';
+import { LBD_VERSION, configSha256, parseConfig, type Config } from '@lbd/config';
 import { EtcdCoordinator, TIMING_PROFILES, type Coordinator, type EtcdTlsMaterial } from '@lbd/coordinator';
 import type { AddressOwner, DataPlane, ConnectionTable } from '@lbd/dataplane';
 import { ProberSet, systemClock, type FlapPolicy, type Prober, type Clock } from '@lbd/health-checker';
@@ -13,7 +13,7 @@ import type { ApplyRecord, HealthApplyRecord, RunningConfig } from './apply-reco
 import { MemberAdmin, SingleDirectorAdmin, type ClusterAdmin } from './cluster-admin.js';
 import { ClusterConfigSource } from './cluster-config-source.js';
 import type { ClusterMember } from './cluster.js';
-import { readConfigText, sha256 } from './config-file.js';
+import { readConfigText } from './config-file.js';
 import type { ConfigSource } from './config-source.js';
 import { inProcessElection, type ElectionHostFactory } from './election-thread.js';
 import { ClusterEventHistory, LocalEventHistory, type EventHistory } from './event-query.js';
@@ -150,7 +150,7 @@ export class Agent extends EventEmitter<AgentEvents> {
     this.adminSocket = opts.adminSocket ?? config.agent.adminSocket;
     this.fileAgent = config.agent;
     // Revision 0 until the first apply succeeds; `start` never returns an agent in that state.
-    const initial: RunningConfig = { config, sha256: sha256(text), source: opts.configPath, revision: 0 };
+    const initial: RunningConfig = { config, sha256: configSha256(text), source: opts.configPath, revision: 0 };
     this.reconciler = new Reconciler({
       dataPlane: opts.dataPlane, health: this.health, clock, batchMs: h.batchMs ?? DEFAULT_BATCH_MS, events: this.events, log: this.log, now, initial,
       onConfigApplied: (previous, running) => this.warnRestartSettings(previous, running),

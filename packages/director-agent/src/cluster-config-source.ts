@@ -1,4 +1,4 @@
-import { ConfigError, parseConfig, type Config } from '@lbd/config';
+import { ConfigError, configSha256, parseConfig, type Config } from '@lbd/config';
 import type { Coordinator, StoredConfig } from '@lbd/coordinator';
 import { DataPlaneError, type ApplyResult } from '@lbd/dataplane';
 import type { ConfigHistoryResponse, GetConfigResponse } from '@lbd/proto';
@@ -6,7 +6,6 @@ import { AgentError, type ApplyOptions, type ApplyOutcome, type Caller } from '@
 import type { Logger } from '@lbd/log';
 import type { ApplyRecord } from './apply-record.js';
 import { ClusterMember, type ClusterMemberOptions } from './cluster.js';
-import { sha256 } from './config-file.js';
 import type { ConfigSource } from './config-source.js';
 import { summarizeServiceChanges, type EventLog } from './events.js';
 import type { Reconciler } from './reconciler.js';
@@ -117,7 +116,7 @@ export class ClusterConfigSource implements ConfigSource {
   async applyFromCluster(c: StoredConfig): Promise<void> {
     const r = this.o.reconciler;
     if (r.isStopped) return;
-    const sha = sha256(c.text);
+    const sha = configSha256(c.text);
     const source = `etcd revision ${c.revision}`;
     let parsed: Config;
     try {
@@ -152,7 +151,7 @@ export class ClusterConfigSource implements ConfigSource {
     const r = this.o.reconciler;
     const events = this.o.events;
     if (r.isStopped) throw new AgentError('Stopped', 'the agent is shutting down');
-    const sha = sha256(text);
+    const sha = configSha256(text);
     let parsed: Config;
     try {
       parsed = parseConfig(text, source, { cluster: true });
@@ -222,7 +221,7 @@ export class ClusterConfigSource implements ConfigSource {
       versions: versions.map((v) => {
         let services = 0;
         try { services = parseConfig(v.text, 'history', { cluster: true }).services.length; } catch { services = 0; }
-        return { revision: v.revision, author: v.author, atUnixMs: v.at, comment: v.comment, configSha256: sha256(v.text), serviceCount: services };
+        return { revision: v.revision, author: v.author, atUnixMs: v.at, comment: v.comment, configSha256: configSha256(v.text), serviceCount: services };
       }),
     };
   }

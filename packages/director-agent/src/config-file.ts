@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { chmod, open, readFile, rename, stat, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { ConfigError } from '@lbd/config';
@@ -7,10 +7,6 @@ import { ConfigError } from '@lbd/config';
  * The config file on disk: read it (as text, so its hash can be compared before anything is parsed) and
  * replace it atomically. Parsing and validation stay in @lbd/config.
  */
-
-export function sha256(text: string): string {
-  return createHash('sha256').update(text, 'utf8').digest('hex');
-}
 
 /** Reads the file, mapping read failures to the same ConfigError `loadConfig` gives. */
 export async function readConfigText(path: string): Promise<string> {

@@ -1,10 +1,10 @@
-import { ConfigError, parseConfig, type Config } from '@lbd/config';
+import { ConfigError, configSha256, parseConfig, type Config } from '@lbd/config';
 import { DataPlaneError, type ApplyResult } from '@lbd/dataplane';
 import type { ConfigHistoryResponse, GetConfigResponse } from '@lbd/proto';
 import { AgentError, UNIX_SOCKET_CALLER, type ApplyOptions, type ApplyOutcome, type Caller } from '@lbd/operator-surfaces';
 import type { Logger } from '@lbd/log';
 import type { ApplyRecord } from './apply-record.js';
-import { readConfigText, sha256, stageFile } from './config-file.js';
+import { readConfigText, stageFile } from './config-file.js';
 import { notClustered, type ConfigSource } from './config-source.js';
 import type { Reconciler } from './reconciler.js';
 import { watchConfigFile, type ConfigWatcher } from './watch.js';
@@ -36,7 +36,7 @@ export class FileConfigSource implements ConfigSource {
   private watcher: ConfigWatcher | null = null;
 
   constructor(private readonly o: FileConfigSourceOptions) {
-    this.fileSha = sha256(o.initial.text);
+    this.fileSha = configSha256(o.initial.text);
   }
 
   private get path(): string {
@@ -78,7 +78,7 @@ export class FileConfigSource implements ConfigSource {
         this.fileSha = marker;
         return r.reject(err, trigger, this.path, '');
       }
-      const sha = sha256(text);
+      const sha = configSha256(text);
       if (trigger === 'file-change' && sha === this.fileSha) return null;
       let config: Config;
       try {
@@ -109,7 +109,7 @@ export class FileConfigSource implements ConfigSource {
       if (!dryRun && opts.expectRevision !== undefined && opts.expectRevision !== r.running.revision) {
         throw new AgentError('Conflict', `the running config is at revision ${r.running.revision}, not ${opts.expectRevision} as this apply expected: it changed in between; look at lbadm status, then apply again`);
       }
-      const sha = sha256(text);
+      const sha = configSha256(text);
       let config: Config;
       try {
         config = parseConfig(text, source);
@@ -159,7 +159,7 @@ export class FileConfigSource implements ConfigSource {
   async read(): Promise<GetConfigResponse> {
     const r = this.o.reconciler.running;
     const text = await readConfigText(this.path);
-    if (sha256(text) !== r.sha256) {
+    if (configSha256(text) !== r.sha256) {
       throw new AgentError('Refused', `${this.path} differs from the config this director runs (revision ${r.revision}): it was edited and not (or not yet) applied; fix the file or apply it (lbadm status shows the last apply), then try again`);
     }
     return { configText: text, revision: r.revision, clustered: false, source: r.source };

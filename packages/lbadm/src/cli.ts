@@ -3,7 +3,7 @@ import { hostname, userInfo } from 'node:os';
 import { access, readFile, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { ConfigError, EXIT, LBD_VERSION, loadConfig, parseConfig } from '@lbd/config';
+import { ConfigError, EXIT, LBD_VERSION, configSha256, loadConfig, parseConfig } from '@lbd/config';
 import { etcdRolePlan, etcdRoleScript } from '@lbd/coordinator';
 import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, isServiceError, type AdminEndpoint, type Event__Output, type HealthEvent__Output } from '@lbd/proto';
 import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
@@ -14,7 +14,7 @@ import {
 } from './format.js';
 import { completionScript } from './completion.js';
 import { drill } from './drill.js';
-import { OperatorEtcd, appliedBy, formatWritten, sha256 } from './etcd.js';
+import { OperatorEtcd, appliedBy, formatWritten } from './etcd.js';
 import { listServices, manage } from './manage.js';
 import { readClientTls } from './tls-files.js';
 
@@ -316,7 +316,7 @@ async function writeDirect(inv: Invocation, api: AdminApi | null, configText: st
       io.stderr(`lbadm: the cluster config is at revision ${written.current}, not the one this ${inv.command === 'apply' ? 'apply' : 'rollback'} expected: someone applied in between; look at lbadm config history, then try again. Nothing was written\n`);
       return EXIT.failure;
     }
-    const applied = api === null ? undefined : await appliedBy(api, written.revision, sha256(text));
+    const applied = api === null ? undefined : await appliedBy(api, written.revision, configSha256(text));
     if (inv.json) {
       io.stdout(json({ valid: true, written: true, clusterRevision: written.revision, etcdUser: etcd.commonName, ...(applied === undefined ? {} : { appliedBy: applied }) }));
     } else {

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { EXIT } from '@lbd/config';
 import { EtcdConfigClient, type ConfigWrite } from '@lbd/coordinator';
@@ -132,7 +131,3 @@ function formatApplied(a: Awaited<ReturnType<typeof appliedBy>>, where: string):
   }
 }
 
-/** sha256 (hex) of a config text: what an agent's apply record names the config it applied by. */
-export function sha256(text: string): string {
-  return createHash('sha256').update(text).digest('hex');
-}

@@ -1,9 +1,9 @@
 import { status } from '@grpc/grpc-js';
-import { ConfigError, EXIT, hostPort, parseConfig, serviceKey, type Config } from '@lbd/config';
+import { ConfigError, EXIT, configSha256, hostPort, parseConfig, serviceKey, type Config } from '@lbd/config';
 import { applyProblemsOf, isServiceError, type AdminApi, type ApplyResponse__Output, type GetConfigResponse__Output } from '@lbd/proto';
 import { CONNECTION_FLAGS, type Invocation } from './args.js';
 import { EditError, diffLines, editConfig, type EditOp } from './edit.js';
-import { appliedBy, formatWritten, sha256, type OperatorEtcd } from './etcd.js';
+import { appliedBy, formatWritten, type OperatorEtcd } from './etcd.js';
 import { columns, formatApply, formatProblems, json } from './format.js';
 
 /**
@@ -134,7 +134,7 @@ export async function manage(target: ManageTarget, inv: Invocation, argv: readon
         if (exit === null) continue;
         return exit;
       }
-      const applied = target.api === null ? undefined : await appliedBy(target.api, written.revision, sha256(edit.text));
+      const applied = target.api === null ? undefined : await appliedBy(target.api, written.revision, configSha256(edit.text));
       if (inv.json) {
         io.stdout(json({ configChanged: true, written: true, summary: edit.summary, fromRevision: cur.revision, diff, clusterRevision: written.revision, ...(applied === undefined ? {} : { appliedBy: applied }) }));
       } else {
