@@ -180,8 +180,10 @@ static struct sock_filter filter_prog[9 + PROTOINFO_HOPS * 15 + 13];
 
 static unsigned build_filter(void) {
   unsigned n = 0;
-#define OP(code, k) (filter_prog[n++] = (struct sock_filter)BPF_STMT(code, k))
-#define JMP(code, k, jt, jf) (filter_prog[n++] = (struct sock_filter)BPF_JUMP(code, k, jt, jf))
+  /* Sized above: an instruction past the end is a bug in this function, stopped before it writes. */
+#define SLOT() (n < sizeof filter_prog / sizeof filter_prog[0] ? &filter_prog[n++] : (abort(), filter_prog))
+#define OP(code, k) (*SLOT() = (struct sock_filter)BPF_STMT(code, k))
+#define JMP(code, k, jt, jf) (*SLOT() = (struct sock_filter)BPF_JUMP(code, k, jt, jf))
   /* Jumps to the accept or drop at the end are patched once the program's length is known. */
   unsigned to_accept[PROTOINFO_HOPS * 4 + 8], to_drop[4], na = 0, nd = 0;
 #define JMP_ACCEPT_IF_NOT(code, k) (to_accept[na++] = n, JMP(code, k, 0, 0))
@@ -236,8 +238,8 @@ static unsigned build_filter(void) {
     else f->jf = (uint8_t)(accept - to_accept[i] - 1);
   }
   for (unsigned i = 0; i < nd; i++) filter_prog[to_drop[i]].jt = (uint8_t)(drop - to_drop[i] - 1);
-  if (n > sizeof filter_prog / sizeof filter_prog[0]) abort(); /* sized above; a change that outgrows it is a bug */
   return n;
+#undef SLOT
 #undef OP
 #undef JMP
 #undef JMP_ACCEPT_IF_NOT
