@@ -300,7 +300,15 @@ export class SyncReceiver {
     this.state = 'streaming';
     if (snap === null) return;
     const stale: ConnectionChange[] = [];
-    for (const [key, f] of snap.before) if (!snap.keys.has(key)) stale.push({ op: 'remove', connection: f });
+    for (const [key, f] of snap.before) {
+      if (snap.keys.has(key)) continue;
+      // A group this director claimed while the snapshot came (a slot moving back to it, a takeover): the
+      // peer's copies of it were skipped, so the snapshot names none of them, and what it holds of the group
+      // is its own live connections now. Removing them would break every one on its next packet.
+      const group = this.ctx.groupOf(serviceKeyOfConnection(f), f.localAddress?.address ?? null);
+      if (group !== null && this.ctx.leads(group)) continue;
+      stale.push({ op: 'remove', connection: f });
+    }
     if (stale.length > 0) await this.apply(stale);
     const now = Date.now();
     for (const g of snap.groups) this.caught.set(g, now);

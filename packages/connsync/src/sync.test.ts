@@ -342,6 +342,35 @@ describe('connection sync: sender, source and receiver', () => {
     assertMirrored(p);
   });
 
+  for (const takenOver of [false, true]) {
+    it(takenOver
+      ? 'a group this director takes over during a peer\'s snapshot of it keeps what the snapshot did not name: those entries are its own live connections now'
+      : 'what a peer\'s snapshot of a group does not name is removed at its end (the control: this director does not lead the group)', async () => {
+      const standby = new FakeConnectionTable();
+      const held: SyncedConnection = {
+        protocol: 'tcp', client: { address: '198.18.5.2', port: 1001 }, vip: { address: '198.18.0.10', port: 80 }, realServer: { address: '198.19.1.11', port: 8080 },
+        localAddress: { address: '198.19.1.100', port: 20001 }, mark: 0x10001, state: 'ESTABLISHED', timeoutSec: 300,
+      };
+      standby.connections.set(connectionKey(held), held);
+      let leading = false;
+      const acked: number[] = [];
+      const r = new SyncReceiver({ table: standby, log: quiet, markOf: () => 0x10001, groupOf: () => 'g', leads: () => leading }, {
+        write: (reply) => { if (reply.ack) acked.push(Number(reply.ack.seq)); }, fail: () => undefined,
+      }, new Set(['dir1']));
+      const send = (m: SyncMessage): void => r.onMessage(roundTripMessage(m));
+      send({ seq: 1, hello: { from: 'dir1', session: 's', groups: ['g'] } });
+      send({ seq: 2, snapshotBegin: { groups: ['g'], connections: 0, reason: 'first' } });
+      // The snapshot's start has read what this director holds of g: `held` is a candidate for removal.
+      await until('the snapshot begun', () => acked.includes(2));
+      // This director claims g while the snapshot is still coming. The snapshot does not name `held` (had it
+      // sent a copy, a director that leads g skips it: it never applies a copy of a group it leads).
+      leading = takenOver;
+      send({ seq: 3, snapshotEnd: {} });
+      await until('the snapshot ended', () => acked.includes(3));
+      assert.equal(standby.connections.has(connectionKey(held)), takenOver, takenOver ? 'its own live connection was removed' : 'a stale copy was kept');
+    });
+  }
+
   it('a malformed change ends the stream with the field named, and none of its message is injected', async () => {
     const standby = new FakeConnectionTable();
     const refused: string[] = [];
