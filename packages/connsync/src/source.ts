@@ -305,6 +305,10 @@ export class ConnectionSource {
       if (e.kind === 'new' && s.minAgeMs > 0) this.firstSeen.set(key, e.seenAtMs);
       if (!copiable(f)) {
         if (f.protocol === 'tcp' && ENDED_TCP_STATES.has(f.state)) {
+          // Over before it was due (minAgeMs): never sent, as if destroyed. Its held form is older than its end
+          // (lbd-ctnl's filter passes none of the closing states), and would go to every peer as a ghost.
+          this.held.delete(key);
+          this.firstSeen.delete(key);
           this.young.delete(key);
           if (this.copied.delete(key)) out.push({ change: { op: 'remove', connection: f }, seenAtMs: e.seenAtMs });
           continue;
