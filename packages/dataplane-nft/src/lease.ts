@@ -343,7 +343,7 @@ export class KernelLease {
  * Read with one netlink request (LEASE_DROPS_SCRIPT), not `nft list counter`: nft first fetches its cache
  * of the ruleset and starts over whenever the ruleset's generation changed meanwhile, and every lease
  * renewal changes it (each group's, 4 times a second with `fast`). On an ECMP director leading 4 slots,
- * quiet, `nft list counter` fetched 3 times to answer once; under the drill's load one took 3 s, and on a
+ * quiet, `nft list counter` fetched 3 times to answer once; under the drill's load one took 36 s, and on a
  * director that had just claimed a slot, reads went on for over 30 s. The request names one object and
  * gets one answer, whatever the ruleset does meanwhile.
  */
