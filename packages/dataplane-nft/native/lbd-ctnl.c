@@ -162,7 +162,7 @@ static void event(const struct nlmsghdr *h) {
  * The kernel's part of the filtering (SO_ATTACH_FILTER, classic BPF run on each event before it is queued
  * to this socket): TCP updates into FIN_WAIT, CLOSE_WAIT or LAST_ACK are dropped there. Sync has no use for
  * them: a copied connection's copy changes only when its binding does, and a closing one is removed at
- * TIME_WAIT or CLOSE, which pass; they were 3 of the 8 events of a short connection. Everything else
+ * TIME_WAIT or CLOSE, which pass (a closing connection goes through one or more of the three). Everything else
  * passes, and anything the program cannot read with certainty (another subsystem, a message shaped
  * otherwise, an attribute of 256 bytes or more) passes too, for userspace to judge.
  *

@@ -1,4 +1,5 @@
 import type { DataPlane, ConnectionTable } from '@lbd/dataplane';
+import type { EventsReader } from '@lbd/dataplane-nft';
 import type { Logger } from '@lbd/log';
 
 /**
@@ -26,14 +27,14 @@ export class EnvError extends Error {}
  * them, as `pnpm bench connsync` does, or to fall back to perl's); unset, the table's default (the compiled
  * lbd-ctnl where it was built). Throws a message naming the variable, its value and the choices.
  */
-export function eventsReaderFromEnv(env: NodeJS.ProcessEnv): 'native' | 'perl' | undefined {
+export function eventsReaderFromEnv(env: NodeJS.ProcessEnv): EventsReader | undefined {
   const asked = env.LBD_CONNTRACK_EVENTS;
   if (asked === undefined || asked === 'native' || asked === 'perl') return asked;
   throw new EnvError(`LBD_CONNTRACK_EVENTS is ${JSON.stringify(asked)}: it names the conntrack events reader, native or perl; unset it for the default`);
 }
 
 /** The production connection table for connection sync: conntrack events, dumps and injection. */
-export async function createDefaultConnectionTable(log: Logger, eventsReader?: 'native' | 'perl'): Promise<ConnectionTable> {
+export async function createDefaultConnectionTable(log: Logger, eventsReader?: EventsReader): Promise<ConnectionTable> {
   const { ConntrackConnectionTable } = await import('@lbd/dataplane-nft');
   const table = new ConntrackConnectionTable(eventsReader === undefined ? {} : { eventsReader });
   log.info('connection sync reads conntrack events', { reader: table.eventsReader === 'native' ? 'lbd-ctnl (compiled)' : 'perl' });
