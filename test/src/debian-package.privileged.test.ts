@@ -129,11 +129,11 @@ describe('lbd\'s Debian package, installed into a clean Debian root @privileged'
     assert.equal((await inRoot(['sh', '-c', 'command -v pnpm tsc || true'])).stdout, '');
     assert.equal((await inRoot(['sh', '-c', 'find /usr/lib/lbd -name "*.ts" | head -1'])).stdout, '');
 
-    // The compiled conntrack events reader is there and runs on the root's libc (no arguments: its usage, exit 2).
+    // The compiled ctnetlink helper is there and runs on the root's libc (no arguments: its usage, exit 2).
     const ctnl = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-ctnl -type f'])).stdout.trim();
     assert.match(ctnl, /\/dist\/lbd-ctnl$/, 'lbd-ctnl is in the package');
     const usage = await inRoot([ctnl], { allowFailure: true });
-    assert.deepEqual([usage.code, usage.stderr.trim()], [2, 'usage: lbd-ctnl events BYTES']);
+    assert.deepEqual([usage.code, usage.stderr.trim()], [2, 'usage: lbd-ctnl events BYTES | write BYTES']);
     assert.equal((await inRoot(['dpkg-query', '-W', '-f=${Architecture}', 'lbd'])).stdout, (await runCommand('dpkg', ['--print-architecture'])).stdout.trim());
 
     const validate = await inRoot(['lbadm', 'validate', '-f', '/etc/lbd/lbd.yaml.example'], { allowFailure: true });

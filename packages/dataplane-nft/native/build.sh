@@ -1,5 +1,5 @@
 #!/bin/sh
-# Builds dist/lbd-ctnl, the conntrack events reader (lbd-ctnl.c), with the C compiler and libc's headers
+# Builds dist/lbd-ctnl, connection sync's ctnetlink helper (lbd-ctnl.c), with the C compiler and libc's headers
 # only. test/run and deploy/lab/lab up install both (gcc, libc6-dev) on a machine that lacks them.
 set -eu
 cd "$(dirname "$0")/.."

@@ -1,21 +1,25 @@
 /*
- * lbd-ctnl: the kernel's conntrack events for connection sync, read from ctnetlink in C.
+ * lbd-ctnl: connection sync's conversation with ctnetlink, in C. Two modes, each the compiled form of a mode
+ * of ctnetlink.ts's `perl -e CTNL_SCRIPT`, speaking the same protocol (ctnetlink.ts documents both):
  *
- * `lbd-ctnl events BYTES` is the compiled form of ctnetlink.ts's `perl -e CTNL_SCRIPT events BYTES` and
- * speaks the same protocol on stdout (ctnetlink.ts documents it; parseEventLine reads both):
+ * `lbd-ctnl events BYTES` prints the kernel's conntrack events, one line each (parseEventLine reads them):
  *
  *   R <rcvbuf>               the subscription is live (SO_RCVBUF as the kernel set it)
  *   L ENOBUFS                the kernel dropped events (one line per failed read)
  *   <N|U|D> <injected 0|1> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
  *           <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark>
  *
- * Why C: the perl reader decoded every update of every connection at about 0.4 of a core at the connsync
- * benchmark's load (docs/kernel-io.md has the figures). It uses libc only (no libmnl or
- * libnetfilter_conntrack to install), so the Debian package depends on nothing new.
+ * `lbd-ctnl write BYTES` makes inserts, updates and deletes asked for on stdin, each answered on its own
+ * (write_mode, below).
  *
- * Only what sync can use is printed: TCP and UDP entries with a mark (lbd's own connections), and the
- * watch's probe (udp 127.0.0.1 -> 127.0.0.1:9, mark 0). It exits at EOF on stdin, so it never outlives the
- * agent, and when stdout is gone.
+ * Why C: the perl reader decoded every update of every connection at about 0.4 of a core at the connsync
+ * benchmark's load, and `conntrack -R` cost a standby a process start per batch (docs/kernel-io.md has
+ * the figures). It uses libc only (no libmnl or libnetfilter_conntrack to install), so the Debian package
+ * depends on nothing new.
+ *
+ * Events: only what sync can use is printed: TCP and UDP entries with a mark (lbd's own connections), and
+ * the watch's probe (udp 127.0.0.1 -> 127.0.0.1:9, mark 0). Both modes exit at EOF on stdin, so they never
+ * outlive the agent, and when stdout is gone.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -296,13 +300,269 @@ static int events(int bytes) {
   }
 }
 
+/*
+ * `lbd-ctnl write BYTES`: changes to the table, the compiled form of CTNL_SCRIPT's `write` mode plus inserts
+ * (ctnetlink.ts documents the protocol). Requests on stdin, one a line, in batches ended by a line `.`:
+ *
+ *   D <tcp|udp> <src> <sport> <dst> <dport>                                    delete by original tuple
+ *   U <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1>
+ *   I <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1> <dnat addr> <dnat port> <snat addr|-> <snat port|->
+ *
+ * A delete is IPCTNL_MSG_CT_DELETE, an update IPCTNL_MSG_CT_NEW without NLM_F_CREATE, an insert one with
+ * NLM_F_CREATE | NLM_F_EXCL carrying both tuples and the NAT binding (CTA_NAT_DST, then CTA_NAT_SRC for
+ * fullnat: the kernel sets the binding up as its nat hooks would, and the reply tuple follows). Each is one
+ * hash lookup in the kernel and each is acked (NLM_F_ACK), so every request gets its own answer, where
+ * `conntrack -R` stops at the first line it cannot make without saying which. One line answers a batch:
+ *
+ *   R <done> <absent> <failed> <codes> <first error: "errno text" | ->
+ *
+ * codes has one character per request, in order: + done, - absent (ENOENT), = there already (EEXIST, an
+ * insert), ! failed ("." for none). Requests go out up to 64 KiB per send(); acks wait at most 5 s.
+ */
+enum { CTA_NAT_SRC = 6, CTA_NAT_DST = 13 };
+enum { CTA_NAT_V4_MINIP = 1, CTA_NAT_V4_MAXIP = 2, CTA_NAT_PROTO = 3, CTA_NAT_V6_MINIP = 4, CTA_NAT_V6_MAXIP = 5 };
+enum { CTA_PROTONAT_PORT_MIN = 1, CTA_PROTONAT_PORT_MAX = 2 };
+#define CHUNK_BYTES 65536
+#define MAX_REQUEST 512
+
+struct msgbuf { uint8_t b[MAX_REQUEST]; size_t n; size_t nests[4]; unsigned depth; };
+
+static void put(struct msgbuf *m, uint16_t type, const void *p, size_t len) {
+  uint16_t l = (uint16_t)(4 + len);
+  memcpy(m->b + m->n, &l, 2);
+  memcpy(m->b + m->n + 2, &type, 2);
+  if (len) memcpy(m->b + m->n + 4, p, len);
+  m->n += 4 + len;
+  while (m->n % 4) m->b[m->n++] = 0;
+}
+static void put_u8(struct msgbuf *m, uint16_t type, uint8_t v) { put(m, type, &v, 1); }
+static void put_be16(struct msgbuf *m, uint16_t type, unsigned v) { uint16_t x = htons((uint16_t)v); put(m, type, &x, 2); }
+static void put_be32(struct msgbuf *m, uint16_t type, uint32_t v) { uint32_t x = htonl(v); put(m, type, &x, 4); }
+static void nest(struct msgbuf *m, uint16_t type) { m->nests[m->depth++] = m->n; put(m, (uint16_t)(type | NLA_F_NESTED), NULL, 0); }
+static void end(struct msgbuf *m) { size_t at = m->nests[--m->depth]; uint16_t l = (uint16_t)(m->n - at); memcpy(m->b + at, &l, 2); }
+
+struct addr { int family; uint8_t a[16]; };
+
+static int parse_addr(const char *s, struct addr *a) {
+  if (s == NULL) return 0;
+  if (inet_pton(AF_INET, s, a->a) == 1) { a->family = AF_INET; return 1; }
+  if (inet_pton(AF_INET6, s, a->a) == 1) { a->family = AF_INET6; return 1; }
+  return 0;
+}
+static int parse_uint(const char *s, unsigned long max, unsigned long *v) {
+  if (s == NULL || *s == '\0') return 0;
+  char *e;
+  errno = 0;
+  *v = strtoul(s, &e, 10);
+  return *e == '\0' && errno == 0 && *v <= max && s[0] != '-';
+}
+static void put_ip(struct msgbuf *m, const struct addr *src, const struct addr *dst) {
+  nest(m, CTA_TUPLE_IP);
+  size_t len = src->family == AF_INET ? 4 : 16;
+  put(m, src->family == AF_INET ? CTA_IP_V4_SRC : CTA_IP_V6_SRC, src->a, len);
+  put(m, src->family == AF_INET ? CTA_IP_V4_DST : CTA_IP_V6_DST, dst->a, len);
+  end(m);
+}
+static void put_tuple(struct msgbuf *m, uint16_t type, uint8_t proto, const struct addr *src, unsigned sport, const struct addr *dst, unsigned dport) {
+  nest(m, type);
+  put_ip(m, src, dst);
+  nest(m, CTA_TUPLE_PROTO);
+  put_u8(m, CTA_PROTO_NUM, proto);
+  put_be16(m, CTA_PROTO_SRC_PORT, sport);
+  put_be16(m, CTA_PROTO_DST_PORT, dport);
+  end(m);
+  end(m);
+}
+static void put_nat(struct msgbuf *m, uint16_t type, const struct addr *a, unsigned port) {
+  nest(m, type);
+  size_t len = a->family == AF_INET ? 4 : 16;
+  put(m, a->family == AF_INET ? CTA_NAT_V4_MINIP : CTA_NAT_V6_MINIP, a->a, len);
+  put(m, a->family == AF_INET ? CTA_NAT_V4_MAXIP : CTA_NAT_V6_MAXIP, a->a, len);
+  nest(m, CTA_NAT_PROTO);
+  put_be16(m, CTA_PROTONAT_PORT_MIN, port);
+  put_be16(m, CTA_PROTONAT_PORT_MAX, port);
+  end(m);
+  end(m);
+}
+
+/* One request line as a message after the nlmsghdr's place; 0 when the line is not a request. */
+static int request(char *line, struct msgbuf *m, uint16_t *type, uint16_t *flags) {
+  char *f[15];
+  int n = 0;
+  for (char *save = NULL, *t = strtok_r(line, " ", &save); t != NULL && n < 15; t = strtok_r(NULL, " ", &save)) f[n++] = t;
+  for (int i = n; i < 15; i++) f[i] = NULL;
+  char op = f[0] && f[0][1] == '\0' ? f[0][0] : 0;
+  if (!((op == 'D' && n == 6) || (op == 'U' && n == 10) || (op == 'I' && n == 14))) return 0;
+  uint8_t proto = strcmp(f[1], "tcp") == 0 ? 6 : strcmp(f[1], "udp") == 0 ? 17 : 0;
+  struct addr src, dst;
+  unsigned long sport, dport;
+  if (!proto || !parse_addr(f[2], &src) || !parse_addr(f[4], &dst) || src.family != dst.family
+      || !parse_uint(f[3], 65535, &sport) || !parse_uint(f[5], 65535, &dport)) return 0;
+  m->n = NLMSG_HDRLEN;
+  m->depth = 0;
+  uint8_t nfgen[4] = { (uint8_t)src.family, 0, 0, 0 };
+  memcpy(m->b + m->n, nfgen, 4);
+  m->n += 4;
+  put_tuple(m, CTA_TUPLE_ORIG, proto, &src, (unsigned)sport, &dst, (unsigned)dport);
+  if (op == 'D') {
+    *type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE;
+    *flags = NLM_F_REQUEST | NLM_F_ACK;
+    return 1;
+  }
+  unsigned long status, timeout, mark;
+  long state = strtol(f[9], NULL, 10);
+  if (!parse_uint(f[6], 0xffffffffUL, &status) || !parse_uint(f[7], 0xffffffffUL, &timeout) || !parse_uint(f[8], 0xffffffffUL, &mark)
+      || state < -1 || state > 9 || (proto != 6 && state >= 0)) return 0;
+  *type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_NEW;
+  *flags = NLM_F_REQUEST | NLM_F_ACK;
+  if (op == 'I') {
+    /* The reply tuple before NAT; the kernel rewrites it to the binding's as it sets the binding up. */
+    put_tuple(m, CTA_TUPLE_REPLY, proto, &dst, (unsigned)dport, &src, (unsigned)sport);
+    struct addr dnat, snat;
+    unsigned long dnat_port, snat_port = 0;
+    int fullnat = strcmp(f[12], "-") != 0;
+    if (!parse_addr(f[10], &dnat) || dnat.family != src.family || !parse_uint(f[11], 65535, &dnat_port)) return 0;
+    if (fullnat && (!parse_addr(f[12], &snat) || snat.family != src.family || !parse_uint(f[13], 65535, &snat_port))) return 0;
+    if (!fullnat && strcmp(f[13], "-") != 0) return 0;
+    put_nat(m, CTA_NAT_DST, &dnat, (unsigned)dnat_port);
+    if (fullnat) put_nat(m, CTA_NAT_SRC, &snat, (unsigned)snat_port);
+    *flags |= NLM_F_CREATE | NLM_F_EXCL;
+  }
+  if (status) put_be32(m, CTA_STATUS, (uint32_t)status);
+  put_be32(m, CTA_TIMEOUT, (uint32_t)timeout);
+  put_be32(m, CTA_MARK, (uint32_t)mark);
+  if (state >= 0) {
+    nest(m, CTA_PROTOINFO);
+    nest(m, CTA_PROTOINFO_TCP);
+    put_u8(m, CTA_PROTOINFO_TCP_STATE, (uint8_t)state);
+    end(m);
+    end(m);
+  }
+  return 1;
+}
+
+/* One batch's answers, one character per request. */
+static char *codes;
+static size_t ncodes, codes_cap;
+static char first_error[256];
+
+static void note_error(int err, const char *what) {
+  if (first_error[0] == '\0') snprintf(first_error, sizeof first_error, "%d %s", err, what ? what : strerror(err));
+}
+static void push_code(char c) {
+  if (ncodes == codes_cap) {
+    codes_cap = codes_cap ? codes_cap * 2 : 4096;
+    codes = realloc(codes, codes_cap);
+    if (codes == NULL) { perror("realloc"); exit(1); }
+  }
+  codes[ncodes++] = c;
+}
+
+static uint8_t chunk[CHUNK_BYTES];
+static size_t chunk_len;
+/* The requests in the chunk: codes [chunk_base, chunk_base + chunk_count), sequence numbers chunk_seq0... */
+static size_t chunk_base, chunk_count;
+static uint32_t seq, chunk_seq0;
+
+static void flush_chunk(int s) {
+  if (chunk_count == 0) return;
+  struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+  ssize_t w;
+  do w = sendto(s, chunk, chunk_len, 0, (struct sockaddr *)&kernel, sizeof kernel); while (w < 0 && errno == EINTR);
+  if (w < 0) {
+    note_error(errno, NULL);
+    for (size_t i = 0; i < chunk_count; i++) codes[chunk_base + i] = '!';
+  } else {
+    size_t left = chunk_count;
+    static uint8_t buf[1 << 20];
+    while (left > 0) {
+      ssize_t n = recv(s, buf, sizeof buf, 0);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        note_error(errno, NULL);
+        break; /* the unanswered keep '!' */
+      }
+      int len = (int)n;
+      for (const struct nlmsghdr *h = (const struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+        if (h->nlmsg_type != NLMSG_ERROR || h->nlmsg_len < NLMSG_HDRLEN + 4) continue;
+        uint32_t i = h->nlmsg_seq - chunk_seq0;
+        if (i >= chunk_count || codes[chunk_base + i] != '?') continue;
+        int err;
+        memcpy(&err, NLMSG_DATA(h), 4);
+        err = -err;
+        char c = err == 0 ? '+' : err == ENOENT ? '-' : err == EEXIST ? '=' : '!';
+        if (c == '!') note_error(err, NULL);
+        codes[chunk_base + i] = c;
+        left--;
+      }
+    }
+    for (size_t i = 0; i < chunk_count; i++) if (codes[chunk_base + i] == '?') codes[chunk_base + i] = '!';
+  }
+  chunk_len = 0;
+  chunk_count = 0;
+}
+
+static int write_mode(int bytes) {
+  int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
+  if (s < 0) { perror("socket"); return 1; }
+  if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) < 0 && setsockopt(s, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes) < 0) {
+    perror("setsockopt");
+    return 1;
+  }
+  int one = 1;
+  setsockopt(s, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one); /* acks without the request copied back */
+  struct timeval tv = { .tv_sec = 5 };
+  if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0) { perror("setsockopt"); return 1; }
+  struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+  if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("bind"); return 1; }
+
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t got;
+  static struct msgbuf m;
+  while ((got = getline(&line, &cap, stdin)) >= 0) {
+    if (got > 0 && line[got - 1] == '\n') line[--got] = '\0';
+    if (strcmp(line, ".") == 0) {
+      flush_chunk(s);
+      size_t done = 0, absent = 0, failed = 0;
+      for (size_t i = 0; i < ncodes; i++) done += codes[i] == '+', absent += codes[i] == '-', failed += codes[i] == '!';
+      push_code('\0');
+      out_line("R %zu %zu %zu %s %s\n", done, absent, failed, ncodes > 1 ? codes : ".", first_error[0] ? first_error : "-");
+      out_flush();
+      ncodes = 0;
+      first_error[0] = '\0';
+      continue;
+    }
+    char copy[MAX_REQUEST];
+    snprintf(copy, sizeof copy, "%s", line);
+    uint16_t type, flags;
+    if ((size_t)got >= sizeof copy || !request(line, &m, &type, &flags)) {
+      flush_chunk(s); /* keeps the answers in order */
+      push_code('!');
+      char what[sizeof first_error - 16];
+      snprintf(what, sizeof what, "bad request: %.200s", copy);
+      note_error(0, what);
+      continue;
+    }
+    if (chunk_len + m.n > sizeof chunk) flush_chunk(s);
+    if (chunk_count == 0) { chunk_base = ncodes; chunk_seq0 = seq + 1; }
+    struct nlmsghdr h = { .nlmsg_len = (uint32_t)m.n, .nlmsg_type = type, .nlmsg_flags = flags, .nlmsg_seq = ++seq };
+    memcpy(m.b, &h, sizeof h);
+    memcpy(chunk + chunk_len, m.b, m.n);
+    chunk_len += m.n;
+    chunk_count++;
+    push_code('?');
+  }
+  return 0;
+}
+
 int main(int argc, char **argv) {
-  if (argc == 3 && strcmp(argv[1], "events") == 0) {
+  if (argc == 3 && (strcmp(argv[1], "events") == 0 || strcmp(argv[1], "write") == 0)) {
     char *end;
     long bytes = strtol(argv[2], &end, 10);
     if (*end != '\0' || bytes <= 0 || bytes > 1L << 30) { fprintf(stderr, "lbd-ctnl: BYTES %s is not a buffer size in 1..2^30\n", argv[2]); return 2; }
-    return events((int)bytes);
+    return argv[1][0] == 'e' ? events((int)bytes) : write_mode((int)bytes);
   }
-  fprintf(stderr, "usage: lbd-ctnl events BYTES\n");
+  fprintf(stderr, "usage: lbd-ctnl events BYTES | write BYTES\n");
   return 2;
 }

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { connectionKey, type ConnectionEvent, type SyncedConnection } from '@lbd/dataplane';
 import { parseConntrack } from './conntrack.js';
-import { ConntrackConnectionTable, NATIVE_EVENTS_READER, connectionFromEntry } from './connection-table.js';
+import { ConntrackConnectionTable, NATIVE_CTNL_HELPER, connectionFromEntry, type CtnlHelper } from './connection-table.js';
 import { netnsRunner } from './runner.js';
 
 /**
@@ -153,8 +153,8 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
   let dir = '';
   const children: ChildProcessWithoutNullStreams[] = [];
   const tables: ConntrackConnectionTable[] = [];
-  const table = (ns: string): ConntrackConnectionTable => {
-    const t = new ConntrackConnectionTable({ runner: netnsRunner(ns), tmpDir: dir });
+  const table = (ns: string, ctnlHelper?: CtnlHelper): ConntrackConnectionTable => {
+    const t = new ConntrackConnectionTable({ runner: netnsRunner(ns), ...(ctnlHelper ? { ctnlHelper } : {}) });
     tables.push(t);
     return t;
   };
@@ -242,53 +242,56 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
     }
   });
 
-  it('apply injects connections that conntrack -L then shows with the same translation and mark, and watch sees them as injected', async () => {
-    const events: ConnectionEvent[] = [];
-    const watch = await table(X).watch({ onEvents: (e) => events.push(...e), onLoss: () => {} });
-    try {
-      const fullnat: SyncedConnection = {
-        protocol: 'tcp', client: { address: CLIENT, port: 40001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
-        localAddress: { address: LIP, port: 20001 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
-      };
-      const nat: SyncedConnection = { ...fullnat, protocol: 'udp', client: { address: CLIENT, port: 40002 }, localAddress: null, state: 'ASSURED', timeoutSec: 120, mark: 131074 };
-      const v6: SyncedConnection = { ...fullnat, client: { address: CLIENT6, port: 40003 }, vip: { address: VIP6, port: 80 }, realServer: { address: RS6, port: 8080 }, localAddress: { address: LIP6, port: 20003 } };
-      const res = await table(X).apply([fullnat, nat, v6].map((connection) => ({ op: 'upsert' as const, connection })));
-      assert.deepEqual(res, { inserted: 3, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
-      const listed = new Map(conntrackL(X).map((f) => [connectionKey(f), f]));
-      for (const want of [fullnat, nat, v6]) {
-        const got = listed.get(connectionKey(want));
-        assert.ok(got, `${connectionKey(want)} not listed`);
-        assert.ok(got.timeoutSec > want.timeoutSec - 5 && got.timeoutSec <= want.timeoutSec);
-        assert.deepEqual({ ...got, timeoutSec: 0 }, { ...want, timeoutSec: 0 });
+  // Both helpers write: the compiled one by default, perl as its fallback and reference.
+  for (const helper of ['native', 'perl'] as const) {
+    it(`apply injects connections that conntrack -L then shows with the same translation and mark, and watch sees them as injected (${helper})`, async () => {
+      const events: ConnectionEvent[] = [];
+      const watch = await table(X, helper).watch({ onEvents: (e) => events.push(...e), onLoss: () => {} });
+      try {
+        const fullnat: SyncedConnection = {
+          protocol: 'tcp', client: { address: CLIENT, port: 40001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
+          localAddress: { address: LIP, port: 20001 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
+        };
+        const nat: SyncedConnection = { ...fullnat, protocol: 'udp', client: { address: CLIENT, port: 40002 }, localAddress: null, state: 'ASSURED', timeoutSec: 120, mark: 131074 };
+        const v6: SyncedConnection = { ...fullnat, client: { address: CLIENT6, port: 40003 }, vip: { address: VIP6, port: 80 }, realServer: { address: RS6, port: 8080 }, localAddress: { address: LIP6, port: 20003 } };
+        const res = await table(X, helper).apply([fullnat, nat, v6].map((connection) => ({ op: 'upsert' as const, connection })));
+        assert.deepEqual(res, { inserted: 3, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
+        const listed = new Map(conntrackL(X).map((f) => [connectionKey(f), f]));
+        for (const want of [fullnat, nat, v6]) {
+          const got = listed.get(connectionKey(want));
+          assert.ok(got, `${connectionKey(want)} not listed`);
+          assert.ok(got.timeoutSec > want.timeoutSec - 5 && got.timeoutSec <= want.timeoutSec);
+          assert.deepEqual({ ...got, timeoutSec: 0 }, { ...want, timeoutSec: 0 });
+        }
+        assert.deepEqual((await table(X, helper).dump()).map(connectionKey).sort(), [fullnat, nat, v6].map(connectionKey).sort());
+        await eventually(() => events.filter((e) => e.kind === 'new' && e.injected).length === 3, 2000);
+      } finally {
+        await watch.close();
       }
-      assert.deepEqual((await table(X).dump()).map(connectionKey).sort(), [fullnat, nat, v6].map(connectionKey).sort());
-      await eventually(() => events.filter((e) => e.kind === 'new' && e.injected).length === 3, 2000);
-    } finally {
-      await watch.close();
-    }
-  });
-
-  it('apply with a conflicting entry and a remove of an absent connection still makes the rest, and counts each', async () => {
-    const t = table(X);
-    const connection = (port: number, rs = RS): SyncedConnection => ({
-      protocol: 'tcp', client: { address: CLIENT, port }, vip: { address: VIP, port: 80 }, realServer: { address: rs, port: 8080 },
-      localAddress: { address: LIP, port: 20000 + port }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
     });
-    await t.apply([{ op: 'upsert', connection: connection(2, '198.19.0.3') }, { op: 'upsert', connection: { ...connection(3), state: 'SYN_RECV' } }, { op: 'upsert', connection: connection(4) }]);
-    const res = await t.apply([
-      { op: 'upsert', connection: connection(1) },
-      { op: 'upsert', connection: connection(2) }, // other binding: replaced
-      { op: 'upsert', connection: connection(3) }, // same binding, state behind: refreshed
-      { op: 'remove', connection: connection(9) }, // absent: skipped
-      { op: 'remove', connection: connection(4) },
-      { op: 'upsert', connection: connection(5) },
-    ]);
-    assert.deepEqual({ ...res, errors: [] }, { inserted: 2, replaced: 1, refreshed: 1, removed: 1, failed: 0, errors: [] });
-    const listed = new Map(conntrackL(X).map((f) => [f.client.port, f]));
-    assert.deepEqual([...listed.keys()].sort(), [1, 2, 3, 5]);
-    assert.equal(listed.get(2)!.realServer.address, RS);
-    assert.equal(listed.get(3)!.state, 'ESTABLISHED');
-  });
+
+    it(`apply with a conflicting entry and a remove of an absent connection still makes the rest, and counts each (${helper})`, async () => {
+      const t = table(X, helper);
+      const connection = (port: number, rs = RS): SyncedConnection => ({
+        protocol: 'tcp', client: { address: CLIENT, port }, vip: { address: VIP, port: 80 }, realServer: { address: rs, port: 8080 },
+        localAddress: { address: LIP, port: 20000 + port }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
+      });
+      await t.apply([{ op: 'upsert', connection: connection(2, '198.19.0.3') }, { op: 'upsert', connection: { ...connection(3), state: 'SYN_RECV' } }, { op: 'upsert', connection: connection(4) }]);
+      const res = await t.apply([
+        { op: 'upsert', connection: connection(1) },
+        { op: 'upsert', connection: connection(2) }, // other binding: replaced
+        { op: 'upsert', connection: connection(3) }, // same binding, state behind: refreshed
+        { op: 'remove', connection: connection(9) }, // absent: skipped
+        { op: 'remove', connection: connection(4) },
+        { op: 'upsert', connection: connection(5) },
+      ]);
+      assert.deepEqual({ ...res, errors: [] }, { inserted: 2, replaced: 1, refreshed: 1, removed: 1, failed: 0, errors: [] });
+      const listed = new Map(conntrackL(X).map((f) => [f.client.port, f]));
+      assert.deepEqual([...listed.keys()].sort(), [1, 2, 3, 5]);
+      assert.equal(listed.get(2)!.realServer.address, RS);
+      assert.equal(listed.get(3)!.state, 'ESTABLISHED');
+    });
+  }
 
   it('refreshes through ctnetlink: tcp state forwards and back, the mark, udp status bits, the timeout', async () => {
     const t = table(X);
@@ -301,8 +304,8 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
     const listed = (): Map<number, SyncedConnection> => new Map(conntrackL(X).map((f) => [f.client.port, f]));
     for (const [state, mark] of [['SYN_RECV', MARK + 1], ['FIN_WAIT', MARK + 2]] as const) {
       const res = await t.apply([{ op: 'upsert', connection: { ...tcp, state, mark } }, { op: 'upsert', connection: { ...udp, state: 'ASSURED', timeoutSec: 200 } }]);
-      // (errors: round 0 of a small batch tries inserts first, and conntrack -R says the entries exist.)
-      assert.deepEqual({ ...res, errors: [] }, { inserted: 0, replaced: 0, refreshed: 2, removed: 0, failed: 0, errors: [] });
+      // Round 0 tries inserts; the kernel answers that the entries exist (no error), and one dump plans the updates.
+      assert.deepEqual(res, { inserted: 0, replaced: 0, refreshed: 2, removed: 0, failed: 0, errors: [] });
       const now = listed();
       assert.deepEqual([now.get(41001)?.state, now.get(41001)?.mark], [state, mark]);
       assert.equal(now.get(41002)?.state, 'ASSURED');
@@ -383,9 +386,9 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
   });
 
   it('the compiled events reader (lbd-ctnl) is the default; it reports what perl\'s does of real and injected connections, less the TCP closing states the kernel filters out for it', async () => {
-    assert.equal(table(A).eventsReader, 'native', `the build makes ${NATIVE_EVENTS_READER}`);
-    const readers = (['native', 'perl'] as const).map((eventsReader) => {
-      const t = new ConntrackConnectionTable({ runner: netnsRunner(A), tmpDir: dir, eventsReader });
+    assert.equal(table(A).ctnlHelper, 'native', `the build makes ${NATIVE_CTNL_HELPER}`);
+    const readers = (['native', 'perl'] as const).map((ctnlHelper) => {
+      const t = new ConntrackConnectionTable({ runner: netnsRunner(A), ctnlHelper });
       tables.push(t);
       return { t, events: [] as ConnectionEvent[], losses: [] as string[] };
     });
@@ -428,7 +431,7 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
   });
 
   it('watch reports ENOBUFS as a loss (a tiny socket buffer) and keeps following events', async () => {
-    const t = new ConntrackConnectionTable({ runner: netnsRunner(X), tmpDir: dir, eventBufferBytes: 4096 });
+    const t = new ConntrackConnectionTable({ runner: netnsRunner(X), eventBufferBytes: 4096 });
     tables.push(t);
     const events: ConnectionEvent[] = [];
     const losses: string[] = [];

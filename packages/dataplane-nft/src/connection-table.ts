@@ -1,9 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   DataPlaneError, connectionKey, sameBinding, type Endpoint, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
@@ -11,61 +8,61 @@ import {
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
 import {
-  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, impliedStatus, parseEventLine, renderDeleteRequest, renderUpdateRequest,
+  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, parseEventLine, renderDeleteRequest, renderInsertRequest, renderUpdateRequest,
 } from './ctnetlink.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
 import { OneAtATime } from './one-at-a-time.js';
 
 /*
- * conntrack-tools 1.4.7 shapes how this file reaches the kernel: inserts go in `conntrack -R` batches (each
- * `-I` is a direct request), deletes, refreshes and events go to the ctnetlink helper (`-D`/`-U` walk the
- * whole table, `-E -b` sizes the wrong socket), `-u STATUS` always precedes `--mark` (after it, it
- * overwrites the mark), and a failed batch is reconciled against a dump (`-R` stops at the first failing
- * line without naming it). The measurements behind each: docs/measurements/conntrack-tools.md.
+ * How this file reaches the kernel: every change (insert, delete, update) and every event goes through the
+ * ctnetlink helper (lbd-ctnl, or its perl twin), one long-lived process per table and one netlink socket, each
+ * request answered on its own. conntrack-tools 1.4.7 is left for dumps (`-L`) and watch's probe (`-I`): its
+ * `-R` batches stop at the first line they cannot make without naming it, `-D`/`-U` walk the whole table,
+ * and `-E -b` sizes the wrong socket (docs/measurements/conntrack-tools.md); a batch of it was a process
+ * start, a file and, on a conflict, a dump (docs/kernel-io.md has what that cost a standby).
  */
 
 export interface ConntrackConnectionTableOptions {
+  /** Runs `conntrack` and `sysctl`, and starts the ctnetlink helpers (it must be able to spawn). */
   readonly runner?: CommandRunner;
-  /** Where `-R` batch files are written (shared with `ip netns exec`). Default: the OS temp dir. */
-  readonly tmpDir?: string;
-  /** Batches run again after a failure, each against a fresh dump. Default 5. */
+  /** Rounds of an apply: changes the kernel answered unexpectedly are planned against a dump and sent again. Default 5. */
   readonly maxRounds?: number;
   /** Receive buffer of the events helper's netlink socket (SO_RCVBUFFORCE; the kernel doubles it). Default 16 MiB. */
   readonly eventBufferBytes?: number;
-  /** How long the delete/update helper stays after its last batch. Default 10 000. */
+  /** How long the write helper stays after its last batch. Default 10 000. */
   readonly helperIdleMs?: number;
   /** How long `watch` waits for its probe event before it gives up. Default 3000. */
   readonly watchReadyTimeoutMs?: number;
   /**
-   * What reads the kernel's events: `native` (dist/lbd-ctnl, built from native/lbd-ctnl.c) or `perl`
-   * (CTNL_SCRIPT); both print the same lines. Default: native when it is built, else perl.
+   * What talks ctnetlink, for events and for changes: `native` (dist/lbd-ctnl, built from native/lbd-ctnl.c)
+   * or `perl` (CTNL_SCRIPT); both speak the same protocol. Default: native when it is built, else perl.
    */
-  readonly eventsReader?: EventsReader;
+  readonly ctnlHelper?: CtnlHelper;
 }
 
-export type EventsReader = 'native' | 'perl';
+export type CtnlHelper = 'native' | 'perl';
 
 /** Where the build puts lbd-ctnl: beside this module in dist/ (a deployed tree keeps that layout). */
-export const NATIVE_EVENTS_READER = fileURLToPath(new URL('./lbd-ctnl', import.meta.url));
+export const NATIVE_CTNL_HELPER = fileURLToPath(new URL('./lbd-ctnl', import.meta.url));
 
-/** The reader a table uses when none is asked for: the compiled one where the build made it. */
-function defaultEventsReader(): EventsReader {
-  return existsSync(NATIVE_EVENTS_READER) ? 'native' : 'perl';
+/** The helper a table uses when none is asked for: the compiled one where the build made it. */
+function defaultCtnlHelper(): CtnlHelper {
+  return existsSync(NATIVE_CTNL_HELPER) ? 'native' : 'perl';
 }
 
 /** TCP states `conntrack --state` accepts. */
 const TCP_STATES = new Set(TCP_STATE_NAMES);
 const UDP_RANK: Record<string, number> = { UNREPLIED: 0, REPLIED: 1, ASSURED: 2 };
 const MAX_ERRORS = 5;
-/** From this many changes on, apply dumps the kernel's table before its first batch. */
-const PLAN_FIRST_MIN = 256;
+/** An insert the kernel answers EEXIST this many times while no entry has its original tuple is given up. */
+const MAX_CONFLICTS = 2;
 
 /** The connection conntrack's entry stands for: original = client → vip, reply = realServer → (local address | client). */
 export function connectionFromEntry(e: ConntrackEntry): SyncedConnection {
   return connectionOf(e.protocol, e.original, e.reply, { mark: e.mark, state: e.state, timeoutSec: e.expiresInSec });
 }
 
-/** Why conntrack would refuse the connection (a bad line aborts a whole `-R` batch), or null. */
+/** Why the kernel (or the helper) would refuse the connection, or null: such a change fails alone, before it is sent. */
 export function invalidConnection(f: ConnectionIdentity & Partial<SyncedConnection>): string | null {
   if (f.protocol !== 'tcp' && f.protocol !== 'udp') return `protocol ${String(f.protocol)} is not tcp or udp`;
   const family = isIP(f.client.address);
@@ -83,46 +80,13 @@ export function invalidConnection(f: ConnectionIdentity & Partial<SyncedConnecti
   return null;
 }
 
-const natTarget = (e: Endpoint): string => (e.address.includes(':') ? `[${e.address}]:${e.port}` : `${e.address}:${e.port}`);
 const tupleArgs = (f: ConnectionIdentity): string[] =>
   ['-p', f.protocol, '-s', f.client.address, '-d', f.vip.address, '--sport', String(f.client.port), '--dport', String(f.vip.port)];
 
-/** The status bits the state implies; an unreplied connection gets none (conntrack shows it [UNREPLIED]). */
-function statusArgs(f: SyncedConnection): string[] {
-  const { replied, assured } = impliedStatus(f);
-  if (!replied) return [];
-  // Before --mark, always: conntrack 1.4.7 writes the status bits over a mark that precedes them.
-  return ['-u', assured ? 'ASSURED,SEEN_REPLY' : 'SEEN_REPLY'];
-}
-
-/** `-I`: the entry with its NAT binding, so the kernel translates the connection's next packet the same way. */
-export function renderInsert(f: SyncedConnection): string[] {
-  return [
-    '-I', ...tupleArgs(f), ...statusArgs(f),
-    '--dst-nat', natTarget(f.realServer),
-    ...(f.localAddress ? ['--src-nat', natTarget(f.localAddress)] : []),
-    ...(f.protocol === 'tcp' ? ['--state', f.state] : []),
-    '--timeout', String(Math.ceil(f.timeoutSec)), '--mark', String(f.mark),
-  ];
-}
-
-/** `-U`: timeout, state and mark of an entry that already has the connection's binding (NAT cannot be changed). */
-export function renderRefresh(f: SyncedConnection): string[] {
-  return [
-    '-U', ...tupleArgs(f), ...statusArgs(f),
-    ...(f.protocol === 'tcp' ? ['--state', f.state] : []),
-    '--timeout', String(Math.ceil(f.timeoutSec)), '--mark', String(f.mark),
-  ];
-}
-
-export function renderRemove(f: ConnectionIdentity): string[] {
-  return ['-D', ...tupleArgs(f)];
-}
-
 /**
- * Whether an entry with the right binding still needs a `-U` (a table walk, see above): its state is behind,
- * its mark differs, or it would expire clearly earlier than the source's. A slightly older timeout is left:
- * refreshing every entry of a resync would cost one table walk each.
+ * Whether an entry with the right binding still needs an update: its state is behind, its mark differs, or
+ * it would expire clearly earlier than the source's. A slightly older timeout is left: a resync of a table
+ * that has everything then writes nothing.
  */
 export function needsRefresh(kernel: SyncedConnection, desired: SyncedConnection): boolean {
   if (kernel.mark !== desired.mark) return true;
@@ -138,10 +102,8 @@ interface Op {
   readonly key: string;
   intent: Intent;
   outcome: Outcome | null;
-  /** Rounds in which this op was the first one a failed batch did not make. */
-  blamed: number;
-  /** A replace whose old entry the ctnetlink helper has deleted: only its insert is left. */
-  oldDeleted: boolean;
+  /** Inserts the kernel answered EEXIST although the last dump had no entry with its original tuple. */
+  conflicts: number;
   /** The kernel's entry for the connection when the op was last planned (null: absent or not looked at). */
   kernel: SyncedConnection | null;
 }
@@ -150,37 +112,37 @@ interface Op {
 type KernelTable = Map<string, SyncedConnection>;
 
 /**
- * ConnectionTable over conntrack-tools and a ctnetlink helper: the helper for events, deletes and refreshes,
- * `conntrack -L` for dumps, `-R` batches for inserts. Every command and helper runs through the injected
- * runner, so the same code works in another namespace.
+ * ConnectionTable over a ctnetlink helper (events, inserts, deletes, updates) and conntrack-tools (dumps).
+ * Every command and helper runs through the injected runner, so the same code works in another namespace.
  */
 export class ConntrackConnectionTable implements ConnectionTable {
   private readonly runner: CommandRunner;
-  private readonly tmpDir: string;
   private readonly maxRounds: number;
   private readonly eventBufferBytes: number;
   private readonly watchReadyTimeoutMs: number;
-  /** What reads the kernel's events (see ConntrackConnectionTableOptions.eventsReader). */
-  readonly eventsReader: EventsReader;
-  /** Deletes and refreshes (null when the runner cannot spawn: then `conntrack -D/-U` as before). */
+  /** What talks ctnetlink (see ConntrackConnectionTableOptions.ctnlHelper). */
+  readonly ctnlHelper: CtnlHelper;
+  /** Starts a helper in a mode (null when the runner cannot spawn: watch and apply then say so). */
+  private readonly startHelper: ((mode: 'events' | 'write', bytes: number) => ChildProcessWithoutNullStreams) | null;
+  /** Every change (null when the runner cannot spawn). */
   private readonly writer: CtnlWriter | null;
   /** Running events helpers, ended by dispose() if their watch was not closed. */
   private readonly children = new Set<ChildProcessWithoutNullStreams>();
-  private batchDir: string | null = null;
-  private batches = 0;
   /** Applies are serialised: each reconciles against what the previous one left. */
   private readonly turns = new OneAtATime();
 
   constructor(opts: ConntrackConnectionTableOptions = {}) {
     this.runner = opts.runner ?? localRunner();
-    this.tmpDir = opts.tmpDir ?? tmpdir();
     this.maxRounds = opts.maxRounds ?? 5;
     this.eventBufferBytes = opts.eventBufferBytes ?? 16 * 1024 * 1024;
     this.watchReadyTimeoutMs = opts.watchReadyTimeoutMs ?? 3000;
-    this.eventsReader = opts.eventsReader ?? defaultEventsReader();
+    this.ctnlHelper = opts.ctnlHelper ?? defaultCtnlHelper();
     const spawn = this.runner.spawn?.bind(this.runner);
-    this.writer = spawn ? new CtnlWriter(spawn, {
-      bufferBytes: 8 * 1024 * 1024,
+    const start = (mode: 'events' | 'write', bytes: number): ChildProcessWithoutNullStreams => (this.ctnlHelper === 'native'
+      ? spawn!(NATIVE_CTNL_HELPER, [mode, String(bytes)])
+      : spawn!('perl', ['-e', CTNL_SCRIPT, mode, String(bytes)]));
+    this.startHelper = spawn ? start : null;
+    this.writer = spawn ? new CtnlWriter(() => start('write', 8 * 1024 * 1024), {
       idleMs: opts.helperIdleMs ?? 10_000,
       // The helper waits at most 5 s for each 64 KiB of requests to be acked; this only catches a stuck pipe.
       timeoutMs: (n) => 30_000 + n,
@@ -215,11 +177,8 @@ export class ConntrackConnectionTable implements ConnectionTable {
   }
 
   async watch(handlers: ConnectionWatchHandlers): Promise<ConnectionWatch> {
-    const spawn = this.runner.spawn?.bind(this.runner);
-    if (!spawn) throw new DataPlaneError('Unknown', 'watch', { detail: 'the command runner cannot start long-running processes' });
-    const child = this.eventsReader === 'native'
-      ? spawn(NATIVE_EVENTS_READER, ['events', String(this.eventBufferBytes)])
-      : spawn('perl', ['-e', CTNL_SCRIPT, 'events', String(this.eventBufferBytes)]);
+    if (!this.startHelper) throw new DataPlaneError('Unknown', 'watch', { detail: 'the command runner cannot start long-running processes' });
+    const child = this.startHelper('events', this.eventBufferBytes);
     this.children.add(child);
     let closing = false;
     let lost = false;
@@ -306,43 +265,28 @@ export class ConntrackConnectionTable implements ConnectionTable {
   }
 
   /**
-   * Each round first sends the deletes (removes, the old entry of replaces) and refreshes to the ctnetlink
-   * helper, then the inserts as one `-R` batch.
-   * Round 0 assumes the usual case (upserts are new, removes are there; large batches look first). When conntrack
-   * stops at a line, the lines before it were made: a dump tells which, and everything from there is planned
-   * again against what the kernel really has, and run again, up to maxRounds. A change that is the first one
-   * not made in two failed rounds is given up (counted as failed) so that it cannot hold back the rest.
+   * Each round is one batch to the write helper, every change in it answered on its own: removes (delete),
+   * refreshes (update), inserts (create, exclusive) and replaces (delete, then create). Round 0 assumes the
+   * usual case: upserts are new, removes are there. An insert the kernel answers "exists" (a resync of what
+   * the standby has) and a refresh whose entry vanished are planned against one dump and sent in the next
+   * round, up to maxRounds; a failure is final, with the kernel's reason.
    *
    * Changes to the same connection are coalesced first: only the last one for a connection is made.
    */
   private async applyNow(changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult> {
+    if (!this.writer) throw new DataPlaneError('Unknown', 'apply', { detail: 'the command runner cannot start long-running processes (the ctnetlink helper)' });
     const errors: string[] = [];
     const byKey = new Map<string, Op>();
     for (const change of changes) {
       const key = connectionKey(change.connection);
       const bad = invalidConnection(change.connection);
-      const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : 'remove', outcome: null, blamed: 0, oldDeleted: false, kernel: null };
+      const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : 'remove', outcome: null, conflicts: 0, kernel: null };
       if (bad) { op.outcome = 'failed'; pushError(errors, `${key}: ${bad}`); }
       byKey.delete(key);
       byKey.set(key, op);
     }
     const ops = [...byKey.values()];
     let pending = ops.filter((o) => o.outcome === null);
-    // A large batch (a resync) is planned against a dump from the start: one dump costs less than a
-    // batch that stops early, and the counts are exact (see evidentlyMade for the small-batch guess).
-    // With the helper, inserts go first, unplanned: into a table that lacks them (a standby taking a
-    // snapshot after a restart, new connections) that is one `-R` run, and a batch that meets entries already
-    // there stops at the first, after which one dump plans the rest. Planning first would dump the whole
-    // table for every batch of a snapshot: 100 000 connections in 8 192-change batches read 600 000 entries.
-    // Without the helper, every conflict costs a `-R` round and `-D`/`-U` scan the table: plan first.
-    if (!this.writer && pending.length >= PLAN_FIRST_MIN) {
-      const kernel = await this.kernelTable('apply');
-      for (const o of pending) {
-        o.intent = plan(o, kernel);
-        if (o.intent === 'skip') o.outcome = o.change.op === 'remove' ? 'skipped' : 'refreshed';
-      }
-      pending = pending.filter((o) => o.outcome === null);
-    }
 
     for (let round = 0; pending.length > 0; round++) {
       if (round >= this.maxRounds) {
@@ -350,56 +294,41 @@ export class ConntrackConnectionTable implements ConnectionTable {
         pushError(errors, `${pending.length} change(s) not made after ${this.maxRounds} rounds`);
         break;
       }
-      const redo: Op[] = [];
-      if (this.writer) await this.writeDirect(pending, redo, errors);
-      else await this.refreshOneByOne(pending, redo);
-      // The rest is one `-R` batch: inserts, and with the helper the insert half of replaces only.
-      const batch = pending.filter((o) => o.outcome === null && o.intent !== 'refresh');
-      const started = performance.now();
-      // With the helper the batch only inserts, and `-R` stops at the first line it cannot make: the
-      // table's growth says exactly how many went in. (A standby, which is who injects, has no traffic
-      // of its own to skew the count; the dump below checks the culprit anyway.) Small batches, the
-      // steady trickle of new connections, skip the two extra runs and judge from the dump.
-      const before = this.writer && batch.length >= PLAN_FIRST_MIN ? await this.count() : null;
-      const res = batch.length > 0 ? await this.load(batch.flatMap((o) => linesFor(o, !this.writer))) : { code: 0, stdout: '', stderr: '' };
-      const deleted = new Set(parseConntrack(res.stdout).map((e) => connectionKey(connectionFromEntry(e))));
-      if (res.code === 0) {
-        for (const o of batch) o.outcome = outcomeOf(o, deleted);
-        pending = redo;
-        if (redo.length === 0) break;
-      } else {
-        this.assertRunnable('apply', res);
-        pushError(errors, `conntrack -R: ${firstLine(res.stderr)}`);
+      const requests: string[] = [];
+      const parts: Array<{ readonly op: Op; readonly part: 'delete' | 'update' | 'insert' }> = [];
+      for (const o of pending) {
+        const f = o.change.connection;
+        if (o.intent === 'remove' || o.intent === 'replace') { requests.push(renderDeleteRequest(f)); parts.push({ op: o, part: 'delete' }); }
+        if (o.intent === 'refresh') { requests.push(renderUpdateRequest(f as SyncedConnection, o.kernel)); parts.push({ op: o, part: 'update' }); }
+        if (o.intent === 'insert' || o.intent === 'replace') { requests.push(renderInsertRequest(f as SyncedConnection)); parts.push({ op: o, part: 'insert' }); }
       }
+      const res = await this.writer.run(requests);
+      const again: Op[] = [];
+      parts.forEach(({ op: o, part }, i) => {
+        const code = res.codes[i] ?? '!';
+        if (o.outcome !== null) return; // a replace whose delete failed
+        if (part === 'delete') {
+          if (o.intent === 'remove') o.outcome = code === '+' ? 'removed' : code === '-' ? 'skipped' : 'failed';
+          else if (code === '!') o.outcome = 'failed'; // its insert would meet the old entry
+        } else if (part === 'update') {
+          if (code === '+') o.outcome = 'refreshed';
+          else if (code === '-') again.push(o); // gone meanwhile: an insert
+          else o.outcome = 'failed';
+        } else if (code === '+') o.outcome = o.intent === 'replace' ? 'replaced' : 'inserted';
+        else if (code === '=') again.push(o);
+        else o.outcome = 'failed';
+      });
+      if (res.failed > 0) pushError(errors, `ctnetlink: ${res.failed} of ${requests.length} request(s) failed, the first with ${res.firstError ?? 'no answer'}`);
+      if (again.length === 0) break;
       const kernel = await this.kernelTable('apply');
-      const elapsedSec = (performance.now() - started) / 1000;
-      let again: Op[] = redo;
-      if (res.code !== 0) {
-        // The first change the batch evidently did not make is where conntrack stopped (or close after it).
-        const after = before === null ? null : await this.count();
-        // Entries that expired meanwhile make the growth an undercount: the stop comes early and the changes
-        // after it are planned again from the dump, which is safe. Below zero (more expired than were made) it
-        // still says where to start again: from the first. Guessing from the entries instead would take a
-        // connection there already, written by the batch before, for one this batch made.
-        const grown = before === null || after === null ? null : Math.max(0, after - before);
-        const stop = grown !== null && grown < batch.length ? grown : batch.findIndex((o) => !evidentlyMade(o, kernel, deleted, elapsedSec));
-        for (const o of batch.slice(0, stop < 0 ? batch.length : stop)) o.outcome = outcomeOf(o, deleted);
-        if (stop >= 0) {
-          const culprit = batch[stop]!;
-          // Still absent although its -I ran (or was meant to): a rejected entry rather than a conflict.
-          if (culprit.change.op === 'upsert' ? !kernel.has(culprit.key) : kernel.has(culprit.key)) culprit.blamed++;
-          if (culprit.blamed >= 2) {
-            culprit.outcome = 'failed';
-            pushError(errors, `${culprit.key}: ${firstLine(res.stderr)}`);
-          }
-          again = [...again, ...batch.slice(stop).filter((o) => o.outcome === null)];
-        }
-      }
       for (const o of again) {
-        const intent = plan(o, kernel);
-        // Absent because this apply deleted its old entry: still a replace, whose insert half is left.
-        if (intent === 'insert' && o.oldDeleted) o.intent = 'replace';
-        else { o.intent = intent; o.oldDeleted = false; }
+        const was = o.intent;
+        o.intent = plan(o, kernel);
+        // EEXIST, yet no entry has its original tuple: another entry holds its reply tuple (the binding).
+        if (o.intent === 'insert' && was !== 'refresh' && ++o.conflicts >= MAX_CONFLICTS) {
+          o.outcome = 'failed';
+          pushError(errors, `${o.key}: the kernel has another entry with this connection's reply tuple (EEXIST)`);
+        }
         // Nothing to do: a remove of an absent connection, an upsert the kernel already has closely enough.
         if (o.intent === 'skip') o.outcome = o.change.op === 'remove' ? 'skipped' : 'refreshed';
       }
@@ -411,40 +340,6 @@ export class ConntrackConnectionTable implements ConnectionTable {
       inserted: count('inserted'), replaced: count('replaced'), refreshed: count('refreshed'), removed: count('removed'),
       failed: count('failed'), errors,
     };
-  }
-
-  /**
-   * Through the ctnetlink helper, one kernel hash lookup each: deletes (removes and the delete half of
-   * replaces) and refreshes. Sets the outcome of removes, refreshes and of replaces whose delete failed;
-   * a refresh whose entry vanished meanwhile goes to redo (planned again: an insert).
-   */
-  private async writeDirect(pending: readonly Op[], redo: Op[], errors: string[]): Promise<void> {
-    const deletes = pending.filter((o) => (o.intent === 'remove' || o.intent === 'replace') && !o.oldDeleted);
-    const refreshes = pending.filter((o) => o.intent === 'refresh');
-    const ops = [...deletes, ...refreshes];
-    if (ops.length === 0) return;
-    const res = await this.writer!.run(ops.map((o) => (o.intent === 'refresh' ? renderUpdateRequest(o.change.connection as SyncedConnection, o.kernel) : renderDeleteRequest(o.change.connection))));
-    ops.forEach((o, i) => {
-      const code = res.codes[i] ?? '!';
-      if (o.intent === 'remove') o.outcome = code === '+' ? 'removed' : code === '-' ? 'skipped' : 'failed';
-      else if (o.intent === 'replace') {
-        // Deleted, or gone already: the `-R` batch inserts it. A failed delete would make that insert fail.
-        if (code === '!') o.outcome = 'failed';
-        else o.oldDeleted = true;
-      } else if (code === '+') o.outcome = 'refreshed';
-      else if (code === '-') redo.push(o);
-      else o.outcome = 'failed';
-    });
-    if (res.failed > 0) pushError(errors, `ctnetlink: ${res.failed} of ${ops.length} delete/update request(s) failed, the first with ${res.firstError ?? 'no answer'}`);
-  }
-
-  /** Without a helper (a runner that cannot spawn): one `conntrack -U` each (see the top of the file). */
-  private async refreshOneByOne(pending: readonly Op[], redo: Op[]): Promise<void> {
-    for (const o of pending.filter((p) => p.intent === 'refresh')) {
-      const res = await this.runner.run('conntrack', renderRefresh(o.change.connection as SyncedConnection));
-      if (res.code === 0) o.outcome = 'refreshed';
-      else { this.assertRunnable('apply', res); redo.push(o); }
-    }
   }
 
   /** Every tcp and udp entry (any mark: a mark-0 entry with a connection's tuple still blocks its `-I`). */
@@ -459,83 +354,11 @@ export class ConntrackConnectionTable implements ConnectionTable {
     return table;
   }
 
-  /** Entries in the table now (`conntrack -C`, no dump); null when it cannot tell. */
-  private async count(): Promise<number | null> {
-    const res = await this.runner.run('conntrack', ['-C']);
-    const n = Number(res.stdout.trim());
-    return res.code === 0 && Number.isInteger(n) ? n : null;
-  }
-
-  /** Runs lines through `conntrack -R` (a file: the runner may be `ip netns exec`, which shares the filesystem). */
-  private async load(lines: readonly string[][]): Promise<CommandResult> {
-    this.batchDir ??= await makeBatchDir(this.tmpDir);
-    const file = join(this.batchDir, `batch-${++this.batches}.txt`);
-    await writeFile(file, lines.map((l) => l.join(' ')).join('\n') + '\n');
-    try {
-      const res = await this.runner.run('conntrack', ['-R', file]);
-      // Exit 2 is a line conntrack could not parse: nothing was applied. Validation should make this
-      // impossible; if it happens anyway, each line on its own finds the bad one without losing the rest.
-      if (res.code !== 2 || lines.length === 1) return res;
-      let stdout = '';
-      for (const line of lines) {
-        const one = await this.runner.run('conntrack', line);
-        stdout += one.stdout;
-        if (one.code !== 0 && !(line[0] === '-D' && /0 flow entries/.test(one.stderr))) return { ...one, stdout };
-      }
-      return { code: 0, stdout, stderr: '' };
-    } finally {
-      await rm(file, { force: true });
-    }
-  }
-
-  private assertRunnable(op: string, res: CommandResult): void {
-    if (res.code === 127 || /not permitted|must be root|CAP_NET_ADMIN/i.test(res.stderr)) throw kernelError(op, res, 'conntrack');
-  }
-
-  /**
-   * Ends the helper processes (the write helper, and events helpers of watches not closed) and removes the
-   * directory batch files are written to. The table can still be used (all are made again).
-   */
+  /** Ends the helper processes (the write helper, and events helpers of watches not closed). The table can still be used. */
   async dispose(): Promise<void> {
     await this.writer?.close();
     for (const child of this.children) child.kill('SIGTERM');
-    if (this.batchDir) await rm(this.batchDir, { recursive: true, force: true });
-    this.batchDir = null;
   }
-}
-
-/** The `-R` lines of an op; deletes only without the ctnetlink helper (which has made them already). */
-function linesFor(o: Op, withDeletes: boolean): string[][] {
-  switch (o.intent) {
-    case 'insert': return [renderInsert(o.change.connection as SyncedConnection)];
-    case 'replace': return withDeletes && !o.oldDeleted ? [renderRemove(o.change.connection), renderInsert(o.change.connection as SyncedConnection)] : [renderInsert(o.change.connection as SyncedConnection)];
-    case 'remove': return [renderRemove(o.change.connection)];
-    default: return [];
-  }
-}
-
-function outcomeOf(o: Op, deleted: ReadonlySet<string>): Outcome {
-  switch (o.intent) {
-    case 'insert': return 'inserted';
-    case 'replace': return 'replaced';
-    case 'refresh': return 'refreshed';
-    // `-D` prints what it deleted; an absent connection is not an error and prints nothing.
-    case 'remove': return deleted.has(o.key) ? 'removed' : 'skipped';
-    default: return 'skipped';
-  }
-}
-
-/**
- * Whether the kernel shows what this change's lines would have made. An upsert counts only if the entry
- * looks freshly written (binding, mark, a timeout within the seconds the batch took): a pre-existing entry
- * is where conntrack stopped. (An old entry identical down to its timeout would be counted as inserted.)
- */
-function evidentlyMade(o: Op, kernel: KernelTable, deleted: ReadonlySet<string>, elapsedSec: number): boolean {
-  const k = kernel.get(o.key);
-  if (o.change.op === 'remove') return !k || deleted.has(o.key);
-  const f = o.change.connection;
-  const t = Math.ceil(f.timeoutSec);
-  return !!k && sameBinding(k, f) && k.mark === f.mark && k.timeoutSec <= t && k.timeoutSec >= t - elapsedSec - 2;
 }
 
 /** What a change needs, given the kernel's entry for its connection. */
@@ -553,39 +376,9 @@ function pushError(errors: string[], msg: string): void {
   if (errors.length < MAX_ERRORS) errors.push(msg);
 }
 
-function firstLine(s: string): string {
-  return s.split('\n').map((l) => l.replace(/^conntrack v[\d.]+ \(conntrack-tools\): /, '').trim()).find((l) => l) ?? 'failed';
-}
-
 function kernelError(op: string, res: CommandResult, command: string, hint?: string): DataPlaneError {
   const detail = res.stderr.trim() || `${command} exited ${res.code}`;
   if (res.code === 127) return new DataPlaneError('CommandMissing', op, { detail: `${command} not found: install the ${command === 'sysctl' ? 'procps' : 'conntrack'} package` });
   if (/not permitted|must be root|permission denied/i.test(detail)) return new DataPlaneError('PermissionDenied', op, { detail: `${detail} (lbd-agent needs CAP_NET_ADMIN)` });
   return new DataPlaneError('Unknown', op, { detail: hint ? `${detail} (${hint})` : detail });
-}
-
-/** Batch directories: `lbd-connections-<pid>-<random>`. */
-const BATCH_DIR = /^lbd-connections-(\d+)-/;
-
-/**
- * A directory of this process's own for batch files. Named by pid, so that one a killed process left behind
- * (a SIGKILLed agent cannot clean up, and drills kill agents) is removed by the next table that starts:
- * any whose process is gone.
- */
-async function makeBatchDir(tmpDir: string): Promise<string> {
-  for (const name of await readdir(tmpDir).catch(() => [] as string[])) {
-    const pid = Number(BATCH_DIR.exec(name)?.[1]);
-    if (Number.isInteger(pid) && pid > 0 && !processAlive(pid)) await rm(join(tmpDir, name), { recursive: true, force: true }).catch(() => { /* another table got there first */ });
-  }
-  return mkdtemp(join(tmpDir, `lbd-connections-${process.pid}-`));
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it exists, as another user's.
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

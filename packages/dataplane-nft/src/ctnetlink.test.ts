@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import type { SyncedConnection } from '@lbd/dataplane';
-import { CTNL_SCRIPT, parseEventLine, parseWriteResult, renderDeleteRequest, renderUpdateRequest } from './ctnetlink.js';
+import { CTNL_SCRIPT, parseEventLine, parseWriteResult, renderDeleteRequest, renderInsertRequest, renderUpdateRequest } from './ctnetlink.js';
 
 const fullnat: SyncedConnection = {
   protocol: 'tcp', client: { address: '198.18.0.2', port: 40000 }, vip: { address: '198.18.0.10', port: 80 },
@@ -47,8 +47,23 @@ describe('ctnetlink helper: line protocol', () => {
     assert.equal(renderUpdateRequest({ ...fullnat, state: 'SYN_RECV' }, fullnat), 'U tcp 198.18.0.2 40000 198.18.0.10 80 14 300 65537 2');
   });
 
+  it('requests: an insert carries the binding: DNAT to the real server, SNAT to the local address in fullnat only', () => {
+    assert.equal(renderInsertRequest(fullnat), `I tcp 198.18.0.2 40000 198.18.0.10 80 14 300 65537 3 ${fullnat.realServer.address} ${fullnat.realServer.port} ${fullnat.localAddress!.address} ${fullnat.localAddress!.port}`);
+    const v6: SyncedConnection = {
+      protocol: 'udp', client: { address: 'fd00:18::2', port: 5000 }, vip: { address: 'fd00:18::10', port: 53 },
+      realServer: { address: 'fd00:19::11', port: 53 }, localAddress: null, mark: 7, state: 'ASSURED', timeoutSec: 29.5,
+    };
+    assert.equal(renderInsertRequest(v6), 'I udp fd00:18::2 5000 fd00:18::10 53 14 30 7 -1 fd00:19::11 53 - -');
+    // Unreplied: no status bits at all (the kernel shows it [UNREPLIED]); replied but not assured: SEEN_REPLY.
+    assert.equal(renderInsertRequest({ ...v6, state: 'UNREPLIED' }).split(' ')[6], '0');
+    assert.equal(renderInsertRequest({ ...v6, state: 'REPLIED' }).split(' ')[6], '10');
+    assert.equal(renderInsertRequest({ ...fullnat, state: 'SYN_SENT' }).split(' ')[6], '0');
+    assert.equal(renderInsertRequest({ ...fullnat, state: 'SYN_RECV' }).split(' ')[6], '10');
+  });
+
   it('a batch result: counts, one code per request, the first error', () => {
     assert.deepEqual(parseWriteResult('R 3 1 1 ++-!+ 22 Invalid argument'), { done: 3, absent: 1, failed: 1, codes: '++-!+', firstError: '22 Invalid argument' });
+    assert.deepEqual(parseWriteResult('R 1 0 0 += -'), { done: 1, absent: 0, failed: 0, codes: '+=', firstError: null });
     assert.deepEqual(parseWriteResult('R 0 0 0 . -'), { done: 0, absent: 0, failed: 0, codes: '', firstError: null });
     assert.equal(parseWriteResult('R 33554432'), null);
   });

@@ -7,9 +7,9 @@ import { OneAtATime } from './one-at-a-time.js';
  * pack/unpack only) on a NETLINK_NETFILTER socket, for the two things conntrack 1.4.7 cannot do fast enough.
  * It runs through the table's CommandRunner (`perl -e CTNL_SCRIPT <mode> <bytes>`), so `ip netns exec` works.
  *
- * Mode `events BYTES` has a compiled twin, dist/lbd-ctnl (native/lbd-ctnl.c), which the connection table
- * runs where it was built (ConntrackConnectionTableOptions.eventsReader): the same lines at a fraction of
- * the CPU. This program stays the fallback, and the reference the compiled one is tested against.
+ * Both modes have a compiled twin, dist/lbd-ctnl (native/lbd-ctnl.c), which the connection table runs
+ * where it was built (ConntrackConnectionTableOptions.ctnlHelper): the same protocol at a fraction of the
+ * CPU. This program stays the fallback, and the reference the compiled one is tested against.
  *
  * Mode `events BYTES`: subscribes to NFNLGRP_CONNTRACK_NEW|UPDATE|DESTROY with SO_RCVBUFFORCE = BYTES (root
  * may exceed net.core.rmem_max; the kernel doubles it). `conntrack -E -b` sets the buffer of another socket,
@@ -29,14 +29,19 @@ import { OneAtATime } from './one-at-a-time.js';
  * Mode `write BYTES`: requests on stdin, one a line, in batches ended by a line `.`:
  *   D <tcp|udp> <src> <sport> <dst> <dport>                                   delete by original tuple
  *   U <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1>  update an entry
+ *   I <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1>
+ *     <dnat addr> <dnat port> <snat addr|-> <snat port|->                     insert an entry with its binding
  * A delete is IPCTNL_MSG_CT_DELETE and an update IPCTNL_MSG_CT_NEW without NLM_F_CREATE (the kernel changes
  * the entry with that original tuple, or answers ENOENT); status 0 = leave the status bits (set bits can
- * only be added). Both are one hash lookup in the kernel, where `conntrack -D/-U` walk the whole table
- * (~70 ms a line with 20 000 entries). Requests go out up to 64 KiB per send(), each acked (NLM_F_ACK).
- * One line answers a batch:
+ * only be added). An insert is IPCTNL_MSG_CT_NEW with NLM_F_CREATE | NLM_F_EXCL, both tuples (the reply one
+ * before NAT) and CTA_NAT_DST (and CTA_NAT_SRC for fullnat): the kernel sets the binding up as its nat hooks
+ * would, or answers EEXIST. Each is one hash lookup in the kernel, where `conntrack -D/-U` walk the whole
+ * table (~70 ms a line with 20 000 entries) and `conntrack -R` stops at the first line it cannot make
+ * without naming it. Requests go out up to 64 KiB per send(), each acked (NLM_F_ACK). One line answers a batch:
  *   R <done> <absent> <failed> <codes> <first error: "errno text" | ->
- * codes has one character per request, in order: + done, - absent (ENOENT), ! failed ("." for none).
- * Acks wait at most 5 s (SO_RCVTIMEO); a request without one is failed.
+ * codes has one character per request, in order: + done, - absent (ENOENT), = there already (EEXIST),
+ * ! failed ("." for none). Acks wait at most 5 s (SO_RCVTIMEO); a request without one is failed.
+ * dist/lbd-ctnl speaks the same protocol in this mode too.
  */
 export const CTNL_SCRIPT = String.raw`
 use strict; use warnings; use Socket qw(AF_INET AF_INET6 SOL_SOCKET SO_RCVBUF SO_RCVTIMEO MSG_DONTWAIT inet_ntop inet_pton);
@@ -129,6 +134,7 @@ if ($mode eq 'events') {
               my $err = -unpack('l', substr($buf, $o + 16, 4));
               if ($err == 0) { $codes[$base + $i] = '+'; }
               elsif ($err == 2) { $codes[$base + $i] = '-'; }
+              elsif ($err == 17) { $codes[$base + $i] = '='; }
               else { $codes[$base + $i] = '!'; $! = $err; $first //= "$err $!"; }
               $left--;
             }
@@ -150,17 +156,25 @@ if ($mode eq 'events') {
       ($chunk, $count, $base) = ('', 0, 0);
       next;
     }
-    my ($op, $proto, $src, $sport, $dst, $dport, $status, $timeout, $mark, $state) = split(/ /, $line);
+    my ($op, $proto, $src, $sport, $dst, $dport, $status, $timeout, $mark, $state, $dnat, $dnatp, $snat, $snatp) = split(/ /, $line);
     my $f = ($src // '') =~ /:/ ? AF_INET6 : AF_INET;
     my ($x, $y) = (inet_pton($f, $src // ''), inet_pton($f, $dst // ''));
+    my ($dn, $sn) = (inet_pton($f, $dnat // ''), ($snat // '-') eq '-' ? '' : inet_pton($f, $snat));
     my $p = ($proto // '') eq 'tcp' ? 6 : ($proto // '') eq 'udp' ? 17 : 0;
-    if (!defined $x || !defined $y || !$p || ($op ne 'D' && $op ne 'U') || ($op eq 'U' && !defined $state)) {
+    if (!defined $x || !defined $y || !$p || ($op ne 'D' && $op ne 'U' && $op ne 'I') || ($op ne 'D' && !defined $state)
+        || ($op eq 'I' && (!defined $dn || !defined $sn || !defined $snatp))) {
       $flush->(); push @codes, '!'; $first //= "0 bad request: $line"; $base = @codes; next;
     }
     my $ipt = $f == AF_INET6 ? 3 : 1;
-    my $body = pack('C C n', $f, 0, 0)
-      . nla(0x8001, nla(0x8001, nla($ipt, $x) . nla($ipt + 1, $y)) . nla(0x8002, nla(1, pack('C', $p)) . nla(2, pack('n', $sport)) . nla(3, pack('n', $dport))));
-    if ($op eq 'U') {
+    my $tuple = sub { nla($_[0], nla(0x8001, nla($ipt, $_[1]) . nla($ipt + 1, $_[3])) . nla(0x8002, nla(1, pack('C', $p)) . nla(2, pack('n', $_[2])) . nla(3, pack('n', $_[4])))) };
+    my $nt = $f == AF_INET6 ? 4 : 1;
+    my $nat = sub { nla($_[0], nla($nt, $_[1]) . nla($nt + 1, $_[1]) . nla(0x8003, nla(1, pack('n', $_[2])) . nla(2, pack('n', $_[2])))) };
+    my $body = pack('C C n', $f, 0, 0) . $tuple->(0x8001, $x, $sport, $y, $dport);
+    if ($op eq 'I') {
+      $body .= $tuple->(0x8002, $y, $dport, $x, $sport) . $nat->(0x800d, $dn, $dnatp);
+      $body .= $nat->(0x8006, $sn, $snatp) if length $sn;
+    }
+    if ($op ne 'D') {
       $body .= nla(3, pack('N', $status)) if $status;
       $body .= nla(7, pack('N', $timeout)) . nla(8, pack('N', $mark));
       $body .= nla(0x8004, nla(0x8001, nla(1, pack('C', $state)))) if $state >= 0;
@@ -168,7 +182,7 @@ if ($mode eq 'events') {
     my $len = 16 + length $body;
     $flush->() if length($chunk) + $len > 65536;
     $base = @codes if !$count;
-    $chunk .= pack('L S S L L', $len, $op eq 'D' ? 0x102 : 0x100, 5, ++$seq, 0) . $body; $count++; push @codes, undef;
+    $chunk .= pack('L S S L L', $len, $op eq 'D' ? 0x102 : 0x100, $op eq 'I' ? 0x605 : 5, ++$seq, 0) . $body; $count++; push @codes, undef;
   }
 } else { die "usage: perl -e SCRIPT events BYTES | write BYTES\n"; }
 `;
@@ -194,7 +208,7 @@ export function connectionOf(
 }
 
 /** The status bits a connection's state implies: an unreplied connection has none (conntrack shows it [UNREPLIED]). */
-export function impliedStatus(f: Pick<SyncedConnection, 'protocol' | 'state'>): { readonly replied: boolean; readonly assured: boolean } {
+function impliedStatus(f: Pick<SyncedConnection, 'protocol' | 'state'>): { readonly replied: boolean; readonly assured: boolean } {
   const replied = f.protocol === 'tcp' ? f.state !== 'SYN_SENT' && f.state !== 'NONE' : f.state !== 'UNREPLIED';
   const assured = f.protocol === 'tcp' ? replied && f.state !== 'SYN_RECV' : f.state === 'ASSURED';
   return { replied, assured };
@@ -226,6 +240,22 @@ export function parseEventLine(line: string, seenAtMs: number): EventLine | null
 
 const tupleFields = (f: ConnectionIdentity): string => `${f.protocol} ${f.client.address} ${f.client.port} ${f.vip.address} ${f.vip.port}`;
 
+/** The status an update or insert sends for these bits: CONFIRMED always (the kernel refuses, EBUSY, a status that would clear it). */
+function statusValue(replied: boolean, assured: boolean): number {
+  return replied ? IPS_CONFIRMED | IPS_SEEN_REPLY | (assured ? IPS_ASSURED : 0) : 0;
+}
+
+/**
+ * A `write` request that inserts the connection's entry with its NAT binding (the real server as DNAT, the
+ * local address as SNAT in fullnat), so the kernel translates the connection's next packet the same way.
+ */
+export function renderInsertRequest(f: SyncedConnection): string {
+  const { replied, assured } = impliedStatus(f);
+  const state = f.protocol === 'tcp' ? TCP_STATE_NAMES.indexOf(f.state) : -1;
+  const snat = f.localAddress ? `${f.localAddress.address} ${f.localAddress.port}` : '- -';
+  return `I ${tupleFields(f)} ${statusValue(replied, assured)} ${Math.ceil(f.timeoutSec)} ${f.mark} ${state} ${f.realServer.address} ${f.realServer.port} ${snat}`;
+}
+
 /** A `write` request that deletes the connection's entry. */
 export function renderDeleteRequest(f: ConnectionIdentity): string {
   return `D ${tupleFields(f)}`;
@@ -240,9 +270,7 @@ export function renderDeleteRequest(f: ConnectionIdentity): string {
 export function renderUpdateRequest(f: SyncedConnection, kernel: SyncedConnection | null = null): string {
   const want = impliedStatus(f);
   const has = kernel ? impliedStatus(kernel) : { replied: false, assured: false };
-  const replied = want.replied || has.replied;
-  const assured = want.assured || has.assured;
-  const status = replied ? IPS_CONFIRMED | IPS_SEEN_REPLY | (assured ? IPS_ASSURED : 0) : 0;
+  const status = statusValue(want.replied || has.replied, want.assured || has.assured);
   const state = f.protocol === 'tcp' ? TCP_STATE_NAMES.indexOf(f.state) : -1;
   return `U ${tupleFields(f)} ${status} ${Math.ceil(f.timeoutSec)} ${f.mark} ${state}`;
 }
@@ -251,7 +279,7 @@ export interface WriteResult {
   readonly done: number;
   readonly absent: number;
   readonly failed: number;
-  /** One per request, in order: '+' done, '-' absent (ENOENT), '!' failed. */
+  /** One per request, in order: '+' done, '-' absent (ENOENT), '=' there already (EEXIST), '!' failed. */
   readonly codes: string;
   /** `errno text` of the first failure, or null. */
   readonly firstError: string | null;
@@ -259,7 +287,7 @@ export interface WriteResult {
 
 /** The `R` line that answers a `write` batch; null for anything else. */
 export function parseWriteResult(line: string): WriteResult | null {
-  const m = /^R (\d+) (\d+) (\d+) ([-+!.]+) (.*)$/.exec(line);
+  const m = /^R (\d+) (\d+) (\d+) ([-+=!.]+) (.*)$/.exec(line);
   if (!m) return null;
   return { done: Number(m[1]), absent: Number(m[2]), failed: Number(m[3]), codes: m[4] === '.' ? '' : m[4]!, firstError: m[5] === '-' ? null : m[5]! };
 }
@@ -276,11 +304,9 @@ export function helperError(op: string, stderr: string, what: string): DataPlane
   return new DataPlaneError('Unknown', op, { detail: `${what}: ${detail}` });
 }
 
-export type Spawn = (command: string, args: readonly string[]) => ChildProcessWithoutNullStreams;
-
 /**
- * One long-lived CTNL_SCRIPT in `write` mode, started on first use and ended (EOF on its stdin) after idleMs
- * without a batch, or by close(). Batches run one at a time.
+ * One long-lived helper in `write` mode (lbd-ctnl or CTNL_SCRIPT, as `start` makes it), started on first use
+ * and ended (EOF on its stdin) after idleMs without a batch, or by close(). Batches run one at a time.
  */
 export class CtnlWriter {
   private child: ChildProcessWithoutNullStreams | null = null;
@@ -290,7 +316,7 @@ export class CtnlWriter {
   private idleTimer: NodeJS.Timeout | null = null;
   private readonly turns = new OneAtATime();
 
-  constructor(private readonly spawn: Spawn, private readonly opts: { readonly bufferBytes: number; readonly idleMs: number; readonly timeoutMs: (requests: number) => number }) {}
+  constructor(private readonly startHelper: () => ChildProcessWithoutNullStreams, private readonly opts: { readonly idleMs: number; readonly timeoutMs: (requests: number) => number }) {}
 
   /** Sends the requests as one batch; resolves with its result, rejects when the helper fails or is too slow. */
   run(requests: readonly string[]): Promise<WriteResult> {
@@ -331,7 +357,7 @@ export class CtnlWriter {
   }
 
   private start(): ChildProcessWithoutNullStreams {
-    const child = this.spawn('perl', ['-e', CTNL_SCRIPT, 'write', String(this.opts.bufferBytes)]);
+    const child = this.startHelper();
     this.child = child;
     this.stderr = '';
     this.exited = new Promise<void>((resolve) => child.once('close', () => resolve()));

@@ -12,7 +12,7 @@ import { LBD_VERSION } from '@lbd/config';
  * man pages made from the programs' own --help. No compiler or pnpm on the director: only Node.
  *
  * The package is built for this machine's architecture (`dpkg --print-architecture`) when the tree holds
- * a compiled program (an ELF file: dataplane-nft's lbd-ctnl, the conntrack events reader, which needs
+ * a compiled program (an ELF file: dataplane-nft's lbd-ctnl, the ctnetlink helper, which needs
  * libc only), and is `Architecture: all` otherwise. Node addons (`.node`) are refused: none is expected,
  * and each would need its own dependencies named.
  */

@@ -1,5 +1,5 @@
 import type { DataPlane, ConnectionTable } from '@lbd/dataplane';
-import type { EventsReader } from '@lbd/dataplane-nft';
+import type { CtnlHelper } from '@lbd/dataplane-nft';
 import type { Logger } from '@lbd/log';
 
 /**
@@ -23,20 +23,21 @@ export async function createDefaultLeaseDrops(): Promise<() => Promise<number | 
 export class EnvError extends Error {}
 
 /**
- * LBD_CONNTRACK_EVENTS, checked at start: `native` or `perl` picks the conntrack events reader (to compare
- * them, as `pnpm bench connsync` does, or to fall back to perl's); unset, the table's default (the compiled
- * lbd-ctnl where it was built). Throws a message naming the variable, its value and the choices.
+ * LBD_CTNETLINK, checked at start: `native` or `perl` picks the program connection sync talks ctnetlink
+ * through, for conntrack's events and for its writes (to compare them, as `pnpm bench connsync` does, or to
+ * fall back to perl's); unset, the table's default (the compiled lbd-ctnl where it was built). Throws a
+ * message naming the variable, its value and the choices.
  */
-export function eventsReaderFromEnv(env: NodeJS.ProcessEnv): EventsReader | undefined {
-  const asked = env.LBD_CONNTRACK_EVENTS;
+export function ctnlHelperFromEnv(env: NodeJS.ProcessEnv): CtnlHelper | undefined {
+  const asked = env.LBD_CTNETLINK;
   if (asked === undefined || asked === 'native' || asked === 'perl') return asked;
-  throw new EnvError(`LBD_CONNTRACK_EVENTS is ${JSON.stringify(asked)}: it names the conntrack events reader, native or perl; unset it for the default`);
+  throw new EnvError(`LBD_CTNETLINK is ${JSON.stringify(asked)}: it names the ctnetlink helper (conntrack events and writes), native or perl; unset it for the default`);
 }
 
 /** The production connection table for connection sync: conntrack events, dumps and injection. */
-export async function createDefaultConnectionTable(log: Logger, eventsReader?: EventsReader): Promise<ConnectionTable> {
+export async function createDefaultConnectionTable(log: Logger, ctnlHelper?: CtnlHelper): Promise<ConnectionTable> {
   const { ConntrackConnectionTable } = await import('@lbd/dataplane-nft');
-  const table = new ConntrackConnectionTable(eventsReader === undefined ? {} : { eventsReader });
-  log.info('connection sync reads conntrack events', { reader: table.eventsReader === 'native' ? 'lbd-ctnl (compiled)' : 'perl' });
+  const table = new ConntrackConnectionTable(ctnlHelper === undefined ? {} : { ctnlHelper });
+  log.info('connection sync talks ctnetlink', { helper: table.ctnlHelper === 'native' ? 'lbd-ctnl (compiled)' : 'perl' });
   return table;
 }

@@ -53,17 +53,17 @@ describe('lbd-agent run()', () => {
     assert.match(errors.join('\n'), /is invalid \(3 problems\):\n {2}services\[0\]\.vip: .*\n {2}services\[0\]\.port: .*\n {2}services\[0\]\.realServers\[0\]\.weight: /);
   });
 
-  it('exits 78 on an LBD_CONNTRACK_EVENTS it cannot use, naming the choices, before a data plane exists', async () => {
+  it('exits 78 on an LBD_CTNETLINK it cannot use, naming the choices, before a data plane exists', async () => {
     await writeFile(join(dir, 'lbd.yaml'), GOOD);
     let created = false;
     const errors: string[] = [];
     const code = await run(['--config', join(dir, 'lbd.yaml'), '--admin-socket', join(dir, 'a.sock')], {
       createDataPlane: async () => { created = true; return new FakeDataPlane(); },
-      writeError: (t) => errors.push(t), writeLog: () => {}, signals: new EventEmitter(), env: { LBD_CONNTRACK_EVENTS: 'fast' },
+      writeError: (t) => errors.push(t), writeLog: () => {}, signals: new EventEmitter(), env: { LBD_CTNETLINK: 'fast' },
     });
     assert.equal(code, EXIT.config);
     assert.equal(created, false);
-    assert.equal(errors.join('\n'), 'lbd-agent: LBD_CONNTRACK_EVENTS is "fast": it names the conntrack events reader, native or perl; unset it for the default');
+    assert.equal(errors.join('\n'), 'lbd-agent: LBD_CTNETLINK is "fast": it names the ctnetlink helper (conntrack events and writes), native or perl; unset it for the default');
   });
 
   it('exits 64 with the usage line on a bad flag', async () => {

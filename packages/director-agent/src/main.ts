@@ -4,7 +4,7 @@ import { AgentError } from '@lbd/operator-surfaces';
 import { createLogger, type Logger, type LogLevel } from '@lbd/log';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
-import { createDefaultDataPlane, createDefaultConnectionTable, createDefaultLeaseDrops, eventsReaderFromEnv, EnvError } from './default-dataplane.js';
+import { createDefaultDataPlane, createDefaultConnectionTable, createDefaultLeaseDrops, ctnlHelperFromEnv, EnvError } from './default-dataplane.js';
 import { electionThread, type ElectionHostFactory } from './election-thread.js';
 import { operatorSurfaces } from './operator-surfaces.js';
 
@@ -86,7 +86,7 @@ export interface RunDeps {
   readonly writeError?: (text: string) => void;
   /** Where signals come from; default the process. */
   readonly signals?: NodeJS.EventEmitter;
-  /** The environment (LBD_CONNTRACK_EVENTS); default the process's. */
+  /** The environment (LBD_CTNETLINK); default the process's. */
   readonly env?: NodeJS.ProcessEnv;
   /** Called once the agent serves (tests use it to reach the agent). */
   readonly onStarted?: (agent: Agent) => void;
@@ -128,11 +128,11 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
   try {
     // Validate before anything else exists: a bad config at start applies nothing and names every problem.
     let initial;
-    let eventsReader;
+    let ctnlHelper;
     try {
       const text = await readConfigText(configPath);
       initial = { text, config: parseConfig(text, configPath) };
-      eventsReader = eventsReaderFromEnv(deps.env ?? process.env);
+      ctnlHelper = ctnlHelperFromEnv(deps.env ?? process.env);
     } catch (err) {
       if (err instanceof ConfigError || err instanceof EnvError) {
         writeError(`lbd-agent: ${err.message}`);
@@ -145,7 +145,7 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     // A clustered director's election runs in a thread of its own, which owns the floating addresses.
     const election = cluster === null ? undefined : (deps.createElection ?? electionThread)();
     // Connection sync needs the peer link's TLS: without it there is nothing to read the table for.
-    const connectionTable = cluster?.tls ? await (deps.createConnectionTable ?? ((l: Logger) => createDefaultConnectionTable(l, eventsReader)))(log) : undefined;
+    const connectionTable = cluster?.tls ? await (deps.createConnectionTable ?? ((l: Logger) => createDefaultConnectionTable(l, ctnlHelper)))(log) : undefined;
     const leaseDrops = cluster === null || deps.createDataPlane ? undefined : await createDefaultLeaseDrops();
     try {
       agent = await Agent.start({

@@ -128,7 +128,7 @@ describe('deploy/systemd/lbd-agent.service', () => {
     assert.ok(keys.length > 0, 'no sysctl keys found in connection-table.ts');
     for (const k of keys) assert.ok(rw.some((p) => `/proc/sys/${k.replace(/\./g, '/')}`.startsWith(`${p}/`)), `${k} is not under a ReadWritePaths entry`);
     assert.equal(one(unit, 'Service.ProtectKernelTunables'), 'yes');
-    // nft -f and conntrack -R batch files go to os.tmpdir().
+    // nft -f batch files go to os.tmpdir().
     assert.equal(one(unit, 'Service.PrivateTmp'), 'yes');
   });
 

@@ -43,14 +43,15 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } fr
  *       (hello, an empty snapshot, then every 5 ms a `changes` message of 25 new fullnat tcp connections, 5 000/s,
  *       for 10 s; each message through the real protobuf serializer and back), no gRPC, no wrk, no lab. Lag
  *       is from the moment each message was due in that pace to its (cumulative) ack; CPU is this process's
- *       (process.cpuUsage) and that of the conntrack runs it waited for (/proc/self/stat cutime + cstime).
+ *       (process.cpuUsage) and that of the ctnetlink helper in the namespace and of any conntrack runs (dumps)
+ *       it waited for (/proc/PID/stat; /proc/self/stat cutime + cstime).
  * 2. Incremental lag: the HA lab (startHaLab: two directors running lbd-agent with mutual TLS, three etcd
  *    members, three real servers running nginx), wrk in the client namespace opening a new connection per
  *    request (`Connection: close`) at about 5 000/s for a bounded time (paced by a Lua `delay`, calibrated
  *    in a short first run). Each connection reaches ESTABLISHED, so each is one connection to copy. The leader's
  *    sender lag (kernel event to the standby's ack, over its last 2 048 changes) is sampled every 500 ms;
- *    CPU is every process in each director's namespace (the agent, its conntrack -E and the conntrack runs
- *    it waits for), from /proc/PID/stat, in cores over the load window; the same load with sync disabled
+ *    CPU is every process in each director's namespace (the agent, its ctnetlink helpers and the conntrack
+ *    runs it waits for), from /proc/PID/stat, in cores over the load window; the same load with sync disabled
  *    per service (`sync: { enabled: false }`, applied through the admin API) is the baseline (the agents
  *    still watch conntrack then). Leader changes during the load are counted: they are a figure too.
  * 3. Drills: --count N times (default 3; --quick 1) each of a planned switchover (admin failover) and a box
@@ -70,7 +71,7 @@ export interface ConnsyncBenchOptions {
   readonly count?: number;
 }
 
-const TARGETS = { bulkMs: 2000, lagP99Ms: 50, rate: 5000, brokenWithSync: 0 } as const;
+const TARGETS = { bulkMs: 2000, lagP99Ms: 50, rate: 5000, brokenWithSync: 0, syncOnOffRatio: 0.95, coresPerDirector: 0.25 } as const;
 const DEFAULT_COUNT = 3;
 const MAX_COUNT = 100;
 const WRK_CONNECTIONS = 100;
@@ -151,7 +152,7 @@ interface WholePathResult {
   readonly count: number;
   readonly inserted: number;
   readonly failed: number;
-  /** This process's CPU over the run (both ends), seconds; and that of the conntrack runs it waited for. */
+  /** This process's CPU over the run (both ends), seconds; and that of the standby's ctnetlink helper and conntrack runs. */
   readonly processCpuSec: number;
   readonly childrenCpuSec: number;
   /** Where the standby's time went: its ConnectionTable calls. */
@@ -265,7 +266,7 @@ async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promis
   // a. The kernel alone.
   log(`bulk (a): ${formatNumber(s.bulk)} upserts into conntrack in ${t.ns('bulka')}`);
   await t.addHost('bulka');
-  const alone = new ConntrackConnectionTable({ runner: netnsRunner(t.ns('bulka')), tmpDir: scope.tmp! });
+  const alone = new ConntrackConnectionTable({ runner: netnsRunner(t.ns('bulka')) });
   let kernelMs: number;
   let applied;
   try {
@@ -323,7 +324,7 @@ async function wholePath(ctx: WholePathContext, host: string, watched: boolean):
 
   const fake = new FakeConnectionTable();
   for (const f of ctx.connections) fake.connections.set(connectionKey(f), f);
-  const sinkTable = new ConntrackConnectionTable({ runner: netnsRunner(t.ns(host)), tmpDir: ctx.scope.tmp! });
+  const sinkTable = new ConntrackConnectionTable({ runner: netnsRunner(t.ns(host)) });
   const sink = new TimedConnectionTable(sinkTable, watched);
   const leader = new ConnectionSync({ self: 'dir1', peers: [{ id: 'dir2', address: '127.0.0.1', port: standbyPort }], security: ctx.leaderSec, table: fake, log: syncLog });
   const standby = new ConnectionSync({ self: 'dir2', peers: [{ id: 'dir1', address: '127.0.0.1', port: 1 }], security: ctx.standbySec, table: sink, log: syncLog });
@@ -339,7 +340,7 @@ async function wholePath(ctx: WholePathContext, host: string, watched: boolean):
     await new Promise<void>((resolve, reject) => server.bindAsync(`127.0.0.1:${standbyPort}`, peerServerCredentials(ctx.standbySec), (err) => (err ? reject(err) : resolve())));
 
     const cpu0 = process.cpuUsage();
-    const children0 = await childCpuSec();
+    const children0 = await kernelIoCpuSec(t.ns(host));
     const t0 = performance.now();
     sink.reset();
     await leader.setLeading(new Set([GROUP]));
@@ -353,12 +354,12 @@ async function wholePath(ctx: WholePathContext, host: string, watched: boolean):
     const wholeMs = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     const processCpuSec = (cpu.user + cpu.system) / 1e6;
-    const childrenCpuSec = (await childCpuSec()) - children0;
+    const childrenCpuSec = (await kernelIoCpuSec(t.ns(host))) - children0;
     const r = standby.status().receivers[0];
     const st = sink.stats();
     const lossEvents = standby.status().source.lossEvents;
     log(`bulk (b${watched ? '' : ', standby unwatched'}): caught up after ${formatMs(caughtUpMs)}, kernel holds ${count} after ${formatMs(wholeMs)}; `
-      + `${st.applies} applies (${formatMs(st.applyMs)}), ${st.dumps} dumps (${formatMs(st.dumpMs)}), standby event losses ${lossEvents}, CPU ${processCpuSec.toFixed(1)} s + conntrack runs ${childrenCpuSec.toFixed(1)} s`);
+      + `${st.applies} applies (${formatMs(st.applyMs)}), ${st.dumps} dumps (${formatMs(st.dumpMs)}), standby event losses ${lossEvents}, CPU ${processCpuSec.toFixed(1)} s + ctnetlink helpers and conntrack runs ${childrenCpuSec.toFixed(1)} s`);
     return {
       caughtUpMs, wholeMs, count, inserted: r?.inserted ?? 0, failed: r?.failed ?? 0, processCpuSec, childrenCpuSec, sink: st, lossEvents, warnings, warnCount,
     };
@@ -402,7 +403,7 @@ interface StandbyPathResult {
   /** Messages the receiver acknowledged (of `messages`); all of them unless it refused the stream or the drain timed out. */
   readonly acked: number;
   readonly nodeCores: number;
-  readonly conntrackCores: number;
+  readonly kernelIoCores: number;
   readonly kernelCount: number;
   readonly inserted: number;
   readonly failed: number;
@@ -434,7 +435,7 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
   log(`standby path alone: SyncReceiver -> conntrack in ${t.ns('recv')}, ${formatNumber((P.perMessage * 1000) / P.periodMs)} connections/s `
     + `(${P.perMessage} every ${P.periodMs} ms) for ${s.standbySec} s, no gRPC, no wrk, no lab`);
   await t.addHost('recv');
-  const connectionTable = new ConntrackConnectionTable({ runner: netnsRunner(t.ns('recv')), tmpDir: scope.tmp! });
+  const connectionTable = new ConntrackConnectionTable({ runner: netnsRunner(t.ns('recv')) });
   try {
     await connectionTable.prepare();
     const def = connSyncServiceDefinition().Stream;
@@ -475,7 +476,7 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
     const first = seq + 1;
 
     const cpu0 = process.cpuUsage();
-    const children0 = await childCpuSec();
+    const children0 = await kernelIoCpuSec(t.ns('recv'));
     const t0 = performance.now();
     let sent = 0;
     let fed = 0;
@@ -504,17 +505,17 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
       .catch((e: Error) => { problem ||= e.message; });
     const runMs = (acked >= seq ? lastAckAt : performance.now()) - t0;
     const cpu = process.cpuUsage(cpu0);
-    const conntrackSec = (await childCpuSec()) - children0;
+    const conntrackSec = (await kernelIoCpuSec(t.ns('recv'))) - children0;
     const st = receiver.status();
     const kernelCount = await conntrackCount(t, 'recv');
     lags.sort((a, b) => a - b);
     const r: StandbyPathResult = {
       messages: sent, fed, feedMs, runMs, lagP50Ms: percentile(lags, 0.5), lagP99Ms: percentile(lags, 0.99), lagMaxMs: lags.at(-1) ?? Number.NaN,
-      late, windowFull, acked: Math.max(0, acked - first + 1), nodeCores: (cpu.user + cpu.system) / 1000 / runMs, conntrackCores: (conntrackSec * 1000) / runMs,
+      late, windowFull, acked: Math.max(0, acked - first + 1), nodeCores: (cpu.user + cpu.system) / 1000 / runMs, kernelIoCores: (conntrackSec * 1000) / runMs,
       kernelCount, inserted: st.inserted, failed: st.failed, problem: problem || st.lastError,
     };
     log(`standby path alone: ${count(r.fed)} connections in ${formatMs(r.feedMs)} (${formatNumber(r.fed / (r.feedMs / 1000))}/s), ack lag p50 ${formatMs(r.lagP50Ms)} `
-      + `p99 ${formatMs(r.lagP99Ms)} max ${formatMs(r.lagMaxMs)}; CPU ${r.nodeCores.toFixed(2)} cores Node + ${r.conntrackCores.toFixed(2)} conntrack; `
+      + `p99 ${formatMs(r.lagP99Ms)} max ${formatMs(r.lagMaxMs)}; CPU ${r.nodeCores.toFixed(2)} cores Node + ${r.kernelIoCores.toFixed(2)} ctnetlink helper and conntrack runs; `
       + `conntrack -C ${r.kernelCount}${r.problem ? `; ${r.problem}` : ''}`);
     return r;
   } finally {
@@ -524,10 +525,15 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
   }
 }
 
-/** CPU seconds of this process's children that it has waited for (conntrack runs), from /proc/self/stat. */
-async function childCpuSec(): Promise<number> {
+/**
+ * CPU seconds so far of the standby's kernel I/O outside this process: the ctnetlink helpers running in
+ * `ns` (the table starts them there) and the conntrack runs this process has waited for (its cutime + cstime,
+ * from /proc/self/stat, which also holds a helper that exited).
+ */
+async function kernelIoCpuSec(ns: string): Promise<number> {
   const st = parseProcStat(await readFile('/proc/self/stat', 'utf8'));
-  return (st.cutime + st.cstime) / (await clockTicks());
+  const running = [...(await cpuSample(ns)).byPid.values()].reduce((sum, p) => sum + p.sec, 0);
+  return (st.cutime + st.cstime) / (await clockTicks()) + running;
 }
 
 // ---- the lab (sync-lab.ts) ---------------------------------------------------------------------
@@ -867,13 +873,13 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     ['diagnostic: the same, standby\'s own event watch stubbed out', formatMs(u.wholeMs), perSec(u.wholeMs), formatRatio(u.wholeMs / bulk.kernelMs),
       `${formatNumber(u.count)} (inserted ${formatNumber(u.inserted)}, failed ${u.failed})`],
   ]));
-  out('whole path: leader FakeConnectionTable -> ConnectionSync -> gRPC, mutual TLS, loopback -> ConnectionSync -> ConntrackConnectionTable (conntrack -R batches); '
+  out('whole path: leader FakeConnectionTable -> ConnectionSync -> gRPC, mutual TLS, loopback -> ConnectionSync -> ConntrackConnectionTable (the ctnetlink helper); '
     + 'both ends in this one Node process');
   for (const [name, r] of [['whole path', bw], ['diagnostic', u]] as const) {
     const sz = [...r.sink.applySizes].sort((a, b) => a - b);
     out(`${name}: the standby's ${r.sink.applies} ConnectionTable.apply calls (changes each: min ${sz[0] ?? 0}, median ${sz[sz.length >> 1] ?? 0}, max ${sz.at(-1) ?? 0}) `
       + `took ${formatMs(r.sink.applyMs)}; ${r.sink.dumps} dump(s) ${formatMs(r.sink.dumpMs)} (overlapping); the standby's own event stream lost events `
-      + `${r.lossEvents} time(s) (ENOBUFS: each is a full dump); CPU seconds: ${r.processCpuSec.toFixed(1)} in this process (both ends), ${r.childrenCpuSec.toFixed(1)} in conntrack runs`);
+      + `${r.lossEvents} time(s) (ENOBUFS: each is a full dump); CPU seconds: ${r.processCpuSec.toFixed(1)} in this process (both ends), ${r.childrenCpuSec.toFixed(1)} in the ctnetlink helper and conntrack runs`);
     if (r.warnCount > 0) out(`${name}: ${r.warnCount} sync warning(s), first: ${r.warnings[0] ?? ''}`);
   }
   if (bulk.kernelErrors.length > 0) out(`kernel alone errors: ${bulk.kernelErrors.join(' | ')}`);
@@ -891,6 +897,12 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   const w = load.withSync;
   const wo = load.withoutSync;
   const cost = (w.cpu.dir1.cores + w.cpu.dir2.cores) - (wo.cpu.dir1.cores + wo.cpu.dir2.cores);
+  const ratio = w.wrk.requestsPerSec / wo.wrk.requestsPerSec;
+  // Per role, with the leader of the sync-on run (both runs normally have the same one; the row says when not).
+  const costOf = {
+    leader: w.cpu[w.leader].cores - wo.cpu[w.leader].cores,
+    standby: w.cpu[other(w.leader)].cores - wo.cpu[other(w.leader)].cores,
+  };
   out(`what sync costs, both directors together: ${cost >= 0 ? '+' : ''}${cost.toFixed(2)} cores (${(w.cpu.dir1.cores + w.cpu.dir2.cores).toFixed(2)} with, `
     + `${(wo.cpu.dir1.cores + wo.cpu.dir2.cores).toFixed(2)} without) at ${formatNumber(w.wrk.requestsPerSec)} / ${formatNumber(wo.wrk.requestsPerSec)} new connections/s`);
   out('  (the baseline disables sync per service: the agents still run their conntrack -E watch, and dump the table on every event loss)');
@@ -913,13 +925,13 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     ['lab, sync on: kernel event on the leader -> standby ack', formatNumber(w.wrk.requestsPerSec), formatMs(w.lagP50Ms), formatMs(w.lagP99Ms),
       `${formatMs(w.worstP99Ms)} (worst p99)`, `${w.cpu[other(w.leader)].cores.toFixed(2)} (standby's namespace)`, `${count(w.injected)} injected`],
     ['standby path alone (no wrk, no lab): message due -> ack', formatNumber(spRate), formatMs(sp.lagP50Ms), formatMs(sp.lagP99Ms), formatMs(sp.lagMaxMs),
-      `${sp.nodeCores.toFixed(2)} Node + ${sp.conntrackCores.toFixed(2)} conntrack`, `${count(sp.kernelCount)} of ${count(sp.fed)} fed`],
+      `${sp.nodeCores.toFixed(2)} Node + ${sp.kernelIoCores.toFixed(2)} helper`, `${count(sp.kernelCount)} of ${count(sp.fed)} fed`],
   ]));
-  out(`standby path alone: SyncReceiver -> ConntrackConnectionTable (conntrack -R) in a fresh namespace, fed in this process as a sender would: a \`changes\` message of `
+  out(`standby path alone: SyncReceiver -> ConntrackConnectionTable (the ctnetlink helper) in a fresh namespace, fed in this process as a sender would: a \`changes\` message of `
     + `${STANDBY_PATH.perMessage} new fullnat tcp connections every ${STANDBY_PATH.periodMs} ms, each through the protobuf serializer and back, at most ${STANDBY_PATH.window} unacknowledged; `
     + `no gRPC, no TLS, no event watch on the standby's own table, nothing else running. Lag is from when each message was due in the pace to its ack `
     + `(${count(sp.acked)} of ${count(sp.messages)} messages acknowledged; ${sp.late} sent more than ${STANDBY_PATH.periodMs} ms late, window full ${sp.windowFull} time(s)); `
-    + `CPU over ${formatMs(sp.runMs)}: this process (process.cpuUsage) and the conntrack runs it waited for; inserted ${count(sp.inserted)}, failed ${sp.failed}`
+    + `CPU over ${formatMs(sp.runMs)}: this process (process.cpuUsage) and the ctnetlink helper (with any conntrack runs); inserted ${count(sp.inserted)}, failed ${sp.failed}`
     + `${sp.problem ? `; problem: ${sp.problem}` : ''}`);
   out('the lab runs everything (wrk, nginx, etcd, both agents) on the same 2 CPUs, and its lag also holds the leader\'s side (kernel event, gathering, gRPC + TLS) '
     + 'and the standby\'s own event watch; the path alone is what the standby\'s receive-and-inject costs with the CPUs to itself');
@@ -965,7 +977,11 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     ['standby path alone (no wrk, no lab): ack lag p99', formatMs(sp.lagP99Ms), `<= ${TARGETS.lagP99Ms} ms`,
       passMiss(sp.problem === '' && sp.acked === sp.messages && sp.lagP99Ms <= TARGETS.lagP99Ms)],
     ['standby path alone (no wrk, no lab): conntrack -C = connections fed', `${count(sp.kernelCount)} / ${count(sp.fed)}`, '=', passMiss(sp.kernelCount === sp.fed)],
+    ['new connections/s through the leader, sync on / sync off (same run)', `${formatNumber(w.wrk.requestsPerSec)} / ${formatNumber(wo.wrk.requestsPerSec)} = ${ratio.toFixed(2)}`,
+      `>= ${TARGETS.syncOnOffRatio}`, passMiss(ratio >= TARGETS.syncOnOffRatio)],
     ['CPU sync costs, both directors (cores)', `${cost >= 0 ? '+' : ''}${cost.toFixed(2)}`, '-', 'n/a'],
+    ...(['leader', 'standby'] as const).map((role) => [`CPU sync costs the ${role} (its namespace, sync on less off, cores)`, `${costOf[role] >= 0 ? '+' : ''}${costOf[role].toFixed(2)}`,
+      `<= ${TARGETS.coresPerDirector}`, w.leader === wo.leader ? passMiss(costOf[role] <= TARGETS.coresPerDirector) : 'n/a (the leader differed)']),
     ['leader changes caused by the load, sync on / off', `${w.leaderChanges} / ${wo.leaderChanges}`, '0', passMiss(w.leaderChanges === 0 && wo.leaderChanges === 0)],
     ['vip group transitions logged during the load, sync on / off', `${w.transitions} / ${wo.transitions}`, '0', passMiss(w.transitions === 0 && wo.transitions === 0)],
     ['broken per switchover, sync on', perFailover(brokenOf('switchover', true)), '0', passMiss(drillOk('switchover'))],
