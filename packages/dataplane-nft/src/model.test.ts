@@ -80,6 +80,25 @@ function checkGolden(name: string, text: string): void {
 
 const none = { ip: null, ip6: null };
 
+/**
+ * Ops with each element statement split into one line per element, sorted within its statement group: the
+ * order of elements inside `add element` / `delete element` of one map does not change what the kernel ends with.
+ */
+function elementwise(ops: readonly string[]): string[] {
+  const out: string[] = [];
+  let group: string[] = [];
+  let head = '';
+  const flush = (): void => { out.push(...group.sort()); group = []; };
+  for (const op of ops) {
+    const m = /^((?:add|delete) element \S+ \S+ \S+) \{ (.*) \}$/.exec(op);
+    if (!m) { flush(); head = ''; out.push(op); continue; }
+    if (m[1] !== head) { flush(); head = m[1]!; }
+    for (const e of m[2]!.split(', ')) group.push(`${m[1]} ${e}`);
+  }
+  flush();
+  return out;
+}
+
 function withWeight(services: readonly Service[], name: string, index: number, weight: number): Service[] {
   return services.map((s) => (s.name !== name ? s : { ...s, realServers: s.realServers.map((rs, i) => (i === index ? { ...rs, weight } : rs)) }));
 }
@@ -151,11 +170,56 @@ describe('rendering', () => {
   for (const c of diffCases) {
     it(c.name, () => {
       const before = planTables(goldenServices(), none).models;
-      const after = planTables(c.change(goldenServices()), before).models;
-      assert.deepEqual(diffTables(before.ip, after.ip), c.ops);
-      assert.deepEqual(diffTables(before.ip6, after.ip6), []);
+      const after = planTables(c.change(goldenServices()), before);
+      assert.deepEqual(diffTables(before.ip, after.models.ip), c.ops);
+      assert.deepEqual(diffTables(before.ip6, after.models.ip6), []);
+      // The same from the keys planTables says changed (how the data plane diffs: only those are looked at).
+      assert.deepEqual(diffTables(before.ip, after.models.ip, after.changed.ip), c.ops);
+      assert.deepEqual([...after.changed.ip6], []);
     });
   }
+
+  it('says which services changed, came or went; diffing only those gives the whole diff', () => {
+    const before = planTables(goldenServices(), none);
+    const extra = parseConfig(`services:
+  - { name: extra, vip: 198.18.0.20, port: 80, mode: nat, realServers: [{ address: 198.19.1.11, port: 8080 }] }
+  - { name: extra6, vip: "fd00:0:0:10::20", port: 80, mode: nat, realServers: [{ address: "fd00:0:0:2::11", port: 8080 }] }`, 'extra').services;
+    // web gone, dns changed, two new services (one needs a new id), the rest the same objects.
+    const next = [...goldenServices().filter((svc) => svc.name !== 'web'), ...extra].map((svc) => (svc.name !== 'dns' ? svc : { ...svc, realServers: svc.realServers.slice(1) }));
+    const after = planTables(next, before.models);
+    assert.deepEqual([...after.changed.ip].sort(), ['198.18.0.10:53/udp', '198.18.0.10:80/tcp', '198.18.0.20:80/tcp']);
+    assert.deepEqual([...after.changed.ip6], ['[fd00:0:0:10::20]:80/tcp']);
+    for (const f of ['ip', 'ip6'] as const) {
+      assert.deepEqual(elementwise(diffTables(before.models[f], after.models[f], after.changed[f])), elementwise(diffTables(before.models[f], after.models[f])));
+    }
+    // web (id 2) and its real servers are leaving, and dns's first real server; the new service took the smallest free id, web's.
+    assert.deepEqual([...after.leaving.removedServices.ip], [2 << 16]);
+    assert.deepEqual([...after.leaving.removed.ip].sort((a, b) => a - b), [65537, 131073, 131074, 131075]);
+    assert.equal(after.models.ip.services.get('198.18.0.20:80/tcp')!.serviceId, 2);
+  });
+
+  it('planned from the services the previous plan was made of, looks only at the positions that changed, and plans the same', () => {
+    const services = goldenServices();
+    const before = planTables(services, none);
+    const extra = parseConfig('services:\n  - { name: extra, vip: 198.18.0.20, port: 80, mode: nat, realServers: [{ address: 198.19.1.11, port: 8080 }] }', 'extra').services[0]!;
+    const cases: Array<[string, Service[]]> = [
+      ['nothing changed', [...services]],
+      ['one weight', withWeight(services, 'web', 1, 5)],
+      ['one service replaced by another at its position', services.map((svc) => (svc.name === 'dns' ? extra : svc))],
+      ['one added (the lists differ in length: every service looked up)', [...services, extra]],
+      ['the order changed (every position: every service looked up)', [...services].reverse()],
+    ];
+    for (const [what, next] of cases) {
+      const fast = planTables(next, before.models, [], services);
+      const slow = planTables(next, before.models);
+      for (const f of ['ip', 'ip6'] as const) {
+        assert.deepEqual([...fast.models[f].services].sort(), [...slow.models[f].services].sort(), `${what}: ${f} services`);
+        assert.deepEqual([...fast.changed[f]].sort(), [...slow.changed[f]].sort(), `${what}: ${f} changed`);
+        assert.deepEqual(elementwise(diffTables(before.models[f], fast.models[f], fast.changed[f])), elementwise(diffTables(before.models[f], slow.models[f])), `${what}: ${f} diff`);
+      }
+      assert.deepEqual(fast.leaving, slow.leaving, `${what}: leaving`);
+    }
+  });
 
   it('adds a new real server with the smallest free mark and reports removed ones as leaving', () => {
     const before = planTables(goldenServices(), none);

@@ -332,24 +332,63 @@ export function renderFullScript(model: TableModel, replaceExisting: boolean): s
 }
 
 /**
+ * How many services of a model use each scheduling chain, remembered per model object: the model an apply
+ * makes is the one the next apply starts from, so its counts are derived from its predecessor's plus what
+ * changed (diffTables), and a one-server change never counts the chains of 10 000 services.
+ */
+const chainUse = new WeakMap<TableModel, ReadonlyMap<string, number>>();
+
+function chainUseOf(model: TableModel): ReadonlyMap<string, number> {
+  let use = chainUse.get(model);
+  if (use === undefined) {
+    const counts = new Map<string, number>();
+    for (const frag of model.services.values()) counts.set(frag.chain, (counts.get(frag.chain) ?? 0) + 1);
+    chainUse.set(model, use = counts);
+  }
+  return use;
+}
+
+/**
  * The commands that turn `from` into `to` (same family), element by element. Empty when they are equal:
  * applying an unchanged state writes nothing. Services whose fragment is the same object are skipped
- * without looking inside, which is what makes a one-server change cheap at 10 000 services.
+ * without looking inside. `keys`, when given, are the only services whose fragment may differ (planTables
+ * knows them): the others are not even looked at, which is what makes a one-server change cheap at
+ * 10 000 services.
  */
-export function diffTables(from: TableModel, to: TableModel): string[] {
+export function diffTables(from: TableModel, to: TableModel, keys?: Iterable<string>): string[] {
   const f = to.family;
   const t = `${f} ${TABLE_NAME}`;
   const gone = Object.fromEntries(MAP_NAMES.map((m) => [m, [] as Array<[string, string]>])) as Record<MapName, Array<[string, string]>>;
   const added = Object.fromEntries(MAP_NAMES.map((m) => [m, [] as Array<[string, string]>])) as Record<MapName, Array<[string, string]>>;
   const changed: Array<[ServiceFragment | undefined, ServiceFragment | undefined]> = [];
-  for (const [key, a] of from.services) {
-    const b = to.services.get(key);
-    if (a !== b) changed.push([a, b]);
+  if (keys === undefined) {
+    for (const [key, a] of from.services) {
+      const b = to.services.get(key);
+      if (a !== b) changed.push([a, b]);
+    }
+    for (const [key, b] of to.services) if (!from.services.has(key)) changed.push([undefined, b]);
+  } else {
+    for (const key of keys) {
+      const a = from.services.get(key);
+      const b = to.services.get(key);
+      if (a !== b) changed.push([a, b]);
+    }
   }
-  for (const [key, b] of to.services) if (!from.services.has(key)) changed.push([undefined, b]);
-  let chainsMayChange = false;
+  // Chains: `to`'s use counts are `from`'s plus what changed; a chain that comes into use is added, one
+  // that falls out of use is deleted (after the elements that jump to it).
+  const fromUse = chainUseOf(from);
+  const toUse = new Map(fromUse);
+  const touched: string[] = [];
   for (const [a, b] of changed) {
-    if (a?.chain !== b?.chain) chainsMayChange = true;
+    if (a?.chain === b?.chain) continue;
+    if (a) { toUse.set(a.chain, (toUse.get(a.chain) ?? 0) - 1); touched.push(a.chain); }
+    if (b) { toUse.set(b.chain, (toUse.get(b.chain) ?? 0) + 1); touched.push(b.chain); }
+  }
+  for (const [name, n] of toUse) if (n <= 0) toUse.delete(name);
+  if (!chainUse.has(to)) chainUse.set(to, toUse);
+  const chainsAdded = [...new Set(touched)].filter((name) => toUse.has(name) && !fromUse.has(name)).sort();
+  const chainsGone = [...new Set(touched)].filter((name) => fromUse.has(name) && !toUse.has(name)).sort();
+  for (const [a, b] of changed) {
     for (const map of MAP_NAMES) {
       const old = a?.elements[map] ?? new Map<string, string>();
       const now = b?.elements[map] ?? new Map<string, string>();
@@ -361,12 +400,7 @@ export function diffTables(from: TableModel, to: TableModel): string[] {
     }
   }
   const ops: string[] = [];
-  const fromChains = chainsMayChange ? tableChains(from) : new Map<string, readonly string[]>();
-  const toChains = chainsMayChange ? tableChains(to) : new Map<string, readonly string[]>();
-  for (const [name, rules] of toChains) {
-    if (fromChains.has(name)) continue;
-    ops.push(`add chain ${t} ${name}`, ...rules.map((r) => `add rule ${t} ${name} ${r}`));
-  }
+  for (const name of chainsAdded) ops.push(`add chain ${t} ${name}`, ...chainRulesByName(f, name).map((r) => `add rule ${t} ${name} ${r}`));
   // The slot tier: a handful of elements, compared whole (a changed pool is deleted and added again).
   const slotsGone = [...from.slotSnat].filter(([k, v]) => to.slotSnat.get(k) !== v);
   const slotsAdded = [...to.slotSnat].filter(([k, v]) => from.slotSnat.get(k) !== v);
@@ -374,9 +408,7 @@ export function diffTables(from: TableModel, to: TableModel): string[] {
   for (const map of DELETE_ORDER) ops.push(...elementStatements('delete', f, map, gone[map]));
   for (const map of ADD_ORDER) ops.push(...elementStatements('add', f, map, added[map]));
   ops.push(...elementStatements('add', f, SLOT_SNAT_MAP, slotsAdded));
-  for (const name of fromChains.keys()) {
-    if (!toChains.has(name)) ops.push(`flush chain ${t} ${name}`, `delete chain ${t} ${name}`);
-  }
+  for (const name of chainsGone) ops.push(`flush chain ${t} ${name}`, `delete chain ${t} ${name}`);
   return ops;
 }
 

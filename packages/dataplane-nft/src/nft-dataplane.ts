@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { canonicalAddress, hostPort, serviceKey, type Protocol } from '@lbd/config';
+import { canonicalAddress, hostPort, serviceKey, type Protocol, type Service } from '@lbd/config';
 import {
   DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
   type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState,
@@ -45,6 +45,8 @@ export class NftDataPlane implements DataPlane {
   private state: KernelState | null = null;
   /** Whether `state` is what this data plane wrote (or found and kept) in its last apply: what the kernel has. */
   private applied = false;
+  /** The services `state` was planned from (planTables' plannedFrom); null when it was read from the kernel. */
+  private plannedFrom: readonly Service[] | null = null;
   private readonly session: NftSession | null;
   /** Applies are serialised: each diff is computed against the state the previous one left. */
   private readonly turns = new OneAtATime();
@@ -64,7 +66,7 @@ export class NftDataPlane implements DataPlane {
     const started = performance.now();
     const state = this.state ?? (await this.readKernel());
     this.state = state;
-    const { models: target, leaving } = planTables(desired.services, state.models, desired.slots);
+    const { models: target, leaving, changed } = planTables(desired.services, state.models, desired.slots, this.plannedFrom ?? undefined);
     const ops: string[] = [];
     let fullRebuild = false;
     for (const f of FAMILIES) {
@@ -73,7 +75,7 @@ export class NftDataPlane implements DataPlane {
         fullRebuild = true;
         ops.push(...renderFullScript(target[f], true));
       } else {
-        ops.push(...diffTables(current, target[f]));
+        ops.push(...diffTables(current, target[f], changed[f]));
       }
     }
     ops.push(...(await this.cleanupOps(state, leaving)));
@@ -88,12 +90,15 @@ export class NftDataPlane implements DataPlane {
         // A failed transaction changed nothing, but whatever made it fail (someone else's change, a
         // session that died half-way) may mean the kernel is not what we think: read it again next time.
         this.state = null;
+        this.plannedFrom = null;
         this.applied = false;
         throw err;
       }
       if (fullRebuild) this.onEvent('nft table created', { families: FAMILIES.filter((f) => state.models[f] === null) });
     }
     this.state = { models: target };
+    // A copy: a caller that changes its array in place must not make the next apply see no change.
+    this.plannedFrom = [...desired.services];
     this.applied = true;
     const expired = await this.expireConnections(leaving.expire);
     return result(ops.length > 0, expired);
