@@ -78,6 +78,21 @@ describe('NftDataPlane in a namespace @privileged', function () {
     assert.deepEqual(web?.realServers.map((r) => r.quiescent), [false, false, true]);
   });
 
+  it('real server ids: the data plane that applied answers from what it wrote, with no nft run, the same as the kernel says', async () => {
+    const runs: string[] = [];
+    const inner = netnsRunner(ns);
+    const counting = { run: (c: string, a: readonly string[]) => { runs.push(c); return inner.run(c, a); }, spawn: inner.spawn!.bind(inner) };
+    const dp = new NftDataPlane({ runner: counting });
+    await dp.apply({ services: goldenServices() });
+    runs.length = 0;
+    const own = await dp.realServerIds();
+    assert.deepEqual(runs, []);
+    const fresh = await new NftDataPlane({ runner: netnsRunner(ns) }).realServerIds();
+    const text = (ids: typeof own): string[] => ids.map((r) => `${r.service} ${r.address}:${r.port} ${r.realServerId}`).sort();
+    assert.ok(own.length >= 10, `${own.length} real servers`);
+    assert.deepEqual(text(own), text(fresh));
+  });
+
   it('kernel facts name the box\'s permanent addresses, not addresses with a lifetime (what floating addresses have)', async () => {
     ip('-n', ns, 'link', 'add', 'fx0', 'type', 'veth', 'peer', 'name', 'fx1');
     ip('-n', ns, 'addr', 'add', '198.18.7.1/24', 'dev', 'fx0');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { canonicalAddress, hostPort, serviceKey, type Protocol, type Service } from '@lbd/config';
 import {
   DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
-  type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState,
+  type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState, type RealServerId,
 } from '@lbd/dataplane';
 import { parseConntrack, parseDeletedCount } from './conntrack.js';
 import { diffTables, renderFullScript, serviceMark, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
@@ -231,6 +231,22 @@ export class NftDataPlane implements DataPlane {
     }
     if (ids.length > 0) this.onEvent('expired removed real servers\' connections', { realServers: ids, connections: total });
     return total;
+  }
+
+  async realServerIds(): Promise<readonly RealServerId[]> {
+    if (!this.applied || this.state === null) {
+      return (await this.observe()).services.flatMap((s) => s.realServers.map((rs) => ({ service: s.key, address: rs.address, port: rs.port, realServerId: rs.realServerId })));
+    }
+    const out: RealServerId[] = [];
+    for (const f of FAMILIES) {
+      for (const frag of this.state.models[f]?.services.values() ?? []) {
+        for (const [mark, rs] of frag.elements.backend_dnat) {
+          const [address, port] = rs.split(' . ');
+          out.push({ service: frag.key, address: address!, port: Number(port), realServerId: Number(mark) });
+        }
+      }
+    }
+    return out;
   }
 
   /**

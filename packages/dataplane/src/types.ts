@@ -56,6 +56,13 @@ export interface ObservedRealServer extends Endpoint {
   readonly counters: Counters;
 }
 
+/** A real server of a service and its id, the `ct mark` of its connections there. */
+export interface RealServerId extends Endpoint {
+  /** `198.18.0.10:80/tcp` */
+  readonly service: string;
+  readonly realServerId: number;
+}
+
 export interface ObservedService {
   /** `198.18.0.10:80/tcp` */
   readonly key: string;
@@ -122,6 +129,11 @@ export interface DataPlane {
   apply(desired: DesiredState, opts?: ApplyOptions): Promise<ApplyResult>;
   /** What the kernel has now. */
   observe(): Promise<ObservedState>;
+  /**
+   * Every real server's id, as the table holds them: from what this data plane wrote in its last apply
+   * when it applied last (no kernel read: on a busy director each nft listing is slow), else from the kernel.
+   */
+  realServerIds(): Promise<readonly RealServerId[]>;
   /** lbd's connections from conntrack. */
   connections(filter?: ConnectionFilter): Promise<Connection[]>;
   /** Facts for doctor; `probeRealServers` are endpoints to test for TCP reachability from the director. */

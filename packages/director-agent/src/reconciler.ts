@@ -223,11 +223,10 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
     return this.o.dataPlane.kernelFacts(probeRealServers);
   }
 
-  /** The kernel's ct mark of every real server of every service, for connection sync (marks are each director's own). */
+  /** The ct mark of every real server of every service, for connection sync (marks are each director's own): as the data plane last wrote them, without a kernel read after an apply of its own. */
   async realServerMarks(): Promise<Map<string, number>> {
-    const observed = await this.o.dataPlane.observe();
     const out = new Map<string, number>();
-    for (const s of observed.services) for (const rs of s.realServers) out.set(realServerName(s.key, rs), rs.realServerId);
+    for (const rs of await this.o.dataPlane.realServerIds()) out.set(realServerName(rs.service, rs), rs.realServerId);
     return out;
   }
 

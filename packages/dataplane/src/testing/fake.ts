@@ -1,7 +1,7 @@
 import { serviceKey } from '@lbd/config';
 import { DataPlaneError } from '../errors.js';
 import type {
-  ApplyOptions, ApplyResult, Connection, ConnectionFilter, DataPlane, DesiredState, Endpoint, KernelFacts, ObservedState,
+  ApplyOptions, ApplyResult, Connection, ConnectionFilter, DataPlane, DesiredState, Endpoint, KernelFacts, ObservedState, RealServerId,
 } from '../types.js';
 
 /**
@@ -45,6 +45,10 @@ export class FakeDataPlane implements DataPlane {
         })),
       })),
     };
+  }
+
+  async realServerIds(): Promise<readonly RealServerId[]> {
+    return (await this.observe()).services.flatMap((s) => s.realServers.map((rs) => ({ service: s.key, address: rs.address, port: rs.port, realServerId: rs.realServerId })));
   }
 
   async connections(filter: ConnectionFilter = {}): Promise<Connection[]> {
