@@ -249,14 +249,22 @@ static unsigned build_filter(void) {
 #undef JMP_ACCEPT_IF_NOT
 }
 
-static int events(int bytes) {
+/* A NETLINK_NETFILTER socket with a receive buffer of `bytes`, or -1 (said on stderr). */
+static int ctnetlink_socket(int bytes) {
   int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-  if (s < 0) { perror("socket"); return 1; }
+  if (s < 0) { perror("socket"); return -1; }
   /* Root may exceed net.core.rmem_max (the kernel doubles the value). */
   if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) < 0 && setsockopt(s, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes) < 0) {
     perror("setsockopt");
-    return 1;
+    close(s);
+    return -1;
   }
+  return s;
+}
+
+static int events(int bytes) {
+  int s = ctnetlink_socket(bytes);
+  if (s < 0) return 1;
 #if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   /* (On a big-endian machine the byte loads would read the high bytes: every event goes up instead.) */
   struct sock_fprog prog = { .len = (unsigned short)build_filter(), .filter = filter_prog };
@@ -503,12 +511,8 @@ static void flush_chunk(int s) {
 }
 
 static int write_mode(int bytes) {
-  int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
-  if (s < 0) { perror("socket"); return 1; }
-  if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &bytes, sizeof bytes) < 0 && setsockopt(s, SOL_SOCKET, SO_RCVBUF, &bytes, sizeof bytes) < 0) {
-    perror("setsockopt");
-    return 1;
-  }
+  int s = ctnetlink_socket(bytes);
+  if (s < 0) return 1;
   int one = 1;
   setsockopt(s, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one); /* acks without the request copied back */
   struct timeval tv = { .tv_sec = 5 };
