@@ -90,7 +90,6 @@ export function planTables(
   const set: Record<NftFamily, Map<string, ServiceFragment>> = { ip: new Map(), ip6: new Map() };
   const gone: Record<NftFamily, string[]> = { ip: [], ip6: [] };
   const changed: Record<NftFamily, Set<string>> = { ip: new Set(), ip6: new Set() };
-  const kept: Record<NftFamily, number> = { ip: 0, ip6: 0 };
   const pending: Array<[Service, string, ServiceFragment | undefined]> = [];
   const moved = plannedFrom === undefined ? null : movedPositions(services, plannedFrom);
   if (moved !== null) {
@@ -111,23 +110,23 @@ export function planTables(
       if (!now.has(`${was.family} ${key}`) && previous[family]?.services.has(key)) { gone[family].push(key); changed[family].add(key); }
     }
   } else {
+    const kept: Record<NftFamily, number> = { ip: 0, ip6: 0 };
     for (const svc of services) {
       const key = keyOf(svc);
       const p = prevOf(svc, key);
       if (p) kept[familyName(svc.family)]++;
       if (!p || !sameService(p.source, svc)) pending.push([svc, key, p]);
     }
-  }
-  for (const family of ['ip', 'ip6'] as const) {
-    if (moved !== null) break;
-    const before = previous[family]?.services;
-    // Gone: previous services no desired one has the key of (none, when every previous one was kept).
-    if (before === undefined || kept[family] === before.size) continue;
-    const desired = new Set(services.filter((svc) => familyName(svc.family) === family).map(keyOf));
-    for (const key of before.keys()) {
-      if (desired.has(key)) continue;
-      gone[family].push(key);
-      changed[family].add(key);
+    for (const family of ['ip', 'ip6'] as const) {
+      const before = previous[family]?.services;
+      // Gone: previous services no desired one has the key of (none, when every previous one was kept).
+      if (before === undefined || kept[family] === before.size) continue;
+      const desired = new Set(services.filter((svc) => familyName(svc.family) === family).map(keyOf));
+      for (const key of before.keys()) {
+        if (desired.has(key)) continue;
+        gone[family].push(key);
+        changed[family].add(key);
+      }
     }
   }
   if (pending.length > 0) {
