@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { canonicalAddress, hostPort, serviceKey, type Protocol, type Service } from '@lbd/config';
 import {
-  DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
+  DataPlaneError, realServerIdsOf, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
   type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState, type RealServerId,
 } from '@lbd/dataplane';
 import { parseConntrack, parseDeletedCount } from './conntrack.js';
@@ -235,7 +235,7 @@ export class NftDataPlane implements DataPlane {
 
   async realServerIds(): Promise<readonly RealServerId[]> {
     if (!this.applied || this.state === null) {
-      return (await this.observe()).services.flatMap((s) => s.realServers.map((rs) => ({ service: s.key, address: rs.address, port: rs.port, realServerId: rs.realServerId })));
+      return realServerIdsOf(await this.observe());
     }
     const out: RealServerId[] = [];
     for (const f of FAMILIES) {

@@ -1,5 +1,6 @@
 export * from './types.js';
 export { DataPlaneError } from './errors.js';
+export { realServerIdsOf } from './real-servers.js';
 export type { AddressOwner, Announce, FloatingAddress } from './addresses.js';
 export {
   connectionKey, sameBinding, type SyncedConnection, type ConnectionIdentity, type ConnectionEvent, type ConnectionEventKind, type ConnectionWatchHandlers, type ConnectionWatch, type ConnectionChange,

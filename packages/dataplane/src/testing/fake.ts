@@ -1,5 +1,6 @@
 import { serviceKey } from '@lbd/config';
 import { DataPlaneError } from '../errors.js';
+import { realServerIdsOf } from '../real-servers.js';
 import type {
   ApplyOptions, ApplyResult, Connection, ConnectionFilter, DataPlane, DesiredState, Endpoint, KernelFacts, ObservedState, RealServerId,
 } from '../types.js';
@@ -48,7 +49,7 @@ export class FakeDataPlane implements DataPlane {
   }
 
   async realServerIds(): Promise<readonly RealServerId[]> {
-    return (await this.observe()).services.flatMap((s) => s.realServers.map((rs) => ({ service: s.key, address: rs.address, port: rs.port, realServerId: rs.realServerId })));
+    return realServerIdsOf(await this.observe());
   }
 
   async connections(filter: ConnectionFilter = {}): Promise<Connection[]> {
