@@ -199,7 +199,9 @@ describe('rendering', () => {
   });
 
   it('planned from the services the previous plan was made of, looks only at the positions that changed, and plans the same', () => {
-    const services = goldenServices();
+    // Enough services that one change is under an eighth of them (past that every service is looked up).
+    const more = parseConfig(`services:\n${Array.from({ length: 24 }, (_, i) => `  - { name: more${i}, vip: 198.18.1.${i + 1}, port: 80, mode: nat, realServers: [{ address: 198.19.1.11, port: 8080 }] }`).join('\n')}`, 'more').services;
+    const services = [...goldenServices(), ...more];
     const before = planTables(services, none);
     const extra = parseConfig('services:\n  - { name: extra, vip: 198.18.0.20, port: 80, mode: nat, realServers: [{ address: 198.19.1.11, port: 8080 }] }', 'extra').services[0]!;
     const cases: Array<[string, Service[]]> = [
@@ -219,6 +221,13 @@ describe('rendering', () => {
       }
       assert.deepEqual(fast.leaving, slow.leaving, `${what}: leaving`);
     }
+    // It does look only at the positions that changed: a service that plannedFrom claims at a position (but
+    // `previous` never had) is taken as planned already, where the full path adds it. (A caller that lies
+    // gets this; the data plane passes what it applied.)
+    const claimed = services.map((svc) => (svc.name === 'dns' ? extra : svc));
+    const next = withWeight(claimed, 'web', 1, 5);
+    assert.equal(planTables(next, before.models, [], claimed).models.ip.services.has('198.18.0.20:80/tcp'), false);
+    assert.equal(planTables(next, before.models).models.ip.services.has('198.18.0.20:80/tcp'), true);
   });
 
   it('adds a new real server with the smallest free mark and reports removed ones as leaving', () => {
