@@ -129,11 +129,16 @@ describe('lbd\'s Debian package, installed into a clean Debian root @privileged'
     assert.equal((await inRoot(['sh', '-c', 'command -v pnpm tsc || true'])).stdout, '');
     assert.equal((await inRoot(['sh', '-c', 'find /usr/lib/lbd -name "*.ts" | head -1'])).stdout, '');
 
-    // The compiled ctnetlink helper is there and runs on the root's libc (no arguments: its usage, exit 2).
+    // The compiled helpers are there and run on the root's libc (wrong arguments: their usage, exit 2).
     const ctnl = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-ctnl -type f'])).stdout.trim();
     assert.match(ctnl, /\/dist\/lbd-ctnl$/, 'lbd-ctnl is in the package');
     const usage = await inRoot([ctnl], { allowFailure: true });
     assert.deepEqual([usage.code, usage.stderr.trim()], [2, 'usage: lbd-ctnl events BYTES | write BYTES']);
+    // And the nf_tables batch sender, which loads a new table's elements.
+    const nfbatch = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-nfbatch -type f'])).stdout.trim();
+    assert.match(nfbatch, /\/dist\/lbd-nfbatch$/, 'lbd-nfbatch is in the package');
+    const nfbatchUsage = await inRoot([nfbatch, 'x'], { allowFailure: true });
+    assert.deepEqual([nfbatchUsage.code, nfbatchUsage.stderr.trim()], [2, 'usage: lbd-nfbatch < FRAMES']);
     assert.equal((await inRoot(['dpkg-query', '-W', '-f=${Architecture}', 'lbd'])).stdout, (await runCommand('dpkg', ['--print-architecture'])).stdout.trim());
 
     const validate = await inRoot(['lbadm', 'validate', '-f', '/etc/lbd/lbd.yaml.example'], { allowFailure: true });

@@ -289,7 +289,7 @@ export function renderSlotSnat(family: NftFamily, slots: readonly DesiredSlot[])
   return out;
 }
 
-type ElementMap = MapName | typeof SLOT_SNAT_MAP;
+export type ElementMap = MapName | typeof SLOT_SNAT_MAP;
 
 function elementText(map: ElementMap, key: string, value: string): string {
   return SETS.has(map as MapName) ? key : `${key} : ${value}`;
@@ -311,8 +311,12 @@ function elementStatements(verb: 'add' | 'delete', family: NftFamily, map: Eleme
 const ADD_ORDER: readonly MapName[] = ['service_tuple', 'backend_dnat', 'service_snat', 'ecmp_services', 'eligible', 'slots', 'dispatch'];
 const DELETE_ORDER: readonly MapName[] = [...ADD_ORDER].reverse();
 
-/** A whole table, created fresh: replaces any previous `lbd` table of the family in the same transaction. */
-export function renderFullScript(model: TableModel, replaceExisting: boolean): string[] {
+/**
+ * A whole table, created fresh: replaces any previous `lbd` table of the family in the same transaction.
+ * With `elements: false` the table's maps are left empty, for a caller that writes tableElements() itself
+ * (as netlink messages: nft-netlink.ts).
+ */
+export function renderFullScript(model: TableModel, replaceExisting: boolean, opts: { elements?: boolean } = {}): string[] {
   const f = model.family;
   const lines: string[] = [];
   if (replaceExisting) {
@@ -325,10 +329,24 @@ export function renderFullScript(model: TableModel, replaceExisting: boolean): s
     lines.push(`  chain ${name} {`, ...rules.map((r) => `    ${r}`), `  }`);
   }
   lines.push('}');
-  const frags = [...model.services.values()];
-  for (const map of ADD_ORDER) lines.push(...elementStatements('add', f, map, frags.flatMap((fr) => [...fr.elements[map]])));
-  lines.push(...elementStatements('add', f, SLOT_SNAT_MAP, [...model.slotSnat]));
+  if (opts.elements === false) return lines;
+  for (const [map, groups] of tableElements(model)) lines.push(...elementStatements('add', f, map, groups.flatMap((g) => [...g])));
   return lines;
+}
+
+/**
+ * Every element of a table, map by map in dependency order (what a map refers to comes first): for each
+ * map, its elements per service fragment (the fragments' own maps, not copies).
+ */
+export function tableElements(model: TableModel): Array<[ElementMap, Array<ReadonlyMap<string, string>>]> {
+  const out: Array<[ElementMap, Array<ReadonlyMap<string, string>>]> = [];
+  for (const map of ADD_ORDER) {
+    const groups: Array<ReadonlyMap<string, string>> = [];
+    for (const frag of model.services.values()) if (frag.elements[map].size > 0) groups.push(frag.elements[map]);
+    if (groups.length > 0) out.push([map, groups]);
+  }
+  if (model.slotSnat.size > 0) out.push([SLOT_SNAT_MAP, [model.slotSnat]]);
+  return out;
 }
 
 /**

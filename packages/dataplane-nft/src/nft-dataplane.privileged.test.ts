@@ -3,8 +3,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { DataPlaneError } from '@lbd/dataplane';
 import { goldenServices } from './model.test.js';
-import { NftDataPlane } from './nft-dataplane.js';
-import { netnsRunner } from './runner.js';
+import { NFBATCH_HELPER, NftDataPlane } from './nft-dataplane.js';
+import { netnsRunner, type CommandRunner } from './runner.js';
 
 /**
  * The renderer and applier against the real kernel, in a namespace of its own: golden rulesets load,
@@ -100,6 +100,42 @@ describe('NftDataPlane in a namespace @privileged', function () {
     const facts = await new NftDataPlane({ runner: netnsRunner(ns) }).kernelFacts([]);
     const own = facts.permanentAddresses.filter((a) => a.ifname === 'fx0').map((a) => a.address);
     assert.deepEqual(own, ['198.18.7.1']);
+  });
+
+  it('a table built afresh gets its elements as netlink messages, and is the table nft\'s own script builds', async () => {
+    const slots = [{ index: 0, ifname: 'lbds0', localAddresses: { ipv4: { first: '198.18.9.1', last: '198.18.9.4', size: 4 }, ipv6: { first: 'fd00:9::1', last: 'fd00:9::4', size: 4 } } }];
+    const fresh = (): void => { nft('flush', 'ruleset'); };
+    fresh();
+    const scripted = await new NftDataPlane({ runner: netnsRunner(ns), elementBatches: false }).apply({ services: goldenServices(), slots });
+    assert.equal(scripted.operations.some((o) => o.includes('as netlink messages')), false);
+    const byScript = nft('-s', 'list', 'ruleset');
+    fresh();
+    const batched = await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices(), slots });
+    assert.equal(batched.fullRebuild, true);
+    assert.ok(batched.operations.some((o) => /^# \d+ elements of ip6 lbd slot_snat as netlink messages$/.test(o)), batched.operations.join('\n'));
+    assert.ok(!batched.operations.some((o) => o.startsWith('add element')), 'no element went through nft');
+    // Element order within a map is the kernel's (a hash): compare sorted lines.
+    const sorted = (t: string): string => t.split('\n').sort().join('\n');
+    assert.equal(sorted(nft('-s', 'list', 'ruleset')), sorted(byScript));
+    // And a restarted agent re-adopts it without a write.
+    assert.equal((await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices(), slots })).changed, false);
+    fresh();
+  });
+
+  it('elements the kernel refuses: the apply fails naming them, and no half-built table is left', async () => {
+    nft('flush', 'ruleset');
+    // A real refusal: the ip6 table vanishes between nft making it and its elements arriving.
+    const base = netnsRunner(ns);
+    const sabotaged: CommandRunner = {
+      run: base.run,
+      spawn: (command, args) => (command === NFBATCH_HELPER ? base.spawn!('sh', ['-c', `nft delete table ip6 lbd && exec ${NFBATCH_HELPER}`]) : base.spawn!(command, args)),
+    };
+    await assert.rejects(new NftDataPlane({ runner: sabotaged }).apply({ services: goldenServices() }), (err: Error) => err instanceof DataPlaneError
+      && err.kind === 'InvalidRuleset' && /refused the new table's elements: \d+ elements of map \w+ from ".+": No such file or directory \(errno 2\)/.test(err.message));
+    assert.equal(nft('list', 'tables'), '', 'neither family\'s table is left');
+    const again = await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices() });
+    assert.equal(again.fullRebuild, true);
+    assert.equal((await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices() })).changed, false);
   });
 
   it('a rejected transaction leaves the kernel as it was', async () => {
