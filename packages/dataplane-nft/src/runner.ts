@@ -1,4 +1,5 @@
 import { execFile, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { constants } from 'node:os';
 
 export interface CommandResult {
   readonly code: number;
@@ -22,9 +23,17 @@ const MAX_OUTPUT = 512 * 1024 * 1024;
 function execRun(command: string, args: readonly string[]): Promise<CommandResult> {
   return new Promise((resolve) => {
     execFile(command, args, { maxBuffer: MAX_OUTPUT, encoding: 'utf8' }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as NodeJS.ErrnoException & { code?: unknown }).code === 'number' ? (err as unknown as { code: number }).code : 127) : 0;
-      const missing = err && (err as NodeJS.ErrnoException).code === 'ENOENT';
-      resolve({ code: missing ? 127 : code, stdout: stdout ?? '', stderr: missing ? `${command}: command not found` : stderr ?? '' });
+      const e = err as (Error & { code?: unknown; signal?: NodeJS.Signals | null }) | null;
+      if (e && e.code === 'ENOENT') {
+        resolve({ code: 127, stdout: stdout ?? '', stderr: `${command}: command not found` });
+        return;
+      }
+      // Killed by a signal (nft aborting on an assertion, say): 128 + the signal's number, as a shell says,
+      // and the signal in the text. Not 127, which reads as "not installed".
+      const signal = e?.signal ?? null;
+      const code = !e ? 0 : typeof e.code === 'number' ? e.code : signal ? 128 + (constants.signals[signal] ?? 0) : 1;
+      const text = (stderr ?? '').replace(/\n$/, '');
+      resolve({ code, stdout: stdout ?? '', stderr: signal ? `${text}${text ? '\n' : ''}${command} was killed by ${signal}` : stderr ?? '' });
     });
   });
 }
