@@ -5,16 +5,16 @@ import type { NftFamily } from './model.js';
  * Map elements as nf_tables netlink messages: what `nft add element` sends, without nft's parser.
  *
  * Why: nft spends about 7 us of CPU per element evaluating a script, so the elements of 10 000 services
- * (about 120 000) took 1.3 s to load. Encoded here and sent by lbd-nfbatch (one process, one sendmsg), the
- * same transaction costs the kernel's share and this encoder's (docs/kernel-io.md has the figures).
+ * (about 120 000) took 1.3 s to load. Encoded here and sent by lbd-nfbatch (one process, one send per
+ * transaction), they cost the kernel's share and this encoder's (docs/kernel-io.md has the figures).
  *
  * Elements arrive in the model's text form (model.ts: `198.18.0.10 . tcp . 80 . 3` → `589889537`), which is
  * canonical, so each map has a fixed layout. The bytes are nft's own: every part of a concatenation takes a
  * multiple of four bytes; addresses and ports in network order, padded; marks, protocols and the numgen
  * slot in host order (nft's `integer` of `typeof numgen` and `mark` are host-endian); interval data is
  * the first and last address; an interface name is 16 bytes (IFNAMSIZ), zero-padded. nft-netlink.test.ts
- * holds bytes nft 1.0.6 sent for each map (`nft --debug=netlink`), and a privileged test reads a table
- * written this way back through `nft -j list` into the same model.
+ * holds bytes nft 1.0.6 sent for each map (`nft --debug=netlink`), and a privileged test compares a table
+ * written this way with one nft's script wrote, and re-adopts it without a write.
  */
 
 const NFNL_SUBSYS_NFTABLES = 10;
