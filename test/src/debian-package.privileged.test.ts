@@ -139,6 +139,11 @@ describe('lbd\'s Debian package, installed into a clean Debian root @privileged'
     assert.match(nfbatch, /\/dist\/lbd-nfbatch$/, 'lbd-nfbatch is in the package');
     const nfbatchUsage = await inRoot([nfbatch, 'x'], { allowFailure: true });
     assert.deepEqual([nfbatchUsage.code, nfbatchUsage.stderr.trim()], [2, 'usage: lbd-nfbatch < FRAMES']);
+    // And the health checker's connect prober.
+    const probe = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-probe -type f'])).stdout.trim();
+    assert.match(probe, /\/dist\/lbd-probe$/, 'lbd-probe is in the package');
+    const probeUsage = await inRoot([probe, 'x'], { allowFailure: true });
+    assert.deepEqual([probeUsage.code, probeUsage.stderr.trim()], [2, 'usage: lbd-probe < REQUESTS']);
     assert.equal((await inRoot(['dpkg-query', '-W', '-f=${Architecture}', 'lbd'])).stdout, (await runCommand('dpkg', ['--print-architecture'])).stdout.trim());
 
     const validate = await inRoot(['lbadm', 'validate', '-f', '/etc/lbd/lbd.yaml.example'], { allowFailure: true });

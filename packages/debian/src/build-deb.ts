@@ -12,9 +12,10 @@ import { LBD_VERSION } from '@lbd/config';
  * man pages made from the programs' own --help. No compiler or pnpm on the director: only Node.
  *
  * The package is built for this machine's architecture (`dpkg --print-architecture`) when the tree holds
- * a compiled program (an ELF file: dataplane-nft's lbd-ctnl, the ctnetlink helper, and lbd-nfbatch, the
- * nf_tables batch sender, which need libc only), and is `Architecture: all` otherwise. Node addons (`.node`) are refused: none is expected,
- * and each would need its own dependencies named.
+ * a compiled program (an ELF file: dataplane-nft's lbd-ctnl and lbd-nfbatch, the netlink helpers, and
+ * health-checker's lbd-probe, the connect prober; they need libc only), and is `Architecture: all`
+ * otherwise. Node addons (`.node`) are refused: none is expected, and each would need its own
+ * dependencies named.
  */
 
 /** Where the deployed tree goes on the director. */
@@ -32,7 +33,7 @@ export const PROGRAMS = [
  * ctnetlink helpers and the announcer; util-linux: setsid) are what the agent starts besides these.
  */
 export const DEPENDS = ['nodejs (>= 20)', 'nftables', 'conntrack', 'iproute2', 'procps'];
-/** What a compiled program in the tree adds (lbd-ctnl and lbd-nfbatch link libc and nothing else). */
+/** What a compiled program in the tree adds (lbd-ctnl, lbd-nfbatch and lbd-probe link libc and nothing else). */
 export const NATIVE_DEPENDS = ['libc6'];
 export const RECOMMENDS = ['iputils-arping'];
 export const SUGGESTS = ['etcd-client', 'gobgpd'];

@@ -34,6 +34,17 @@ export function ctnlHelperFromEnv(env: NodeJS.ProcessEnv): CtnlHelper | undefine
   throw new EnvError(`LBD_CTNETLINK is ${JSON.stringify(asked)}: it names the ctnetlink helper (conntrack events and writes), native or perl; unset it for the default`);
 }
 
+/**
+ * LBD_TCP_PROBER, checked at start: `native` has plain tcp connect checks made by lbd-probe (the compiled
+ * connect prober), `node` by Node's sockets (to compare them, or to fall back); unset, the default (lbd-probe
+ * where it was built). Throws a message naming the variable, its value and the choices.
+ */
+export function tcpConnectorFromEnv(env: NodeJS.ProcessEnv): 'native' | 'node' | undefined {
+  const asked = env.LBD_TCP_PROBER;
+  if (asked === undefined || asked === 'native' || asked === 'node') return asked;
+  throw new EnvError(`LBD_TCP_PROBER is ${JSON.stringify(asked)}: it names how tcp connect checks connect, native (lbd-probe) or node; unset it for the default`);
+}
+
 /** The production connection table for connection sync: conntrack events, dumps and injection. */
 export async function createDefaultConnectionTable(log: Logger, ctnlHelper?: CtnlHelper): Promise<ConnectionTable> {
   const { ConntrackConnectionTable } = await import('@lbd/dataplane-nft');

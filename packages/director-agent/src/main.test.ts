@@ -66,6 +66,19 @@ describe('lbd-agent run()', () => {
     assert.equal(errors.join('\n'), 'lbd-agent: LBD_CTNETLINK is "fast": it names the ctnetlink helper (conntrack events and writes), native or perl; unset it for the default');
   });
 
+  it('exits 78 on an LBD_TCP_PROBER it cannot use, naming the choices, before a data plane exists', async () => {
+    await writeFile(join(dir, 'lbd.yaml'), GOOD);
+    let created = false;
+    const errors: string[] = [];
+    const code = await run(['--config', join(dir, 'lbd.yaml'), '--admin-socket', join(dir, 'a.sock')], {
+      createDataPlane: async () => { created = true; return new FakeDataPlane(); },
+      writeError: (t) => errors.push(t), writeLog: () => {}, signals: new EventEmitter(), env: { LBD_TCP_PROBER: 'c' },
+    });
+    assert.equal(code, EXIT.config);
+    assert.equal(created, false);
+    assert.equal(errors.join('\n'), 'lbd-agent: LBD_TCP_PROBER is "c": it names how tcp connect checks connect, native (lbd-probe) or node; unset it for the default');
+  });
+
   it('exits 64 with the usage line on a bad flag', async () => {
     const errors: string[] = [];
     assert.equal(await run(['--bogus'], { writeError: (t) => errors.push(t) }), EXIT.usage);

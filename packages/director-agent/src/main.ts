@@ -4,7 +4,8 @@ import { AgentError } from '@lbd/operator-surfaces';
 import { createLogger, type Logger, type LogLevel } from '@lbd/log';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
-import { createDefaultDataPlane, createDefaultConnectionTable, createDefaultLeaseDrops, ctnlHelperFromEnv, EnvError } from './default-dataplane.js';
+import { createDefaultDataPlane, createDefaultConnectionTable, createDefaultLeaseDrops, ctnlHelperFromEnv, EnvError, tcpConnectorFromEnv } from './default-dataplane.js';
+import { ProberSet, TcpProber } from '@lbd/health-checker';
 import { electionThread, type ElectionHostFactory } from './election-thread.js';
 import { operatorSurfaces } from './operator-surfaces.js';
 
@@ -129,10 +130,12 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     // Validate before anything else exists: a bad config at start applies nothing and names every problem.
     let initial;
     let ctnlHelper;
+    let tcpConnector;
     try {
       const text = await readConfigText(configPath);
       initial = { text, config: parseConfig(text, configPath) };
       ctnlHelper = ctnlHelperFromEnv(deps.env ?? process.env);
+      tcpConnector = tcpConnectorFromEnv(deps.env ?? process.env);
     } catch (err) {
       if (err instanceof ConfigError || err instanceof EnvError) {
         writeError(`lbd-agent: ${err.message}`);
@@ -150,6 +153,7 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     try {
       agent = await Agent.start({
         configPath, dataPlane, adminSocket, log, initial, opsRoutes: (a) => operatorSurfaces(a, log),
+        ...(tcpConnector ? { health: { prober: new ProberSet({ tcp: new TcpProber({ connector: tcpConnector }) }) } } : {}),
         ...(election ? { election } : {}), ...(connectionTable ? { connectionTable } : {}), ...(leaseDrops ? { leaseDrops } : {}),
       });
     } catch (err) {

@@ -45,9 +45,11 @@ async function close(s: Started): Promise<void> {
   started.splice(started.indexOf(s), 1);
 }
 
-const prober = new TcpProber();
+// Every test runs with both connectors: plain connects go through lbd-probe ('native') or Node's sockets.
+for (const connector of ['native', 'node'] as const) describe(`TcpProber (${connector} connect)`, () => {
+  const prober = new TcpProber({ connector });
+  after(() => prober.close());
 
-describe('TcpProber', () => {
   afterEach(async () => {
     await Promise.all([...started].map(close));
   });

@@ -1,0 +1,62 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer, type AddressInfo } from 'node:net';
+import { TcpProber } from './tcp.js';
+import { NativeConnector } from './native-connect.js';
+
+describe('NativeConnector (lbd-probe)', () => {
+  it('a helper that dies ends the probes it held, naming why; the next probe starts it again', async () => {
+    let starts = 0;
+    const c = new NativeConnector(() => {
+      starts++;
+      // Takes the first request and exits: a helper that crashed.
+      return starts === 1 ? spawn('sh', ['-c', 'read x; echo "lbd-probe: out of luck" >&2; exit 3'], { stdio: 'pipe' }) : spawn('cat', [], { stdio: 'pipe' });
+    });
+    const first = c.connect('127.0.0.1', 9, 1000);
+    assert.equal(await first.result, 'lbd-probe exited with 3: lbd-probe: out of luck');
+    // The second helper is `cat`: it echoes the request, which is not an answer, so the probe stays pending until cancelled.
+    const second = c.connect('127.0.0.1', 9, 1000);
+    second.cancel();
+    assert.equal(starts, 2);
+    c.close();
+  });
+
+  it('an answer for a cancelled probe is not taken for the next probe on its slot', async () => {
+    const lines: string[] = [];
+    // A fake helper answering every request with OK only after it saw the next one: the first answer
+    // arrives after its probe was cancelled and its slot reused.
+    const c = new NativeConnector(() => {
+      const child = spawn('sh', ['-c', 'while read op slot gen rest; do echo "$op $slot $gen" >&2; if [ "$op" = P ] && [ -n "$last" ]; then echo "$last OK"; fi; [ "$op" = P ] && last="$slot $gen"; done'], { stdio: 'pipe' });
+      child.stderr.setEncoding('utf8').on('data', (t: string) => lines.push(...t.trim().split('\n')));
+      return child;
+    });
+    const a = c.connect('127.0.0.1', 9, 1000);
+    a.cancel();
+    const b = c.connect('127.0.0.1', 9, 1000);
+    const third = c.connect('127.0.0.1', 9, 1000);
+    // "0 1 OK" (a's answer) arrives when b is asked and is dropped; "0 2 OK" is b's, sent when third is asked.
+    assert.equal(await b.result, 'OK');
+    assert.deepEqual(lines.slice(0, 3), ['P 0 1', 'C 0 1', 'P 0 2']);
+    third.cancel();
+    c.close();
+  });
+
+  it('the compiled prober: connected, refused, and a bad address, with the Node prober\'s words', async () => {
+    const server = createServer((s) => s.on('error', () => {}));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    const prober = new TcpProber({ connector: 'native' });
+    try {
+      const up = await prober.probe({ kind: 'tcp', address: '127.0.0.1', port }, { timeoutMs: 1000 });
+      assert.deepEqual([up.reason, up.message], ['ok', `tcp connect to 127.0.0.1:${port}: connected`]);
+      await new Promise<void>((r) => server.close(() => r()));
+      const refused = await prober.probe({ kind: 'tcp', address: '127.0.0.1', port }, { timeoutMs: 1000 });
+      assert.deepEqual([refused.reason, refused.message], ['refused', `tcp connect to 127.0.0.1:${port}: refused`]);
+      const bad = await prober.probe({ kind: 'tcp', address: 'not-an-address', port }, { timeoutMs: 1000 });
+      assert.deepEqual([bad.reason, bad.message], ['error', `tcp connect to not-an-address:${port}: EINVAL`]);
+    } finally {
+      prober.close();
+      server.close();
+    }
+  });
+});
