@@ -5,20 +5,26 @@ import { TcpProber } from './tcp.js';
 import { NativeConnector } from './native-connect.js';
 
 describe('NativeConnector (lbd-probe)', () => {
-  it('a helper that dies ends the probes it held, naming why; the next probe starts it again', async () => {
+  it('a helper that dies ends the probes it held, naming why; until it may start again, probes connect through Node', async () => {
+    const server = createServer((s) => s.on('error', () => {}));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
     let starts = 0;
-    const c = new NativeConnector(() => {
-      starts++;
-      // Takes the first request and exits: a helper that crashed.
-      return starts === 1 ? spawn('sh', ['-c', 'read x; echo "lbd-probe: out of luck" >&2; exit 3'], { stdio: 'pipe' }) : spawn('cat', [], { stdio: 'pipe' });
+    // Takes the first request and exits: a helper that crashed.
+    const prober = new TcpProber({
+      connector: 'native',
+      startHelper: () => { starts++; return spawn('sh', ['-c', 'read x; echo "lbd-probe: out of luck" >&2; exit 3'], { stdio: 'pipe' }); },
     });
-    const first = c.connect('127.0.0.1', 9, 1000);
-    assert.equal(await first.result, 'lbd-probe exited with 3: lbd-probe: out of luck');
-    // The second helper is `cat`: it echoes the request, which is not an answer, so the probe stays pending until cancelled.
-    const second = c.connect('127.0.0.1', 9, 1000);
-    second.cancel();
-    assert.equal(starts, 2);
-    c.close();
+    try {
+      const first = await prober.probe({ kind: 'tcp', address: '127.0.0.1', port }, { timeoutMs: 5000 });
+      assert.deepEqual([first.reason, first.message], ['error', `tcp connect to 127.0.0.1:${port}: lbd-probe exited with 3: lbd-probe: out of luck`]);
+      // Not started again at once (a helper that cannot run must not cost a process per probe): Node connects.
+      const second = await prober.probe({ kind: 'tcp', address: '127.0.0.1', port }, { timeoutMs: 5000 });
+      assert.deepEqual([second.reason, starts], ['ok', 1]);
+    } finally {
+      prober.close();
+      server.close();
+    }
   });
 
   it('an answer for a cancelled probe is not taken for the next probe on its slot', async () => {
@@ -30,10 +36,10 @@ describe('NativeConnector (lbd-probe)', () => {
       child.stderr.setEncoding('utf8').on('data', (t: string) => lines.push(...t.trim().split('\n')));
       return child;
     });
-    const a = c.connect('127.0.0.1', 9, 1000);
+    const a = c.connect('127.0.0.1', 9, 1000)!;
     a.cancel();
-    const b = c.connect('127.0.0.1', 9, 1000);
-    const third = c.connect('127.0.0.1', 9, 1000);
+    const b = c.connect('127.0.0.1', 9, 1000)!;
+    const third = c.connect('127.0.0.1', 9, 1000)!;
     // "0 1 OK" (a's answer) arrives when b is asked and is dropped; "0 2 OK" is b's, sent when third is asked.
     assert.equal(await b.result, 'OK');
     assert.deepEqual(lines.slice(0, 3), ['P 0 1', 'C 0 1', 'P 0 2']);

@@ -10,6 +10,9 @@ export function nativeConnectAvailable(): boolean {
   return existsSync(LBD_PROBE_HELPER);
 }
 
+/** How long a helper that died is not started again (probes meanwhile connect another way). */
+const RESTART_DELAY_MS = 1000;
+
 /** How a connect ended: `OK`, `TIMEOUT`, or the connect's errno by name (`ECONNREFUSED`, ...). */
 export type ConnectCode = string;
 
@@ -26,8 +29,9 @@ interface Waiting { readonly gen: number; resolve(code: ConnectCode): void }
  * result (the protocol is in lbd-probe.c). Slots are reused, each use with a new generation, so an answer
  * that crosses its probe's cancel is recognised and dropped.
  *
- * The process is started on first use and again after it died (the probes it held end with a code naming
- * that). It does not keep the agent's event loop alive: a pending probe's own timer does.
+ * The process is started on first use and again after it died, at most once a second (the probes it held
+ * end with a code naming that; until it runs again, connect() returns null). It does not keep the agent's
+ * event loop alive: a pending probe's own timer does.
  */
 export class NativeConnector {
   private child: ChildProcessWithoutNullStreams | null = null;
@@ -37,11 +41,17 @@ export class NativeConnector {
   private gen = 0;
   private pendingText = '';
   private corked = false;
+  private restartAt = 0;
 
   constructor(private readonly start: () => ChildProcessWithoutNullStreams = () => spawn(LBD_PROBE_HELPER, [], { stdio: 'pipe' })) {}
 
-  connect(address: string, port: number, timeoutMs: number): PendingConnect {
+  /**
+   * Starts a connect; null while the helper is down and not yet due to be started again (the caller then
+   * connects another way).
+   */
+  connect(address: string, port: number, timeoutMs: number): PendingConnect | null {
     const child = this.helper();
+    if (child === null) return null;
     const slot = this.free.pop() ?? this.nextSlot++;
     const gen = (this.gen = (this.gen + 1) >>> 0);
     let resolve!: (code: ConnectCode) => void;
@@ -101,8 +111,11 @@ export class NativeConnector {
     }
   }
 
-  private helper(): ChildProcessWithoutNullStreams {
+  private helper(): ChildProcessWithoutNullStreams | null {
     if (this.child !== null) return this.child;
+    // A helper that died is started again at most once a second: one that cannot start (gone, broken)
+    // must not cost a process start per probe.
+    if (performance.now() < this.restartAt) return null;
     const child = this.start();
     this.child = child;
     this.pendingText = '';
@@ -113,11 +126,13 @@ export class NativeConnector {
     const died = (why: string): void => {
       if (this.child !== child) return;
       this.child = null;
+      this.restartAt = performance.now() + RESTART_DELAY_MS;
       // What the probes it held say: the helper's own words, for the check's message.
       this.failAll(`lbd-probe ${why}${stderr.trim() ? `: ${stderr.trim().split('\n').at(-1)}` : ''}`);
     };
     child.on('error', (err) => died(`could not run (${err.message})`));
-    child.on('exit', (code, signal) => died(signal ? `was killed by ${signal}` : `exited with ${code}`));
+    // 'close', not 'exit': by then its stderr has been read to the end.
+    child.on('close', (code, signal) => died(signal ? `was killed by ${signal}` : `exited with ${code}`));
     child.stdin.on('error', () => { /* the exit handler says what happened */ });
     child.unref();
     for (const s of [child.stdin, child.stdout, child.stderr]) (s as unknown as { unref?: () => void }).unref?.();

@@ -2,7 +2,7 @@ import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { connect } from 'node:net';
 import { REPLY_LIMIT_BYTES, attempt, classifyNetError, describeTarget, mismatchMessage, timeoutMessage } from '../attempt.js';
 import type { ProbeOptions, ProbeResult, ProbeTarget, Prober } from '../types.js';
-import { NativeConnector, nativeConnectAvailable } from './native-connect.js';
+import { NativeConnector, nativeConnectAvailable, type PendingConnect } from './native-connect.js';
 
 export interface TcpProberOptions {
   /**
@@ -35,7 +35,11 @@ export class TcpProber implements Prober {
 
   probe(target: ProbeTarget, opts: ProbeOptions): Promise<ProbeResult> {
     const what = describeTarget(target);
-    if (this.native !== null && target.send === undefined && target.expect === undefined) return this.connectOnly(this.native, target, opts, what);
+    if (this.native !== null && target.send === undefined && target.expect === undefined) {
+      const pending = this.native.connect(target.address, target.port, opts.timeoutMs);
+      // null: lbd-probe is down for a moment (it is started again within a second); Node connects meanwhile.
+      if (pending !== null) return this.connectOnly(pending, target, opts, what);
+    }
     return attempt(target, opts, (ctx) => {
       ctx.setPhase('connecting');
       const socket = connect({ host: target.address, port: target.port, noDelay: true });
@@ -92,10 +96,9 @@ export class TcpProber implements Prober {
    * A plain connect through lbd-probe: the same outcomes and words as Node's path (its codes are errno
    * names, as Node's error codes are), at a fraction of the agent's CPU.
    */
-  private connectOnly(native: NativeConnector, target: ProbeTarget, opts: ProbeOptions, what: string): Promise<ProbeResult> {
+  private connectOnly(pending: PendingConnect, target: ProbeTarget, opts: ProbeOptions, what: string): Promise<ProbeResult> {
     return attempt(target, opts, (ctx) => {
       ctx.setPhase('connecting');
-      const pending = native.connect(target.address, target.port, opts.timeoutMs);
       ctx.onCleanup(() => pending.cancel());
       void pending.result.then((code) => {
         if (code === 'OK') ctx.settle('ok', `${what}: connected`);
