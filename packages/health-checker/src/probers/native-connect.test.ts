@@ -29,11 +29,16 @@ describe('NativeConnector (lbd-probe)', () => {
 
   it('an answer for a cancelled probe is not taken for the next probe on its slot', async () => {
     const lines: string[] = [];
+    let sawThree!: () => void;
+    const threeSeen = new Promise<void>((r) => { sawThree = r; });
     // A fake helper answering every request with OK only after it saw the next one: the first answer
-    // arrives after its probe was cancelled and its slot reused.
+    // arrives after its probe was cancelled and its slot reused. It also says on stderr what it read.
     const c = new NativeConnector(() => {
       const child = spawn('sh', ['-c', 'while read op slot gen rest; do echo "$op $slot $gen" >&2; if [ "$op" = P ] && [ -n "$last" ]; then echo "$last OK"; fi; [ "$op" = P ] && last="$slot $gen"; done'], { stdio: 'pipe' });
-      child.stderr.setEncoding('utf8').on('data', (t: string) => lines.push(...t.trim().split('\n')));
+      child.stderr.setEncoding('utf8').on('data', (t: string) => {
+        lines.push(...t.trim().split('\n'));
+        if (lines.length >= 3) sawThree();
+      });
       return child;
     });
     const a = c.connect('127.0.0.1', 9, 1000)!;
@@ -42,6 +47,8 @@ describe('NativeConnector (lbd-probe)', () => {
     const third = c.connect('127.0.0.1', 9, 1000)!;
     // "0 1 OK" (a's answer) arrives when b is asked and is dropped; "0 2 OK" is b's, sent when third is asked.
     assert.equal(await b.result, 'OK');
+    // stderr and stdout are separate pipes: what it read may arrive after its answers.
+    await threeSeen;
     assert.deepEqual(lines.slice(0, 3), ['P 0 1', 'C 0 1', 'P 0 2']);
     third.cancel();
     c.close();
