@@ -335,8 +335,9 @@ export function renderFullScript(model: TableModel, replaceExisting: boolean, op
 }
 
 /**
- * Every element of a table, map by map in dependency order (what a map refers to comes first): for each
- * map, its elements per service fragment (the fragments' own maps, not copies).
+ * Every element of a table, map by map (ADD_ORDER, then the ECMP tier's slot_snat): for each map, its
+ * elements per service fragment (the fragments' own maps, not copies). In a script all of it is one
+ * transaction; NftDataPlane.writeElements, which sends several, puts @dispatch last itself.
  */
 export function tableElements(model: TableModel): Array<[ElementMap, Array<ReadonlyMap<string, string>>]> {
   const out: Array<[ElementMap, Array<ReadonlyMap<string, string>>]> = [];
