@@ -95,7 +95,7 @@ export class NftDataPlane implements DataPlane {
     // (nft's parser costs ~7 us an element: 1.3 s at 10 000 services). Nothing is served from the table
     // in between, as nothing was before. A table of another schema is still replaced by one nft script:
     // its services keep being served until the new table takes over in the same transaction.
-    const batched: NftFamily[] = [];
+    const batched: ElementPart[] = [];
     for (const f of FAMILIES) {
       const current = state.models[f];
       if (current === null) {
@@ -103,8 +103,8 @@ export class NftDataPlane implements DataPlane {
         const batch = this.elementBatches && !opts.dryRun && !state.otherSchema?.has(f);
         ops.push(...renderFullScript(target[f], true, { elements: !batch }));
         if (batch) {
-          batched.push(f);
           for (const [map, groups] of tableElements(target[f])) {
+            batched.push({ family: f, table: TABLE_NAME, map, groups });
             ops.push(`# ${groups.reduce((n, g) => n + g.size, 0)} elements of ${f} ${TABLE_NAME} ${map} as netlink messages`);
           }
         }
@@ -120,7 +120,7 @@ export class NftDataPlane implements DataPlane {
     if (ops.length > 0) {
       try {
         await this.transaction(ops.filter((l) => !l.startsWith('#')), fullRebuild);
-        if (batched.length > 0) await this.writeElements(batched.map((f) => target[f]));
+        if (batched.length > 0) await this.writeElements(batched);
       } catch (err) {
         // A failed transaction changed nothing, but whatever made it fail (someone else's change, a
         // session that died half-way) may mean the kernel is not what we think: read it again next time.
@@ -206,13 +206,8 @@ export class NftDataPlane implements DataPlane {
    * is in the kernel. If the kernel refuses any of it, the tables are deleted again: the apply fails having
    * changed nothing that served (nothing was served from them).
    */
-  private async writeElements(models: readonly TableModel[]): Promise<void> {
-    const parts: ElementPart[] = [];
-    const last: ElementPart[] = [];
-    for (const m of models) {
-      for (const [map, groups] of tableElements(m)) (map === 'dispatch' ? last : parts).push({ family: m.family, table: TABLE_NAME, map, groups });
-    }
-    const frames = frameParts([...parts, ...last], FRAME_ELEMENTS);
+  private async writeElements(elements: readonly ElementPart[]): Promise<void> {
+    const frames = frameParts([...elements.filter((p) => p.map !== 'dispatch'), ...elements.filter((p) => p.map === 'dispatch')], FRAME_ELEMENTS);
     const helper = this.runner.spawn!(NFBATCH_HELPER, []);
     const answers: string[] = [];
     let pending = '';
@@ -264,7 +259,7 @@ export class NftDataPlane implements DataPlane {
       return `${what}: ${(text ?? '').replace(/_/g, ' ')} (errno ${errno})`;
     });
     // `add` before `delete`: the undo holds even for a table that is already gone.
-    const undo = models.flatMap((m) => [`add table ${m.family} ${TABLE_NAME}`, `delete table ${m.family} ${TABLE_NAME}`]);
+    const undo = [...new Set(elements.map((p) => p.family))].flatMap((f) => [`add table ${f} ${TABLE_NAME}`, `delete table ${f} ${TABLE_NAME}`]);
     await this.nftScript(undo, 'apply').catch(() => { /* the next apply reads the kernel again */ });
     // Text the renderer made but the encoder cannot read is lbd's bug, not the operator's: said as it is.
     if (unencodable !== null) throw new DataPlaneError('InvalidRuleset', 'apply', { detail: unencodable.message, cause: unencodable });

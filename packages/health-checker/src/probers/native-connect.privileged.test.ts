@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile, spawn } from 'node:child_process';
 import { promisify } from 'node:util';
-import { Topology, requireRoot, runPrefix } from '@lbd/testkit';
+import { Topology, requireRoot, runPrefix, waitFor } from '@lbd/testkit';
 import type { ProbeTarget } from '../types.js';
 import { LBD_PROBE_HELPER } from './native-connect.js';
 import { TcpProber } from './tcp.js';
@@ -54,7 +54,7 @@ describe('TcpProber through lbd-probe in namespaces @privileged', () => {
   it('an aborted probe\'s socket is closed at once, not left to the kernel\'s SYN retries', async () => {
     const abort = new AbortController();
     const p = prober.probe(tcp('198.19.1.9', 81), { timeoutMs: 60_000, signal: abort.signal });
-    await waitFor(async () => (await synSent()) === 1, 'the probe\'s SYN_SENT socket');
+    await waitFor('the probe\'s SYN_SENT socket', 10_000, async () => (await synSent()) === 1, 20);
     abort.abort();
     assert.equal((await p).reason, 'error');
     await noSocketsLeft();
@@ -74,15 +74,6 @@ describe('TcpProber through lbd-probe in namespaces @privileged', () => {
   }
 
   async function noSocketsLeft(): Promise<void> {
-    await waitFor(async () => (await synSent()) === 0, 'no SYN_SENT socket left in the prober namespace');
+    await waitFor('no SYN_SENT socket left in the prober namespace', 10_000, async () => (await synSent()) === 0, 20);
   }
 });
-
-/** Polls a condition (every 20 ms, at most 10 s): the sign this test waits for, not a sleep. */
-async function waitFor(cond: () => Promise<boolean>, what: string): Promise<void> {
-  const until = Date.now() + 10_000;
-  while (!(await cond())) {
-    if (Date.now() > until) throw new Error(`never saw: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
