@@ -5,6 +5,7 @@
  * `lbd-ctnl events BYTES` prints the kernel's conntrack events, one line each (parseEventLine reads them):
  *
  *   R <rcvbuf>               the subscription is live (SO_RCVBUF as the kernel set it)
+ *   A <microseconds>         the lines up to the next A were read from the kernel, the first this long ago
  *   L ENOBUFS                the kernel dropped events (one line per failed read)
  *   <N|U|D> <injected 0|1> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
  *           <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark>
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef SO_RCVBUFFORCE
@@ -262,6 +264,53 @@ static int ctnetlink_socket(int bytes) {
   return s;
 }
 
+/* How long events wait for company before they go up, and how much output goes up at once regardless. */
+#define COALESCE_NS 2000000
+#define COALESCE_MAX_BYTES (256 * 1024)
+
+static int64_t ns_since(const struct timespec *t) {
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return (int64_t)(now.tv_sec - t->tv_sec) * 1000000000 + (now.tv_nsec - t->tv_nsec);
+}
+
+/* Reads what the socket holds, up to 512 reads, into lines: 0, or -1 on an error (said on stderr). */
+static int drain(int s) {
+  static uint8_t buf[1 << 20];
+  for (int i = 0; i < 512; i++) {
+    ssize_t n = recv(s, buf, sizeof buf, MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == ENOBUFS) { out_line("L ENOBUFS\n"); continue; }
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
+      perror("recv");
+      return -1;
+    }
+    int len = (int)n;
+    for (const struct nlmsghdr *h = (const struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) event(h);
+  }
+  return 0;
+}
+
+/*
+ * The lines read since `first`, after an `A <microseconds>` line saying how long ago the first of them was
+ * read: the agent dates the events by it, so the window is counted in sync's lag, not hidden.
+ */
+static void flush_events(const struct timespec *first) {
+  if (out_len == 0) return;
+  char age[32];
+  int n = snprintf(age, sizeof age, "A %lld\n", (long long)(ns_since(first) / 1000));
+  size_t o = 0;
+  while (o < (size_t)n) {
+    ssize_t w = write(STDOUT_FILENO, age + o, (size_t)n - o);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      exit(0);
+    }
+    o += (size_t)w;
+  }
+  out_flush();
+}
+
 static int events(int bytes) {
   int s = ctnetlink_socket(bytes);
   if (s < 0) return 1;
@@ -278,10 +327,27 @@ static int events(int bytes) {
   out_line("R %d\n", got);
   out_flush();
 
-  static uint8_t buf[1 << 20];
   struct pollfd fds[2] = { { .fd = s, .events = POLLIN }, { .fd = STDIN_FILENO, .events = POLLIN } };
+  struct timespec first = { 0, 0 };
   for (;;) {
-    if (poll(fds, 2, -1) < 0) {
+    /*
+     * Events wait up to COALESCE_NS in the socket for company, then go up in one write. The agent is then woken
+     * once per window, not once per event (a new connection is about five events), and so is this program:
+     * while a window is open it does not poll the socket at all (its buffer holds what comes meanwhile).
+     */
+    struct timespec wait, *timeout = NULL;
+    if (out_len > 0) {
+      int64_t left = COALESCE_NS - ns_since(&first);
+      if (left <= 0 || out_len >= COALESCE_MAX_BYTES) {
+        if (drain(s) < 0) return 1;
+        flush_events(&first);
+        continue;
+      }
+      wait = (struct timespec){ .tv_sec = left / 1000000000, .tv_nsec = left % 1000000000 };
+      timeout = &wait;
+    }
+    fds[0].events = out_len > 0 ? 0 : POLLIN;
+    if (ppoll(fds, 2, timeout, NULL) < 0) {
       if (errno == EINTR) continue;
       perror("poll");
       return 1;
@@ -292,19 +358,8 @@ static int events(int bytes) {
       if (n <= 0 && !(n < 0 && errno == EINTR)) return 0;
     }
     if (!(fds[0].revents & POLLIN)) continue;
-    /* A burst: up to 512 reads, then one write. */
-    for (int i = 0; i < 512; i++) {
-      ssize_t n = recv(s, buf, sizeof buf, MSG_DONTWAIT);
-      if (n < 0) {
-        if (errno == ENOBUFS) { out_line("L ENOBUFS\n"); continue; }
-        if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) break;
-        perror("recv");
-        return 1;
-      }
-      int len = (int)n;
-      for (const struct nlmsghdr *h = (const struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) event(h);
-    }
-    if (out_len > 0) out_flush();
+    clock_gettime(CLOCK_MONOTONIC, &first);
+    if (drain(s) < 0) return 1;
   }
 }
 

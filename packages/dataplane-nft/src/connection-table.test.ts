@@ -272,3 +272,51 @@ describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
     await assert.rejects(tableOf(missing).dump(), /CommandMissing/);
   });
 });
+
+describe('ConntrackConnectionTable.watch against a fake events helper', () => {
+  /** The helper answers the watch's probe entry with its event, then prints `then` (lines) at once. */
+  function eventsRunner(then: string): CommandRunner {
+    let child: (EventEmitter & { stdout: PassThrough }) | undefined;
+    return {
+      run: async (command, args) => {
+        assert.equal(command, 'conntrack');
+        const sport = args[args.indexOf('--sport') + 1];
+        child!.stdout.write(`N 0 udp 127.0.0.1 ${sport} 127.0.0.1 9 127.0.0.1 9 127.0.0.1 ${sport} UNREPLIED 1 0\n`);
+        setTimeout(() => child!.stdout.write(then), 5);
+        return { code: 0, stdout: '', stderr: '' };
+      },
+      spawn: (command, args) => {
+        assert.deepEqual([command.endsWith('lbd-ctnl'), args[0]], [true, 'events']);
+        const c = Object.assign(new EventEmitter(), {
+          stdin: new PassThrough(), stdout: new PassThrough(), stderr: new PassThrough(), exitCode: null as number | null, signalCode: null,
+          kill: () => { c.exitCode = 0; c.emit('close', null, 'SIGTERM'); return true; },
+        });
+        child = c;
+        setImmediate(() => c.stdout.write('R 33554432\n'));
+        return c as unknown as ChildProcessWithoutNullStreams;
+      },
+    };
+  }
+  const event = (port: number): string => `U 0 tcp 198.18.0.2 ${port} 198.18.0.10 80 198.19.1.11 8080 198.19.1.100 ${20_000 + port} ESTABLISHED 300 65537\n`;
+
+  it('dates events by the helper\'s A line (when it read them), not by when they reached the agent', async () => {
+    const got: Array<{ port: number; ageMs: number }> = [];
+    let done: () => void = () => {};
+    const all = new Promise<void>((r) => { done = r; });
+    const table = new ConntrackConnectionTable({ runner: eventsRunner(`A 40000\n${event(1)}${event(2)}A 0\n${event(3)}`), ctnlHelper: 'native' });
+    const watch = await table.watch({
+      onEvents: (events) => {
+        const now = performance.now();
+        for (const e of events) got.push({ port: e.connection.client.port, ageMs: now - e.seenAtMs });
+        if (got.length === 3) done();
+      },
+      onLoss: (reason) => assert.fail(reason),
+    });
+    await all;
+    await watch.close();
+    assert.deepEqual(got.map((g) => g.port), [1, 2, 3]);
+    // 40 ms before they arrived (a little more: the callback runs after the read), and the next window's now.
+    for (const g of got.slice(0, 2)) assert.ok(g.ageMs >= 40 && g.ageMs < 1000, `aged ${g.ageMs} ms`);
+    assert.ok(got[2]!.ageMs < 40, `aged ${got[2]!.ageMs} ms`);
+  });
+});

@@ -195,16 +195,19 @@ export class ConntrackConnectionTable implements ConnectionTable {
       setImmediate(() => { lossQueued = false; if (!closing) handlers.onLoss(reason, ended); });
     };
     let partial = '';
+    // When the helper read the events now arriving (its A lines; the perl helper has none: when they arrive).
+    let readAtMs: number | null = null;
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
-      const seenAtMs = performance.now();
+      const arrivedAtMs = performance.now();
       const lines = (partial + chunk).split('\n');
       partial = lines.pop() ?? '';
       const events: ConnectionEvent[] = [];
       for (const line of lines) {
-        const p = parseEventLine(line, seenAtMs);
+        const p = parseEventLine(line, readAtMs ?? arrivedAtMs);
         if (!p) continue;
-        if (p.type === 'ready') subscribed?.();
+        if (p.type === 'age') readAtMs = arrivedAtMs - p.ageMs;
+        else if (p.type === 'ready') subscribed?.();
         else if (p.type === 'loss') loss(`ctnetlink events: the kernel dropped events (${p.reason}: the event socket buffer of ${this.eventBufferBytes} bytes overflowed)`);
         else if (p.event.connection.mark !== 0) events.push(p.event);
         else if (probed && probes.has(connectionKey(p.event.connection))) probed();

@@ -31,10 +31,11 @@ describe('ctnetlink helper: line protocol', () => {
     assert.deepEqual(gone.event.connection.localAddress, { address: '198.18.0.2', port: 40001 });
   });
 
-  it('ready and loss lines; anything else is ignored', () => {
+  it('ready, loss and age lines; anything else is ignored', () => {
     assert.deepEqual(parseEventLine('R 33554432', 0), { type: 'ready', rcvbufBytes: 33554432 });
     assert.deepEqual(parseEventLine('L ENOBUFS', 0), { type: 'loss', reason: 'ENOBUFS' });
-    for (const line of ['', 'N 1 tcp 1.2.3.4', 'N 1 icmp 1 2 3 4 5 6 7 8 9 10 11', 'Use of uninitialized value at -e line 3.']) assert.equal(parseEventLine(line, 0), null, line);
+    assert.deepEqual(parseEventLine('A 2150', 0), { type: 'age', ageMs: 2.15 });
+    for (const line of ['A', 'A -3', 'A x', '', 'N 1 tcp 1.2.3.4', 'N 1 icmp 1 2 3 4 5 6 7 8 9 10 11', 'Use of uninitialized value at -e line 3.']) assert.equal(parseEventLine(line, 0), null, line);
   });
 
   it('requests: a delete by original tuple; an update with status bits (CONFIRMED kept), timeout, mark, tcp state number', () => {

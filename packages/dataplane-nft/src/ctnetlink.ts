@@ -17,6 +17,10 @@ import { OneAtATime } from './one-at-a-time.js';
  * Lines on stdout, written once per burst of reads:
  *   R <rcvbuf>                              the subscription is live (SO_RCVBUF as the kernel set it)
  *   L ENOBUFS                               the kernel dropped events (one line per failed read)
+ *   A <microseconds>                        (lbd-ctnl only) the events up to the next A line were read from
+ *                                           the kernel, the first of them this long ago: lbd-ctnl lets events
+ *                                           gather for 2 ms before it writes them (one wake-up of the agent
+ *                                           per window, not per event), and the agent dates them by this
  *   <N|U|D> <injected 0|1> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
  *           <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark>
  * N is a CT_NEW message with NLM_F_CREATE, U one without, D a CT_DELETE. injected = the message's nlmsg_pid
@@ -217,6 +221,8 @@ function impliedStatus(f: Pick<SyncedConnection, 'protocol' | 'state'>): { reado
 export type EventLine =
   | { readonly type: 'ready'; readonly rcvbufBytes: number }
   | { readonly type: 'loss'; readonly reason: string }
+  /** The events that follow were read this long before the line arrived. */
+  | { readonly type: 'age'; readonly ageMs: number }
   /** Every event line; mark 0 only for watch's probe (the caller drops those). */
   | { readonly type: 'event'; readonly event: ConnectionEvent };
 
@@ -226,6 +232,10 @@ const KINDS: Record<string, ConnectionEventKind> = { N: 'new', U: 'update', D: '
 export function parseEventLine(line: string, seenAtMs: number): EventLine | null {
   const t = line.split(' ');
   if (t[0] === 'R' && t.length === 2) return { type: 'ready', rcvbufBytes: Number(t[1]) };
+  if (t[0] === 'A' && t.length === 2) {
+    const us = Number(t[1]);
+    return Number.isFinite(us) && us >= 0 ? { type: 'age', ageMs: us / 1000 } : null;
+  }
   if (t[0] === 'L') return { type: 'loss', reason: t.slice(1).join(' ') || 'loss' };
   const kind = KINDS[t[0] ?? ''];
   if (!kind || t.length !== 14) return null;
