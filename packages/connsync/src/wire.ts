@@ -73,10 +73,15 @@ function upsertIn(f: SyncedConnection__Output, path: string): WireChange {
   if (!Number.isInteger(f.timeoutSec) || f.timeoutSec < 1 || f.timeoutSec > MAX_TIMEOUT_SEC) {
     throw new MalformedMessage(`${path}.timeoutSec`, f.timeoutSec, `is not a timeout from 1 to ${MAX_TIMEOUT_SEC} seconds`);
   }
-  for (const [k, e] of [['realServer', realServer], ['localAddress', localAddress]] as const) {
-    if (e !== null && isIP(e.address) !== isIP(id.vip.address)) throw new MalformedMessage(`${path}.${k}.address`, e.address, 'is not of the vip\'s address family');
+  const family = isIP(id.vip.address);
+  if (isIP(realServer.address) !== family) throw new MalformedMessage(`${path}.realServer.address`, realServer.address, 'is not of the vip\'s address family');
+  if (localAddress !== null && isIP(localAddress.address) !== family) {
+    throw new MalformedMessage(`${path}.localAddress.address`, localAddress.address, 'is not of the vip\'s address family');
   }
-  return { op: 'upsert', connection: { ...id, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 } };
+  return {
+    op: 'upsert',
+    connection: { protocol: id.protocol, client: id.client, vip: id.vip, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 },
+  };
 }
 
 export function connectionIdIn(f: ConnectionId__Output, path: string): ConnectionIdentity {
