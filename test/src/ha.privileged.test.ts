@@ -300,9 +300,9 @@ describe('high availability: failover drills on two directors with etcd @privile
       return true;
     }).catch(fail);
     // Then the services each runs, once. GetStatus lists the kernel's connections to count them per service
-    // (conntrack -L, both families): after the drills above tens of thousands, which on a loaded box took
-    // seconds while the main thread also sent a sync snapshot of them. What this checks is the services, not
-    // speed (making status cheap is the kernel I/O work to come), so the one call gets 30 s.
+    // (one conntrack dump, both families): after the drills above tens of thousands, which on a loaded box
+    // took seconds while the main thread also sent a sync snapshot of them. What this checks is the services,
+    // not speed, so the one call gets 30 s.
     for (const d of DIRECTOR_NAMES) {
       const names = (await lab.api(d).getStatus({ timeoutMs: 30_000 }).catch(fail)).services.map((s) => s.name);
       assert.ok(check(names), `${d} at revision ${rev} runs ${names.join(', ')}`);

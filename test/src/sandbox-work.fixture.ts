@@ -76,7 +76,7 @@ async function main(): Promise<void> {
     const watch = await table.watch({ onEvents: () => {}, onLoss: () => {} });
     await watch.close();
   });
-  await step('conntrack -L', async () => `${(await table.dump()).length} connections`);
+  await step('conntrack dump', async () => `${(await table.dump()).length} connections`);
 
   await step('lbd-agent applies, probes with ping and stops on SIGTERM', async () => {
     const dir = tmpdir();

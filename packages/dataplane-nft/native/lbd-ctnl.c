@@ -1,6 +1,6 @@
 /*
- * lbd-ctnl: connection sync's conversation with ctnetlink, in C. Two modes, each the compiled form of a mode
- * of ctnetlink.ts's `perl -e CTNL_SCRIPT`, speaking the same protocol (ctnetlink.ts documents both):
+ * lbd-ctnl: the agent's conversation with ctnetlink, in C. Three modes; events and write are the compiled form of
+ * the modes of ctnetlink.ts's `perl -e CTNL_SCRIPT`, speaking the same protocol (ctnetlink.ts documents them):
  *
  * `lbd-ctnl events BYTES` prints the kernel's conntrack events, one line each (parseEventLine reads them):
  *
@@ -12,6 +12,12 @@
  *
  * `lbd-ctnl write BYTES` makes inserts, updates and deletes asked for on stdin, each answered on its own
  * (write_mode, below).
+ *
+ * `lbd-ctnl dump` lists the whole table once and exits (dump_mode, below), a line per tcp and udp entry:
+ *
+ *   E <status> <tcp|udp> <orig src> ... <state|-> <timeout s> <mark>   (as an event line; status: CTA_STATUS)
+ *
+ * It replaces `conntrack -L`'s text for the agent's listings (conntrack -L stays where lbd-ctnl was not built).
  *
  * Why C: the perl reader decoded every update of every connection at about 0.4 of a core at the connsync
  * benchmark's load, and `conntrack -R` cost a standby a process start per batch (docs/kernel-io.md has
@@ -25,6 +31,7 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <linux/filter.h>
 #include <linux/netlink.h>
 #include <poll.h>
@@ -132,8 +139,12 @@ static void out_line(const char *fmt, ...) {
   if (n > 0) out_len += (size_t)n;
 }
 
-/* One ctnetlink message (after its nlmsghdr) as an event line, when sync can use it. */
-static void event(const struct nlmsghdr *h) {
+/*
+ * One ctnetlink message (after its nlmsghdr) as a line: an event line when sync can use it, or (`dumped`) a dump's
+ * E line for every tcp and udp entry, marked or not (a mark-0 entry with a connection's tuple still blocks its
+ * insert, so apply must see those too).
+ */
+static void entry_line(const struct nlmsghdr *h, bool dumped) {
   unsigned msg = h->nlmsg_type & 0xff;
   if ((h->nlmsg_type >> 8) != NFNL_SUBSYS_CTNETLINK || msg == IPCTNL_MSG_CT_GET) return;
   if (h->nlmsg_len < NLMSG_HDRLEN + 4) return;
@@ -142,7 +153,7 @@ static void event(const struct nlmsghdr *h) {
   uint32_t mark = a[CTA_MARK].len >= 4 ? be32(&a[CTA_MARK]) : 0;
   struct tuple o, r;
   if (!tuple(&a[CTA_TUPLE_ORIG], &o) || (o.proto != 6 && o.proto != 17)) return;
-  if (mark == 0 && !(o.proto == 17 && strcmp(o.src, "127.0.0.1") == 0 && strcmp(o.dst, "127.0.0.1") == 0 && o.dport == 9)) return;
+  if (!dumped && mark == 0 && !(o.proto == 17 && strcmp(o.src, "127.0.0.1") == 0 && strcmp(o.dst, "127.0.0.1") == 0 && o.dport == 9)) return;
   if (!tuple(&a[CTA_TUPLE_REPLY], &r)) return;
   uint32_t status = a[CTA_STATUS].len >= 4 ? be32(&a[CTA_STATUS]) : 0;
   const char *state = "-";
@@ -158,10 +169,16 @@ static void event(const struct nlmsghdr *h) {
       }
     }
   }
-  char kind = msg == IPCTNL_MSG_CT_DELETE ? 'D' : (h->nlmsg_flags & NLM_F_CREATE) ? 'N' : 'U';
+  char kind = dumped ? 'E' : msg == IPCTNL_MSG_CT_DELETE ? 'D' : (h->nlmsg_flags & NLM_F_CREATE) ? 'N' : 'U';
+  /* An event says whether a program made it; a dump's entry, its status bits (seen reply, assured). */
+  uint32_t second = dumped ? status : h->nlmsg_pid != 0;
   uint32_t timeout = a[CTA_TIMEOUT].len >= 4 ? be32(&a[CTA_TIMEOUT]) : 0;
-  out_line("%c %d %s %s %u %s %u %s %u %s %u %s %u %u\n", kind, h->nlmsg_pid != 0, o.proto == 6 ? "tcp" : "udp",
+  out_line("%c %u %s %s %u %s %u %s %u %s %u %s %u %u\n", kind, second, o.proto == 6 ? "tcp" : "udp",
            o.src, o.sport, o.dst, o.dport, r.src, r.sport, r.dst, r.dport, state, timeout, mark);
+}
+
+static void event(const struct nlmsghdr *h) {
+  entry_line(h, false);
 }
 
 /*
@@ -615,6 +632,49 @@ static int write_mode(int bytes) {
   return 0;
 }
 
+/*
+ * `lbd-ctnl dump`: one netlink dump of the whole table (both address families), an E line per tcp and udp
+ * entry, then exit 0; anything else the kernel answers, or a failed read, is said on stderr with exit 1, so a
+ * partial listing is never taken for a whole one. Output goes up in pieces of about 1 MiB.
+ */
+static int dump_mode(void) {
+  int s = ctnetlink_socket(4 << 20);
+  if (s < 0) return 1;
+  struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
+  if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("bind"); return 1; }
+  /* nfgenmsg: family AF_UNSPEC (both), version 0, resource id 0. */
+  struct { struct nlmsghdr h; uint8_t nfgen[4]; } req = {
+    .h = { .nlmsg_len = sizeof req, .nlmsg_type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_GET,
+           .nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP, .nlmsg_seq = 1 },
+    .nfgen = { AF_UNSPEC, 0, 0, 0 },
+  };
+  struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+  ssize_t w;
+  do w = sendto(s, &req, sizeof req, 0, (struct sockaddr *)&kernel, sizeof kernel); while (w < 0 && errno == EINTR);
+  if (w < 0) { perror("sendto"); return 1; }
+  static uint8_t buf[1 << 20];
+  for (;;) {
+    ssize_t n = recv(s, buf, sizeof buf, 0);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      perror("recv");
+      return 1;
+    }
+    int len = (int)n;
+    for (const struct nlmsghdr *h = (const struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) {
+      if (h->nlmsg_type == NLMSG_DONE) { out_flush(); return 0; }
+      if (h->nlmsg_type == NLMSG_ERROR) {
+        int err = 0;
+        if (h->nlmsg_len >= NLMSG_HDRLEN + 4) memcpy(&err, NLMSG_DATA(h), 4);
+        fprintf(stderr, "lbd-ctnl: the kernel refused the dump: %s\n", strerror(-err));
+        return 1;
+      }
+      entry_line(h, true);
+    }
+    if (out_len >= (1 << 20)) out_flush();
+  }
+}
+
 int main(int argc, char **argv) {
   if (argc == 3 && (strcmp(argv[1], "events") == 0 || strcmp(argv[1], "write") == 0)) {
     char *end;
@@ -622,6 +682,7 @@ int main(int argc, char **argv) {
     if (*end != '\0' || bytes <= 0 || bytes > 1L << 30) { fprintf(stderr, "lbd-ctnl: BYTES %s is not a buffer size in 1..2^30\n", argv[2]); return 2; }
     return argv[1][0] == 'e' ? events((int)bytes) : write_mode((int)bytes);
   }
-  fprintf(stderr, "usage: lbd-ctnl events BYTES | write BYTES\n");
+  if (argc == 2 && strcmp(argv[1], "dump") == 0) return dump_mode();
+  fprintf(stderr, "usage: lbd-ctnl events BYTES | write BYTES | dump\n");
   return 2;
 }

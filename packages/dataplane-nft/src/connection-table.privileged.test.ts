@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { connectionKey, type ConnectionEvent, type SyncedConnection } from '@lbd/dataplane';
 import { parseConntrack } from './conntrack.js';
-import { ConntrackConnectionTable, NATIVE_CTNL_HELPER, connectionFromEntry, type CtnlHelper } from './connection-table.js';
+import { ConntrackConnectionTable, NATIVE_CTNL_HELPER, connectionFromEntry, listConntrack, type CtnlHelper } from './connection-table.js';
 import { netnsRunner } from './runner.js';
 
 /**
@@ -311,6 +311,44 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
       assert.equal(now.get(41002)?.state, 'ASSURED');
       assert.ok(now.get(41002)!.timeoutSec > 190, `udp timeout ${now.get(41002)!.timeoutSec}`);
     }
+  });
+
+  it('lists the table through lbd-ctnl\'s dump as conntrack -L lists it: tcp states, nat and fullnat, udp by its status bits, IPv6, mark 0', async () => {
+    const t = table(X, 'native');
+    const tcp: SyncedConnection = {
+      protocol: 'tcp', client: { address: CLIENT, port: 42001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
+      localAddress: { address: LIP, port: 22001 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
+    };
+    // Each its own local port: two fullnat entries of one protocol with the same reply tuple cannot both exist.
+    const at = (port: number, more: Partial<SyncedConnection>): SyncedConnection => ({
+      ...tcp, client: { address: CLIENT, port }, localAddress: { address: LIP, port: port - 20_000 }, ...more,
+    });
+    const connections: SyncedConnection[] = [
+      tcp,
+      at(42002, { localAddress: null, state: 'SYN_RECV', mark: MARK + 1 }),
+      at(42003, { protocol: 'udp', localAddress: null, state: 'UNREPLIED', timeoutSec: 30 }),
+      at(42004, { protocol: 'udp', state: 'REPLIED', timeoutSec: 30 }),
+      at(42005, { protocol: 'udp', state: 'ASSURED', timeoutSec: 200 }),
+      {
+        protocol: 'tcp', client: { address: CLIENT6, port: 42006 }, vip: { address: VIP6, port: 80 }, realServer: { address: RS6, port: 8080 },
+        localAddress: { address: LIP6, port: 22006 }, mark: MARK + 2, state: 'TIME_WAIT', timeoutSec: 100,
+      },
+    ];
+    const applied = await t.apply(connections.map((connection) => ({ op: 'upsert' as const, connection })));
+    assert.equal(applied.inserted, connections.length, JSON.stringify(applied));
+    // Not lbd's (mark 0): listed all the same, since such an entry can block an insert.
+    inNs(X, 'conntrack', '-I', '-p', 'tcp', '-s', CLIENT, '-d', VIP, '--sport', '42007', '--dport', '443', '-r', VIP, '-q', CLIENT,
+      '--reply-port-src', '443', '--reply-port-dst', '42007', '--state', 'ESTABLISHED', '--timeout', '300');
+    const byKey = (entries: Awaited<ReturnType<typeof listConntrack>>): Map<string, unknown> =>
+      new Map(entries.map((e) => [connectionKey(connectionFromEntry(e)), { ...e, expiresInSec: Math.round(e.expiresInSec / 10) }]));
+    const dumped = await listConntrack(netnsRunner(X), 'native', 'test');
+    const listed = await listConntrack(netnsRunner(X), 'perl', 'test');
+    assert.equal(dumped.length, connections.length + 1);
+    assert.deepEqual(byKey(dumped), byKey(listed));
+    // What the table makes of them is what was injected (the udp states read back from the status bits).
+    const got = new Map(dumped.map((e) => [connectionKey(connectionFromEntry(e)), connectionFromEntry(e)]));
+    for (const c of connections) assert.deepEqual({ ...got.get(connectionKey(c)), timeoutSec: 0 }, { ...c, timeoutSec: 0 }, connectionKey(c));
+    assert.equal(got.get(`tcp ${CLIENT}:42007 ${VIP}:443`)?.mark, 0);
   });
 
   it('applies 20 000 connections, dumps them and removes them', async function () {

@@ -4,7 +4,7 @@ import { EventEmitter } from 'node:events';
 import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
-import { ConntrackConnectionTable, connectionFromEntry, invalidConnection, needsRefresh } from './connection-table.js';
+import { ConntrackConnectionTable, NATIVE_CTNL_HELPER, connectionFromEntry, invalidConnection, needsRefresh } from './connection-table.js';
 import { TCP_STATE_NAMES } from './ctnetlink.js';
 import { parseConntrack } from './conntrack.js';
 import type { CommandResult, CommandRunner } from './runner.js';
@@ -65,13 +65,16 @@ class FakeConntrack implements CommandRunner {
   afterDump: (() => void) | null = null;
 
   async run(command: string, args: readonly string[]): Promise<CommandResult> {
-    assert.equal(command, 'conntrack');
-    this.calls.push(args[0]!);
-    if (args[0] === '-L') {
-      const stdout = [...this.table.values()].map(line).join('\n');
+    // A listing, as either program gives it: lbd-ctnl's dump where it was built, conntrack -L otherwise.
+    const dump = command === NATIVE_CTNL_HELPER && args[0] === 'dump';
+    if (dump || (command === 'conntrack' && args[0] === '-L')) {
+      this.calls.push('list');
+      const stdout = [...this.table.values()].map(dump ? dumpLine : line).join('\n');
       this.afterDump?.();
       return { code: 0, stdout, stderr: '' };
     }
+    assert.equal(command, 'conntrack');
+    this.calls.push(args[0]!);
     return { code: 1, stdout: '', stderr: `the fake does not run conntrack ${args.join(' ')}` };
   }
 
@@ -128,6 +131,13 @@ class FakeConntrack implements CommandRunner {
   }
 }
 
+/** The same entry as lbd-ctnl's dump gives it (status 14: seen reply, assured, confirmed). */
+function dumpLine(f: SyncedConnection): string {
+  const back = f.localAddress ?? f.client;
+  return `E 14 ${f.protocol} ${f.client.address} ${f.client.port} ${f.vip.address} ${f.vip.port} `
+    + `${f.realServer.address} ${f.realServer.port} ${back.address} ${back.port} ${f.state} ${f.timeoutSec} ${f.mark}`;
+}
+
 function line(f: SyncedConnection): string {
   const back = f.localAddress ?? f.client;
   return `${f.protocol} 6 ${f.timeoutSec} ${f.state} src=${f.client.address} dst=${f.vip.address} sport=${f.client.port} dport=${f.vip.port} `
@@ -169,7 +179,7 @@ describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
       { op: 'upsert', connection: connection(6) },
     ]);
     assert.deepEqual(res, { inserted: 2, replaced: 1, refreshed: 2, removed: 1, failed: 0, errors: [] });
-    assert.deepEqual(ct.calls, ['-L']);
+    assert.deepEqual(ct.calls, ['list']);
     assert.deepEqual(requests(ct), [
       ['I tcp 198.18.0.2 1', 'I tcp 198.18.0.2 2', 'I tcp 198.18.0.2 3', 'I tcp 198.18.0.2 4', 'D tcp 198.18.0.2 9', 'D tcp 198.18.0.2 5', 'I tcp 198.18.0.2 6'],
       ['D tcp 198.18.0.2 2', 'I tcp 198.18.0.2 2', 'U tcp 198.18.0.2 3'],
@@ -197,7 +207,7 @@ describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
     const res = await tableOf(ct).apply([{ op: 'upsert', connection: taken }, { op: 'upsert', connection: connection(9) }]);
     assert.deepEqual({ ...res, errors: [] }, { inserted: 1, replaced: 0, refreshed: 0, removed: 0, failed: 1, errors: [] });
     assert.deepEqual(res.errors, [`${connectionKey(connection(8))}: the kernel has another entry with this connection's reply tuple (EEXIST)`]);
-    assert.deepEqual(ct.calls, ['-L', '-L']);
+    assert.deepEqual(ct.calls, ['list', 'list']);
   });
 
   it('invalid connections fail alone; the last change to a connection wins', async () => {
@@ -232,7 +242,7 @@ describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
     assert.equal((await table.apply(changes)).inserted, 300);
     const again = await table.apply(changes);
     assert.deepEqual(again, { inserted: 0, replaced: 0, refreshed: 300, removed: 0, failed: 0, errors: [] });
-    assert.deepEqual(ct.calls, ['-L']);
+    assert.deepEqual(ct.calls, ['list']);
     assert.equal(ct.helperBatches.length, 2);
     assert.equal(ct.table.size, 300);
   });

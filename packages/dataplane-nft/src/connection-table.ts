@@ -8,7 +8,7 @@ import {
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
 import {
-  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, parseEventLine, renderDeleteRequest, renderInsertRequest, renderUpdateRequest,
+  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, parseDump, parseEventLine, renderDeleteRequest, renderInsertRequest, renderUpdateRequest,
 } from './ctnetlink.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
 import { OneAtATime } from './one-at-a-time.js';
@@ -46,8 +46,25 @@ export type CtnlHelper = 'native' | 'perl';
 export const NATIVE_CTNL_HELPER = fileURLToPath(new URL('./lbd-ctnl', import.meta.url));
 
 /** The helper a table uses when none is asked for: the compiled one where the build made it. */
-function defaultCtnlHelper(): CtnlHelper {
+export function defaultCtnlHelper(): CtnlHelper {
   return existsSync(NATIVE_CTNL_HELPER) ? 'native' : 'perl';
+}
+
+/**
+ * Every tcp and udp entry of conntrack's table, both families: one netlink dump through `lbd-ctnl dump` with the
+ * compiled helper, `conntrack -L -o extended` parsed otherwise (the perl helper has no dump; conntrack's listing
+ * is what lbd-ctnl's is tested against). At 100 000 entries the dump is several times cheaper
+ * (docs/kernel-io.md), and it is what a status, a metrics scrape, `lbadm conns` and every apply's replan read.
+ */
+export async function listConntrack(runner: CommandRunner, helper: CtnlHelper, op: string): Promise<ConntrackEntry[]> {
+  if (helper === 'native') {
+    const res = await runner.run(NATIVE_CTNL_HELPER, ['dump']);
+    if (res.code !== 0) throw kernelError(op, res, 'lbd-ctnl');
+    return parseDump(res.stdout);
+  }
+  const res = await runner.run('conntrack', ['-L', '-o', 'extended']);
+  if (res.code !== 0) throw kernelError(op, res, 'conntrack');
+  return parseConntrack(res.stdout);
 }
 
 /** TCP states `conntrack --state` accepts. */
@@ -112,7 +129,8 @@ interface Op {
 type KernelTable = Map<string, SyncedConnection>;
 
 /**
- * ConnectionTable over a ctnetlink helper (events, inserts, deletes, updates) and conntrack-tools (dumps).
+ * ConnectionTable over a ctnetlink helper (events, inserts, deletes, updates, and dumps where lbd-ctnl was built;
+ * conntrack -L otherwise).
  * Every command and helper runs through the injected runner, so the same code works in another namespace.
  */
 export class ConntrackConnectionTable implements ConnectionTable {
@@ -345,12 +363,10 @@ export class ConntrackConnectionTable implements ConnectionTable {
     };
   }
 
-  /** Every tcp and udp entry (any mark: a mark-0 entry with a connection's tuple still blocks its `-I`). */
+  /** Every tcp and udp entry (any mark: a mark-0 entry with a connection's tuple still blocks its insert). */
   private async kernelTable(op: string): Promise<KernelTable> {
-    const res = await this.runner.run('conntrack', ['-L', '-o', 'extended']);
-    if (res.code !== 0) throw kernelError(op, res, 'conntrack');
     const table: KernelTable = new Map();
-    for (const e of parseConntrack(res.stdout)) {
+    for (const e of await listConntrack(this.runner, this.ctnlHelper, op)) {
       const f = connectionFromEntry(e);
       table.set(connectionKey(f), f);
     }
@@ -381,7 +397,10 @@ function pushError(errors: string[], msg: string): void {
 
 function kernelError(op: string, res: CommandResult, command: string, hint?: string): DataPlaneError {
   const detail = res.stderr.trim() || `${command} exited ${res.code}`;
-  if (res.code === 127) return new DataPlaneError('CommandMissing', op, { detail: `${command} not found: install the ${command === 'sysctl' ? 'procps' : 'conntrack'} package` });
+  if (res.code === 127) {
+    const fix = command === 'lbd-ctnl' ? `${NATIVE_CTNL_HELPER} is gone: reinstall the lbd package (or run pnpm run build)` : `install the ${command === 'sysctl' ? 'procps' : 'conntrack'} package`;
+    return new DataPlaneError('CommandMissing', op, { detail: `${command} not found: ${fix}` });
+  }
   if (/not permitted|must be root|permission denied/i.test(detail)) return new DataPlaneError('PermissionDenied', op, { detail: `${detail} (lbd-agent needs CAP_NET_ADMIN)` });
   return new DataPlaneError('Unknown', op, { detail: hint ? `${detail} (${hint})` : detail });
 }

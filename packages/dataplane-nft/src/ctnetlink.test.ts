@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import type { SyncedConnection } from '@lbd/dataplane';
-import { CTNL_SCRIPT, parseEventLine, parseWriteResult, renderDeleteRequest, renderInsertRequest, renderUpdateRequest } from './ctnetlink.js';
+import { parseConntrackLine } from './conntrack.js';
+import { CTNL_SCRIPT, parseDump, parseDumpLine, parseEventLine, parseWriteResult, renderDeleteRequest, renderInsertRequest, renderUpdateRequest } from './ctnetlink.js';
 
 const fullnat: SyncedConnection = {
   protocol: 'tcp', client: { address: '198.18.0.2', port: 40000 }, vip: { address: '198.18.0.10', port: 80 },
@@ -36,6 +37,26 @@ describe('ctnetlink helper: line protocol', () => {
     assert.deepEqual(parseEventLine('L ENOBUFS', 0), { type: 'loss', reason: 'ENOBUFS' });
     assert.deepEqual(parseEventLine('A 2150', 0), { type: 'age', ageMs: 2.15 });
     for (const line of ['A', 'A -3', 'A x', '', 'N 1 tcp 1.2.3.4', 'N 1 icmp 1 2 3 4 5 6 7 8 9 10 11', 'Use of uninitialized value at -e line 3.']) assert.equal(parseEventLine(line, 0), null, line);
+  });
+
+  it('a dump line is the entry conntrack -L lists: tcp state, udp state and flags from the status bits, mark 0 kept', () => {
+    const cases: Array<[string, string]> = [
+      ['E 14 tcp 198.18.0.2 40000 198.18.0.10 80 198.19.1.11 8080 198.19.1.100 20001 ESTABLISHED 299 65537',
+        'ipv4 2 tcp 6 299 ESTABLISHED src=198.18.0.2 dst=198.18.0.10 sport=40000 dport=80 src=198.19.1.11 dst=198.19.1.100 sport=8080 dport=20001 [ASSURED] mark=65537 use=1'],
+      ['E 8 tcp 198.18.0.2 40001 198.18.0.10 80 198.19.1.11 8080 198.18.0.2 40001 SYN_SENT 119 0',
+        'ipv4 2 tcp 6 119 SYN_SENT src=198.18.0.2 dst=198.18.0.10 sport=40001 dport=80 [UNREPLIED] src=198.19.1.11 dst=198.18.0.2 sport=8080 dport=40001 mark=0 use=1'],
+      ['E 8 udp fd00:18::2 5000 fd00:18::10 53 fd00:19::11 5353 fd00:18::2 5000 UNREPLIED 29 131074',
+        'ipv6 10 udp 17 29 src=fd00:18::2 dst=fd00:18::10 sport=5000 dport=53 [UNREPLIED] src=fd00:19::11 dst=fd00:18::2 sport=5353 dport=5000 mark=131074 use=1'],
+      ['E 10 udp 198.18.0.2 5001 198.18.0.10 53 198.19.1.11 5353 198.18.0.2 5001 REPLIED 29 7',
+        'ipv4 2 udp 17 29 src=198.18.0.2 dst=198.18.0.10 sport=5001 dport=53 src=198.19.1.11 dst=198.18.0.2 sport=5353 dport=5001 mark=7 use=1'],
+      ['E 14 udp 198.18.0.2 5002 198.18.0.10 53 198.19.1.11 5353 198.18.0.2 5002 ASSURED 179 7',
+        'ipv4 2 udp 17 179 src=198.18.0.2 dst=198.18.0.10 sport=5002 dport=53 src=198.19.1.11 dst=198.18.0.2 sport=5353 dport=5002 [ASSURED] mark=7 use=1'],
+    ];
+    for (const [dumped, listed] of cases) assert.deepEqual(parseDumpLine(dumped), parseConntrackLine(listed)!.entry, dumped);
+    for (const line of ['', 'E 8 tcp 1.2.3.4', 'E 8 icmp 1 2 3 4 5 6 7 8 9 10 11 12', 'N 0 tcp 198.18.0.2 40000 198.18.0.10 80 198.19.1.11 8080 198.19.1.100 20001 ESTABLISHED 300 1']) {
+      assert.equal(parseDumpLine(line), null, line);
+    }
+    assert.deepEqual(parseDump(`${cases[0]![0]}\nwarning: something\n${cases[2]![0]}\n`).map((e) => e.original.src.port), [40000, 5000]);
   });
 
   it('requests: a delete by original tuple; an update with status bits (CONFIRMED kept), timeout, mark, tcp state number', () => {

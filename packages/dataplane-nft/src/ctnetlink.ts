@@ -1,5 +1,6 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { DataPlaneError, type Endpoint, type ConnectionEvent, type ConnectionEventKind, type ConnectionIdentity, type SyncedConnection } from '@lbd/dataplane';
+import type { ConntrackEntry } from './conntrack.js';
 import { OneAtATime } from './one-at-a-time.js';
 
 /*
@@ -46,6 +47,12 @@ import { OneAtATime } from './one-at-a-time.js';
  * codes has one character per request, in order: + done, - absent (ENOENT), = there already (EEXIST),
  * ! failed ("." for none). Acks wait at most 5 s (SO_RCVTIMEO); a request without one is failed.
  * dist/lbd-ctnl speaks the same protocol in this mode too.
+ *
+ * Mode `dump` (lbd-ctnl only; its reference is `conntrack -L`, which it replaces where it was built): one
+ * netlink dump of the whole table, both families, then exit 0 (exit 1 with the reason on stderr otherwise):
+ *   E <status> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
+ *     <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark>
+ * for every tcp and udp entry, marked or not; status is CTA_STATUS (IPS_SEEN_REPLY 2, IPS_ASSURED 4).
  */
 export const CTNL_SCRIPT = String.raw`
 use strict; use warnings; use Socket qw(AF_INET AF_INET6 SOL_SOCKET SO_RCVBUF SO_RCVTIMEO MSG_DONTWAIT inet_ntop inet_pton);
@@ -246,6 +253,36 @@ export function parseEventLine(line: string, seenAtMs: number): EventLine | null
     mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]),
   });
   return { type: 'event', event: { kind, connection, injected: t[1] === '1', seenAtMs } };
+}
+
+/**
+ * One E line of lbd-ctnl's `dump` mode, as `conntrack -L` reads it (parseConntrackLine); null for anything else.
+ * A udp entry's state comes from its status bits, as conntrack's listing gives it.
+ */
+export function parseDumpLine(line: string): ConntrackEntry | null {
+  const t = line.split(' ');
+  if (t[0] !== 'E' || t.length !== 14) return null;
+  const protocol = t[2];
+  if (protocol !== 'tcp' && protocol !== 'udp') return null;
+  const status = Number(t[1]);
+  const unreplied = (status & IPS_SEEN_REPLY) === 0;
+  const assured = (status & IPS_ASSURED) !== 0;
+  const ep = (i: number): Endpoint => ({ address: t[i]!, port: Number(t[i + 1]) });
+  return {
+    protocol, state: protocol === 'udp' ? (unreplied ? 'UNREPLIED' : assured ? 'ASSURED' : 'REPLIED') : t[11] === '-' ? '' : t[11]!,
+    expiresInSec: Number(t[12]), unreplied, assured, mark: Number(t[13]),
+    original: { src: ep(3), dst: ep(5) }, reply: { src: ep(7), dst: ep(9) },
+  };
+}
+
+/** Every entry of a `dump` run's output (lines other than E lines are skipped). */
+export function parseDump(output: string): ConntrackEntry[] {
+  const out: ConntrackEntry[] = [];
+  for (const line of output.split('\n')) {
+    const e = parseDumpLine(line);
+    if (e) out.push(e);
+  }
+  return out;
 }
 
 const tupleFields = (f: ConnectionIdentity): string => `${f.protocol} ${f.client.address} ${f.client.port} ${f.vip.address} ${f.vip.port}`;

@@ -9,7 +9,8 @@ import {
   DataPlaneError, realServerIdsOf, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
   type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState, type RealServerId,
 } from '@lbd/dataplane';
-import { parseConntrack, parseDeletedCount } from './conntrack.js';
+import { parseDeletedCount } from './conntrack.js';
+import { defaultCtnlHelper, listConntrack, type CtnlHelper } from './connection-table.js';
 import { diffTables, renderFullScript, serviceMark, tableElements, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
 import { ElementEncodingError, encodeElementBatch, frameParts, type ElementBatch, type ElementPart } from './nft-netlink.js';
 import { parseListings, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
@@ -44,6 +45,8 @@ export interface NftDataPlaneOptions {
   readonly elementBatches?: boolean;
   /** Called on transitions worth a log line (re-adoption, rebuilds, expiries). */
   readonly onEvent?: (msg: string, fields: Record<string, unknown>) => void;
+  /** What lists conntrack's table for connections(): `native` lbd-ctnl's dump (the default where it was built), or conntrack -L. */
+  readonly ctnlHelper?: CtnlHelper;
 }
 
 /** What lbd last wrote to (or read from) the kernel; null per family when there is no usable table. */
@@ -62,6 +65,7 @@ interface KernelState {
 export class NftDataPlane implements DataPlane {
   private readonly runner: CommandRunner;
   private readonly onEvent: (msg: string, fields: Record<string, unknown>) => void;
+  private readonly ctnlHelper: CtnlHelper;
   private state: KernelState | null = null;
   /** Whether `state` is what this data plane wrote (or found and kept) in its last apply: what the kernel has. */
   private applied = false;
@@ -75,6 +79,7 @@ export class NftDataPlane implements DataPlane {
   constructor(opts: NftDataPlaneOptions = {}) {
     this.runner = opts.runner ?? localRunner();
     this.onEvent = opts.onEvent ?? (() => { /* nobody listens */ });
+    this.ctnlHelper = opts.ctnlHelper ?? defaultCtnlHelper();
     const spawnFn = this.runner.spawn?.bind(this.runner);
     this.session = spawnFn ? new NftSession(() => spawnFn('nft', ['-i'])) : null;
     this.elementBatches = spawnFn !== undefined && (opts.elementBatches ?? existsSync(NFBATCH_HELPER));
@@ -404,25 +409,19 @@ export class NftDataPlane implements DataPlane {
       for (const frag of model?.services.values() ?? []) for (const mark of frag.realServerMarks.values()) owner.set(mark, frag.key);
     }
     const out: Connection[] = [];
-    for (const fam of ['ipv4', 'ipv6']) {
-      const res = await this.runner.run('conntrack', ['-L', '-f', fam]);
-      if (res.code !== 0) {
-        if (res.code === 127) throw new DataPlaneError('CommandMissing', 'connections', { detail: res.stderr.trim() });
-        throw new DataPlaneError('Unknown', 'connections', { detail: res.stderr.trim() });
-      }
-      for (const e of parseConntrack(res.stdout)) {
-        const service = owner.get(e.mark);
-        // Service ids are reused once free, while a removed service's connections live on until they
-        // end: a connection is this service's only if it was also sent to this service's vip and port.
-        if (service === undefined || service !== serviceKey({ vip: e.original.dst.address, port: e.original.dst.port, protocol: e.protocol })) continue;
-        if (filter.service !== undefined && filter.service !== service) continue;
-        const fullnat = e.reply.dst.address !== e.original.src.address;
-        out.push({
-          protocol: e.protocol, state: e.state, client: e.original.src, vip: e.original.dst,
-          localAddress: fullnat ? e.reply.dst : null, realServer: e.reply.src, expiresInSec: e.expiresInSec,
-          unreplied: e.unreplied, realServerId: e.mark, service,
-        });
-      }
+    for (const e of await listConntrack(this.runner, this.ctnlHelper, 'connections')) {
+      if (e.mark === 0) continue;
+      const service = owner.get(e.mark);
+      // Service ids are reused once free, while a removed service's connections live on until they
+      // end: a connection is this service's only if it was also sent to this service's vip and port.
+      if (service === undefined || service !== serviceKey({ vip: e.original.dst.address, port: e.original.dst.port, protocol: e.protocol })) continue;
+      if (filter.service !== undefined && filter.service !== service) continue;
+      const fullnat = e.reply.dst.address !== e.original.src.address;
+      out.push({
+        protocol: e.protocol, state: e.state, client: e.original.src, vip: e.original.dst,
+        localAddress: fullnat ? e.reply.dst : null, realServer: e.reply.src, expiresInSec: e.expiresInSec,
+        unreplied: e.unreplied, realServerId: e.mark, service,
+      });
     }
     return out;
   }
