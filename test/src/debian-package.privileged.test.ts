@@ -133,7 +133,7 @@ describe('lbd\'s Debian package, installed into a clean Debian root @privileged'
     const ctnl = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-ctnl -type f'])).stdout.trim();
     assert.match(ctnl, /\/dist\/lbd-ctnl$/, 'lbd-ctnl is in the package');
     const usage = await inRoot([ctnl], { allowFailure: true });
-    assert.deepEqual([usage.code, usage.stderr.trim()], [2, 'usage: lbd-ctnl events BYTES | write BYTES']);
+    assert.deepEqual([usage.code, usage.stderr.trim()], [2, 'usage: lbd-ctnl events BYTES | write BYTES | dump']);
     // And the nf_tables batch sender, which loads a new table's elements.
     const nfbatch = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-nfbatch -type f'])).stdout.trim();
     assert.match(nfbatch, /\/dist\/lbd-nfbatch$/, 'lbd-nfbatch is in the package');
