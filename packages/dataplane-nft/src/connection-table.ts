@@ -53,8 +53,8 @@ export function defaultCtnlHelper(): CtnlHelper {
 /**
  * Every tcp and udp entry of conntrack's table, both families: one netlink dump through `lbd-ctnl dump` with the
  * compiled helper, `conntrack -L -o extended` parsed otherwise (the perl helper has no dump; conntrack's listing
- * is what lbd-ctnl's is tested against). At 100 000 entries the dump is several times cheaper
- * (docs/kernel-io.md), and it is what a status, a metrics scrape, `lbadm conns` and every apply's replan read.
+ * is what lbd-ctnl's is tested against). At 100 000 entries the dump and its parsing take about half of
+ * conntrack -L's time (docs/kernel-io.md); a status, a metrics scrape, `lbadm conns` and apply's replanning read it.
  */
 export async function listConntrack(runner: CommandRunner, helper: CtnlHelper, op: string): Promise<ConntrackEntry[]> {
   if (helper === 'native') {
