@@ -177,10 +177,6 @@ static void entry_line(const struct nlmsghdr *h, bool dumped) {
            o.src, o.sport, o.dst, o.dport, r.src, r.sport, r.dst, r.dport, state, timeout, mark);
 }
 
-static void event(const struct nlmsghdr *h) {
-  entry_line(h, false);
-}
-
 /*
  * The kernel's part of the filtering (SO_ATTACH_FILTER, classic BPF run on each event before it is queued
  * to this socket): TCP updates into FIN_WAIT, CLOSE_WAIT or LAST_ACK are dropped there. Sync has no use for
@@ -303,7 +299,7 @@ static int drain(int s) {
       return -1;
     }
     int len = (int)n;
-    for (const struct nlmsghdr *h = (const struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) event(h);
+    for (const struct nlmsghdr *h = (const struct nlmsghdr *)buf; NLMSG_OK(h, len); h = NLMSG_NEXT(h, len)) entry_line(h, false);
   }
   return 0;
 }

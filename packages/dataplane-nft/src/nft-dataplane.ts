@@ -410,7 +410,6 @@ export class NftDataPlane implements DataPlane {
     }
     const out: Connection[] = [];
     for (const e of await listConntrack(this.runner, this.ctnlHelper, 'connections')) {
-      if (e.mark === 0) continue;
       const service = owner.get(e.mark);
       // Service ids are reused once free, while a removed service's connections live on until they
       // end: a connection is this service's only if it was also sent to this service's vip and port.

@@ -7,7 +7,7 @@ import { ConnectionSync, SyncReceiver, realServerName } from '@lbd/connsync';
 import { connectionKey, type ConnectionApplyResult, type ConnectionChange, type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection } from '@lbd/dataplane';
 import { FakeConnectionTable } from '@lbd/dataplane/testing';
 import { silentLogger, type Logger } from '@lbd/director-agent';
-import { ConntrackConnectionTable, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
+import { ConntrackConnectionTable, defaultCtnlHelper, listConntrack, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
 import {
   AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
 } from '@lbd/proto';
@@ -143,6 +143,8 @@ interface BulkResult {
   readonly whole: WholePathResult;
   /** Diagnostic: the same with the standby's own event watch stubbed out. */
   readonly unwatched: WholePathResult;
+  /** Listing the kernel-alone table back (the agent's status, metrics and replanning read it so). */
+  readonly listing: ListingResult;
 }
 
 interface WholePathResult {
@@ -280,6 +282,7 @@ async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promis
   }
   const kernelCount = await conntrackCount(t, 'bulka');
   log(`bulk (a): ${formatMs(kernelMs)}, inserted ${applied.inserted}, failed ${applied.failed}, conntrack -C ${kernelCount}`);
+  const listing = await benchListing(t.ns('bulka'), kernelCount);
 
   await t.destroy();
   scope.topology = undefined;
@@ -292,7 +295,33 @@ async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promis
   const ctx: WholePathContext = { scope, prefix, connections, leaderSec: await security('dir1'), standbySec: await security('dir2') };
   const whole = await wholePath(ctx, 'bulkb', true);
   const unwatched = await wholePath(ctx, 'bulkc', false);
-  return { entries: s.bulk, kernelMs, kernelInserted: applied.inserted, kernelCount, kernelErrors: applied.errors, whole, unwatched };
+  return { entries: s.bulk, kernelMs, kernelInserted: applied.inserted, kernelCount, kernelErrors: applied.errors, listing, whole, unwatched };
+}
+
+/** Listing the table just filled, listed and parsed as the agent does (listConntrack), both ways, interleaved. */
+interface ListingResult {
+  /** `lbd-ctnl dump` runs (none where lbd-ctnl was not built), and `conntrack -L -o extended` runs, ms. */
+  readonly dumpMs: readonly number[];
+  readonly conntrackMs: readonly number[];
+  /** Entries a listing returned that differ from the kernel's count (none expected). */
+  readonly mismatches: readonly string[];
+}
+
+async function benchListing(ns: string, expected: number): Promise<ListingResult> {
+  const dumpMs: number[] = [];
+  const conntrackMs: number[] = [];
+  const mismatches: string[] = [];
+  const helpers = defaultCtnlHelper() === 'native' ? (['native', 'perl'] as const) : (['perl'] as const);
+  for (let i = 0; i < 3; i++) {
+    for (const helper of helpers) {
+      const t0 = performance.now();
+      const n = (await listConntrack(netnsRunner(ns), helper, 'bench')).length;
+      (helper === 'native' ? dumpMs : conntrackMs).push(performance.now() - t0);
+      if (n !== expected) mismatches.push(`${helper === 'native' ? 'lbd-ctnl dump' : 'conntrack -L'} listed ${n} of ${expected}`);
+    }
+  }
+  log(`bulk (a): listing ${formatNumber(expected)} entries: lbd-ctnl dump ${dumpMs.map(formatMs).join(', ') || 'not built'}; conntrack -L ${conntrackMs.map(formatMs).join(', ')}`);
+  return { dumpMs, conntrackMs, mismatches };
 }
 
 interface WholePathContext {
@@ -883,6 +912,9 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     if (r.warnCount > 0) out(`${name}: ${r.warnCount} sync warning(s), first: ${r.warnings[0] ?? ''}`);
   }
   if (bulk.kernelErrors.length > 0) out(`kernel alone errors: ${bulk.kernelErrors.join(' | ')}`);
+  const runs = (ms: readonly number[]): string => (ms.length === 0 ? 'not built' : `${ms.map(formatMs).join(', ')}`);
+  out(`listing the kernel-alone table back, listed and parsed as the agent does (3 runs each, interleaved): lbd-ctnl dump ${runs(bulk.listing.dumpMs)}; `
+    + `conntrack -L -o extended ${runs(bulk.listing.conntrackMs)}${bulk.listing.mismatches.length > 0 ? `; MISMATCH: ${bulk.listing.mismatches.join(', ')}` : ''}`);
   out(`\n== 2. incremental sync under new connections (wrk -c${WRK_CONNECTIONS} -H 'Connection: close', paced with a ${load.delayMs} ms delay per request, ${s.loadSec} s)`);
   out(`calibration run: ${formatNumber(load.calibration.requestsPerSec)} connections/s`);
   const rows: string[][] = [];
