@@ -18,6 +18,12 @@
  *
  * Exit status: 0 at EOF, 1 when the kernel could not be asked or did not answer a frame in 10 s (the reason
  * on stderr), 2 when a frame is not a batch. It exits at EOF, so it never outlives the agent.
+ *
+ * `lbd-nfbatch counter FAMILY TABLE NAME` instead reads one named counter (NFT_MSG_GETOBJ) and prints
+ * `packets N bytes M`: one request naming one object gets one answer, whatever the ruleset does meanwhile
+ * (nft's listing fetches its cache again whenever the ruleset's generation changed, and every lease renewal
+ * changes it). FAMILY is inet, ip, ip6 or arp. An error answer prints `failed <errno text>` and exits 1
+ * (ENOENT: no such table or counter); no answer within 2 s exits 1 too.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -26,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,6 +43,16 @@
 #define SO_RCVBUFFORCE 33
 #endif
 #define NFNL_MSG_BATCH_BEGIN 0x10
+#define NFNL_SUBSYS_NFTABLES 10
+#define NFT_MSG_NEWOBJ 18
+#define NFT_MSG_GETOBJ 19
+#define NFTA_OBJ_TABLE 1
+#define NFTA_OBJ_NAME 2
+#define NFTA_OBJ_TYPE 3
+#define NFTA_OBJ_DATA 4
+#define NFT_OBJECT_COUNTER 1
+#define NFTA_COUNTER_BYTES 1
+#define NFTA_COUNTER_PACKETS 2
 #define MAX_BATCH (256u << 20)
 
 /* Reads exactly n bytes; 0 at EOF before the first byte, -1 at EOF or error after it. */
@@ -136,9 +153,87 @@ static int one_batch(int s, const uint8_t *batch, size_t n) {
   return -1;
 }
 
+/* Appends attribute `type` with `len` bytes of `data` at buf + *off (room is the caller's: a few names). */
+static void put_attr(uint8_t *buf, size_t *off, uint16_t type, const void *data, size_t len) {
+  struct nlattr a = { .nla_len = (uint16_t)(NLA_HDRLEN + len), .nla_type = type };
+  memcpy(buf + *off, &a, sizeof a);
+  memcpy(buf + *off + NLA_HDRLEN, data, len);
+  memset(buf + *off + NLA_HDRLEN + len, 0, NLA_ALIGN(len) - len);
+  *off += NLA_HDRLEN + NLA_ALIGN(len);
+}
+
+static uint64_t be64(const uint8_t *p) {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; i++) v = (v << 8) | p[i];
+  return v;
+}
+
+/* One read of a named counter: see the top of the file. */
+static int counter_mode(int s, const char *family, const char *table, const char *name) {
+  int fam = !strcmp(family, "inet") ? 1 : !strcmp(family, "ip") ? 2 : !strcmp(family, "ip6") ? 10 : !strcmp(family, "arp") ? 3 : -1;
+  if (fam < 0) { fprintf(stderr, "lbd-nfbatch: family %s is not inet, ip, ip6 or arp\n", family); return 2; }
+  if (strlen(table) > 255 || strlen(name) > 255) { fprintf(stderr, "lbd-nfbatch: a table or counter name is longer than 255 bytes\n"); return 2; }
+  static uint8_t req[1024];
+  size_t off = NLMSG_HDRLEN;
+  struct { uint8_t family, version; uint16_t res_id; } nfg = { (uint8_t)fam, 0, 0 };
+  memcpy(req + off, &nfg, sizeof nfg);
+  off += sizeof nfg;
+  put_attr(req, &off, NFTA_OBJ_TABLE, table, strlen(table) + 1);
+  put_attr(req, &off, NFTA_OBJ_NAME, name, strlen(name) + 1);
+  uint32_t type = htonl(NFT_OBJECT_COUNTER);
+  put_attr(req, &off, NFTA_OBJ_TYPE, &type, sizeof type);
+  struct nlmsghdr h = { .nlmsg_len = (uint32_t)off, .nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETOBJ, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 };
+  memcpy(req, &h, sizeof h);
+  struct timeval tv = { .tv_sec = 2 };
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+  if (sendto(s, req, off, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) { printf("failed %s\n", strerror(errno)); return 1; }
+  static uint8_t buf[1 << 16];
+  for (;;) {
+    ssize_t got = recv(s, buf, sizeof buf, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) { printf("failed no answer from the kernel: %s\n", strerror(errno)); return 1; }
+    int len = (int)got;
+    for (const struct nlmsghdr *m = (const struct nlmsghdr *)buf; NLMSG_OK(m, len); m = NLMSG_NEXT(m, len)) {
+      if (m->nlmsg_seq != 1) continue;
+      if (m->nlmsg_type == NLMSG_ERROR && m->nlmsg_len >= NLMSG_HDRLEN + 4) {
+        int err;
+        memcpy(&err, NLMSG_DATA(m), 4);
+        printf("failed %s\n", strerror(-err));
+        return 1;
+      }
+      if (m->nlmsg_type != ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWOBJ)) continue;
+      /* The object's attributes, then NFTA_OBJ_DATA's: the counter's packets and bytes, 64 bits in network order. */
+      int have_packets = 0;
+      uint64_t packets = 0, bytes = 0;
+      const uint8_t *end = (const uint8_t *)m + m->nlmsg_len;
+      for (const uint8_t *a = (const uint8_t *)NLMSG_DATA(m) + sizeof nfg; a + NLA_HDRLEN <= end;) {
+        const struct nlattr *at = (const struct nlattr *)a;
+        if (at->nla_len < NLA_HDRLEN || a + at->nla_len > end) break;
+        if ((at->nla_type & NLA_TYPE_MASK) == NFTA_OBJ_DATA) {
+          const uint8_t *in_end = a + at->nla_len;
+          for (const uint8_t *b = a + NLA_HDRLEN; b + NLA_HDRLEN <= in_end;) {
+            const struct nlattr *bt = (const struct nlattr *)b;
+            if (bt->nla_len < NLA_HDRLEN || b + bt->nla_len > in_end) break;
+            if (bt->nla_len == NLA_HDRLEN + 8) {
+              if ((bt->nla_type & NLA_TYPE_MASK) == NFTA_COUNTER_PACKETS) { packets = be64(b + NLA_HDRLEN); have_packets = 1; }
+              if ((bt->nla_type & NLA_TYPE_MASK) == NFTA_COUNTER_BYTES) bytes = be64(b + NLA_HDRLEN);
+            }
+            b += NLA_ALIGN(bt->nla_len);
+          }
+        }
+        a += NLA_ALIGN(at->nla_len);
+      }
+      if (!have_packets) { printf("failed the answer holds no packet count\n"); return 1; }
+      printf("packets %llu bytes %llu\n", (unsigned long long)packets, (unsigned long long)bytes);
+      return 0;
+    }
+  }
+}
+
 int main(int argc, char **argv) {
-  (void)argv;
-  if (argc != 1) { fprintf(stderr, "usage: lbd-nfbatch < FRAMES\n"); return 2; }
+  int counter = argc == 5 && !strcmp(argv[1], "counter");
+  if (argc != 1 && !counter) { fprintf(stderr, "usage: lbd-nfbatch < FRAMES | lbd-nfbatch counter FAMILY TABLE NAME\n"); return 2; }
   int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
   if (s < 0) { perror("lbd-nfbatch: netlink socket"); return 1; }
   int one = 1;
@@ -149,6 +244,7 @@ int main(int argc, char **argv) {
   setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
   if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("lbd-nfbatch: bind"); return 1; }
+  if (counter) return counter_mode(s, argv[2], argv[3], argv[4]);
 
   uint8_t *batch = NULL;
   size_t cap = 0;

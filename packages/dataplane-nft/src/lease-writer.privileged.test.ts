@@ -2,10 +2,11 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { DataPlaneError } from '@lbd/dataplane';
 import { KernelLease, parseLeaseDrops, readLeaseDrops } from './lease.js';
-import { LeaseWriter, LeaseWriterUnavailable, LEASE_WRITER_SCRIPT } from './lease-writer.js';
+import { LeaseWriter, LeaseWriterUnavailable } from './lease-writer.js';
+import { NFBATCH_HELPER } from './nft-netlink.js';
 import { netnsRunner, type CommandRunner } from './runner.js';
 
-/** The kernel lease's netlink writer against the real kernel, in a namespace of its own. */
+/** The kernel lease's netlink writer (lbd-nfbatch) against the real kernel, in a namespace of its own. */
 
 const NS = `lbdt${process.pid}-lw`;
 const inNs = (...args: string[]): string => execFileSync('ip', ['netns', 'exec', NS, ...args], { encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
@@ -24,7 +25,7 @@ describe('LeaseWriter (netlink) in a namespace @privileged', function () {
   const runner = netnsRunner(NS);
   const writers: Array<{ close(): void }> = [];
   const writer = (): LeaseWriter => {
-    const w = new LeaseWriter(() => runner.spawn!('perl', ['-e', LEASE_WRITER_SCRIPT]));
+    const w = new LeaseWriter(() => runner.spawn!(NFBATCH_HELPER, []));
     writers.push(w);
     return w;
   };
@@ -84,17 +85,17 @@ describe('LeaseWriter (netlink) in a namespace @privileged', function () {
   });
 
   it('a writer that cannot run says so, and KernelLease writes through nft instead', async () => {
-    const broken = new LeaseWriter(() => runner.spawn!('perl-that-is-not-there', []));
+    const broken = new LeaseWriter(() => runner.spawn!('/nonexistent/lbd-nfbatch', []));
     writers.push(broken);
     await assert.rejects(broken.write([{ op: 'add', family: 'inet', table: 'lbd', set: 'lease4', address: '198.18.0.30', ms: 5000 }]),
       (e: unknown) => e instanceof LeaseWriterUnavailable);
 
-    // KernelLease with a runner whose perl is missing: creates its tables, leases and revokes all the same.
-    const noPerl: CommandRunner = {
+    // KernelLease with a runner whose lbd-nfbatch is missing: creates its tables, leases and revokes all the same.
+    const noHelper: CommandRunner = {
       run: runner.run,
-      spawn: (command, args) => runner.spawn!(command === 'perl' ? 'perl-that-is-not-there' : command, args),
+      spawn: (command, args) => runner.spawn!(command === NFBATCH_HELPER ? '/nonexistent/lbd-nfbatch' : command, args),
     };
-    const lease = new KernelLease({ runner: noPerl });
+    const lease = new KernelLease({ runner: noHelper });
     writers.push(lease);
     try {
       await lease.guard(new Map([['g', ['198.18.0.40']]]));

@@ -1,7 +1,9 @@
+import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { canonicalAddress, familyOf } from '@lbd/config';
 import { DataPlaneError } from '@lbd/dataplane';
-import { LeaseWriter, LeaseWriterUnavailable, LEASE_DROPS_SCRIPT, LEASE_WRITER_SCRIPT, leaseMs, type LeaseWord } from './lease-writer.js';
+import { LeaseWriter, LeaseWriterUnavailable, leaseMs, type LeaseWord } from './lease-writer.js';
+import { NFBATCH_HELPER } from './nft-netlink.js';
 import { NftSession } from './nft-session.js';
 import { OneAtATime } from './one-at-a-time.js';
 import { localRunner, type CommandRunner } from './runner.js';
@@ -179,7 +181,8 @@ export class KernelLease {
     this.now = opts.now ?? (() => performance.now());
     const spawnFn = this.runner.spawn?.bind(this.runner);
     this.session = spawnFn ? new NftSession(() => spawnFn('nft', ['-i']), `list set inet ${LEASE_TABLE} schema`) : null;
-    this.writer = spawnFn ? new LeaseWriter(() => spawnFn('perl', ['-e', LEASE_WRITER_SCRIPT])) : null;
+    // Without lbd-nfbatch (a tree whose native helpers were not built) every renewal goes through nft.
+    this.writer = spawnFn && existsSync(NFBATCH_HELPER) ? new LeaseWriter(() => spawnFn(NFBATCH_HELPER, [])) : null;
   }
 
   /**
@@ -340,19 +343,19 @@ export class KernelLease {
  * around a move (what reached the wrong one). Null when it cannot be read: no lease tables (a director on
  * its own, or an agent not started yet), or the read failed.
  *
- * Read with one netlink request (LEASE_DROPS_SCRIPT), not `nft list counter`: nft first fetches its cache
- * of the ruleset and starts over whenever the ruleset's generation changed meanwhile, and every lease
+ * Read with one netlink request (`lbd-nfbatch counter`: NFT_MSG_GETOBJ), not `nft list counter`: nft first
+ * fetches its cache of the ruleset and starts over whenever the ruleset's generation changed meanwhile, and every lease
  * renewal changes it (each group's, 4 times a second with `fast`). On an ECMP director leading 4 slots,
  * quiet, `nft list counter` fetched 3 times to answer once; under the drill's load one took 36 s, and on a
  * director that had just claimed a slot, reads went on for over 30 s. The request names one object and
  * gets one answer, whatever the ruleset does meanwhile.
  */
 export async function readLeaseDrops(runner: CommandRunner = localRunner()): Promise<number | null> {
-  const r = await runner.run('perl', ['-e', LEASE_DROPS_SCRIPT, LEASE_TABLE, 'lease_dropped']);
+  const r = await runner.run(NFBATCH_HELPER, ['counter', 'inet', LEASE_TABLE, 'lease_dropped']);
   return r.code === 0 ? parseLeaseDrops(r.stdout) : null;
 }
 
-/** `packets N` of LEASE_DROPS_SCRIPT's answer, or null. */
+/** `packets N` of `lbd-nfbatch counter`'s answer, or null. */
 export function parseLeaseDrops(text: string): number | null {
   const m = /^packets (\d+) /m.exec(text);
   return m === null ? null : Number(m[1]);

@@ -25,8 +25,8 @@ const STDERR_TAIL_CHARS = 1000;
 const STDERR_DRAIN_MS = 200;
 
 /**
- * A long-lived child that answers each request (some lines on stdin) with one line on stdout, in order:
- * `ip -batch`, the announcer and the kernel lease's netlink writer. Started on first use (or `warm()`) and
+ * A long-lived child that answers each request (some lines, or a frame, on stdin) with one line on stdout, in order:
+ * `ip -batch`, the announcer and the kernel lease's writer (lbd-nfbatch). Started on first use (or `warm()`) and
  * again after it ended, no sooner than `restartAfterMs`; when it ends, the requests it had not answered
  * reject, with its last stderr in the message.
  */
@@ -41,8 +41,8 @@ export class LineSession {
   constructor(private readonly spawnChild: () => ChildProcessWithoutNullStreams, private readonly name: string,
     private readonly opts: LineSessionOptions = {}) {}
 
-  /** Writes `text` (whole lines); resolves with the answer line. */
-  async request(text: string): Promise<string> {
+  /** Writes `text` (whole lines, or whatever whole request the child reads); resolves with the answer line. */
+  async request(text: string | Buffer): Promise<string> {
     const child = this.start();
     const answer = new Promise<string>((resolve, reject) => {
       this.pending.push({ resolve, reject });

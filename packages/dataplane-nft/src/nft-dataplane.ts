@@ -3,7 +3,6 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { endianness, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { canonicalAddress, hostPort, serviceKey, type Protocol, type Service } from '@lbd/config';
 import {
   DataPlaneError, realServerIdsOf, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
@@ -12,7 +11,7 @@ import {
 import { parseDeletedCount } from './conntrack.js';
 import { defaultCtnlHelper, listConntrack, type CtnlHelper } from './connection-table.js';
 import { diffTables, renderFullScript, serviceMark, tableElements, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
-import { ElementEncodingError, encodeElementBatch, frameParts, type ElementBatch, type ElementPart } from './nft-netlink.js';
+import { ElementEncodingError, encodeElementBatch, frameParts, NFBATCH_HELPER, type ElementBatch, type ElementPart } from './nft-netlink.js';
 import { parseListings, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
 import { planTables, type Leaving } from './plan.js';
 import { NftSession } from './nft-session.js';
@@ -33,8 +32,7 @@ const OBSERVED_MAPS = ['dispatch', 'service_tuple', 'service_snat', 'backend_dna
  */
 const FRAME_ELEMENTS = 16_384;
 
-/** The compiled nf_tables batch sender (native/lbd-nfbatch.c), built beside this file. */
-export const NFBATCH_HELPER = fileURLToPath(new URL('./lbd-nfbatch', import.meta.url));
+export { NFBATCH_HELPER };
 
 export interface NftDataPlaneOptions {
   readonly runner?: CommandRunner;

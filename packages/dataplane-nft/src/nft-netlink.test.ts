@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { endianness } from 'node:os';
-import { encodeElementBatch, ElementEncodingError, frameParts, type ElementPart } from './nft-netlink.js';
+import { encodeElementBatch, encodeTimedElements, ElementEncodingError, frameParts, type ElementPart } from './nft-netlink.js';
 
 /**
  * The bytes nft 1.0.6 itself sends, from `nft --debug=netlink add element ...` against lbd's table
@@ -183,5 +183,47 @@ describe('nf_tables element messages', () => {
     ]);
     // A group larger than a frame is a frame of its own, whole.
     assert.deepEqual(frameParts([{ family: 'ip', table: 'lbd', map: 'slots', groups: [g(7, 'x')] }], 5).map(flat), [[0, 1, 2, 3, 4, 5, 6].map((i) => `ip/slots/x${i}`)]);
+  });
+
+  /*
+   * The kernel lease's words, against `nft --debug=mnl add element inet lbd lease4 { 198.18.0.10 timeout
+   * 5000ms expires 5000ms }` (and `delete element`, the arp table, lease6): NEWSETELEM (0x0a0c) for family
+   * 1 (inet) or 3 (arp); table, set, and one nested element holding a nested key (a value: the address in
+   * network order), NFTA_SET_ELEM_TIMEOUT (4) and NFTA_SET_ELEM_EXPIRATION (5), each 00000000 00001388 (5000
+   * ms, 64 bits in network order). DELSETELEM (0x0a0e) holds the key alone. nft also sends
+   * NFTA_SET_ELEM_LIST_SET_ID, which names a set made in the same batch; these sets already exist.
+   */
+  it('encodes the kernel lease\'s timed elements as nft 1.0.6 does', () => {
+    const batch = encodeTimedElements([
+      { op: 'add', family: 'inet', table: 'lbd', set: 'lease4', address: '198.18.0.10', ms: 5000.7 },
+      { op: 'add', family: 'arp', table: 'lbd', set: 'lease4', address: '198.18.0.10', ms: 0.2 },
+      { op: 'add', family: 'inet', table: 'lbd', set: 'lease6', address: 'fd00::10', ms: 2 ** 33 },
+      { op: 'delete', family: 'inet', table: 'lbd', set: 'lease4', address: '198.18.0.10' },
+    ], 40);
+    const msgs = messages(batch.bytes);
+    assert.deepEqual(msgs.map((m) => [m.type, m.seq, m.family, m.flags]), [
+      [0x10, 40, 0, 0x1], [0x0a0c, 41, 1, 0x405], [0x0a0c, 42, 3, 0x405], [0x0a0c, 43, 1, 0x405], [0x0a0e, 44, 1, 0x5], [0x11, 45, 0, 0x1],
+    ]);
+    assert.deepEqual(batch.seqs, [41, 42, 43, 44]);
+    const timed = msgs.slice(1, -1).map((m) => {
+      const top = attrs(m.body);
+      const str = (t: number): string => { const p = top.find((a) => a.type === t)!.payload; return p.subarray(0, p.indexOf(0)).toString(); };
+      const [el, more] = attrs(top.find((a) => a.type === 3)!.payload);
+      assert.equal(more, undefined, 'one element per message');
+      const parts = attrs(el!.payload);
+      const key = attrs(parts.find((p) => p.type === 1)!.payload);
+      const u64 = (t: number): string | undefined => parts.find((p) => p.type === t)?.payload.toString('hex');
+      return { table: str(1), set: str(2), key: key.map((k) => [k.type, k.payload.toString('hex')]), timeout: u64(4), expires: u64(5), types: parts.map((p) => p.type) };
+    });
+    assert.deepEqual(timed, [
+      { table: 'lbd', set: 'lease4', key: [[1, 'c612000a']], timeout: '0000000000001388', expires: '0000000000001388', types: [1, 4, 5] },
+      { table: 'lbd', set: 'lease4', key: [[1, 'c612000a']], timeout: '0000000000000001', expires: '0000000000000001', types: [1, 4, 5] },
+      { table: 'lbd', set: 'lease6', key: [[1, 'fd000000000000000000000000000010']], timeout: '0000000200000000', expires: '0000000200000000', types: [1, 4, 5] },
+      { table: 'lbd', set: 'lease4', key: [[1, 'c612000a']], timeout: undefined, expires: undefined, types: [1] },
+    ]);
+    assert.throws(() => encodeTimedElements([{ op: 'add', family: 'inet', table: 'lbd', set: 'lease4', address: '198.18.0.300', ms: 5 }]),
+      (e: unknown) => e instanceof ElementEncodingError && /"198\.18\.0\.300" of set lease4 \(inet lbd\): not an IPv4 or IPv6 address/.test(e.message));
+    assert.throws(() => encodeTimedElements([{ op: 'add', family: 'inet', table: 'lbd', set: 'lease4', address: '198.18.0.3', ms: Number.NaN }]),
+      /timeout NaN ms is not a number of milliseconds/);
   });
 });

@@ -1,4 +1,5 @@
 import { endianness } from 'node:os';
+import { fileURLToPath } from 'node:url';
 import type { NftFamily } from './model.js';
 
 /*
@@ -17,8 +18,15 @@ import type { NftFamily } from './model.js';
  * written this way with one nft's script wrote, and re-adopts it without a write.
  */
 
+/**
+ * The compiled nf_tables batch sender (native/lbd-nfbatch.c), built beside this file: it sends what this
+ * module encodes (a new table's elements, the kernel lease's renewals) and reads counters.
+ */
+export const NFBATCH_HELPER = fileURLToPath(new URL('./lbd-nfbatch', import.meta.url));
+
 const NFNL_SUBSYS_NFTABLES = 10;
 const NFT_MSG_NEWSETELEM = 12;
+const NFT_MSG_DELSETELEM = 14;
 const NFNL_MSG_BATCH_BEGIN = 0x10;
 const NFNL_MSG_BATCH_END = 0x11;
 const NLM_F_REQUEST = 0x1;
@@ -31,6 +39,8 @@ const NFTA_SET_ELEM_LIST_ELEMENTS = 3;
 const NFTA_LIST_ELEM = 1;
 const NFTA_SET_ELEM_KEY = 1;
 const NFTA_SET_ELEM_DATA = 2;
+const NFTA_SET_ELEM_TIMEOUT = 4;
+const NFTA_SET_ELEM_EXPIRATION = 5;
 const NFTA_DATA_VALUE = 1;
 const NFTA_DATA_VERDICT = 2;
 const NFTA_VERDICT_CODE = 1;
@@ -38,6 +48,8 @@ const NFTA_VERDICT_CHAIN = 2;
 const NFT_JUMP = -3;
 const NFT_GOTO = -4;
 const FAMILY_NUMBER: Record<NftFamily, number> = { ip: 2, ip6: 10 };
+/** The lease tables' families (lease.ts): NFPROTO_INET and NFPROTO_ARP. */
+const TIMED_FAMILY_NUMBER: Record<TimedElement['family'], number> = { inet: 1, arp: 3 };
 const IFNAMSIZ = 16;
 /** Element bytes per message: the elements' list is one attribute, and an attribute's length is 16 bits. */
 const MAX_LIST_BYTES = 60_000;
@@ -276,6 +288,30 @@ function writeVerdict(w: Writer, text: string): string | null {
   return null;
 }
 
+/** Starts a netlink message with its nfgenmsg header; returns where it starts (its length is set by closeMessage). */
+function openMessage(w: Writer, type: number, flags: number, seq: number, fam: number, resId: number): number {
+  w.room(HEADER_ROOM);
+  const at = w.n;
+  w.u32(0);
+  w.u16(type);
+  w.u16(flags);
+  w.u32(seq);
+  w.u32(0);
+  w.byte(fam);
+  w.byte(0);
+  w.byte(resId >>> 8); // nfgenmsg's res_id is in network order
+  w.byte(resId & 0xff);
+  return at;
+}
+
+function closeMessage(w: Writer, at: number): void {
+  w.pad();
+  const end = w.n;
+  w.n = at;
+  w.u32(end - at);
+  w.n = end;
+}
+
 /** Elements for one map of one table: in the model's form, a map's elements per service fragment (`key → value`). */
 export interface ElementPart {
   readonly family: NftFamily;
@@ -324,26 +360,9 @@ export function encodeElementBatch(parts: readonly ElementPart[], seq0 = 1): Ele
   const w = new Writer(count * 96 + 4096);
   const messages: EncodedMessage[] = [];
   let seq = seq0 >>> 0;
-  const header = (type: number, flags: number, fam: number, resId: number): number => {
-    w.room(HEADER_ROOM);
-    const at = w.n;
-    w.u32(0); // length, set when the message is done
-    w.u16(type);
-    w.u16(flags);
-    w.u32(seq);
-    w.u32(0);
-    w.byte(fam);
-    w.byte(0);
-    w.byte(resId >>> 8); // nfgenmsg's res_id is in network order
-    w.byte(resId & 0xff);
-    return at;
-  };
+  const header = (type: number, flags: number, fam: number, resId: number): number => openMessage(w, type, flags, seq, fam, resId);
   const finish = (at: number): void => {
-    w.pad();
-    const end = w.n;
-    w.n = at;
-    w.u32(end - at);
-    w.n = end;
+    closeMessage(w, at);
     seq = (seq + 1) >>> 0;
   };
 
@@ -393,4 +412,74 @@ export function encodeElementBatch(parts: readonly ElementPart[], seq0 = 1): Ele
   }
   finish(header(NFNL_MSG_BATCH_END, NLM_F_REQUEST, 0, NFNL_SUBSYS_NFTABLES));
   return { bytes: w.buf.subarray(0, w.n), messages };
+}
+
+/**
+ * One write to a set of addresses with `flags timeout` (the kernel lease's sets, lease.ts): add the element
+ * with `timeout <ms> expires <ms>` (an element already there gets both, so its remaining time is set, up or
+ * down), or delete it (the kernel answers ENOENT when it is not there).
+ */
+export type TimedElement =
+  | { readonly op: 'add'; readonly family: 'inet' | 'arp'; readonly table: string; readonly set: string; readonly address: string; readonly ms: number }
+  | { readonly op: 'delete'; readonly family: 'inet' | 'arp'; readonly table: string; readonly set: string; readonly address: string };
+
+export interface TimedElementBatch {
+  readonly bytes: Buffer;
+  /** The sequence number of each element's message, in the order given (BATCH_BEGIN has seq0). */
+  readonly seqs: readonly number[];
+}
+
+/**
+ * One nf_tables transaction of the given writes, one message each: what `nft add element inet lbd lease4
+ * { A timeout Tms expires Tms }` sends (NEWSETELEM with NLM_F_CREATE and no NLM_F_EXCL; the key, then
+ * NFTA_SET_ELEM_TIMEOUT and NFTA_SET_ELEM_EXPIRATION in ms, 64 bits in network order) and `nft delete
+ * element` (DELSETELEM, the key alone). Every message asks for an ack, so each refusal is told. ms is
+ * written whole, at least 1. Pure: throws ElementEncodingError for an address that is neither IPv4 nor
+ * IPv6 text, or a time that is not a finite number.
+ */
+export function encodeTimedElements(writes: readonly TimedElement[], seq0 = 1): TimedElementBatch {
+  const w = new Writer(writes.length * (HEADER_ROOM + 2 * 32 + ELEMENT_ROOM) + 64);
+  const seqs: number[] = [];
+  let seq = seq0 >>> 0;
+  const message = (type: number, flags: number, fam: number, resId: number, body?: () => void): void => {
+    const at = openMessage(w, type, flags, seq, fam, resId);
+    body?.();
+    closeMessage(w, at);
+    seq = (seq + 1) >>> 0;
+  };
+  const u64 = (type: number, v: number): void => {
+    const at = w.open(type);
+    w.be32(Math.floor(v / 0x1_0000_0000));
+    w.be32(v >>> 0);
+    w.close(at);
+  };
+  message(NFNL_MSG_BATCH_BEGIN, NLM_F_REQUEST, 0, NFNL_SUBSYS_NFTABLES);
+  for (const e of writes) {
+    const add = e.op === 'add';
+    if (add && !Number.isFinite(e.ms)) throw new ElementEncodingError(`cannot encode ${e.address} of set ${e.set} (${e.family} ${e.table}): timeout ${e.ms} ms is not a number of milliseconds`);
+    seqs.push(seq);
+    const type = (NFNL_SUBSYS_NFTABLES << 8) | (add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM);
+    message(type, NLM_F_REQUEST | NLM_F_ACK | (add ? NLM_F_CREATE : 0), TIMED_FAMILY_NUMBER[e.family], 0, () => {
+      w.str(NFTA_SET_ELEM_LIST_TABLE, e.table);
+      w.str(NFTA_SET_ELEM_LIST_SET, e.set);
+      w.room(ELEMENT_ROOM);
+      const list = w.open(NLA_F_NESTED | NFTA_SET_ELEM_LIST_ELEMENTS);
+      const el = w.open(NLA_F_NESTED | NFTA_LIST_ELEM);
+      const key = w.open(NLA_F_NESTED | NFTA_SET_ELEM_KEY);
+      const value = w.open(NFTA_DATA_VALUE);
+      const written = e.address.includes(':') ? writeIpv6(w, e.address) : writeIpv4(w, e.address, 0, e.address.length);
+      if (!written) throw new ElementEncodingError(`cannot encode ${JSON.stringify(e.address)} of set ${e.set} (${e.family} ${e.table}): not an IPv4 or IPv6 address`);
+      w.close(value);
+      w.close(key);
+      if (add) {
+        const ms = Math.max(1, Math.floor(e.ms));
+        u64(NFTA_SET_ELEM_TIMEOUT, ms);
+        u64(NFTA_SET_ELEM_EXPIRATION, ms);
+      }
+      w.close(el);
+      w.close(list);
+    });
+  }
+  message(NFNL_MSG_BATCH_END, NLM_F_REQUEST, 0, NFNL_SUBSYS_NFTABLES);
+  return { bytes: w.buf.subarray(0, w.n), seqs };
 }
