@@ -18,8 +18,10 @@ import type {
   ListConnectionsResponse__Output, PeerClient, PeerDefinition, PeerProtoGrpcType, Problem__Output, ProtoGrpcType,
   ConnSyncClient, ConnSyncDefinition, SyncProtoGrpcType,
 } from './gen/index.js';
+import { decodeSyncMessage, encodeSyncMessage } from './sync-codec.js';
 
 export type * from './gen/index.js';
+export { decodeSyncMessage, encodeSyncMessage, SyncCodecError } from './sync-codec.js';
 
 /**
  * Must match the flags in scripts/gen.mjs: the generated types describe what these options produce.
@@ -184,9 +186,23 @@ export function syncProto(): SyncProtoGrpcType['lbd']['peer']['v1'] {
   return syncLoaded.lbd.peer.v1;
 }
 
+let connSyncDefinition: ConnSyncDefinition | undefined;
+
+/**
+ * The ConnSync service definition, for `server.addService(connSyncServiceDefinition(), handlers)`: proto-
+ * loader's, except that the stream's SyncMessages are written and read by sync-codec.ts (the same bytes,
+ * the same objects, without proto-loader's conversions). `syncProto().ConnSync.service` is proto-loader's
+ * own, which tests and the bench compare against.
+ */
 export function connSyncServiceDefinition(): ConnSyncDefinition {
-  return syncProto().ConnSync.service;
+  if (connSyncDefinition === undefined) {
+    const loaded = syncProto().ConnSync.service;
+    connSyncDefinition = { ...loaded, Stream: { ...loaded.Stream, requestSerialize: encodeSyncMessage, requestDeserialize: decodeSyncMessage } };
+  }
+  return connSyncDefinition;
 }
+
+let ConnSyncClientClass: (new (address: string, creds: grpc.ChannelCredentials, options: grpc.ChannelOptions) => ConnSyncClient) | undefined;
 
 /**
  * Sync messages are bounded by the sender's batch size; this limit refuses anything far beyond it (a
@@ -196,7 +212,8 @@ export const MAX_SYNC_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 export function createConnSyncClient(address: string, port: number, security: PeerSecurity, peerId: string): ConnSyncClient {
   const { creds, options } = peerChannel(security, peerId);
-  return new (syncProto().ConnSync)(target(address, port), creds, {
+  ConnSyncClientClass ??= grpc.makeClientConstructor(connSyncServiceDefinition(), 'ConnSync') as unknown as typeof ConnSyncClientClass & object;
+  return new ConnSyncClientClass(target(address, port), creds, {
     ...options, 'grpc.max_receive_message_length': MAX_SYNC_MESSAGE_BYTES, 'grpc.max_send_message_length': MAX_SYNC_MESSAGE_BYTES,
   });
 }

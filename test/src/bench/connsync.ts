@@ -3,13 +3,13 @@ import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey, type Service } from '@lbd/config';
-import { ConnectionSync, SyncReceiver, realServerName } from '@lbd/connsync';
+import { ConnectionSync, SyncReceiver, realServerName, toWireChange } from '@lbd/connsync';
 import { connectionKey, type ConnectionApplyResult, type ConnectionChange, type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection } from '@lbd/dataplane';
 import { FakeConnectionTable } from '@lbd/dataplane/testing';
 import { silentLogger, type Logger } from '@lbd/director-agent';
 import { ConntrackConnectionTable, defaultCtnlHelper, listConntrack, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
 import {
-  AdminApi, connSyncServiceDefinition, peerServerCredentials, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
+  AdminApi, connSyncServiceDefinition, peerServerCredentials, syncProto, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
 } from '@lbd/proto';
 import {
   Topology, freePort, makeClusterPki, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, waitFor,
@@ -145,6 +145,8 @@ interface BulkResult {
   readonly unwatched: WholePathResult;
   /** Listing the kernel-alone table back (the agent's status, metrics and replanning read it so). */
   readonly listing: ListingResult;
+  /** The bulk's changes through the stream's codec, lbd's and proto-loader's. */
+  readonly codec: CodecResult;
 }
 
 interface WholePathResult {
@@ -295,7 +297,45 @@ async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promis
   const ctx: WholePathContext = { scope, prefix, connections, leaderSec: await security('dir1'), standbySec: await security('dir2') };
   const whole = await wholePath(ctx, 'bulkb', true);
   const unwatched = await wholePath(ctx, 'bulkc', false);
-  return { entries: s.bulk, kernelMs, kernelInserted: applied.inserted, kernelCount, kernelErrors: applied.errors, listing, whole, unwatched };
+  const codec = benchCodec(connections);
+  return { entries: s.bulk, kernelMs, kernelInserted: applied.inserted, kernelCount, kernelErrors: applied.errors, listing, whole, unwatched, codec };
+}
+
+/** µs per change to serialize and to parse a SyncMessage stream of the bulk, per codec (3 runs each, interleaved). */
+interface CodecResult {
+  readonly lbd: { readonly serializeUs: readonly number[]; readonly parseUs: readonly number[] };
+  readonly protoLoader: { readonly serializeUs: readonly number[]; readonly parseUs: readonly number[] };
+}
+
+/**
+ * The bulk's connections as the sender sends them (`changesPerMessage` 512), serialized and parsed by the
+ * stream's codec (sync-codec.ts, what connSyncServiceDefinition uses) and by proto-loader's (what it
+ * replaced). CPU on this process's main thread, which is what either costs an agent.
+ */
+function benchCodec(connections: readonly SyncedConnection[]): CodecResult {
+  const messages: SyncMessage[] = [];
+  for (let i = 0; i < connections.length; i += 512) {
+    messages.push({ seq: messages.length + 1, changes: { changes: connections.slice(i, i + 512).map((connection) => toWireChange({ op: 'upsert', connection })) } });
+  }
+  const ours = connSyncServiceDefinition().Stream;
+  const theirs = syncProto().ConnSync.service.Stream;
+  const result = { lbd: { serializeUs: [] as number[], parseUs: [] as number[] }, protoLoader: { serializeUs: [] as number[], parseUs: [] as number[] } };
+  const perChange = (ms: number): number => (ms * 1000) / connections.length;
+  for (let run = 0; run < 3; run++) {
+    for (const [codec, into] of [[ours, result.lbd], [theirs, result.protoLoader]] as const) {
+      let t0 = performance.now();
+      const bytes = messages.map((m) => codec.requestSerialize(m));
+      into.serializeUs.push(perChange(performance.now() - t0));
+      t0 = performance.now();
+      let parsed = 0;
+      for (const b of bytes) parsed += codec.requestDeserialize(b).changes?.changes.length ?? 0;
+      into.parseUs.push(perChange(performance.now() - t0));
+      if (parsed !== connections.length) throw new Error(`the codec parsed ${parsed} of ${connections.length} changes back`);
+    }
+  }
+  const us = (xs: readonly number[]): string => xs.map((x) => x.toFixed(2)).join(', ');
+  log(`bulk: codec per change, serialize / parse: lbd ${us(result.lbd.serializeUs)} / ${us(result.lbd.parseUs)} us; proto-loader ${us(result.protoLoader.serializeUs)} / ${us(result.protoLoader.parseUs)} us`);
+  return result;
 }
 
 /** Listing the table just filled, listed and parsed as the agent does (listConntrack), both ways, interleaved. */
@@ -913,6 +953,9 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   }
   if (bulk.kernelErrors.length > 0) out(`kernel alone errors: ${bulk.kernelErrors.join(' | ')}`);
   const runs = (ms: readonly number[]): string => (ms.length === 0 ? 'not built' : `${ms.map(formatMs).join(', ')}`);
+  const us = (xs: readonly number[]): string => `${xs.map((x) => x.toFixed(2)).join(', ')} µs`;
+  out(`the stream's codec, per change (3 runs each, interleaved), serialize / parse: lbd's ${us(bulk.codec.lbd.serializeUs)} / ${us(bulk.codec.lbd.parseUs)}; `
+    + `proto-loader's ${us(bulk.codec.protoLoader.serializeUs)} / ${us(bulk.codec.protoLoader.parseUs)}`);
   out(`listing the kernel-alone table back, listed and parsed as the agent does (3 runs each, interleaved): lbd-ctnl dump ${runs(bulk.listing.dumpMs)}; `
     + `conntrack -L -o extended ${runs(bulk.listing.conntrackMs)}${bulk.listing.mismatches.length > 0 ? `; MISMATCH: ${bulk.listing.mismatches.join(', ')}` : ''}`);
   out(`\n== 2. incremental sync under new connections (wrk -c${WRK_CONNECTIONS} -H 'Connection: close', paced with a ${load.delayMs} ms delay per request, ${s.loadSec} s)`);
