@@ -266,18 +266,36 @@ export class SyncReceiver {
 
   private async apply(batch: ConnectionChange[]): Promise<void> {
     try {
-      const r = await this.ctx.table.apply(batch);
+      const r = await this.ctx.table.apply(batch, { evictReplyHolder: (holder) => this.mayEvict(holder) });
       this.counts.inserted += r.inserted;
       this.counts.replaced += r.replaced;
       this.counts.refreshed += r.refreshed;
       this.counts.removed += r.removed;
       this.counts.failed += r.failed;
-      if (r.failed > 0) this.lastError = r.errors[0] ?? `${r.failed} changes failed`;
+      if (r.failed > 0) {
+        const error = r.errors[0] ?? `${r.failed} changes failed`;
+        // A copy not injected is a connection a takeover would break: said once per kind of failure, not per batch.
+        if (error.replace(/\d+/g, '#') !== this.lastError.replace(/\d+/g, '#')) {
+          this.ctx.log.warn('connection sync: copies from a peer could not be injected', { peer: this.peer, failed: r.failed, error });
+        }
+        this.lastError = error;
+      }
     } catch (err) {
       this.counts.failed += batch.length;
       this.lastError = err instanceof Error ? err.message : String(err);
       this.ctx.log.error('connection sync: injecting connections failed', { peer: this.peer, changes: batch.length, error: err });
     }
+  }
+
+  /**
+   * Whether an entry holding the reply tuple of a copy being injected may go (the kernel keeps reply tuples
+   * unique). Yes unless it is a connection of a group this director leads, which is live here: otherwise it
+   * is a leftover (this director served the group before, stopped, and never saw the connection close) or an
+   * older copy, and the leader, whose kernel cannot hold both, has the newer connection.
+   */
+  private mayEvict(holder: SyncedConnection): boolean {
+    const group = this.ctx.groupOf(serviceKeyOfConnection(holder), holder.localAddress?.address ?? null);
+    return group === null || !this.ctx.leads(group);
   }
 
   /** What this director holds of the starting snapshot's groups: the candidates for removal at its end. */

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
+import { connectionKey, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionTable, type SyncedConnection } from '@lbd/dataplane';
 import { FakeConnectionTable } from '@lbd/dataplane/testing';
 import { silentLogger } from '@lbd/log';
 import { connSyncServiceDefinition, type SyncMessage, type SyncMessage__Output, type SyncReply, type SyncReply__Output } from '@lbd/proto';
@@ -386,6 +386,37 @@ describe('connection sync: sender, source and receiver', () => {
       assert.equal(standby.connections.has(connectionKey(held)), takenOver, takenOver ? 'its own live connection was removed' : 'a stale copy was kept');
     });
   }
+
+  it('lets an entry holding a copy\'s reply tuple go only when it is not of a group this director leads, and says when copies fail', async () => {
+    const standby = new FakeConnectionTable();
+    // The kernel's answer to what the receiver lets go: each holder offered, per group.
+    const verdicts: Array<[string, boolean]> = [];
+    const holders: SyncedConnection[] = [
+      connection(1, { localAddress: { address: '198.19.1.100', port: 30001 } }),
+      connection(2, { localAddress: { address: '198.19.1.200', port: 30002 } }),
+      connection(3, { vip: { address: '198.18.0.99', port: 80 } }),
+    ];
+    const table: ConnectionTable = {
+      prepare: () => standby.prepare(), watch: (h) => standby.watch(h), dump: () => standby.dump(),
+      apply: async (changes: readonly ConnectionChange[], opts?: ConnectionApplyOptions): Promise<ConnectionApplyResult> => {
+        for (const h of holders) verdicts.push([connectionKey(h), opts?.evictReplyHolder?.(h) ?? false]);
+        return { inserted: 0, replaced: 0, refreshed: 0, removed: 0, failed: changes.length, errors: ['tcp x: the kernel has another entry with this connection\'s reply tuple (EEXIST)'] };
+      },
+    };
+    const warns: string[] = [];
+    const log = { ...quiet, warn: (msg: string, f?: Record<string, unknown>) => { warns.push(`${msg} ${String(f?.error)}`); } };
+    // Local address .100 is in a group this director leads (live here); .200 in one it does not; the third is of no service.
+    const groupOf = (service: string, local: string | null): string | null => (service !== SERVICE ? null : local === '198.19.1.100' ? 'mine' : 'theirs');
+    const acked: number[] = [];
+    const r = new SyncReceiver({ table, log, markOf: () => 0x10001, groupOf, leads: (g) => g === 'mine' }, {
+      write: (reply) => { if (reply.ack) acked.push(Number(reply.ack.seq)); }, fail: () => undefined,
+    }, new Set(['dir1']));
+    const change = { upsert: { id: { protocol: 'tcp', client: { address: '198.18.5.1', port: 1000 }, vip: { address: '198.18.0.10', port: 80 } }, realServer: { address: '198.19.1.11', port: 8080 }, localAddress: { address: '198.19.1.200', port: 30002 }, state: 'ESTABLISHED', timeoutSec: 300 } };
+    for (const m of [{ seq: 1, hello: { from: 'dir1', session: 's', groups: ['theirs'] } }, { seq: 2, changes: { changes: [change] } }, { seq: 3, changes: { changes: [change] } }] as SyncMessage[]) r.onMessage(roundTripMessage(m));
+    await until('both applied', () => acked.includes(3));
+    assert.deepEqual(verdicts.slice(0, 3), [[connectionKey(holders[0]!), false], [connectionKey(holders[1]!), true], [connectionKey(holders[2]!), true]]);
+    assert.deepEqual(warns, ['connection sync: copies from a peer could not be injected tcp x: the kernel has another entry with this connection\'s reply tuple (EEXIST)'], 'said once for two alike');
+  });
 
   it('a malformed change ends the stream with the field named, and none of its message is injected', async () => {
     const standby = new FakeConnectionTable();

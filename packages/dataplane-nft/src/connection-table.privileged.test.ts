@@ -313,6 +313,26 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
     }
   });
 
+  it('an upsert whose reply tuple a leftover entry holds replaces it when the caller lets it go (the kernel keeps reply tuples unique)', async () => {
+    const t = table(X);
+    // A leftover: a director's own connection from an earlier life, which closed elsewhere while it was away.
+    const leftover: SyncedConnection = {
+      protocol: 'tcp', client: { address: CLIENT, port: 43001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
+      localAddress: { address: LIP, port: 23001 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
+    };
+    // The leader's connection now: another client port, given the same local port by the leader's kernel.
+    const current: SyncedConnection = { ...leftover, client: { address: CLIENT, port: 43002 } };
+    assert.equal((await t.apply([{ op: 'upsert', connection: leftover }])).inserted, 1);
+    const refused = await t.apply([{ op: 'upsert', connection: current }]);
+    assert.deepEqual([refused.inserted, refused.failed], [0, 1], JSON.stringify(refused));
+    const offered: SyncedConnection[] = [];
+    const res = await t.apply([{ op: 'upsert', connection: current }], { evictReplyHolder: (h) => { offered.push(h); return true; } });
+    assert.deepEqual(res, { inserted: 0, replaced: 1, refreshed: 0, removed: 0, failed: 0, errors: [] });
+    assert.deepEqual(offered.map(connectionKey), [connectionKey(leftover)]);
+    const ports = conntrackL(X).filter((f) => f.localAddress?.port === 23001).map((f) => f.client.port);
+    assert.deepEqual(ports, [43002], 'the leftover went, the current connection is in');
+  });
+
   it('lists the table through lbd-ctnl\'s dump as conntrack -L lists it: tcp states, nat and fullnat, udp by its status bits, IPv6, mark 0', async () => {
     const t = table(X, 'native');
     const tcp: SyncedConnection = {

@@ -210,6 +210,30 @@ describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
     assert.deepEqual(ct.calls, ['list', 'list']);
   });
 
+  it('an insert whose reply tuple another entry holds replaces that entry when the caller lets it go (a leftover), and only then', async () => {
+    const ct = new FakeConntrack();
+    const leftover = connection(7);
+    const ours = connection(20, { mark: 0 });
+    ct.table.set(connectionKey(leftover), leftover);
+    ct.table.set(connectionKey(ours), ours);
+    const taken = connection(8, { localAddress: leftover.localAddress });
+    const notOurs = connection(21, { localAddress: ours.localAddress });
+    const offered: string[] = [];
+    const res = await tableOf(ct).apply([{ op: 'upsert', connection: taken }, { op: 'upsert', connection: notOurs }], {
+      evictReplyHolder: (holder) => { offered.push(connectionKey(holder)); return true; },
+    });
+    assert.deepEqual({ ...res, errors: [] }, { inserted: 0, replaced: 1, refreshed: 0, removed: 0, failed: 1, errors: [] });
+    assert.deepEqual(offered, [connectionKey(leftover)], 'an entry with mark 0 is not lbd\'s: never offered');
+    assert.deepEqual([...ct.table.keys()].sort(), [connectionKey(taken), connectionKey(ours)].sort());
+    assert.deepEqual(res.errors, [`${connectionKey(notOurs)}: the kernel has another entry with this connection's reply tuple (EEXIST)`]);
+
+    // Refused: the holder stays, the upsert fails as without the option.
+    const again = new FakeConntrack();
+    again.table.set(connectionKey(leftover), leftover);
+    const kept = await tableOf(again).apply([{ op: 'upsert', connection: taken }], { evictReplyHolder: () => false });
+    assert.deepEqual([kept.failed, [...again.table.keys()]], [1, [connectionKey(leftover)]]);
+  });
+
   it('invalid connections fail alone; the last change to a connection wins', async () => {
     const ct = new FakeConntrack();
     const res = await tableOf(ct).apply([

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
-  DataPlaneError, connectionKey, sameBinding, type Endpoint, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
+  DataPlaneError, connectionKey, sameBinding, type Endpoint, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
   type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection,
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
@@ -112,7 +112,8 @@ export function needsRefresh(kernel: SyncedConnection, desired: SyncedConnection
 }
 
 type Outcome = 'inserted' | 'replaced' | 'refreshed' | 'removed' | 'skipped' | 'failed';
-type Intent = 'insert' | 'replace' | 'refresh' | 'remove' | 'skip';
+/** `evict`: delete the entry holding the connection's reply tuple (`holder`), then insert. */
+type Intent = 'insert' | 'replace' | 'refresh' | 'remove' | 'skip' | 'evict';
 
 interface Op {
   readonly change: ConnectionChange;
@@ -123,6 +124,8 @@ interface Op {
   conflicts: number;
   /** The kernel's entry for the connection when the op was last planned (null: absent or not looked at). */
   kernel: SyncedConnection | null;
+  /** Another entry holding the connection's reply tuple, which the caller let go (intent `evict`). */
+  holder: SyncedConnection | null;
 }
 
 /** A kernel entry as apply sees it: the connection and when it was read. */
@@ -281,8 +284,8 @@ export class ConntrackConnectionTable implements ConnectionTable {
     return { close: stop };
   }
 
-  apply(changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult> {
-    return this.turns.run(() => this.applyNow(changes));
+  apply(changes: readonly ConnectionChange[], opts: ConnectionApplyOptions = {}): Promise<ConnectionApplyResult> {
+    return this.turns.run(() => this.applyNow(changes, opts));
   }
 
   /**
@@ -290,18 +293,20 @@ export class ConntrackConnectionTable implements ConnectionTable {
    * refreshes (update), inserts (create, exclusive) and replaces (delete, then create). Round 0 assumes the
    * usual case: upserts are new, removes are there. An insert the kernel answers "exists" (a resync of what
    * the standby has) and a refresh whose entry vanished are planned against one dump and sent in the next
-   * round, up to maxRounds; a failure is final, with the kernel's reason.
+   * round, up to maxRounds; a failure is final, with the kernel's reason. An insert refused although no
+   * entry has its original tuple meets an entry holding its reply tuple: with `evictReplyHolder`'s leave,
+   * that entry is deleted before the insert is sent again.
    *
    * Changes to the same connection are coalesced first: only the last one for a connection is made.
    */
-  private async applyNow(changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult> {
+  private async applyNow(changes: readonly ConnectionChange[], opts: ConnectionApplyOptions): Promise<ConnectionApplyResult> {
     if (!this.writer) throw new DataPlaneError('Unknown', 'apply', { detail: 'the command runner cannot start long-running processes (the ctnetlink helper)' });
     const errors: string[] = [];
     const byKey = new Map<string, Op>();
     for (const change of changes) {
       const key = connectionKey(change.connection);
       const bad = invalidConnection(change.connection);
-      const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : 'remove', outcome: null, conflicts: 0, kernel: null };
+      const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : 'remove', outcome: null, conflicts: 0, kernel: null, holder: null };
       if (bad) { op.outcome = 'failed'; pushError(errors, `${key}: ${bad}`); }
       byKey.delete(key);
       byKey.set(key, op);
@@ -320,8 +325,9 @@ export class ConntrackConnectionTable implements ConnectionTable {
       for (const o of pending) {
         const f = o.change.connection;
         if (o.intent === 'remove' || o.intent === 'replace') { requests.push(renderDeleteRequest(f)); parts.push({ op: o, part: 'delete' }); }
+        if (o.intent === 'evict') { requests.push(renderDeleteRequest(o.holder!)); parts.push({ op: o, part: 'delete' }); }
         if (o.intent === 'refresh') { requests.push(renderUpdateRequest(f as SyncedConnection, o.kernel)); parts.push({ op: o, part: 'update' }); }
-        if (o.intent === 'insert' || o.intent === 'replace') { requests.push(renderInsertRequest(f as SyncedConnection)); parts.push({ op: o, part: 'insert' }); }
+        if (o.intent === 'insert' || o.intent === 'replace' || o.intent === 'evict') { requests.push(renderInsertRequest(f as SyncedConnection)); parts.push({ op: o, part: 'insert' }); }
       }
       const res = await this.writer.run(requests);
       const again: Op[] = [];
@@ -335,20 +341,31 @@ export class ConntrackConnectionTable implements ConnectionTable {
           if (code === '+') o.outcome = 'refreshed';
           else if (code === '-') again.push(o); // gone meanwhile: an insert
           else o.outcome = 'failed';
-        } else if (code === '+') o.outcome = o.intent === 'replace' ? 'replaced' : 'inserted';
+        } else if (code === '+') o.outcome = o.intent === 'replace' || o.intent === 'evict' ? 'replaced' : 'inserted';
         else if (code === '=') again.push(o);
         else o.outcome = 'failed';
       });
       if (res.failed > 0) pushError(errors, `ctnetlink: ${res.failed} of ${requests.length} request(s) failed, the first with ${res.firstError ?? 'no answer'}`);
       if (again.length === 0) break;
       const kernel = await this.kernelTable('apply');
+      let byReply: Map<string, SyncedConnection> | null = null;
       for (const o of again) {
         const was = o.intent;
         o.intent = plan(o, kernel);
         // EEXIST, yet no entry has its original tuple: another entry holds its reply tuple (the binding).
-        if (o.intent === 'insert' && was !== 'refresh' && ++o.conflicts >= MAX_CONFLICTS) {
-          o.outcome = 'failed';
-          pushError(errors, `${o.key}: the kernel has another entry with this connection's reply tuple (EEXIST)`);
+        if (o.intent === 'insert' && was !== 'refresh') {
+          if (opts.evictReplyHolder) {
+            byReply ??= new Map([...kernel.values()].map((k) => [replyKey(k), k]));
+            const holder = byReply.get(replyKey(o.change.connection as SyncedConnection));
+            if (holder !== undefined && holder.mark !== 0 && connectionKey(holder) !== o.key && opts.evictReplyHolder(holder)) {
+              o.intent = 'evict';
+              o.holder = holder;
+            }
+          }
+          if (++o.conflicts >= MAX_CONFLICTS) {
+            o.outcome = 'failed';
+            pushError(errors, `${o.key}: the kernel has another entry with this connection's reply tuple (EEXIST)${o.intent === 'evict' ? ', and it was still there after its delete' : ''}`);
+          }
         }
         // Nothing to do: a remove of an absent connection, an upsert the kernel already has closely enough.
         if (o.intent === 'skip') o.outcome = o.change.op === 'remove' ? 'skipped' : 'refreshed';
@@ -378,6 +395,12 @@ export class ConntrackConnectionTable implements ConnectionTable {
     await this.writer?.close();
     for (const child of this.children) child.kill('SIGTERM');
   }
+}
+
+/** A connection's reply tuple as text (what conntrack keeps unique besides the original): the real server, then where it answers. */
+function replyKey(f: SyncedConnection): string {
+  const to = f.localAddress ?? f.client;
+  return `${f.protocol} ${f.realServer.address} ${f.realServer.port} ${to.address} ${to.port}`;
 }
 
 /** What a change needs, given the kernel's entry for its connection. */

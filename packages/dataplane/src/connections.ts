@@ -79,7 +79,10 @@ export type ConnectionChange =
 export interface ConnectionApplyResult {
   /** Entries created (upserts of connections the kernel did not have). */
   readonly inserted: number;
-  /** Upserts of connections the kernel had with another binding: deleted and created again. */
+  /**
+   * Upserts of connections the kernel had with another binding (deleted and created again), or whose reply
+   * tuple another entry held that `evictReplyHolder` let go.
+   */
   readonly replaced: number;
   /** Upserts the kernel already had with the same binding: timeout and state refreshed. */
   readonly refreshed: number;
@@ -87,6 +90,18 @@ export interface ConnectionApplyResult {
   /** Changes that could not be made, with the first few reasons. */
   readonly failed: number;
   readonly errors: readonly string[];
+}
+
+export interface ConnectionApplyOptions {
+  /**
+   * The kernel keeps reply tuples unique: an upsert whose reply tuple another entry holds (with another
+   * original tuple) is refused. Whether that entry (`holder`) may go to make room for the upsert. Connection
+   * sync's receiver answers yes for an entry of a group this director does not lead: a leftover of an
+   * earlier life (a director that served a slot, stopped, and saw none of its connections close), which the
+   * leader's newer connection replaced (the leader's kernel cannot hold both). Absent: never, and the upsert
+   * fails as before. Entries with mark 0 (not lbd's) are never offered.
+   */
+  readonly evictReplyHolder?: (holder: SyncedConnection) => boolean;
 }
 
 export interface ConnectionTable {
@@ -100,5 +115,5 @@ export interface ConnectionTable {
    * Makes the changes, in order, as one batch. One bad or racing entry (gone already, there already with
    * another binding) never stops the rest: it is counted and the others are made.
    */
-  apply(changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult>;
+  apply(changes: readonly ConnectionChange[], opts?: ConnectionApplyOptions): Promise<ConnectionApplyResult>;
 }

@@ -4,5 +4,5 @@ export { realServerIdsOf } from './real-servers.js';
 export type { AddressOwner, Announce, FloatingAddress } from './addresses.js';
 export {
   connectionKey, sameBinding, type SyncedConnection, type ConnectionIdentity, type ConnectionEvent, type ConnectionEventKind, type ConnectionWatchHandlers, type ConnectionWatch, type ConnectionChange,
-  type ConnectionApplyResult, type ConnectionTable,
+  type ConnectionApplyResult, type ConnectionApplyOptions, type ConnectionTable,
 } from './connections.js';
