@@ -8,11 +8,12 @@ import type {
  * lbd.peer.v1.SyncMessage (sync.proto) written and read by hand: the connection-sync stream's messages, the
  * only ones that carry a message per connection.
  *
- * Why: through proto-loader each change cost about 3 us to serialize and 3.5 us to parse (protobufjs'
- * fromObject/encode and decode/toObject: a copy of every object on each side, most of it garbage), so a
- * bulk of 100 000 connections spent over half a second of the agent's main thread in conversions alone.
- * Here a change is written straight from the object the sender holds and read straight into the object the
- * receiver checks (`pnpm bench connsync` prints both codecs' figures).
+ * Why: through proto-loader a change cost 1.6-2.8 us to serialize (fromObject makes a message object of
+ * every object before encode walks it), a leader's largest share per change after the event itself. Here a
+ * change is written straight from the object the sender holds: 0.3-0.6 us (`pnpm bench connsync` prints both
+ * codecs' figures). Reading is about as fast as protobufjs' generated decoder once warm (0.6-1 us a change:
+ * the strings and objects are the cost), and is done here as well so that both halves keep one contract, and
+ * so that a sub-message that runs past its end is refused rather than read across.
  *
  * The bytes are protobuf's: a peer running proto-loader's codec reads these messages, and these functions
  * read its messages. What is read is what proto-loader gives with LOADER_OPTIONS (longs as numbers, defaults
