@@ -246,9 +246,30 @@ async function assertNoneBroken(r: { streams: StreamReport; flows: UdpReport }, 
   const broken = failed.map((c) => `client port ${c.port ?? '?'}: ${c.error} (${c.server ?? 'no server yet'})`);
   // Each broken stream's entries on every director (its slot is its local address's) and the agents' last lines.
   const logs = r.streams.broken + r.flows.broken > 0
-    ? `\n== conntrack\n${await conntrackOf(lab, failed.flatMap((c) => (c.port === null ? [] : [c.port])))}\n${lab.logs(25)}` : '';
+    ? `\n== conntrack\n${await conntrackOf(lab, failed.flatMap((c) => (c.port === null ? [] : [c.port])))}\n== copies not injected\n${await copiesNotInjected(lab)}\n${lab.logs(25)}` : '';
   assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${broken.join('; ')}${logs}`);
   assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}${logs}`);
+}
+
+/**
+ * Each running director's receiving streams that failed to inject copies, with the kernel's reason: a copy
+ * missing on a director is a connection that breaks when its slot moves there (a broken stream's first
+ * suspect). Directors that do not answer are named as such.
+ */
+async function copiesNotInjected(lab: EcmpLab<AdminApi>): Promise<string> {
+  const lines: string[] = [];
+  const directors: EcmpDirector[] = [...ECMP_DIRECTORS, ECMP_SPARE];
+  for (const d of directors) {
+    try {
+      const st = await lab.api(d).getClusterStatus({ timeoutMs: 2000 });
+      for (const p of st.sync?.peers ?? []) {
+        if (p.direction === 'from' && Number(p.failed) > 0) lines.push(`${d} from ${p.peer}: ${p.failed} failed, last: ${p.lastError}`);
+      }
+    } catch (e) {
+      lines.push(`${d}: no status (${(e as Error).message.split('\n')[0]})`);
+    }
+  }
+  return lines.join('\n') || 'none';
 }
 
 /** How long the box-death load runs, and how long without a line breaks a stream. */
