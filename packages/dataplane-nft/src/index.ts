@@ -11,5 +11,5 @@ export { parseConntrack, parseConntrackLine, type ConntrackEntry, type Conntrack
 export { ConntrackConnectionTable, defaultCtnlHelper, listConntrack, type ConntrackConnectionTableOptions, type CtnlHelper } from './connection-table.js';
 export { planTables, type Plan, type Leaving } from './plan.js';
 export { KernelAddressOwner, type KernelAddressOwnerOptions } from './addresses.js';
-export { readLeaseDrops } from './lease.js';
+export { KernelLease, readLeaseDrops, type KernelLeaseOptions } from './lease.js';
 export { raiseThreadToRealtime } from './realtime.js';

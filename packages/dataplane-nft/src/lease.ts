@@ -152,6 +152,11 @@ export interface KernelLeaseOptions {
   readonly runner?: CommandRunner;
   /** Monotonic milliseconds (default performance.now): deadlines are kept on it. */
   readonly now?: () => number;
+  /**
+   * Whether renewals and revocations go through lbd-nfbatch (the default where it is built and the runner
+   * can spawn) or through the lease's `nft -i` like everything else. `pnpm bench dataplane` compares the two.
+   */
+  readonly netlinkWriter?: boolean;
 }
 
 /**
@@ -182,7 +187,7 @@ export class KernelLease {
     const spawnFn = this.runner.spawn?.bind(this.runner);
     this.session = spawnFn ? new NftSession(() => spawnFn('nft', ['-i']), `list set inet ${LEASE_TABLE} schema`) : null;
     // Without lbd-nfbatch (a tree whose native helpers were not built) every renewal goes through nft.
-    this.writer = spawnFn && existsSync(NFBATCH_HELPER) ? new LeaseWriter(() => spawnFn(NFBATCH_HELPER, [])) : null;
+    this.writer = spawnFn && (opts.netlinkWriter ?? existsSync(NFBATCH_HELPER)) ? new LeaseWriter(() => spawnFn(NFBATCH_HELPER, [])) : null;
   }
 
   /**

@@ -3,7 +3,7 @@ import { BenchScope } from './scope.js';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { validateConfig, type Service } from '@lbd/config';
-import { NftDataPlane, netnsRunner } from '@lbd/dataplane-nft';
+import { KernelLease, NftDataPlane, netnsRunner } from '@lbd/dataplane-nft';
 import {
   CLIENT, DIRECTOR, HOSTS, LOCAL_ADDRESSES, VIPS, directorTopology, realServer, removeOrphans, runCommand, runPrefix,
   type BackgroundProcess, type RealServerHost, type Topology,
@@ -20,8 +20,9 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult, typ
  * 1. Throughput: client → real server directly, through a plain routed hop, lbd fullnat, lbd nat, a
  *    minimal hand-written nft fullnat ruleset and haproxy `mode tcp`, each with wrk for keep-alive
  *    requests, one request per connection and 1 MiB objects.
- * 2. Rule scale: full apply, one-server change and unchanged apply at 1 … 10 000 services, and
- *    requests/s through service #0 as the table grows.
+ * 2. Rule scale: full apply, one-server change and unchanged apply at 1 … 10 000 services,
+ *    requests/s through service #0 as the table grows, and the kernel lease's renewal at each size
+ *    through lbd-nfbatch and through `nft -i`.
  *
  * Everything runs in namespaces named `lbdb<pid>-…` that are removed on every exit path (SIGINT too).
  * Progress goes to stderr, the report to stdout.
@@ -85,12 +86,14 @@ interface Settings {
   readonly retryBudget: number;
   /** Time the benchmark may spend in all waiting for other processes to quiet down. */
   readonly waitBudgetMs: number;
+  /** Kernel lease renewals timed per size, each way. */
+  readonly renewals: { readonly netlink: number; readonly nft: number };
 }
 
 function settingsFor(opts: DataplaneBenchOptions): Settings {
   return opts.quick
-    ? { reps: 1, durationSec: 2, scaleCounts: [1, 100, 1000], changes: 10, retryBudget: 5, waitBudgetMs: 20_000 }
-    : { reps: 3, durationSec: 5, scaleCounts: [1, 100, 1000, 10_000], changes: 10, retryBudget: 15, waitBudgetMs: 120_000 };
+    ? { reps: 1, durationSec: 2, scaleCounts: [1, 100, 1000], changes: 10, retryBudget: 5, waitBudgetMs: 20_000, renewals: { netlink: 100, nft: 10 } }
+    : { reps: 3, durationSec: 5, scaleCounts: [1, 100, 1000, 10_000], changes: 10, retryBudget: 15, waitBudgetMs: 120_000, renewals: { netlink: 500, nft: 30 } };
 }
 
 const log = (msg: string): void => {
@@ -423,7 +426,7 @@ async function ruleScale(ctx: Context, s: Settings): Promise<void> {
   out('which an agent in its own namespace does not pay).');
   out();
 
-  interface Sizes { services: Service[]; validateMs: number; full: number[]; rps: number[]; changes: number[]; unchanged: number[]; ops: number; disturbed: boolean }
+  interface Sizes { services: Service[]; validateMs: number; full: number[]; rps: number[]; changes: number[]; unchanged: number[]; ops: number; disturbed: boolean; renewals?: Renewals }
   const sizes = new Map<number, Sizes>();
   for (const n of s.scaleCounts) {
     log(`rule scale: building ${n} service(s)`);
@@ -464,6 +467,7 @@ async function ruleScale(ctx: Context, s: Settings): Promise<void> {
         z.services = next;
       }
       await assertUnchanged(dp, z, n);
+      z.renewals = await leaseRenewals(ns, s.renewals);
     }
   }
   await resetDirector(ctx);
@@ -494,6 +498,50 @@ async function ruleScale(ctx: Context, s: Settings): Promise<void> {
     ['one-server change at 10,000 services ≤ 5 ms', change === undefined ? quickNote : formatMs(change), passMiss(change === undefined ? undefined : change <= 5)],
   ]));
   out('validate: validateConfig of the N services (every apply validates the whole config first), once per size.');
+  out();
+  out(`The kernel lease's renewal (one group, one address: three elements, inet and arp) with the N services in the kernel, back to back,`);
+  out(`through lbd-nfbatch (what renews) and through the lease's own \`nft -i\` (what it replaced: nft refreshes its cache of the whole ruleset`);
+  out(`whenever a renewal changed its generation); wall ms around KernelLease.lease(), in the director's namespace:`);
+  out(table(
+    ['services', 'lbd-nfbatch: renewals', 'median / p99 / max', 'nft -i: renewals', 'median / max', 'nft ÷ lbd-nfbatch'],
+    rows.filter((r) => r.renewals !== undefined).map((r) => {
+      const w = r.renewals!;
+      return [r.n.toLocaleString('en-US'), String(w.netlink.length), `${formatMs(median(w.netlink))} / ${formatMs(percentile(w.netlink, 0.99))} / ${formatMs(Math.max(...w.netlink))}`,
+        String(w.nft.length), `${formatMs(median(w.nft))} / ${formatMs(Math.max(...w.nft))}`, formatRatio(median(w.nft) / median(w.netlink))];
+    }),
+  ));
+}
+
+interface Renewals { readonly netlink: readonly number[]; readonly nft: readonly number[] }
+
+/**
+ * The kernel lease's renewals, timed one by one, both ways (KernelLease's `netlinkWriter`), in `ns` with
+ * whatever the data plane has there. The guarded address is one no service uses: the lease tables drop
+ * traffic for a guarded address without a lease. The tables go again after each way (remove()).
+ */
+async function leaseRenewals(ns: string, count: { netlink: number; nft: number }): Promise<Renewals> {
+  const out = { netlink: [] as number[], nft: [] as number[] };
+  for (const netlinkWriter of [true, false]) {
+    const lease = new KernelLease({ runner: netnsRunner(ns), netlinkWriter });
+    const times = netlinkWriter ? out.netlink : out.nft;
+    try {
+      await lease.guard(new Map([['bench', ['198.18.255.254']]]));
+      await lease.lease('bench', performance.now() + 5000); // the first starts the writer: not timed
+      for (let i = 0; i < (netlinkWriter ? count.netlink : count.nft); i++) {
+        const t0 = performance.now();
+        await lease.lease('bench', performance.now() + 5000);
+        times.push(performance.now() - t0);
+      }
+    } finally {
+      await lease.remove();
+    }
+  }
+  return out;
+}
+
+function percentile(xs: readonly number[], p: number): number {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 }
 
 /** Applies the same services again: must write nothing (throws otherwise). */

@@ -16,7 +16,8 @@ const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count
 
 benchmarks:
   dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
-              rule scale at 1 .. 10 000 services (about 8 minutes; needs root, wrk, nginx, haproxy)
+              rule scale at 1 .. 10 000 services, and the kernel lease's renewal at each size (about 8
+              minutes; needs root, wrk, nginx, haproxy)
   health      5 000 tcp checks at 1 s: the agent's CPU, due -> start delay, detection latency of
               100 targets failing at once (about 2 minutes; needs root, nft)
   failover    failure drills on two directors with etcd: N of each scenario (switchover, kill-agent,
