@@ -12,7 +12,9 @@ import { ElementEncodingError, encodeTimedElements, type TimedElement } from './
  * chain and set of every family, the data plane's included) whenever the ruleset's generation changed,
  * which every renewal itself does, and then lists the sentinel. Measured in the lab with `fast`: the
  * leader's `nft -i` used 24-36% of a core, at the election's real-time priority, ahead of everything at
- * normal priority (etcd in the lab).
+ * normal priority (etcd in the lab). `pnpm bench dataplane` (4 December) times a renewal, back to back in a
+ * namespace holding 1 to 10 000 services and nothing else of lbd's, at a median of 0.1 ms through this
+ * writer and 0.7 ms through `nft -i`: the lab's 5-9 ms came with its ruleset and its load.
  *
  * A renewal is one nf_tables transaction, encoded here (nft-netlink.ts' encodeTimedElements: one
  * NEWSETELEM with timeout and expiry, or one DELSETELEM, per word, each asking for an ack) and sent by
