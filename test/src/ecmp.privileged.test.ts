@@ -192,6 +192,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
     it(`scale-out and scale-in on the router's ${mode} group: a fourth director takes the slots it owns after their bulk sync, then leaves; every synced TCP stream and UDP flow lives on`, async function () {
       await lab.routerMode(mode);
       const before = await lab.waitSteady();
+      let spareCopies = '';
       const r = await underLoad(lab, async () => {
         // Not only the same next hops: the same route, order and weights (or buckets), or the router's hash would move flows between slots.
         const route = await lab.routerRoute();
@@ -203,11 +204,13 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
         assert.ok(taken.length > 0, `${ECMP_SPARE} took no slot: a scale-out that moves nothing proves nothing (${JSON.stringify([...out])})`);
         await waitFor(`the router to receive ${ECMP_SPARE}'s paths`, 30_000, async () => ((await lab.routerPaths()).get(ECMP_SPARE) === lab.slots ? true : undefined), 250);
         assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when a director joined');
+        // What the joining director failed to inject is gone with it: read while it still answers.
+        spareCopies = `\n== copies ${ECMP_SPARE} had not injected before it stopped\n${await copiesNotInjected(lab, [ECMP_SPARE])}`;
         await lab.stopDirector(ECMP_SPARE);
         assert.deepEqual([...await lab.waitSteady()], [...before], 'the slots went back to their owners before the scale-out');
         assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when a director left');
       }).finally(() => lab.routerMode('hash-threshold'));
-      await assertNoneBroken(r, lab);
+      await assertNoneBroken(r, lab, spareCopies);
     });
   }
 });
@@ -241,12 +244,12 @@ describe('ECMP tier without connection sync: the same box death breaks the dead 
  * Every TCP stream and UDP flow lived on; otherwise the first errors (with the real server each broken
  * stream was on) and the agents' last lines, which time the slot moves.
  */
-async function assertNoneBroken(r: { streams: StreamReport; flows: UdpReport }, lab: EcmpLab<AdminApi>): Promise<void> {
+async function assertNoneBroken(r: { streams: StreamReport; flows: UdpReport }, lab: EcmpLab<AdminApi>, before = ''): Promise<void> {
   const failed = r.streams.perConnection.filter((c) => c.error !== null).slice(0, 5);
   const broken = failed.map((c) => `client port ${c.port ?? '?'}: ${c.error} (${c.server ?? 'no server yet'})`);
   // Each broken stream's entries on every director (its slot is its local address's) and the agents' last lines.
   const logs = r.streams.broken + r.flows.broken > 0
-    ? `\n== conntrack\n${await conntrackOf(lab, failed.flatMap((c) => (c.port === null ? [] : [c.port])))}\n== copies not injected\n${await copiesNotInjected(lab)}\n${lab.logs(25)}` : '';
+    ? `\n== conntrack\n${await conntrackOf(lab, failed.flatMap((c) => (c.port === null ? [] : [c.port])))}\n== copies not injected\n${await copiesNotInjected(lab)}${before}\n${lab.logs(25)}` : '';
   assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${broken.join('; ')}${logs}`);
   assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}${logs}`);
 }
@@ -256,9 +259,8 @@ async function assertNoneBroken(r: { streams: StreamReport; flows: UdpReport }, 
  * missing on a director is a connection that breaks when its slot moves there (a broken stream's first
  * suspect). Directors that do not answer are named as such.
  */
-async function copiesNotInjected(lab: EcmpLab<AdminApi>): Promise<string> {
+async function copiesNotInjected(lab: EcmpLab<AdminApi>, directors: readonly EcmpDirector[] = [...ECMP_DIRECTORS, ECMP_SPARE]): Promise<string> {
   const lines: string[] = [];
-  const directors: EcmpDirector[] = [...ECMP_DIRECTORS, ECMP_SPARE];
   for (const d of directors) {
     try {
       const st = await lab.api(d).getClusterStatus({ timeoutMs: 2000 });
