@@ -100,7 +100,10 @@ describe('data plane forwarding in namespaces @privileged', function () {
     assert.equal(sh.ok, 30);
     assert.equal(Object.keys(sh.servers).length, 1, `sh spread one client over ${JSON.stringify(sh.servers)}`);
     const seen = new Set<string>();
-    for (const port of [40001, 40002, 40003, 40004, 40005, 40006]) {
+    // Fixed source ports below the ephemeral range (32768-60999): a port the kernel had handed to an earlier
+    // connection (curl's, a stream's) may still be held in TIME_WAIT by a socket without SO_REUSEADDR, and
+    // binding it then fails with EADDRINUSE for as long as TIME_WAIT lasts (suite 39 met one).
+    for (const port of [20001, 20002, 20003, 20004, 20005, 20006]) {
       const r = await runTestClient<TcpOnceResult>(lab.topology, CLIENT.host, ['tcp-once', '--target', `${VIPS.ipv4}:${STREAM}`, '--count', '5', '--source-port', String(port)]);
       assert.equal(r.ok, 5, JSON.stringify(r.errors));
       assert.equal(new Set(r.sequence).size, 1, `connection from port ${port} went to ${r.sequence.join(', ')}`);

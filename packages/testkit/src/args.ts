@@ -218,6 +218,8 @@ export const TESTCLIENT_USAGE = `usage: lbd-testclient MODE OPTIONS   (prints on
             report after --duration-ms (default ${DEFAULT_STREAM_DURATION_MS}, at most ${MAX_DURATION_MS}) or on SIGTERM/SIGINT)
   udp      --target ADDR:PORT --count N [--source-port P] [--timeout-ms MS]
   tcp-once --target ADDR:PORT --count N [--source-port P] [--timeout-ms MS]
+           (with P, each connection is closed with RST so the next may reuse the port; pick P below
+            32768, outside the kernel's ephemeral range, or an earlier connection's TIME_WAIT may hold it)
   udp-flows --target ADDR:PORT --flows N [--first-port P] [--interval-ms MS] [--duration-ms D] [--timeout-ms MS] [--max-retries R]
            (N long-lived flows, each one socket on its own source port sending a seq every MS (default
             ${DEFAULT_UDP_FLOW_INTERVAL_MS}) and re-sending it every --timeout-ms (default ${DEFAULT_UDP_FLOW_TIMEOUT_MS}) until answered, at most R times

@@ -36,7 +36,7 @@ describe('director topology @privileged', function () {
     const rs2 = lab!.realServers[1]!;
     const udp = await runTestClient<UdpResult>(lab!.topology, CLIENT.host, ['udp', '--target', `${rs2.ipv4}:${SERVER_PORTS.udp}`, '--count', '3']);
     assert.deepEqual([udp.ok, udp.servers], [3, { rs2: 3 }]);
-    const once = await runTestClient<TcpOnceResult>(lab!.topology, CLIENT.host, ['tcp-once', '--target', `${rs2.ipv4}:${SERVER_PORTS.stream}`, '--count', '3', '--source-port', '41000']);
+    const once = await runTestClient<TcpOnceResult>(lab!.topology, CLIENT.host, ['tcp-once', '--target', `${rs2.ipv4}:${SERVER_PORTS.stream}`, '--count', '3', '--source-port', '21000']);
     assert.deepEqual(once.sequence, ['rs2', 'rs2', 'rs2']);
 
     const stream = spawnTestClient(lab!.topology, CLIENT.host, ['stream', '--target', `[${rs2.ipv6}]:${SERVER_PORTS.stream}`, '--connections', '4', '--duration-ms', '20000']);
