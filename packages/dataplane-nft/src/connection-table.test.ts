@@ -234,6 +234,14 @@ describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
     assert.deepEqual([kept.failed, [...again.table.keys()]], [1, [connectionKey(leftover)]]);
   });
 
+  it('a remove is checked by the connection it names only: a dumped entry about to expire (timeoutSec 0) is removed', async () => {
+    const ct = new FakeConntrack();
+    ct.table.set(connectionKey(connection(1)), connection(1, { timeoutSec: 0 }));
+    const res = await tableOf(ct).apply([{ op: 'remove', connection: connection(1, { timeoutSec: 0 }) }]);
+    assert.deepEqual(res, { inserted: 0, replaced: 0, refreshed: 0, removed: 1, failed: 0, errors: [] });
+    assert.equal(ct.table.size, 0);
+  });
+
   it('invalid connections fail alone; the last change to a connection wins', async () => {
     const ct = new FakeConntrack();
     const res = await tableOf(ct).apply([

@@ -305,7 +305,10 @@ export class ConntrackConnectionTable implements ConnectionTable {
     const byKey = new Map<string, Op>();
     for (const change of changes) {
       const key = connectionKey(change.connection);
-      const bad = invalidConnection(change.connection);
+      // A remove names the connection by its original tuple alone: what else it carries (a dumped entry's
+      // timeoutSec 0, about to expire anyway) is not sent and is no reason to keep the entry.
+      const c = change.connection;
+      const bad = invalidConnection(change.op === 'upsert' ? c : { protocol: c.protocol, client: c.client, vip: c.vip });
       const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : 'remove', outcome: null, conflicts: 0, kernel: null, holder: null };
       if (bad) { op.outcome = 'failed'; pushError(errors, `${key}: ${bad}`); }
       byKey.delete(key);
