@@ -244,12 +244,13 @@ describe('ECMP tier without connection sync: the same box death breaks the dead 
  * Every TCP stream and UDP flow lived on; otherwise the first errors (with the real server each broken
  * stream was on) and the agents' last lines, which time the slot moves.
  */
-async function assertNoneBroken(r: { streams: StreamReport; flows: UdpReport }, lab: EcmpLab<AdminApi>, before = ''): Promise<void> {
+async function assertNoneBroken(r: LoadResult, lab: EcmpLab<AdminApi>, before = ''): Promise<void> {
   const failed = r.streams.perConnection.filter((c) => c.error !== null).slice(0, 5);
   const broken = failed.map((c) => `client port ${c.port ?? '?'}: ${c.error} (${c.server ?? 'no server yet'})`);
   // Each broken stream's entries on every director (its slot is its local address's) and the agents' last lines.
   const logs = r.streams.broken + r.flows.broken > 0
-    ? `\n== conntrack\n${await conntrackOf(lab, failed.flatMap((c) => (c.port === null ? [] : [c.port])))}\n== copies not injected\n${await copiesNotInjected(lab)}${before}\n${lab.logs(25)}` : '';
+    ? `\n== conntrack\n${await conntrackOf(lab, failed.flatMap((c) => (c.port === null ? [] : [c.port])))}\n== copies not injected\n${await copiesNotInjected(lab)}${before}`
+      + `\n${r.recorder.report(failed.flatMap((c) => (c.port === null ? [] : [c.port])))}\n== the router's route changes\n${lab.routerChanges(30)}\n${lab.logs(25)}` : '';
   assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${broken.join('; ')}${logs}`);
   assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}${logs}`);
 }
@@ -274,6 +275,57 @@ async function copiesNotInjected(lab: EcmpLab<AdminApi>, directors: readonly Ecm
   return lines.join('\n') || 'none';
 }
 
+interface LoadResult { streams: StreamReport; flows: UdpReport; recorder: FlightRecorder }
+
+/**
+ * For a broken stream's report, what happened to its connection as it happened: every director's conntrack
+ * events for the streams' port (new, state changes, destroyed, with the kernel's time; an injected copy is a
+ * new one too), and the neighbour entries of the router and the real servers that changed MAC or failed (a
+ * next hop or local address answered by a director that does not hold its slot sends the slot's packets
+ * where its lease drops them). Runs from the load's start to its end.
+ */
+class FlightRecorder {
+  private constructor(private readonly events: ReadonlyMap<string, BackgroundProcess>, private readonly neighbours: ReadonlyMap<string, BackgroundProcess>) {}
+
+  static start(lab: EcmpLab<AdminApi>): FlightRecorder {
+    const t = lab.topology;
+    const events = new Map<string, BackgroundProcess>();
+    for (const d of [...ECMP_DIRECTORS, ECMP_SPARE]) {
+      events.set(d, t.spawn(d, 'conntrack', ['-E', '-p', 'tcp', '--dport', '9000', '-o', 'timestamp'], { label: `${d}:conntrack-events` }));
+    }
+    const neighbours = new Map<string, BackgroundProcess>();
+    for (const h of ['router', 'rs1', 'rs2', 'rs3']) neighbours.set(h, t.spawn(h, 'ip', ['-ts', 'monitor', 'neigh'], { label: `${h}:neigh-monitor` }));
+    return new FlightRecorder(events, neighbours);
+  }
+
+  /** The events of the client's connections from these ports, and the neighbour changes. */
+  report(ports: readonly number[]): string {
+    const out = ['== conntrack events of those connections, by director'];
+    for (const [d, p] of this.events) {
+      for (const line of p.stdout.split('\n')) {
+        if (ports.some((port) => line.includes(` sport=${port} `))) out.push(`${d}: ${line.trim()}`);
+      }
+    }
+    out.push('== neighbour entries that changed MAC or failed');
+    for (const [h, p] of this.neighbours) {
+      const macOf = new Map<string, string>();
+      for (const line of p.stdout.split('\n')) {
+        const m = /^(?:\[[^\]]*\]\s*)?(Deleted )?(\S+) dev (\S+)(?: lladdr (\S+))?.*?(\S+)$/.exec(line.trim());
+        if (m === null) continue;
+        const [, deleted, address, , mac, state] = m;
+        const before = macOf.get(address!);
+        if (mac !== undefined) macOf.set(address!, mac);
+        if (deleted !== undefined || state === 'FAILED' || state === 'INCOMPLETE' || (mac !== undefined && before !== undefined && before !== mac)) out.push(`${h}: ${line.trim()}`);
+      }
+    }
+    return out.join('\n');
+  }
+
+  async stop(): Promise<void> {
+    await Promise.all([...this.events.values(), ...this.neighbours.values()].map((p) => p.stop(2000).catch(() => undefined)));
+  }
+}
+
 /** How long the box-death load runs, and how long without a line breaks a stream. */
 const LOAD_MS = 60_000;
 const STALL_MS = 3000;
@@ -285,7 +337,7 @@ const STALL_MS = 3000;
  * bulk sync: a planned move, as in a scale-out). Returns the clients' reports at the load's end and how
  * many slots the victim led.
  */
-async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector, o: { revive: boolean }): Promise<{ streams: StreamReport; flows: UdpReport; victimSlots: number }> {
+async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector, o: { revive: boolean }): Promise<LoadResult & { victimSlots: number }> {
   let victimSlots = 0;
   const r = await underLoad(lab, async (owners) => {
     const slots = [...owners].filter(([, d]) => d === victim).map(([s]) => s);
@@ -311,7 +363,7 @@ async function boxDeath(lab: EcmpLab<AdminApi>, victim: EcmpDirector, o: { reviv
  * connections are copied to the running peers (when sync is on), runs `moves` (given the owners then),
  * and returns the clients' reports at the load's end.
  */
-async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<number, EcmpDirector>) => Promise<void>): Promise<{ streams: StreamReport; flows: UdpReport }> {
+async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<number, EcmpDirector>) => Promise<void>): Promise<LoadResult> {
   const t = lab.topology;
   // From a steady tier: the spread's connections may have moved slots (after-sync preemption) meanwhile.
   const owners = await lab.waitSteady();
@@ -327,6 +379,7 @@ async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<num
   const streams = spawnTestClient(t, 'client', ['stream', '--target', `${ECMP_VIP}:9000`, '--connections', '200', '--duration-ms', String(LOAD_MS), '--stall-ms', String(STALL_MS)]);
   const flows = spawnTestClient(t, 'client', ['udp-flows', '--target', `${ECMP_VIP}:53`, '--flows', '50', '--interval-ms', '100', '--duration-ms', String(LOAD_MS), '--timeout-ms', '300', '--first-port', '41000']);
   const loads: BackgroundProcess[] = [streams, flows];
+  const recorder = FlightRecorder.start(lab);
   try {
     for (const p of loads) {
       const ready = await p.waitForJson<{ ready: boolean; connections?: number; flows?: number; started?: number; failures?: Array<{ port: number | null; error: string }> }>((v) => 'ready' in v, 20_000);
@@ -343,9 +396,10 @@ async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<num
     const left = started + LOAD_MS - Date.now();
     assert.ok(left > STALL_MS + 1000, `the last move came ${LOAD_MS - left} ms into a ${LOAD_MS} ms load: too late to tell a stalled stream (${STALL_MS} ms) from a live one`);
     await Promise.all(loads.map((p) => p.exited));
-    return { streams: streams.lastJson<StreamReport>()!, flows: flows.lastJson<UdpReport>()! };
+    return { streams: streams.lastJson<StreamReport>()!, flows: flows.lastJson<UdpReport>()!, recorder };
   } finally {
     await Promise.all(loads.map((p) => p.stop(2000).catch(() => undefined)));
+    await recorder.stop();
   }
 }
 
