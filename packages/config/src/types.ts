@@ -4,12 +4,18 @@
  */
 
 export type Protocol = 'tcp' | 'udp';
-export type ForwardingMode = 'fullnat' | 'nat';
+export type ForwardingMode = 'fullnat' | 'nat' | 'dr';
 export type Scheduler = 'rr' | 'wrr' | 'sh' | 'mh';
 export type AddressFamily = 4 | 6;
 
 export const PROTOCOLS: readonly Protocol[] = ['tcp', 'udp'];
-export const FORWARDING_MODES: readonly ForwardingMode[] = ['fullnat', 'nat'];
+export const FORWARDING_MODES: readonly ForwardingMode[] = ['fullnat', 'nat', 'dr'];
+/**
+ * The schedulers a dr service may use. A dr service keeps no state per connection (no conntrack entry): every
+ * packet is hashed again, so only a hash of the packet's own fields with a fixed seed keeps a connection on
+ * one real server, on every director and across reloads.
+ */
+export const DR_SCHEDULERS: readonly Scheduler[] = ['mh', 'sh'];
 export const SCHEDULERS: readonly Scheduler[] = ['rr', 'wrr', 'sh', 'mh'];
 
 /** Highest real-server weight, as in IPVS. Weight 0 = quiescent: no new connections, old ones live on. */
@@ -128,6 +134,11 @@ export interface Service {
   readonly vip: string;
   readonly port: number;
   readonly protocol: Protocol;
+  /**
+   * fullnat: DNAT + SNAT to `localAddresses`; nat: DNAT only (real servers route replies through the director);
+   * dr: the packet goes to the real server's MAC unchanged, and the real server, holding the vip on a loopback,
+   * answers the client directly (no conntrack entry, mh or sh only, real servers on a directly attached network).
+   */
   readonly mode: ForwardingMode;
   readonly scheduler: Scheduler;
   /** Seconds of source-address affinity; 0 = off. */

@@ -213,8 +213,31 @@ const invalid: Bad[] = [
   // protocol, mode, scheduler
   { name: 'protocol in upper case', raw: one({ protocol: 'TCP' }), want: ['services[0].protocol: "TCP" is not a supported protocol; write it in lower case: tcp'] },
   { name: 'protocol unsupported', raw: one({ protocol: 'sctp' }), want: ['services[0].protocol: "sctp" is not a supported protocol; use one of: tcp, udp'] },
-  { name: 'mode missing (no default)', raw: one({ mode: undefined }), want: ['services[0].mode: a forwarding mode is required; set it to one of: fullnat, nat'] },
-  { name: 'mode unsupported', raw: one({ mode: 'dr' }), want: ['services[0].mode: "dr" is not a supported forwarding mode; use one of: fullnat, nat'] },
+  { name: 'mode missing (no default)', raw: one({ mode: undefined }), want: ['services[0].mode: a forwarding mode is required; set it to one of: fullnat, nat, dr'] },
+  { name: 'mode unsupported', raw: one({ mode: 'tun' }), want: ['services[0].mode: "tun" is not a supported forwarding mode; use one of: fullnat, nat, dr'] },
+  {
+    name: 'dr with a scheduler that keeps state, persistence, local addresses and a translated port',
+    raw: one({ mode: 'dr', scheduler: 'wrr', persistenceSec: 300, localAddresses: ['198.18.2.10'], realServers: [{ address: '198.19.1.11', port: 8080 }, { address: '198.19.1.12' }] }),
+    want: [
+      'services[0].localAddresses: ["198.18.2.10"] is set but dr mode does not translate source addresses; remove localAddresses, or use mode: fullnat',
+      'services[0].scheduler: "wrr" is wrr, but a dr service keeps no state per connection: every packet is scheduled again, so only a hash of the packet (mh, sh) keeps a connection on one real server; use scheduler: mh (weighted Maglev, the default for dr) or sh (source hash), or another mode',
+      'services[0].persistenceSec: 300 is set, but a dr service keeps no state (persistence records each client\'s real server); remove persistenceSec and use scheduler: sh to keep each client on one real server, or use mode fullnat or nat',
+      'services[0].realServers[0].port: 8080 is not the service\'s port 80: dr does not rewrite the packet, so the real server receives it on the vip\'s port; remove the port (it defaults to 80), or use mode fullnat or nat to translate ports',
+    ],
+  },
+  {
+    name: 'dr with rr, and a sorry server on another port',
+    raw: one({ mode: 'dr', localAddresses: undefined, scheduler: 'rr', realServers: [{ address: '198.19.1.11' }], fallback: 'sorry-server', sorryServer: { address: '198.19.1.99', port: 8080 } }),
+    want: [
+      'services[0].scheduler: "rr" is rr, but a dr service keeps no state per connection: every packet is scheduled again, so only a hash of the packet (mh, sh) keeps a connection on one real server; use scheduler: mh (weighted Maglev, the default for dr) or sh (source hash), or another mode',
+      'services[0].sorryServer.port: 8080 is not the service\'s port 80: dr does not rewrite the packet; remove the port (it defaults to 80)',
+    ],
+  },
+  {
+    name: 'dr on ecmp',
+    raw: one({ mode: 'dr', localAddresses: undefined, ecmp: true, realServers: [{ address: '198.19.1.11' }] }),
+    want: ['services[0].ecmp: true needs mode: fullnat (replies must come back to the slot that took the connection, through its local addresses), but mode is dr; set mode: fullnat, or ecmp: false'],
+  },
   { name: 'scheduler unsupported', raw: one({ scheduler: 'wlc' }), want: ['services[0].scheduler: "wlc" is not a supported scheduler; use one of: rr, wrr, sh, mh'] },
   { name: 'scheduler not a string', raw: one({ scheduler: 1 }), want: ['services[0].scheduler: 1 is not a supported scheduler; use one of: rr, wrr, sh, mh'] },
 
@@ -498,6 +521,13 @@ const valid: Good[] = [
     name: 'nat service: no local addresses (an empty list is accepted)',
     raw: one({ mode: 'nat', localAddresses: [], scheduler: 'sh', persistenceSec: 0 }),
     want: { agent: AGENT, services: [typed({ mode: 'nat', scheduler: 'sh', localAddresses: null })] },
+  },
+  {
+    name: 'dr service: mh by default, real servers on the vip\'s port',
+    raw: one({ mode: 'dr', localAddresses: undefined, realServers: [{ address: '198.19.1.11' }, { address: '198.19.1.12', port: 80, weight: 2 }] }),
+    want: { agent: AGENT, services: [typed({ mode: 'dr', scheduler: 'mh', localAddresses: null, realServers: [
+      { address: '198.19.1.11', port: 80, weight: 1, healthCheck: null }, { address: '198.19.1.12', port: 80, weight: 2, healthCheck: null },
+    ] })] },
   },
   {
     name: 'IPv6 addresses are canonicalised (RFC 5952) everywhere',

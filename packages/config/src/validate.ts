@@ -2,7 +2,7 @@ import { addressToBigInt, bigIntToAddress, canonicalAddress, familyOf } from './
 import { nearestName } from './names.js';
 import {
   ADMIN_DEFAULTS, ADMIN_ROLES, ANY_CLIENT, DEFAULT_ADMIN_SOCKET, DEFAULT_VIP_GROUP, FALLBACKS, PREEMPT_POLICIES, TIMING_PROFILE_NAMES, DEFAULT_REALTIME_PRIORITY, VIP_GROUP_DEFAULTS, FORWARDING_MODES, HEALTH_CHECK_KINDS, HEALTH_DEFAULTS, HEALTH_STATES, HTTP_METHODS, MAX_WEIGHT, ON_DOWN,
-  PROTOCOLS, SCHEDULERS, SERVICE_SYNC_DEFAULTS, connSyncPort, hostPort, serviceKey,
+  PROTOCOLS, SCHEDULERS, DR_SCHEDULERS, SERVICE_SYNC_DEFAULTS, connSyncPort, hostPort, serviceKey,
   DIRECTOR_ECMP_DEFAULTS, ECMP_DEFAULTS, MAX_SLOTS, ROUTE_ORIGINS, slotOfGroup,
   type AddressFamily, type AddressRange, type Endpoint, type PeerEndpoint, type AgentSettings, type Config, type Fallback, type FlapDamping, type ForwardingMode,
   type HealthCheck, type HealthCheckKind, type HealthState, type OnDown, type Protocol, type RealServer, type Scheduler,
@@ -200,9 +200,9 @@ function poolExamples(family: AddressFamily | undefined): { one: string; range: 
  * (the SNAT pool is rendered as one `snat to FIRST-LAST`). Only fullnat has one.
  */
 function checkLocalAddresses(c: Collector, path: string, v: unknown, mode: ForwardingMode | undefined, vipFamily: AddressFamily | undefined): AddressRange | null {
-  if (mode === 'nat') {
+  if (mode === 'nat' || mode === 'dr') {
     if (v !== undefined && !(Array.isArray(v) && v.length === 0)) {
-      c.add(path, v, 'is set but nat mode does not translate source addresses', 'remove localAddresses, or use mode: fullnat');
+      c.add(path, v, `is set but ${mode} mode does not translate source addresses`, 'remove localAddresses, or use mode: fullnat');
     }
     return null;
   }
@@ -572,7 +572,8 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
   const port = checkPort(c, `${path}.port`, raw.port);
   const protocol = checkEnum<Protocol>(c, `${path}.protocol`, raw.protocol, PROTOCOLS, 'tcp', 'protocol');
   const mode = checkEnum<ForwardingMode>(c, `${path}.mode`, raw.mode, FORWARDING_MODES, undefined, 'forwarding mode');
-  const scheduler = checkEnum<Scheduler>(c, `${path}.scheduler`, raw.scheduler, SCHEDULERS, 'wrr', 'scheduler');
+  // A dr service's default is mh: the stateless schedulers are the only ones it may use (checkDirectRouting).
+  const scheduler = checkEnum<Scheduler>(c, `${path}.scheduler`, raw.scheduler, SCHEDULERS, mode === 'dr' ? 'mh' : 'wrr', 'scheduler');
 
   let persistenceSec = 0;
   if (raw.persistenceSec !== undefined) {
@@ -658,6 +659,7 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
     if (vipGroup !== undefined && !checkNotSlotGroup(c, `${path}.vipGroup`, vipGroup)) vipGroup = undefined;
   }
   const sync = checkServiceSync(c, `${path}.sync`, raw.sync);
+  if (mode === 'dr') checkDirectRouting(c, path, raw, { scheduler, persistenceSec, port, realServers, sorryServer, fallback });
   if (slowStartMs === undefined || onDown === undefined || fallback === undefined || vipGroup === undefined || sync === undefined || ecmp === undefined) return undefined;
 
   if (c.problems.length !== before) return undefined;
@@ -666,6 +668,36 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
     scheduler: scheduler!, persistenceSec, localAddresses, expireOnRemove, realServers: realServers!,
     onDown, slowStartMs, fallback, sorryServer, vipGroup, sync, ecmp,
   };
+}
+
+/**
+ * What a dr service cannot have. The director keeps no state per connection, so every packet is hashed to its
+ * real server again: only mh and sh do that the same way on every director and across reloads, and
+ * persistence (which is state) is refused, sh being the stateless way to keep a client on one server. The
+ * packet reaches the real server unchanged, so a real server (and a sorry server) serves the vip's own port.
+ */
+function checkDirectRouting(c: Collector, path: string, raw: Record<string, unknown>, svc: {
+  scheduler: Scheduler | undefined; persistenceSec: number; port: number | undefined;
+  realServers: readonly RealServer[] | undefined; sorryServer: Service['sorryServer']; fallback: Fallback | undefined;
+}): void {
+  if (svc.scheduler !== undefined && !DR_SCHEDULERS.includes(svc.scheduler)) {
+    c.add(`${path}.scheduler`, raw.scheduler, `is ${svc.scheduler}, but a dr service keeps no state per connection: every packet is scheduled again, so only a hash of the packet (mh, sh) keeps a connection on one real server`,
+      'use scheduler: mh (weighted Maglev, the default for dr) or sh (source hash), or another mode');
+  }
+  if (svc.persistenceSec > 0) {
+    c.add(`${path}.persistenceSec`, raw.persistenceSec, 'is set, but a dr service keeps no state (persistence records each client\'s real server)',
+      'remove persistenceSec and use scheduler: sh to keep each client on one real server, or use mode fullnat or nat');
+  }
+  if (svc.port === undefined) return;
+  (svc.realServers ?? []).forEach((rs, i) => {
+    if (rs.port !== svc.port) {
+      c.add(`${path}.realServers[${i}].port`, rs.port, `is not the service's port ${svc.port}: dr does not rewrite the packet, so the real server receives it on the vip's port`,
+        `remove the port (it defaults to ${svc.port}), or use mode fullnat or nat to translate ports`);
+    }
+  });
+  if (svc.sorryServer !== null && svc.sorryServer.port !== svc.port) {
+    c.add(`${path}.sorryServer.port`, svc.sorryServer.port, `is not the service's port ${svc.port}: dr does not rewrite the packet`, `remove the port (it defaults to ${svc.port})`);
+  }
 }
 
 /** `slot-<n>` is slot n's election group (slotGroup): a vip group of that name would share its election. */
