@@ -187,7 +187,7 @@ describe('ECMP tier re-adoption', () => {
   }
 
   it('does not re-adopt a table of the schema before the tier (2): it is rebuilt whole', () => {
-    const json = readFileSync(golden('golden-ecmp-ip.json'), 'utf8').replace('"name":"schema","table":"lbd","type":"mark","handle":9,"elem":[3]', '"name":"schema","table":"lbd","type":"mark","handle":9,"elem":[2]');
+    const json = readFileSync(golden('golden-ecmp-ip.json'), 'utf8').replace(/("name":"schema","table":"lbd","type":"mark","handle":\d+,"elem":\[)\d+\]/, '$12]');
     assert.notEqual(json, readFileSync(golden('golden-ecmp-ip.json'), 'utf8'));
     assert.equal(parseTable('ip', json), null);
   });

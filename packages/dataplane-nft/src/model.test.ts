@@ -65,6 +65,30 @@ services:
     sorryServer: { address: 198.19.1.99, port: 8080 }
     realServers:
       - { address: 198.19.1.11, port: 8080, weight: 0 }
+  - name: web-dr
+    vip: 198.18.0.13
+    port: 80
+    mode: dr
+    realServers:
+      - { address: 198.19.1.11 }
+      - { address: 198.19.1.12, weight: 2 }
+      - { address: 198.19.1.13, weight: 0 }
+  - name: dns-dr
+    vip: 198.18.0.13
+    port: 53
+    protocol: udp
+    mode: dr
+    scheduler: sh
+    fallback: reject
+    realServers:
+      - { address: 198.19.1.11, weight: 0 }
+  - name: web6-dr
+    vip: fd00:0:0:10::10
+    port: 443
+    mode: dr
+    realServers:
+      - { address: fd00:0:0:2::11 }
+      - { address: fd00:0:0:2::12 }
 `;
 
 export function goldenServices(): readonly Service[] {

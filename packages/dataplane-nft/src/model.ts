@@ -21,6 +21,16 @@ import { buildSlotTable, type Selector } from './schedule.js';
  *       `snat to ct mark & 0xffff0000 map @service_snat` (an explicit pool, never masquerade).
  *   forward (filter): per-real-server and per-service counters, on elements of sets keyed by ct mark.
  * NAT rules only see a connection's first packet, so no map change ever moves an established connection.
+ *
+ * dr services (direct routing) take another path, with no conntrack entry and no NAT:
+ *   dr_raw (prerouting, raw): `daddr . l4proto . dport @dr_services notrack`: conntrack never sees them
+ *   dr (prerouting, -140: after the kernel lease's chain at -150, whose drop of an unleased vip they obey):
+ *       `daddr . l4proto . dport vmap @dr_dispatch` → a shared dr scheduling chain, run for every packet:
+ *       meta mark set daddr . l4proto . dport . <hash> map @slots (the same slot tables as the NAT path);
+ *       count; `dup to meta mark map @dr_target` (the packet, unchanged, to the real server's MAC: nf_dup
+ *       routes it with the real server as the next hop); drop the original (the vip is local here).
+ *   Every packet is hashed again, so only mh and sh (fixed seeds) keep a connection on one real server on
+ *   every director; a change of the slot table moves the connections of the slots that changed hands.
  * Why shared chains and maps rather than a chain per service: loading 10 000 services takes seconds with a
  * chain each and a fraction of a second as map elements, and per-packet cost stays one lookup per map.
  */
@@ -28,15 +38,15 @@ import { buildSlotTable, type Selector } from './schedule.js';
 export type NftFamily = 'ip' | 'ip6';
 export const TABLE_NAME = 'lbd';
 /** Bump when the skeleton (maps, base chains, rule shapes) changes: an older table is then rebuilt whole. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 /** Every jhash gets this fixed seed, so a reload or another director maps a connection to the same real server. */
 export const HASH_SEED = 0x4c424431;
 
 /** The per-service maps (and sets): each element belongs to one service's fragment. */
-export const MAP_NAMES = ['dispatch', 'slots', 'eligible', 'service_snat', 'backend_dnat', 'service_tuple', 'ecmp_services'] as const;
+export const MAP_NAMES = ['dispatch', 'slots', 'eligible', 'service_snat', 'backend_dnat', 'service_tuple', 'ecmp_services', 'dr_dispatch', 'dr_services', 'dr_target'] as const;
 export type MapName = (typeof MAP_NAMES)[number];
 /** Sets among MAP_NAMES: their elements have no value (stored as ''). */
-const SETS: ReadonlySet<MapName> = new Set(['eligible', 'ecmp_services']);
+const SETS: ReadonlySet<MapName> = new Set(['eligible', 'ecmp_services', 'dr_services']);
 /**
  * The table-wide map of the ECMP tier: slot interface → the slot's local addresses of the table's family.
  * (Not the `slots` map above, which holds the schedulers' slot tables: those slots share a word, not a meaning.)
@@ -126,6 +136,27 @@ function schedulingChainName(selector: Selector, length: number, persistenceSec:
   return `${selector}_${length}${persistenceSec > 0 ? `_p${persistenceSec}` : ''}`;
 }
 
+/** dr scheduling chains are the NAT path's names with this prefix: `dr_flowhash_3203`, `dr_no_server`. */
+const DR_CHAIN_PREFIX = 'dr_';
+
+/**
+ * A dr scheduling chain's rules: every packet of a dr service goes through it. The mark is cleared first, so
+ * a slot lookup that misses (no element) leaves nothing of another table's mark to forward by.
+ */
+function drChainRules(family: NftFamily, selector: Selector, length: number): string[] {
+  if (length === 0) return ['drop'];
+  const f = family;
+  return [
+    'meta mark set 0',
+    `meta mark set ${f} daddr . meta l4proto . th dport . ${selectorExpr(f, selector, length)} map @slots`,
+    'meta mark != 0 update @backend_stats { meta mark }',
+    `meta mark != 0 update @service_stats { meta mark & ${SERVICE_MASK} }`,
+    'meta mark != 0 dup to meta mark map @dr_target',
+    // The original goes no further: the vip is this director's own address, whose stack would answer it.
+    'drop',
+  ];
+}
+
 function schedulingChainRules(family: NftFamily, selector: Selector, length: number, persistenceSec: number): string[] {
   if (length === 0) return ['drop'];
   const f = family;
@@ -188,8 +219,23 @@ function renderSkeleton(family: NftFamily): string[] {
     `  chain forward {`, `    type filter hook forward priority filter; policy accept;`,
     `    ct mark != 0 update @backend_stats { ct mark }`,
     `    ct mark != 0 update @service_stats { ct mark & ${SERVICE_MASK} }`, `  }`,
+    // dr services (see the top of this file): no conntrack entry, then the lease's verdict, then the real server.
+    `  set dr_services {`, `    type ${addr} . inet_proto . inet_service`, `  }`,
+    `  map dr_dispatch {`, `    type ${addr} . inet_proto . inet_service : verdict`, `  }`,
+    `  map dr_target {`, `    type mark : ${addr}`, `  }`,
+    `  chain dr_raw {`, `    type filter hook prerouting priority raw; policy accept;`,
+    `    ${f} daddr . meta l4proto . th dport @dr_services notrack`, `  }`,
+    `  chain dr {`, `    type filter hook prerouting priority ${DR_PRIORITY}; policy accept;`,
+    `    ${f} daddr . meta l4proto . th dport vmap @dr_dispatch`, `  }`,
   ];
 }
+
+/**
+ * The dr chain's priority: after the kernel lease's prerouting chain (lease.ts, -150), so that a director
+ * whose lease on the vip ran out drops the vip's dr packets there; before dstnat (-100), which they never
+ * reach anyway (untracked packets skip NAT).
+ */
+const DR_PRIORITY = -140;
 
 /** One empty element map per MapName (renderService fills them; parse.ts groups the kernel's into them). */
 export function emptyMaps(): { [M in MapName]: Map<string, string> } {
@@ -209,6 +255,11 @@ function tableChains(model: TableModel): Map<string, readonly string[]> {
 function chainRulesByName(family: NftFamily, name: string): readonly string[] {
   if (name === NO_SERVER_CHAIN) return schedulingChainRules(family, 'numgen', 0, 0);
   if (name === REJECT_CHAIN) return [`ct mark set ${REJECT_MARK}`];
+  if (name === DR_CHAIN_PREFIX + NO_SERVER_CHAIN) return ['drop'];
+  // No conntrack entry to mark for the input chain: a dr packet is refused where it is.
+  if (name === DR_CHAIN_PREFIX + REJECT_CHAIN) return ['meta l4proto tcp reject with tcp reset', 'reject'];
+  const dr = /^dr_(srchash|flowhash)_(\d+)$/.exec(name);
+  if (dr) return drChainRules(family, dr[1] as Selector, Number(dr[2]));
   const m = /^(numgen|srchash|flowhash)_(\d+)(?:_p(\d+))?$/.exec(name);
   if (!m) return ['# not an lbd scheduling chain'];
   return schedulingChainRules(family, m[1] as Selector, Number(m[2]), Number(m[3] ?? 0));
@@ -233,8 +284,14 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   const svcTuple = `${svc.vip} . ${svc.protocol} . ${svc.port}`;
   const realServers = effectiveRealServers(svc);
   const table = buildSlotTable({ scheduler: svc.scheduler, realServers });
-  const chain = schedulingChainName(table.selector, table.length, svc.persistenceSec, svc.fallback);
-  maps.dispatch.set(svcTuple, `jump ${chain}`);
+  const dr = svc.mode === 'dr';
+  const chain = (dr ? DR_CHAIN_PREFIX : '') + schedulingChainName(table.selector, table.length, svc.persistenceSec, svc.fallback);
+  if (dr) {
+    maps.dr_dispatch.set(svcTuple, `jump ${chain}`);
+    maps.dr_services.set(svcTuple, '');
+  } else {
+    maps.dispatch.set(svcTuple, `jump ${chain}`);
+  }
   const svcMark = String(serviceMark(serviceId));
   maps.service_tuple.set(svcMark, svcTuple);
   if (svc.localAddresses) maps.service_snat.set(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`);
@@ -244,6 +301,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
     if (mark === undefined) throw new Error(`no mark for ${realServerKey(key, rs.address, rs.port)}`);
     const id = String(mark);
     maps.backend_dnat.set(id, `${rs.address} . ${rs.port}`);
+    if (dr) maps.dr_target.set(id, rs.address);
     // Only persistence needs the eligible set (to refuse affinity to a quiescent real server); elsewhere
     // a real server takes new connections exactly when it owns slots.
     if (rs.weight > 0 && svc.persistenceSec > 0) maps.eligible.set(id, '');
@@ -308,7 +366,7 @@ function elementStatements(verb: 'add' | 'delete', family: NftFamily, map: Eleme
 }
 
 /** Dependency order for adding elements: what a map refers to exists before the reference. */
-const ADD_ORDER: readonly MapName[] = ['service_tuple', 'backend_dnat', 'service_snat', 'ecmp_services', 'eligible', 'slots', 'dispatch'];
+const ADD_ORDER: readonly MapName[] = ['service_tuple', 'backend_dnat', 'dr_target', 'service_snat', 'ecmp_services', 'eligible', 'slots', 'dr_services', 'dispatch', 'dr_dispatch'];
 const DELETE_ORDER: readonly MapName[] = [...ADD_ORDER].reverse();
 
 /**

@@ -24,7 +24,9 @@ const SESSION_MAX_BYTES = 3500;
 
 const FAMILIES: readonly NftFamily[] = ['ip', 'ip6'];
 /** The maps observe() lists (with the sets schema, eligible and the two counter sets). */
-const OBSERVED_MAPS = ['dispatch', 'service_tuple', 'service_snat', 'backend_dnat'] as const;
+const OBSERVED_MAPS = ['dispatch', 'dr_dispatch', 'service_tuple', 'service_snat', 'backend_dnat'] as const;
+/** The maps that send packets to scheduling chains: written last, once what they lead to is in place. */
+const DISPATCH_MAPS: ReadonlySet<string> = new Set(['dispatch', 'dr_dispatch']);
 
 /**
  * Elements per transaction when a new table's elements go as netlink messages: large enough that a
@@ -210,7 +212,7 @@ export class NftDataPlane implements DataPlane {
    * changed nothing that served (nothing was served from them).
    */
   private async writeElements(elements: readonly ElementPart[]): Promise<void> {
-    const frames = frameParts([...elements.filter((p) => p.map !== 'dispatch'), ...elements.filter((p) => p.map === 'dispatch')], FRAME_ELEMENTS);
+    const frames = frameParts([...elements.filter((p) => !DISPATCH_MAPS.has(p.map)), ...elements.filter((p) => DISPATCH_MAPS.has(p.map))], FRAME_ELEMENTS);
     const helper = this.runner.spawn!(NFBATCH_HELPER, []);
     const answers: string[] = [];
     let pending = '';
@@ -381,7 +383,7 @@ export class NftDataPlane implements DataPlane {
       const parsed = written === null ? await this.listParsed(f) : await this.listServing(f);
       if (!parsed) continue;
       for (const frag of parsed.model.services.values()) {
-        const [vip, protocol, port] = [...frag.elements.dispatch.keys()][0]!.split(' . ') as [string, Protocol, string];
+        const [vip, protocol, port] = [...frag.elements.dispatch.keys(), ...frag.elements.dr_dispatch.keys()][0]!.split(' . ') as [string, Protocol, string];
         const inSlots = new Set((written === null ? frag : written.models[f]?.services.get(frag.key))?.elements.slots.values());
         const realServers: ObservedRealServer[] = [...frag.elements.backend_dnat].map(([mark, rs]) => {
           const [address, rsPort] = rs.split(' . ');

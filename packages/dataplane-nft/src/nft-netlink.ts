@@ -70,6 +70,9 @@ const MAP_LAYOUTS: Readonly<Record<string, Layout>> = {
   service_snat: { key: ['u32'], value: ['range'] },
   service_tuple: { key: ['u32'], value: ['addr', 'proto', 'port'] },
   slot_snat: { key: ['ifname'], value: ['range'] },
+  dr_dispatch: { key: ['addr', 'proto', 'port'], value: 'verdict' },
+  dr_services: { key: ['addr', 'proto', 'port'], value: null },
+  dr_target: { key: ['u32'], value: ['addr'] },
 };
 
 export class ElementEncodingError extends Error {}

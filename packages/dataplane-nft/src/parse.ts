@@ -77,7 +77,7 @@ function rangeText(v: Json): string {
  * 1.1 (Debian 13) prints a map declared with `typeof ... meta l4proto` by number (6), in text and JSON alike.
  */
 const PROTOCOL_AT: Partial<Record<MapName, { readonly key?: number; readonly value?: number }>> = {
-  dispatch: { key: 1 }, slots: { key: 1 }, service_tuple: { value: 1 },
+  dispatch: { key: 1 }, dr_dispatch: { key: 1 }, dr_services: { key: 1 }, slots: { key: 1 }, service_tuple: { value: 1 },
 };
 const PROTOCOL_NAMES: Readonly<Record<number, Protocol>> = { 6: 'tcp', 17: 'udp' };
 
@@ -91,6 +91,7 @@ function withProtocolName(v: Json, at: number | undefined): Json {
 
 function elementEntry(map: MapName, elem: Json): [string, string] {
   if (map === 'eligible' || map === 'ecmp_services') return [text(elem), ''];
+  if (map === 'dr_services') return [text(withProtocolName(elem, PROTOCOL_AT.dr_services!.key)), ''];
   if (!Array.isArray(elem) || elem.length !== 2) throw new Error(`unexpected ${map} element ${JSON.stringify(elem)}`);
   const at = PROTOCOL_AT[map] ?? {};
   const k = withProtocolName(elem[0]!, at.key);
@@ -147,10 +148,13 @@ export function parseListings(family: NftFamily, jsons: readonly string[]): Pars
 function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, string> }): Omit<TableModel, 'slotSnat'> {
   type Draft = { chain: string; elements: { [M in MapName]: Map<string, string> }; realServerMarks: Map<string, number>; serviceId: number };
   const byTuple = new Map<string, Draft>();
-  for (const [tuple, verdict] of maps.dispatch) {
-    const elements = emptyMaps();
-    elements.dispatch.set(tuple, verdict);
-    byTuple.set(tuple, { chain: verdict.replace(/^jump /, ''), elements, realServerMarks: new Map(), serviceId: 0 });
+  for (const dispatch of ['dispatch', 'dr_dispatch'] as const) {
+    for (const [tuple, verdict] of maps[dispatch]) {
+      const elements = emptyMaps();
+      elements[dispatch].set(tuple, verdict);
+      if (dispatch === 'dr_dispatch' && maps.dr_services.has(tuple)) elements.dr_services.set(tuple, '');
+      byTuple.set(tuple, { chain: verdict.replace(/^jump /, ''), elements, realServerMarks: new Map(), serviceId: 0 });
+    }
   }
   for (const [k, v] of maps.slots) byTuple.get(k.slice(0, k.lastIndexOf(' . ')))?.elements.slots.set(k, v);
   const byServiceMark = new Map<number, [string, Draft]>();
@@ -171,6 +175,8 @@ function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, s
     const [address, port] = rs.split(' . ');
     draft.realServerMarks.set(realServerKey(tupleToServiceKey(tuple), address!, Number(port)), Number(mark));
     draft.elements.backend_dnat.set(mark, rs);
+    const target = maps.dr_target.get(mark);
+    if (target !== undefined) draft.elements.dr_target.set(mark, target);
     if (maps.eligible.has(mark)) draft.elements.eligible.set(mark, '');
   }
   const services = new Map<string, ServiceFragment>();
