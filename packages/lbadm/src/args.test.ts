@@ -127,7 +127,7 @@ describe('parseArgs', () => {
     [['server', 'add', 'web', '198.19.1.12:8080', '--weight', '-1'], '--weight: "-1" is not a weight (a whole number from 0 to 65535); give a whole number from 0 to 65535'],
     [['server', 'add', 'web', '198.19.1.12:8080', '--vip', '198.18.0.1'], '--vip is not a flag of "lbadm server" (it belongs to lbadm service)'],
     [['service', 'add', 'dns', '--vip', '198.18.0.53'], 'lbadm service add needs --port, --mode (e.g. --vip 198.18.0.10 --port 80 --mode fullnat --local-addresses 198.18.2.10)'],
-    [['service', 'add', 'dns', '--vip', '198.18.0.53', '--port', '53', '--mode', 'dr'], '--mode: "dr" is not one of fullnat, nat'],
+    [['service', 'add', 'dns', '--vip', '198.18.0.53', '--port', '53', '--mode', 'tun'], '--mode: "tun" is not one of fullnat, nat, dr'],
     [['service', 'edit', 'web', '--protocol', 'sctp'], '--protocol: "sctp" is not a supported protocol; use one of: tcp, udp'],
     [['service', 'edit', 'web', '--port', '0'], '--port: "0" is not a port (a whole number from 1 to 65535); give a whole number from 1 to 65535'],
     [['service', 'remove'], 'lbadm service remove needs NAME'],

@@ -164,7 +164,7 @@ commands:
                                   live on, no new ones; the weight stays in the config), enable
                                   removes it again. The agent applies it (in a cluster: every
                                   director), swapped on the revision read (retried if it moved)
-  service add NAME --vip A --port P --mode fullnat|nat [--protocol tcp|udp] [--scheduler S]
+  service add NAME --vip A --port P --mode fullnat|nat|dr [--protocol tcp|udp] [--scheduler S]
               [--local-addresses A,B|FIRST-LAST] [--vip-group G] [--dry-run]
   service edit NAME [the same flags; --local-addresses none removes them] [--dry-run]
   service remove NAME [--dry-run]

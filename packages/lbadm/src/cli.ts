@@ -9,7 +9,7 @@ import { AdminApi, MAX_CONFIG_TEXT_BYTES, applyProblemsOf, isServiceError, type 
 import { HELP, USAGE, UsageError, parseArgs, type Invocation } from './args.js';
 import { describeFailure, type AdminTarget, type Failure } from './errors.js';
 import {
-  computeRates, formatApply, formatClusterStatus, formatConfigHistory, formatConns, formatDoctor, formatEvent, formatEvents, formatHealth, formatHealthEvent,
+  computeRates, formatApply, formatClusterStatus, formatConfigHistory, formatConns, formatStatelessNote, formatDoctor, formatEvent, formatEvents, formatHealth, formatHealthEvent,
   formatProblems, formatRates, formatStats, formatStatus, json,
 } from './format.js';
 import { completionScript } from './completion.js';
@@ -104,7 +104,13 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
       }
       case 'conns': {
         const conns = await api.listConnections(inv.service ?? '', { timeoutMs: TIMEOUT_MS });
-        io.stdout(inv.json ? json({ connections: conns }) : formatConns(conns));
+        if (inv.json) {
+          io.stdout(json({ connections: conns }));
+          return EXIT.ok;
+        }
+        // A dr service has none to list: say so rather than print an empty table that looks like no traffic.
+        const { services } = await api.getStatus({ timeoutMs: TIMEOUT_MS });
+        io.stdout(formatConns(conns) + formatStatelessNote(services, inv.service));
         return EXIT.ok;
       }
       case 'health': {

@@ -4,7 +4,7 @@ import type {
   ClusterStatus__Output, HealthEvent__Output,
 } from '@lbd/proto';
 import {
-  computeRates, formatAge, formatApply, formatClusterStatus, formatConns, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates,
+  computeRates, formatAge, formatApply, formatClusterStatus, formatConns, formatStatelessNote, formatDoctor, formatHealth, formatHealthEvent, formatProblems, formatRates,
   formatStats, formatStatus, formatEvent, formatEvents,
 } from './format.js';
 
@@ -240,6 +240,18 @@ describe('formatConns', () => {
 
   it('prints the header alone when there are no connections', () => {
     assert.equal(formatConns([]), 'pro expire state source virtual local destination\n');
+  });
+
+  it('says below the table why a dr service has no connections to list (those the filter names, by name or key)', () => {
+    const services = [
+      { name: 'web', key: '198.18.0.10:80/tcp', mode: 'fullnat' },
+      { name: 'edge', key: '198.18.0.30:443/tcp', mode: 'dr' },
+      { name: 'edge6', key: '[fd00::30]:443/tcp', mode: 'dr' },
+    ];
+    const note = (s: string): string => `${s} is a dr service: the director keeps no state per connection (each packet is hashed to its real server, which answers the client directly), so it has no connections to list; lbadm stats shows its packets and bytes\n`;
+    assert.equal(formatStatelessNote(services), note('edge (198.18.0.30:443/tcp)') + note('edge6 ([fd00::30]:443/tcp)'));
+    assert.equal(formatStatelessNote(services, '[fd00::30]:443/tcp'), note('edge6 ([fd00::30]:443/tcp)'));
+    assert.equal(formatStatelessNote(services, 'web'), '');
   });
 });
 

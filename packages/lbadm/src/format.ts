@@ -193,6 +193,16 @@ export function formatConns(conns: readonly Connection__Output[]): string {
   return `${columns(rows).join('\n')}\n`;
 }
 
+/**
+ * Below `lbadm conns`: the dr services (of those the filter names, by name or key), which keep no connection for
+ * the director to list, and where to look instead; '' when there are none.
+ */
+export function formatStatelessNote(services: ReadonlyArray<{ readonly name: string; readonly key: string; readonly mode: string }>, filter?: string): string {
+  return services.filter((s) => s.mode === 'dr' && (filter === undefined || filter === s.name || filter === s.key))
+    .map((s) => `${s.name} (${s.key}) is a dr service: the director keeps no state per connection (each packet is hashed to its real server, `
+      + 'which answers the client directly), so it has no connections to list; lbadm stats shows its packets and bytes\n').join('');
+}
+
 export function formatApply(r: ApplyResponse__Output): string {
   const lines: string[] = [];
   if (!r.changed) {
