@@ -326,7 +326,11 @@ export class SyncReceiver {
       // is its own live connections now. Removing them would break every one on its next packet.
       const group = this.ctx.groupOf(serviceKeyOfConnection(f), f.localAddress?.address ?? null);
       if (group !== null && this.ctx.leads(group)) continue;
-      stale.push({ op: 'remove', connection: f });
+      // By its binding, not its client tuple: since it was read, another peer's stream may have put a live copy
+      // of the same client connection over it (a client port reused while this director held a leftover of
+      // the port's earlier connection): that copy stays. (Seen: a scale-out's joining director lost the copy
+      // of a slot it was about to take, and the stream broke when it took the slot.)
+      stale.push({ op: 'remove-binding', connection: f });
     }
     if (stale.length > 0) await this.apply(stale);
     const now = Date.now();

@@ -387,6 +387,36 @@ describe('connection sync: sender, source and receiver', () => {
     });
   }
 
+  it('a snapshot\'s stale removal takes the binding it read, not a live copy of the same client connection another peer put over it since (a client port reused)', async () => {
+    const standby = new FakeConnectionTable();
+    const leftover: SyncedConnection = {
+      protocol: 'tcp', client: { address: '198.18.2.2', port: 60496 }, vip: { address: '198.18.10.10', port: 9000 }, realServer: { address: '198.19.1.11', port: 9000 },
+      localAddress: { address: '198.19.1.80', port: 60496 }, mark: 0x10001, state: 'ESTABLISHED', timeoutSec: 300,
+    };
+    standby.connections.set(connectionKey(leftover), leftover);
+    // Slot 2's pool holds .80, slot 3's .88; this director leads neither.
+    const groupOf = (_service: string, local: string | null): string => (local === '198.19.1.88' ? 'slot-3' : 'slot-2');
+    const acked = new Map<string, number[]>();
+    const receiver = (peer: string): SyncReceiver => {
+      acked.set(peer, []);
+      return new SyncReceiver({ table: standby, log: quiet, markOf: () => 0x10001, groupOf, leads: () => false }, {
+        write: (reply) => { if (reply.ack) acked.get(peer)!.push(Number(reply.ack.seq)); }, fail: () => undefined,
+      }, new Set([peer]));
+    };
+    const slot2 = receiver('dir1');
+    const slot3 = receiver('dir3');
+    slot2.onMessage(roundTripMessage({ seq: 1, hello: { from: 'dir1', session: 's1', groups: ['slot-2'] } }));
+    slot2.onMessage(roundTripMessage({ seq: 2, snapshotBegin: { groups: ['slot-2'], connections: 0, reason: 'first' } }));
+    await until('slot 2\'s snapshot begun (the leftover read as a candidate)', () => acked.get('dir1')!.includes(2));
+    // Slot 3's leader has the client's new connection from the same port, bound to .88: its copy replaces the leftover.
+    const live = { id: { protocol: 'tcp', client: leftover.client, vip: leftover.vip }, realServer: leftover.realServer, localAddress: { address: '198.19.1.88', port: 60496 }, state: 'ESTABLISHED', timeoutSec: 300 };
+    for (const m of [{ seq: 1, hello: { from: 'dir3', session: 's3', groups: ['slot-3'] } }, { seq: 2, changes: { changes: [{ upsert: live }] } }] as SyncMessage[]) slot3.onMessage(roundTripMessage(m));
+    await until('the live copy injected', () => standby.connections.get(connectionKey(leftover))?.localAddress?.address === '198.19.1.88');
+    slot2.onMessage(roundTripMessage({ seq: 3, snapshotEnd: {} }));
+    await until('slot 2\'s snapshot ended', () => acked.get('dir1')!.includes(3));
+    assert.equal(standby.connections.get(connectionKey(leftover))?.localAddress?.address, '198.19.1.88', 'the live copy was removed as stale');
+  });
+
   it('lets an entry holding a copy\'s reply tuple go only when it is not of a group this director leads, and says when copies fail', async () => {
     const standby = new FakeConnectionTable();
     // The kernel's answer to what the receiver lets go: each holder offered, per group.

@@ -468,7 +468,7 @@ static int request(char *line, struct msgbuf *m, uint16_t *type, uint16_t *flags
   for (char *save = NULL, *t = strtok_r(line, " ", &save); t != NULL && n < 15; t = strtok_r(NULL, " ", &save)) f[n++] = t;
   for (int i = n; i < 15; i++) f[i] = NULL;
   char op = f[0] && f[0][1] == '\0' ? f[0][0] : 0;
-  if (!((op == 'D' && n == 6) || (op == 'U' && n == 10) || (op == 'I' && n == 14))) return 0;
+  if (!(((op == 'D' || op == 'X') && n == 6) || (op == 'U' && n == 10) || (op == 'I' && n == 14))) return 0;
   uint8_t proto = strcmp(f[1], "tcp") == 0 ? 6 : strcmp(f[1], "udp") == 0 ? 17 : 0;
   struct addr src, dst;
   unsigned long sport, dport;
@@ -479,8 +479,9 @@ static int request(char *line, struct msgbuf *m, uint16_t *type, uint16_t *flags
   uint8_t nfgen[4] = { (uint8_t)src.family, 0, 0, 0 };
   memcpy(m->b + m->n, nfgen, 4);
   m->n += 4;
-  put_tuple(m, CTA_TUPLE_ORIG, proto, &src, (unsigned)sport, &dst, (unsigned)dport);
-  if (op == 'D') {
+  /* X names the entry by its reply tuple (after NAT): only the entry with that binding matches. */
+  put_tuple(m, op == 'X' ? CTA_TUPLE_REPLY : CTA_TUPLE_ORIG, proto, &src, (unsigned)sport, &dst, (unsigned)dport);
+  if (op == 'D' || op == 'X') {
     *type = (NFNL_SUBSYS_CTNETLINK << 8) | IPCTNL_MSG_CT_DELETE;
     *flags = NLM_F_REQUEST | NLM_F_ACK;
     return 1;

@@ -291,6 +291,27 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
       assert.equal(listed.get(2)!.realServer.address, RS);
       assert.equal(listed.get(3)!.state, 'ESTABLISHED');
     });
+
+    it(`a remove of a binding (by reply tuple) leaves a copy of the same connection with another binding, and removes its own, fullnat, nat and IPv6 (${helper})`, async () => {
+      const t = table(X, helper);
+      const fullnat: SyncedConnection = {
+        protocol: 'tcp', client: { address: CLIENT, port: 44001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
+        localAddress: { address: LIP, port: 24001 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
+      };
+      const nat: SyncedConnection = { ...fullnat, protocol: 'udp', client: { address: CLIENT, port: 44002 }, localAddress: null, state: 'ASSURED', timeoutSec: 120 };
+      const v6: SyncedConnection = { ...fullnat, client: { address: CLIENT6, port: 44003 }, vip: { address: VIP6, port: 80 }, realServer: { address: RS6, port: 8080 }, localAddress: { address: LIP6, port: 24003 } };
+      const all = [fullnat, nat, v6];
+      assert.equal((await t.apply(all.map((connection) => ({ op: 'upsert' as const, connection })))).inserted, 3);
+      // What a stale read held of them: the same client connections with another binding (another local or real server port).
+      const stale = [{ ...fullnat, localAddress: { address: LIP, port: 24101 } }, { ...nat, realServer: { address: RS, port: 8081 } }, { ...v6, localAddress: { address: LIP6, port: 24103 } }];
+      const kept = await t.apply(stale.map((connection) => ({ op: 'remove-binding' as const, connection })));
+      assert.deepEqual(kept, { inserted: 0, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
+      const ports = (): number[] => conntrackL(X).map((f) => f.client.port).filter((p) => p >= 44001 && p <= 44003).sort();
+      assert.deepEqual(ports(), [44001, 44002, 44003]);
+      const gone = await t.apply(all.map((connection) => ({ op: 'remove-binding' as const, connection })));
+      assert.deepEqual(gone, { inserted: 0, replaced: 0, refreshed: 0, removed: 3, failed: 0, errors: [] });
+      assert.deepEqual(ports(), []);
+    });
   }
 
   it('refreshes through ctnetlink: tcp state forwards and back, the mark, udp status bits, the timeout', async () => {

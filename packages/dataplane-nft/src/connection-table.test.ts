@@ -109,6 +109,14 @@ class FakeConntrack implements CommandRunner {
   }
 
   private request([op, protocol, src, sport, dst, dport, , timeout, mark, state, dnat, dnatPort, snat, snatPort]: readonly string[]): string {
+    if (op === 'X') {
+      // By reply tuple: the real server, then the local address (or the client).
+      const holder = [...this.table.entries()].find(([, c]) => c.protocol === protocol && c.realServer.address === src && c.realServer.port === Number(sport)
+        && (c.localAddress ?? c.client).address === dst && (c.localAddress ?? c.client).port === Number(dport));
+      if (!holder) return '-';
+      this.table.delete(holder[0]);
+      return '+';
+    }
     const id = { protocol: protocol as 'tcp', client: { address: src!, port: Number(sport) }, vip: { address: dst!, port: Number(dport) } };
     const key = connectionKey(id);
     const had = this.table.get(key);
@@ -232,6 +240,20 @@ describe('ConntrackConnectionTable.apply against a fake conntrack', () => {
     again.table.set(connectionKey(leftover), leftover);
     const kept = await tableOf(again).apply([{ op: 'upsert', connection: taken }], { evictReplyHolder: () => false });
     assert.deepEqual([kept.failed, [...again.table.keys()]], [1, [connectionKey(leftover)]]);
+  });
+
+  it('a remove of a binding removes the entry only while it has that binding (by reply tuple): a copy put over it since stays', async () => {
+    const ct = new FakeConntrack();
+    const leftover = connection(1, { localAddress: { address: '198.19.1.80', port: 40001 } });
+    const live = connection(1, { localAddress: { address: '198.19.1.88', port: 40001 } });
+    ct.table.set(connectionKey(live), live);
+    const kept = await tableOf(ct).apply([{ op: 'remove-binding', connection: leftover }]);
+    assert.deepEqual(kept, { inserted: 0, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
+    assert.deepEqual(ct.table.get(connectionKey(live)), live);
+    assert.deepEqual(requests(ct), [['X tcp 198.19.1.11 8080']]);
+    const gone = await tableOf(ct).apply([{ op: 'remove-binding', connection: live }]);
+    assert.equal(gone.removed, 1);
+    assert.equal(ct.table.size, 0);
   });
 
   it('a remove is checked by the connection it names only: a dumped entry about to expire (timeoutSec 0) is removed', async () => {

@@ -8,7 +8,7 @@ import {
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
 import {
-  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, parseDump, parseEventLine, renderDeleteRequest, renderInsertRequest, renderUpdateRequest,
+  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, parseDump, parseEventLine, renderDeleteBindingRequest, renderDeleteRequest, renderInsertRequest, renderUpdateRequest,
 } from './ctnetlink.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
 import { OneAtATime } from './one-at-a-time.js';
@@ -113,7 +113,7 @@ export function needsRefresh(kernel: SyncedConnection, desired: SyncedConnection
 
 type Outcome = 'inserted' | 'replaced' | 'refreshed' | 'removed' | 'skipped' | 'failed';
 /** `evict`: delete the entry holding the connection's reply tuple (`holder`), then insert. */
-type Intent = 'insert' | 'replace' | 'refresh' | 'remove' | 'skip' | 'evict';
+type Intent = 'insert' | 'replace' | 'refresh' | 'remove' | 'remove-binding' | 'skip' | 'evict';
 
 interface Op {
   readonly change: ConnectionChange;
@@ -308,8 +308,10 @@ export class ConntrackConnectionTable implements ConnectionTable {
       // A remove names the connection by its original tuple alone: what else it carries (a dumped entry's
       // timeoutSec 0, about to expire anyway) is not sent and is no reason to keep the entry.
       const c = change.connection;
-      const bad = invalidConnection(change.op === 'upsert' ? c : { protocol: c.protocol, client: c.client, vip: c.vip });
-      const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : 'remove', outcome: null, conflicts: 0, kernel: null, holder: null };
+      const bad = invalidConnection(change.op === 'upsert' ? c
+        : change.op === 'remove' ? { protocol: c.protocol, client: c.client, vip: c.vip }
+          : { protocol: c.protocol, client: c.client, vip: c.vip, realServer: change.connection.realServer, localAddress: change.connection.localAddress });
+      const op: Op = { change, key, intent: change.op === 'upsert' ? 'insert' : change.op, outcome: null, conflicts: 0, kernel: null, holder: null };
       if (bad) { op.outcome = 'failed'; pushError(errors, `${key}: ${bad}`); }
       byKey.delete(key);
       byKey.set(key, op);
@@ -328,6 +330,7 @@ export class ConntrackConnectionTable implements ConnectionTable {
       for (const o of pending) {
         const f = o.change.connection;
         if (o.intent === 'remove' || o.intent === 'replace') { requests.push(renderDeleteRequest(f)); parts.push({ op: o, part: 'delete' }); }
+        if (o.intent === 'remove-binding') { requests.push(renderDeleteBindingRequest(f as SyncedConnection)); parts.push({ op: o, part: 'delete' }); }
         if (o.intent === 'evict') { requests.push(renderDeleteRequest(o.holder!)); parts.push({ op: o, part: 'delete' }); }
         if (o.intent === 'refresh') { requests.push(renderUpdateRequest(f as SyncedConnection, o.kernel)); parts.push({ op: o, part: 'update' }); }
         if (o.intent === 'insert' || o.intent === 'replace' || o.intent === 'evict') { requests.push(renderInsertRequest(f as SyncedConnection)); parts.push({ op: o, part: 'insert' }); }
@@ -338,7 +341,7 @@ export class ConntrackConnectionTable implements ConnectionTable {
         const code = res.codes[i] ?? '!';
         if (o.outcome !== null) return; // a replace whose delete failed
         if (part === 'delete') {
-          if (o.intent === 'remove') o.outcome = code === '+' ? 'removed' : code === '-' ? 'skipped' : 'failed';
+          if (o.intent === 'remove' || o.intent === 'remove-binding') o.outcome = code === '+' ? 'removed' : code === '-' ? 'skipped' : 'failed';
           else if (code === '!') o.outcome = 'failed'; // its insert would meet the old entry
         } else if (part === 'update') {
           if (code === '+') o.outcome = 'refreshed';
@@ -371,7 +374,7 @@ export class ConntrackConnectionTable implements ConnectionTable {
           }
         }
         // Nothing to do: a remove of an absent connection, an upsert the kernel already has closely enough.
-        if (o.intent === 'skip') o.outcome = o.change.op === 'remove' ? 'skipped' : 'refreshed';
+        if (o.intent === 'skip') o.outcome = o.change.op === 'upsert' ? 'refreshed' : 'skipped';
       }
       pending = again.filter((o) => o.outcome === null);
     }
@@ -410,7 +413,7 @@ function replyKey(f: SyncedConnection): string {
 function plan(o: Op, kernel: KernelTable): Intent {
   const k = kernel.get(o.key);
   o.kernel = k ?? null;
-  if (o.change.op === 'remove') return k ? 'remove' : 'skip';
+  if (o.change.op !== 'upsert') return k ? o.change.op : 'skip';
   const f = o.change.connection;
   if (!k) return 'insert';
   if (!sameBinding(k, f)) return 'replace';

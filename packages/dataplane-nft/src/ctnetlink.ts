@@ -33,6 +33,8 @@ import { OneAtATime } from './one-at-a-time.js';
  *
  * Mode `write BYTES`: requests on stdin, one a line, in batches ended by a line `.`:
  *   D <tcp|udp> <src> <sport> <dst> <dport>                                   delete by original tuple
+ *   X <tcp|udp> <src> <sport> <dst> <dport>                                   delete by reply tuple (after NAT:
+ *                                                                               the real server, then the local address or client)
  *   U <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1>  update an entry
  *   I <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1>
  *     <dnat addr> <dnat port> <snat addr|-> <snat port|->                     insert an entry with its binding
@@ -172,7 +174,8 @@ if ($mode eq 'events') {
     my ($x, $y) = (inet_pton($f, $src // ''), inet_pton($f, $dst // ''));
     my ($dn, $sn) = (inet_pton($f, $dnat // ''), ($snat // '-') eq '-' ? '' : inet_pton($f, $snat));
     my $p = ($proto // '') eq 'tcp' ? 6 : ($proto // '') eq 'udp' ? 17 : 0;
-    if (!defined $x || !defined $y || !$p || ($op ne 'D' && $op ne 'U' && $op ne 'I') || ($op ne 'D' && !defined $state)
+    my $del = $op eq 'D' || $op eq 'X';
+    if (!defined $x || !defined $y || !$p || (!$del && $op ne 'U' && $op ne 'I') || (!$del && !defined $state)
         || ($op eq 'I' && (!defined $dn || !defined $sn || !defined $snatp))) {
       $flush->(); push @codes, '!'; $first //= "0 bad request: $line"; $base = @codes; next;
     }
@@ -180,12 +183,12 @@ if ($mode eq 'events') {
     my $tuple = sub { nla($_[0], nla(0x8001, nla($ipt, $_[1]) . nla($ipt + 1, $_[3])) . nla(0x8002, nla(1, pack('C', $p)) . nla(2, pack('n', $_[2])) . nla(3, pack('n', $_[4])))) };
     my $nt = $f == AF_INET6 ? 4 : 1;
     my $nat = sub { nla($_[0], nla($nt, $_[1]) . nla($nt + 1, $_[1]) . nla(0x8003, nla(1, pack('n', $_[2])) . nla(2, pack('n', $_[2])))) };
-    my $body = pack('C C n', $f, 0, 0) . $tuple->(0x8001, $x, $sport, $y, $dport);
+    my $body = pack('C C n', $f, 0, 0) . $tuple->($op eq 'X' ? 0x8002 : 0x8001, $x, $sport, $y, $dport);
     if ($op eq 'I') {
       $body .= $tuple->(0x8002, $y, $dport, $x, $sport) . $nat->(0x800d, $dn, $dnatp);
       $body .= $nat->(0x8006, $sn, $snatp) if length $sn;
     }
-    if ($op ne 'D') {
+    if (!$del) {
       $body .= nla(3, pack('N', $status)) if $status;
       $body .= nla(7, pack('N', $timeout)) . nla(8, pack('N', $mark));
       $body .= nla(0x8004, nla(0x8001, nla(1, pack('C', $state)))) if $state >= 0;
@@ -193,7 +196,7 @@ if ($mode eq 'events') {
     my $len = 16 + length $body;
     $flush->() if length($chunk) + $len > 65536;
     $base = @codes if !$count;
-    $chunk .= pack('L S S L L', $len, $op eq 'D' ? 0x102 : 0x100, $op eq 'I' ? 0x605 : 5, ++$seq, 0) . $body; $count++; push @codes, undef;
+    $chunk .= pack('L S S L L', $len, $del ? 0x102 : 0x100, $op eq 'I' ? 0x605 : 5, ++$seq, 0) . $body; $count++; push @codes, undef;
   }
 } else { die "usage: perl -e SCRIPT events BYTES | write BYTES\n"; }
 `;
@@ -306,6 +309,12 @@ export function renderInsertRequest(f: SyncedConnection): string {
 /** A `write` request that deletes the connection's entry. */
 export function renderDeleteRequest(f: ConnectionIdentity): string {
   return `D ${tupleFields(f)}`;
+}
+
+/** A `write` request that deletes the entry with this connection's reply tuple: this binding's entry, and no other. */
+export function renderDeleteBindingRequest(f: SyncedConnection): string {
+  const to = f.localAddress ?? f.client;
+  return `X ${f.protocol} ${f.realServer.address} ${f.realServer.port} ${to.address} ${to.port}`;
 }
 
 /**

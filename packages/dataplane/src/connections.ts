@@ -74,7 +74,14 @@ export interface ConnectionWatch {
 
 export type ConnectionChange =
   | { readonly op: 'upsert'; readonly connection: SyncedConnection }
-  | { readonly op: 'remove'; readonly connection: ConnectionIdentity };
+  | { readonly op: 'remove'; readonly connection: ConnectionIdentity }
+  /**
+   * Removes the connection's entry only while it still has this binding (real server, local address): named by
+   * its reply tuple, which only that binding has. A stale copy read some time ago goes, and a copy of the same
+   * client connection with another binding, injected since from another peer (a client port reused, a live
+   * connection over a leftover), stays.
+   */
+  | { readonly op: 'remove-binding'; readonly connection: SyncedConnection };
 
 export interface ConnectionApplyResult {
   /** Entries created (upserts of connections the kernel did not have). */

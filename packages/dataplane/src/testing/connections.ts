@@ -42,8 +42,8 @@ export class FakeConnectionTable implements ConnectionTable {
     for (const c of changes) {
       const key = connectionKey(c.connection);
       const had = this.connections.get(key);
-      if (c.op === 'remove') {
-        if (had) { this.connections.delete(key); removed++; events.push(this.event('destroy', had, true)); }
+      if (c.op === 'remove' || c.op === 'remove-binding') {
+        if (had && (c.op === 'remove' || sameBinding(had, c.connection))) { this.connections.delete(key); removed++; events.push(this.event('destroy', had, true)); }
         continue;
       }
       if (!had) inserted++;
