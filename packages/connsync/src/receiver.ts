@@ -236,7 +236,7 @@ export class SyncReceiver {
           // the slot brings, removes what was stale.
           leadsPeerSlot ??= this.peerSlots.some((g) => this.ctx.leads(g));
           if (leadsPeerSlot) { this.counts.skipped++; continue; }
-          batch.push({ op: 'remove', connection: w.connection });
+          batch.push(removeChange(w));
           this.snapshot?.keys.delete(connectionKey(w.connection));
           continue;
         }
@@ -244,7 +244,7 @@ export class SyncReceiver {
         if (group === null) { this.counts.failed++; continue; }
         if (this.ctx.leads(group)) { this.counts.skipped++; continue; }
         if (w.op === 'remove') {
-          batch.push({ op: 'remove', connection: w.connection });
+          batch.push(removeChange(w));
           this.snapshot?.keys.delete(connectionKey(w.connection));
           continue;
         }
@@ -337,4 +337,10 @@ export class SyncReceiver {
     for (const g of snap.groups) this.caught.set(g, now);
     this.ctx.log.info('connection sync: caught up with peer', { peer: this.peer, groups: [...snap.groups], connections: snap.keys.size, staleRemoved: stale.length });
   }
+}
+
+/** A peer's remove as a change to the table: by the binding the peer removed when it says (see source.ts, removal). */
+function removeChange(w: WireChange & { op: 'remove' }): ConnectionChange {
+  if (w.binding === undefined) return { op: 'remove', connection: w.connection };
+  return { op: 'remove-binding', connection: { ...w.connection, ...w.binding } };
 }

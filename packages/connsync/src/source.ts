@@ -288,7 +288,8 @@ export class ConnectionSource {
         this.firstSeen.delete(key);
         this.held.delete(key);
         this.young.delete(key);
-        if (this.copied.delete(key)) out.push({ change: { op: 'remove', connection: f }, seenAtMs: e.seenAtMs });
+        const had = this.copied.get(key);
+        if (had !== undefined && this.copied.delete(key)) out.push({ change: removal(f, had), seenAtMs: e.seenAtMs });
         continue;
       }
       if (s === undefined) continue;
@@ -310,7 +311,8 @@ export class ConnectionSource {
           this.held.delete(key);
           this.firstSeen.delete(key);
           this.young.delete(key);
-          if (this.copied.delete(key)) out.push({ change: { op: 'remove', connection: f }, seenAtMs: e.seenAtMs });
+          const had = this.copied.get(key);
+          if (had !== undefined && this.copied.delete(key)) out.push({ change: removal(f, had), seenAtMs: e.seenAtMs });
           continue;
         }
         if (YOUNG_STATES.has(f.state) && (this.young.has(key) || this.young.size < MAX_YOUNG)) this.young.set(key, { connection: f, service });
@@ -388,4 +390,14 @@ export class ConnectionSource {
   private emitResnapshot(reason: string): void {
     for (const l of this.listeners) l.resnapshot(reason);
   }
+}
+
+/**
+ * The remove of a copied connection, with the binding its peers hold (the one sent): a peer removes only an
+ * entry with that binding. When this director's entry goes because a peer's copy of the same client connection
+ * with another binding was put over it (the client reused its port; that peer holds the new connection), the
+ * other peers keep that copy, and so does the peer that holds it live.
+ */
+function removal(f: SyncedConnection, sent: CopiedConnection): WireChange {
+  return { op: 'remove', connection: f, binding: { realServer: sent.connection.realServer, localAddress: sent.connection.localAddress } };
 }

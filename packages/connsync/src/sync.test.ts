@@ -417,6 +417,25 @@ describe('connection sync: sender, source and receiver', () => {
     assert.equal(standby.connections.get(connectionKey(leftover))?.localAddress?.address, '198.19.1.88', 'the live copy was removed as stale');
   });
 
+  it('a peer\'s remove takes the binding the peer removed: a live copy of the same client connection from another peer stays', async () => {
+    const standby = new FakeConnectionTable();
+    const acked: number[] = [];
+    const r = new SyncReceiver({ table: standby, log: quiet, markOf: () => 0x10001, groupOf: () => 'g', leads: () => false }, {
+      write: (reply) => { if (reply.ack) acked.push(Number(reply.ack.seq)); }, fail: () => undefined,
+    }, new Set(['dir1']));
+    const live = connection(1, { localAddress: { address: '198.19.1.88', port: 40001 } });
+    standby.connections.set(connectionKey(live), live);
+    const id = { protocol: 'tcp', client: live.client, vip: live.vip };
+    // The peer's own entry of the client's port had .80 (a leftover a copy from the port's new holder replaced there).
+    const removeOf = (local: string): SyncMessage['changes'] => ({ changes: [{ remove: id, removedRealServer: live.realServer, removedLocalAddress: { address: local, port: 40001 } }] });
+    for (const m of [{ seq: 1, hello: { from: 'dir1', session: 's', groups: ['g'] } }, { seq: 2, changes: removeOf('198.19.1.80') }] as SyncMessage[]) r.onMessage(roundTripMessage(m));
+    await until('the remove applied', () => acked.includes(2));
+    assert.ok(standby.connections.has(connectionKey(live)), 'the live copy was removed by another binding\'s remove');
+    r.onMessage(roundTripMessage({ seq: 3, changes: removeOf('198.19.1.88') }));
+    await until('the second remove applied', () => acked.includes(3));
+    assert.equal(standby.connections.has(connectionKey(live)), false, 'the remove of its own binding left it');
+  });
+
   it('lets an entry holding a copy\'s reply tuple go only when it is not of a group this director leads, and says when copies fail', async () => {
     const standby = new FakeConnectionTable();
     // The kernel's answer to what the receiver lets go: each holder offered, per group.

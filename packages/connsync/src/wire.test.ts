@@ -63,4 +63,17 @@ describe('connections on the wire', () => {
     for (const [patch, message] of cases) assert.equal(refusal(received(conn(), patch)), message);
     assert.equal(refusal({ op: undefined, upsert: null, remove: null } as unknown as Change__Output), 'changes[3]: null is neither an upsert nor a remove');
   });
+
+  it('a remove carries the binding its sender removed; one without (an older sender) is by the client tuple; a bad binding is refused', () => {
+    const c = conn();
+    const id = { protocol: c.protocol, client: c.client, vip: c.vip };
+    const binding = { realServer: c.realServer, localAddress: c.localAddress };
+    const wire = (w: ReturnType<typeof toWireChange>): Change__Output => ({ op: 'remove', upsert: null, removedRealServer: null, removedLocalAddress: null, ...JSON.parse(JSON.stringify(w)) }) as Change__Output;
+    assert.deepEqual(fromWireChange(wire(toWireChange({ op: 'remove', connection: id, binding })), 'changes[0]'), { op: 'remove', connection: id, binding });
+    assert.deepEqual(fromWireChange(wire(toWireChange({ op: 'remove', connection: id, binding: { ...binding, localAddress: null } })), 'changes[0]'),
+      { op: 'remove', connection: id, binding: { ...binding, localAddress: null } });
+    assert.deepEqual(fromWireChange(wire(toWireChange({ op: 'remove', connection: id })), 'changes[0]'), { op: 'remove', connection: id });
+    const bad = wire(toWireChange({ op: 'remove', connection: id, binding: { ...binding, realServer: { address: 'fd00::11', port: 8080 } } }));
+    assert.equal(refusal(bad), 'changes[3].removedRealServer.address: "fd00::11" is not of the vip\'s address family');
+  });
 });

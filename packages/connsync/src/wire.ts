@@ -10,7 +10,13 @@ import type { Change, Change__Output, SyncedConnection__Output, ConnectionId__Ou
 
 export type WireChange =
   | { readonly op: 'upsert'; readonly connection: SyncedConnection }
-  | { readonly op: 'remove'; readonly connection: ConnectionIdentity };
+  /** `binding`: the entry the sender removed had it (see Change.removed_real_server); absent from older senders. */
+  | { readonly op: 'remove'; readonly connection: ConnectionIdentity; readonly binding?: RemovedBinding };
+
+interface RemovedBinding {
+  readonly realServer: Endpoint;
+  readonly localAddress: Endpoint | null;
+}
 
 export class MalformedMessage extends Error {
   constructor(readonly field: string, readonly value: unknown, readonly rule: string) {
@@ -28,7 +34,10 @@ export const STATES: ReadonlySet<string> = new Set([
 const MAX_TIMEOUT_SEC = 10 * 24 * 3600;
 
 export function toWireChange(c: WireChange): Change {
-  if (c.op === 'remove') return { remove: connectionIdOut(c.connection) };
+  if (c.op === 'remove') {
+    const b = c.binding;
+    return { remove: connectionIdOut(c.connection), ...(b ? { removedRealServer: endpointOut(b.realServer), removedLocalAddress: b.localAddress ? endpointOut(b.localAddress) : null } : {}) };
+  }
   const f = c.connection;
   return {
     upsert: {
@@ -58,7 +67,18 @@ function endpointOut(e: Endpoint): Endpoint {
 
 /** Checks and converts one received change; the mark is the receiver's to fill in (0 here). */
 export function fromWireChange(c: Change__Output, path: string): WireChange {
-  if (c.op === 'remove' && c.remove) return { op: 'remove', connection: connectionIdIn(c.remove, `${path}.remove`) };
+  if (c.op === 'remove' && c.remove) {
+    const connection = connectionIdIn(c.remove, `${path}.remove`);
+    if (!c.removedRealServer) return { op: 'remove', connection };
+    const family = isIP(connection.vip.address);
+    const realServer = endpointIn(c.removedRealServer, `${path}.removedRealServer`);
+    const localAddress = c.removedLocalAddress ? endpointIn(c.removedLocalAddress, `${path}.removedLocalAddress`) : null;
+    if (isIP(realServer.address) !== family) throw new MalformedMessage(`${path}.removedRealServer.address`, realServer.address, 'is not of the vip\'s address family');
+    if (localAddress !== null && isIP(localAddress.address) !== family) {
+      throw new MalformedMessage(`${path}.removedLocalAddress.address`, localAddress.address, 'is not of the vip\'s address family');
+    }
+    return { op: 'remove', connection, binding: { realServer, localAddress } };
+  }
   if (c.op === 'upsert' && c.upsert) return upsertIn(c.upsert, `${path}.upsert`);
   throw new MalformedMessage(path, c.op ?? null, 'is neither an upsert nor a remove');
 }

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
-  DataPlaneError, connectionKey, sameBinding, type Endpoint, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
+  DataPlaneError, connectionKey, sameBinding, type ConnectionBinding, type Endpoint, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
   type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection,
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
@@ -330,7 +330,7 @@ export class ConntrackConnectionTable implements ConnectionTable {
       for (const o of pending) {
         const f = o.change.connection;
         if (o.intent === 'remove' || o.intent === 'replace') { requests.push(renderDeleteRequest(f)); parts.push({ op: o, part: 'delete' }); }
-        if (o.intent === 'remove-binding') { requests.push(renderDeleteBindingRequest(f as SyncedConnection)); parts.push({ op: o, part: 'delete' }); }
+        if (o.intent === 'remove-binding') { requests.push(renderDeleteBindingRequest(f as ConnectionBinding)); parts.push({ op: o, part: 'delete' }); }
         if (o.intent === 'evict') { requests.push(renderDeleteRequest(o.holder!)); parts.push({ op: o, part: 'delete' }); }
         if (o.intent === 'refresh') { requests.push(renderUpdateRequest(f as SyncedConnection, o.kernel)); parts.push({ op: o, part: 'update' }); }
         if (o.intent === 'insert' || o.intent === 'replace' || o.intent === 'evict') { requests.push(renderInsertRequest(f as SyncedConnection)); parts.push({ op: o, part: 'insert' }); }

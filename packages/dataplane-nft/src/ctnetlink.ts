@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { DataPlaneError, type Endpoint, type ConnectionEvent, type ConnectionEventKind, type ConnectionIdentity, type SyncedConnection } from '@lbd/dataplane';
+import { DataPlaneError, type Endpoint, type ConnectionBinding, type ConnectionEvent, type ConnectionEventKind, type ConnectionIdentity, type SyncedConnection } from '@lbd/dataplane';
 import type { ConntrackEntry } from './conntrack.js';
 import { OneAtATime } from './one-at-a-time.js';
 
@@ -312,7 +312,7 @@ export function renderDeleteRequest(f: ConnectionIdentity): string {
 }
 
 /** A `write` request that deletes the entry with this connection's reply tuple: this binding's entry, and no other. */
-export function renderDeleteBindingRequest(f: SyncedConnection): string {
+export function renderDeleteBindingRequest(f: ConnectionBinding): string {
   const to = f.localAddress ?? f.client;
   return `X ${f.protocol} ${f.realServer.address} ${f.realServer.port} ${to.address} ${to.port}`;
 }

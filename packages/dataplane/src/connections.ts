@@ -38,7 +38,10 @@ export function connectionKey(f: ConnectionIdentity): string {
 }
 
 /** Whether two connections have the same NAT binding (real server and local address). */
-export function sameBinding(a: SyncedConnection, b: SyncedConnection): boolean {
+/** A connection as far as its NAT binding: what names one conntrack entry by its reply tuple. */
+export type ConnectionBinding = ConnectionIdentity & Pick<SyncedConnection, 'realServer' | 'localAddress'>;
+
+export function sameBinding(a: ConnectionBinding, b: ConnectionBinding): boolean {
   return a.realServer.address === b.realServer.address && a.realServer.port === b.realServer.port
     && (a.localAddress?.address ?? '') === (b.localAddress?.address ?? '') && (a.localAddress?.port ?? 0) === (b.localAddress?.port ?? 0);
 }
@@ -81,7 +84,7 @@ export type ConnectionChange =
    * client connection with another binding, injected since from another peer (a client port reused, a live
    * connection over a leftover), stays.
    */
-  | { readonly op: 'remove-binding'; readonly connection: SyncedConnection };
+  | { readonly op: 'remove-binding'; readonly connection: ConnectionBinding };
 
 export interface ConnectionApplyResult {
   /** Entries created (upserts of connections the kernel did not have). */

@@ -42,6 +42,10 @@ const CASES: Array<[string, SyncMessage]> = [
   ['snapshotBegin, zeros', { seq: 2, snapshotBegin: { groups: [], connections: 0, reason: '' } }],
   ['snapshotEnd', { seq: 9, snapshotEnd: {} }],
   ['changes: one of each', { seq: 3, changes: { changes: [upsert(1), { remove: { protocol: 'tcp', client: endpoint('198.18.0.1', 5), vip: endpoint('198.19.0.10', 443) } }] } }],
+  ['changes: a remove with the binding it removed', { seq: 4, changes: { changes: [{
+    remove: { protocol: 'tcp', client: endpoint('198.18.0.1', 5), vip: endpoint('198.19.0.10', 443) },
+    removedRealServer: endpoint('198.19.1.11', 443), removedLocalAddress: endpoint('198.19.1.88', 40001),
+  }] } }],
   ['changes: empty', { seq: 4, changes: { changes: [] } }],
   ['changes: a change with no op, an upsert with nothing set, a remove with no endpoints', { seq: 5, changes: { changes: [{}, { upsert: {} }, { remove: { protocol: 'udp' } }] } }],
   // 512 changes: a Changes field of about 50 KiB, a length of three varint bytes, moved into place twice.
@@ -72,6 +76,7 @@ describe('sync-codec: SyncMessage by hand, against proto-loader', () => {
       () => ({}),
       () => ({ upsert: { id: id(), realServer: ep(), localAddress: ep(), state: text(), timeoutSec: pick([0, 1, 432000]) } }),
       () => ({ remove: id() }),
+      () => ({ remove: id(), removedRealServer: ep(), removedLocalAddress: ep() }),
     ])();
     for (let i = 0; i < 2000; i++) {
       const m: SyncMessage = pick<() => SyncMessage>([
@@ -101,7 +106,7 @@ describe('sync-codec: SyncMessage by hand, against proto-loader', () => {
     const msg = Buffer.concat([Buffer.from([1 << 3, 7]), unknown, field(4, changes), field(5, unknown)]);
     const expected = {
       seq: 7, body: 'changes',
-      changes: { changes: [{ op: 'upsert', upsert: { id: { protocol: 'tcp', client: { address: '198.18.0.1', port: 80 }, vip: null }, realServer: null, localAddress: null, state: 'ESTABLISHED', timeoutSec: 0 } }] },
+      changes: { changes: [{ op: 'upsert', upsert: { id: { protocol: 'tcp', client: { address: '198.18.0.1', port: 80 }, vip: null }, realServer: null, localAddress: null, state: 'ESTABLISHED', timeoutSec: 0 }, removedRealServer: null, removedLocalAddress: null }] },
     };
     // The message holds a snapshotEnd last too (field 5, with unknown fields in it): the oneof's last one wins.
     assert.deepEqual(decodeSyncMessage(msg), { seq: 7, body: 'snapshotEnd', snapshotEnd: {} });
@@ -120,7 +125,7 @@ describe('sync-codec: SyncMessage by hand, against proto-loader', () => {
     // One Change holding an upsert, then a remove: [Changes [Change [upsert [state "X"]] [remove [protocol "tcp"]]]].
     const change = Buffer.from([1 << 3 | 2, 3, 4 << 3 | 2, 1, 0x58, 2 << 3 | 2, 5, 1 << 3 | 2, 3, 0x74, 0x63, 0x70]);
     const msg = Buffer.concat([Buffer.from([4 << 3 | 2, change.length + 2, 1 << 3 | 2, change.length]), change]);
-    const remove = { seq: 0, body: 'changes', changes: { changes: [{ op: 'remove', remove: { protocol: 'tcp', client: null, vip: null } }] } };
+    const remove = { seq: 0, body: 'changes', changes: { changes: [{ op: 'remove', remove: { protocol: 'tcp', client: null, vip: null }, removedRealServer: null, removedLocalAddress: null }] } };
     assert.deepEqual(decodeSyncMessage(msg), remove);
     assert.equal(loader.requestDeserialize(msg).changes?.changes[0]?.op, 'remove');
   });

@@ -167,6 +167,8 @@ function writeChange(c: Change): void {
   const at = out.begin(1);
   if (c.upsert) writeSyncedConnection(1, c.upsert);
   if (c.remove) writeConnectionId(2, c.remove);
+  if (c.removedRealServer) writeEndpoint(3, c.removedRealServer);
+  if (c.removedLocalAddress) writeEndpoint(4, c.removedLocalAddress);
   out.end(at);
 }
 
@@ -320,7 +322,7 @@ function readSyncedConnection(r: In, end: number): SyncedConnection__Output {
 }
 
 function readChange(r: In, end: number): Change__Output {
-  const c: Change__Output = {};
+  const c: Change__Output = { removedRealServer: null, removedLocalAddress: null };
   while (r.pos < end) {
     const key = r.varint();
     const wire = key & 7;
@@ -337,6 +339,8 @@ function readChange(r: In, end: number): Change__Output {
         if (c.upsert !== undefined) delete c.upsert;
         c.op = 'remove';
         break;
+      case 3: expect(wire, LEN, 'removedRealServer'); c.removedRealServer = readEndpoint(r, r.span()); break;
+      case 4: expect(wire, LEN, 'removedLocalAddress'); c.removedLocalAddress = readEndpoint(r, r.span()); break;
       default: r.skip(wire);
     }
   }
