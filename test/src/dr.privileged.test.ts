@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { parseConfig, type Service } from '@lbd/config';
 import { NftDataPlane, netnsRunner } from '@lbd/dataplane-nft';
+import { arpProbes, diagnose } from '@lbd/director-agent';
 import {
   CLIENT, DIRECTOR, SERVER_PORTS, directorTopology, removeOrphans, requireRoot, runPrefix, runTestClient, spawnTestClient, startTestServers,
   type DirectorTopology, type HttpResult, type ReadyReport, type StreamResult, type TcpOnceResult, type UdpResult,
@@ -143,6 +144,19 @@ describe('direct routing (mode: dr) in namespaces @privileged', function () {
     assert.deepEqual(Object.keys(r.servers).sort(), ['rs1', 'rs2']);
     assert.deepEqual(r.peers, { [CLIENT.ipv6]: 60 });
     assert.equal(await conntrackOfVip(DR_VIP.ipv6), '');
+  });
+
+  it('lbadm doctor names a real server that answers ARP for the vip (the classic dr mistake), with the sysctls that fix it', async () => {
+    const config = { ...parseConfig('services: []\n', 'test'), services: services([{ name: 'web-dr', vip: DR_VIP.ipv4, port: HTTP, realServers: weights([1, 1, 1]) }]) };
+    const judged = async (): Promise<string[]> => diagnose(config, await dp.kernelFacts([], arpProbes(config)), []).filter((f) => f.check === 'dr-arp').map((f) => `${f.severity} ${f.subject}`);
+    assert.deepEqual(await judged(), ['ok dr vips'], 'the lab\'s real servers are set up for dr');
+    // rs2 as a real server is out of the box: it answers ARP for every address it holds, the vip on lo included.
+    for (const scope of ['all', 'eth0']) await lab.topology.sysctl('rs2', `net.ipv4.conf.${scope}.arp_ignore`, '0');
+    try {
+      assert.deepEqual(await judged(), [`error real server ${rsV4(2)}:80 of service "web-dr" (${DR_VIP.ipv4}:80/tcp)`]);
+    } finally {
+      for (const scope of ['all', 'eth0']) await lab.topology.sysctl('rs2', `net.ipv4.conf.${scope}.arp_ignore`, '1');
+    }
   });
 
   it('with every real server out: fallback drop times out, fallback reject resets at once', async () => {

@@ -3,9 +3,9 @@ import { existsSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { endianness, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { canonicalAddress, hostPort, serviceKey, type Protocol, type Service } from '@lbd/config';
+import { canonicalAddress, familyOf, hostPort, serviceKey, type Protocol, type Service } from '@lbd/config';
 import {
-  DataPlaneError, realServerIdsOf, type ApplyOptions, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
+  DataPlaneError, realServerIdsOf, type ApplyOptions, type ArpProbe, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
   type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState, type RealServerId,
 } from '@lbd/dataplane';
 import { parseDeletedCount } from './conntrack.js';
@@ -433,7 +433,7 @@ export class NftDataPlane implements DataPlane {
     }
   }
 
-  async kernelFacts(probeRealServers: readonly Endpoint[]): Promise<KernelFacts> {
+  async kernelFacts(probeRealServers: readonly Endpoint[], arpProbes: readonly ArpProbe[] = []): Promise<KernelFacts> {
     const sysctl = async (...keys: string[]): Promise<string[]> => {
       const res = await this.runner.run('sysctl', ['-n', ...keys]);
       return res.stdout.trim().split('\n');
@@ -473,6 +473,7 @@ export class NftDataPlane implements DataPlane {
         }
       }
     }
+    const vipArpAnswers = (await Promise.all(arpProbes.filter((p) => familyOf(p.vip) === 4).map((p) => this.arpAnswers(p)))).flat();
     return {
       ipv4Forwarding: fwd4.trim() === '1',
       ipv6Forwarding: fwd6.trim() === '1',
@@ -484,7 +485,33 @@ export class NftDataPlane implements DataPlane {
       realServerReachable: reachable,
       directorAddressTowards: towards,
       permanentAddresses: permanent,
+      vipArpAnswers,
     };
+  }
+
+  /**
+   * Who answers ARP for a dr vip where its real servers are: arping from the interface the director reaches
+   * them through (the director's own address as sender; its own kernel does not answer itself on the wire).
+   */
+  private async arpAnswers(p: ArpProbe): Promise<KernelFacts['vipArpAnswers'][number][]> {
+    const devs = new Set<string>();
+    for (const rs of p.realServers) {
+      const dev = / dev (\S+)/.exec((await this.runner.run('ip', ['route', 'get', rs])).stdout)?.[1];
+      if (dev !== undefined) devs.add(dev);
+    }
+    const out: KernelFacts['vipArpAnswers'][number][] = [];
+    for (const dev of devs) {
+      const res = await this.runner.run('arping', ['-c', '2', '-w', '2', '-I', dev, p.vip]);
+      const macs = new Set([...res.stdout.matchAll(/reply from \S+ \[([0-9A-Fa-f:]{17})\]/g)].map((m) => m[1]!.toLowerCase()));
+      if (macs.size === 0) continue;
+      const neigh = await this.runner.run('ip', ['-j', 'neigh', 'show', 'dev', dev]);
+      const byMac = new Map<string, string>();
+      for (const n of JSON.parse(neigh.stdout || '[]') as Array<{ dst?: string; lladdr?: string }>) {
+        if (n.dst && n.lladdr && familyOf(n.dst) === 4) byMac.set(n.lladdr.toLowerCase(), n.dst);
+      }
+      for (const mac of macs) out.push({ vip: p.vip, ifname: dev, mac, address: byMac.get(mac) ?? null });
+    }
+    return out;
   }
 }
 

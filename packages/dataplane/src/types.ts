@@ -121,6 +121,18 @@ export interface KernelFacts {
    * with their interface: a vip or local address among them would be taken from the interface on release.
    */
   readonly permanentAddresses: ReadonlyArray<{ readonly address: string; readonly ifname: string }>;
+  /**
+   * For each dr vip asked about (`arpProbes`): the hosts that answered an ARP request for it on the interface
+   * towards its real servers (a dr real server must not: it would take the vip's traffic), by MAC, with the
+   * address the director's neighbour table knows that MAC by (null when none).
+   */
+  readonly vipArpAnswers: ReadonlyArray<{ readonly vip: string; readonly ifname: string; readonly mac: string; readonly address: string | null }>;
+}
+
+/** A dr vip whose ARP answers doctor wants: asked on the interface the director reaches `realServers` through. */
+export interface ArpProbe {
+  readonly vip: string;
+  readonly realServers: readonly string[];
 }
 
 /** DataPlane programs forwarding for this director. Applying the same state twice changes nothing. */
@@ -137,7 +149,7 @@ export interface DataPlane {
   /** lbd's connections from conntrack. */
   connections(filter?: ConnectionFilter): Promise<Connection[]>;
   /** Facts for doctor; `probeRealServers` are endpoints to test for TCP reachability from the director. */
-  kernelFacts(probeRealServers: readonly Endpoint[]): Promise<KernelFacts>;
+  kernelFacts(probeRealServers: readonly Endpoint[], arpProbes?: readonly ArpProbe[]): Promise<KernelFacts>;
   /**
    * Makes the ECMP tier's slot interfaces exist: a macvlan `lbds<i>` on `parent` for i < count, up, with
    * the ARP and reverse-path settings a slot needs; removes lbd's slot interfaces beyond count. Idempotent.

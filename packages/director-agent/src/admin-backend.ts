@@ -8,7 +8,7 @@ import {
 } from '@lbd/operator-surfaces';
 import type { ClusterAdmin } from './cluster-admin.js';
 import type { ConfigSource } from './config-source.js';
-import { diagnose, probeTargets } from './doctor.js';
+import { arpProbes, diagnose, probeTargets } from './doctor.js';
 import type { EventHistory } from './event-query.js';
 import type { EventLog } from './events.js';
 import type { HealthManager } from './health.js';
@@ -85,7 +85,7 @@ export class DirectorAdmin implements AdminBackend {
 
   async doctor(): Promise<WireFinding[]> {
     const config = this.o.reconciler.running.config;
-    const [facts, conns] = await Promise.all([this.o.reconciler.kernelFacts(probeTargets(config)), this.o.reconciler.connections()]);
+    const [facts, conns] = await Promise.all([this.o.reconciler.kernelFacts(probeTargets(config), arpProbes(config)), this.o.reconciler.connections()]);
     return diagnose(config, facts, conns).map((f) => ({ ...f }));
   }
 

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { parseConfig, type Config } from '@lbd/config';
 import type { Connection, KernelFacts } from '@lbd/dataplane';
 import { clusterAgentYaml } from '@lbd/testkit';
-import { diagnose, probeTargets, type Finding } from './doctor.js';
+import { arpProbes, diagnose, probeTargets, type Finding } from './doctor.js';
 
 const CONFIG = parseConfig(`
 services:
@@ -36,6 +36,12 @@ services:
 
 const NO_SERVICES = parseConfig('services: []\n', 'empty.yaml');
 
+const DR_CONFIG = parseConfig(`
+services:
+  - { name: edge, vip: 198.18.0.30, port: 443, mode: dr, realServers: [{ address: 198.19.1.31 }, { address: 198.19.1.32 }] }
+  - { name: edge6, vip: "fd00::30", port: 443, mode: dr, realServers: [{ address: "fd00:1::31" }] }
+`, 'dr.yaml');
+
 /** CONFIG's services on a clustered director (the cluster config joined with its own file's agent part). */
 const CLUSTERED = {
   ...CONFIG,
@@ -51,6 +57,7 @@ const HEALTHY: KernelFacts = {
   realServerReachable: { '198.19.1.11:8080': true, '198.19.1.21:8080': true, '198.19.1.22:8080': true },
   directorAddressTowards: { '198.19.1.11': '198.19.1.1', '198.19.1.21': '198.19.1.1', '198.19.1.22': '198.19.1.1' },
   permanentAddresses: [{ address: '198.18.0.2', ifname: 'eth0' }, { address: '198.19.1.1', ifname: 'eth1' }, { address: '127.0.0.1', ifname: 'lo' }],
+  vipArpAnswers: [],
 };
 
 const WEB = '198.18.0.10:80/tcp';
@@ -256,6 +263,22 @@ const CASES: readonly Case[] = [
     facts: { permanentAddresses: [...HEALTHY.permanentAddresses, { address: '198.18.0.10', ifname: 'eth0' }] },
     check: 'own-address', want: ['ok floating addresses'], mentions: ['claims no address'],
   },
+  // (i) dr real servers that answer ARP for the vip
+  {
+    name: 'a dr real server answers ARP for the vip -> error naming it, with the sysctls', config: DR_CONFIG,
+    facts: { vipArpAnswers: [{ vip: '198.18.0.30', ifname: 'eth1', mac: '02:00:00:00:00:32', address: '198.19.1.32' }] },
+    check: 'dr-arp', want: ['error real server 198.19.1.32:443 of service "edge" (198.18.0.30:443/tcp)'],
+    mentions: ['answers ARP for the dr vip 198.18.0.30 on eth1 (MAC 02:00:00:00:00:32)', 'arp_ignore=1', 'arp_announce=2', 'dev lo'],
+  },
+  {
+    name: 'an unknown host answers ARP for a dr vip -> error naming its MAC', config: DR_CONFIG,
+    facts: { vipArpAnswers: [{ vip: '198.18.0.30', ifname: 'eth1', mac: '02:00:00:00:00:99', address: null }] },
+    check: 'dr-arp', want: ['error host with MAC 02:00:00:00:00:99'],
+  },
+  {
+    name: 'no host answers ARP for the dr vips -> ok, saying IPv6 ones are not probed', config: DR_CONFIG,
+    check: 'dr-arp', want: ['ok dr vips'], mentions: ['the 1 IPv4 dr vip where', '1 IPv6 dr vip is not probed'],
+  },
   // (h) plain etcd
   {
     name: 'a clustered director on plain http:// etcd -> a warning that shouts', config: CLUSTERED,
@@ -283,8 +306,15 @@ describe('diagnose', () => {
   it('a healthy director gets exactly one ok finding per check', () => {
     const findings = diagnose(CONFIG, HEALTHY, []);
     assert.deepEqual(findings.map((f) => `${f.severity} ${f.check}`), [
-      'ok nat-return-path', 'ok ip-forward', 'ok rp-filter', 'ok conntrack-table', 'ok fullnat-ports', 'ok real-server-reachable', 'ok own-address', 'ok etcd-tls',
+      'ok nat-return-path', 'ok ip-forward', 'ok rp-filter', 'ok conntrack-table', 'ok fullnat-ports', 'ok real-server-reachable', 'ok own-address', 'ok etcd-tls', 'ok dr-arp',
     ]);
+  });
+});
+
+describe('arpProbes', () => {
+  it('asks about each IPv4 dr vip once, towards its real servers', () => {
+    assert.deepEqual(arpProbes(DR_CONFIG), [{ vip: '198.18.0.30', realServers: ['198.19.1.31', '198.19.1.32'] }]);
+    assert.deepEqual(arpProbes(CONFIG), []);
   });
 });
 

@@ -1,5 +1,5 @@
 import { addressToBigInt, bigIntToAddress, familyOf, hostPort, serviceKey, type AddressRange, type Config, type RealServer, type Service, type Severity } from '@lbd/config';
-import type { Connection, Endpoint, KernelFacts } from '@lbd/dataplane';
+import type { ArpProbe, Connection, Endpoint, KernelFacts } from '@lbd/dataplane';
 
 /**
  * `lbadm doctor`'s judgement: known ways a director fails silently, recognised from kernel facts and
@@ -8,7 +8,7 @@ import type { Connection, Endpoint, KernelFacts } from '@lbd/dataplane';
  * a check that finds nothing wrong says so once, so "ok" means "checked", not "not looked at".
  */
 
-export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable' | 'own-address' | 'etcd-tls';
+export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable' | 'own-address' | 'etcd-tls' | 'dr-arp';
 
 export interface Finding {
   readonly severity: Severity;
@@ -41,6 +41,18 @@ export function probeTargets(config: Config): Endpoint[] {
   return [...seen.values()];
 }
 
+/** The dr vips (IPv4: ARP) whose ARP answers doctor wants, each with the real servers it is asked towards. */
+export function arpProbes(config: Config): ArpProbe[] {
+  const byVip = new Map<string, Set<string>>();
+  for (const svc of config.services) {
+    if (svc.mode !== 'dr' || svc.family !== 4) continue;
+    const set = byVip.get(svc.vip) ?? new Set<string>();
+    for (const rs of svc.realServers) set.add(rs.address);
+    byVip.set(svc.vip, set);
+  }
+  return [...byVip].map(([vip, rs]) => ({ vip, realServers: [...rs] }));
+}
+
 export function diagnose(config: Config, facts: KernelFacts, connections: readonly Connection[]): Finding[] {
   return [
     ...checkNatReturnPath(config, facts, connections),
@@ -51,7 +63,34 @@ export function diagnose(config: Config, facts: KernelFacts, connections: readon
     ...checkReachability(config, facts),
     ...checkOwnAddresses(config, facts),
     ...checkEtcdTls(config),
+    ...checkDrArp(config, facts),
   ];
+}
+
+/**
+ * (i) A dr real server holds the vip on a loopback and must not answer ARP for it: one that does tells its
+ * network (a router there, the other hosts) that it is the vip, and takes the vip's traffic from the directors.
+ */
+function checkDrArp(config: Config, facts: KernelFacts): Finding[] {
+  const dr = config.services.filter((s) => s.mode === 'dr');
+  const out: Finding[] = [];
+  for (const a of facts.vipArpAnswers) {
+    const owners = dr.filter((s) => s.vip === a.vip);
+    const rs = owners.flatMap((s) => s.realServers.map((r) => ({ s, r }))).find(({ r }) => r.address === a.address);
+    const who = rs ? rsSubject(rs.s, rs.r) : a.address !== null ? `host ${a.address}` : `host with MAC ${a.mac}`;
+    out.push({
+      severity: 'error', check: 'dr-arp', subject: who,
+      problem: `answers ARP for the dr vip ${a.vip} on ${a.ifname} (MAC ${a.mac}): a router or host on that network may send the vip's traffic to it instead of a director`,
+      fix: 'on that real server: sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 (and put them in /etc/sysctl.d/), and keep the vip on lo only (ip addr add VIP/32 dev lo)',
+    });
+  }
+  if (out.length === 0) {
+    const v4 = arpProbes(config).length;
+    const v6 = new Set(dr.filter((s) => s.family === 6).map((s) => s.vip)).size;
+    out.push(ok('dr-arp', 'dr vips', dr.length === 0 ? 'no service uses dr mode'
+      : `no host answered ARP for the ${v4} IPv4 dr vip${v4 === 1 ? '' : 's'} where their real servers are${v6 > 0 ? ` (${v6} IPv6 dr vip${v6 === 1 ? ' is' : 's are'} not probed: neighbour discovery is not checked)` : ''}`));
+  }
+  return out;
 }
 
 /**

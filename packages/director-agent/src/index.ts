@@ -9,7 +9,7 @@ export { EventLog, DEFAULT_EVENT_HISTORY, eventId, summarizeServiceChanges, type
 export { DesiredState, type HealthLookup, type Merge, type MergedRealServer, type MergedService, type ServerHealth } from './desired.js';
 export { HealthManager, type HealthEntry, type HealthEvent, type HealthManagerOptions, type HealthWatcher } from './health.js';
 export {
-  diagnose, probeTargets, CONNTRACK_ERROR, CONNTRACK_WARN, PORTS_ERROR, PORTS_WARN,
+  arpProbes, diagnose, probeTargets, CONNTRACK_ERROR, CONNTRACK_WARN, PORTS_ERROR, PORTS_WARN,
   type CheckId, type Finding,
 } from './doctor.js';
 // AgentOptions.log takes one: the agent's callers need not depend on @lbd/log themselves.

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { formatProblem, type Config, type ConfigError } from '@lbd/config';
 import { realServerName } from '@lbd/connsync';
 import {
-  DataPlaneError, type DesiredSlot, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane, type Endpoint, type KernelFacts, type ObservedState,
+  DataPlaneError, type DesiredSlot, type ApplyResult, type ArpProbe, type Connection, type ConnectionFilter, type DataPlane, type Endpoint, type KernelFacts, type ObservedState,
 } from '@lbd/dataplane';
 import type { Clock } from '@lbd/health-checker';
 import type { Logger } from '@lbd/log';
@@ -219,8 +219,8 @@ export class Reconciler extends EventEmitter<ReconcilerEvents> {
     return filter.service === undefined ? all : all.filter((c) => c.service === filter.service);
   }
 
-  kernelFacts(probeRealServers: readonly Endpoint[]): Promise<KernelFacts> {
-    return this.o.dataPlane.kernelFacts(probeRealServers);
+  kernelFacts(probeRealServers: readonly Endpoint[], arpProbes: readonly ArpProbe[] = []): Promise<KernelFacts> {
+    return this.o.dataPlane.kernelFacts(probeRealServers, arpProbes);
   }
 
   /** The ct mark of every real server of every service, for connection sync (marks are each director's own): as the data plane last wrote them, without a kernel read after an apply of its own. */
