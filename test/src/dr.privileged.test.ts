@@ -159,6 +159,18 @@ describe('direct routing (mode: dr) in namespaces @privileged', function () {
     }
   });
 
+  it('lbadm doctor names a real server without the vip (it drops every dr packet while its health checks pass), with the ip addr that fixes it', async () => {
+    const config = { ...parseConfig('services: []\n', 'test'), services: services([{ name: 'web-dr', vip: DR_VIP.ipv4, port: HTTP, realServers: weights([1, 1, 1]) }]) };
+    const judged = async (): Promise<string[]> => diagnose(config, await dp.kernelFacts([], arpProbes(config)), []).filter((f) => f.check === 'dr-vip').map((f) => `${f.severity} ${f.subject}`);
+    assert.deepEqual(await judged(), ['ok dr real servers'], 'the lab\'s real servers hold the vip');
+    await lab.topology.removeAddress('rs3', 'lo', `${DR_VIP.ipv4}/32`);
+    try {
+      assert.deepEqual(await judged(), [`error real server ${rsV4(3)}:80 of service "web-dr" (${DR_VIP.ipv4}:80/tcp)`]);
+    } finally {
+      await lab.topology.addAddress('rs3', 'lo', `${DR_VIP.ipv4}/32`, { serviceAddress: true });
+    }
+  });
+
   it('with every real server out: fallback drop times out, fallback reject resets at once', async () => {
     await dp.apply({ services: services([{ name: 'web-dr', vip: DR_VIP.ipv4, port: HTTP, fallback: 'reject', realServers: weights([0, 0, 0]) }]) });
     const refused = await http(`http://${DR_VIP.ipv4}/`, 3, ['--new-connection']);

@@ -473,7 +473,9 @@ export class NftDataPlane implements DataPlane {
         }
       }
     }
-    const vipArpAnswers = (await Promise.all(arpProbes.filter((p) => familyOf(p.vip) === 4).map((p) => this.arpAnswers(p)))).flat();
+    const v4Probes = arpProbes.filter((p) => familyOf(p.vip) === 4);
+    const vipArpAnswers = (await Promise.all(v4Probes.map((p) => this.arpAnswers(p)))).flat();
+    const vipOnRealServer = (await Promise.all(v4Probes.map((p) => this.vipEchoes(p)))).flat();
     return {
       ipv4Forwarding: fwd4.trim() === '1',
       ipv6Forwarding: fwd6.trim() === '1',
@@ -486,7 +488,64 @@ export class NftDataPlane implements DataPlane {
       directorAddressTowards: towards,
       permanentAddresses: permanent,
       vipArpAnswers,
+      vipOnRealServer,
     };
+  }
+
+  /**
+   * The MACs of these IPv4 addresses on `dev` (address → lower-case MAC), from the neighbour table; one the
+   * director has not talked to yet (a UDP real server, a doctor run before any traffic) is asked with arping.
+   */
+  private async neighbours(dev: string, addresses: readonly string[]): Promise<Map<string, string>> {
+    const read = async (): Promise<Map<string, string>> => {
+      const neigh = await this.runner.run('ip', ['-j', 'neigh', 'show', 'dev', dev]);
+      const m = new Map<string, string>();
+      for (const n of JSON.parse(neigh.stdout || '[]') as Array<{ dst?: string; lladdr?: string; state?: string[] }>) {
+        if (n.dst && n.lladdr && familyOf(n.dst) === 4 && !(n.state ?? []).includes('FAILED')) m.set(n.dst, n.lladdr.toLowerCase());
+      }
+      return m;
+    };
+    const known = await read();
+    // arping reads the answer itself (the kernel learns no entry from a reply to a packet socket's request).
+    await Promise.all(addresses.filter((a) => !known.has(a)).map(async (a) => {
+      const res = await this.runner.run('arping', ['-c', '1', '-w', '1', '-I', dev, a]);
+      const mac = /reply from \S+ \[([0-9A-Fa-f:]{17})\]/.exec(res.stdout)?.[1];
+      if (mac !== undefined) known.set(a, mac.toLowerCase());
+    }));
+    return known;
+  }
+
+  /**
+   * Whether each real server of a dr vip holds the vip: an ICMP echo to the vip, from the director's address
+   * on the way to it, sent in a frame to the real server's MAC (as a dr packet reaches it). Its reply comes
+   * from the vip, an address of the director's own, so the director's stack drops it; the probe reads it from
+   * a packet socket (VIP_ECHO_SCRIPT).
+   */
+  private async vipEchoes(p: ArpProbe): Promise<KernelFacts['vipOnRealServer'][number][]> {
+    const out: KernelFacts['vipOnRealServer'][number][] = [];
+    const byDev = new Map<string, Array<{ rs: string; src: string }>>();
+    for (const rs of p.realServers) {
+      const route = (await this.runner.run('ip', ['route', 'get', rs])).stdout;
+      const dev = / dev (\S+)/.exec(route)?.[1];
+      const src = / src (\S+)/.exec(route)?.[1];
+      if (dev === undefined || src === undefined || / via /.test(route)) {
+        out.push({ vip: p.vip, realServer: rs, answered: null, why: `no direct route to it (${route.trim() || 'ip route get failed'})` });
+        continue;
+      }
+      byDev.set(dev, [...(byDev.get(dev) ?? []), { rs, src }]);
+    }
+    for (const [dev, targets] of byDev) {
+      const macs = await this.neighbours(dev, targets.map((t) => t.rs));
+      const asked = targets.filter((t) => macs.has(t.rs));
+      for (const t of targets) if (!macs.has(t.rs)) out.push({ vip: p.vip, realServer: t.rs, answered: null, why: `no MAC for it on ${dev}` });
+      if (asked.length === 0) continue;
+      const res = await this.runner.run('perl', ['-e', VIP_ECHO_SCRIPT, dev, asked[0]!.src, p.vip, ...asked.map((t) => `${t.rs}=${macs.get(t.rs)!}`)]);
+      const answered = new Set(res.stdout.split('\n').filter((l) => l.startsWith('answered ')).map((l) => l.slice('answered '.length).trim()));
+      for (const t of asked) {
+        out.push(res.code === 0 ? { vip: p.vip, realServer: t.rs, answered: answered.has(t.rs) } : { vip: p.vip, realServer: t.rs, answered: null, why: `the probe failed: ${res.stderr.trim().slice(0, 200)}` });
+      }
+    }
+    return out;
   }
 
   /**
@@ -504,16 +563,57 @@ export class NftDataPlane implements DataPlane {
       const res = await this.runner.run('arping', ['-c', '2', '-w', '2', '-I', dev, p.vip]);
       const macs = new Set([...res.stdout.matchAll(/reply from \S+ \[([0-9A-Fa-f:]{17})\]/g)].map((m) => m[1]!.toLowerCase()));
       if (macs.size === 0) continue;
-      const neigh = await this.runner.run('ip', ['-j', 'neigh', 'show', 'dev', dev]);
-      const byMac = new Map<string, string>();
-      for (const n of JSON.parse(neigh.stdout || '[]') as Array<{ dst?: string; lladdr?: string }>) {
-        if (n.dst && n.lladdr && familyOf(n.dst) === 4) byMac.set(n.lladdr.toLowerCase(), n.dst);
-      }
+      const byMac = new Map([...await this.neighbours(dev, p.realServers)].map(([address, mac]) => [mac, address]));
       for (const mac of macs) out.push({ vip: p.vip, ifname: dev, mac, address: byMac.get(mac) ?? null });
     }
     return out;
   }
 }
+
+/**
+ * `perl -e VIP_ECHO_SCRIPT DEV SRC VIP RS=MAC...`: an ICMP echo from SRC to VIP in a frame to each MAC on DEV
+ * (sequence numbers tell them apart), then up to a second of listening on a packet socket for echo replies
+ * from VIP; prints `answered RS` for each real server whose reply came. Exit 1 with the reason otherwise.
+ */
+const VIP_ECHO_SCRIPT = String.raw`use strict; use Socket qw(inet_aton); use Time::HiRes qw(time);
+my ($dev, $src, $vip, @targets) = @ARGV;
+my ($idx, $mine);
+if (open my $f, '<', "/sys/class/net/$dev/ifindex") { $idx = 0 + <$f>; }
+if (open my $f, '<', "/sys/class/net/$dev/address") { my $m = <$f>; chomp $m; $mine = pack 'H12', join '', split /:/, $m; }
+die "no interface $dev\n" if !defined $idx || !defined $mine;
+my $proto = unpack('S', pack('n', 0x0800));
+socket(my $s, 17, 3, $proto) or die "packet socket: $!\n";
+bind($s, pack('S n i S C C a8', 17, 0x0800, $idx, 0, 0, 0, '')) or die "bind: $!\n";
+sub csum { my $d = shift; $d .= "\0" if length($d) % 2; my $c = 0; $c += $_ for unpack('n*', $d); $c = ($c >> 16) + ($c & 0xffff) while $c >> 16; return ~$c & 0xffff; }
+my $id = $$ & 0xffff;
+my %who;
+for my $i (0 .. $#targets) {
+  my ($rs, $mac) = split /=/, $targets[$i], 2;
+  $who{$i + 1} = $rs;
+  my $icmp = pack('CCnnn', 8, 0, 0, $id, $i + 1) . 'lbd doctor: is the vip here?';
+  substr($icmp, 2, 2) = pack('n', csum($icmp));
+  my $ip = pack('CCnnnCCn', 0x45, 0, 20 + length($icmp), 0, 0x4000, 64, 1, 0) . inet_aton($src) . inet_aton($vip);
+  substr($ip, 10, 2) = pack('n', csum($ip));
+  my $frame = pack('H12', join '', split /:/, $mac) . $mine . pack('n', 0x0800) . $ip . $icmp;
+  send($s, $frame, 0, pack('S n i S C C a8', 17, 0x0800, $idx, 0, 0, 6, pack('H12', join '', split /:/, $mac))) or die "send: $!\n";
+}
+my $want = inet_aton($vip);
+my $end = time + 1.2;
+my %seen;
+while (keys(%seen) < @targets) {
+  my $left = $end - time; last if $left <= 0;
+  my $rin = ''; vec($rin, fileno($s), 1) = 1;
+  last if !select(my $rout = $rin, undef, undef, $left);
+  my $buf; recv($s, $buf, 2048, 0) or next;
+  next if length($buf) < 42 || unpack('n', substr($buf, 12, 2)) != 0x0800;
+  my $ihl = (unpack('C', substr($buf, 14, 1)) & 15) * 4;
+  next if unpack('C', substr($buf, 23, 1)) != 1 || substr($buf, 26, 4) ne $want;
+  my ($type, $code, $sum, $rid, $seq) = unpack('CCnnn', substr($buf, 14 + $ihl, 8));
+  next if $type != 0 || $rid != $id || !defined $who{$seq};
+  $seen{$seq} = 1;
+}
+print "answered $who{$_}\n" for sort keys %seen;
+`;
 
 function nftError(op: string, res: CommandResult): DataPlaneError {
   const detail = res.stderr.trim().split('\n').slice(0, 12).join('\n');

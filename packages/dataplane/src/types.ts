@@ -127,6 +127,12 @@ export interface KernelFacts {
    * address the director's neighbour table knows that MAC by (null when none).
    */
   readonly vipArpAnswers: ReadonlyArray<{ readonly vip: string; readonly ifname: string; readonly mac: string; readonly address: string | null }>;
+  /**
+   * For each real server of each dr vip asked about: whether it answered an ICMP echo sent to the vip at its
+   * MAC (as the director's dr packets reach it): a dr real server that does not hold the vip drops them.
+   * null: not asked (no MAC for it in the neighbour table, or the probe could not run), with why.
+   */
+  readonly vipOnRealServer: ReadonlyArray<{ readonly vip: string; readonly realServer: string; readonly answered: boolean | null; readonly why?: string }>;
 }
 
 /** A dr vip whose ARP answers doctor wants: asked on the interface the director reaches `realServers` through. */

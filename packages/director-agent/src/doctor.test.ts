@@ -58,6 +58,7 @@ const HEALTHY: KernelFacts = {
   directorAddressTowards: { '198.19.1.11': '198.19.1.1', '198.19.1.21': '198.19.1.1', '198.19.1.22': '198.19.1.1' },
   permanentAddresses: [{ address: '198.18.0.2', ifname: 'eth0' }, { address: '198.19.1.1', ifname: 'eth1' }, { address: '127.0.0.1', ifname: 'lo' }],
   vipArpAnswers: [],
+  vipOnRealServer: [],
 };
 
 const WEB = '198.18.0.10:80/tcp';
@@ -279,6 +280,22 @@ const CASES: readonly Case[] = [
     name: 'no host answers ARP for the dr vips -> ok, saying IPv6 ones are not probed', config: DR_CONFIG,
     check: 'dr-arp', want: ['ok dr vips'], mentions: ['the 1 IPv4 dr vip where', '1 IPv6 dr vip is not probed'],
   },
+  // (j) dr real servers without the vip
+  {
+    name: 'a dr real server that does not answer for the vip -> error with the ip addr that fixes it; one that could not be asked -> warning', config: DR_CONFIG,
+    facts: { vipOnRealServer: [
+      { vip: '198.18.0.30', realServer: '198.19.1.31', answered: true },
+      { vip: '198.18.0.30', realServer: '198.19.1.32', answered: false },
+      { vip: '198.18.0.30', realServer: '198.19.1.33', answered: null, why: 'no MAC for it on eth1' },
+    ] },
+    check: 'dr-vip', want: ['error real server 198.19.1.32:443 of service "edge" (198.18.0.30:443/tcp)', 'warning real server 198.19.1.33'],
+    mentions: ['did not answer an ICMP echo to the dr vip 198.18.0.30', 'ip addr add 198.18.0.30/32 dev lo'],
+  },
+  {
+    name: 'every dr real server answers for its vip -> ok', config: DR_CONFIG,
+    facts: { vipOnRealServer: [{ vip: '198.18.0.30', realServer: '198.19.1.31', answered: true }, { vip: '198.18.0.30', realServer: '198.19.1.32', answered: true }] },
+    check: 'dr-vip', want: ['ok dr real servers'], mentions: ['all 2 real servers of IPv4 dr vips answered'],
+  },
   // (h) plain etcd
   {
     name: 'a clustered director on plain http:// etcd -> a warning that shouts', config: CLUSTERED,
@@ -306,7 +323,7 @@ describe('diagnose', () => {
   it('a healthy director gets exactly one ok finding per check', () => {
     const findings = diagnose(CONFIG, HEALTHY, []);
     assert.deepEqual(findings.map((f) => `${f.severity} ${f.check}`), [
-      'ok nat-return-path', 'ok ip-forward', 'ok rp-filter', 'ok conntrack-table', 'ok fullnat-ports', 'ok real-server-reachable', 'ok own-address', 'ok etcd-tls', 'ok dr-arp',
+      'ok nat-return-path', 'ok ip-forward', 'ok rp-filter', 'ok conntrack-table', 'ok fullnat-ports', 'ok real-server-reachable', 'ok own-address', 'ok etcd-tls', 'ok dr-arp', 'ok dr-vip',
     ]);
   });
 });

@@ -8,7 +8,7 @@ import type { ArpProbe, Connection, Endpoint, KernelFacts } from '@lbd/dataplane
  * a check that finds nothing wrong says so once, so "ok" means "checked", not "not looked at".
  */
 
-export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable' | 'own-address' | 'etcd-tls' | 'dr-arp';
+export type CheckId = 'nat-return-path' | 'ip-forward' | 'rp-filter' | 'conntrack-table' | 'fullnat-ports' | 'real-server-reachable' | 'own-address' | 'etcd-tls' | 'dr-arp' | 'dr-vip';
 
 export interface Finding {
   readonly severity: Severity;
@@ -64,7 +64,40 @@ export function diagnose(config: Config, facts: KernelFacts, connections: readon
     ...checkOwnAddresses(config, facts),
     ...checkEtcdTls(config),
     ...checkDrArp(config, facts),
+    ...checkDrVip(config, facts),
   ];
+}
+
+/**
+ * (j) A dr real server receives the vip's packets unchanged, so it must hold the vip (on a loopback): one that
+ * does not drops them all, while its health checks (to its own address) pass.
+ */
+function checkDrVip(config: Config, facts: KernelFacts): Finding[] {
+  const dr = config.services.filter((s) => s.mode === 'dr');
+  const out: Finding[] = [];
+  for (const e of facts.vipOnRealServer) {
+    if (e.answered === true) continue;
+    const owner = dr.find((s) => s.vip === e.vip && s.realServers.some((r) => r.address === e.realServer));
+    const rs = owner?.realServers.find((r) => r.address === e.realServer);
+    const subject = owner && rs ? rsSubject(owner, rs) : `real server ${e.realServer}`;
+    out.push(e.answered === false
+      ? {
+        severity: 'error', check: 'dr-vip', subject,
+        problem: `did not answer an ICMP echo to the dr vip ${e.vip} sent to its MAC (as the director sends it the vip's packets): it does not hold the vip, so it drops them (or it drops ICMP echo)`,
+        fix: `on that real server: ip addr add ${e.vip}/32 dev lo, with sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2`,
+      }
+      : {
+        severity: 'warning', check: 'dr-vip', subject,
+        problem: `could not be asked whether it holds the dr vip ${e.vip}: ${e.why ?? 'no answer'}`,
+        fix: 'a dr real server must be on a network the director is directly attached to; check its address and the director\'s routes',
+      });
+  }
+  if (out.length === 0) {
+    const n = facts.vipOnRealServer.length;
+    out.push(ok('dr-vip', 'dr real servers', dr.length === 0 ? 'no service uses dr mode'
+      : `all ${n} real server${n === 1 ? '' : 's'} of IPv4 dr vips answered for their vip (IPv6 ones are not probed)`));
+  }
+  return out;
 }
 
 /**

@@ -17,7 +17,7 @@ export class FakeDataPlane implements DataPlane {
   conns: Connection[] = [];
   facts: KernelFacts = {
     ipv4Forwarding: true, ipv6Forwarding: true, rpFilter: {}, rpFilterDrops: 0, conntrackCount: 0,
-    conntrackMax: 262144, localPortRange: [32768, 60999], realServerReachable: {}, directorAddressTowards: {}, permanentAddresses: [], vipArpAnswers: [],
+    conntrackMax: 262144, localPortRange: [32768, 60999], realServerReachable: {}, directorAddressTowards: {}, permanentAddresses: [], vipArpAnswers: [], vipOnRealServer: [],
   };
 
   async apply(desired: DesiredState, opts: ApplyOptions = {}): Promise<ApplyResult> {
