@@ -167,11 +167,11 @@ describe('lbadm against lbd-agent (end to end)', () => {
     const r = await lbadm('doctor');
     assert.equal(r.code, EXIT.failure);
     assert.match(r.out, /^errors \(1\):\n {2}\[nat-return-path\] real server 198\.19\.1\.21:8080 of service "app"/);
-    assert.match(r.out, /\n1 error, 0 warnings, 7 ok\n$/);
+    assert.match(r.out, /\n1 error, 0 warnings, 9 ok\n$/);
     dp.conns = dp.conns.filter((c) => !c.unreplied);
     const clean = await lbadm('doctor', '--json');
     assert.equal(clean.code, EXIT.ok);
-    assert.equal((JSON.parse(clean.out) as { findings: unknown[] }).findings.length, 8);
+    assert.equal((JSON.parse(clean.out) as { findings: unknown[] }).findings.length, 10);
   });
 
   it('says when no agent is listening, and how to point at one', async () => {
