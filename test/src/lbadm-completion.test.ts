@@ -50,7 +50,7 @@ describe('lbadm completion', () => {
     assert.deepEqual(await complete('lbadm se'), ['server', 'service']);
     assert.deepEqual(await complete('lbadm server '), ['add', 'drain', 'edit', 'enable', 'remove']);
     assert.deepEqual(await complete('lbadm server edit web 198.19.1.11:8080 --'), ['--ca', '--cert', '--dry-run', '--health-port', '--help', '--json', '--key', '--server', '--server-name', '--socket', '--version', '--weight']);
-    assert.deepEqual(await complete('lbadm service add dns --mode '), ['fullnat', 'nat']);
+    assert.deepEqual(await complete('lbadm service add dns --mode '), ['dr', 'fullnat', 'nat']);
     assert.deepEqual(await complete('lbadm --socket /tmp/x.sock sta'), ['stats', 'status']);
     assert.deepEqual(await complete('lbadm completion '), ['bash', 'zsh']);
     // --group, the old name of --vip-group, still parses but is offered nowhere
