@@ -290,7 +290,8 @@ class FlightRecorder {
   static start(lab: EcmpLab<AdminApi>): FlightRecorder {
     const t = lab.topology;
     const events = new Map<string, BackgroundProcess>();
-    for (const d of [...ECMP_DIRECTORS, ECMP_SPARE]) {
+    // The spare's box exists only in a lab provisioned with one (the synced lab is, the sync-off lab is not).
+    for (const d of [...ECMP_DIRECTORS, ECMP_SPARE].filter((h) => t.hostNames.includes(h))) {
       events.set(d, t.spawn(d, 'conntrack', ['-E', '-p', 'tcp', '--dport', '9000', '-o', 'timestamp'], { label: `${d}:conntrack-events` }));
     }
     const neighbours = new Map<string, BackgroundProcess>();
