@@ -111,9 +111,11 @@ function checkDrArp(config: Config, facts: KernelFacts): Finding[] {
     const owners = dr.filter((s) => s.vip === a.vip);
     const rs = owners.flatMap((s) => s.realServers.map((r) => ({ s, r }))).find(({ r }) => r.address === a.address);
     const who = rs ? rsSubject(rs.s, rs.r) : a.address !== null ? `host ${a.address}` : `host with MAC ${a.mac}`;
+    // Not a real server of the vip: another director that holds the vip answers so too (unless its arp_ignore
+    // is 1), which is harmless; anything else is worth a look, not an alarm.
     out.push({
-      severity: 'error', check: 'dr-arp', subject: who,
-      problem: `answers ARP for the dr vip ${a.vip} on ${a.ifname} (MAC ${a.mac}): a router or host on that network may send the vip's traffic to it instead of a director`,
+      severity: rs ? 'error' : 'warning', check: 'dr-arp', subject: who,
+      problem: `answers ARP for the dr vip ${a.vip} on ${a.ifname} (MAC ${a.mac}): a router or host on that network may send the vip's traffic to it instead of a director${rs ? '' : ' (if it is another director holding the vip, that is harmless)'}`,
       fix: 'on that real server: sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 (and put them in /etc/sysctl.d/), and keep the vip on lo only (ip addr add VIP/32 dev lo)',
     });
   }
