@@ -39,7 +39,7 @@ describe('deploy/examples', () => {
   let examples: Example[];
   before(async () => {
     const names = (await readdir(EXAMPLES, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
-    assert.deepEqual(names, ['ecmp', 'fullnat', 'nat']);
+    assert.deepEqual(names, ['dr', 'ecmp', 'fullnat', 'nat']);
     examples = await Promise.all(names.map(loadExample));
   });
 
@@ -111,5 +111,15 @@ describe('deploy/examples', () => {
       const group = nat.cluster.vipGroups.find((g) => g.name === s.vipGroup);
       assert.ok(group !== undefined && group.gateways.length > 0, `${s.name}: its vip group floats the real servers' gateway`);
     }
+  });
+
+  it('the dr pair: stateless services (nothing synced) whose real servers serve the vip\'s own port, and no floating gateway', () => {
+    const dr = examples.find((p) => p.name === 'dr')!;
+    assert.ok(dr.cluster.services.length > 0);
+    for (const s of dr.cluster.services) {
+      assert.ok(s.mode === 'dr' && (s.scheduler === 'mh' || s.scheduler === 'sh') && !s.sync.enabled, s.name);
+      for (const rs of s.realServers) assert.equal(rs.port, s.port, `${s.name}: ${rs.address}`);
+    }
+    for (const g of dr.cluster.vipGroups) assert.deepEqual(g.gateways, [], `${g.name}: replies go to the router, not through a director`);
   });
 });

@@ -252,7 +252,7 @@ export function buildDeb(o: BuildOptions): BuildResult {
     put(stage, 'usr/lib/sysctl.d/60-lbd.conf', repoFile('deploy/systemd/60-lbd.conf'));
     put(stage, 'usr/lib/modules-load.d/lbd.conf', repoFile('deploy/systemd/lbd-modules.conf'));
     put(stage, 'etc/lbd/lbd.yaml.example', repoFile('deploy/examples/fullnat/dir1.yaml'));
-    for (const d of ['fullnat', 'nat', 'ecmp']) {
+    for (const d of ['fullnat', 'nat', 'dr', 'ecmp']) {
       for (const f of readdirSync(join(o.repo, 'deploy/examples', d))) put(stage, `usr/share/doc/lbd/examples/${d}/${f}`, repoFile(`deploy/examples/${d}/${f}`));
     }
     put(stage, 'usr/share/doc/lbd/operator-guide.md', repoFile('docs/operator-guide.md'));
