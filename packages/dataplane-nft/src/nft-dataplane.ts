@@ -474,8 +474,13 @@ export class NftDataPlane implements DataPlane {
       }
     }
     const v4Probes = arpProbes.filter((p) => familyOf(p.vip) === 4);
-    const vipArpAnswers = (await Promise.all(v4Probes.map((p) => this.arpAnswers(p)))).flat();
-    const vipOnRealServer = (await Promise.all(v4Probes.map((p) => this.vipEchoes(p)))).flat();
+    // Each dr real server's route, looked up once for both probes.
+    const routes = new Map<string, string>();
+    await Promise.all([...new Set(v4Probes.flatMap((p) => p.realServers))].map(async (rs) => {
+      routes.set(rs, (await this.runner.run('ip', ['route', 'get', rs])).stdout);
+    }));
+    const vipArpAnswers = (await Promise.all(v4Probes.map((p) => this.arpAnswers(p, routes)))).flat();
+    const vipOnRealServer = (await Promise.all(v4Probes.map((p) => this.vipEchoes(p, routes)))).flat();
     return {
       ipv4Forwarding: fwd4.trim() === '1',
       ipv6Forwarding: fwd6.trim() === '1',
@@ -521,11 +526,11 @@ export class NftDataPlane implements DataPlane {
    * from the vip, an address of the director's own, so the director's stack drops it; the probe reads it from
    * a packet socket (VIP_ECHO_SCRIPT).
    */
-  private async vipEchoes(p: ArpProbe): Promise<KernelFacts['vipOnRealServer'][number][]> {
+  private async vipEchoes(p: ArpProbe, routes: ReadonlyMap<string, string>): Promise<KernelFacts['vipOnRealServer'][number][]> {
     const out: KernelFacts['vipOnRealServer'][number][] = [];
     const byDev = new Map<string, Array<{ rs: string; src: string }>>();
     for (const rs of p.realServers) {
-      const route = (await this.runner.run('ip', ['route', 'get', rs])).stdout;
+      const route = routes.get(rs) ?? '';
       const dev = / dev (\S+)/.exec(route)?.[1];
       const src = / src (\S+)/.exec(route)?.[1];
       if (dev === undefined || src === undefined || / via /.test(route)) {
@@ -552,10 +557,10 @@ export class NftDataPlane implements DataPlane {
    * Who answers ARP for a dr vip where its real servers are: arping from the interface the director reaches
    * them through (the director's own address as sender; its own kernel does not answer itself on the wire).
    */
-  private async arpAnswers(p: ArpProbe): Promise<KernelFacts['vipArpAnswers'][number][]> {
+  private async arpAnswers(p: ArpProbe, routes: ReadonlyMap<string, string>): Promise<KernelFacts['vipArpAnswers'][number][]> {
     const devs = new Set<string>();
     for (const rs of p.realServers) {
-      const dev = / dev (\S+)/.exec((await this.runner.run('ip', ['route', 'get', rs])).stdout)?.[1];
+      const dev = / dev (\S+)/.exec(routes.get(rs) ?? '')?.[1];
       if (dev !== undefined) devs.add(dev);
     }
     const out: KernelFacts['vipArpAnswers'][number][] = [];
