@@ -86,7 +86,7 @@ const TYPED_TIER: EcmpTier = {
 const TYPED_WEB: Service = {
   name: 'web', family: 4, vip: '198.18.10.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'mh', persistenceSec: 0,
   localAddresses: null, expireOnRemove: false, realServers: [{ address: '198.19.1.11', port: 8080, weight: 1, healthCheck: null }],
-  onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: '', sync: { enabled: true, minAgeMs: 0 }, ecmp: true,
+  onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: '', sync: { enabled: true, minAgeMs: 0 }, ecmp: true, synProxy: false, connectionLimit: null,
 };
 
 describe('the ECMP tier', () => {

@@ -38,13 +38,13 @@ const WANT_OK: Config = {
     {
       name: 'web', family: 4, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
       persistenceSec: 0, localAddresses: { first: '198.18.2.10', last: '198.18.2.11', size: 2 }, expireOnRemove: false,
-      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: false,
+      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: false, synProxy: false, connectionLimit: null,
       realServers: [{ address: '198.19.1.11', port: 8080, weight: 2, healthCheck: null }, { address: '198.19.1.12', port: 8080, weight: 1, healthCheck: null }],
     },
     {
       name: 'web6', family: 6, vip: 'fd00:0:0:1::10', port: 80, protocol: 'tcp', mode: 'nat', scheduler: 'mh',
       persistenceSec: 0, localAddresses: null, expireOnRemove: false,
-      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: false,
+      onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: false, synProxy: false, connectionLimit: null,
       realServers: [{ address: 'fd00:3::11', port: 80, weight: 1, healthCheck: null }],
     },
   ],

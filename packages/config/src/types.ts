@@ -168,6 +168,18 @@ export interface Service {
    * leader: fullnat only; its local addresses are the slots' (config.ecmp), and `vipGroup` is not used.
    */
   readonly ecmp: boolean;
+  /**
+   * SYN-flood defence: the kernel answers the service's SYNs with syncookies (nftables synproxy) and only a
+   * completed handshake gets a conntrack entry, a real server and a connection to it. TCP, fullnat or nat,
+   * not ECMP, and not synced (a proxied connection's sequence offsets are not copied to the standbys).
+   */
+  readonly synProxy: boolean;
+  /**
+   * The most conntrack entries the service's new connections may hold on this director (nftables `ct count`);
+   * a new connection beyond it is dropped and counted. null: no limit. Counts what this director admitted
+   * since the limit took effect: connections synced in from a peer, or older than the limit, are not counted.
+   */
+  readonly connectionLimit: number | null;
 }
 
 /**

@@ -35,7 +35,7 @@ function typed(over: Partial<Service> = {}): Service {
   return {
     name: 'web', family: 4, vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
     persistenceSec: 0, localAddresses: { first: '198.18.2.10', last: '198.18.2.10', size: 1 }, expireOnRemove: false,
-    onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: false,
+    onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: false, synProxy: false, connectionLimit: null,
     realServers: [{ address: '198.19.1.11', port: 8080, weight: 1, healthCheck: null }],
     ...over,
   };
@@ -54,7 +54,7 @@ const WEIGHT = 'is not a weight (a whole number from 0 to 65535, 0 = quiescent);
 const PERSIST = 'is not a persistence time (whole seconds from 0 to 31536000, 0 = off); give whole seconds, e.g. 300, or 0 for no source-address affinity';
 const NAME_FIX = 'use 1 to 63 lower-case letters, digits, "-", "_" or ".", starting and ending with a letter or digit';
 const FAMILY = 'and nftables NAT cannot translate between families';
-const SERVICE_FIELDS = 'name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer, vipGroup, sync, ecmp';
+const SERVICE_FIELDS = 'name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer, vipGroup, sync, ecmp, synProxy, connectionLimit';
 
 interface Bad { name: string; raw: unknown; want: string[] }
 
@@ -231,6 +231,36 @@ const invalid: Bad[] = [
     want: [
       'services[0].scheduler: "rr" is rr, but a dr service keeps no state per connection: every packet is scheduled again, so only a hash of the packet (mh, sh) keeps a connection on one real server; use scheduler: mh (weighted Maglev, the default for dr) or sh (source hash), or another mode',
       'services[0].sorryServer.port: 8080 is not the service\'s port 80: dr does not rewrite the packet; remove the port (it defaults to 80)',
+    ],
+  },
+  {
+    name: 'synProxy where it cannot work: UDP, dr, ECMP, synced',
+    raw: { services: [
+      svc({ name: 'dns', protocol: 'udp', synProxy: true, sync: { enabled: false } }),
+      svc({ name: 'drweb', mode: 'dr', localAddresses: undefined, realServers: [{ address: '198.19.1.11' }], synProxy: true, sync: { enabled: false } }),
+      svc({ name: 'web', synProxy: true }),
+      svc({ name: 'flag', synProxy: 'yes' }),
+    ] },
+    want: [
+      'services[0].synProxy: true is set on a UDP service, but a SYN proxy completes TCP handshakes; remove synProxy, or set protocol: tcp',
+      'services[1].synProxy: true is set on a dr service, but the proxy must see the whole handshake and a dr real server answers the client directly; remove synProxy, or use mode fullnat or nat',
+      'services[2].synProxy: true is set while sync is enabled, but a proxied connection carries sequence-number offsets that connection sync does not copy: on a failover it would break even though synced; add sync: {enabled: false} to this service (its connections then end on a failover, which they would anyway), or remove synProxy',
+      'services[3].synProxy: "yes" is not true or false; write true or false without quotes',
+    ],
+  },
+  {
+    name: 'connectionLimit: not a count, or on a dr service',
+    raw: { services: [
+      svc({ name: 'a', connectionLimit: 0 }),
+      svc({ name: 'b', connectionLimit: 1.5 }),
+      svc({ name: 'c', connectionLimit: '1000' }),
+      svc({ name: 'd', mode: 'dr', localAddresses: undefined, realServers: [{ address: '198.19.1.11' }], connectionLimit: 1000 }),
+    ] },
+    want: [
+      'services[0].connectionLimit: 0 is not a connection limit (a whole number of connections from 1 to 2147483647); give the most connections this service may hold on a director, e.g. 100000, or remove connectionLimit for none',
+      'services[1].connectionLimit: 1.5 is not a connection limit (a whole number of connections from 1 to 2147483647); give the most connections this service may hold on a director, e.g. 100000, or remove connectionLimit for none',
+      'services[2].connectionLimit: "1000" is text, not a number; write it without quotes: 1000',
+      'services[3].connectionLimit: 1000 is set on a dr service, but dr keeps no conntrack entry per connection, so there is nothing to count; remove connectionLimit, or use mode fullnat or nat',
     ],
   },
   {
@@ -528,6 +558,11 @@ const valid: Good[] = [
     want: { agent: AGENT, services: [typed({ mode: 'dr', scheduler: 'mh', localAddresses: null, realServers: [
       { address: '198.19.1.11', port: 80, weight: 1, healthCheck: null }, { address: '198.19.1.12', port: 80, weight: 2, healthCheck: null },
     ] })] },
+  },
+  {
+    name: 'a SYN proxy and a connection limit',
+    raw: one({ mode: 'nat', localAddresses: undefined, synProxy: true, sync: { enabled: false }, connectionLimit: 50000 }),
+    want: { agent: AGENT, services: [typed({ mode: 'nat', localAddresses: null, synProxy: true, sync: { enabled: false, minAgeMs: 0 }, connectionLimit: 50000 })] },
   },
   {
     name: 'IPv6 addresses are canonicalised (RFC 5952) everywhere',

@@ -44,6 +44,7 @@ export type ValidationResult = { ok: true; config: Config } | { ok: false; probl
 const SERVICE_FIELDS = [
   'name', 'vip', 'port', 'protocol', 'mode', 'scheduler', 'persistenceSec', 'localAddresses',
   'expireOnRemove', 'realServers', 'healthCheck', 'onDown', 'slowStartMs', 'fallback', 'sorryServer', 'vipGroup', 'sync', 'ecmp',
+  'synProxy', 'connectionLimit',
 ] as const;
 const REAL_SERVER_FIELDS = ['address', 'port', 'weight', 'drained', 'healthCheck'] as const;
 const TOP_FIELDS = ['agent', 'vipGroups', 'services', 'ecmp'] as const;
@@ -61,6 +62,8 @@ const VIP_GROUP_FIELDS = ['name', 'preempt', 'preemptDelayMs', 'announce', 'gate
 /** Linux interface names: at most 15 bytes, no "/" or whitespace. */
 const IFNAME_PATTERN = /^[A-Za-z0-9_.:-]{1,15}$/;
 const NAME_PATTERN = /^[a-z0-9]([a-z0-9_.-]{0,61}[a-z0-9])?$/;
+/** The kernel's conntrack table holds at most 2^31 entries; a limit above that is no limit. */
+const MAX_CONNECTION_LIMIT = 2 ** 31 - 1;
 /** A year: persistence longer than that is a typo, not a policy. */
 const MAX_PERSISTENCE_SEC = 365 * 24 * 3600;
 
@@ -660,14 +663,65 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
   }
   const sync = checkServiceSync(c, `${path}.sync`, raw.sync);
   if (mode === 'dr') checkDirectRouting(c, path, raw, { scheduler, persistenceSec, port, realServers, sorryServer, fallback });
+  const synProxy = checkSynProxy(c, path, raw, { protocol, mode, ecmp, sync });
+  const connectionLimit = checkConnectionLimit(c, path, raw, mode);
   if (slowStartMs === undefined || onDown === undefined || fallback === undefined || vipGroup === undefined || sync === undefined || ecmp === undefined) return undefined;
+  if (synProxy === undefined || connectionLimit === undefined) return undefined;
 
   if (c.problems.length !== before) return undefined;
   return {
     name: name!, family: vip!.family, vip: vip!.address, port: port!, protocol: protocol!, mode: mode!,
     scheduler: scheduler!, persistenceSec, localAddresses, expireOnRemove, realServers: realServers!,
-    onDown, slowStartMs, fallback, sorryServer, vipGroup, sync, ecmp,
+    onDown, slowStartMs, fallback, sorryServer, vipGroup, sync, ecmp, synProxy, connectionLimit,
   };
+}
+
+/**
+ * synProxy: the kernel completes the client's handshake with a syncookie before anything else happens, then
+ * opens the connection to the real server itself. Where that cannot work, it is refused rather than half done.
+ */
+function checkSynProxy(c: Collector, path: string, raw: Record<string, unknown>, svc: {
+  protocol: Protocol | undefined; mode: ForwardingMode | undefined; ecmp: boolean | undefined; sync: ServiceSync | undefined;
+}): boolean | undefined {
+  const p = `${path}.synProxy`;
+  if (raw.synProxy === undefined) return false;
+  if (typeof raw.synProxy !== 'boolean') {
+    c.add(p, raw.synProxy, 'is not true or false', typeof raw.synProxy === 'string' ? 'write true or false without quotes'
+      : 'write true to answer this service\'s SYNs with syncookies (SYN-flood defence), false for none (the default)');
+    return undefined;
+  }
+  if (!raw.synProxy) return false;
+  const before = c.problems.length;
+  if (svc.protocol === 'udp') {
+    c.add(p, true, 'is set on a UDP service, but a SYN proxy completes TCP handshakes', 'remove synProxy, or set protocol: tcp');
+  }
+  if (svc.mode === 'dr') {
+    c.add(p, true, 'is set on a dr service, but the proxy must see the whole handshake and a dr real server answers the client directly',
+      'remove synProxy, or use mode fullnat or nat');
+  }
+  if (svc.ecmp) {
+    c.add(p, true, 'is set on an ECMP service, but the proxy\'s own connection to the real server arrives on no slot interface, so no slot\'s local address could take it',
+      'remove synProxy, or serve the service from a vip group (ecmp: false)');
+  }
+  if (svc.sync?.enabled) {
+    c.add(p, true, 'is set while sync is enabled, but a proxied connection carries sequence-number offsets that connection sync does not copy: on a failover it would break even though synced',
+      'add sync: {enabled: false} to this service (its connections then end on a failover, which they would anyway), or remove synProxy');
+  }
+  return c.problems.length === before ? true : undefined;
+}
+
+/** connectionLimit: a whole number of conntrack entries, or absent for no limit. dr services have no entries to count. */
+function checkConnectionLimit(c: Collector, path: string, raw: Record<string, unknown>, mode: ForwardingMode | undefined): number | null | undefined {
+  const p = `${path}.connectionLimit`;
+  if (raw.connectionLimit === undefined || raw.connectionLimit === null) return null;
+  const n = checkWholeNumber(c, p, raw.connectionLimit, 1, MAX_CONNECTION_LIMIT, `is not a connection limit (a whole number of connections from 1 to ${MAX_CONNECTION_LIMIT})`,
+    'give the most connections this service may hold on a director, e.g. 100000, or remove connectionLimit for none');
+  if (n === undefined) return undefined;
+  if (mode === 'dr') {
+    c.add(p, n, 'is set on a dr service, but dr keeps no conntrack entry per connection, so there is nothing to count', 'remove connectionLimit, or use mode fullnat or nat');
+    return undefined;
+  }
+  return n;
 }
 
 /**

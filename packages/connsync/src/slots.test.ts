@@ -78,7 +78,7 @@ function service(over: Partial<Service> & Pick<Service, 'name' | 'vip' | 'port'>
   return {
     family: 4, protocol: 'tcp', mode: 'fullnat', scheduler: 'mh', persistenceSec: 0, localAddresses: null, expireOnRemove: false,
     realServers: [{ address: '198.19.1.11', port: 8443, weight: 1, healthCheck: null }], onDown: 'quiesce', slowStartMs: 0,
-    fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: false, ...over,
+    fallback: 'drop', sorryServer: null, vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: false, synProxy: false, connectionLimit: null, ...over,
   };
 }
 

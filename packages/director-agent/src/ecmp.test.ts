@@ -25,7 +25,7 @@ function service(name: string, vip: string, over: Partial<Service> = {}): Servic
   return {
     name, family: vip.includes(':') ? 6 : 4, vip, port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'mh', persistenceSec: 0,
     localAddresses: null, expireOnRemove: false, realServers: [], onDown: 'quiesce', slowStartMs: 0, fallback: 'drop', sorryServer: null,
-    vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: true, ...over,
+    vipGroup: 'default', sync: { enabled: true, minAgeMs: 0 }, ecmp: true, synProxy: false, connectionLimit: null, ...over,
   };
 }
 
