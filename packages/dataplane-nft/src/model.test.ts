@@ -13,6 +13,7 @@ services:
     mode: fullnat
     scheduler: wrr
     localAddresses: [198.19.1.100-198.19.1.103]
+    connectionLimit: 1000
     realServers:
       - { address: 198.19.1.11, port: 8080, weight: 1 }
       - { address: 198.19.1.12, port: 8080, weight: 2 }
@@ -42,6 +43,9 @@ services:
     mode: fullnat
     scheduler: mh
     localAddresses: [fd00:0:0:2::100]
+    synProxy: true
+    sync: { enabled: false }
+    connectionLimit: 20000
     realServers:
       - { address: fd00:0:0:2::11, port: 8080 }
       - { address: fd00:0:0:2::12, port: 8080 }
@@ -89,6 +93,16 @@ services:
     realServers:
       - { address: fd00:0:0:2::11 }
       - { address: fd00:0:0:2::12 }
+  - name: web-proxied
+    vip: 198.18.0.14
+    port: 443
+    mode: nat
+    scheduler: mh
+    synProxy: true
+    sync: { enabled: false }
+    connectionLimit: 1000
+    realServers:
+      - { address: 198.19.1.11, port: 8443 }
 `;
 
 export function goldenServices(): readonly Service[] {
@@ -189,6 +203,31 @@ describe('rendering', () => {
         'flush chain ip lbd numgen_2_p300',
         'delete chain ip lbd numgen_2_p300',
       ],
+    },
+    {
+      name: 'a new connection limit adds its set and chain, then the jump to it',
+      change: (s) => s.map((svc) => (svc.name !== 'web-nat' ? svc : { ...svc, connectionLimit: 50 })),
+      ops: [
+        'add set ip lbd conns_50 { type ipv4_addr . inet_proto . inet_service; size 65536; flags dynamic; }',
+        'add chain ip lbd limit_50',
+        'add rule ip lbd limit_50 add @conns_50 { ip daddr . meta l4proto . th dport ct count over 50 } update @limit_stats { ip daddr . meta l4proto . th dport } drop',
+        'add element ip lbd limit_dispatch { 198.18.0.11 . tcp . 80 : jump limit_50 }',
+      ],
+    },
+    {
+      name: 'a limit no service has any more goes with its set, after the jumps to it',
+      change: (s) => s.map((svc) => (svc.connectionLimit !== 1000 ? svc : { ...svc, connectionLimit: null })),
+      ops: [
+        'delete element ip lbd limit_dispatch { 198.18.0.10 . tcp . 80, 198.18.0.14 . tcp . 443 }',
+        'flush chain ip lbd limit_1000',
+        'delete chain ip lbd limit_1000',
+        'delete set ip lbd conns_1000',
+      ],
+    },
+    {
+      name: 'turning the SYN proxy off takes the service out of its set only',
+      change: (s) => s.map((svc) => (svc.name !== 'web-proxied' ? svc : { ...svc, synProxy: false })),
+      ops: ['delete element ip lbd synproxy_services { 198.18.0.14 . tcp . 443 }'],
     },
   ];
   for (const c of diffCases) {

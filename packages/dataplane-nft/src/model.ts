@@ -31,6 +31,15 @@ import { buildSlotTable, type Selector } from './schedule.js';
  *       routes it with the real server as the next hop); drop the original (the vip is local here).
  *   Every packet is hashed again, so only mh and sh (fixed seeds) keep a connection on one real server on
  *   every director; a change of the slot table moves the connections of the slots that changed hands.
+ * SYN proxy (synProxy services, in @synproxy_services; see synProxyRules):
+ *   raw: the client's SYN is not tracked; input: `synproxy` answers it with a syncookie, and when the client's
+ *   ACK brings the cookie back, opens the connection to the vip itself, from this box: that SYN takes the
+ *   output chain's scheduling and DNAT, and it is the only packet of the service that creates a conntrack entry.
+ *   prerouting accepts the service's other new flows untranslated (what conntrack picks up mid-stream from the
+ *   client's ACK, with tcp_loose), so they too reach input and the proxy, which drops all but a valid cookie.
+ * Connection limit (connectionLimit services, in @limit_dispatch): prerouting and output jump, before
+ *   scheduling, to a chain per limit (`limit_N`) that counts the service's connections in a set of its own
+ *   (`conns_N`, `ct count over N`) and drops a new one over the limit, counting it in @limit_stats.
  * Why shared chains and maps rather than a chain per service: loading 10 000 services takes seconds with a
  * chain each and a fraction of a second as map elements, and per-packet cost stays one lookup per map.
  */
@@ -38,15 +47,18 @@ import { buildSlotTable, type Selector } from './schedule.js';
 export type NftFamily = 'ip' | 'ip6';
 export const TABLE_NAME = 'lbd';
 /** Bump when the skeleton (maps, base chains, rule shapes) changes: an older table is then rebuilt whole. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 /** Every jhash gets this fixed seed, so a reload or another director maps a connection to the same real server. */
 export const HASH_SEED = 0x4c424431;
 
 /** The per-service maps (and sets): each element belongs to one service's fragment. */
-export const MAP_NAMES = ['dispatch', 'slots', 'eligible', 'service_snat', 'backend_dnat', 'service_tuple', 'ecmp_services', 'dr_dispatch', 'dr_services', 'dr_target'] as const;
+export const MAP_NAMES = [
+  'dispatch', 'slots', 'eligible', 'service_snat', 'backend_dnat', 'service_tuple', 'ecmp_services', 'dr_dispatch', 'dr_services', 'dr_target',
+  'synproxy_services', 'limit_dispatch',
+] as const;
 export type MapName = (typeof MAP_NAMES)[number];
 /** Sets among MAP_NAMES: their elements have no value (stored as ''). */
-const SETS: ReadonlySet<MapName> = new Set(['eligible', 'ecmp_services', 'dr_services']);
+const SETS: ReadonlySet<MapName> = new Set(['eligible', 'ecmp_services', 'dr_services', 'synproxy_services']);
 /**
  * The table-wide map of the ECMP tier: slot interface → the slot's local addresses of the table's family.
  * (Not the `slots` map above, which holds the schedulers' slot tables: those slots share a word, not a meaning.)
@@ -69,6 +81,8 @@ export interface ServiceFragment {
   /** realServerKey → mark, for this service's real servers. */
   readonly realServerMarks: ReadonlyMap<string, number>;
   readonly chain: string;
+  /** The connection limit's chain (`limit_1000`); null without a limit. */
+  readonly limitChain: string | null;
   readonly elements: Elements;
 }
 
@@ -139,6 +153,47 @@ function schedulingChainName(selector: Selector, length: number, persistenceSec:
 /** dr scheduling chains are the NAT path's names with this prefix: `dr_flowhash_3203`, `dr_no_server`. */
 const DR_CHAIN_PREFIX = 'dr_';
 
+/** A connection limit's chain, `limit_1000`, and the set it counts in, `conns_1000`: one of each per limit value. */
+const LIMIT_CHAIN = /^limit_(\d+)$/;
+function limitChainName(limit: number): string {
+  return `limit_${limit}`;
+}
+function limitSetName(chain: string): string {
+  return chain.replace(/^limit_/, 'conns_');
+}
+
+/**
+ * The limit's count lives on the element the rule adds for the service's tuple (nf_conncount: the tuples of
+ * the connections it let through, each forgotten once conntrack has ended it). Only new connections pass
+ * here (a NAT chain sees a connection's first packet), so the count starts from what is admitted after the
+ * set exists: connections synced in from a peer, or older than the limit, are not counted. A service that
+ * moves to another limit leaves its element behind in the old set, which then counts nothing new.
+ */
+function limitChainRules(family: NftFamily, limit: number): string[] {
+  const tuple = `${family} daddr . meta l4proto . th dport`;
+  return [`add @${limitSetName(limitChainName(limit))} { ${tuple} ct count over ${limit} } update @limit_stats { ${tuple} } drop`];
+}
+
+/** The declaration of a limit chain's set, as `set <name> { ... }` takes it in a table block and in `add set`. */
+function limitSetBody(family: NftFamily): string {
+  return `{ type ${family === 'ip' ? 'ipv4_addr' : 'ipv6_addr'} . inet_proto . inet_service; size 65536; flags dynamic; }`;
+}
+
+/**
+ * The SYN proxy's options: what it offers the client in the syncookie SYN-ACK, and later asks of the real
+ * server. The MSS is Ethernet's less the headers, so a path with a smaller MTU needs PMTU discovery, as any.
+ */
+function synProxyRules(family: NftFamily): string[] {
+  const match = `${family} daddr . meta l4proto . th dport @synproxy_services`;
+  const mss = family === 'ip' ? 1460 : 1440;
+  return [
+    // untracked: the SYN (raw); invalid or new: the client's ACK, without or with tcp_loose's pickup.
+    `${match} ct state invalid,untracked,new synproxy mss ${mss} wscale 7 timestamp sack-perm`,
+    // What the proxy let through (a packet that is neither SYN nor ACK): nothing of a handshake it made.
+    `${match} ct state invalid,untracked,new drop`,
+  ];
+}
+
 /**
  * A dr scheduling chain's rules: every packet of a dr service goes through it. The mark is cleared first, so
  * a slot lookup that misses (no element) leaves nothing of another table's mark to forward by.
@@ -203,8 +258,12 @@ function renderSkeleton(family: NftFamily): string[] {
     `  set backend_stats {`, `    type mark`, `    size 1048576`, `    flags dynamic`, `    counter`, `  }`,
     `  set service_stats {`, `    type mark`, `    size 1048576`, `    flags dynamic`, `    counter`, `  }`,
     `  chain prerouting {`, `    type nat hook prerouting priority dstnat; policy accept;`,
+    // A SYN-proxied service's connections are made by the proxy, from this box (output): not here.
+    `    ${f} daddr . meta l4proto . th dport @synproxy_services accept`,
+    `    ${f} daddr . meta l4proto . th dport vmap @limit_dispatch`,
     `    ${f} daddr . meta l4proto . th dport vmap @dispatch`, `  }`,
     `  chain output {`, `    type nat hook output priority -100; policy accept;`,
+    `    ${f} daddr . meta l4proto . th dport vmap @limit_dispatch`,
     `    ${f} daddr . meta l4proto . th dport vmap @dispatch`, `  }`,
     `  chain postrouting {`, `    type nat hook postrouting priority srcnat; policy accept;`,
     `    ct mark & ${SERVICE_MASK} @ecmp_services goto ${ECMP_SNAT_CHAIN}`,
@@ -214,6 +273,7 @@ function renderSkeleton(family: NftFamily): string[] {
     // un-SNATed, and the real server's replies would not come back to the slot: it is dropped instead.
     `  chain ${ECMP_SNAT_CHAIN} {`, `    snat ${f} to iifname map @${SLOT_SNAT_MAP}`, `    counter drop`, `  }`,
     `  chain input {`, `    type filter hook input priority filter; policy accept;`,
+    ...synProxyRules(f).map((r) => `    ${r}`),
     `    ct mark ${REJECT_MARK} meta l4proto tcp reject with tcp reset`,
     `    ct mark ${REJECT_MARK} reject`, `  }`,
     `  chain forward {`, `    type filter hook forward priority filter; policy accept;`,
@@ -223,8 +283,14 @@ function renderSkeleton(family: NftFamily): string[] {
     `  set dr_services {`, `    type ${addr} . inet_proto . inet_service`, `  }`,
     `  map dr_dispatch {`, `    type ${addr} . inet_proto . inet_service : verdict`, `  }`,
     `  map dr_target {`, `    type mark : ${addr}`, `  }`,
-    `  chain dr_raw {`, `    type filter hook prerouting priority raw; policy accept;`,
-    `    ${f} daddr . meta l4proto . th dport @dr_services notrack`, `  }`,
+    `  set synproxy_services {`, `    type ${addr} . inet_proto . inet_service`, `  }`,
+    `  map limit_dispatch {`, `    type ${addr} . inet_proto . inet_service : verdict`, `  }`,
+    // Packets a connection limit refused, per service tuple: what `lbd_service_limit_drops_total` reports.
+    `  set limit_stats {`, `    type ${addr} . inet_proto . inet_service`, `    size 65536`, `    flags dynamic`, `    counter`, `  }`,
+    // Untracked: a dr service's packets (all of them), and a SYN-proxied service's SYNs (the proxy answers them).
+    `  chain raw {`, `    type filter hook prerouting priority raw; policy accept;`,
+    `    ${f} daddr . meta l4proto . th dport @dr_services notrack`,
+    `    tcp flags & (fin | syn | rst | ack) == syn ${f} daddr . meta l4proto . th dport @synproxy_services notrack`, `  }`,
     `  chain dr {`, `    type filter hook prerouting priority ${DR_PRIORITY}; policy accept;`,
     `    ${f} daddr . meta l4proto . th dport vmap @dr_dispatch`, `  }`,
   ];
@@ -246,9 +312,14 @@ export function emptyMaps(): { [M in MapName]: Map<string, string> } {
 function tableChains(model: TableModel): Map<string, readonly string[]> {
   const chains = new Map<string, readonly string[]>();
   for (const frag of model.services.values()) {
-    if (!chains.has(frag.chain)) chains.set(frag.chain, chainRulesByName(model.family, frag.chain));
+    for (const name of fragmentChains(frag)) if (!chains.has(name)) chains.set(name, chainRulesByName(model.family, name));
   }
   return chains;
+}
+
+/** The chains a service's elements jump to. */
+function fragmentChains(frag: ServiceFragment): string[] {
+  return frag.limitChain === null ? [frag.chain] : [frag.chain, frag.limitChain];
 }
 
 /** `numgen_6_p300` → its rules; unknown names get a marker that never equals a rendered chain. */
@@ -258,6 +329,8 @@ function chainRulesByName(family: NftFamily, name: string): readonly string[] {
   if (name === DR_CHAIN_PREFIX + NO_SERVER_CHAIN) return ['drop'];
   // No conntrack entry to mark for the input chain: a dr packet is refused where it is.
   if (name === DR_CHAIN_PREFIX + REJECT_CHAIN) return ['meta l4proto tcp reject with tcp reset', 'reject'];
+  const limit = LIMIT_CHAIN.exec(name);
+  if (limit) return limitChainRules(family, Number(limit[1]));
   const dr = /^dr_(srchash|flowhash)_(\d+)$/.exec(name);
   if (dr) return drChainRules(family, dr[1] as Selector, Number(dr[2]));
   const m = /^(numgen|srchash|flowhash)_(\d+)(?:_p(\d+))?$/.exec(name);
@@ -292,6 +365,9 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   } else {
     maps.dispatch.set(svcTuple, `jump ${chain}`);
   }
+  if (svc.synProxy) maps.synproxy_services.set(svcTuple, '');
+  const limitChain = svc.connectionLimit === null ? null : limitChainName(svc.connectionLimit);
+  if (limitChain !== null) maps.limit_dispatch.set(svcTuple, `jump ${limitChain}`);
   const svcMark = String(serviceMark(serviceId));
   maps.service_tuple.set(svcMark, svcTuple);
   if (svc.localAddresses) maps.service_snat.set(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`);
@@ -310,7 +386,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   // One exact element per slot, not interval runs: a hash lookup is cheaper than an interval lookup
   // per new connection, and nft 1.0.6 prints some concatenated ranges byte-swapped, which would defeat re-adoption.
   table.slots.forEach((server, slot) => maps.slots.set(`${svcTuple} . ${slot}`, ids[server]!));
-  return { source: svc, key, serviceId, realServerMarks: marks, chain, elements: maps };
+  return { source: svc, key, serviceId, realServerMarks: marks, chain, limitChain, elements: maps };
 }
 
 export function emptyTable(family: NftFamily): TableModel {
@@ -366,7 +442,10 @@ function elementStatements(verb: 'add' | 'delete', family: NftFamily, map: Eleme
 }
 
 /** Dependency order for adding elements: what a map refers to exists before the reference. */
-const ADD_ORDER: readonly MapName[] = ['service_tuple', 'backend_dnat', 'dr_target', 'service_snat', 'ecmp_services', 'eligible', 'slots', 'dr_services', 'dispatch', 'dr_dispatch'];
+const ADD_ORDER: readonly MapName[] = [
+  'service_tuple', 'backend_dnat', 'dr_target', 'service_snat', 'ecmp_services', 'eligible', 'slots', 'dr_services', 'synproxy_services', 'limit_dispatch',
+  'dispatch', 'dr_dispatch',
+];
 const DELETE_ORDER: readonly MapName[] = [...ADD_ORDER].reverse();
 
 /**
@@ -384,6 +463,7 @@ export function renderFullScript(model: TableModel, replaceExisting: boolean, op
   lines.push(`table ${f} ${TABLE_NAME} {`);
   lines.push(...renderSkeleton(f));
   for (const [name, rules] of [...tableChains(model)].sort(([a], [b]) => a.localeCompare(b))) {
+    if (LIMIT_CHAIN.test(name)) lines.push(`  set ${limitSetName(name)} ${limitSetBody(f)}`);
     lines.push(`  chain ${name} {`, ...rules.map((r) => `    ${r}`), `  }`);
   }
   lines.push('}');
@@ -419,7 +499,7 @@ function chainUseOf(model: TableModel): ReadonlyMap<string, number> {
   let use = chainUse.get(model);
   if (use === undefined) {
     const counts = new Map<string, number>();
-    for (const frag of model.services.values()) counts.set(frag.chain, (counts.get(frag.chain) ?? 0) + 1);
+    for (const frag of model.services.values()) for (const name of fragmentChains(frag)) counts.set(name, (counts.get(name) ?? 0) + 1);
     chainUse.set(model, use = counts);
   }
   return use;
@@ -457,9 +537,10 @@ export function diffTables(from: TableModel, to: TableModel, keys?: Iterable<str
   const toUse = new Map(fromUse);
   const touched: string[] = [];
   for (const [a, b] of changed) {
-    if (a?.chain === b?.chain) continue;
-    if (a) { toUse.set(a.chain, (toUse.get(a.chain) ?? 0) - 1); touched.push(a.chain); }
-    if (b) { toUse.set(b.chain, (toUse.get(b.chain) ?? 0) + 1); touched.push(b.chain); }
+    const before = a ? fragmentChains(a) : [];
+    const after = b ? fragmentChains(b) : [];
+    for (const name of before) if (!after.includes(name)) { toUse.set(name, (toUse.get(name) ?? 0) - 1); touched.push(name); }
+    for (const name of after) if (!before.includes(name)) { toUse.set(name, (toUse.get(name) ?? 0) + 1); touched.push(name); }
   }
   for (const [name, n] of toUse) if (n <= 0) toUse.delete(name);
   if (!chainUse.has(to)) chainUse.set(to, toUse);
@@ -477,7 +558,10 @@ export function diffTables(from: TableModel, to: TableModel, keys?: Iterable<str
     }
   }
   const ops: string[] = [];
-  for (const name of chainsAdded) ops.push(`add chain ${t} ${name}`, ...chainRulesByName(f, name).map((r) => `add rule ${t} ${name} ${r}`));
+  for (const name of chainsAdded) {
+    if (LIMIT_CHAIN.test(name)) ops.push(`add set ${t} ${limitSetName(name)} ${limitSetBody(f)}`);
+    ops.push(`add chain ${t} ${name}`, ...chainRulesByName(f, name).map((r) => `add rule ${t} ${name} ${r}`));
+  }
   // The slot tier: a handful of elements, compared whole (a changed pool is deleted and added again).
   const slotsGone = [...from.slotSnat].filter(([k, v]) => to.slotSnat.get(k) !== v);
   const slotsAdded = [...to.slotSnat].filter(([k, v]) => from.slotSnat.get(k) !== v);
@@ -485,7 +569,10 @@ export function diffTables(from: TableModel, to: TableModel, keys?: Iterable<str
   for (const map of DELETE_ORDER) ops.push(...elementStatements('delete', f, map, gone[map]));
   for (const map of ADD_ORDER) ops.push(...elementStatements('add', f, map, added[map]));
   ops.push(...elementStatements('add', f, SLOT_SNAT_MAP, slotsAdded));
-  for (const name of chainsGone) ops.push(`flush chain ${t} ${name}`, `delete chain ${t} ${name}`);
+  for (const name of chainsGone) {
+    ops.push(`flush chain ${t} ${name}`, `delete chain ${t} ${name}`);
+    if (LIMIT_CHAIN.test(name)) ops.push(`delete set ${t} ${limitSetName(name)}`);
+  }
   return ops;
 }
 

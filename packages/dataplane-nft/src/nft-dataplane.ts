@@ -6,13 +6,13 @@ import { join } from 'node:path';
 import { canonicalAddress, familyOf, hostPort, serviceKey, type Protocol, type Service } from '@lbd/config';
 import {
   DataPlaneError, realServerIdsOf, type ApplyOptions, type ArpProbe, type ApplyResult, type Connection, type ConnectionFilter, type DataPlane,
-  type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState, type RealServerId,
+  type DesiredState, type Endpoint, type KernelFacts, type ObservedRealServer, type ObservedService, type ObservedState, type RealServerId, type SynProxyStats,
 } from '@lbd/dataplane';
 import { parseDeletedCount } from './conntrack.js';
 import { defaultCtnlHelper, listConntrack, type CtnlHelper } from './connection-table.js';
 import { diffTables, renderFullScript, serviceMark, tableElements, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
 import { ElementEncodingError, encodeElementBatch, frameParts, NFBATCH_HELPER, type ElementBatch, type ElementPart } from './nft-netlink.js';
-import { parseListings, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
+import { parseListings, parseSynProxyStats, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
 import { planTables, type Leaving } from './plan.js';
 import { NftSession } from './nft-session.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
@@ -292,7 +292,8 @@ export class NftDataPlane implements DataPlane {
 
   /** Every map and set of the family's table that observe() reads (not the slots: see there); null without a table. */
   private async listServing(family: NftFamily): Promise<ParsedTable | null> {
-    const objects = [['set', 'schema'], ...OBSERVED_MAPS.map((m) => ['map', m] as const), ['set', 'eligible'], ['set', 'backend_stats'], ['set', 'service_stats']] as const;
+    const objects = [['set', 'schema'], ...OBSERVED_MAPS.map((m) => ['map', m] as const), ['set', 'eligible'], ['set', 'backend_stats'], ['set', 'service_stats'],
+      ['set', 'synproxy_services'], ['map', 'limit_dispatch'], ['set', 'limit_stats']] as const;
     const listed = await Promise.all(objects.map(async ([kind, name]) => {
       const res = await this.runner.run('nft', ['-j', 'list', kind, family, TABLE_NAME, name]);
       if (res.code === 0) return res.stdout;
@@ -379,6 +380,7 @@ export class NftDataPlane implements DataPlane {
   async observe(): Promise<ObservedState> {
     const written = this.applied ? this.state : null;
     const services: ObservedService[] = [];
+    let synProxied = false;
     for (const f of FAMILIES) {
       const parsed = written === null ? await this.listParsed(f) : await this.listServing(f);
       if (!parsed) continue;
@@ -392,13 +394,23 @@ export class NftDataPlane implements DataPlane {
             counters: parsed.realServerStats.get(Number(mark)) ?? { packets: 0, bytes: 0 },
           };
         }).sort((a, b) => a.realServerId - b.realServerId);
+        const tuple = `${vip} . ${protocol} . ${port}`;
+        synProxied ||= frag.elements.synproxy_services.size > 0;
         services.push({
           key: frag.key, vip, port: Number(port), protocol, realServers,
           counters: parsed.serviceStats.get(serviceMark(frag.serviceId)) ?? { packets: 0, bytes: 0 },
+          limitDrops: parsed.limitStats.get(tuple) ?? { packets: 0, bytes: 0 },
         });
       }
     }
-    return { services };
+    const synProxy = synProxied ? await this.synProxyStats() : null;
+    return synProxy === null ? { services } : { services, synProxy };
+  }
+
+  /** The SYN proxy's counters, summed over the CPUs (/proc/net/stat/synproxy: one hex row each); null if unreadable. */
+  private async synProxyStats(): Promise<SynProxyStats | null> {
+    const res = await this.runner.run('cat', ['/proc/net/stat/synproxy']);
+    return res.code === 0 ? parseSynProxyStats(res.stdout) : null;
   }
 
   async connections(filter: ConnectionFilter = {}): Promise<Connection[]> {

@@ -73,6 +73,8 @@ const MAP_LAYOUTS: Readonly<Record<string, Layout>> = {
   dr_dispatch: { key: ['addr', 'proto', 'port'], value: 'verdict' },
   dr_services: { key: ['addr', 'proto', 'port'], value: null },
   dr_target: { key: ['u32'], value: ['addr'] },
+  synproxy_services: { key: ['addr', 'proto', 'port'], value: null },
+  limit_dispatch: { key: ['addr', 'proto', 'port'], value: 'verdict' },
 };
 
 export class ElementEncodingError extends Error {}

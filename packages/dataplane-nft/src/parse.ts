@@ -1,4 +1,5 @@
 import { bigIntToAddress, addressToBigInt, canonicalAddress, familyOf, serviceKey, type Protocol } from '@lbd/config';
+import type { SynProxyStats } from '@lbd/dataplane';
 import {
   emptyMaps, ifnameText, realServerKey, MAP_NAMES, SCHEMA_VERSION, SERVICE_MARK_SHIFT, serviceMark, SLOT_SNAT_MAP,
   type MapName, type NftFamily, type ServiceFragment, type TableModel,
@@ -19,19 +20,24 @@ export interface ParsedTable {
   /** Per-real-server counters by mark, and per-service counters by service mark (`id << 16`). */
   readonly realServerStats: ReadonlyMap<number, Counters>;
   readonly serviceStats: ReadonlyMap<number, Counters>;
+  /** Packets a connection limit refused, by service tuple (`198.18.0.10 . tcp . 80`). */
+  readonly limitStats: ReadonlyMap<string, Counters>;
 }
 
 /** Elements of a `counter` set: `{"elem": {"val": 65537, "counter": {"packets": 1, "bytes": 60}}}`. */
-function statsEntries(elems: Json[]): Map<number, Counters> {
-  const out = new Map<number, Counters>();
+function statsEntries<K>(elems: Json[], key: (val: Json) => K): Map<K, Counters> {
+  const out = new Map<K, Counters>();
   for (const e of elems) {
     const inner = isObj(e) && isObj(e.elem) ? e.elem : null;
     if (!inner) continue;
     const c = isObj(inner.counter) ? inner.counter : {};
-    out.set(Number(text(inner.val)), { packets: Number(c.packets ?? 0), bytes: Number(c.bytes ?? 0) });
+    out.set(key(inner.val), { packets: Number(c.packets ?? 0), bytes: Number(c.bytes ?? 0) });
   }
   return out;
 }
+
+const markKey = (val: Json): number => Number(text(val));
+const tupleKey = (val: Json): string => text(withProtocolName(val, 1));
 
 type Json = unknown;
 
@@ -78,6 +84,7 @@ function rangeText(v: Json): string {
  */
 const PROTOCOL_AT: Partial<Record<MapName, { readonly key?: number; readonly value?: number }>> = {
   dispatch: { key: 1 }, dr_dispatch: { key: 1 }, dr_services: { key: 1 }, slots: { key: 1 }, service_tuple: { value: 1 },
+  synproxy_services: { key: 1 }, limit_dispatch: { key: 1 },
 };
 const PROTOCOL_NAMES: Readonly<Record<number, Protocol>> = { 6: 'tcp', 17: 'udp' };
 
@@ -91,7 +98,7 @@ function withProtocolName(v: Json, at: number | undefined): Json {
 
 function elementEntry(map: MapName, elem: Json): [string, string] {
   if (map === 'eligible' || map === 'ecmp_services') return [text(elem), ''];
-  if (map === 'dr_services') return [text(withProtocolName(elem, PROTOCOL_AT.dr_services!.key)), ''];
+  if (map === 'dr_services' || map === 'synproxy_services') return [text(withProtocolName(elem, PROTOCOL_AT[map]!.key)), ''];
   if (!Array.isArray(elem) || elem.length !== 2) throw new Error(`unexpected ${map} element ${JSON.stringify(elem)}`);
   const at = PROTOCOL_AT[map] ?? {};
   const k = withProtocolName(elem[0]!, at.key);
@@ -115,6 +122,7 @@ export function parseListings(family: NftFamily, jsons: readonly string[]): Pars
   const slotSnat = new Map<string, string>();
   let realServerStats = new Map<number, Counters>();
   let serviceStats = new Map<number, Counters>();
+  let limitStats = new Map<string, Counters>();
   let schema = -1;
   for (const item of jsons.flatMap((json) => (JSON.parse(json) as { nftables?: Json[] }).nftables ?? [])) {
     if (!isObj(item)) continue;
@@ -123,8 +131,9 @@ export function parseListings(family: NftFamily, jsons: readonly string[]): Pars
     const name = String(set.name);
     const elems = Array.isArray(set.elem) ? set.elem : [];
     if (name === 'schema') schema = elems.length === 1 ? Number(text(elems[0])) : -1;
-    else if (name === 'backend_stats') realServerStats = statsEntries(elems);
-    else if (name === 'service_stats') serviceStats = statsEntries(elems);
+    else if (name === 'backend_stats') realServerStats = statsEntries(elems, markKey);
+    else if (name === 'service_stats') serviceStats = statsEntries(elems, markKey);
+    else if (name === 'limit_stats') limitStats = statsEntries(elems, tupleKey);
     else if (name === SLOT_SNAT_MAP) {
       for (const e of elems) {
         if (!Array.isArray(e) || e.length !== 2 || typeof e[0] !== 'string') throw new Error(`unexpected ${name} element ${JSON.stringify(e)}`);
@@ -141,19 +150,24 @@ export function parseListings(family: NftFamily, jsons: readonly string[]): Pars
     }
   }
   if (schema !== SCHEMA_VERSION) return null;
-  return { model: { ...groupByService(family, maps), slotSnat }, realServerStats, serviceStats };
+  return { model: { ...groupByService(family, maps), slotSnat }, realServerStats, serviceStats, limitStats };
 }
 
 /** Splits the flat maps read from the kernel into per-service fragments, as `renderService` makes them. */
 function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, string> }): Omit<TableModel, 'slotSnat'> {
-  type Draft = { chain: string; elements: { [M in MapName]: Map<string, string> }; realServerMarks: Map<string, number>; serviceId: number };
+  type Draft = { chain: string; limitChain: string | null; elements: { [M in MapName]: Map<string, string> }; realServerMarks: Map<string, number>; serviceId: number };
   const byTuple = new Map<string, Draft>();
   for (const dispatch of ['dispatch', 'dr_dispatch'] as const) {
     for (const [tuple, verdict] of maps[dispatch]) {
       const elements = emptyMaps();
       elements[dispatch].set(tuple, verdict);
       if (dispatch === 'dr_dispatch' && maps.dr_services.has(tuple)) elements.dr_services.set(tuple, '');
-      byTuple.set(tuple, { chain: verdict.replace(/^jump /, ''), elements, realServerMarks: new Map(), serviceId: 0 });
+      if (maps.synproxy_services.has(tuple)) elements.synproxy_services.set(tuple, '');
+      const limit = maps.limit_dispatch.get(tuple);
+      if (limit !== undefined) elements.limit_dispatch.set(tuple, limit);
+      byTuple.set(tuple, {
+        chain: verdict.replace(/^jump /, ''), limitChain: limit === undefined ? null : limit.replace(/^jump /, ''), elements, realServerMarks: new Map(), serviceId: 0,
+      });
     }
   }
   for (const [k, v] of maps.slots) byTuple.get(k.slice(0, k.lastIndexOf(' . ')))?.elements.slots.set(k, v);
@@ -182,7 +196,7 @@ function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, s
   const services = new Map<string, ServiceFragment>();
   for (const [tuple, f] of byTuple) {
     const key = tupleToServiceKey(tuple);
-    services.set(key, { source: null, key, serviceId: f.serviceId, realServerMarks: f.realServerMarks, chain: f.chain, elements: f.elements });
+    services.set(key, { source: null, key, serviceId: f.serviceId, realServerMarks: f.realServerMarks, chain: f.chain, limitChain: f.limitChain, elements: f.elements });
   }
   return { family, schema: SCHEMA_VERSION, services };
 }
@@ -215,4 +229,20 @@ export function tableSchema(json: string): number | null {
     if (isObj(item) && isObj(item.set) && item.set.name === 'schema' && Array.isArray(item.set.elem)) return Number(text(item.set.elem[0]));
   }
   return null;
+}
+
+/**
+ * `/proc/net/stat/synproxy`: a header (entries syn_received cookie_invalid cookie_valid cookie_retrans
+ * conn_reopened), then a row of hex numbers per CPU. Columns are found by name. Null when it has no header.
+ */
+export function parseSynProxyStats(text: string): SynProxyStats | null {
+  const [header, ...rows] = text.trim().split('\n');
+  const names = header?.trim().split(/\s+/) ?? [];
+  const at = (name: string): number => names.indexOf(name);
+  if (at('syn_received') < 0 || at('cookie_valid') < 0 || at('cookie_invalid') < 0) return null;
+  const sum = (name: string): number => {
+    const i = at(name);
+    return i < 0 ? 0 : rows.reduce((n, row) => n + (Number.parseInt(row.trim().split(/\s+/)[i] ?? '0', 16) || 0), 0);
+  };
+  return { synReceived: sum('syn_received'), cookieValid: sum('cookie_valid'), cookieInvalid: sum('cookie_invalid'), cookieRetransmitted: sum('cookie_retrans') };
 }

@@ -70,12 +70,27 @@ export interface ObservedService {
   readonly port: number;
   readonly protocol: Protocol;
   readonly counters: Counters;
+  /** Packets of new connections its connection limit dropped (each a SYN, or a retransmission of one). */
+  readonly limitDrops: Counters;
   readonly realServers: readonly ObservedRealServer[];
+}
+
+/** The kernel's SYN proxy, all of a director's SYN-proxied services together (it counts per network namespace). */
+export interface SynProxyStats {
+  /** SYNs answered with a syncookie. */
+  readonly synReceived: number;
+  /** ACKs that brought back a valid cookie: handshakes completed, each a connection opened to a real server. */
+  readonly cookieValid: number;
+  /** ACKs whose cookie was wrong or expired: dropped. */
+  readonly cookieInvalid: number;
+  readonly cookieRetransmitted: number;
 }
 
 /** What the kernel has now: used on restart (re-adopt without a drop) and by the `lbadm` views. */
 export interface ObservedState {
   readonly services: readonly ObservedService[];
+  /** The SYN proxy's counters; absent when no service uses it (or the kernel says nothing). */
+  readonly synProxy?: SynProxyStats;
 }
 
 export interface Connection {

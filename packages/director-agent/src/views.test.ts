@@ -20,14 +20,14 @@ services:
 const OBSERVED: ObservedState = {
   services: [
     {
-      key: '198.18.0.10:80/tcp', vip: '198.18.0.10', port: 80, protocol: 'tcp', counters: { packets: 30, bytes: 3000 },
+      key: '198.18.0.10:80/tcp', vip: '198.18.0.10', port: 80, protocol: 'tcp', counters: { packets: 30, bytes: 3000 }, limitDrops: { packets: 7, bytes: 420 },
       realServers: [
         { address: '198.19.1.11', port: 8080, realServerId: 1, quiescent: false, counters: { packets: 20, bytes: 2000 } },
         { address: '198.19.1.12', port: 8080, realServerId: 2, quiescent: true, counters: { packets: 10, bytes: 1000 } },
         { address: '198.19.1.13', port: 8080, realServerId: 3, quiescent: false, counters: { packets: 0, bytes: 0 } },
       ],
     },
-    { key: '198.18.0.99:443/tcp', vip: '198.18.0.99', port: 443, protocol: 'tcp', counters: { packets: 1, bytes: 1 }, realServers: [] },
+    { key: '198.18.0.99:443/tcp', vip: '198.18.0.99', port: 443, protocol: 'tcp', counters: { packets: 1, bytes: 1 }, limitDrops: { packets: 0, bytes: 0 }, realServers: [] },
   ],
 };
 

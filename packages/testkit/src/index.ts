@@ -44,6 +44,8 @@ export type { DrillOptions, DrillResult, DrillTarget, HolderChange } from './dri
 export { ArpProbe, VipCapture, dualFigures, parseCaptureLine, sentFigures } from './vip-capture.js';
 export type { CaptureSubject, DualFigures, SentFigures, VipCaptureResult, VipPacket, VipPacketKind } from './vip-capture.js';
 export { BusyLoops } from './busy-loops.js';
+export { synFlood } from './syn-flood.js';
+export type { SynFloodOptions, SynFloodResult } from './syn-flood.js';
 export { ECMP_ASN, ECMP_DIRECTORS, ECMP_SLOTS, ECMP_SPARE, ECMP_TIMING, ECMP_VIP, ecmpClusterConfig, ecmpFabricAddress, ecmpNextHop, ecmpSlotOfLocalAddress, startEcmpLab } from './ecmp-lab.js';
 export type { EcmpDirector, EcmpLab, EcmpLabOptions, RouterMode } from './ecmp-lab.js';
 export { MIRROR_TABLE, movedShare, ResilientMirror } from './resilient-mirror.js';

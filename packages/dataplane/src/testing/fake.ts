@@ -40,7 +40,7 @@ export class FakeDataPlane implements DataPlane {
     let id = 0;
     return {
       services: this.applied.services.map((s) => ({
-        key: serviceKey(s), vip: s.vip, port: s.port, protocol: s.protocol, counters: { packets: 0, bytes: 0 },
+        key: serviceKey(s), vip: s.vip, port: s.port, protocol: s.protocol, counters: { packets: 0, bytes: 0 }, limitDrops: { packets: 0, bytes: 0 },
         realServers: s.realServers.map((rs) => ({
           address: rs.address, port: rs.port, realServerId: ++id, quiescent: rs.weight === 0, counters: { packets: 0, bytes: 0 },
         })),
