@@ -61,8 +61,11 @@ describe('NftDataPlane in a namespace @privileged', function () {
     ]);
     assert.deepEqual(observed.services.map((s) => s.key).sort(), [
       '198.18.0.10:53/udp', '198.18.0.10:80/tcp', '198.18.0.11:80/tcp', '198.18.0.12:443/tcp', '198.18.0.12:80/tcp',
-      '198.18.0.12:8000/tcp', '198.18.0.13:53/udp', '198.18.0.13:80/tcp', '[fd00:0:0:10::10]:443/tcp', '[fd00:0:0:10::10]:80/tcp',
+      '198.18.0.12:8000/tcp', '198.18.0.13:53/udp', '198.18.0.13:80/tcp', '198.18.0.14:443/tcp', '[fd00:0:0:10::10]:443/tcp', '[fd00:0:0:10::10]:80/tcp',
     ]);
+    // SYN-proxied services are there: the kernel's SYN proxy counters come with them (none counted yet).
+    assert.deepEqual(observed.synProxy, { synReceived: 0, cookieValid: 0, cookieInvalid: 0, cookieRetransmitted: 0 });
+    assert.deepEqual(web.limitDrops, { packets: 0, bytes: 0 });
     // A dr service is observed as the others: its real servers, and the one of weight 0 out of its slots.
     const dr = observed.services.find((s) => s.key === '198.18.0.13:80/tcp');
     assert.deepEqual(dr?.realServers.map((r) => [r.address, r.port, r.quiescent]), [
