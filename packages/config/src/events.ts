@@ -5,7 +5,7 @@
  */
 
 /** Kinds of transition the event log records. */
-export const EVENT_KINDS = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin', 'bgp'] as const;
+export const EVENT_KINDS = ['role', 'vip', 'health', 'config', 'sync', 'drill', 'admin', 'bgp', 'limit'] as const;
 export type EventKind = (typeof EVENT_KINDS)[number];
 
 /**
@@ -19,6 +19,8 @@ export type EventKind = (typeof EVENT_KINDS)[number];
  * - admin:  the operation (failover, rollback, server drain, service add, ...); `done` / `refused` (fields: caller)
  * - bgp:    `director <id>` (the ECMP tier's paths: `announced` / `withdrawn`, fields: paths) or `session <router>`
  *           (a BGP session's state, as the speaker reports it)
+ * - limit:  `<serviceKey>`;                  `under` / `reached`: its connectionLimit dropping new connections
+ *           (fields: service, name, limit, dropped)
  */
 export interface LbdEvent {
   /** Unique and sortable by time: `<13-digit unix ms>-<director>-<6-digit sequence>`. */

@@ -184,7 +184,7 @@ describe('loadConfig', () => {
       assert.ok(e instanceof ConfigError);
       assert.equal(e.kind, 'Invalid');
       assert.equal(e.message, `${path} is invalid (1 problem):\n`
-        + '  services[0].colour: "blue" is not a known field; known fields: name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer, vipGroup, sync, ecmp');
+        + '  services[0].colour: "blue" is not a known field; known fields: name, vip, port, protocol, mode, scheduler, persistenceSec, localAddresses, expireOnRemove, realServers, healthCheck, onDown, slowStartMs, fallback, sorryServer, vipGroup, sync, ecmp, synProxy, connectionLimit');
       return true;
     });
   });

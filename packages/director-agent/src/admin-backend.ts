@@ -57,6 +57,7 @@ export class DirectorAdmin implements AdminBackend {
         lastApply: last ? wireApplyRecord(last) : null,
       },
       services: serviceStatuses(r.config, observed, conns, merge),
+      synProxy: observed.synProxy ?? null,
     };
   }
 

@@ -21,6 +21,7 @@ import { goBgpAnnouncers, type AnnouncerFactory } from './ecmp.js';
 import { EventLog } from './events.js';
 import { FileConfigSource } from './file-config-source.js';
 import { HealthManager } from './health.js';
+import { LimitWatch } from './limit-watch.js';
 import { Reconciler } from './reconciler.js';
 import { readTlsFiles } from './tls-files.js';
 
@@ -77,6 +78,8 @@ export interface AgentOptions {
   readonly opsRoutes?: (agent: Agent) => OpsSurfaces;
   /** The HTTPS listener's limits (default OPS_LIMITS); tests shorten its timeouts. */
   readonly opsLimits?: Partial<OpsLimits>;
+  /** How often connection limits' drops are read, and how long without one ends a `reached` (limit-watch.ts). */
+  readonly limitWatch?: { readonly intervalMs?: number; readonly quietMs?: number };
 }
 
 export interface HealthOptions {
@@ -109,12 +112,13 @@ export class Agent extends EventEmitter<AgentEvents> {
   /** This agent's version, as reported to the cluster and in metrics. */
   readonly version: string;
   readonly health: HealthManager;
-  /** Every transition with its reason: role, vip, health, config, sync, drill, admin, bgp (events.ts). */
+  /** Every transition with its reason: role, vip, health, config, sync, drill, admin, bgp, limit (events.ts). */
   readonly events: EventLog;
   /** Set when the config file has agent.cluster: the desired config then comes from etcd. */
   readonly cluster: ClusterMember | null = null;
   private readonly log: Logger;
   private readonly reconciler: Reconciler;
+  private readonly limitWatch: LimitWatch;
   private readonly source: ConfigSource;
   /**
    * The admin API's answers (what the admin servers serve, and what tests and embedders call): one object,
@@ -156,6 +160,10 @@ export class Agent extends EventEmitter<AgentEvents> {
       onConfigApplied: (previous, running) => this.warnRestartSettings(previous, running),
       onDataPlaneProblemChange: () => this.source.dataPlaneProblemChanged(),
       slotParent: config.agent.cluster?.ecmp?.interface ?? null,
+    });
+    this.limitWatch = new LimitWatch({
+      observe: () => this.reconciler.observe(), config: () => this.reconciler.running.config, events: this.events, clock, log: this.log,
+      ...opts.limitWatch,
     });
     this.reconciler.on('apply', (r) => this.emit('apply', r));
     this.reconciler.on('healthApply', (r) => this.emit('healthApply', r));
@@ -246,6 +254,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       await agent.stop('cluster start failed');
       throw err;
     }
+    agent.limitWatch.start();
     agent.log.info('started', {
       config: opts.configPath, adminSocket: opts.serve === false ? null : agent.adminSocket,
       adminListen: agent.operatorListeners?.serving.grpcListen ?? null, opsListen: agent.operatorListeners?.serving.httpListen ?? null,
@@ -306,6 +315,7 @@ export class Agent extends EventEmitter<AgentEvents> {
   async stop(reason = 'stop requested'): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.limitWatch.stop();
     this.reconciler.stop();
     this.log.info('shutting down', { reason, note: this.source.stopNote });
     await this.source.stop();

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { hostPort, serviceKey } from '@lbd/config';
-import { DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type Counters, type DesiredState, type ObservedState } from '@lbd/dataplane';
+import { DataPlaneError, type ApplyOptions, type ApplyResult, type Connection, type Counters, type DesiredState, type ObservedState, type SynProxyStats } from '@lbd/dataplane';
 import { FakeAddressOwner, FakeDataPlane, FakeConnectionTable } from '@lbd/dataplane/testing';
 import { FakeClock, FakeProber } from '@lbd/health-checker/testing';
 import { LoopbackCluster, frontConfig, makeClusterPki, runCommand, type ClusterPki } from '@lbd/testkit';
@@ -56,6 +56,9 @@ function config(onDown = 'remove'): string {
 class KernelLikeDataPlane extends FakeDataPlane {
   /** `service key|host:port` → counters. */
   readonly counters = new Map<string, Counters>();
+  /** service key → packets its connection limit dropped. */
+  readonly limitDrops = new Map<string, number>();
+  synProxy: SynProxyStats | undefined;
 
   override async apply(desired: DesiredState, opts: ApplyOptions = {}): Promise<ApplyResult> {
     const r = await super.apply(desired, opts);
@@ -73,8 +76,10 @@ class KernelLikeDataPlane extends FakeDataPlane {
     return {
       services: o.services.map((s) => ({
         ...s,
+        limitDrops: { packets: this.limitDrops.get(s.key) ?? 0, bytes: 60 * (this.limitDrops.get(s.key) ?? 0) },
         realServers: s.realServers.map((rs) => ({ ...rs, counters: this.counters.get(`${s.key}|${hostPort(rs.address, rs.port)}`) ?? rs.counters })),
       })),
+      ...(this.synProxy ? { synProxy: this.synProxy } : {}),
     };
   }
 }
@@ -294,6 +299,24 @@ describe('Metrics of one director', () => {
     await until(h, () => h.agent.dataPlaneProblem() === null, 10_000, 'the health apply retried');
     x = await scrape(h);
     assert.equal(value(x, 'lbd_data_plane_apply_failing'), 0, 'the retry landed');
+  });
+
+  it('shows a service\'s connection limit and its drops, and the SYN proxy\'s counters; none of them without a limit or a proxy (the SYN count stays 0)', async () => {
+    const h = await start();
+    const quiet = await scrape(h);
+    assert.equal(has(quiet, 'lbd_service_connection_limit'), false);
+    assert.equal(value(quiet, 'lbd_synproxy_syns_total'), 0);
+    assert.equal(has(quiet, 'lbd_synproxy_cookies_total'), false);
+    await writeFile(h.configPath, config().replace('    mode: nat\n', '    mode: nat\n    connectionLimit: 5000\n    synProxy: true\n    sync: { enabled: false }\n'));
+    assert.equal((await h.agent.reload('sighup'))?.result, 'applied');
+    h.dp.limitDrops.set(SVC, 42);
+    h.dp.synProxy = { synReceived: 9000, cookieValid: 120, cookieInvalid: 3, cookieRetransmitted: 0 };
+    const m = await scrape(h);
+    assert.equal(value(m, 'lbd_service_connection_limit', WEB), 5000);
+    assert.equal(value(m, 'lbd_service_limit_drops_total', WEB), 42);
+    assert.equal(value(m, 'lbd_synproxy_syns_total', {}), 9000);
+    assert.equal(value(m, 'lbd_synproxy_cookies_total', { result: 'valid' }), 120);
+    assert.equal(value(m, 'lbd_synproxy_cookies_total', { result: 'invalid' }), 3);
   });
 
   it('drops the series of a real server the config no longer has', async () => {

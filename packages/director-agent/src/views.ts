@@ -119,6 +119,9 @@ export function serviceStatuses(config: Config, observed: ObservedState, conns: 
       persistenceSec: svc?.persistenceSec ?? 0,
       localAddresses: svc?.localAddresses ? { ...svc.localAddresses } : null,
       flags,
+      synProxy: svc?.synProxy ?? false,
+      connectionLimit: svc?.connectionLimit ?? 0,
+      limitDrops: j.observed?.limitDrops.packets ?? 0,
       realServers: j.realServers.map((rs): RealServerStatus => {
         const server = hostPort(rs.address, rs.port);
         const n = counts.get(`${j.key}|${server}`) ?? { active: 0, inactive: 0 };

@@ -110,7 +110,7 @@ describe('parseArgs', () => {
     [['stats', '--interval-ms', '500'], '--interval-ms only makes sense with --rate'],
     [['stats', '--rate', '--interval-ms', '5'], '--interval-ms: "5" is not a whole number of milliseconds from 100 to 60000'],
     [['stats', '--rate', '--interval-ms', '1e3'], '--interval-ms: "1e3" is not a whole number of milliseconds from 100 to 60000'],
-    [['events', '--kind', 'roles'], '--kind: "roles" is not one of role, vip, health, config, sync, drill, admin, bgp'],
+    [['events', '--kind', 'roles'], '--kind: "roles" is not one of role, vip, health, config, sync, drill, admin, bgp, limit'],
     [['events', '--since', 'yesterday'], '--since: "yesterday" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],
     [['events', '--since', '2026-12-01T10:00:00'], '--since: "2026-12-01T10:00:00" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],
     [['events', '--since', '10'], '--since: "10" is neither a duration before now (10m, 2h, 1h30m, 90s, 1d) nor an RFC 3339 time with its offset (2026-12-01T10:00:00Z, 2026-12-01T11:00:00+01:00)'],

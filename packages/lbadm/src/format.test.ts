@@ -24,6 +24,7 @@ const STATUS: GetStatusResponse__Output = {
     {
       name: 'web', key: '198.18.0.10:80/tcp', vip: '198.18.0.10', port: 80, protocol: 'tcp', mode: 'fullnat', scheduler: 'wrr',
       persistenceSec: 300, localAddresses: { first: '198.18.2.10', last: '198.18.2.13', size: 4 }, flags: ['expire-on-remove'],
+      synProxy: true, connectionLimit: 1000, limitDrops: 7,
       realServers: [
         { address: '198.19.1.11', port: 8080, weight: 3, quiescent: false, eligible: true, activeConnections: 12, inactiveConnections: 4, packets: 1, bytes: 2, flags: [], health: 'up', effectiveWeight: 3 },
         { address: '198.19.1.12', port: 8080, weight: 2, quiescent: true, eligible: false, activeConnections: 1, inactiveConnections: 0, packets: 1, bytes: 2, flags: ['down', 'held-down'], health: 'down', effectiveWeight: 0 },
@@ -32,19 +33,20 @@ const STATUS: GetStatusResponse__Output = {
     },
     {
       name: 'dns6', key: '[fd00::53]:53/udp', vip: 'fd00::53', port: 53, protocol: 'udp', mode: 'nat', scheduler: 'sh',
-      persistenceSec: 0, localAddresses: null, flags: [],
+      persistenceSec: 0, localAddresses: null, flags: [], synProxy: false, connectionLimit: 0, limitDrops: 0,
       realServers: [
         { address: 'fd00:1234:5678:9abc::1:53', port: 5353, weight: 1, quiescent: false, eligible: true, activeConnections: 0, inactiveConnections: 7, packets: 0, bytes: 0, flags: [], health: '', effectiveWeight: 1 },
       ],
     },
     {
       name: 'new', key: '198.18.0.20:443/tcp', vip: '198.18.0.20', port: 443, protocol: 'tcp', mode: 'nat', scheduler: 'mh',
-      persistenceSec: 0, localAddresses: null, flags: ['not-in-kernel'],
+      persistenceSec: 0, localAddresses: null, flags: ['not-in-kernel'], synProxy: false, connectionLimit: 50, limitDrops: 0,
       realServers: [
         { address: '198.19.1.21', port: 443, weight: 1, quiescent: true, eligible: false, activeConnections: 0, inactiveConnections: 0, packets: 0, bytes: 0, flags: ['not-in-kernel'], health: '', effectiveWeight: 1 },
       ],
     },
   ],
+  synProxy: { synReceived: 120_000, cookieValid: 310, cookieInvalid: 12, cookieRetransmitted: 0 },
 };
 
 const STATS_A: GetStatsResponse__Output = {
@@ -104,14 +106,15 @@ describe('formatStatus', () => {
       '  services[0].vip: "1.2.3" is not an IPv4 or IPv6 address; give an address',
       'Prot LocalAddress:Port Scheduler Mode Flags',
       '  -> RemoteAddress:Port               Weight ActiveConn InActConn',
-      'TCP  198.18.0.10:80 wrr fullnat persistent 300 expire-on-remove (web; local 198.18.2.10-198.18.2.13)',
+      'TCP  198.18.0.10:80 wrr fullnat persistent 300 synproxy limit 1000 (7 dropped) expire-on-remove (web; local 198.18.2.10-198.18.2.13)',
       '  -> 198.19.1.11:8080                 3      12         4',
       '  -> 198.19.1.12:8080                 0      1          0         quiescent down held-down',
       '  -> 198.19.1.13:8080                 2      0          0         ramping',
       'UDP  [fd00::53]:53 sh nat (dns6)',
       '  -> [fd00:1234:5678:9abc::1:53]:5353 1      0          7',
-      'TCP  198.18.0.20:443 mh nat not-in-kernel (new)',
+      'TCP  198.18.0.20:443 mh nat limit 50 not-in-kernel (new)',
       '  -> 198.19.1.21:443                  1      0          0         quiescent not-in-kernel',
+      'SYN proxy: 120000 SYNs answered with a cookie, 310 handshakes completed, 12 bad cookies dropped',
       '',
     ].join('\n'));
   });

@@ -60,6 +60,9 @@ export function formatStatus(s: GetStatusResponse__Output): string {
     if (svc.scheduler) words.push(svc.scheduler);
     if (svc.mode) words.push(svc.mode);
     if (svc.persistenceSec > 0) words.push(`persistent ${svc.persistenceSec}`);
+    if (svc.synProxy) words.push('synproxy');
+    // The limit, and how many new connections' packets it dropped (the sign of a service under siege).
+    if (svc.connectionLimit > 0) words.push(`limit ${svc.connectionLimit}${svc.limitDrops > 0 ? ` (${svc.limitDrops} dropped)` : ''}`);
     words.push(...svc.flags);
     const about = [svc.name, svc.localAddresses ? `local ${svc.localAddresses.first}-${svc.localAddresses.last}` : ''].filter(Boolean);
     if (about.length > 0) words.push(`(${about.join('; ')})`);
@@ -76,6 +79,10 @@ export function formatStatus(s: GetStatusResponse__Output): string {
         ...marks,
       ].join(' '));
     }
+  }
+  const sp = s.synProxy;
+  if (sp) {
+    lines.push(`SYN proxy: ${sp.synReceived} SYNs answered with a cookie, ${sp.cookieValid} handshakes completed, ${sp.cookieInvalid} bad cookies dropped`);
   }
   return `${lines.join('\n')}\n`;
 }

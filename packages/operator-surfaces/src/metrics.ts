@@ -103,6 +103,9 @@ export interface MetricsOptions {
 
 /** Every role a director can have in a vip group: one series each, so `role="leader" == 1` alerts are easy. */
 
+/** The labels of a service. */
+const SERVICE_LABELS = ['service', 'vip', 'port', 'protocol'] as const;
+
 /** The labels of a real server within a service. */
 const RS_LABELS = ['service', 'vip', 'port', 'protocol', 'server'] as const;
 type RsLabel = (typeof RS_LABELS)[number];
@@ -168,6 +171,7 @@ export class Metrics {
     const [status, cluster] = await Promise.all([source.status(), member === null ? null : member.status()]);
     const config = source.config();
     this.collectRealServers(status.services ?? [], config);
+    this.collectSynDefence(status);
     const stats = source.probeStats();
     this.m.checks.set(stats.checks);
     for (const [c, v] of [
@@ -208,6 +212,22 @@ export class Metrics {
       this.m.heldDown.set(labels, r.holdDownUntil !== null && r.holdDownUntil > now ? 1 : 0);
       this.m.flapScore.set(labels, r.transitions.length);
     }
+  }
+
+  /** Connection limits and their drops per service, and the SYN proxy's counters (the kernel's, per director). */
+  private collectSynDefence(status: GetStatusResponse): void {
+    for (const m of [this.m.connectionLimit, this.m.limitDrops, this.m.synProxySyns, this.m.synProxyCookies]) m.reset();
+    for (const s of status.services ?? []) {
+      if (num(s.connectionLimit) === 0) continue;
+      const labels = { service: s.name || (s.key ?? ''), vip: s.vip ?? '', port: String(s.port ?? 0), protocol: s.protocol ?? '' };
+      this.m.connectionLimit.set(labels, num(s.connectionLimit));
+      this.m.limitDrops.inc(labels, num(s.limitDrops));
+    }
+    const sp = status.synProxy;
+    if (sp === null || sp === undefined) return;
+    this.m.synProxySyns.inc(num(sp.synReceived));
+    this.m.synProxyCookies.inc({ result: 'valid' }, num(sp.cookieValid));
+    this.m.synProxyCookies.inc({ result: 'invalid' }, num(sp.cookieInvalid));
   }
 
   private collectCluster(c: ClusterStatus | null, k: ClusterCounters | null): void {
@@ -351,6 +371,10 @@ function defineMetrics(registry: Registry, withTransitions: boolean) {
     connections: gauge('lbd_real_server_connections', 'Conntrack entries of the service to the real server: active (ESTABLISHED, IPVS ActiveConn) or inactive (every other state).', [...rs, 'state']),
     packets: counter('lbd_real_server_packets_total', 'Packets the kernel forwarded to the real server for the service (its nft counter; restarts from 0 when the table is rebuilt).', rs),
     bytes: counter('lbd_real_server_bytes_total', 'Bytes the kernel forwarded to the real server for the service (its nft counter).', rs),
+    connectionLimit: gauge('lbd_service_connection_limit', 'The service\'s connectionLimit: the most conntrack entries its new connections may hold on this director (services without one have no series).', SERVICE_LABELS),
+    limitDrops: counter('lbd_service_limit_drops_total', 'Packets of new connections the service\'s connection limit dropped (SYNs and their retransmissions; its nft counter).', SERVICE_LABELS),
+    synProxySyns: counter('lbd_synproxy_syns_total', 'SYNs the kernel\'s SYN proxy answered with a syncookie, all SYN-proxied services together (0 while none is).'),
+    synProxyCookies: counter('lbd_synproxy_cookies_total', 'ACKs that brought a syncookie back to the SYN proxy: valid (a handshake completed, the connection opened to a real server) or invalid (dropped).', ['result']),
     up: gauge('lbd_real_server_up', 'Health of a checked real server: 1 up, 0 down (servers without a health check have no series).', rs),
     weight: gauge('lbd_real_server_weight', 'The real server\'s configured weight (0: quiescent by the operator\'s choice).', rs),
     effectiveWeight: gauge('lbd_real_server_effective_weight', 'The weight the agent programs now: 0 while down, ramping during slow start.', rs),

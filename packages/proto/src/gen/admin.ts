@@ -58,6 +58,7 @@ import type { RollbackResponse as _lbd_admin_v1_RollbackResponse, RollbackRespon
 import type { RunDrillRequest as _lbd_admin_v1_RunDrillRequest, RunDrillRequest__Output as _lbd_admin_v1_RunDrillRequest__Output } from './lbd/admin/v1/RunDrillRequest.js';
 import type { ServiceStats as _lbd_admin_v1_ServiceStats, ServiceStats__Output as _lbd_admin_v1_ServiceStats__Output } from './lbd/admin/v1/ServiceStats.js';
 import type { ServiceStatus as _lbd_admin_v1_ServiceStatus, ServiceStatus__Output as _lbd_admin_v1_ServiceStatus__Output } from './lbd/admin/v1/ServiceStatus.js';
+import type { SynProxyStats as _lbd_admin_v1_SynProxyStats, SynProxyStats__Output as _lbd_admin_v1_SynProxyStats__Output } from './lbd/admin/v1/SynProxyStats.js';
 import type { WatchHealthRequest as _lbd_admin_v1_WatchHealthRequest, WatchHealthRequest__Output as _lbd_admin_v1_WatchHealthRequest__Output } from './lbd/admin/v1/WatchHealthRequest.js';
 import type { Endpoint as _lbd_common_v1_Endpoint, Endpoint__Output as _lbd_common_v1_Endpoint__Output } from './lbd/common/v1/Endpoint.js';
 
@@ -123,6 +124,7 @@ export interface ProtoGrpcType {
         RunDrillRequest: MessageTypeDefinition<_lbd_admin_v1_RunDrillRequest, _lbd_admin_v1_RunDrillRequest__Output>
         ServiceStats: MessageTypeDefinition<_lbd_admin_v1_ServiceStats, _lbd_admin_v1_ServiceStats__Output>
         ServiceStatus: MessageTypeDefinition<_lbd_admin_v1_ServiceStatus, _lbd_admin_v1_ServiceStatus__Output>
+        SynProxyStats: MessageTypeDefinition<_lbd_admin_v1_SynProxyStats, _lbd_admin_v1_SynProxyStats__Output>
         WatchHealthRequest: MessageTypeDefinition<_lbd_admin_v1_WatchHealthRequest, _lbd_admin_v1_WatchHealthRequest__Output>
       }
     }

@@ -58,6 +58,7 @@ export type * from './lbd/admin/v1/RollbackResponse.js';
 export type * from './lbd/admin/v1/RunDrillRequest.js';
 export type * from './lbd/admin/v1/ServiceStats.js';
 export type * from './lbd/admin/v1/ServiceStatus.js';
+export type * from './lbd/admin/v1/SynProxyStats.js';
 export type * from './lbd/admin/v1/WatchHealthRequest.js';
 export type * from './lbd/common/v1/Endpoint.js';
 export type * from './lbd/peer/v1/Ack.js';

@@ -5,6 +5,7 @@
 
 import type { AddressRange as _lbd_admin_v1_AddressRange, AddressRange__Output as _lbd_admin_v1_AddressRange__Output } from '../../../lbd/admin/v1/AddressRange.js';
 import type { RealServerStatus as _lbd_admin_v1_RealServerStatus, RealServerStatus__Output as _lbd_admin_v1_RealServerStatus__Output } from '../../../lbd/admin/v1/RealServerStatus.js';
+import type { Long } from '@grpc/proto-loader';
 
 export interface ServiceStatus {
   'name'?: (string);
@@ -33,6 +34,18 @@ export interface ServiceStatus {
    */
   'flags'?: (string)[];
   'realServers'?: (_lbd_admin_v1_RealServerStatus)[];
+  /**
+   * The kernel answers the service's SYNs with syncookies (synProxy).
+   */
+  'synProxy'?: (boolean);
+  /**
+   * The most conntrack entries its new connections may hold on this director; 0 = no limit.
+   */
+  'connectionLimit'?: (number);
+  /**
+   * Packets of new connections the limit dropped (SYNs and their retransmissions), since the limit was set.
+   */
+  'limitDrops'?: (number | string | Long);
 }
 
 export interface ServiceStatus__Output {
@@ -62,4 +75,16 @@ export interface ServiceStatus__Output {
    */
   'flags': (string)[];
   'realServers': (_lbd_admin_v1_RealServerStatus__Output)[];
+  /**
+   * The kernel answers the service's SYNs with syncookies (synProxy).
+   */
+  'synProxy': (boolean);
+  /**
+   * The most conntrack entries its new connections may hold on this director; 0 = no limit.
+   */
+  'connectionLimit': (number);
+  /**
+   * Packets of new connections the limit dropped (SYNs and their retransmissions), since the limit was set.
+   */
+  'limitDrops': (number);
 }
