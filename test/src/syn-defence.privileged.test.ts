@@ -53,6 +53,14 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
     const r = await lab.topology.exec(DIRECTOR.host, 'conntrack', ['-L', '-f', 'ipv4'], { allowFailure: true });
     return r.stdout.split('\n').filter((l) => l.startsWith('tcp'));
   };
+  /** A real server's count of handshake ACKs it rejected for a timestamp echo it never sent (TcpExtTSEcrRejected). */
+  const tsEcrRejected = async (host: string): Promise<number> => {
+    const lines = (await lab.topology.exec(host, 'cat', ['/proc/net/netstat'])).stdout.split('\n').filter((l) => l.startsWith('TcpExt:'));
+    const names = lines[0]!.split(/\s+/);
+    const at = names.indexOf('TSEcrRejected');
+    assert.ok(at > 0, 'this kernel does not count TSEcrRejected');
+    return Number(lines[1]!.split(/\s+/)[at]);
+  };
   const flush = (): Promise<unknown> => lab.topology.exec(DIRECTOR.host, 'conntrack', ['-F'], { allowFailure: true });
   const http = (vip: string, count: number): Promise<HttpResult> =>
     runTestClient<HttpResult>(lab.topology, CLIENT.host, ['http', '--url', `http://${vip}:${HTTP}/`, '--count', String(count), '--new-connection', '--concurrency', '4']);
@@ -63,8 +71,13 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
       await dp.apply({ services: services([{ name: 'web', vip, port: HTTP, mode, synProxy: true }, { name: 'stream', vip, port: STREAM, mode, synProxy: true }]) });
       const before = (await dp.observe()).synProxy;
       assert.ok(before, 'the data plane reports no SYN proxy counters with a SYN-proxied service');
+      const rejectedBefore = await Promise.all(lab.realServers.map((rs) => tsEcrRejected(rs.host)));
       const r = await http(vip, 60);
       assert.equal(r.ok, 60, JSON.stringify(r.errors));
+      // The proxy's handshake ACK to the real server is accepted at once: with TCP timestamps on, the kernel's
+      // synproxy echoes a timestamp the server never sent, and each connection waits for a SYN-ACK retransmission.
+      const rejected = await Promise.all(lab.realServers.map((rs) => tsEcrRejected(rs.host)));
+      assert.deepEqual(rejected.map((n, i) => n - rejectedBefore[i]!), [0, 0, 0], 'real servers rejected the proxy\'s handshake ACKs');
       assert.equal(Object.keys(r.servers).length, 3, `spread over ${JSON.stringify(r.servers)}`);
       // The sequence numbers the client and the real server chose differ by the cookie: every later segment
       // is rewritten (seqadj). Streams checked byte by byte show that it is, both ways, for seconds.
@@ -78,6 +91,15 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
       assert.ok(after.synReceived - before.synReceived >= 70, `SYNs answered by the proxy: ${after.synReceived - before.synReceived}`);
     });
   }
+
+  it('a client reusing its port while the director still holds the old connection\'s entry (closed by a reset) connects through the proxy again and again', async () => {
+    await dp.apply({ services: services([{ name: 'stream', vip: VIPS.ipv4, port: STREAM, mode: 'fullnat', synProxy: true }]) });
+    // tcp-once with a fixed port ends each connection with a reset: the director's entry stays, CLOSE, for 10 s.
+    // Conntrack must see the next SYN to end it; were the SYN untracked, the client's ACK would follow that
+    // entry's NAT binding to the real server instead of reaching the proxy.
+    const r = await runTestClient<TcpOnceResult>(lab.topology, CLIENT.host, ['tcp-once', '--target', `${VIPS.ipv4}:${STREAM}`, '--count', '4', '--source-port', '21001', '--timeout-ms', '5000']);
+    assert.equal(r.ok, 4, JSON.stringify(r));
+  });
 
   it('a flood of spoofed SYNs: with the proxy it creates no conntrack entry and legitimate clients connect throughout; without it, every spoofed SYN takes an entry', async () => {
     const FLOOD = 20_000;

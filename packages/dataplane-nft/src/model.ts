@@ -32,11 +32,14 @@ import { buildSlotTable, type Selector } from './schedule.js';
  *   Every packet is hashed again, so only mh and sh (fixed seeds) keep a connection on one real server on
  *   every director; a change of the slot table moves the connections of the slots that changed hands.
  * SYN proxy (synProxy services, in @synproxy_services; see synProxyRules):
- *   raw: the client's SYN is not tracked; input: `synproxy` answers it with a syncookie, and when the client's
- *   ACK brings the cookie back, opens the connection to the vip itself, from this box: that SYN takes the
- *   output chain's scheduling and DNAT, and it is the only packet of the service that creates a conntrack entry.
- *   prerouting accepts the service's other new flows untranslated (what conntrack picks up mid-stream from the
- *   client's ACK, with tcp_loose), so they too reach input and the proxy, which drops all but a valid cookie.
+ *   prerouting (nat) accepts the service's new flows untranslated, so they reach input: the client's SYN, and
+ *   what conntrack picks up mid-stream (tcp_loose) from the client's ACK. In input, `synproxy` answers the SYN
+ *   with a syncookie and drops all but an ACK with a valid cookie; for that one it opens the connection to the
+ *   vip itself, from this box: that SYN takes the output chain's scheduling and DNAT, and its entry is the only
+ *   one the connection leaves. The SYN's own entry is never confirmed (the proxy consumes the packet), so a
+ *   flood of SYNs fills no table. The SYN is tracked rather than `notrack`ed as in the usual recipe: conntrack
+ *   must see it to end a TIME_WAIT entry of the same tuple (a client reusing its port), whose NAT binding would
+ *   otherwise take the client's ACK to the real server.
  * Connection limit (connectionLimit services, in @limit_dispatch): prerouting and output jump, before
  *   scheduling, to a chain per limit (`limit_N`) that counts the service's connections in a set of its own
  *   (`conns_N`, `ct count over N`) and drops a new one over the limit, counting it in @limit_stats.
@@ -182,15 +185,22 @@ function limitSetBody(family: NftFamily): string {
 /**
  * The SYN proxy's options: what it offers the client in the syncookie SYN-ACK, and later asks of the real
  * server. The MSS is Ethernet's less the headers, so a path with a smaller MTU needs PMTU discovery, as any.
+ *
+ * No `timestamp`, and so no window scaling or SACK either (the kernel keeps those in the cookie's timestamp and
+ * offers them only with it). With timestamps, the kernel's synproxy (6.18 here) adds its timestamp offset a
+ * second time to the echo in its own handshake ACK to a real server behind NAT, and a current Linux real
+ * server rejects that ACK (its TSecr is none it sent): every connection waited for the server's SYN-ACK
+ * retransmission, a second (measured; see the README). Without them a proxied connection's window is at most
+ * 64 KiB: plenty on a LAN, a limit for bulk transfers over long round trips.
  */
 function synProxyRules(family: NftFamily): string[] {
   const match = `${family} daddr . meta l4proto . th dport @synproxy_services`;
   const mss = family === 'ip' ? 1460 : 1440;
   return [
-    // untracked: the SYN (raw); invalid or new: the client's ACK, without or with tcp_loose's pickup.
-    `${match} ct state invalid,untracked,new synproxy mss ${mss} wscale 7 timestamp sack-perm`,
+    // new: the SYN, or the client's ACK as tcp_loose picked it up; invalid: that ACK where loose is off.
+    `${match} ct state invalid,new synproxy mss ${mss}`,
     // What the proxy let through (a packet that is neither SYN nor ACK): nothing of a handshake it made.
-    `${match} ct state invalid,untracked,new drop`,
+    `${match} ct state invalid,new drop`,
   ];
 }
 
@@ -287,10 +297,9 @@ function renderSkeleton(family: NftFamily): string[] {
     `  map limit_dispatch {`, `    type ${addr} . inet_proto . inet_service : verdict`, `  }`,
     // Packets a connection limit refused, per service tuple: what `lbd_service_limit_drops_total` reports.
     `  set limit_stats {`, `    type ${addr} . inet_proto . inet_service`, `    size 65536`, `    flags dynamic`, `    counter`, `  }`,
-    // Untracked: a dr service's packets (all of them), and a SYN-proxied service's SYNs (the proxy answers them).
-    `  chain raw {`, `    type filter hook prerouting priority raw; policy accept;`,
-    `    ${f} daddr . meta l4proto . th dport @dr_services notrack`,
-    `    tcp flags & (fin | syn | rst | ack) == syn ${f} daddr . meta l4proto . th dport @synproxy_services notrack`, `  }`,
+    // Untracked: a dr service's packets, all of them.
+    `  chain dr_raw {`, `    type filter hook prerouting priority raw; policy accept;`,
+    `    ${f} daddr . meta l4proto . th dport @dr_services notrack`, `  }`,
     `  chain dr {`, `    type filter hook prerouting priority ${DR_PRIORITY}; policy accept;`,
     `    ${f} daddr . meta l4proto . th dport vmap @dr_dispatch`, `  }`,
   ];

@@ -17,8 +17,8 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult, typ
  * `pnpm bench dataplane`: what lbd's nftables data plane costs, as ratios to paths measured in the same
  * run on the same namespaces, servers and client.
  *
- * 1. Throughput: client → real server directly, through a plain routed hop, lbd fullnat, lbd nat, a
- *    minimal hand-written nft fullnat ruleset and haproxy `mode tcp`, each with wrk for keep-alive
+ * 1. Throughput: client → real server directly, through a plain routed hop, lbd fullnat, lbd nat, lbd dr,
+ *    a minimal hand-written nft fullnat ruleset and haproxy `mode tcp`, each with wrk for keep-alive
  *    requests, one request per connection and 1 MiB objects.
  * 2. Rule scale: full apply, one-server change and unchanged apply at 1 … 10 000 services,
  *    requests/s through service #0 as the table grows, and the kernel lease's renewal at each size
@@ -48,6 +48,13 @@ const PLACEMENT = cpus().length >= 2 ? { client: '0', servers: '1' } : { client:
 /** The direct path: client and rs1 get a second subnet on the servers' bridge, so no router is between them. */
 const DIRECT_NET = { client: '198.18.2.2/24', server: '198.18.2.11/24', serverAddress: '198.18.2.11' } as const;
 const NFT_MIN_TABLE = 'lbdbench_min';
+/**
+ * The dr path's vip: on dir1 (client side) and on rs1's loopback (rs1 ignores ARP for it). rs1 sends what it
+ * answers from the vip to the client over the servers' bridge (DIRECT_NET, a policy route for that source
+ * only), so dr replies skip dir1 as at a dr site, and every other path's replies still go through dir1.
+ */
+const DR_VIP = '198.18.0.13';
+const DR_REPLY_TABLE = '100';
 
 interface Workload {
   readonly id: 'keepalive' | 'close' | 'bulk';
@@ -65,7 +72,7 @@ const WORKLOADS: readonly Workload[] = [
   { id: 'bulk', label: '1 MiB objects', unit: 'MiB/s', object: BULK_OBJECT, closeEach: false, connections: 4, value: (r) => r.mibPerSec },
 ];
 
-type PathId = 'direct' | 'routed' | 'lbd-fullnat' | 'lbd-nat' | 'nft-min' | 'haproxy';
+type PathId = 'direct' | 'routed' | 'lbd-fullnat' | 'lbd-nat' | 'lbd-dr' | 'nft-min' | 'haproxy';
 
 interface PathDef {
   readonly id: PathId;
@@ -223,12 +230,28 @@ async function prepare(topology: Topology, realServers: readonly RealServerHost[
   await topology.attach(CLIENT.host, HOSTS.switch, 'eth1');
   await topology.addAddress(CLIENT.host, 'eth1', DIRECT_NET.client);
   await topology.addAddress(realServer(1).host, 'eth0', DIRECT_NET.server);
+  await prepareDirectRouting(topology);
   const root = await writeDocroot(dir);
   log(`starting nginx on ${realServers.map((r) => r.host).join(', ')}`);
   await Promise.all(realServers.map((rs) => startNginx(topology, rs.host, dir, root, { workers: NGINX_WORKERS, port: HTTP_PORT, cpus: PLACEMENT.servers })));
   const wrkScript = await writeWrkScript(dir);
   const foreign = await ForeignLoad.create(topology.hostNames.map((h) => topology.ns(h)));
   return { topology, realServers, dir, wrkScript, sampler: new Sampler({ topology, wrkScript }, foreign, budget.repeats, budget.waitMs) };
+}
+
+/** The dr path's real server and client side, set up as a dr site is (see DR_VIP). */
+async function prepareDirectRouting(topology: Topology): Promise<void> {
+  const rs1 = realServer(1).host;
+  await topology.addAddress(DIRECTOR.host, DIRECTOR.clientIf, `${DR_VIP}/32`, { serviceAddress: true });
+  for (const scope of ['all', 'eth0']) {
+    await topology.sysctl(rs1, `net.ipv4.conf.${scope}.arp_ignore`, '1');
+    await topology.sysctl(rs1, `net.ipv4.conf.${scope}.arp_announce`, '2');
+  }
+  await topology.addAddress(rs1, 'lo', `${DR_VIP}/32`, { serviceAddress: true });
+  await topology.exec(rs1, 'ip', ['rule', 'add', 'from', DR_VIP, 'lookup', DR_REPLY_TABLE]);
+  await topology.exec(rs1, 'ip', ['route', 'add', 'default', 'via', DIRECT_NET.client.split('/')[0]!, 'table', DR_REPLY_TABLE]);
+  // The vip's replies reach the client on eth1 while it routes the vip through eth0: not a spoof here.
+  for (const scope of ['all', 'eth1']) await topology.sysctl(CLIENT.host, `net.ipv4.conf.${scope}.rp_filter`, '0');
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -268,6 +291,13 @@ async function throughput(ctx: Context, s: Settings): Promise<void> {
       explain: `NftDataPlane, ${VIPS.ipv4Nat}:${HTTP_PORT} nat wrr -> rs1 (rs1 routes replies via dir1)`,
       setup: () => lbd({
         name: 'bench-nat', vip: VIPS.ipv4Nat, port: HTTP_PORT, protocol: 'tcp', mode: 'nat', scheduler: 'wrr', realServers: oneServer,
+      }),
+    },
+    {
+      id: 'lbd-dr', label: 'lbd dr', host: DR_VIP,
+      explain: `NftDataPlane, ${DR_VIP}:${HTTP_PORT} dr mh -> rs1's MAC, no conntrack; rs1 holds the vip on lo and answers the client over the bridge`,
+      setup: () => lbd({
+        name: 'bench-dr', vip: DR_VIP, port: HTTP_PORT, protocol: 'tcp', mode: 'dr', scheduler: 'mh', realServers: oneServer,
       }),
     },
     {
@@ -396,6 +426,10 @@ async function throughput(ctx: Context, s: Settings): Promise<void> {
   const vsHaproxy = (w: Workload['id']): number => med('lbd-fullnat', w) / med('haproxy', w);
   out(`lbd fullnat ÷ haproxy mode tcp: ${WORKLOADS.map((w) => `${w.label} ${formatRatio(vsHaproxy(w.id))}×`).join(', ')}`);
   out(`lbd fullnat ÷ minimal nft fullnat: ${WORKLOADS.map((w) => `${w.label} ${formatRatio(med('lbd-fullnat', w.id) / med('nft-min', w.id))}`).join(', ')}`);
+  // dr against the hop it replaces: the director sees only the client's packets, and keeps no state.
+  out(`lbd dr ÷ routed hop: ${WORKLOADS.map((w) => `${w.label} ${formatRatio(med('lbd-dr', w.id) / med('routed', w.id))}`).join(', ')}`);
+  out(`lbd dr ÷ lbd fullnat: ${WORKLOADS.map((w) => `${w.label} ${formatRatio(med('lbd-dr', w.id) / med('lbd-fullnat', w.id))}`).join(', ')}`);
+  out(`extra CPU per request over direct (µs), 1 req/conn: routed ${((extra('routed', 'close')) * 1e6).toFixed(1)}, lbd dr ${(extra('lbd-dr', 'close') * 1e6).toFixed(1)}, lbd fullnat ${(extra('lbd-fullnat', 'close') * 1e6).toFixed(1)}, lbd nat ${(extra('lbd-nat', 'close') * 1e6).toFixed(1)}`);
   out();
   const ratio = (w: Workload['id']): number => med('lbd-fullnat', w) / med('direct', w);
   const targets: [string, number, number][] = [

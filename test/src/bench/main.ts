@@ -9,13 +9,14 @@ import { benchEcmp } from './ecmp.js';
 import { benchFailover } from './failover.js';
 import { benchHealth } from './health.js';
 import { MAX_MINUTES, benchStability } from './stability.js';
+import { benchSynFlood } from './synflood.js';
 
 const EXIT_USAGE = 64;
 
 const USAGE = `usage: pnpm bench <benchmark> [--quick] [--count N] [--load-count N] [--scenarios S,S] [--minutes N] [--slots N] [--timing P]
 
 benchmarks:
-  dataplane   throughput of direct, routed, lbd fullnat/nat, minimal nft and haproxy paths;
+  dataplane   throughput of direct, routed, lbd fullnat/nat/dr, minimal nft and haproxy paths;
               rule scale at 1 .. 10 000 services, and the kernel lease's renewal at each size (about 8
               minutes; needs root, wrk, nginx, haproxy)
   health      5 000 tcp checks at 1 s: the agent's CPU, due -> start delay, detection latency of
@@ -50,6 +51,9 @@ benchmarks:
               deaths (default 5); --slots N: the tier's slots (a power of two, default 8);
               --timing P: the agents' election timing (default, fast or relaxed; default: the lab's);
               --quick: one, 10 s at rest and 2 000 connections
+  synflood    a spoofed-source SYN flood beside legitimate one-request connections, with and without the
+              SYN proxy (synProxy): legitimate requests/s and errors, conntrack entries left, table drops,
+              CPU (about 1 minute; needs root, nft, conntrack, wrk, nginx, perl)
 
 options:
   --quick     a short smoke run (about a minute) that checks the benchmark works; its figures are rough
@@ -68,6 +72,7 @@ const BENCHES: Record<string, Bench> = {
   connsync: { run: benchConnsync, counted: true },
   stability: { run: benchStability },
   ecmp: { run: benchEcmp, counted: true },
+  synflood: { run: benchSynFlood },
 };
 
 async function main(argv: readonly string[]): Promise<number> {
