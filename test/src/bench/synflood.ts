@@ -7,7 +7,6 @@ import {
   CLIENT, DIRECTOR, LOCAL_ADDRESSES, VIPS, directorTopology, removeOrphans, runCommand, runPrefix, synFlood,
   type SynFloodResult, type Topology,
 } from '@lbd/testkit';
-import { cpuDelta, cpuSample } from './cpu.js';
 import { formatNumber, formatRatio, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { SMALL_OBJECT, startNginx, writeDocroot } from './servers.js';
@@ -42,25 +41,36 @@ const out = (text = ''): void => {
 interface Phase {
   readonly label: string;
   readonly synProxy: boolean;
-  readonly flood: boolean;
+  /** SYNs per second; 0: as fast as the flood tool goes; null: no flood. */
+  readonly flood: number | null;
 }
 
+/** The paced flood: the same rate with and without the proxy, below what the tool reaches either way here. */
+const PACED_RATE = 30_000;
+
 const PHASES: readonly Phase[] = [
-  { label: 'no proxy, no flood', synProxy: false, flood: false },
-  { label: 'proxy, no flood', synProxy: true, flood: false },
-  { label: 'no proxy, flood', synProxy: false, flood: true },
-  { label: 'proxy, flood', synProxy: true, flood: true },
+  { label: 'no proxy, no flood', synProxy: false, flood: null },
+  { label: 'proxy, no flood', synProxy: true, flood: null },
+  { label: `no proxy, flood ${PACED_RATE / 1000}k/s`, synProxy: false, flood: PACED_RATE },
+  { label: `proxy, flood ${PACED_RATE / 1000}k/s`, synProxy: true, flood: PACED_RATE },
+  { label: 'no proxy, flood flat out', synProxy: false, flood: 0 },
+  { label: 'proxy, flood flat out', synProxy: true, flood: 0 },
 ];
 
 interface PhaseResult {
   readonly wrk: WrkResult;
   readonly flood: SynFloodResult | null;
-  /** conntrack entries on the director right after the phase. */
+  /** conntrack entries on the director right after the phase: all, and those from the flood's sources. */
   readonly entries: number;
+  readonly floodEntries: number;
   /** `conntrack -S` insert failures and drops during the phase (a full table drops new connections). */
   readonly tableDrops: number;
-  /** Cores busy in all, and the share of processes of the client (wrk, the flood) and real servers (nginx). */
-  readonly cores: { total: number; client: number; servers: number };
+  /** Cores busy in all (every CPU's busy share, summed). */
+  readonly cores: number;
+  /** The legitimate client's SYN retransmissions (TcpExt TCPSynRetrans): its SYNs or their answers lost. */
+  readonly synRetrans: number;
+  /** Packets the kernel dropped from full per-CPU backlogs (softnet_stat), machine-wide. */
+  readonly backlogDrops: number;
 }
 
 export async function benchSynFlood(opts: SynFloodBenchOptions): Promise<number> {
@@ -84,6 +94,7 @@ export async function benchSynFlood(opts: SynFloodBenchOptions): Promise<number>
     const topology = (scope.topology = built.topology);
     await topology.setRoute(DIRECTOR.host, FLOOD_SOURCES.prefix, CLIENT.ipv4);
     const root = await writeDocroot(dir);
+    for (const rs of built.realServers) await topology.sysctl(rs.host, 'net.ipv4.tcp_synack_retries', '1');
     await Promise.all(built.realServers.map((rs) => startNginx(topology, rs.host, dir, root, { workers: 1, port: HTTP_PORT })));
     const script = await writeWrkScript(dir);
     const dp = new NftDataPlane({ runner: netnsRunner(topology.ns(DIRECTOR.host)) });
@@ -102,26 +113,37 @@ export async function benchSynFlood(opts: SynFloodBenchOptions): Promise<number>
       results.push(await runPhase(topology, dp, script, phase, seconds, realServers));
     }
     const base = results[0]!.wrk.requestsPerSec;
-    out(table(['phase', 'legit req/s', '× no flood', 'legit errors', 'SYNs sent', 'SYN/s', 'conntrack entries', 'table drops', 'cores busy (client / servers / kernel+rest)'],
+    out(table(['phase', 'legit req/s', '× no flood', 'legit errors', 'legit SYN retrans', 'SYNs sent', 'SYN/s', 'conntrack entries (flood\'s)', 'table drops', 'backlog drops', 'cores busy', 'flood tool\'s'],
       PHASES.map((p, i) => {
         const r = results[i]!;
-        const rest = Math.max(0, r.cores.total - r.cores.client - r.cores.servers);
+        const tool = r.flood === null ? 0 : r.flood.cpuSeconds / r.wrk.durationSec;
         return [
-          p.label, formatNumber(r.wrk.requestsPerSec), formatRatio(r.wrk.requestsPerSec / base), errorCount(r.wrk) === 0 ? '0' : describeErrors(r.wrk),
+          p.label, formatNumber(r.wrk.requestsPerSec), formatRatio(r.wrk.requestsPerSec / base), errorCount(r.wrk) === 0 ? '0' : describeErrors(r.wrk), formatNumber(r.synRetrans),
           r.flood === null ? '-' : formatNumber(r.flood.sent), r.flood === null ? '-' : formatNumber(r.flood.sent / r.flood.seconds),
-          formatNumber(r.entries), formatNumber(r.tableDrops),
-          `${r.cores.total.toFixed(2)} (${r.cores.client.toFixed(2)} / ${r.cores.servers.toFixed(2)} / ${rest.toFixed(2)})`,
+          `${formatNumber(r.entries)} (${formatNumber(r.floodEntries)})`, formatNumber(r.tableDrops), formatNumber(r.backlogDrops),
+          r.cores.toFixed(2), r.flood === null ? '-' : tool.toFixed(2),
         ];
       })));
     out();
     out('conntrack entries: the director\'s table right after the phase (legitimate connections linger in TIME_WAIT for 2 minutes);');
     out('table drops: new connections the kernel refused because the table was full (conntrack -S drop + insert_failed + early_drop).');
-    out('cores busy: all CPUs; client = wrk and the flood tool, servers = nginx; the rest is kernel work (softirq: the director\'s');
-    out('forwarding, its SYN proxy, the servers\' TCP stacks) and anything else on the machine.');
+    out('backlog drops: packets dropped from full per-CPU input queues (softnet_stat), machine-wide.');
+    out('cores busy: all CPUs together; flood tool\'s: the perl process itself.');
     const flooded = results[2]!;
     const proxied = results[3]!;
-    out(`with the proxy under flood, legitimate requests ran at ${formatRatio(proxied.wrk.requestsPerSec / results[1]!.wrk.requestsPerSec)}× the proxy's unflooded rate `
-      + `(without it: ${formatRatio(flooded.wrk.requestsPerSec / base)}×), and the flood left ${formatNumber(proxied.entries)} entries against ${formatNumber(flooded.entries)}`);
+    out(`at ${formatNumber(PACED_RATE)} SYN/s, legitimate requests ran at ${formatRatio(proxied.wrk.requestsPerSec / results[1]!.wrk.requestsPerSec)}× the unflooded rate with the proxy `
+      + `and ${formatRatio(flooded.wrk.requestsPerSec / base)}× without; the flood left ${formatNumber(proxied.floodEntries)} conntrack entries with the proxy and ${formatNumber(flooded.floodEntries)} without`);
+    out();
+    // CPU, from a flood alone (no legitimate load to shrink under it and confound the difference).
+    log('CPU: the flood alone, without and with the proxy');
+    const cost = [];
+    for (const synProxy of [false, true]) cost.push(await floodCost(topology, dp, synProxy, seconds, realServers));
+    const [plain, proxy] = cost as [FloodCost, FloodCost];
+    out(`The flood alone at ${formatNumber(PACED_RATE)} SYN/s for ${seconds} s, no legitimate load: cores busy (all CPUs, less the same ${seconds} s idle)`);
+    out(`  without the proxy ${plain.cores.toFixed(2)}: the flood tool, the director's conntrack entry, NAT and forwarding per SYN, the real servers' SYN-ACKs`);
+    out(`  with the proxy ${proxy.cores.toFixed(2)}: the flood tool and the director's syncookie SYN-ACK; nothing reaches a real server`);
+    out(`  the proxy saves ${(((plain.cores - proxy.cores) * seconds) / ((plain.sent + proxy.sent) / 2) * 1e6).toFixed(1)} µs of CPU per SYN. (In this lab the sending, the director and the`);
+    out('  real servers share the CPUs, and much of the kernel\'s work runs in the sender\'s softirq: there is no figure of the director alone.)');
     return 0;
   } finally {
     await scope.close();
@@ -129,26 +151,29 @@ export async function benchSynFlood(opts: SynFloodBenchOptions): Promise<number>
 }
 
 async function runPhase(topology: Topology, dp: NftDataPlane, script: string, phase: Phase, seconds: number, realServers: Array<{ address: string; port: number }>): Promise<PhaseResult> {
+  await drained(topology);
   await dp.apply({ services: buildServices(phase.synProxy, realServers) });
   await topology.exec(DIRECTOR.host, 'conntrack', ['-F'], { allowFailure: true });
   const statsBefore = await conntrackStats(topology);
-  const hosts = { client: topology.ns(CLIENT.host), servers: ['rs1', 'rs2', 'rs3'].map((h) => topology.ns(h)) };
-  const before = await Promise.all([cpuSample(hosts.client), ...hosts.servers.map((ns) => cpuSample(ns))]);
   const busyBefore = await totalBusy();
+  const [retransBefore, backlogBefore] = [await tcpExt(topology, CLIENT.host, 'TCPSynRetrans'), await softnetDrops()];
   const [wrk, flood] = await Promise.all([
     runWrk(topology, CLIENT.host, script, { url: `http://${VIPS.ipv4}:${HTTP_PORT}${SMALL_OBJECT}`, connections: 8, durationSec: seconds, closeEach: true }),
-    phase.flood
-      ? synFlood(topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP_PORT }, sources: FLOOD_SOURCES.first, count: MAX_SYNS, maxSeconds: seconds })
-      : Promise.resolve(null),
+    phase.flood === null
+      ? Promise.resolve(null)
+      : synFlood(topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP_PORT }, sources: FLOOD_SOURCES.first, count: MAX_SYNS, maxSeconds: seconds, ratePerSec: phase.flood }),
   ]);
   const busyAfter = await totalBusy();
-  const after = await Promise.all([cpuSample(hosts.client), ...hosts.servers.map((ns) => cpuSample(ns))]);
+  const [retransAfter, backlogAfter] = [await tcpExt(topology, CLIENT.host, 'TCPSynRetrans'), await softnetDrops()];
   const entries = Number((await topology.exec(DIRECTOR.host, 'conntrack', ['-C'])).stdout.trim());
+  const listed = await topology.exec(DIRECTOR.host, 'conntrack', ['-L', '-s', FLOOD_SOURCES.prefix], { allowFailure: true, timeoutMs: 120_000 });
+  const floodEntries = Number(/(\d+) flow entries have been shown/.exec(listed.stderr)?.[1] ?? NaN);
   const statsAfter = await conntrackStats(topology);
-  const client = cpuDelta(before[0]!, after[0]!).cores;
-  const servers = hosts.servers.reduce((n, _, i) => n + cpuDelta(before[i + 1]!, after[i + 1]!).cores, 0);
-  const total = (busyAfter.busy - busyBefore.busy) / ((busyAfter.total - busyBefore.total) / cpus().length);
-  return { wrk, flood, entries, tableDrops: statsAfter - statsBefore, cores: { total, client, servers } };
+  const cores = (busyAfter.busy - busyBefore.busy) / ((busyAfter.total - busyBefore.total) / cpus().length);
+  return {
+    wrk, flood, entries, floodEntries, tableDrops: statsAfter - statsBefore, cores,
+    synRetrans: retransAfter - retransBefore, backlogDrops: backlogAfter - backlogBefore,
+  };
 }
 
 function buildServices(synProxy: boolean, realServers: Array<{ address: string; port: number }>): Service[] {
@@ -168,6 +193,57 @@ async function conntrackStats(topology: Topology): Promise<number> {
   let n = 0;
   for (const m of stdout.matchAll(/\b(drop|insert_failed|early_drop)=(\d+)/g)) n += Number(m[2]);
   return n;
+}
+
+interface FloodCost {
+  /** Cores busy during the flood, less an idle stretch as long just before. */
+  readonly cores: number;
+  readonly sent: number;
+}
+
+/** Cores a paced flood alone (no legitimate load) keeps busy, beyond an idle stretch as long. */
+async function floodCost(topology: Topology, dp: NftDataPlane, synProxy: boolean, seconds: number, realServers: Array<{ address: string; port: number }>): Promise<FloodCost> {
+  await drained(topology);
+  await dp.apply({ services: buildServices(synProxy, realServers) });
+  await topology.exec(DIRECTOR.host, 'conntrack', ['-F'], { allowFailure: true });
+  const idle0 = await totalBusy();
+  await new Promise((r) => setTimeout(r, seconds * 1000));
+  const idle1 = await totalBusy();
+  const flood = await synFlood(topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP_PORT }, sources: FLOOD_SOURCES.first, count: MAX_SYNS, maxSeconds: seconds, ratePerSec: PACED_RATE });
+  const busy1 = await totalBusy();
+  const n = cpus().length;
+  const idleCores = (idle1.busy - idle0.busy) / ((idle1.total - idle0.total) / n);
+  const floodCores = (busy1.busy - idle1.busy) / ((busy1.total - idle1.total) / n);
+  return { cores: floodCores - idleCores, sent: flood.sent };
+}
+
+/**
+ * Waits until no real server holds a half-open connection: a flood that reached them (no proxy) leaves each
+ * its SYN queue full of spoofed clients it keeps answering, and the next phase would measure that instead.
+ * The servers give up on a SYN-ACK after one retransmission (tcp_synack_retries=1, set at the start).
+ */
+async function drained(topology: Topology): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const counts = await Promise.all(['rs1', 'rs2', 'rs3'].map(async (h) => (await topology.exec(h, 'ss', ['-Htn', 'state', 'syn-recv'])).stdout.split('\n').filter((l) => l.trim() !== '').length));
+    if (counts.every((n) => n === 0)) return;
+    if (Date.now() > deadline) throw new Error(`real servers still hold half-open connections after a minute: ${counts.join(', ')}`);
+    log(`waiting for the real servers' half-open connections to time out (${counts.join(', ')})`);
+    await new Promise((r) => setTimeout(r, 2000));
+  }
+}
+
+/** A TcpExt counter of a namespace (/proc/net/netstat). */
+async function tcpExt(topology: Topology, host: string, name: string): Promise<number> {
+  const lines = (await topology.exec(host, 'cat', ['/proc/net/netstat'])).stdout.split('\n').filter((l) => l.startsWith('TcpExt:'));
+  const at = lines[0]?.split(/\s+/).indexOf(name) ?? -1;
+  return at < 0 ? 0 : Number(lines[1]!.split(/\s+/)[at]);
+}
+
+/** /proc/net/softnet_stat's second column (backlog drops), summed over the CPUs. */
+async function softnetDrops(): Promise<number> {
+  return (await readFile('/proc/net/softnet_stat', 'utf8')).split('\n').filter((l) => l.trim() !== '')
+    .reduce((n, l) => n + Number.parseInt(l.trim().split(/\s+/)[1] ?? '0', 16), 0);
 }
 
 /** Busy and total jiffies of all CPUs together (/proc/stat's first line). */
