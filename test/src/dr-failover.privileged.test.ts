@@ -1,32 +1,36 @@
 import assert from 'node:assert/strict';
 import { AdminApi } from '@lbd/proto';
 import {
-  removeOrphans, requireRoot, runPrefix, spawnTestClient, startHaLab, waitFor, waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type StreamResult,
+  CLUSTER, removeOrphans, requireRoot, runPrefix, spawnTestClient, startHaLab, waitFor, waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type StreamResult,
 } from '@lbd/testkit';
 
 /**
  * Direct routing fails over for free: two directors running lbd-agent in cluster mode (startHaLab) serve a
  * dr vip with connection sync off. The director keeps nothing per connection, and every director hashes a
  * packet to the same real server (mh, fixed seeds), so a long-lived TCP stream lives on through a planned
- * switchover and through the leader's box dying, with nothing copied. The real servers are set up as dr needs
- * (the vip on their loopback, no ARP for it), and their replies go to the client through the router, past
- * the directors.
+ * switchover and through the leader's box dying, with nothing copied. The cluster topology's real servers are
+ * set up as dr needs (the dr vip on their loopback, no ARP for it), and their replies go to the client through
+ * the router's leg on the server segment, past the directors.
  */
 
 const GROUP = 'default';
-// The lab's vip (VIPS.ipv4): the one the lab's steadiness and holder checks look at.
-const DR_VIP = '198.18.0.10';
+const DR_VIP = CLUSTER.drVip.ipv4;
 const STREAM_PORT = 9000;
 const STREAMS = 100;
-/** The router's leg on the server segment, and the client's network behind it (cluster-topology.ts). */
-const ROUTER_ON_SERVER_NET = '198.19.1.254';
-const CLIENT_NET = '198.18.2.0/24';
 
 const CONFIG = `vipGroups:
   - name: ${GROUP}
     preempt: never
     gateways: [198.19.1.250]
 services:
+  # The lab's vip (VIPS.ipv4), the one the lab's steadiness and holder checks look at, floats with the dr vip.
+  - name: web
+    vip: 198.18.0.10
+    port: 80
+    mode: fullnat
+    localAddresses: [198.19.1.100]
+    sync: { enabled: false }
+    realServers: [{ address: 198.19.1.11, port: 8080 }]
   - name: stream-dr
     vip: ${DR_VIP}
     port: ${STREAM_PORT}
@@ -44,20 +48,6 @@ describe('direct routing: streams survive a failover without sync @privileged', 
     await requireRoot(this, { commands: ['nft', 'ip', 'etcd', 'etcdctl', 'arping', 'conntrack'] });
     await removeOrphans('lbdt');
     lab = await startHaLab({ prefix: runPrefix('lbdt', 'drha'), admin: (socket) => new AdminApi(socket), configText: CONFIG });
-    const t = lab.cluster.topology;
-    // A dr real server's replies come from the vip, so they must not cross a box that holds it (that box drops
-    // a packet from its own address as a martian): the router gets a leg on the server segment, and the real
-    // servers route the client's network through it, as a dr site does.
-    await t.attach('router', 'sw', 'eth2');
-    await t.addAddress('router', 'eth2', `${ROUTER_ON_SERVER_NET}/24`);
-    for (const rs of ['rs1', 'rs2', 'rs3']) {
-      await t.setRoute(rs, CLIENT_NET, ROUTER_ON_SERVER_NET);
-      for (const scope of ['all', 'eth0']) {
-        await t.sysctl(rs, `net.ipv4.conf.${scope}.arp_ignore`, '1');
-        await t.sysctl(rs, `net.ipv4.conf.${scope}.arp_announce`, '2');
-      }
-      await t.addAddress(rs, 'lo', `${DR_VIP}/32`, { serviceAddress: true });
-    }
   });
   after(async function () {
     this.timeout(60_000);

@@ -18,7 +18,10 @@ import { Topology } from './netns.js';
  *         eth1 198.19.1.K/24  fd00:0:0:2::K/64
  *         eth2 198.18.3.K/24  fd00:0:0:3::K/64
  *         eth3 198.18.4.K/30  fd00:0:0:5::K/64    (direct veth dir1 <-> dir2: heartbeats, connection sync)
- *   rsK   eth0 198.19.1.(10+K)/24, fd00:0:0:2::(10+K)/64, default via the floating gateway 198.19.1.250 / fd00:0:0:2::fa
+ *   rsK   eth0 198.19.1.(10+K)/24, fd00:0:0:2::(10+K)/64, default via the floating gateway 198.19.1.250 / fd00:0:0:2::fa;
+ *         lo 198.18.0.13/32 (the dr vip; no ARP for it), and what it sends from that vip goes to the router's
+ *         leg on sw (198.19.1.254), past the directors, as a dr site's replies do
+ *   router eth2 198.19.1.254/24 on sw: the dr vip's way back to the client
  *   etcdK eth0 198.18.3.(10+K)/24, fd00:0:0:3::(10+K)/64, client :2379, peer :2380
  *   ops   eth0 198.18.3.100/24, fd00:0:0:3::64/64 on swm: an operator's box (lbadm --server, curl, a browser)
  *
@@ -54,7 +57,16 @@ export const CLUSTER = {
     host: 'router',
     clientIf: 'eth0', clientIpv4: '198.18.2.1', clientIpv6: 'fd00:0:0:4::1',
     frontIf: 'eth1', frontIpv4: '198.18.0.254', frontIpv6: 'fd00:0:0:1::fe',
+    /** On the server switch: dr replies (from the dr vip, straight from a real server) reach the client through it. */
+    serverIf: 'eth2', serverIpv4: '198.19.1.254',
   },
+  /**
+   * The vip of the lab's dr service: it floats with the vip group like the others, and every real server
+   * holds it on its loopback without answering ARP for it (what direct routing needs of a real server).
+   */
+  drVip: { ipv4: '198.18.0.13' },
+  /** The real servers' routing table for what they send from the dr vip: a default route via the router's leg on sw. */
+  drReplyTable: '100',
   /** Director interface names, the same on both directors. */
   interfaces: { front: 'eth0', server: 'eth1', mgmt: 'eth2', peer: 'eth3' },
   /** Floating: claimed on `front` by the active director. */
@@ -135,7 +147,7 @@ export interface FloatingAddress {
 
 /** Every address that floats between the directors, on the interface it belongs to. */
 export const FLOATING_ADDRESSES: readonly FloatingAddress[] = [
-  ...[VIPS.ipv4, VIPS.ipv4Nat].map((a) => ({ ifname: CLUSTER.interfaces.front, cidr: `${a}/32` })),
+  ...[VIPS.ipv4, VIPS.ipv4Nat, CLUSTER.drVip.ipv4].map((a) => ({ ifname: CLUSTER.interfaces.front, cidr: `${a}/32` })),
   { ifname: CLUSTER.interfaces.front, cidr: `${VIPS.ipv6}/128` },
   ...[...LOCAL_ADDRESSES.ipv4, CLUSTER.serverGateway.ipv4].map((a) => ({ ifname: CLUSTER.interfaces.server, cidr: `${a}/32` })),
   ...[...LOCAL_ADDRESSES.ipv6, CLUSTER.serverGateway.ipv6].map((a) => ({ ifname: CLUSTER.interfaces.server, cidr: `${a}/128` })),
@@ -252,6 +264,10 @@ async function buildClientAndRouter(t: Topology): Promise<void> {
   await t.setDefaultRoute(c.host, r.clientIpv6);
   await addAddresses(t, r.host, r.clientIf, [`${r.clientIpv4}/24`, `${r.clientIpv6}/64`]);
   await addAddresses(t, r.host, r.frontIf, [`${r.frontIpv4}/24`, `${r.frontIpv6}/64`]);
+  await t.attach(r.host, hosts.serverSwitch, r.serverIf);
+  await addAddresses(t, r.host, r.serverIf, [`${r.serverIpv4}/24`]);
+  // dr replies come in on eth2 from the dr vip, which the router reaches through the front: not a spoof.
+  for (const scope of ['all', r.serverIf]) await t.sysctl(r.host, `net.ipv4.conf.${scope}.rp_filter`, '0');
 }
 
 /**
@@ -313,6 +329,16 @@ async function buildRealServer(t: Topology, rs: RealServerHost): Promise<void> {
   await addAddresses(t, rs.host, 'eth0', [`${rs.ipv4}/24`, `${rs.ipv6}/64`]);
   await t.setDefaultRoute(rs.host, CLUSTER.serverGateway.ipv4);
   await t.setDefaultRoute(rs.host, CLUSTER.serverGateway.ipv6);
+  // Set up for direct routing: the dr vip on lo, no ARP for it, and its replies by the router, not a director
+  // (a director holds the vip and would drop a packet from its own address). Only replies from the dr vip take
+  // that route: nat replies still go through the floating gateway.
+  for (const scope of ['all', 'eth0']) {
+    await t.sysctl(rs.host, `net.ipv4.conf.${scope}.arp_ignore`, '1');
+    await t.sysctl(rs.host, `net.ipv4.conf.${scope}.arp_announce`, '2');
+  }
+  await t.addAddress(rs.host, 'lo', `${CLUSTER.drVip.ipv4}/32`, { serviceAddress: true });
+  await t.exec(rs.host, 'ip', ['rule', 'add', 'from', CLUSTER.drVip.ipv4, 'lookup', CLUSTER.drReplyTable]);
+  await t.exec(rs.host, 'ip', ['route', 'add', 'default', 'via', CLUSTER.router.serverIpv4, 'table', CLUSTER.drReplyTable]);
 }
 
 async function buildEtcdHost(t: Topology, m: EtcdMember): Promise<void> {
