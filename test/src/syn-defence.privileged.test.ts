@@ -24,10 +24,10 @@ function services(list: Svc[]): readonly Service[] {
   return parseConfig(JSON.stringify({
     services: list.map((s) => ({
       scheduler: 'mh', ...s,
-      ...(s.mode === 'fullnat' ? { localAddresses: [LOCAL_ADDRESSES.ipv4Range] } : {}),
+      ...(s.mode === 'fullnat' ? { localAddresses: [s.vip.includes(':') ? LOCAL_ADDRESSES.ipv6Range : LOCAL_ADDRESSES.ipv4Range] } : {}),
       // A SYN-proxied connection's sequence offsets are not synced: validation insists sync is off.
       ...(s.synProxy ? { sync: { enabled: false } } : {}),
-      realServers: [{ address: '198.19.1.11', port: s.port }, { address: '198.19.1.12', port: s.port }, { address: '198.19.1.13', port: s.port }],
+      realServers: [1, 2, 3].map((k) => ({ address: s.vip.includes(':') ? `fd00:0:0:2::${10 + k}` : `198.19.1.${10 + k}`, port: s.port })),
     })),
   }), 'test').services;
 }
@@ -63,11 +63,10 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
   };
   const flush = (): Promise<unknown> => lab.topology.exec(DIRECTOR.host, 'conntrack', ['-F'], { allowFailure: true });
   const http = (vip: string, count: number): Promise<HttpResult> =>
-    runTestClient<HttpResult>(lab.topology, CLIENT.host, ['http', '--url', `http://${vip}:${HTTP}/`, '--count', String(count), '--new-connection', '--concurrency', '4']);
+    runTestClient<HttpResult>(lab.topology, CLIENT.host, ['http', '--url', `http://${vip.includes(':') ? `[${vip}]` : vip}:${HTTP}/`, '--count', String(count), '--new-connection', '--concurrency', '4']);
 
-  for (const mode of ['fullnat', 'nat'] as const) {
-    it(`${mode}: the director completes the handshake with a syncookie and only then connects to the real server; requests and long streams work through the proxy`, async () => {
-      const vip = mode === 'fullnat' ? VIPS.ipv4 : VIPS.ipv4Nat;
+  for (const [mode, vip] of [['fullnat', VIPS.ipv4], ['nat', VIPS.ipv4Nat], ['fullnat', VIPS.ipv6]] as const) {
+    it(`${mode}${vip.includes(':') ? ' IPv6' : ''}: the director completes the handshake with a syncookie and only then connects to the real server; requests and long streams work through the proxy`, async () => {
       await dp.apply({ services: services([{ name: 'web', vip, port: HTTP, mode, synProxy: true }, { name: 'stream', vip, port: STREAM, mode, synProxy: true }]) });
       const before = (await dp.observe()).synProxy;
       assert.ok(before, 'the data plane reports no SYN proxy counters with a SYN-proxied service');
@@ -81,7 +80,8 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
       assert.equal(Object.keys(r.servers).length, 3, `spread over ${JSON.stringify(r.servers)}`);
       // The sequence numbers the client and the real server chose differ by the cookie: every later segment
       // is rewritten (seqadj). Streams checked byte by byte show that it is, both ways, for seconds.
-      const streams = spawnTestClient(lab.topology, CLIENT.host, ['stream', '--target', `${vip}:${STREAM}`, '--connections', '10', '--duration-ms', '3000', '--stall-ms', '2000']);
+      const target = vip.includes(':') ? `[${vip}]:${STREAM}` : `${vip}:${STREAM}`;
+      const streams = spawnTestClient(lab.topology, CLIENT.host, ['stream', '--target', target, '--connections', '10', '--duration-ms', '3000', '--stall-ms', '2000']);
       const ready = await streams.waitForJson<ReadyReport>((v) => 'ready' in v, 20_000);
       assert.equal(ready.ready, true, JSON.stringify(ready));
       const done = await streams.waitForJson<StreamResult>((v) => 'intact' in v, 30_000);
