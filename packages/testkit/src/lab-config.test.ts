@@ -16,7 +16,7 @@ describe('deploy/lab/lab.yaml matches the lab topology', () => {
   it('uses only vips, local addresses, the floating gateway and real servers of the topology', () => {
     const known = new Set<string>([
       ...Object.values(VIPS), ...LOCAL_ADDRESSES.ipv4, ...LOCAL_ADDRESSES.ipv6, ...rs.flatMap((r) => [r.ipv4, r.ipv6]),
-      ...Object.values(CLUSTER.serverGateway),
+      ...Object.values(CLUSTER.serverGateway), ...Object.values(CLUSTER.drVip),
     ]);
     const found = text.match(/\b(?:\d{1,3}\.){3}\d{1,3}\b|\bfd00:[0-9a-f:]+/g) ?? [];
     assert.ok(found.length > 10, 'no addresses found: has the file moved?');
