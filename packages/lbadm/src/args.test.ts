@@ -39,6 +39,8 @@ describe('parseArgs', () => {
       'service /run/lbd/admin.sock json=false args=edit,web service={"scheduler":"mh","localAddresses":["198.18.2.10","198.18.2.11"]}'],
     [['service', 'edit', 'web', '--mode', 'nat', '--local-addresses', 'none'], {}, 'service /run/lbd/admin.sock json=false args=edit,web mode=nat service={"mode":"nat","localAddresses":null}'],
     [['service', 'list', '--names'], {}, 'service /run/lbd/admin.sock json=false args=list names'],
+    [['service', 'edit', 'web', '--syn-proxy', 'on', '--connection-limit', '100000'], {}, 'service /run/lbd/admin.sock json=false args=edit,web service={"synProxy":true,"connectionLimit":100000}'],
+    [['service', 'edit', 'web', '--syn-proxy', 'off', '--connection-limit', 'none'], {}, 'service /run/lbd/admin.sock json=false args=edit,web service={"synProxy":false,"connectionLimit":null}'],
     [['completion', 'bash'], {}, 'completion /run/lbd/admin.sock json=false args=bash'],
   ];
   for (const [argv, env, want] of ok) {
@@ -130,6 +132,8 @@ describe('parseArgs', () => {
     [['service', 'add', 'dns', '--vip', '198.18.0.53', '--port', '53', '--mode', 'tun'], '--mode: "tun" is not one of fullnat, nat, dr'],
     [['service', 'edit', 'web', '--protocol', 'sctp'], '--protocol: "sctp" is not a supported protocol; use one of: tcp, udp'],
     [['service', 'edit', 'web', '--port', '0'], '--port: "0" is not a port (a whole number from 1 to 65535); give a whole number from 1 to 65535'],
+    [['service', 'edit', 'web', '--syn-proxy', 'yes'], '--syn-proxy: "yes" is not a supported setting; use one of: on, off'],
+    [['service', 'edit', 'web', '--connection-limit', '0'], '--connection-limit: "0" is not a connection limit (a whole number from 1 to 2147483647); give the most connections the service may hold on a director, or none to remove the limit'],
     [['service', 'remove'], 'lbadm service remove needs NAME'],
     [['service', 'list', '--dry-run'], '--dry-run is not a flag of "lbadm service list" (its flags: --names)'],
     [['completion', 'fish'], 'lbadm completion needs one of: completion bash, completion zsh (not "fish")'],

@@ -101,6 +101,10 @@ export interface ServiceFields {
   /** null: remove them (`--local-addresses none`, e.g. when the service becomes nat). */
   readonly localAddresses?: readonly string[] | null;
   readonly vipGroup?: string;
+  /** `--syn-proxy on|off`. */
+  readonly synProxy?: boolean;
+  /** null: no limit (`--connection-limit none`). */
+  readonly connectionLimit?: number | null;
 }
 
 /** `--since`: a duration before now (`10m`), or an absolute time (RFC 3339). */
@@ -165,8 +169,11 @@ commands:
                                   removes it again. The agent applies it (in a cluster: every
                                   director), swapped on the revision read (retried if it moved)
   service add NAME --vip A --port P --mode fullnat|nat|dr [--protocol tcp|udp] [--scheduler S]
-              [--local-addresses A,B|FIRST-LAST] [--vip-group G] [--dry-run]
+              [--local-addresses A,B|FIRST-LAST] [--vip-group G] [--syn-proxy on|off]
+              [--connection-limit N|none] [--dry-run]
   service edit NAME [the same flags; --local-addresses none removes them] [--dry-run]
+                                  --syn-proxy on answers the service's SYNs with syncookies (and turns
+                                  its connection sync off: proxied connections cannot be synced)
   service remove NAME [--dry-run]
   service list [--names]          the services of the running config (--names: names only)
                                   --dry-run (server, service) prints the config diff and the rule
@@ -291,6 +298,8 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   '--scheduler': { value: true, commands: ['service'] },
   '--local-addresses': { value: true, commands: ['service'] },
   '--vip-group': { value: true, commands: ['service', 'failover', 'drill'] },
+  '--syn-proxy': { value: true, commands: ['service'] },
+  '--connection-limit': { value: true, commands: ['service'] },
   '--names': { value: false, commands: ['service'] },
   '--etcd': { value: true, commands: CONFIG_WRITERS },
   '--etcd-prefix': { value: true, commands: [...CONFIG_WRITERS, 'etcd'] },
@@ -307,7 +316,7 @@ export const SUBCOMMANDS: Partial<Record<Command, readonly string[]>> = {
   server: ['add', 'edit', 'drain', 'enable', 'remove'], service: ['add', 'edit', 'remove', 'list'], completion: ['bash', 'zsh'],
 };
 
-const SERVICE_FLAGS = ['--vip', '--port', '--protocol', '--mode', '--scheduler', '--local-addresses', '--vip-group'] as const;
+const SERVICE_FLAGS = ['--vip', '--port', '--protocol', '--mode', '--scheduler', '--local-addresses', '--vip-group', '--syn-proxy', '--connection-limit'] as const;
 
 /** The words after `server|service SUB`, and the flags each management subcommand takes (beyond the global ones). */
 const MANAGE: Readonly<Record<string, { readonly words: readonly string[]; readonly flags: readonly string[] }>> = {
@@ -663,5 +672,15 @@ function serviceFields(str: (name: string) => string | undefined, mode: string |
   if (lips !== undefined) out.localAddresses = lips === 'none' ? null : lips.split(',').map((x) => x.trim()).filter((x) => x !== '');
   const group = str('--vip-group');
   if (group !== undefined) out.vipGroup = group;
+  const proxy = oneOf('--syn-proxy', str('--syn-proxy'), ['on', 'off'], 'setting');
+  if (proxy !== undefined) out.synProxy = proxy === 'on';
+  const limit = str('--connection-limit');
+  if (limit !== undefined && limit !== 'none' && !(/^\d{1,10}$/.test(limit) && Number(limit) >= 1 && Number(limit) <= MAX_CONNECTION_LIMIT)) {
+    throw new UsageError(`--connection-limit: "${limit}" is not a connection limit (a whole number from 1 to ${MAX_CONNECTION_LIMIT}); give the most connections the service may hold on a director, or none to remove the limit`);
+  }
+  if (limit !== undefined) out.connectionLimit = limit === 'none' ? null : Number(limit);
   return out;
 }
+
+/** The config's bound (validate.ts): the kernel's conntrack table holds at most 2^31 entries. */
+const MAX_CONNECTION_LIMIT = 2 ** 31 - 1;

@@ -115,6 +115,20 @@ describe('editConfig', () => {
     assert.equal(rm.summary, 'removed service app (198.18.0.20:80/tcp) and its 1 real server(s)');
   });
 
+  it('service edit --syn-proxy on also turns the service\'s sync off (validation insists), and sets or removes a connection limit', () => {
+    const on = edit({ kind: 'service edit', name: 'web', fields: { synProxy: true, connectionLimit: 5000 } });
+    assert.equal(on.summary, 'service web: synProxy false -> true, connectionLimit (none) -> 5000, sync enabled true -> false (a proxied connection\'s sequence offsets are not synced: its connections end on a failover)');
+    const svc = parseConfig(on.text, 'on').services[0]!;
+    assert.deepEqual([svc.synProxy, svc.sync.enabled, svc.connectionLimit], [true, false, 5000]);
+    assert.match(on.text, /^ {4}sync: \{ enabled: false \}$/m);
+    const off = edit({ kind: 'service edit', name: 'web', fields: { synProxy: false, connectionLimit: null } }, on.text);
+    assert.equal(off.summary, 'service web: synProxy true -> false, connectionLimit 5000 -> (none)');
+    const after = parseConfig(off.text, 'off').services[0]!;
+    assert.deepEqual([after.synProxy, after.connectionLimit], [false, null]);
+    const added = edit({ kind: 'service add', name: 'api', fields: { vip: '198.18.0.30', port: 443, mode: 'nat', synProxy: true } });
+    assert.deepEqual(parseConfig(added.text, 'added').services.map((s) => [s.name, s.synProxy, s.sync.enabled]), [['web', false, true], ['app', false, true], ['api', true, false]]);
+  });
+
   const errors: [string, EditOp, string][] = [
     ['unknown service', { kind: 'server drain', service: 'wbe', server: '198.19.1.12:8080' },
       'SERVICE: "wbe" is not the name or key of a service in the running config; give one of: web, app'],
