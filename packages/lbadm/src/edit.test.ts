@@ -115,6 +115,20 @@ describe('editConfig', () => {
     assert.equal(rm.summary, 'removed service app (198.18.0.20:80/tcp) and its 1 real server(s)');
   });
 
+  it('drain and remove on a dr service say that its connections move now: nothing keeps them', () => {
+    const text = `${CONFIG}  - name: bulk
+    vip: 198.18.0.13
+    port: 80
+    mode: dr
+    realServers:
+      - { address: 198.19.1.31 }
+      - { address: 198.19.1.32 }
+`;
+    assert.equal(edit({ kind: 'server drain', service: 'bulk', server: '198.19.1.31:80' }, text).summary,
+      'drained 198.19.1.31:80 of bulk: weight 0; a dr service keeps no state, so its connections move to the other servers now (and break), not only new ones; lbadm server enable restores weight 1');
+    assert.match(edit({ kind: 'server remove', service: 'bulk', server: '198.19.1.31:80' }, text).summary, /a dr service keeps no state: its connections move to the other servers now, and break\)$/);
+  });
+
   it('service edit --syn-proxy on also turns the service\'s sync off (validation insists), and sets or removes a connection limit', () => {
     const on = edit({ kind: 'service edit', name: 'web', fields: { synProxy: true, connectionLimit: 5000 } });
     assert.equal(on.summary, 'service web: synProxy false -> true, connectionLimit (none) -> 5000, sync enabled true -> false (a proxied connection\'s sequence offsets are not synced: its connections end on a failover)');

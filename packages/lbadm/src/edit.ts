@@ -86,14 +86,24 @@ function apply(doc: Document, config: Pick<Config, 'services'>, op: EditOp): { c
     case 'server drain':
       if (rs.drained) return { changed: false, text: `${label} is already drained; nothing to change` };
       doc.setIn([...rsPath, 'drained'], true);
-      return { changed: true, text: `drained ${label}: weight 0 (established connections live on, no new ones); lbadm server enable restores weight ${configured}` };
+      return {
+        changed: true,
+        // A dr service keeps nothing per connection: the server's slots go to the others, and its connections with them.
+        text: svc.mode === 'dr'
+          ? `drained ${label}: weight 0; a dr service keeps no state, so its connections move to the other servers now (and break), not only new ones; lbadm server enable restores weight ${configured}`
+          : `drained ${label}: weight 0 (established connections live on, no new ones); lbadm server enable restores weight ${configured}`,
+      };
     case 'server enable':
       if (!rs.drained) return { changed: false, text: `${label} is not drained; nothing to change` };
       doc.deleteIn([...rsPath, 'drained']);
       return { changed: true, text: `enabled ${label}: back to weight ${configured}` };
     case 'server remove':
       doc.deleteIn(rsPath);
-      return { changed: true, text: `removed ${label}${svc.expireOnRemove ? ' (its connections are expired: expireOnRemove)' : ' (its established connections live on until they end)'}` };
+      return {
+        changed: true,
+        text: `removed ${label}${svc.mode === 'dr' ? ' (a dr service keeps no state: its connections move to the other servers now, and break)'
+          : svc.expireOnRemove ? ' (its connections are expired: expireOnRemove)' : ' (its established connections live on until they end)'}`,
+      };
     case 'server edit':
       return editServer(doc, rsPath, rs.drained === true, configured, rs.healthCheck?.port ?? null, op.fields, label);
   }
