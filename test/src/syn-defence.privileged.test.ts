@@ -128,6 +128,28 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
     await flush();
   });
 
+  it('a flood of one limited service holds at most its limit of entries, and another service on the director keeps connecting', async () => {
+    const LIMIT = 2000;
+    const FLOOD = 20_000;
+    await dp.apply({ services: services([
+      { name: 'attacked', vip: VIPS.ipv4, port: HTTP, mode: 'fullnat', connectionLimit: LIMIT },
+      { name: 'other', vip: VIPS.ipv4Nat, port: HTTP, mode: 'nat' },
+    ]) });
+    await flush();
+    const before = (await dp.observe()).services.find((x) => x.vip === VIPS.ipv4)!.limitDrops.packets;
+    const legit = http(VIPS.ipv4Nat, 100);
+    const flood = await synFlood(lab.topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP }, sources: FLOOD_SOURCES.first, count: FLOOD, maxSeconds: 20 });
+    const other = await legit;
+    const entries = (await conntrack()).filter((l) => FLOODED.test(l)).length;
+    const drops = (await dp.observe()).services.find((x) => x.vip === VIPS.ipv4)!.limitDrops.packets - before;
+    console.log(`      limit ${LIMIT}: ${flood.sent} spoofed SYNs left ${entries} entries, ${drops} dropped by the limit; the other service served ${other.ok}/100`);
+    assert.equal(flood.sent, FLOOD);
+    assert.ok(entries <= LIMIT, `${entries} entries from the flood, over the limit of ${LIMIT}`);
+    assert.ok(drops >= FLOOD - LIMIT, `the limit counted ${drops} drops of ${FLOOD - LIMIT} or more`);
+    assert.equal(other.ok, 100, JSON.stringify(other.errors));
+    await flush();
+  });
+
   for (const synProxy of [false, true]) {
     it(`connectionLimit${synProxy ? ' on a SYN-proxied service' : ''}: a new connection beyond the limit is dropped and counted; once connections end, new ones are admitted again`, async () => {
       const LIMIT = 4;
