@@ -12,7 +12,7 @@ import { parseDeletedCount } from './conntrack.js';
 import { defaultCtnlHelper, listConntrack, type CtnlHelper } from './connection-table.js';
 import { diffTables, renderFullScript, serviceMark, tableElements, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
 import { ElementEncodingError, encodeElementBatch, frameParts, NFBATCH_HELPER, type ElementBatch, type ElementPart } from './nft-netlink.js';
-import { parseListings, parseSynProxyStats, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
+import { parseLimitStats, parseListings, parseSynProxyStats, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
 import { planTables, type Leaving } from './plan.js';
 import { NftSession } from './nft-session.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
@@ -411,6 +411,22 @@ export class NftDataPlane implements DataPlane {
   private async synProxyStats(): Promise<SynProxyStats | null> {
     const res = await this.runner.run('cat', ['/proc/net/stat/synproxy']);
     return res.code === 0 ? parseSynProxyStats(res.stdout) : null;
+  }
+
+  async limitDrops(): Promise<ReadonlyMap<string, number>> {
+    const out = new Map<string, number>();
+    for (const f of FAMILIES) {
+      const res = await this.runner.run('nft', ['-j', 'list', 'set', f, TABLE_NAME, 'limit_stats']);
+      if (res.code !== 0) {
+        if (/No such file or directory|does not exist/i.test(res.stderr)) continue;
+        throw nftError('observe', res);
+      }
+      for (const [tuple, c] of parseLimitStats(res.stdout)) {
+        const [vip, protocol, port] = tuple.split(' . ') as [string, Protocol, string];
+        out.set(serviceKey({ vip, port: Number(port), protocol }), c.packets);
+      }
+    }
+    return out;
   }
 
   async connections(filter: ConnectionFilter = {}): Promise<Connection[]> {

@@ -222,6 +222,14 @@ export function persistEntriesFor(json: string, marks: ReadonlySet<number>): Arr
   return entries;
 }
 
+/** `nft -j list set <family> lbd limit_stats`: packets and bytes per service tuple (`198.18.0.10 . tcp . 80`). */
+export function parseLimitStats(json: string): Map<string, Counters> {
+  for (const item of (JSON.parse(json) as { nftables?: Json[] }).nftables ?? []) {
+    if (isObj(item) && isObj(item.set) && item.set.name === 'limit_stats') return statsEntries(Array.isArray(item.set.elem) ? item.set.elem : [], tupleKey);
+  }
+  return new Map();
+}
+
 /** A table that exists but cannot be re-adopted (another schema) is reported so the caller can log it. */
 export function tableSchema(json: string): number | null {
   const doc = JSON.parse(json) as { nftables?: Json[] };

@@ -169,6 +169,11 @@ export interface DataPlane {
   realServerIds(): Promise<readonly RealServerId[]>;
   /** lbd's connections from conntrack. */
   connections(filter?: ConnectionFilter): Promise<Connection[]>;
+  /**
+   * Packets each limited service's connection limit dropped, by service key: the one counter the limit
+   * watch reads every few seconds, so one small listing per family rather than a whole observe().
+   */
+  limitDrops(): Promise<ReadonlyMap<string, number>>;
   /** Facts for doctor; `probeRealServers` are endpoints to test for TCP reachability from the director. */
   kernelFacts(probeRealServers: readonly Endpoint[], arpProbes?: readonly ArpProbe[]): Promise<KernelFacts>;
   /**

@@ -162,7 +162,7 @@ export class Agent extends EventEmitter<AgentEvents> {
       slotParent: config.agent.cluster?.ecmp?.interface ?? null,
     });
     this.limitWatch = new LimitWatch({
-      observe: () => this.reconciler.observe(), config: () => this.reconciler.running.config, events: this.events, clock, log: this.log,
+      drops: () => opts.dataPlane.limitDrops(), config: () => this.reconciler.running.config, events: this.events, clock, log: this.log,
       ...opts.limitWatch,
     });
     this.reconciler.on('apply', (r) => this.emit('apply', r));

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { parseConfig, type Config } from '@lbd/config';
-import type { ObservedState } from '@lbd/dataplane';
 import { FakeClock } from '@lbd/health-checker/testing';
 import { silentLogger } from '@lbd/log';
 import { EventLog } from './events.js';
@@ -22,29 +21,25 @@ services:
 `, 'limit-watch');
 
 describe('LimitWatch: the limit event when a connection limit bites, and when it stops', () => {
-  let drops = 0;
+  /** The kernel's count for web; undefined: its limit has dropped nothing yet (limit_stats has no element). */
+  let drops: number | undefined;
   let observed = 0;
   let config: Config = CONFIG;
-  const observe = async (): Promise<ObservedState> => {
+  const read = async (): Promise<ReadonlyMap<string, number>> => {
     observed++;
-    return {
-      services: config.services.map((s) => ({
-        key: `${s.vip}:${s.port}/tcp`, vip: s.vip, port: s.port, protocol: s.protocol, counters: { packets: 0, bytes: 0 },
-        limitDrops: { packets: s.connectionLimit === null ? 0 : drops, bytes: 0 }, realServers: [],
-      })),
-    };
+    return new Map(drops === undefined ? [] : [['198.18.0.10:80/tcp', drops]]);
   };
   let clock: FakeClock;
   let events: EventLog;
   let watch: LimitWatch;
 
   beforeEach(() => {
-    drops = 0;
+    drops = undefined;
     observed = 0;
     config = CONFIG;
     clock = new FakeClock();
     events = new EventLog({ director: 'dir1', now: () => clock.now() });
-    watch = new LimitWatch({ observe, config: () => config, events, clock, log: silentLogger, intervalMs: 5_000, quietMs: 60_000 });
+    watch = new LimitWatch({ drops: read, config: () => config, events, clock, log: silentLogger, intervalMs: 5_000, quietMs: 60_000 });
     watch.start();
   });
   afterEach(() => watch.stop());
@@ -70,6 +65,14 @@ describe('LimitWatch: the limit event when a connection limit bites, and when it
     drops = 401;
     await clock.advance(5_000);
     assert.deepEqual(limitEvents().at(-1), ['198.18.0.10:80/tcp', 'under', 'reached', '1']);
+  });
+
+  it('the first drops after a quiet start (no counter yet) are the limit reached', async () => {
+    await clock.advance(10_000);
+    assert.deepEqual(limitEvents(), []);
+    drops = 12;
+    await clock.advance(5_000);
+    assert.deepEqual(limitEvents(), [['198.18.0.10:80/tcp', 'under', 'reached', '12']]);
   });
 
   it('a counter that went back (the table was rebuilt) is a new baseline, not a drop', async () => {

@@ -1,6 +1,5 @@
 import { serviceKey, type Config } from '@lbd/config';
 import type { Clock } from '@lbd/health-checker';
-import type { ObservedState } from '@lbd/dataplane';
 import type { Logger } from '@lbd/log';
 import type { EventLog } from './events.js';
 
@@ -14,7 +13,8 @@ import type { EventLog } from './events.js';
  */
 
 export interface LimitWatchOptions {
-  readonly observe: () => Promise<ObservedState>;
+  /** Packets each limited service's limit dropped, by service key (DataPlane.limitDrops). */
+  readonly drops: () => Promise<ReadonlyMap<string, number>>;
   readonly config: () => Config;
   readonly events: EventLog;
   readonly clock: Clock;
@@ -71,16 +71,19 @@ export class LimitWatch {
     const limits = new Map(this.o.config().services.filter((s) => s.connectionLimit !== null).map((s) => [serviceKey(s), s]));
     for (const key of this.tracked.keys()) if (!limits.has(key)) this.tracked.delete(key);
     if (limits.size === 0) return;
-    const observed = await this.o.observe();
+    const read = await this.o.drops();
     const now = this.o.clock.now();
-    for (const s of observed.services) {
-      const svc = limits.get(s.key);
-      if (svc === undefined) continue;
-      const drops = s.limitDrops.packets;
-      const t = this.tracked.get(s.key);
+    for (const [key, svc] of limits) {
+      const drops = read.get(key);
+      // Not in the kernel's counters yet: nothing dropped since the limit was set (the set gains an element on the first drop).
+      if (drops === undefined) {
+        if (!this.tracked.has(key)) this.tracked.set(key, { drops: 0, reachedAt: null, dropsAtReached: 0, lastGrowthAt: now });
+        continue;
+      }
+      const t = this.tracked.get(key);
       // The first reading (or one after the table was rebuilt, which restarts the counter) is a baseline.
       if (t === undefined || drops < t.drops) {
-        this.tracked.set(s.key, { drops, reachedAt: null, dropsAtReached: drops, lastGrowthAt: now });
+        this.tracked.set(key, { drops, reachedAt: null, dropsAtReached: drops, lastGrowthAt: now });
         continue;
       }
       const name = svc.name;
@@ -89,14 +92,14 @@ export class LimitWatch {
         if (t.reachedAt === null) {
           t.reachedAt = now;
           t.dropsAtReached = t.drops;
-          this.o.events.record('limit', s.key, 'under', 'reached',
+          this.o.events.record('limit', key, 'under', 'reached',
             `${name} holds its connection limit of ${svc.connectionLimit}: new connections are dropped (${drops - t.drops} packets in the last ${Math.round(this.intervalMs / 1000)} s)`,
-            { service: s.key, name, limit: svc.connectionLimit!, dropped: drops - t.drops });
+            { service: key, name, limit: svc.connectionLimit!, dropped: drops - t.drops });
         }
       } else if (t.reachedAt !== null && now - t.lastGrowthAt >= this.quietMs) {
-        this.o.events.record('limit', s.key, 'reached', 'under',
+        this.o.events.record('limit', key, 'reached', 'under',
           `${name} is under its connection limit of ${svc.connectionLimit} again: no drop for ${Math.round(this.quietMs / 1000)} s (${drops - t.dropsAtReached} packets dropped in ${Math.round((t.lastGrowthAt - t.reachedAt) / 1000)} s)`,
-          { service: s.key, name, limit: svc.connectionLimit!, dropped: drops - t.dropsAtReached });
+          { service: key, name, limit: svc.connectionLimit!, dropped: drops - t.dropsAtReached });
         t.reachedAt = null;
       }
       t.drops = drops;

@@ -56,8 +56,6 @@ function config(onDown = 'remove'): string {
 class KernelLikeDataPlane extends FakeDataPlane {
   /** `service key|host:port` → counters. */
   readonly counters = new Map<string, Counters>();
-  /** service key → packets its connection limit dropped. */
-  readonly limitDrops = new Map<string, number>();
   synProxy: SynProxyStats | undefined;
 
   override async apply(desired: DesiredState, opts: ApplyOptions = {}): Promise<ApplyResult> {
@@ -76,7 +74,6 @@ class KernelLikeDataPlane extends FakeDataPlane {
     return {
       services: o.services.map((s) => ({
         ...s,
-        limitDrops: { packets: this.limitDrops.get(s.key) ?? 0, bytes: 60 * (this.limitDrops.get(s.key) ?? 0) },
         realServers: s.realServers.map((rs) => ({ ...rs, counters: this.counters.get(`${s.key}|${hostPort(rs.address, rs.port)}`) ?? rs.counters })),
       })),
       ...(this.synProxy ? { synProxy: this.synProxy } : {}),
@@ -309,7 +306,7 @@ describe('Metrics of one director', () => {
     assert.equal(has(quiet, 'lbd_synproxy_cookies_total'), false);
     await writeFile(h.configPath, config().replace('    mode: nat\n', '    mode: nat\n    connectionLimit: 5000\n    synProxy: true\n    sync: { enabled: false }\n'));
     assert.equal((await h.agent.reload('sighup'))?.result, 'applied');
-    h.dp.limitDrops.set(SVC, 42);
+    h.dp.drops.set(SVC, 42);
     h.dp.synProxy = { synReceived: 9000, cookieValid: 120, cookieInvalid: 3, cookieRetransmitted: 0 };
     const m = await scrape(h);
     assert.equal(value(m, 'lbd_service_connection_limit', WEB), 5000);

@@ -40,12 +40,19 @@ export class FakeDataPlane implements DataPlane {
     let id = 0;
     return {
       services: this.applied.services.map((s) => ({
-        key: serviceKey(s), vip: s.vip, port: s.port, protocol: s.protocol, counters: { packets: 0, bytes: 0 }, limitDrops: { packets: 0, bytes: 0 },
+        key: serviceKey(s), vip: s.vip, port: s.port, protocol: s.protocol, counters: { packets: 0, bytes: 0 }, limitDrops: { packets: this.drops.get(serviceKey(s)) ?? 0, bytes: 0 },
         realServers: s.realServers.map((rs) => ({
           address: rs.address, port: rs.port, realServerId: ++id, quiescent: rs.weight === 0, counters: { packets: 0, bytes: 0 },
         })),
       })),
     };
+  }
+
+  /** Set by a test: what limitDrops() and observe() report per service key. */
+  readonly drops = new Map<string, number>();
+
+  async limitDrops(): Promise<ReadonlyMap<string, number>> {
+    return new Map(this.drops);
   }
 
   async realServerIds(): Promise<readonly RealServerId[]> {
