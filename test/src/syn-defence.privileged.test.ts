@@ -146,6 +146,9 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
     assert.equal(flood.sent, FLOOD);
     assert.ok(entries <= LIMIT, `${entries} entries from the flood, over the limit of ${LIMIT}`);
     assert.ok(drops >= FLOOD - LIMIT, `the limit counted ${drops} drops of ${FLOOD - LIMIT} or more`);
+    // What the agent's limit watch reads every few seconds (one small listing): the same kernel counter.
+    const watched = (await dp.limitDrops()).get(`${VIPS.ipv4}:${HTTP}/tcp`) ?? 0;
+    assert.ok(watched >= drops, `limitDrops() says ${watched}, observe() ${drops}`);
     assert.equal(other.ok, 100, JSON.stringify(other.errors));
     await flush();
   });
