@@ -225,9 +225,15 @@ describe('rendering', () => {
       ],
     },
     {
-      name: 'turning the SYN proxy off takes the service out of its set only',
+      // The syn_proxy chain goes with the last service that uses it: its statement alone registers the kernel's hooks.
+      name: 'turning the last SYN proxy off takes the service out of its set and map, and the syn_proxy chain goes',
       change: (s) => s.map((svc) => (svc.name !== 'web-proxied' ? svc : { ...svc, synProxy: false })),
-      ops: ['delete element ip lbd synproxy_services { 198.18.0.14 . tcp . 443 }'],
+      ops: [
+        'delete element ip lbd synproxy_dispatch { 198.18.0.14 . tcp . 443 }',
+        'delete element ip lbd synproxy_services { 198.18.0.14 . tcp . 443 }',
+        'flush chain ip lbd syn_proxy',
+        'delete chain ip lbd syn_proxy',
+      ],
     },
   ];
   for (const c of diffCases) {

@@ -31,9 +31,10 @@ import { buildSlotTable, type Selector } from './schedule.js';
  *       routes it with the real server as the next hop); drop the original (the vip is local here).
  *   Every packet is hashed again, so only mh and sh (fixed seeds) keep a connection on one real server on
  *   every director; a change of the slot table moves the connections of the slots that changed hands.
- * SYN proxy (synProxy services, in @synproxy_services; see synProxyRules):
+ * SYN proxy (synProxy services, in @synproxy_services and @synproxy_dispatch; see synProxyRules):
  *   prerouting (nat) accepts the service's new flows untranslated, so they reach input: the client's SYN, and
- *   what conntrack picks up mid-stream (tcp_loose) from the client's ACK. In input, `synproxy` answers the SYN
+ *   what conntrack picks up mid-stream (tcp_loose) from the client's ACK. input jumps by @synproxy_dispatch to
+ *   the `syn_proxy` chain, which exists only while some service uses it (see SYNPROXY_CHAIN). There `synproxy` answers the SYN
  *   with a syncookie and drops all but an ACK with a valid cookie; for that one it opens the connection to the
  *   vip itself, from this box: that SYN takes the output chain's scheduling and DNAT, and its entry is the only
  *   one the connection leaves. The SYN's own entry is never confirmed (the proxy consumes the packet), so a
@@ -57,7 +58,7 @@ export const HASH_SEED = 0x4c424431;
 /** The per-service maps (and sets): each element belongs to one service's fragment. */
 export const MAP_NAMES = [
   'dispatch', 'slots', 'eligible', 'service_snat', 'backend_dnat', 'service_tuple', 'ecmp_services', 'dr_dispatch', 'dr_services', 'dr_target',
-  'synproxy_services', 'limit_dispatch',
+  'synproxy_services', 'synproxy_dispatch', 'limit_dispatch',
 ] as const;
 export type MapName = (typeof MAP_NAMES)[number];
 /** Sets among MAP_NAMES: their elements have no value (stored as ''). */
@@ -86,6 +87,8 @@ export interface ServiceFragment {
   readonly chain: string;
   /** The connection limit's chain (`limit_1000`); null without a limit. */
   readonly limitChain: string | null;
+  /** Whether the service uses the `syn_proxy` chain (synProxy). */
+  readonly synProxy: boolean;
   readonly elements: Elements;
 }
 
@@ -183,6 +186,17 @@ function limitSetBody(family: NftFamily): string {
 }
 
 /**
+ * The chain with the `synproxy` statement, created with the first SYN-proxied service and deleted with the last.
+ * Not a fixed part of the table: a `synproxy` statement anywhere in the ruleset registers the kernel's synproxy
+ * hooks in the namespace, and those act on every entry with a synproxy extension, which ctnetlink gives every
+ * entry it creates, i.e. every connection synced in from a peer. A synced handshake (SYN_RECV) whose real
+ * server's SYN-ACK retransmission then passes this director is taken for the proxy's own: answered with an
+ * ACK of wrong numbers, it breaks (measured: 4 or 5 of 20 handshakes caught by a planned switchover were reset).
+ * So the hooks run only on a director that has SYN-proxied services, where the README says so.
+ */
+const SYNPROXY_CHAIN = 'syn_proxy';
+
+/**
  * The SYN proxy's options: what it offers the client in the syncookie SYN-ACK, and later asks of the real
  * server. The MSS is Ethernet's less the headers, so a path with a smaller MTU needs PMTU discovery, as any.
  *
@@ -194,13 +208,12 @@ function limitSetBody(family: NftFamily): string {
  * 64 KiB: plenty on a LAN, a limit for bulk transfers over long round trips.
  */
 function synProxyRules(family: NftFamily): string[] {
-  const match = `${family} daddr . meta l4proto . th dport @synproxy_services`;
   const mss = family === 'ip' ? 1460 : 1440;
   return [
     // new: the SYN, or the client's ACK as tcp_loose picked it up; invalid: that ACK where loose is off.
-    `${match} ct state invalid,new synproxy mss ${mss}`,
+    `ct state invalid,new synproxy mss ${mss}`,
     // What the proxy let through (a packet that is neither SYN nor ACK): nothing of a handshake it made.
-    `${match} ct state invalid,new drop`,
+    'ct state invalid,new drop',
   ];
 }
 
@@ -283,7 +296,7 @@ function renderSkeleton(family: NftFamily): string[] {
     // un-SNATed, and the real server's replies would not come back to the slot: it is dropped instead.
     `  chain ${ECMP_SNAT_CHAIN} {`, `    snat ${f} to iifname map @${SLOT_SNAT_MAP}`, `    counter drop`, `  }`,
     `  chain input {`, `    type filter hook input priority filter; policy accept;`,
-    ...synProxyRules(f).map((r) => `    ${r}`),
+    `    ${f} daddr . meta l4proto . th dport vmap @synproxy_dispatch`,
     `    ct mark ${REJECT_MARK} meta l4proto tcp reject with tcp reset`,
     `    ct mark ${REJECT_MARK} reject`, `  }`,
     `  chain forward {`, `    type filter hook forward priority filter; policy accept;`,
@@ -294,6 +307,7 @@ function renderSkeleton(family: NftFamily): string[] {
     `  map dr_dispatch {`, `    type ${addr} . inet_proto . inet_service : verdict`, `  }`,
     `  map dr_target {`, `    type mark : ${addr}`, `  }`,
     `  set synproxy_services {`, `    type ${addr} . inet_proto . inet_service`, `  }`,
+    `  map synproxy_dispatch {`, `    type ${addr} . inet_proto . inet_service : verdict`, `  }`,
     `  map limit_dispatch {`, `    type ${addr} . inet_proto . inet_service : verdict`, `  }`,
     // Packets a connection limit refused, per service tuple: what `lbd_service_limit_drops_total` reports.
     `  set limit_stats {`, `    type ${addr} . inet_proto . inet_service`, `    size 65536`, `    flags dynamic`, `    counter`, `  }`,
@@ -328,7 +342,7 @@ function tableChains(model: TableModel): Map<string, readonly string[]> {
 
 /** The chains a service's elements jump to. */
 function fragmentChains(frag: ServiceFragment): string[] {
-  return frag.limitChain === null ? [frag.chain] : [frag.chain, frag.limitChain];
+  return [frag.chain, ...(frag.limitChain === null ? [] : [frag.limitChain]), ...(frag.synProxy ? [SYNPROXY_CHAIN] : [])];
 }
 
 /** `numgen_6_p300` → its rules; unknown names get a marker that never equals a rendered chain. */
@@ -340,6 +354,7 @@ function chainRulesByName(family: NftFamily, name: string): readonly string[] {
   if (name === DR_CHAIN_PREFIX + REJECT_CHAIN) return ['meta l4proto tcp reject with tcp reset', 'reject'];
   const limit = LIMIT_CHAIN.exec(name);
   if (limit) return limitChainRules(family, Number(limit[1]));
+  if (name === SYNPROXY_CHAIN) return synProxyRules(family);
   const dr = /^dr_(srchash|flowhash)_(\d+)$/.exec(name);
   if (dr) return drChainRules(family, dr[1] as Selector, Number(dr[2]));
   const m = /^(numgen|srchash|flowhash)_(\d+)(?:_p(\d+))?$/.exec(name);
@@ -374,7 +389,10 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   } else {
     maps.dispatch.set(svcTuple, `jump ${chain}`);
   }
-  if (svc.synProxy) maps.synproxy_services.set(svcTuple, '');
+  if (svc.synProxy) {
+    maps.synproxy_services.set(svcTuple, '');
+    maps.synproxy_dispatch.set(svcTuple, `jump ${SYNPROXY_CHAIN}`);
+  }
   const limitChain = svc.connectionLimit === null ? null : limitChainName(svc.connectionLimit);
   if (limitChain !== null) maps.limit_dispatch.set(svcTuple, `jump ${limitChain}`);
   const svcMark = String(serviceMark(serviceId));
@@ -395,7 +413,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   // One exact element per slot, not interval runs: a hash lookup is cheaper than an interval lookup
   // per new connection, and nft 1.0.6 prints some concatenated ranges byte-swapped, which would defeat re-adoption.
   table.slots.forEach((server, slot) => maps.slots.set(`${svcTuple} . ${slot}`, ids[server]!));
-  return { source: svc, key, serviceId, realServerMarks: marks, chain, limitChain, elements: maps };
+  return { source: svc, key, serviceId, realServerMarks: marks, chain, limitChain, synProxy: svc.synProxy, elements: maps };
 }
 
 export function emptyTable(family: NftFamily): TableModel {
@@ -452,7 +470,7 @@ function elementStatements(verb: 'add' | 'delete', family: NftFamily, map: Eleme
 
 /** Dependency order for adding elements: what a map refers to exists before the reference. */
 const ADD_ORDER: readonly MapName[] = [
-  'service_tuple', 'backend_dnat', 'dr_target', 'service_snat', 'ecmp_services', 'eligible', 'slots', 'dr_services', 'synproxy_services', 'limit_dispatch',
+  'service_tuple', 'backend_dnat', 'dr_target', 'service_snat', 'ecmp_services', 'eligible', 'slots', 'dr_services', 'synproxy_services', 'synproxy_dispatch', 'limit_dispatch',
   'dispatch', 'dr_dispatch',
 ];
 const DELETE_ORDER: readonly MapName[] = [...ADD_ORDER].reverse();

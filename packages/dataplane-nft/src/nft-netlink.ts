@@ -74,6 +74,7 @@ const MAP_LAYOUTS: Readonly<Record<string, Layout>> = {
   dr_services: { key: ['addr', 'proto', 'port'], value: null },
   dr_target: { key: ['u32'], value: ['addr'] },
   synproxy_services: { key: ['addr', 'proto', 'port'], value: null },
+  synproxy_dispatch: { key: ['addr', 'proto', 'port'], value: 'verdict' },
   limit_dispatch: { key: ['addr', 'proto', 'port'], value: 'verdict' },
 };
 

@@ -84,7 +84,7 @@ function rangeText(v: Json): string {
  */
 const PROTOCOL_AT: Partial<Record<MapName, { readonly key?: number; readonly value?: number }>> = {
   dispatch: { key: 1 }, dr_dispatch: { key: 1 }, dr_services: { key: 1 }, slots: { key: 1 }, service_tuple: { value: 1 },
-  synproxy_services: { key: 1 }, limit_dispatch: { key: 1 },
+  synproxy_services: { key: 1 }, synproxy_dispatch: { key: 1 }, limit_dispatch: { key: 1 },
 };
 const PROTOCOL_NAMES: Readonly<Record<number, Protocol>> = { 6: 'tcp', 17: 'udp' };
 
@@ -155,7 +155,7 @@ export function parseListings(family: NftFamily, jsons: readonly string[]): Pars
 
 /** Splits the flat maps read from the kernel into per-service fragments, as `renderService` makes them. */
 function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, string> }): Omit<TableModel, 'slotSnat'> {
-  type Draft = { chain: string; limitChain: string | null; elements: { [M in MapName]: Map<string, string> }; realServerMarks: Map<string, number>; serviceId: number };
+  type Draft = { chain: string; limitChain: string | null; synProxy: boolean; elements: { [M in MapName]: Map<string, string> }; realServerMarks: Map<string, number>; serviceId: number };
   const byTuple = new Map<string, Draft>();
   for (const dispatch of ['dispatch', 'dr_dispatch'] as const) {
     for (const [tuple, verdict] of maps[dispatch]) {
@@ -163,10 +163,13 @@ function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, s
       elements[dispatch].set(tuple, verdict);
       if (dispatch === 'dr_dispatch' && maps.dr_services.has(tuple)) elements.dr_services.set(tuple, '');
       if (maps.synproxy_services.has(tuple)) elements.synproxy_services.set(tuple, '');
+      const proxy = maps.synproxy_dispatch.get(tuple);
+      if (proxy !== undefined) elements.synproxy_dispatch.set(tuple, proxy);
       const limit = maps.limit_dispatch.get(tuple);
       if (limit !== undefined) elements.limit_dispatch.set(tuple, limit);
       byTuple.set(tuple, {
-        chain: verdict.replace(/^jump /, ''), limitChain: limit === undefined ? null : limit.replace(/^jump /, ''), elements, realServerMarks: new Map(), serviceId: 0,
+        chain: verdict.replace(/^jump /, ''), limitChain: limit === undefined ? null : limit.replace(/^jump /, ''), synProxy: proxy !== undefined,
+        elements, realServerMarks: new Map(), serviceId: 0,
       });
     }
   }
@@ -196,7 +199,7 @@ function groupByService(family: NftFamily, maps: { [M in MapName]: Map<string, s
   const services = new Map<string, ServiceFragment>();
   for (const [tuple, f] of byTuple) {
     const key = tupleToServiceKey(tuple);
-    services.set(key, { source: null, key, serviceId: f.serviceId, realServerMarks: f.realServerMarks, chain: f.chain, limitChain: f.limitChain, elements: f.elements });
+    services.set(key, { source: null, key, serviceId: f.serviceId, realServerMarks: f.realServerMarks, chain: f.chain, limitChain: f.limitChain, synProxy: f.synProxy, elements: f.elements });
   }
   return { family, schema: SCHEMA_VERSION, services };
 }
