@@ -3,7 +3,7 @@ import { parseConfig, type Service } from '@lbd/config';
 import { NftDataPlane, netnsRunner } from '@lbd/dataplane-nft';
 import { arpProbes, diagnose } from '@lbd/director-agent';
 import {
-  CLIENT, DIRECTOR, SERVER_PORTS, directorTopology, removeOrphans, requireRoot, runPrefix, runTestClient, spawnTestClient, startTestServers,
+  CLIENT, DIRECTOR, SERVER_PORTS, directorTopology, removeOrphans, requireRoot, runPrefix, runTestClient, setUpDrRealServer, spawnTestClient, startTestServers,
   type DirectorTopology, type HttpResult, type ReadyReport, type StreamResult, type TcpOnceResult, type UdpResult,
 } from '@lbd/testkit';
 
@@ -52,12 +52,7 @@ describe('direct routing (mode: dr) in namespaces @privileged', function () {
     await t.addAddress(DIRECTOR.host, DIRECTOR.clientIf, `${DR_VIP.ipv4}/32`, { serviceAddress: true });
     await t.addAddress(DIRECTOR.host, DIRECTOR.clientIf, `${DR_VIP.ipv6}/128`, { serviceAddress: true });
     for (const rs of lab.realServers) {
-      for (const scope of ['all', 'eth0']) {
-        await t.sysctl(rs.host, `net.ipv4.conf.${scope}.arp_ignore`, '1');
-        await t.sysctl(rs.host, `net.ipv4.conf.${scope}.arp_announce`, '2');
-      }
-      await t.addAddress(rs.host, 'lo', `${DR_VIP.ipv4}/32`, { serviceAddress: true });
-      await t.addAddress(rs.host, 'lo', `${DR_VIP.ipv6}/128`, { serviceAddress: true });
+      await setUpDrRealServer(t, rs.host, { vips: [DR_VIP.ipv4, DR_VIP.ipv6] });
       await t.setRoute(rs.host, `${CLIENT.ipv4}/32`, CLIENT_ON_SERVER_NET.ipv4);
       await t.setRoute(rs.host, `${CLIENT.ipv6}/128`, CLIENT_ON_SERVER_NET.ipv6);
     }

@@ -3,16 +3,15 @@ import { parseConfig, type Service } from '@lbd/config';
 import { NftDataPlane, netnsRunner } from '@lbd/dataplane-nft';
 import {
   CLIENT, DIRECTOR, LOCAL_ADDRESSES, SERVER_PORTS, VIPS, directorTopology, removeOrphans, requireRoot, runPrefix, runTestClient, spawnTestClient,
-  startTestServers, synFlood, waitFor, type DirectorTopology, type HttpResult, type ReadyReport, type StreamResult, type TcpOnceResult,
+  SPOOFED_SOURCES, startTestServers, synFlood, tcpExtCounter, waitFor, type DirectorTopology, type HttpResult, type ReadyReport, type StreamResult, type TcpOnceResult,
 } from '@lbd/testkit';
 
 /**
  * SYN-flood defence with the real kernel: the SYN proxy (synProxy) and the per-service connection limit
  * (connectionLimit), in the one-director topology. The flood comes from the client's namespace with spoofed
- * sources of FLOOD_SOURCES, which the director routes back to the client, where the SYN-ACKs die.
+ * sources of SPOOFED_SOURCES, which the director routes back to the client, where the SYN-ACKs die.
  */
 
-const FLOOD_SOURCES = { first: '198.18.96.0', prefix: '198.18.96.0/20' } as const;
 /** Conntrack's source addresses of the flood: 198.18.96.0 to 198.18.111.255. */
 const FLOODED = /src=198\.18\.(9[6-9]|10\d|11[01])\.\d+ /;
 const HTTP = SERVER_PORTS.http;
@@ -41,7 +40,7 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
     await requireRoot(this, { commands: ['nft', 'conntrack', 'perl'] });
     await removeOrphans('lbdt');
     lab = await directorTopology({ prefix: runPrefix('lbdt', 'syn') });
-    await lab.topology.setRoute(DIRECTOR.host, FLOOD_SOURCES.prefix, CLIENT.ipv4);
+    await lab.topology.setRoute(DIRECTOR.host, SPOOFED_SOURCES.prefix, CLIENT.ipv4);
     await startTestServers(lab.topology, lab.realServers.map((r) => r.host));
     dp = new NftDataPlane({ runner: netnsRunner(lab.topology.ns(DIRECTOR.host)) });
   });
@@ -55,11 +54,9 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
   };
   /** A real server's count of handshake ACKs it rejected for a timestamp echo it never sent (TcpExtTSEcrRejected). */
   const tsEcrRejected = async (host: string): Promise<number> => {
-    const lines = (await lab.topology.exec(host, 'cat', ['/proc/net/netstat'])).stdout.split('\n').filter((l) => l.startsWith('TcpExt:'));
-    const names = lines[0]!.split(/\s+/);
-    const at = names.indexOf('TSEcrRejected');
-    assert.ok(at > 0, 'this kernel does not count TSEcrRejected');
-    return Number(lines[1]!.split(/\s+/)[at]);
+    const n = await tcpExtCounter(lab.topology, host, 'TSEcrRejected');
+    assert.ok(n !== null, 'this kernel does not count TSEcrRejected');
+    return n;
   };
   const flush = (): Promise<unknown> => lab.topology.exec(DIRECTOR.host, 'conntrack', ['-F'], { allowFailure: true });
   const http = (vip: string, count: number): Promise<HttpResult> =>
@@ -109,7 +106,7 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
       await flush();
       const before = (await dp.observe()).synProxy;
       const legit = http(VIPS.ipv4, 100);
-      const flood = await synFlood(lab.topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP }, sources: FLOOD_SOURCES.first, count: FLOOD, maxSeconds: 20 });
+      const flood = await synFlood(lab.topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP }, sources: SPOOFED_SOURCES.first, count: FLOOD, maxSeconds: 20 });
       const served = await legit;
       const entries = (await conntrack()).filter((l) => FLOODED.test(l)).length;
       figures.push(`synProxy ${synProxy}: ${flood.sent} SYNs in ${flood.seconds} s, ${entries} conntrack entries from them, ${served.ok}/100 legitimate requests served`);
@@ -138,7 +135,7 @@ describe('SYN-flood defence: synProxy and connectionLimit in namespaces @privile
     await flush();
     const before = (await dp.observe()).services.find((x) => x.vip === VIPS.ipv4)!.limitDrops.packets;
     const legit = http(VIPS.ipv4Nat, 100);
-    const flood = await synFlood(lab.topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP }, sources: FLOOD_SOURCES.first, count: FLOOD, maxSeconds: 20 });
+    const flood = await synFlood(lab.topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP }, sources: SPOOFED_SOURCES.first, count: FLOOD, maxSeconds: 20 });
     const other = await legit;
     const entries = (await conntrack()).filter((l) => FLOODED.test(l)).length;
     const drops = (await dp.observe()).services.find((x) => x.vip === VIPS.ipv4)!.limitDrops.packets - before;

@@ -1,6 +1,6 @@
 export * from './types.js';
 export * from './address.js';
-export { validateConfig, formatProblem, type Problem, type ValidationResult } from './validate.js';
+export { MAX_CONNECTION_LIMIT, validateConfig, formatProblem, type Problem, type ValidationResult } from './validate.js';
 export { ConfigError, EXIT } from './errors.js';
 export { parseConfig, loadConfig, configSha256 } from './load.js';
 export { DRILL_PAUSE_MS, DRILL_RESULTS, DRILL_SCENARIOS, PAUSE_DRILL_SCENARIOS, type DrillResultWord, type DrillScenario } from './drill.js';

@@ -63,7 +63,7 @@ const VIP_GROUP_FIELDS = ['name', 'preempt', 'preemptDelayMs', 'announce', 'gate
 const IFNAME_PATTERN = /^[A-Za-z0-9_.:-]{1,15}$/;
 const NAME_PATTERN = /^[a-z0-9]([a-z0-9_.-]{0,61}[a-z0-9])?$/;
 /** The kernel's conntrack table holds at most 2^31 entries; a limit above that is no limit. */
-const MAX_CONNECTION_LIMIT = 2 ** 31 - 1;
+export const MAX_CONNECTION_LIMIT = 2 ** 31 - 1;
 /** A year: persistence longer than that is a typo, not a policy. */
 const MAX_PERSISTENCE_SEC = 365 * 24 * 3600;
 

@@ -191,7 +191,7 @@ function limitSetBody(family: NftFamily): string {
  * hooks in the namespace, and those act on every entry with a synproxy extension, which ctnetlink gives every
  * entry it creates, i.e. every connection synced in from a peer. A synced handshake (SYN_RECV) whose real
  * server's SYN-ACK retransmission then passes this director is taken for the proxy's own: answered with an
- * ACK of wrong numbers, it breaks (measured: 4 or 5 of 20 handshakes caught by a planned switchover were reset).
+ * ACK of wrong numbers, it breaks (in the connsync test, 4 or 5 of the 20 handshakes a planned switchover caught).
  * So the hooks run only on a director that has SYN-proxied services, where the README says so.
  */
 const SYNPROXY_CHAIN = 'syn_proxy';
@@ -204,7 +204,7 @@ const SYNPROXY_CHAIN = 'syn_proxy';
  * offers them only with it). With timestamps, the kernel's synproxy (6.18 here) adds its timestamp offset a
  * second time to the echo in its own handshake ACK to a real server behind NAT, and a current Linux real
  * server rejects that ACK (its TSecr is none it sent): every connection waited for the server's SYN-ACK
- * retransmission, a second (measured; see the README). Without them a proxied connection's window is at most
+ * retransmission, a second (seen in an experiment; README). Without them a proxied connection's window is at most
  * 64 KiB: plenty on a LAN, a limit for bulk transfers over long round trips.
  */
 function synProxyRules(family: NftFamily): string[] {

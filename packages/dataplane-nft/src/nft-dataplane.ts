@@ -293,7 +293,7 @@ export class NftDataPlane implements DataPlane {
   /** Every map and set of the family's table that observe() reads (not the slots: see there); null without a table. */
   private async listServing(family: NftFamily): Promise<ParsedTable | null> {
     const objects = [['set', 'schema'], ...OBSERVED_MAPS.map((m) => ['map', m] as const), ['set', 'eligible'], ['set', 'backend_stats'], ['set', 'service_stats'],
-      ['set', 'synproxy_services'], ['map', 'limit_dispatch'], ['set', 'limit_stats']] as const;
+      ['set', 'synproxy_services'], ['set', 'limit_stats']] as const;
     const listed = await Promise.all(objects.map(async ([kind, name]) => {
       const res = await this.runner.run('nft', ['-j', 'list', kind, family, TABLE_NAME, name]);
       if (res.code === 0) return res.stdout;

@@ -1,4 +1,4 @@
-import { DEFAULT_ADMIN_SOCKET, EVENT_KINDS, FORWARDING_MODES, MAX_SLOTS, MAX_WEIGHT, nearestName, PROTOCOLS, SCHEDULERS, slotGroup } from '@lbd/config';
+import { DEFAULT_ADMIN_SOCKET, EVENT_KINDS, FORWARDING_MODES, MAX_CONNECTION_LIMIT, MAX_SLOTS, MAX_WEIGHT, nearestName, PROTOCOLS, SCHEDULERS, slotGroup } from '@lbd/config';
 import { DEFAULT_EVENTS_LIMIT, MAX_EVENTS_LIMIT } from '@lbd/proto';
 
 /**
@@ -681,6 +681,3 @@ function serviceFields(str: (name: string) => string | undefined, mode: string |
   if (limit !== undefined) out.connectionLimit = limit === 'none' ? null : Number(limit);
   return out;
 }
-
-/** The config's bound (validate.ts): the kernel's conntrack table holds at most 2^31 entries. */
-const MAX_CONNECTION_LIMIT = 2 ** 31 - 1;

@@ -1,4 +1,4 @@
-import { CLIENT_NET, LOCAL_ADDRESSES, SERVER_NET, VIPS, realServer, type RealServerHost } from './director-topology.js';
+import { CLIENT_NET, LOCAL_ADDRESSES, SERVER_NET, VIPS, realServer, setUpDrRealServer, type RealServerHost } from './director-topology.js';
 import { runCommand } from './exec.js';
 import { Topology } from './netns.js';
 
@@ -329,16 +329,8 @@ async function buildRealServer(t: Topology, rs: RealServerHost): Promise<void> {
   await addAddresses(t, rs.host, 'eth0', [`${rs.ipv4}/24`, `${rs.ipv6}/64`]);
   await t.setDefaultRoute(rs.host, CLUSTER.serverGateway.ipv4);
   await t.setDefaultRoute(rs.host, CLUSTER.serverGateway.ipv6);
-  // Set up for direct routing: the dr vip on lo, no ARP for it, and its replies by the router, not a director
-  // (a director holds the vip and would drop a packet from its own address). Only replies from the dr vip take
-  // that route: nat replies still go through the floating gateway.
-  for (const scope of ['all', 'eth0']) {
-    await t.sysctl(rs.host, `net.ipv4.conf.${scope}.arp_ignore`, '1');
-    await t.sysctl(rs.host, `net.ipv4.conf.${scope}.arp_announce`, '2');
-  }
-  await t.addAddress(rs.host, 'lo', `${CLUSTER.drVip.ipv4}/32`, { serviceAddress: true });
-  await t.exec(rs.host, 'ip', ['rule', 'add', 'from', CLUSTER.drVip.ipv4, 'lookup', CLUSTER.drReplyTable]);
-  await t.exec(rs.host, 'ip', ['route', 'add', 'default', 'via', CLUSTER.router.serverIpv4, 'table', CLUSTER.drReplyTable]);
+  // Set up for direct routing, its dr replies by the router: nat replies still go through the floating gateway.
+  await setUpDrRealServer(t, rs.host, { vips: [CLUSTER.drVip.ipv4], replyVia: { gateway: CLUSTER.router.serverIpv4, table: CLUSTER.drReplyTable } });
 }
 
 async function buildEtcdHost(t: Topology, m: EtcdMember): Promise<void> {

@@ -153,6 +153,23 @@ async function buildClientAndDirector(t: Topology): Promise<void> {
   for (const lip of LOCAL_ADDRESSES.ipv6) await t.addAddress(d.host, d.serverIf, `${lip}/128`, service);
 }
 
+/**
+ * A real server set up for direct routing: each vip on its loopback, no ARP for it (arp_ignore=1,
+ * arp_announce=2), and, with `replyVia`, what it sends from the first vip routed by a table of its own to that
+ * gateway, past the directors (one holds the vip and would drop a packet from its own address). Only
+ * replies from the vip take that route.
+ */
+export async function setUpDrRealServer(t: Topology, host: string, o: { vips: readonly string[]; replyVia?: { gateway: string; table: string } }): Promise<void> {
+  for (const scope of ['all', 'eth0']) {
+    await t.sysctl(host, `net.ipv4.conf.${scope}.arp_ignore`, '1');
+    await t.sysctl(host, `net.ipv4.conf.${scope}.arp_announce`, '2');
+  }
+  for (const vip of o.vips) await t.addAddress(host, 'lo', vip.includes(':') ? `${vip}/128` : `${vip}/32`, { serviceAddress: true });
+  if (o.replyVia === undefined) return;
+  await t.exec(host, 'ip', ['rule', 'add', 'from', o.vips[0]!, 'lookup', o.replyVia.table]);
+  await t.exec(host, 'ip', ['route', 'add', 'default', 'via', o.replyVia.gateway, 'table', o.replyVia.table]);
+}
+
 async function buildRealServer(t: Topology, rs: RealServerHost, bypass: boolean): Promise<void> {
   await t.addHost(rs.host);
   await t.attach(rs.host, HOSTS.switch, 'eth0');

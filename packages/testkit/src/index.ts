@@ -14,7 +14,7 @@ export { privilegeProblem, requireRoot } from './privileged.js';
 export type { PrivilegeOptions } from './privileged.js';
 export {
   BYPASS_GATEWAY, CLIENT, CLIENT_NET, DIRECTOR, HOSTS, LOCAL_ADDRESSES, MAX_REAL_SERVERS, SERVER_NET, SERVER_PORTS, VIPS,
-  directorTopology, realServer,
+  directorTopology, realServer, setUpDrRealServer,
 } from './director-topology.js';
 export type { DirectorTopology, DirectorTopologyOptions, RealServerHost } from './director-topology.js';
 export { TESTCLIENT_BIN, TESTSERVER_BIN, runTestClient, spawnTestClient, startTestServers } from './processes.js';
@@ -44,7 +44,7 @@ export type { DrillOptions, DrillResult, DrillTarget, HolderChange } from './dri
 export { ArpProbe, VipCapture, dualFigures, parseCaptureLine, sentFigures } from './vip-capture.js';
 export type { CaptureSubject, DualFigures, SentFigures, VipCaptureResult, VipPacket, VipPacketKind } from './vip-capture.js';
 export { BusyLoops } from './busy-loops.js';
-export { synFlood } from './syn-flood.js';
+export { SPOOFED_SOURCES, synFlood, tcpExtCounter } from './syn-flood.js';
 export type { SynFloodOptions, SynFloodResult } from './syn-flood.js';
 export { ECMP_ASN, ECMP_DIRECTORS, ECMP_SLOTS, ECMP_SPARE, ECMP_TIMING, ECMP_VIP, ecmpClusterConfig, ecmpFabricAddress, ecmpNextHop, ecmpSlotOfLocalAddress, startEcmpLab } from './ecmp-lab.js';
 export type { EcmpDirector, EcmpLab, EcmpLabOptions, RouterMode } from './ecmp-lab.js';

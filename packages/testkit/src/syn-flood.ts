@@ -7,6 +7,12 @@ import type { Topology } from './netns.js';
  * so no two packets share a connection tuple. Only addresses the test made: the target is a lab vip.
  */
 
+/**
+ * Where a test's spoofed SYNs come from: a /20 inside the lab's 198.18.0.0/15 that no host holds. The test
+ * routes it on the director back to the flooding namespace, where the SYN-ACKs die.
+ */
+export const SPOOFED_SOURCES = { first: '198.18.96.0', prefix: '198.18.96.0/20' } as const;
+
 export interface SynFloodOptions {
   /** The vip and port to flood. IPv4 only. */
   readonly target: { readonly address: string; readonly port: number };
@@ -27,6 +33,13 @@ export interface SynFloodResult {
   readonly seconds: number;
   /** CPU time the flood tool itself used (user + system), seconds. */
   readonly cpuSeconds: number;
+}
+
+/** A TcpExt counter of a host's namespace (/proc/net/netstat), or null when its kernel has no such counter. */
+export async function tcpExtCounter(topology: Topology, host: string, name: string): Promise<number | null> {
+  const lines = (await topology.exec(host, 'cat', ['/proc/net/netstat'])).stdout.split('\n').filter((l) => l.startsWith('TcpExt:'));
+  const at = lines[0]?.split(/\s+/).indexOf(name) ?? -1;
+  return at < 0 || lines[1] === undefined ? null : Number(lines[1].split(/\s+/)[at]);
 }
 
 export async function synFlood(topology: Topology, host: string, opts: SynFloodOptions): Promise<SynFloodResult> {

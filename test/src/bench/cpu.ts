@@ -3,6 +3,13 @@ import { performance } from 'node:perf_hooks';
 import { namespacePids } from '@lbd/testkit';
 import { clockTicks, parseProcStat } from './report.js';
 
+/** Busy and total jiffies of all CPUs together (/proc/stat's first line; user..steal, guest time is in user). */
+export async function systemCpuTimes(): Promise<{ busy: number; total: number }> {
+  const f = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
+  return { busy: total - (f[3] ?? 0) - (f[4] ?? 0), total };
+}
+
 /** CPU of every process in a network namespace, as the benchmarks sample it. */
 
 export interface CpuSample {

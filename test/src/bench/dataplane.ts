@@ -5,9 +5,10 @@ import { join } from 'node:path';
 import { validateConfig, type Service } from '@lbd/config';
 import { KernelLease, NftDataPlane, netnsRunner } from '@lbd/dataplane-nft';
 import {
-  CLIENT, DIRECTOR, HOSTS, LOCAL_ADDRESSES, VIPS, directorTopology, realServer, removeOrphans, runCommand, runPrefix,
+  CLIENT, DIRECTOR, HOSTS, LOCAL_ADDRESSES, VIPS, directorTopology, realServer, removeOrphans, runCommand, runPrefix, setUpDrRealServer,
   type BackgroundProcess, type RealServerHost, type Topology,
 } from '@lbd/testkit';
+import { systemCpuTimes } from './cpu.js';
 import { ForeignLoad } from './foreign-load.js';
 import { formatMs, formatNumber, formatRatio, median, passMiss, spread, table } from './report.js';
 import { BULK_OBJECT, SMALL_OBJECT, startHaproxy, startNginx, writeDocroot } from './servers.js';
@@ -241,15 +242,8 @@ async function prepare(topology: Topology, realServers: readonly RealServerHost[
 
 /** The dr path's real server and client side, set up as a dr site is (see DR_VIP). */
 async function prepareDirectRouting(topology: Topology): Promise<void> {
-  const rs1 = realServer(1).host;
   await topology.addAddress(DIRECTOR.host, DIRECTOR.clientIf, `${DR_VIP}/32`, { serviceAddress: true });
-  for (const scope of ['all', 'eth0']) {
-    await topology.sysctl(rs1, `net.ipv4.conf.${scope}.arp_ignore`, '1');
-    await topology.sysctl(rs1, `net.ipv4.conf.${scope}.arp_announce`, '2');
-  }
-  await topology.addAddress(rs1, 'lo', `${DR_VIP}/32`, { serviceAddress: true });
-  await topology.exec(rs1, 'ip', ['rule', 'add', 'from', DR_VIP, 'lookup', DR_REPLY_TABLE]);
-  await topology.exec(rs1, 'ip', ['route', 'add', 'default', 'via', DIRECT_NET.client.split('/')[0]!, 'table', DR_REPLY_TABLE]);
+  await setUpDrRealServer(topology, realServer(1).host, { vips: [DR_VIP], replyVia: { gateway: DIRECT_NET.client.split('/')[0]!, table: DR_REPLY_TABLE } });
   // The vip's replies reach the client on eth1 while it routes the vip through eth0: not a spoof here.
   for (const scope of ['all', 'eth1']) await topology.sysctl(CLIENT.host, `net.ipv4.conf.${scope}.rp_filter`, '0');
 }
@@ -680,15 +674,11 @@ async function haproxyVersion(): Promise<string> {
 
 /** Share of all CPUs' time spent busy (not idle or waiting for I/O) over `ms`, from /proc/stat. */
 async function cpuBusy(ms: number): Promise<number> {
-  const sample = async (): Promise<{ idle: number; total: number }> => {
-    const fields = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-    return { idle: (fields[3] ?? 0) + (fields[4] ?? 0), total: fields.reduce((a, b) => a + b, 0) };
-  };
-  const a = await sample();
+  const a = await systemCpuTimes();
   await new Promise((r) => setTimeout(r, ms));
-  const b = await sample();
+  const b = await systemCpuTimes();
   const total = b.total - a.total;
-  return total > 0 ? 1 - (b.idle - a.idle) / total : 0;
+  return total > 0 ? (b.busy - a.busy) / total : 0;
 }
 
 /** Cumulative [busy, total] jiffies per CPU from /proc/stat. */

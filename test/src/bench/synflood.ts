@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { validateConfig, type Service } from '@lbd/config';
 import { NftDataPlane, netnsRunner } from '@lbd/dataplane-nft';
 import {
-  CLIENT, DIRECTOR, LOCAL_ADDRESSES, VIPS, directorTopology, removeOrphans, runCommand, runPrefix, synFlood,
+  CLIENT, DIRECTOR, LOCAL_ADDRESSES, SPOOFED_SOURCES, VIPS, directorTopology, removeOrphans, runCommand, runPrefix, synFlood, tcpExtCounter,
   type SynFloodResult, type Topology,
 } from '@lbd/testkit';
+import { systemCpuTimes } from './cpu.js';
 import { formatNumber, formatRatio, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { SMALL_OBJECT, startNginx, writeDocroot } from './servers.js';
@@ -27,7 +28,6 @@ export interface SynFloodBenchOptions {
 }
 
 const HTTP_PORT = 80;
-const FLOOD_SOURCES = { first: '198.18.96.0', prefix: '198.18.96.0/20' } as const;
 /** A bound on every flood: no phase sends more, whatever the machine's speed. */
 const MAX_SYNS = 10_000_000;
 
@@ -92,7 +92,7 @@ export async function benchSynFlood(opts: SynFloodBenchOptions): Promise<number>
     log(`building namespaces (${prefix}*)`);
     const built = await directorTopology({ prefix, realServers: 3 });
     const topology = (scope.topology = built.topology);
-    await topology.setRoute(DIRECTOR.host, FLOOD_SOURCES.prefix, CLIENT.ipv4);
+    await topology.setRoute(DIRECTOR.host, SPOOFED_SOURCES.prefix, CLIENT.ipv4);
     const root = await writeDocroot(dir);
     for (const rs of built.realServers) await topology.sysctl(rs.host, 'net.ipv4.tcp_synack_retries', '1');
     await Promise.all(built.realServers.map((rs) => startNginx(topology, rs.host, dir, root, { workers: 1, port: HTTP_PORT })));
@@ -104,7 +104,7 @@ export async function benchSynFlood(opts: SynFloodBenchOptions): Promise<number>
     out(`lbd SYN-flood benchmark${opts.quick ? ' (--quick: 3 s phases; not for comparisons)' : ''}`);
     out(`${cpus().length} CPUs shared by client, flood, director and real servers; the director's conntrack table holds at most ${formatNumber(conntrackMax)} entries`);
     out(`service ${VIPS.ipv4}:${HTTP_PORT} fullnat mh over 3 nginx real servers; legitimate load: wrk, 8 connections, one request each (Connection: close), ${seconds} s per phase;`);
-    out(`flood: spoofed SYNs from ${FLOOD_SOURCES.prefix} at the vip, as fast as one perl process sends them, for the same ${seconds} s (at most ${formatNumber(MAX_SYNS)})`);
+    out(`flood: spoofed SYNs from ${SPOOFED_SOURCES.prefix} at the vip, as fast as one perl process sends them, for the same ${seconds} s (at most ${formatNumber(MAX_SYNS)})`);
     out();
 
     const results: PhaseResult[] = [];
@@ -155,18 +155,18 @@ async function runPhase(topology: Topology, dp: NftDataPlane, script: string, ph
   await dp.apply({ services: buildServices(phase.synProxy, realServers) });
   await topology.exec(DIRECTOR.host, 'conntrack', ['-F'], { allowFailure: true });
   const statsBefore = await conntrackStats(topology);
-  const busyBefore = await totalBusy();
+  const busyBefore = await systemCpuTimes();
   const [retransBefore, backlogBefore] = [await tcpExt(topology, CLIENT.host, 'TCPSynRetrans'), await softnetDrops()];
   const [wrk, flood] = await Promise.all([
     runWrk(topology, CLIENT.host, script, { url: `http://${VIPS.ipv4}:${HTTP_PORT}${SMALL_OBJECT}`, connections: 8, durationSec: seconds, closeEach: true }),
     phase.flood === null
       ? Promise.resolve(null)
-      : synFlood(topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP_PORT }, sources: FLOOD_SOURCES.first, count: MAX_SYNS, maxSeconds: seconds, ratePerSec: phase.flood }),
+      : synFlood(topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP_PORT }, sources: SPOOFED_SOURCES.first, count: MAX_SYNS, maxSeconds: seconds, ratePerSec: phase.flood }),
   ]);
-  const busyAfter = await totalBusy();
+  const busyAfter = await systemCpuTimes();
   const [retransAfter, backlogAfter] = [await tcpExt(topology, CLIENT.host, 'TCPSynRetrans'), await softnetDrops()];
   const entries = Number((await topology.exec(DIRECTOR.host, 'conntrack', ['-C'])).stdout.trim());
-  const listed = await topology.exec(DIRECTOR.host, 'conntrack', ['-L', '-s', FLOOD_SOURCES.prefix], { allowFailure: true, timeoutMs: 120_000 });
+  const listed = await topology.exec(DIRECTOR.host, 'conntrack', ['-L', '-s', SPOOFED_SOURCES.prefix], { allowFailure: true, timeoutMs: 120_000 });
   const floodEntries = Number(/(\d+) flow entries have been shown/.exec(listed.stderr)?.[1] ?? NaN);
   const statsAfter = await conntrackStats(topology);
   const cores = (busyAfter.busy - busyBefore.busy) / ((busyAfter.total - busyBefore.total) / cpus().length);
@@ -206,11 +206,11 @@ async function floodCost(topology: Topology, dp: NftDataPlane, synProxy: boolean
   await drained(topology);
   await dp.apply({ services: buildServices(synProxy, realServers) });
   await topology.exec(DIRECTOR.host, 'conntrack', ['-F'], { allowFailure: true });
-  const idle0 = await totalBusy();
+  const idle0 = await systemCpuTimes();
   await new Promise((r) => setTimeout(r, seconds * 1000));
-  const idle1 = await totalBusy();
-  const flood = await synFlood(topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP_PORT }, sources: FLOOD_SOURCES.first, count: MAX_SYNS, maxSeconds: seconds, ratePerSec: PACED_RATE });
-  const busy1 = await totalBusy();
+  const idle1 = await systemCpuTimes();
+  const flood = await synFlood(topology, CLIENT.host, { target: { address: VIPS.ipv4, port: HTTP_PORT }, sources: SPOOFED_SOURCES.first, count: MAX_SYNS, maxSeconds: seconds, ratePerSec: PACED_RATE });
+  const busy1 = await systemCpuTimes();
   const n = cpus().length;
   const idleCores = (idle1.busy - idle0.busy) / ((idle1.total - idle0.total) / n);
   const floodCores = (busy1.busy - idle1.busy) / ((busy1.total - idle1.total) / n);
@@ -233,11 +233,9 @@ async function drained(topology: Topology): Promise<void> {
   }
 }
 
-/** A TcpExt counter of a namespace (/proc/net/netstat). */
+/** A TcpExt counter of a namespace (/proc/net/netstat); 0 where the kernel has none. */
 async function tcpExt(topology: Topology, host: string, name: string): Promise<number> {
-  const lines = (await topology.exec(host, 'cat', ['/proc/net/netstat'])).stdout.split('\n').filter((l) => l.startsWith('TcpExt:'));
-  const at = lines[0]?.split(/\s+/).indexOf(name) ?? -1;
-  return at < 0 ? 0 : Number(lines[1]!.split(/\s+/)[at]);
+  return (await tcpExtCounter(topology, host, name)) ?? 0;
 }
 
 /** /proc/net/softnet_stat's second column (backlog drops), summed over the CPUs. */
@@ -246,9 +244,3 @@ async function softnetDrops(): Promise<number> {
     .reduce((n, l) => n + Number.parseInt(l.trim().split(/\s+/)[1] ?? '0', 16), 0);
 }
 
-/** Busy and total jiffies of all CPUs together (/proc/stat's first line). */
-async function totalBusy(): Promise<{ busy: number; total: number }> {
-  const f = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const total = f.slice(0, 8).reduce((a, b) => a + b, 0);
-  return { busy: total - (f[3] ?? 0) - (f[4] ?? 0), total };
-}
