@@ -578,7 +578,9 @@ describe('Metrics of clustered directors (real etcd and gRPC on loopback, fake k
    * the group back. Returns the leader's index and the scrapes that showed it.
    */
   async function steadyRoles(owners: readonly FakeAddressOwner[]): Promise<{ li: number; steady: Exposition[] }> {
-    const role = (x: Exposition, r: string): number => value(x, 'lbd_vip_group_role', { group: 'front', role: r });
+    // Not value(): a director that has not seen the group yet has no series, which is "not yet", not a failure.
+    const role = (x: Exposition, r: string): number | undefined =>
+      x.samples.find((s) => s.name === 'lbd_vip_group_role' && s.labels.group === 'front' && s.labels.role === r)?.value;
     let li = -1;
     let steady: Exposition[] = [];
     await until(async () => {
