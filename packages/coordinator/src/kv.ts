@@ -1,5 +1,6 @@
 import { ConsecutiveBreaker, circuitBreaker, handleWhen, retry } from 'cockatiel';
 import { Etcd3, isRecoverableError, type Lease, type Watcher } from 'etcd3';
+import { answerWithin } from '@lbd/clock';
 
 /**
  * The few key-value operations lbd's election and stores need (Kv), and their etcd implementation (EtcdKv,
@@ -28,6 +29,9 @@ export interface SwapItem {
  * --max-txn-ops (128 by default) at any one level.
  */
 export const MAX_SWAPS_PER_TXN = 100;
+
+/** How long a reachability probe's call may go on after its verdict (false) was given without it. */
+const ABANDONED_PROBE_MS = 5000;
 
 /** What a watch reports; every handler is optional. Events arrive in revision order. */
 export interface WatchHandlers {
@@ -175,19 +179,12 @@ export class EtcdKv implements Kv {
     await this.client.delete().key(key).exec();
   }
 
-  async reachable(timeoutMs: number, kvProbe: KvProbe): Promise<boolean> {
-    // Our own timer as well as the call's deadline: dialing a member that just died, or waiting out a
-    // retry, happens before the deadline applies.
-    let timer: ReturnType<typeof setTimeout> | undefined;
-    const late = new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), timeoutMs); });
-    const deadline = { deadline: Date.now() + timeoutMs };
+  reachable(timeoutMs: number, kvProbe: KvProbe): Promise<boolean> {
+    // Our own bound decides, not the call's deadline: dialing a member that just died, or waiting out a
+    // retry, happens before a deadline applies; and answerWithin reads an answer that came during a stall.
+    const deadline = { deadline: Date.now() + timeoutMs + ABANDONED_PROBE_MS };
     const probe = 'read' in kvProbe ? this.client.get(kvProbe.read).options(deadline).exec() : this.client.put(kvProbe.write).value(String(Date.now())).options(deadline).exec();
-    const call = probe.then(() => true, () => false);
-    try {
-      return await Promise.race([call, late]);
-    } finally {
-      clearTimeout(timer);
-    }
+    return answerWithin(probe.then(() => true, () => false), timeoutMs, false);
   }
 
   async watchKey(key: string, handlers: WatchHandlers): Promise<KvWatch> {

@@ -1,4 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
+import { answerWithin } from '@lbd/clock';
 import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, slotGroup, type ClusterSettings, type Config, type VipGroup,
@@ -112,6 +113,10 @@ const DRILL_COUNTERS_TIMEOUT_MS = 2000;
 const HANDOVER_DRAIN_MS = 250;
 /** How often the election hears how far connection sync has caught up, and stream changes are recorded. */
 const SYNC_CHECK_MS = 100;
+/** How long a status waits for each peer's ping before it shows the peer unreachable. */
+const PEER_PING_MS = 300;
+/** How long an unanswered ping's call may go on after the status gave up on it. */
+const ABANDONED_PING_MS = 5000;
 
 export class ClusterMember {
   private readonly coordinator: Coordinator;
@@ -342,12 +347,13 @@ export class ClusterMember {
     /** Each director's kernel lease per group: our own, and what each peer's ping answered. */
     const leases = new Map<string, Readonly<Record<string, number>>>([[st.self, leasesLeft(snap)]]);
     await Promise.all([...this.peers].map(async ([id, client]) => {
-      reach.set(id, await new Promise<boolean>((resolve) => {
-        client.Ping({ from: this.o.settings.director }, { deadline: Date.now() + 300 }, (err, res) => {
+      const ping = new Promise<boolean>((resolve) => {
+        client.Ping({ from: this.o.settings.director }, { deadline: Date.now() + PEER_PING_MS + ABANDONED_PING_MS }, (err, res) => {
           if (!err && res) leases.set(id, res.kernelLeaseLeftMs);
           resolve(!err);
         });
-      }));
+      });
+      reach.set(id, await answerWithin(ping, PEER_PING_MS, false));
     }));
     const t = st.timing;
     const ecmp = this.ecmpStatusMessage();
