@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { AdminApi } from '@lbd/proto';
 import {
-  ECMP_DIRECTORS, ECMP_SPARE, ECMP_VIP, ecmpClusterConfig, ecmpFabricAddress, ecmpNextHop, ecmpSlotOfLocalAddress, namespacePids, removeOrphans, requireRoot, runPrefix, runTestClient, spawnTestClient,
+  ECMP_DIRECTORS, ECMP_DR_VIP, ECMP_SPARE, ECMP_VIP, ecmpClusterConfig, ecmpFabricAddress, ecmpNextHop, ecmpSlotOfLocalAddress, namespacePids, removeOrphans, requireRoot, runPrefix, runTestClient, spawnTestClient,
   movedShare, startEcmpLab, waitFor, type BackgroundProcess, type EcmpDirector, type EcmpLab, type HttpResult,
 } from '@lbd/testkit';
 
@@ -15,7 +15,9 @@ const SUITE_SLOTS = 8;
 /**
  * The ECMP tier end to end (issue 13): three fullnat directors active for one vip behind a real FRR router,
  * each announcing the vip once per slot through its gobgpd, slots elected in etcd and synced owner to
- * peers. The figures the issue names are the benchmark's; here each promise is checked once.
+ * peers. The figures the issue names are the benchmark's; here each promise is checked once. Beside every
+ * load through the fullnat vip run streams through the tier's dr vip (issue 16: "failover and ECMP for
+ * free"), which no fault may break either, sync or no sync.
  */
 
 interface StreamReport { connections: number; intact: number; broken: number; perConnection: Array<{ error: string | null; server?: string | null; port: number | null }> }
@@ -97,7 +99,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
   it('BGP faults: gobgpd killed on a director that owns slots (its session and paths go, the others keep every slot in the router\'s group; the agent starts gobgpd again and announces again), then the router resets another director\'s session: nothing breaks, the route never changes', async function () {
     const r = await underLoad(lab, async (owners) => {
       const victim = [...owners.values()][0]!;
-      assert.equal((await lab.routerPaths()).get(victim), lab.slots, `the router has ${victim}'s paths before`);
+      assert.equal((await lab.routerPaths()).get(victim), lab.pathsPerDirector, `the router has ${victim}'s paths before`);
       const route = await lab.routerRoute();
       const pids: number[] = [];
       for (const pid of await namespacePids(lab.topology.ns(victim))) {
@@ -110,16 +112,16 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       // announced by the other directors.
       await waitFor(`the router to drop ${victim}'s session`, 15_000, async () => (!(await lab.routerPaths()).has(victim) ? true : undefined), 100);
       assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change without the victim\'s session');
-      await waitFor(`${victim}'s paths back at the router`, 40_000, async () => ((await lab.routerPaths()).get(victim) === lab.slots ? true : undefined), 250)
+      await waitFor(`${victim}'s paths back at the router`, 40_000, async () => ((await lab.routerPaths()).get(victim) === lab.pathsPerDirector ? true : undefined), 250)
         .catch((e: Error) => { throw new Error(`${e.message}\n${lab.agentLog(victim, 30)}`); });
       assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when the session came back');
       // The router resets a session (as an operator's `clear bgp`, or a policy change): the router drops
       // that director's paths at once and the director's gobgpd connects again.
       const other = ECMP_DIRECTORS.find((d) => d !== victim)!;
       await lab.router.vtysh(`clear bgp ipv4 unicast ${ecmpFabricAddress(other)}`);
-      await waitFor(`the router to drop ${other}'s paths`, 15_000, async () => ((await lab.routerPaths()).get(other) !== lab.slots ? true : undefined), 50);
+      await waitFor(`the router to drop ${other}'s paths`, 15_000, async () => ((await lab.routerPaths()).get(other) !== lab.pathsPerDirector ? true : undefined), 50);
       assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change during the session reset');
-      await waitFor(`${other}'s paths back at the router`, 40_000, async () => ((await lab.routerPaths()).get(other) === lab.slots ? true : undefined), 250)
+      await waitFor(`${other}'s paths back at the router`, 40_000, async () => ((await lab.routerPaths()).get(other) === lab.pathsPerDirector ? true : undefined), 250)
         .catch((e: Error) => { throw new Error(`${e.message}\n${lab.agentLog(other, 30)}`); });
       assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when the reset session came back');
       assert.deepEqual([...await lab.waitSteady()], [...owners], 'no slot moved');
@@ -149,7 +151,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
       // Its retry (backoff from 1 s) applies the cluster's config; fit again, it announces, and its slots
       // come back after their sync.
       assert.deepEqual([...await lab.waitSteady(60_000)], [...owners], `${victim} leads its slots again`);
-      await waitFor(`${victim}'s paths back at the router`, 30_000, async () => ((await lab.routerPaths()).get(victim) === lab.slots ? true : undefined), 250);
+      await waitFor(`${victim}'s paths back at the router`, 30_000, async () => ((await lab.routerPaths()).get(victim) === lab.pathsPerDirector ? true : undefined), 250);
       assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when the victim came back');
       await lab.api(other).apply({ configText: ecmpClusterConfig({ slots: lab.slots }), source: 'ecmp test', author: 'ecmp test' }, { timeoutMs: 30_000 });
     });
@@ -202,7 +204,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
         // dir4 is a member from the start (every director's peer): with 8 slots over 4 members it owns two
         // (packages/director-agent/src/ecmp.ts, slotRanks), which dir1..3 cover while it is away.
         assert.ok(taken.length > 0, `${ECMP_SPARE} took no slot: a scale-out that moves nothing proves nothing (${JSON.stringify([...out])})`);
-        await waitFor(`the router to receive ${ECMP_SPARE}'s paths`, 30_000, async () => ((await lab.routerPaths()).get(ECMP_SPARE) === lab.slots ? true : undefined), 250);
+        await waitFor(`the router to receive ${ECMP_SPARE}'s paths`, 30_000, async () => ((await lab.routerPaths()).get(ECMP_SPARE) === lab.pathsPerDirector ? true : undefined), 250);
         assert.equal(await lab.routerRoute(), route, 'the router\'s route did not change when a director joined');
         // What the joining director failed to inject is gone with it: read while it still answers.
         spareCopies = `\n== copies ${ECMP_SPARE} had not injected before it stopped\n${await copiesNotInjected(lab, [ECMP_SPARE])}`;
@@ -215,7 +217,7 @@ describe('ECMP tier: active fullnat directors behind a BGP router @privileged', 
   }
 });
 
-describe('ECMP tier without connection sync: the same box death breaks the dead director\'s share @privileged', function () {
+describe('ECMP tier without connection sync: the same box death breaks the dead director\'s share of the fullnat streams, and no dr stream @privileged', function () {
   this.timeout(300_000);
   let lab: EcmpLab<AdminApi>;
 
@@ -237,6 +239,9 @@ describe('ECMP tier without connection sync: the same box death breaks the dead 
     const share = r.streams.connections * r.victimSlots / lab.slots;
     assert.ok(r.streams.broken >= share / 2 && r.streams.broken <= share * 1.5 + 10,
       `expected about ${share} of ${r.streams.connections} streams broken (the dead director led ${r.victimSlots} of ${lab.slots} slots), got ${r.streams.broken}`);
+    // dr needs no sync: the survivors hash the dead director's flows to the real servers it chose.
+    assertDrIntact(r);
+    process.stdout.write(`      (fullnat without sync: ${r.streams.broken} of ${r.streams.connections} streams broken; dr: ${r.drStreams.broken} of ${r.drStreams.connections})\n`);
   });
 });
 
@@ -253,6 +258,13 @@ async function assertNoneBroken(r: LoadResult, lab: EcmpLab<AdminApi>, before = 
       + `\n${r.recorder.report(failed.flatMap((c) => (c.port === null ? [] : [c.port])))}\n== the router's route changes\n${lab.routerChanges(30)}\n${lab.logs(25)}` : '';
   assert.equal(r.streams.broken, 0, `TCP streams broken: ${r.streams.broken} of ${r.streams.connections}: ${broken.join('; ')}${logs}`);
   assert.equal(r.flows.broken, 0, `UDP flows broken: ${r.flows.broken} of ${r.flows.flows}: ${r.flows.perFlow.map((c) => c.error).filter((e) => e !== null).slice(0, 5).join('; ')}${logs}`);
+  assertDrIntact(r);
+}
+
+/** Every stream through the dr vip lived on: each director hashes a flow to the same real server, with nothing copied. */
+function assertDrIntact(r: LoadResult): void {
+  const failed = r.drStreams.perConnection.filter((c) => c.error !== null).slice(0, 5).map((c) => `client port ${c.port ?? '?'}: ${c.error} (${c.server ?? 'no server yet'})`);
+  assert.equal(r.drStreams.broken, 0, `dr streams broken: ${r.drStreams.broken} of ${r.drStreams.connections}: ${failed.join('; ')}`);
 }
 
 /**
@@ -275,7 +287,8 @@ async function copiesNotInjected(lab: EcmpLab<AdminApi>, directors: readonly Ecm
   return lines.join('\n') || 'none';
 }
 
-interface LoadResult { streams: StreamReport; flows: UdpReport; recorder: FlightRecorder }
+/** streams and flows: through the fullnat vip; drStreams: through the dr vip (no state anywhere to copy). */
+interface LoadResult { streams: StreamReport; flows: UdpReport; drStreams: StreamReport; recorder: FlightRecorder }
 
 /**
  * For a broken stream's report, what happened to its connection as it happened: every director's conntrack
@@ -330,6 +343,8 @@ class FlightRecorder {
 /** How long the box-death load runs, and how long without a line breaks a stream. */
 const LOAD_MS = 60_000;
 const STALL_MS = 3000;
+/** Long-lived TCP streams through the dr vip beside the fullnat load. */
+const DR_STREAMS = 60;
 
 /**
  * Starts 200 TCP streams and 50 UDP flows through the vip on a steady tier, waits until every slot's
@@ -379,7 +394,8 @@ async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<num
   const started = Date.now();
   const streams = spawnTestClient(t, 'client', ['stream', '--target', `${ECMP_VIP}:9000`, '--connections', '200', '--duration-ms', String(LOAD_MS), '--stall-ms', String(STALL_MS)]);
   const flows = spawnTestClient(t, 'client', ['udp-flows', '--target', `${ECMP_VIP}:53`, '--flows', '50', '--interval-ms', '100', '--duration-ms', String(LOAD_MS), '--timeout-ms', '300', '--first-port', '41000']);
-  const loads: BackgroundProcess[] = [streams, flows];
+  const drStreams = spawnTestClient(t, 'client', ['stream', '--target', `${ECMP_DR_VIP}:9000`, '--connections', String(DR_STREAMS), '--duration-ms', String(LOAD_MS), '--stall-ms', String(STALL_MS)]);
+  const loads: BackgroundProcess[] = [streams, flows, drStreams];
   const recorder = FlightRecorder.start(lab);
   try {
     for (const p of loads) {
@@ -397,7 +413,7 @@ async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<num
     const left = started + LOAD_MS - Date.now();
     assert.ok(left > STALL_MS + 1000, `the last move came ${LOAD_MS - left} ms into a ${LOAD_MS} ms load: too late to tell a stalled stream (${STALL_MS} ms) from a live one`);
     await Promise.all(loads.map((p) => p.exited));
-    return { streams: streams.lastJson<StreamReport>()!, flows: flows.lastJson<UdpReport>()!, recorder };
+    return { streams: streams.lastJson<StreamReport>()!, flows: flows.lastJson<UdpReport>()!, drStreams: drStreams.lastJson<StreamReport>()!, recorder };
   } finally {
     await Promise.all(loads.map((p) => p.stop(2000).catch(() => undefined)));
     await recorder.stop();

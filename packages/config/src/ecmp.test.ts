@@ -106,6 +106,20 @@ describe('the ECMP tier', () => {
       assert.deepEqual(r, { ok: true, config: want });
     });
 
+    it('a dr service on the tier: every director hashes its flows alike, and its real servers answer the client', () => {
+      const dr = { name: 'stream-dr', vip: '198.18.10.13', port: 9000, mode: 'dr', ecmp: true, realServers: [{ address: '198.19.1.11' }] };
+      const r = validateConfig({ ecmp: TIER, services: [WEB, dr] });
+      assert.deepEqual(r, {
+        ok: true,
+        config: {
+          agent: { adminSocket: DEFAULT_ADMIN_SOCKET, cluster: null, admin: ADMIN_DEFAULTS }, ecmp: TYPED_TIER, vipGroups: [],
+          services: [TYPED_WEB, {
+            ...TYPED_WEB, name: 'stream-dr', vip: '198.18.10.13', port: 9000, mode: 'dr', realServers: [{ address: '198.19.1.11', port: 9000, weight: 1, healthCheck: null }],
+          }],
+        },
+      });
+    });
+
     it('a list per slot, a service-style list of pieces, canonical addresses, every field set', () => {
       const r = validateConfig({
         ecmp: {
@@ -474,10 +488,10 @@ describe('the ECMP tier', () => {
         ],
       },
       {
-        name: 'an ECMP service: fullnat only, no local addresses or vip group of its own',
+        name: 'an ECMP service: fullnat or dr, no local addresses or vip group of its own',
         raw: tier({}, [with_(WEB, { mode: 'nat', localAddresses: ['198.18.2.10'], vipGroup: 'default' })]),
         want: [
-          'services[0].ecmp: true needs mode: fullnat (replies must come back to the slot that took the connection, through its local addresses), but mode is nat; set mode: fullnat, or ecmp: false',
+          'services[0].ecmp: true needs mode: fullnat (replies come back to the slot that took the connection, through its local addresses) or dr (replies go from the real server to the client), but mode is nat, whose replies go to the real server\'s one gateway; set mode: fullnat or dr, or ecmp: false',
           'services[0].localAddresses: ["198.18.2.10"] is set but an ECMP service (ecmp: true) uses its slots\' local addresses (ecmp.ipv4.localAddresses); remove localAddresses',
           'services[0].vipGroup: "default" is set but an ECMP service (ecmp: true) belongs to no vip group: every director serves it, through the slots it owns; remove vipGroup',
         ],

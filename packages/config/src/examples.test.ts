@@ -78,13 +78,13 @@ describe('deploy/examples', () => {
     }
   });
 
-  it('the ECMP tier: every service served by its slots, every director a distinct BGP router id on the fabric', () => {
+  it('the ECMP tier: every service served by its slots (fullnat and dr), every director a distinct BGP router id on the fabric', () => {
     const ecmp = examples.find((p) => p.name === 'ecmp')!;
     const tier = ecmp.cluster.ecmp;
     assert.ok(tier !== null, 'ecmp/cluster.yaml has an ecmp section');
     assert.ok(ecmp.cluster.services.length > 0);
     for (const s of ecmp.cluster.services) {
-      assert.ok(s.ecmp && s.mode === 'fullnat' && s.localAddresses === null, s.name);
+      assert.ok(s.ecmp && (s.mode === 'fullnat' || s.mode === 'dr') && s.localAddresses === null, s.name);
       assert.ok((s.family === 4 ? tier.ipv4 : tier.ipv6) !== null, `${s.name}: the tier has its family`);
     }
     // An ECMP service is in no vip group: no group's leader would claim its vip.

@@ -263,11 +263,6 @@ const invalid: Bad[] = [
       'services[3].connectionLimit: 1000 is set on a dr service, but dr keeps no conntrack entry per connection, so there is nothing to count; remove connectionLimit, or use mode fullnat or nat',
     ],
   },
-  {
-    name: 'dr on ecmp',
-    raw: one({ mode: 'dr', localAddresses: undefined, ecmp: true, realServers: [{ address: '198.19.1.11' }] }),
-    want: ['services[0].ecmp: true needs mode: fullnat (replies must come back to the slot that took the connection, through its local addresses), but mode is dr; set mode: fullnat, or ecmp: false'],
-  },
   { name: 'scheduler unsupported', raw: one({ scheduler: 'wlc' }), want: ['services[0].scheduler: "wlc" is not a supported scheduler; use one of: rr, wrr, sh, mh'] },
   { name: 'scheduler not a string', raw: one({ scheduler: 1 }), want: ['services[0].scheduler: 1 is not a supported scheduler; use one of: rr, wrr, sh, mh'] },
 

@@ -610,8 +610,12 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
       ecmp = raw.ecmp;
     }
   }
-  if (ecmp && mode !== undefined && mode !== 'fullnat') {
-    c.add(`${path}.ecmp`, true, `needs mode: fullnat (replies must come back to the slot that took the connection, through its local addresses), but mode is ${mode}`, 'set mode: fullnat, or ecmp: false');
+  // fullnat brings replies back to the slot that took the connection (its local addresses); dr needs no
+  // way back (the real server answers the client) and no state (every director hashes a flow alike). A nat
+  // real server sends its replies to its one default gateway, which is no slot's.
+  if (ecmp && mode === 'nat') {
+    c.add(`${path}.ecmp`, true, 'needs mode: fullnat (replies come back to the slot that took the connection, through its local addresses) or dr (replies go from the real server to the client), but mode is nat, whose replies go to the real server\'s one gateway',
+      'set mode: fullnat or dr, or ecmp: false');
   }
   let localAddresses: AddressRange | null = null;
   if (ecmp === false) {

@@ -88,6 +88,18 @@ describe('ECMP tier rendering', () => {
     assert.equal(dns.elements.service_snat.size, 1);
   });
 
+  it('a dr service on the tier takes the dr path and no slot: nothing in @ecmp_services, no pool', () => {
+    const [web] = ecmpServices();
+    const dr: Service = { ...web!, name: 'stream-dr', vip: '198.18.0.13', port: 9000, mode: 'dr', scheduler: 'mh', realServers: web!.realServers.map((rs) => ({ ...rs, port: 9000 })) };
+    const { models } = planTables([...ecmpServices(), dr], none, ecmpSlots());
+    const frag = models.ip.services.get('198.18.0.13:9000/tcp')!;
+    assert.equal(frag.elements.ecmp_services.size, 0);
+    assert.equal(frag.elements.service_snat.size, 0);
+    assert.deepEqual([...frag.elements.dr_services.keys()], ['198.18.0.13 . tcp . 9000']);
+    assert.equal(frag.elements.dispatch.size, 0);
+    assert.deepEqual([...frag.elements.dr_target.values()].sort(), ['198.19.1.11', '198.19.1.12']);
+  });
+
   it('gives each family only the slots with a pool of that family', () => {
     assert.deepEqual([...renderSlotSnat('ip', ecmpSlots())], [['"lbds0"', '198.19.8.0-198.19.8.3'], ['"lbds1"', '198.19.9.0-198.19.9.0']]);
     assert.deepEqual([...renderSlotSnat('ip6', ecmpSlots())], [['"lbds0"', 'fd00:0:0:8::100-fd00:0:0:8::103']]);

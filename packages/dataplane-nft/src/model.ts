@@ -398,7 +398,8 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   const svcMark = String(serviceMark(serviceId));
   maps.service_tuple.set(svcMark, svcTuple);
   if (svc.localAddresses) maps.service_snat.set(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`);
-  if (svc.ecmp) maps.ecmp_services.set(svcMark, '');
+  // A dr service on the ECMP tier has no connection to tie to a slot: every director hashes its packets alike.
+  if (svc.ecmp && !dr) maps.ecmp_services.set(svcMark, '');
   const ids = realServers.map((rs) => {
     const mark = marks.get(realServerKey(key, rs.address, rs.port));
     if (mark === undefined) throw new Error(`no mark for ${realServerKey(key, rs.address, rs.port)}`);

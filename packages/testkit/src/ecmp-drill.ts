@@ -122,14 +122,14 @@ export async function runEcmpDrill<A extends HaAdmin>(lab: EcmpLab<A>, scenario:
           process.kill(pids[0]!, 'SIGKILL');
           await waitFor(`the router to drop ${victim}'s session`, 15_000, async () => (!(await lab.routerPaths()).has(victim) ? true : undefined), 100);
           await lookAtRoute(`${victim}'s session gone`);
-          await waitFor(`${victim}'s paths back at the router`, 40_000, async () => ((await lab.routerPaths()).get(victim) === lab.slots ? true : undefined), 250);
+          await waitFor(`${victim}'s paths back at the router`, 40_000, async () => ((await lab.routerPaths()).get(victim) === lab.pathsPerDirector ? true : undefined), 250);
           break;
         }
         case 'bgp-reset': {
           await lab.router.vtysh(`clear bgp ipv4 unicast ${ecmpFabricAddress(victim)}`);
-          await waitFor(`the router to drop ${victim}'s paths`, 15_000, async () => ((await lab.routerPaths()).get(victim) !== lab.slots ? true : undefined), 50);
+          await waitFor(`the router to drop ${victim}'s paths`, 15_000, async () => ((await lab.routerPaths()).get(victim) !== lab.pathsPerDirector ? true : undefined), 50);
           await lookAtRoute(`${victim}'s session reset`);
-          await waitFor(`${victim}'s paths back at the router`, 40_000, async () => ((await lab.routerPaths()).get(victim) === lab.slots ? true : undefined), 250);
+          await waitFor(`${victim}'s paths back at the router`, 40_000, async () => ((await lab.routerPaths()).get(victim) === lab.pathsPerDirector ? true : undefined), 250);
           break;
         }
         case 'scale-out': {

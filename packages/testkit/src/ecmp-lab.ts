@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { makeClusterPki } from './certs.js';
 import { etcdMember, ETCD_ENDPOINTS, ETCD_MEMBERS } from './cluster-topology.js';
+import { setUpDrRealServer } from './director-topology.js';
 import { startEtcdCluster, type RunningEtcdCluster } from './etcd.js';
 import type { BackgroundProcess } from './exec.js';
 import { runCommand } from './exec.js';
@@ -14,16 +15,19 @@ import { startTestServers } from './processes.js';
 import { ResilientMirror } from './resilient-mirror.js';
 
 /**
- * The ECMP tier's lab (DESIGN.md "ECMP tier"): a real FRR router in front of three active fullnat
+ * The ECMP tier's lab (DESIGN.md "ECMP tier"): a real FRR router in front of three active
  * directors that speak BGP through gobgpd, real servers behind them, etcd on a management segment.
  *
  *   client ──veth── router (FRR: zebra + bgpd, AS 65000, `bgp listen range`, maximum-paths 8)
  *   198.18.2.2      eth0 198.18.2.1 · eth1 198.18.9.1 ── swx (fabric) ──┬── dir1 eth0 198.18.9.11
- *                                                                     ├── dir2 eth0 198.18.9.12
+ *                   eth2 198.19.1.254 on sw                           ├── dir2 eth0 198.18.9.12
  *                                                                     └── dir3 eth0 198.18.9.13   (AS 65010)
  *   dirK  eth0 fabric (slot macvlans lbds0..7 hang from it), default via 198.18.9.1
  *         eth1 198.19.1.K/24 on sw (real servers rs1..3 = 198.19.1.11..13)
  *         eth2 198.18.3.K/24 on swm (etcd1..3 = 198.18.3.11..13; peer service :7411, sync :7412)
+ *
+ * The fullnat services share ECMP_VIP; `stream-dr` (ECMP_DR_VIP) is dr: the real servers hold that vip on
+ * lo and send what they answer from it to the router's eth2, past the directors.
  *
  * Slot i's next hop is 198.18.9.(64+i) and its local addresses 198.19.1.(64+8i) .. (71+8i): the real
  * servers reach them on-link, so replies go to whichever director holds the slot. The router hashes
@@ -51,6 +55,15 @@ export const ECMP_TIMING: TimingProfileName = 'relaxed';
 /** Local addresses of the tier (64), split evenly over its slots. */
 const LOCAL_POOL = { first: 64, size: 64 } as const;
 export const ECMP_VIP = '198.18.10.10';
+/**
+ * The tier's dr vip: every director forwards its packets to the real server's MAC unchanged, hashed alike
+ * on each (mh), and the real servers answer the client through the router (ROUTER_SERVERS), so a flow
+ * survives any director's death with no state copied.
+ */
+export const ECMP_DR_VIP = '198.18.10.13';
+/** The router's address on the real servers' network, where the real servers send what they answer from the dr vip. */
+const ROUTER_SERVERS = '198.19.1.254';
+const DR_REPLY_TABLE = '100';
 export const ECMP_ASN = { router: 65000, directors: 65010 } as const;
 const ROUTER_FABRIC = '198.18.9.1';
 
@@ -101,6 +114,7 @@ export function ecmpClusterConfig(o: { sync?: boolean; slots?: number } = {}): s
   const sync = (minAgeMs: number): string => `    sync: { enabled: ${o.sync ?? true}, minAgeMs: ${minAgeMs} }\n`;
   const svc = (name: string, port: number, protocol: string, rsPort: number, check: string, minAgeMs = 0): string =>
     `  - name: ${name}\n    vip: ${ECMP_VIP}\n    port: ${port}\n    protocol: ${protocol}\n    mode: fullnat\n    scheduler: mh\n    ecmp: true\n${sync(minAgeMs)}${check}    realServers:\n${servers(rsPort)}`;
+  const dr = `  - name: stream-dr\n    vip: ${ECMP_DR_VIP}\n    port: 9000\n    mode: dr\n    scheduler: mh\n    ecmp: true\n    realServers:\n${servers(9000)}`;
   return `ecmp:
   slots: ${o.slots ?? ECMP_SLOTS}
   ipv4: { nextHops: ${ecmpNextHop(0)}, localAddresses: 198.19.1.${LOCAL_POOL.first}-198.19.1.${LOCAL_POOL.first + LOCAL_POOL.size - 1} }
@@ -109,7 +123,7 @@ export function ecmpClusterConfig(o: { sync?: boolean; slots?: number } = {}): s
     - { address: ${ROUTER_FABRIC}, asn: ${ECMP_ASN.router}, holdTimeSec: 9, keepaliveSec: 3 }
   preempt: after-sync
 services:
-${svc('web', 80, 'tcp', 8080, '    healthCheck: { kind: tcp, intervalMs: 1000, rise: 1, fall: 2 }\n', 5000)}${svc('stream', 9000, 'tcp', 9000, '')}${svc('udp', 53, 'udp', 5353, '')}`;
+${svc('web', 80, 'tcp', 8080, '    healthCheck: { kind: tcp, intervalMs: 1000, rise: 1, fall: 2 }\n', 5000)}${svc('stream', 9000, 'tcp', 9000, '')}${svc('udp', 53, 'udp', 5353, '')}${dr}`;
 }
 
 function agentFile(d: EcmpDirector, o: { socket: string; prefix: string; tlsDir: string; gobgpSocket: string; all: readonly EcmpDirector[]; timing: TimingProfileName }): string {
@@ -159,6 +173,8 @@ export interface EcmpLab<A extends HaAdmin = HaAdmin> {
   readonly router: FrrRouter;
   readonly etcd: RunningEtcdCluster;
   readonly slots: number;
+  /** What a fit director announces: each of the tier's vips (ECMP_VIP, ECMP_DR_VIP) once per slot. */
+  readonly pathsPerDirector: number;
   api(d: EcmpDirector): A;
   /** Director d's admin socket (for lbadm --socket). */
   socket(d: EcmpDirector): string;
@@ -222,6 +238,7 @@ const POLL_MS = 250;
 export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOptions<A>): Promise<EcmpLab<A>> {
   const makeAdmin = opts.admin ?? ((s: string) => lbadmAdmin(s) as unknown as A);
   const slots = opts.slots ?? ECMP_SLOTS;
+  const pathsPerDirector = [ECMP_VIP, ECMP_DR_VIP].length * slots;
   const all: readonly EcmpDirector[] = opts.spare ? [...ECMP_DIRECTORS, ECMP_SPARE] : ECMP_DIRECTORS;
   const t = new Topology(opts.prefix);
   let tmp: string | undefined;
@@ -269,10 +286,13 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       await t.attach(d, 'swm', 'eth2');
       await t.addAddress(d, 'eth2', `198.18.3.${k}/24`);
     }
+    await t.attach('router', 'sw', 'eth2');
+    await t.addAddress('router', 'eth2', `${ROUTER_SERVERS}/24`);
     for (let k = 1; k <= 3; k++) {
       await t.addHost(`rs${k}`);
       await t.attach(`rs${k}`, 'sw', 'eth0');
       await t.addAddress(`rs${k}`, 'eth0', `198.19.1.${10 + k}/24`);
+      await setUpDrRealServer(t, `rs${k}`, { vips: [ECMP_DR_VIP], replyVia: { gateway: ROUTER_SERVERS, table: DR_REPLY_TABLE } });
     }
     for (let k = 1; k <= ETCD_MEMBERS; k++) {
       const m = etcdMember(k);
@@ -349,7 +369,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
         // The router has every running director's paths: a session that comes up later adds paths while a
         // test runs (the route stays the same, but a test should not start before the tier has converged).
         const paths = await routerPaths();
-        if (!live.every((d) => paths.get(d) === slots)) return undefined;
+        if (!live.every((d) => paths.get(d) === pathsPerDirector)) return undefined;
         const owners = new Map<number, EcmpDirector>();
         for (let i = 0; i < slots; i++) {
           const group = `slot-${i}`;
@@ -416,7 +436,7 @@ export async function startEcmpLab<A extends HaAdmin = HaAdmin>(opts: EcmpLabOpt
       await agents.get(d)?.stop(15_000);
     };
     const lab: EcmpLab<A> = {
-      topology: t, router, etcd, slots, api, socket, slotOwners, waitSteady, waitSynced, routerNextHops, routerRoute, routerPaths, killBox, reviveBox, startDirector: startAgent, stopDirector, running,
+      topology: t, router, etcd, slots, pathsPerDirector, api, socket, slotOwners, waitSteady, waitSynced, routerNextHops, routerRoute, routerPaths, killBox, reviveBox, startDirector: startAgent, stopDirector, running,
       routerMode, routerBuckets, routerChanges,
       agentLog, logs, destroy,
     };

@@ -46,7 +46,7 @@ export type { CaptureSubject, DualFigures, SentFigures, VipCaptureResult, VipPac
 export { BusyLoops } from './busy-loops.js';
 export { SPOOFED_SOURCES, synFlood, tcpExtCounter } from './syn-flood.js';
 export type { SynFloodOptions, SynFloodResult } from './syn-flood.js';
-export { ECMP_ASN, ECMP_DIRECTORS, ECMP_SLOTS, ECMP_SPARE, ECMP_TIMING, ECMP_VIP, ecmpClusterConfig, ecmpFabricAddress, ecmpNextHop, ecmpSlotOfLocalAddress, startEcmpLab } from './ecmp-lab.js';
+export { ECMP_ASN, ECMP_DIRECTORS, ECMP_SLOTS, ECMP_SPARE, ECMP_TIMING, ECMP_DR_VIP, ECMP_VIP, ecmpClusterConfig, ecmpFabricAddress, ecmpNextHop, ecmpSlotOfLocalAddress, startEcmpLab } from './ecmp-lab.js';
 export type { EcmpDirector, EcmpLab, EcmpLabOptions, RouterMode } from './ecmp-lab.js';
 export { MIRROR_TABLE, movedShare, ResilientMirror } from './resilient-mirror.js';
 export { ECMP_DRILL_SCENARIOS, ecmpDrillProblems, ecmpDrillRecord, ecmpDrillSummary, runEcmpDrill } from './ecmp-drill.js';

@@ -4,7 +4,7 @@ import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { AdminApi } from '@lbd/proto';
 import { ECMP_DRILL_SCENARIOS, ecmpDrillProblems, ecmpDrillRecord, ecmpDrillSummary, runEcmpDrill, type EcmpDrillScenario } from '../ecmp-drill.js';
-import { ECMP_DIRECTORS, ECMP_SPARE, ECMP_VIP, ecmpNextHop, startEcmpLab, type EcmpDirector, type EcmpLab, type RouterMode } from '../ecmp-lab.js';
+import { ECMP_DIRECTORS, ECMP_DR_VIP, ECMP_SPARE, ECMP_VIP, ecmpNextHop, startEcmpLab, type EcmpDirector, type EcmpLab, type RouterMode } from '../ecmp-lab.js';
 
 /**
  * The ECMP half of deploy/lab/lab (`lab up --ecmp`): the tier's lab of packages/testkit/src/ecmp-lab.ts (an
@@ -189,7 +189,7 @@ async function status(lab: EcmpLab<AdminApi>): Promise<string> {
   const owners = await lab.slotOwners();
   const paths = await lab.routerPaths();
   const route = await lab.routerRoute();
-  const lines = [`vip ${ECMP_VIP}: ${lab.slots} slots, directors running: ${lab.running().join(', ')}`];
+  const lines = [`vips ${ECMP_VIP} (fullnat) and ${ECMP_DR_VIP} (dr): ${lab.slots} slots, directors running: ${lab.running().join(', ')}`];
   for (let i = 0; i < lab.slots; i++) lines.push(`  slot ${i}  next hop ${ecmpNextHop(i)}  owner ${owners.get(i) ?? '(none)'}`);
   lines.push(`router BGP: ${[...paths].map(([d, n]) => `${d} ${n} paths`).join(', ') || 'no session established'}`);
   lines.push(`router route: ${route || '(none)'}`);
