@@ -11,9 +11,9 @@ export type AddressFamily = 4 | 6;
 export const PROTOCOLS: readonly Protocol[] = ['tcp', 'udp'];
 export const FORWARDING_MODES: readonly ForwardingMode[] = ['fullnat', 'nat', 'dr'];
 /**
- * The schedulers a dr service may use. A dr service keeps no state per connection (no conntrack entry): every
- * packet is hashed again, so only a hash of the packet's own fields with a fixed seed keeps a connection on
- * one real server, on every director and across reloads.
+ * The schedulers a dr service may use. A dr service has no conntrack entry, and a director's flow memory is
+ * its own: a director that has not seen a flow schedules its every packet, so only a hash of the packet's own
+ * fields with a fixed seed keeps a connection on one real server, on every director and across reloads.
  */
 export const DR_SCHEDULERS: readonly Scheduler[] = ['mh', 'sh'];
 export const SCHEDULERS: readonly Scheduler[] = ['rr', 'wrr', 'sh', 'mh'];

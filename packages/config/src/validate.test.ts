@@ -220,7 +220,7 @@ const invalid: Bad[] = [
     raw: one({ mode: 'dr', scheduler: 'wrr', persistenceSec: 300, localAddresses: ['198.18.2.10'], realServers: [{ address: '198.19.1.11', port: 8080 }, { address: '198.19.1.12' }] }),
     want: [
       'services[0].localAddresses: ["198.18.2.10"] is set but dr mode does not translate source addresses; remove localAddresses, or use mode: fullnat',
-      'services[0].scheduler: "wrr" is wrr, but a dr service keeps no state per connection: every packet is scheduled again, so only a hash of the packet (mh, sh) keeps a connection on one real server; use scheduler: mh (weighted Maglev, the default for dr) or sh (source hash), or another mode',
+      'services[0].scheduler: "wrr" is wrr, but a dr flow is remembered only by the director that saw it, and any other director schedules its packets again, so only a hash of the packet (mh, sh) keeps a connection on one real server through a failover; use scheduler: mh (weighted Maglev, the default for dr) or sh (source hash), or another mode',
       'services[0].persistenceSec: 300 is set, but a dr service keeps no state (persistence records each client\'s real server); remove persistenceSec and use scheduler: sh to keep each client on one real server, or use mode fullnat or nat',
       'services[0].realServers[0].port: 8080 is not the service\'s port 80: dr does not rewrite the packet, so the real server receives it on the vip\'s port; remove the port (it defaults to 80), or use mode fullnat or nat to translate ports',
     ],
@@ -229,7 +229,7 @@ const invalid: Bad[] = [
     name: 'dr with rr, and a sorry server on another port',
     raw: one({ mode: 'dr', localAddresses: undefined, scheduler: 'rr', realServers: [{ address: '198.19.1.11' }], fallback: 'sorry-server', sorryServer: { address: '198.19.1.99', port: 8080 } }),
     want: [
-      'services[0].scheduler: "rr" is rr, but a dr service keeps no state per connection: every packet is scheduled again, so only a hash of the packet (mh, sh) keeps a connection on one real server; use scheduler: mh (weighted Maglev, the default for dr) or sh (source hash), or another mode',
+      'services[0].scheduler: "rr" is rr, but a dr flow is remembered only by the director that saw it, and any other director schedules its packets again, so only a hash of the packet (mh, sh) keeps a connection on one real server through a failover; use scheduler: mh (weighted Maglev, the default for dr) or sh (source hash), or another mode',
       'services[0].sorryServer.port: 8080 is not the service\'s port 80: dr does not rewrite the packet; remove the port (it defaults to 80)',
     ],
   },

@@ -729,8 +729,9 @@ function checkConnectionLimit(c: Collector, path: string, raw: Record<string, un
 }
 
 /**
- * What a dr service cannot have. The director keeps no state per connection, so every packet is hashed to its
- * real server again: only mh and sh do that the same way on every director and across reloads, and
+ * What a dr service cannot have. No director keeps a connection's state that another shares (a director's flow
+ * memory is its own, and may be full), so a packet is hashed to its real server again wherever no memory holds
+ * its flow: only mh and sh do that the same way on every director and across reloads, and
  * persistence (which is state) is refused, sh being the stateless way to keep a client on one server. The
  * packet reaches the real server unchanged, so a real server (and a sorry server) serves the vip's own port.
  */
@@ -739,7 +740,7 @@ function checkDirectRouting(c: Collector, path: string, raw: Record<string, unkn
   realServers: readonly RealServer[] | undefined; sorryServer: Service['sorryServer']; fallback: Fallback | undefined;
 }): void {
   if (svc.scheduler !== undefined && !DR_SCHEDULERS.includes(svc.scheduler)) {
-    c.add(`${path}.scheduler`, raw.scheduler, `is ${svc.scheduler}, but a dr service keeps no state per connection: every packet is scheduled again, so only a hash of the packet (mh, sh) keeps a connection on one real server`,
+    c.add(`${path}.scheduler`, raw.scheduler, `is ${svc.scheduler}, but a dr flow is remembered only by the director that saw it, and any other director schedules its packets again, so only a hash of the packet (mh, sh) keeps a connection on one real server through a failover`,
       'use scheduler: mh (weighted Maglev, the default for dr) or sh (source hash), or another mode');
   }
   if (svc.persistenceSec > 0) {

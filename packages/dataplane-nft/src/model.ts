@@ -26,11 +26,13 @@ import { buildSlotTable, type Selector } from './schedule.js';
  *   dr_raw (prerouting, raw): `daddr . l4proto . dport @dr_services notrack`: conntrack never sees them
  *   dr (prerouting, -140: after the kernel lease's chain at -150, whose drop of an unleased vip they obey):
  *       `daddr . l4proto . dport vmap @dr_dispatch` → a shared dr scheduling chain, run for every packet:
+ *       the real server the flow memory (@dr_flows) holds for the flow, if it is still one; else
  *       meta mark set daddr . l4proto . dport . <hash> map @slots (the same slot tables as the NAT path);
- *       count; `dup to meta mark map @dr_target` (the packet, unchanged, to the real server's MAC: nf_dup
- *       routes it with the real server as the next hop); drop the original (the vip is local here).
- *   Every packet is hashed again, so only mh and sh (fixed seeds) keep a connection on one real server on
- *   every director; a change of the slot table moves the connections of the slots that changed hands.
+ *       then dr_send: `dup to meta mark map @dr_target` (the packet, unchanged, to the real server's MAC:
+ *       nf_dup routes it with the real server as the next hop), and dr_sent: remember the flow, count,
+ *       drop the original (the vip is local here).
+ *   A flow nobody remembers is hashed, so only mh and sh (fixed seeds) put it on the same real server on
+ *   every director; a change of the slot table moves only flows no memory holds (see DR_FLOWS_MAP).
  * SYN proxy (synProxy services, in @synproxy_services and @synproxy_dispatch; see synProxyRules):
  *   prerouting (nat) accepts the service's new flows untranslated, so they reach input: the client's SYN, and
  *   what conntrack picks up mid-stream (tcp_loose) from the client's ACK. input jumps by @synproxy_dispatch to
@@ -51,7 +53,7 @@ import { buildSlotTable, type Selector } from './schedule.js';
 export type NftFamily = 'ip' | 'ip6';
 export const TABLE_NAME = 'lbd';
 /** Bump when the skeleton (maps, base chains, rule shapes) changes: an older table is then rebuilt whole. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 /** Every jhash gets this fixed seed, so a reload or another director maps a connection to the same real server. */
 export const HASH_SEED = 0x4c424431;
 
@@ -218,19 +220,66 @@ function synProxyRules(family: NftFamily): string[] {
 }
 
 /**
- * A dr scheduling chain's rules: every packet of a dr service goes through it. The mark is cleared first, so
- * a slot lookup that misses (no element) leaves nothing of another table's mark to forward by.
+ * The dr flow memory (@dr_flows): the real server each dr flow went to, so that a change of the slot table
+ * (a weight, a quiesced or drained server, a server added) moves no flow this director has seen; only new
+ * flows follow the new table. Like IPVS's connection table for its DR mode, its entries end by timeout
+ * (IPVS's defaults: 15 minutes for TCP, 5 for UDP), refreshed by every packet. A flow's first SYN
+ * is remembered for only DR_SYN_TIMEOUT_S, so a flood of spoofed SYNs leaves nothing for long.
+ *
+ * The key: a hash of the address pair, then the ports and protocol as they are. nftables 1.0.6 cannot write
+ * a dynamic map's `update` with a key over 16 bytes (it aborts: "dreg < ctx->reg_low"), so IPv6 addresses
+ * must be hashed; IPv4 is keyed the same way to keep one rule. Two flows share an entry only with the same
+ * ports and protocol and a 32-bit collision of their address pairs; they then go to one real server, and
+ * stay there as long as the entry lives.
+ *
+ * The memory is this director's own: after a failover, or a slot move in the ECMP tier, the new director
+ * has none, and every flow follows the current table, which breaks only those that a change had kept
+ * apart from it (a flow on a quiesced server, say).
+ */
+const DR_FLOWS_MAP = 'dr_flows';
+const DR_FLOW_SEED = 0x4c424432;
+const DR_FLOWS_SIZE = 1048576;
+const DR_TCP_TIMEOUT_S = 900;
+const DR_UDP_TIMEOUT_S = 300;
+const DR_SYN_TIMEOUT_S = 30;
+/** Tries to send a dr packet to the real server its mark names: `dup` to its MAC, then dr_sent; back to the caller if the mark names none. */
+const DR_SEND_CHAIN = 'dr_send';
+/** A dr packet was sent: remember its flow, count it, drop the original (the vip is this director's own address). */
+const DR_SENT_CHAIN = 'dr_sent';
+
+function drFlowKey(family: NftFamily): string {
+  return `jhash ${family} saddr . ${family} daddr mod 4294967295 seed 0x${DR_FLOW_SEED.toString(16)} . th sport . th dport . meta l4proto`;
+}
+
+/**
+ * A dr scheduling chain's rules: every packet of a dr service goes through it. A flow the memory holds goes
+ * where it went before, if that real server is still one (dr_send returns when @dr_target has no such mark);
+ * any other, by the slot table. The mark is cleared before each lookup, so one that misses leaves nothing
+ * to forward by.
  */
 function drChainRules(family: NftFamily, selector: Selector, length: number): string[] {
   if (length === 0) return ['drop'];
   const f = family;
   return [
     'meta mark set 0',
+    `meta mark set ${drFlowKey(f)} map @${DR_FLOWS_MAP}`,
+    `meta mark != 0 jump ${DR_SEND_CHAIN}`,
+    'meta mark set 0',
     `meta mark set ${f} daddr . meta l4proto . th dport . ${selectorExpr(f, selector, length)} map @slots`,
-    'meta mark != 0 update @backend_stats { meta mark }',
-    `meta mark != 0 update @service_stats { meta mark & ${SERVICE_MASK} }`,
-    'meta mark != 0 dup to meta mark map @dr_target',
-    // The original goes no further: the vip is this director's own address, whose stack would answer it.
+    `meta mark != 0 jump ${DR_SEND_CHAIN}`,
+    'drop',
+  ];
+}
+
+/** dr_sent's rules (see DR_SENT_CHAIN). A memory that is full only skips its rule: the packet still goes, unremembered. */
+function drSentRules(family: NftFamily): string[] {
+  const key = drFlowKey(family);
+  return [
+    `tcp flags & (syn | ack) == syn update @${DR_FLOWS_MAP} { ${key} timeout ${DR_SYN_TIMEOUT_S}s : meta mark }`,
+    `meta l4proto tcp tcp flags & (syn | ack) != syn update @${DR_FLOWS_MAP} { ${key} timeout ${DR_TCP_TIMEOUT_S}s : meta mark }`,
+    `meta l4proto udp update @${DR_FLOWS_MAP} { ${key} timeout ${DR_UDP_TIMEOUT_S}s : meta mark }`,
+    'update @backend_stats { meta mark }',
+    `update @service_stats { meta mark & ${SERVICE_MASK} }`,
     'drop',
   ];
 }
@@ -316,6 +365,10 @@ function renderSkeleton(family: NftFamily): string[] {
     `    ${f} daddr . meta l4proto . th dport @dr_services notrack`, `  }`,
     `  chain dr {`, `    type filter hook prerouting priority ${DR_PRIORITY}; policy accept;`,
     `    ${f} daddr . meta l4proto . th dport vmap @dr_dispatch`, `  }`,
+    `  map ${DR_FLOWS_MAP} {`, `    typeof ${drFlowKey(f)} : meta mark`, `    size ${DR_FLOWS_SIZE}`, `    flags dynamic,timeout`, `    timeout ${DR_TCP_TIMEOUT_S}s`, `  }`,
+    `  chain ${DR_SENT_CHAIN} {`, ...drSentRules(f).map((r) => `    ${r}`), `  }`,
+    // A dup whose map has no element for the mark ends the rule there: no goto, back to the caller.
+    `  chain ${DR_SEND_CHAIN} {`, `    dup to meta mark map @dr_target goto ${DR_SENT_CHAIN}`, `  }`,
   ];
 }
 

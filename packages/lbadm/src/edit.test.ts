@@ -115,7 +115,7 @@ describe('editConfig', () => {
     assert.equal(rm.summary, 'removed service app (198.18.0.20:80/tcp) and its 1 real server(s)');
   });
 
-  it('drain and remove on a dr service say that its connections move now: nothing keeps them', () => {
+  it('drain on a dr service says its flows live on only where they are remembered; remove, that its connections move now', () => {
     const text = `${CONFIG}  - name: bulk
     vip: 198.18.0.13
     port: 80
@@ -125,8 +125,8 @@ describe('editConfig', () => {
       - { address: 198.19.1.32 }
 `;
     assert.equal(edit({ kind: 'server drain', service: 'bulk', server: '198.19.1.31:80' }, text).summary,
-      'drained 198.19.1.31:80 of bulk: weight 0; a dr service keeps no state, so its connections move to the other servers now (and break), not only new ones; lbadm server enable restores weight 1');
-    assert.match(edit({ kind: 'server remove', service: 'bulk', server: '198.19.1.31:80' }, text).summary, /a dr service keeps no state: its connections move to the other servers now, and break\)$/);
+      'drained 198.19.1.31:80 of bulk: weight 0 (flows a director has seen live on, in its flow memory; no new ones; a flow that moves to another director, on a failover, moves to another server and breaks); lbadm server enable restores weight 1');
+    assert.match(edit({ kind: 'server remove', service: 'bulk', server: '198.19.1.31:80' }, text).summary, /a dr flow goes only to a server of the service: its connections move to the other servers now, and break\)$/);
   });
 
   it('service edit --syn-proxy on also turns the service\'s sync off (validation insists), and sets or removes a connection limit', () => {

@@ -88,9 +88,9 @@ function apply(doc: Document, config: Pick<Config, 'services'>, op: EditOp): { c
       doc.setIn([...rsPath, 'drained'], true);
       return {
         changed: true,
-        // A dr service keeps nothing per connection: the server's slots go to the others, and its connections with them.
+        // A dr flow stays on its server through the director's flow memory, which is the director's own.
         text: svc.mode === 'dr'
-          ? `drained ${label}: weight 0; a dr service keeps no state, so its connections move to the other servers now (and break), not only new ones; lbadm server enable restores weight ${configured}`
+          ? `drained ${label}: weight 0 (flows a director has seen live on, in its flow memory; no new ones; a flow that moves to another director, on a failover, moves to another server and breaks); lbadm server enable restores weight ${configured}`
           : `drained ${label}: weight 0 (established connections live on, no new ones); lbadm server enable restores weight ${configured}`,
       };
     case 'server enable':
@@ -101,7 +101,7 @@ function apply(doc: Document, config: Pick<Config, 'services'>, op: EditOp): { c
       doc.deleteIn(rsPath);
       return {
         changed: true,
-        text: `removed ${label}${svc.mode === 'dr' ? ' (a dr service keeps no state: its connections move to the other servers now, and break)'
+        text: `removed ${label}${svc.mode === 'dr' ? ' (a dr flow goes only to a server of the service: its connections move to the other servers now, and break)'
           : svc.expireOnRemove ? ' (its connections are expired: expireOnRemove)' : ' (its established connections live on until they end)'}`,
       };
     case 'server edit':

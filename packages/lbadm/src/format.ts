@@ -206,8 +206,9 @@ export function formatConns(conns: readonly Connection__Output[]): string {
  */
 export function formatStatelessNote(services: ReadonlyArray<{ readonly name: string; readonly key: string; readonly mode: string }>, filter?: string): string {
   return services.filter((s) => s.mode === 'dr' && (filter === undefined || filter === s.name || filter === s.key))
-    .map((s) => `${s.name} (${s.key}) is a dr service: the director keeps no state per connection (each packet is hashed to its real server, `
-      + 'which answers the client directly), so it has no connections to list; lbadm stats shows its packets and bytes\n').join('');
+    .map((s) => `${s.name} (${s.key}) is a dr service: the director keeps no conntrack entry for it (each packet goes to the real server its flow memory `
+      + 'or its slot table names, which answers the client directly), so it has no connections to list; lbadm stats shows its packets and bytes, '
+      + 'and `nft list map ip lbd dr_flows` (ip6 for IPv6) the flow memory\n').join('');
 }
 
 export function formatApply(r: ApplyResponse__Output): string {
