@@ -113,23 +113,28 @@ describe('data plane forwarding in namespaces @privileged', function () {
     assert.ok(seen.size > 1, `all connections went to ${[...seen].join(', ')}`);
   });
 
-  it('persistence keeps a client on one server, and lets go when that server goes quiescent', async () => {
-    const svc = (w: number[]): Svc => ({
-      name: 'sticky', vip: VIPS.ipv4Nat, port: 80, mode: 'nat', scheduler: 'rr', persistenceSec: 300, realServers: weights(w),
+  for (const family of [4, 6] as const) {
+    it(`persistence keeps a client on one server, and lets go when that server goes quiescent (IPv${family})`, async () => {
+      const vip = family === 4 ? VIPS.ipv4Nat : VIPS.ipv6;
+      const url = family === 4 ? `http://${vip}/` : `http://[${vip}]/`;
+      // IPv4 through nat; IPv6 through fullnat (its key is hashed: model.ts, persistKey).
+      const svc = (w: number[]): Svc => (family === 4
+        ? { name: 'sticky', vip, port: 80, mode: 'nat', scheduler: 'rr', persistenceSec: 300, realServers: weights(w) }
+        : { name: 'sticky6', vip, port: 80, mode: 'fullnat', scheduler: 'rr', persistenceSec: 300, localAddresses: [LOCAL_ADDRESSES.ipv6Range], realServers: w.map((weight, i) => ({ address: rsV6(i + 1), port: HTTP, weight })) });
+      await dp.apply({ services: services([svc([1, 1, 1])]) });
+      const first = await http(url, 12, ['--new-connection']);
+      assert.equal(first.ok, 12, JSON.stringify(first.errors));
+      const servers = Object.keys(first.servers);
+      assert.equal(servers.length, 1, `persistence spread one client over ${JSON.stringify(first.servers)}`);
+      const sticky = Number(servers[0]!.slice(2));
+      const quiescent = [1, 1, 1].map((w, i) => (i + 1 === sticky ? 0 : w));
+      await dp.apply({ services: services([svc(quiescent)]) });
+      const after = await http(url, 12, ['--new-connection']);
+      assert.equal(after.ok, 12, JSON.stringify(after.errors));
+      assert.equal(after.servers[`rs${sticky}`], undefined, 'the quiescent server kept its persistent client');
+      assert.equal(Object.keys(after.servers).length, 1, `the client was not re-pinned: ${JSON.stringify(after.servers)}`);
     });
-    await dp.apply({ services: services([svc([1, 1, 1])]) });
-    const first = await http(`http://${VIPS.ipv4Nat}/`, 12, ['--new-connection']);
-    assert.equal(first.ok, 12);
-    const servers = Object.keys(first.servers);
-    assert.equal(servers.length, 1, `persistence spread one client over ${JSON.stringify(first.servers)}`);
-    const sticky = Number(servers[0]!.slice(2));
-    const quiescent = [1, 1, 1].map((w, i) => (i + 1 === sticky ? 0 : w));
-    await dp.apply({ services: services([svc(quiescent)]) });
-    const after = await http(`http://${VIPS.ipv4Nat}/`, 12, ['--new-connection']);
-    assert.equal(after.ok, 12);
-    assert.equal(after.servers[`rs${sticky}`], undefined, 'the quiescent server kept its persistent client');
-    assert.equal(Object.keys(after.servers).length, 1, `the client was not re-pinned: ${JSON.stringify(after.servers)}`);
-  });
+  }
 
   it('fallback reject resets new connections at once when no real server may take them', async () => {
     await dp.apply({ services: services([{ name: 'down', vip: VIPS.ipv4, port: 80, mode: 'fullnat', scheduler: 'wrr', fallback: 'reject', localAddresses: [LOCAL_ADDRESSES.ipv4Range], realServers: weights([0, 0, 0]) }]) });

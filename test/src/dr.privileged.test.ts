@@ -139,7 +139,7 @@ describe('direct routing (mode: dr) in namespaces @privileged', function () {
       assert.equal(ready.ready, true, JSON.stringify(ready));
       // rs3 goes from 1 to 2: Maglev gives it slots from rs1 and rs2, and only the streams hashed to those move.
       await dp.apply({ services: svc([1, 1, 2]) });
-      await lab.topology.exec(DIRECTOR.host, 'nft', ['flush', 'map', 'ip', 'lbd', 'dr_flows']);
+      await lab.topology.exec(DIRECTOR.host, 'nft', ['flush', 'map', 'ip', 'lbd', 'dr_flows_tcp']);
       await streams.exited;
       const r = streams.lastJson<StreamResult>()!;
       // rs3 only gains slots: its own streams stay, and of rs1's and rs2's, those in the slots it gained
@@ -165,7 +165,7 @@ describe('direct routing (mode: dr) in namespaces @privileged', function () {
     const list = async (what: string): Promise<Array<{ elem?: unknown[] }>> =>
       (JSON.parse((await lab.topology.exec(DIRECTOR.host, 'nft', ['-j', 'list', 'map', 'ip6', 'lbd', what])).stdout) as { nftables: Array<{ map?: { elem?: unknown[] } }> }).nftables.flatMap((x) => (x.map ? [x.map] : []));
     const targets = new Set(((await list('dr_target'))[0]?.elem ?? []).map((e) => String((e as [number, string])[0])));
-    const remembered = ((await list('dr_flows'))[0]?.elem ?? []).map((e) => String((e as [unknown, number])[1]));
+    const remembered = ((await list('dr_flows_tcp'))[0]?.elem ?? []).map((e) => String((e as [unknown, number])[1]));
     assert.ok(remembered.length > 0 && remembered.length <= 60, `${remembered.length} IPv6 flows remembered for 60 connections`);
     assert.ok(remembered.every((m) => targets.has(m)), `remembered marks ${[...new Set(remembered)].join(', ')}, targets ${[...targets].join(', ')}`);
   });

@@ -271,12 +271,6 @@ const invalid: Bad[] = [
   { name: 'persistenceSec fractional', raw: one({ persistenceSec: 1.5 }), want: [`services[0].persistenceSec: 1.5 ${PERSIST}`] },
   { name: 'persistenceSec over a year', raw: one({ persistenceSec: 31536001 }), want: [`services[0].persistenceSec: 31536001 ${PERSIST}`] },
   { name: 'persistenceSec with a unit', raw: one({ persistenceSec: '5m' }), want: [`services[0].persistenceSec: "5m" ${PERSIST}`] },
-  {
-    name: 'persistenceSec on an IPv6 service (nft 1.0.6 aborts on its affinity rule)',
-    raw: one({ vip: 'fd00::10', localAddresses: ['fd00:2::10'], realServers: [{ address: 'fd00:1::11', port: 8080 }], persistenceSec: 300 }),
-    want: ['services[0].persistenceSec: 300 is not supported for an IPv6 service: nftables 1.0.6 aborts on its affinity rule, so no config with it could be applied; '
-      + 'remove persistenceSec (or set it to 0) for this service, or serve it on an IPv4 vip'],
-  },
   { name: 'persistenceSec in quotes', raw: one({ persistenceSec: '300' }), want: ['services[0].persistenceSec: "300" is text, not a number; write it without quotes: 300'] },
   { name: 'expireOnRemove as text', raw: one({ expireOnRemove: 'yes' }), want: ['services[0].expireOnRemove: "yes" is not true or false; write true or false without quotes'] },
   {

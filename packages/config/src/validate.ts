@@ -584,12 +584,6 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
       `is not a persistence time (whole seconds from 0 to ${MAX_PERSISTENCE_SEC}, 0 = off)`,
       'give whole seconds, e.g. 300, or 0 for no source-address affinity') ?? 0;
   }
-  if (persistenceSec > 0 && vip?.family === 6) {
-    // nft 1.0.6 (Debian 12's) aborts on the rule that records an IPv6 affinity (`update @persist { ip6 saddr .
-    // ip6 daddr ... : ct mark }`: an assertion in its register allocation), so the whole table would fail.
-    c.add(`${path}.persistenceSec`, raw.persistenceSec, 'is not supported for an IPv6 service: nftables 1.0.6 aborts on its affinity rule, so no config with it could be applied',
-      'remove persistenceSec (or set it to 0) for this service, or serve it on an IPv4 vip');
-  }
   let expireOnRemove = false;
   if (raw.expireOnRemove !== undefined) {
     if (typeof raw.expireOnRemove !== 'boolean') {

@@ -181,6 +181,9 @@ describe('ECMP tier rendering', () => {
  * written by the privileged test with UPDATE_GOLDEN=1): parsed, they are the model they were rendered from.
  * The same tables loaded and listed by nft 1.1.3 (Debian 13, the Debian package's test root; kept as
  * testdata/golden-ecmp-*.nft-1.1.3.json), which prints the protocols of `typeof meta l4proto` maps as numbers.
+ * No nft 1.1.3 here: those two listings were captured at an earlier schema and carried forward by hand (the
+ * schema element raised); what they read back is the services' elements, not the skeleton's maps, which is
+ * all schemas 6 and 7 changed (@dr_flows_tcp and _udp, and @persist's key for IPv6).
  */
 describe('ECMP tier re-adoption', () => {
   const comparable = (m: TableModel): unknown => ({

@@ -148,6 +148,20 @@ describe('rendering', () => {
     checkGolden('golden-ip6.nft', renderFullScript(models.ip6, false).join('\n') + '\n');
   });
 
+  it('declares no map `typeof jhash` (nft 1.0.6 crashes listing one), and writes no dynamic map key over 16 bytes (it aborts loading one)', () => {
+    const sticky6 = parseConfig('services: [{ name: sticky6, vip: "fd00:0:0:1::20", port: 80, mode: nat, persistenceSec: 60, realServers: [{ address: "fd00:0:0:2::11" }] }]', 'test').services;
+    const { models } = planTables([...goldenServices(), ...sticky6], none);
+    for (const family of ['ip', 'ip6'] as const) {
+      const text = renderFullScript(models[family], false).join('\n');
+      assert.match(text, /update @persist/, `${family}: a persistence rule to check`);
+      assert.doesNotMatch(text, /typeof[^\n]*jhash/, family);
+      // Every `update @map { KEY timeout ... : DATA }`: IPv6 addresses only inside a jhash.
+      for (const [, key] of text.matchAll(/update @\w+ \{ (.*?) timeout \d+s : /g)) {
+        assert.doesNotMatch(key!.replace(/jhash .*? mod 4294967295 seed 0x[0-9a-f]+/g, 'H'), /ip6 (saddr|daddr)/, `${family}: ${key}`);
+      }
+    }
+  });
+
   it('renders the same table whatever the order of services (same marks, same elements)', () => {
     const a = planTables(goldenServices(), none).models;
     const b = planTables([...goldenServices()].reverse(), none).models;

@@ -26,7 +26,7 @@ import { buildSlotTable, type Selector } from './schedule.js';
  *   dr_raw (prerouting, raw): `daddr . l4proto . dport @dr_services notrack`: conntrack never sees them
  *   dr (prerouting, -140: after the kernel lease's chain at -150, whose drop of an unleased vip they obey):
  *       `daddr . l4proto . dport vmap @dr_dispatch` → a shared dr scheduling chain, run for every packet:
- *       the real server the flow memory (@dr_flows) holds for the flow, if it is still one; else
+ *       the real server the flow memory (@dr_flows_tcp, @dr_flows_udp) holds for the flow, if it is still one; else
  *       meta mark set daddr . l4proto . dport . <hash> map @slots (the same slot tables as the NAT path);
  *       then dr_send: `dup to meta mark map @dr_target` (the packet, unchanged, to the real server's MAC:
  *       nf_dup routes it with the real server as the next hop), and dr_sent: remember the flow, count,
@@ -53,7 +53,7 @@ import { buildSlotTable, type Selector } from './schedule.js';
 export type NftFamily = 'ip' | 'ip6';
 export const TABLE_NAME = 'lbd';
 /** Bump when the skeleton (maps, base chains, rule shapes) changes: an older table is then rebuilt whole. */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 /** Every jhash gets this fixed seed, so a reload or another director maps a connection to the same real server. */
 export const HASH_SEED = 0x4c424431;
 
@@ -220,24 +220,25 @@ function synProxyRules(family: NftFamily): string[] {
 }
 
 /**
- * The dr flow memory (@dr_flows): the real server each dr flow went to, so that a change of the slot table
- * (a weight, a quiesced or drained server, a server added) moves no flow this director has seen; only new
- * flows follow the new table. Like IPVS's connection table for its DR mode, its entries end by timeout
+ * The dr flow memory (@dr_flows_tcp, @dr_flows_udp): the real server each dr flow went to, so that a change of
+ * the slot table (a weight, a quiesced or drained server, a server added) moves no flow this director has seen;
+ * only new flows follow the new table. Like IPVS's connection table for its DR mode, its entries end by timeout
  * (IPVS's defaults: 15 minutes for TCP, 5 for UDP), refreshed by every packet. A flow's first SYN
  * is remembered for only DR_SYN_TIMEOUT_S, so a flood of spoofed SYNs leaves nothing for long.
  *
- * The key: a hash of the address pair, then the ports and protocol as they are. nftables 1.0.6 cannot write
- * a dynamic map's `update` with a key over 16 bytes (it aborts: "dreg < ctx->reg_low"), so IPv6 addresses
- * must be hashed; IPv4 is keyed the same way to keep one rule. Two flows share an entry only with the same
- * ports and protocol and a 32-bit collision of their address pairs; they then go to one real server, and
- * stay there as long as the entry lives.
+ * One map per protocol (dr serves tcp and udp), keyed by the addresses and ports. nftables 1.0.6 cannot write
+ * a dynamic map's `update` with a key over 16 bytes (it aborts: "dreg < ctx->reg_low"), nor hash much more
+ * than the two addresses beside other fields, hence no protocol in the key, and for IPv6 two hashes (different
+ * seeds) of the address pair in place of the addresses: two IPv6 flows share an entry only with the same
+ * ports and a 64-bit collision of their address pairs, never in practice (with one 32-bit hash, about one flow
+ * in 10^8 would have found another flow's entry in a full memory).
  *
  * The memory is this director's own: after a failover, or a slot move in the ECMP tier, the new director
  * has none, and every flow follows the current table, which breaks only those that a change had kept
  * apart from it (a flow on a quiesced server, say).
  */
-const DR_FLOWS_MAP = 'dr_flows';
-const DR_FLOW_SEED = 0x4c424432;
+const DR_FLOWS_MAP = { tcp: 'dr_flows_tcp', udp: 'dr_flows_udp' } as const;
+const DR_FLOW_SEEDS = [0x4c424432, 0x4c424433] as const;
 const DR_FLOWS_SIZE = 1048576;
 const DR_TCP_TIMEOUT_S = 900;
 const DR_UDP_TIMEOUT_S = 300;
@@ -248,7 +249,18 @@ const DR_SEND_CHAIN = 'dr_send';
 const DR_SENT_CHAIN = 'dr_sent';
 
 function drFlowKey(family: NftFamily): string {
-  return `jhash ${family} saddr . ${family} daddr mod 4294967295 seed 0x${DR_FLOW_SEED.toString(16)} . th sport . th dport . meta l4proto`;
+  if (family === 'ip') return 'ip saddr . ip daddr . th sport . th dport';
+  const hash = (seed: number): string => `jhash ip6 saddr . ip6 daddr mod 4294967295 seed 0x${seed.toString(16)}`;
+  return `${DR_FLOW_SEEDS.map(hash).join(' . ')} . th sport . th dport`;
+}
+
+/**
+ * A map's `typeof` for a key with hashes in it. nft 1.0.6 lists a map declared `typeof jhash ...` by crashing
+ * (a segfault in `nft list`, so no listing of the table at all); `numgen` has the same type (a 32-bit integer)
+ * and lists, as the slot tables' `typeof ... numgen inc mod 2` always did.
+ */
+function hashedTypeof(key: string): string {
+  return key.replace(/jhash .*? mod 4294967295 seed 0x[0-9a-f]+/g, 'numgen inc mod 2');
 }
 
 /**
@@ -262,7 +274,8 @@ function drChainRules(family: NftFamily, selector: Selector, length: number): st
   const f = family;
   return [
     'meta mark set 0',
-    `meta mark set ${drFlowKey(f)} map @${DR_FLOWS_MAP}`,
+    `meta l4proto tcp meta mark set ${drFlowKey(f)} map @${DR_FLOWS_MAP.tcp}`,
+    `meta l4proto udp meta mark set ${drFlowKey(f)} map @${DR_FLOWS_MAP.udp}`,
     `meta mark != 0 jump ${DR_SEND_CHAIN}`,
     'meta mark set 0',
     `meta mark set ${f} daddr . meta l4proto . th dport . ${selectorExpr(f, selector, length)} map @slots`,
@@ -275,27 +288,39 @@ function drChainRules(family: NftFamily, selector: Selector, length: number): st
 function drSentRules(family: NftFamily): string[] {
   const key = drFlowKey(family);
   return [
-    `tcp flags & (syn | ack) == syn update @${DR_FLOWS_MAP} { ${key} timeout ${DR_SYN_TIMEOUT_S}s : meta mark }`,
-    `meta l4proto tcp tcp flags & (syn | ack) != syn update @${DR_FLOWS_MAP} { ${key} timeout ${DR_TCP_TIMEOUT_S}s : meta mark }`,
-    `meta l4proto udp update @${DR_FLOWS_MAP} { ${key} timeout ${DR_UDP_TIMEOUT_S}s : meta mark }`,
+    `tcp flags & (syn | ack) == syn update @${DR_FLOWS_MAP.tcp} { ${key} timeout ${DR_SYN_TIMEOUT_S}s : meta mark }`,
+    `meta l4proto tcp tcp flags & (syn | ack) != syn update @${DR_FLOWS_MAP.tcp} { ${key} timeout ${DR_TCP_TIMEOUT_S}s : meta mark }`,
+    `meta l4proto udp update @${DR_FLOWS_MAP.udp} { ${key} timeout ${DR_UDP_TIMEOUT_S}s : meta mark }`,
     'update @backend_stats { meta mark }',
     `update @service_stats { meta mark & ${SERVICE_MASK} }`,
     'drop',
   ];
 }
 
+/**
+ * The key of a client's affinity to a real server (@persist): its address and the service's tuple. nft 1.0.6
+ * aborts on a dynamic map's `update` with a key over 16 bytes (see DR_FLOWS_MAP), so an IPv6 key is two
+ * hashes of it (64 bits: two clients meet in one entry never, in practice); IPv4's 12 bytes stay as they are.
+ */
+function persistKey(family: NftFamily): string {
+  const tuple = `${family} saddr . ${family} daddr . meta l4proto . th dport`;
+  if (family === 'ip') return tuple;
+  return PERSIST_SEEDS.map((seed) => `jhash ${tuple} mod 4294967295 seed 0x${seed.toString(16)}`).join(' . ');
+}
+const PERSIST_SEEDS = [0x4c424434, 0x4c424435] as const;
+
 function schedulingChainRules(family: NftFamily, selector: Selector, length: number, persistenceSec: number): string[] {
   if (length === 0) return ['drop'];
   const f = family;
-  const persistKey = `${f} saddr . ${f} daddr . meta l4proto . th dport`;
+  const key = persistKey(f);
   const dnat = `meta l4proto { tcp, udp } dnat ${f} to ct mark map @backend_dnat`;
   const rules: string[] = [];
   if (persistenceSec > 0) {
-    rules.push(`ct mark set ${persistKey} map @persist`);
+    rules.push(`ct mark set ${key} map @persist`);
     rules.push(`meta l4proto { tcp, udp } ct mark @eligible dnat ${f} to ct mark map @backend_dnat`);
   }
   rules.push(`ct mark set ${f} daddr . meta l4proto . th dport . ${selectorExpr(f, selector, length)} map @slots`);
-  if (persistenceSec > 0) rules.push(`update @persist { ${persistKey} timeout ${persistenceSec}s : ct mark }`);
+  if (persistenceSec > 0) rules.push(`update @persist { ${key} timeout ${persistenceSec}s : ct mark }`);
   rules.push(dnat);
   // Reached only when the lookups above miss: never forward a new connection un-translated to the vip.
   rules.push('drop');
@@ -311,7 +336,7 @@ function renderSkeleton(family: NftFamily): string[] {
     `  map dispatch {`, `    type ${addr} . inet_proto . inet_service : verdict`, `  }`,
     `  map slots {`, `    typeof ${f} daddr . meta l4proto . th dport . numgen inc mod 2 : ct mark`, `  }`,
     `  set eligible {`, `    type mark`, `  }`,
-    `  map persist {`, `    typeof ${f} saddr . ${f} daddr . meta l4proto . th dport : ct mark`, `    size 1048576`,
+    `  map persist {`, `    typeof ${hashedTypeof(persistKey(f))} : ct mark`, `    size 1048576`,
     `    flags dynamic,timeout`, `    timeout 300s`, `  }`,
     `  map backend_dnat {`, `    type mark : ${addr} . inet_service`, `  }`,
     // Keyed by service mark (`ct mark & 0xffff0000`): one element per service, not per real server.
@@ -365,7 +390,7 @@ function renderSkeleton(family: NftFamily): string[] {
     `    ${f} daddr . meta l4proto . th dport @dr_services notrack`, `  }`,
     `  chain dr {`, `    type filter hook prerouting priority ${DR_PRIORITY}; policy accept;`,
     `    ${f} daddr . meta l4proto . th dport vmap @dr_dispatch`, `  }`,
-    `  map ${DR_FLOWS_MAP} {`, `    typeof ${drFlowKey(f)} : meta mark`, `    size ${DR_FLOWS_SIZE}`, `    flags dynamic,timeout`, `    timeout ${DR_TCP_TIMEOUT_S}s`, `  }`,
+    ...Object.values(DR_FLOWS_MAP).flatMap((m) => [`  map ${m} {`, `    typeof ${hashedTypeof(drFlowKey(f))} : meta mark`, `    size ${DR_FLOWS_SIZE}`, `    flags dynamic,timeout`, `    timeout ${DR_TCP_TIMEOUT_S}s`, `  }`]),
     `  chain ${DR_SENT_CHAIN} {`, ...drSentRules(f).map((r) => `    ${r}`), `  }`,
     // A dup whose map has no element for the mark ends the rule there: no goto, back to the caller.
     `  chain ${DR_SEND_CHAIN} {`, `    dup to meta mark map @dr_target goto ${DR_SENT_CHAIN}`, `  }`,

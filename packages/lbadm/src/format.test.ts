@@ -251,9 +251,9 @@ describe('formatConns', () => {
       { name: 'edge', key: '198.18.0.30:443/tcp', mode: 'dr' },
       { name: 'edge6', key: '[fd00::30]:443/tcp', mode: 'dr' },
     ];
-    const note = (s: string): string => `${s} is a dr service: the director keeps no conntrack entry for it (each packet goes to the real server its flow memory or its slot table names, which answers the client directly), so it has no connections to list; lbadm stats shows its packets and bytes, and \`nft list map ip lbd dr_flows\` (ip6 for IPv6) the flow memory\n`;
-    assert.equal(formatStatelessNote(services), note('edge (198.18.0.30:443/tcp)') + note('edge6 ([fd00::30]:443/tcp)'));
-    assert.equal(formatStatelessNote(services, '[fd00::30]:443/tcp'), note('edge6 ([fd00::30]:443/tcp)'));
+    const note = (s: string, fam = 'ip'): string => `${s} is a dr service: the director keeps no conntrack entry for it (each packet goes to the real server its flow memory or its slot table names, which answers the client directly), so it has no connections to list; lbadm stats shows its packets and bytes, and nft list map ${fam} lbd dr_flows_tcp the flow memory of every dr service of its family and protocol\n`;
+    assert.equal(formatStatelessNote(services), note('edge (198.18.0.30:443/tcp)') + note('edge6 ([fd00::30]:443/tcp)', 'ip6'));
+    assert.equal(formatStatelessNote(services, '[fd00::30]:443/tcp'), note('edge6 ([fd00::30]:443/tcp)', 'ip6'));
     assert.equal(formatStatelessNote(services, 'web'), '');
   });
 });

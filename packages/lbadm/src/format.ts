@@ -208,7 +208,7 @@ export function formatStatelessNote(services: ReadonlyArray<{ readonly name: str
   return services.filter((s) => s.mode === 'dr' && (filter === undefined || filter === s.name || filter === s.key))
     .map((s) => `${s.name} (${s.key}) is a dr service: the director keeps no conntrack entry for it (each packet goes to the real server its flow memory `
       + 'or its slot table names, which answers the client directly), so it has no connections to list; lbadm stats shows its packets and bytes, '
-      + 'and `nft list map ip lbd dr_flows` (ip6 for IPv6) the flow memory\n').join('');
+      + `and nft list map ${s.key.startsWith('[') ? 'ip6' : 'ip'} lbd dr_flows_${s.key.endsWith('/udp') ? 'udp' : 'tcp'} the flow memory of every dr service of its family and protocol\n`).join('');
 }
 
 export function formatApply(r: ApplyResponse__Output): string {
