@@ -1,2 +1,2 @@
-export { answerWithin } from './bounded.js';
 export { systemClock, type Clock, type TimerHandle } from './clock.js';
+export { askAgainIfStalled } from './stalls.js';

@@ -1,4 +1,5 @@
 import type { StoredEvent } from '@lbd/config';
+import { askAgainIfStalled } from '@lbd/clock';
 import { ConfigStore, ConfigStoreCoordinator, type ConfigWrite, type StoredConfig } from './config-store.js';
 import { EventStore, type EventStoreLog } from './event-store.js';
 import { EtcdKv, type EtcdTlsMaterial } from './kv.js';
@@ -165,7 +166,8 @@ export class EtcdCoordinator extends ConfigStoreCoordinator implements Coordinat
   }
 
   async status(groups: readonly string[]): Promise<ClusterStatus> {
-    const reachable = await this.kv.reachable(STATUS_CALL_MS, { read: this.k.config });
+    // Asked again when a busy box's stalled loop, not etcd, made the first one late (askAgainIfStalled).
+    const reachable = await askAgainIfStalled(() => this.kv.reachable(STATUS_CALL_MS, { read: this.k.config }), STATUS_CALL_MS);
     // The reads at once, each bounded: a status is read on every lbadm call, dashboard tick and scrape.
     const [out] = await Promise.all([
       Promise.all(groups.map(async (name): Promise<GroupRecordStatus> => {

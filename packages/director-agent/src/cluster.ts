@@ -1,5 +1,5 @@
 import * as grpc from '@grpc/grpc-js';
-import { answerWithin } from '@lbd/clock';
+import { askAgainIfStalled } from '@lbd/clock';
 import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
 import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, slotGroup, type ClusterSettings, type Config, type VipGroup,
@@ -115,8 +115,6 @@ const HANDOVER_DRAIN_MS = 250;
 const SYNC_CHECK_MS = 100;
 /** How long a status waits for each peer's ping before it shows the peer unreachable. */
 const PEER_PING_MS = 300;
-/** How long an unanswered ping's call may go on after the status gave up on it. */
-const ABANDONED_PING_MS = 5000;
 
 export class ClusterMember {
   private readonly coordinator: Coordinator;
@@ -347,13 +345,13 @@ export class ClusterMember {
     /** Each director's kernel lease per group: our own, and what each peer's ping answered. */
     const leases = new Map<string, Readonly<Record<string, number>>>([[st.self, leasesLeft(snap)]]);
     await Promise.all([...this.peers].map(async ([id, client]) => {
-      const ping = new Promise<boolean>((resolve) => {
-        client.Ping({ from: this.o.settings.director }, { deadline: Date.now() + PEER_PING_MS + ABANDONED_PING_MS }, (err, res) => {
+      const ping = (): Promise<boolean> => new Promise<boolean>((resolve) => {
+        client.Ping({ from: this.o.settings.director }, { deadline: Date.now() + PEER_PING_MS }, (err, res) => {
           if (!err && res) leases.set(id, res.kernelLeaseLeftMs);
           resolve(!err);
         });
       });
-      reach.set(id, await answerWithin(ping, PEER_PING_MS, false));
+      reach.set(id, await askAgainIfStalled(ping, PEER_PING_MS));
     }));
     const t = st.timing;
     const ecmp = this.ecmpStatusMessage();
