@@ -390,7 +390,8 @@ function renderSkeleton(family: NftFamily): string[] {
     `    ${f} daddr . meta l4proto . th dport @dr_services notrack`, `  }`,
     `  chain dr {`, `    type filter hook prerouting priority ${DR_PRIORITY}; policy accept;`,
     `    ${f} daddr . meta l4proto . th dport vmap @dr_dispatch`, `  }`,
-    ...Object.values(DR_FLOWS_MAP).flatMap((m) => [`  map ${m} {`, `    typeof ${hashedTypeof(drFlowKey(f))} : meta mark`, `    size ${DR_FLOWS_SIZE}`, `    flags dynamic,timeout`, `    timeout ${DR_TCP_TIMEOUT_S}s`, `  }`]),
+    ...(['tcp', 'udp'] as const).flatMap((p) => [`  map ${DR_FLOWS_MAP[p]} {`, `    typeof ${hashedTypeof(drFlowKey(f))} : meta mark`, `    size ${DR_FLOWS_SIZE}`,
+      `    flags dynamic,timeout`, `    timeout ${p === 'tcp' ? DR_TCP_TIMEOUT_S : DR_UDP_TIMEOUT_S}s`, `  }`]),
     `  chain ${DR_SENT_CHAIN} {`, ...drSentRules(f).map((r) => `    ${r}`), `  }`,
     // A dup whose map has no element for the mark ends the rule there: no goto, back to the caller.
     `  chain ${DR_SEND_CHAIN} {`, `    dup to meta mark map @dr_target goto ${DR_SENT_CHAIN}`, `  }`,
