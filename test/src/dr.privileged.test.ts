@@ -72,6 +72,25 @@ describe('direct routing (mode: dr) in namespaces @privileged', function () {
     return r.stdout.trim();
   };
 
+  const streamDr = (w: number[]): readonly Service[] => services([{ name: 'stream-dr', vip: DR_VIP.ipv4, port: STREAM, realServers: weights(w) }]);
+  /**
+   * stream-dr at weights 1,1,1 and 60 streams through it for 8 s; `changes` runs once they all started; returns
+   * the streams' report at their end.
+   */
+  const streamsThrough = async (changes: (ready: ReadyReport) => Promise<void>): Promise<StreamResult> => {
+    await dp.apply({ services: streamDr([1, 1, 1]) });
+    const streams = spawnTestClient(lab.topology, CLIENT.host, ['stream', '--target', `${DR_VIP.ipv4}:${STREAM}`, '--connections', '60', '--duration-ms', '8000', '--stall-ms', '2000']);
+    try {
+      const ready = await streams.waitForJson<ReadyReport>((v) => 'ready' in v, 20_000);
+      assert.equal(ready.ready, true, JSON.stringify(ready));
+      await changes(ready);
+      await streams.exited;
+      return streams.lastJson<StreamResult>()!;
+    } finally {
+      await streams.stop(2000);
+    }
+  };
+
   it('the packet reaches the real server unchanged (it sees the client, and answers from the vip straight to the client); mh spreads by weight; the director keeps no conntrack entry', async () => {
     await dp.apply({ services: services([{ name: 'web-dr', vip: DR_VIP.ipv4, port: HTTP, realServers: weights([1, 1, 2]) }]) });
     const r = await http(`http://${DR_VIP.ipv4}/`, 400, ['--new-connection']);
@@ -106,51 +125,33 @@ describe('direct routing (mode: dr) in namespaces @privileged', function () {
     assert.equal(Object.keys(udp.servers).length, 1, `one UDP flow spread over ${JSON.stringify(udp.servers)}`);
   });
 
-  it('a weight change, a server drained (weight 0) or added moves no flow the director has seen (its flow memory); new connections follow the new table', async () => {
-    const svc = (w: number[]): readonly Service[] => services([{ name: 'stream-dr', vip: DR_VIP.ipv4, port: STREAM, realServers: weights(w) }]);
-    await dp.apply({ services: svc([1, 1, 1]) });
-    const streams = spawnTestClient(lab.topology, CLIENT.host, ['stream', '--target', `${DR_VIP.ipv4}:${STREAM}`, '--connections', '60', '--duration-ms', '8000', '--stall-ms', '2000']);
-    try {
-      const ready = await streams.waitForJson<ReadyReport>((v) => 'ready' in v, 20_000);
-      assert.equal(ready.ready, true, JSON.stringify(ready));
+  it('a weight change or a server drained (weight 0) moves no flow the director has seen (its flow memory); new connections follow the new table', async () => {
+    const r = await streamsThrough(async (ready) => {
       assert.ok((ready.servers as Record<string, number>).rs3! > 0, `rs3 has streams to keep: ${JSON.stringify(ready.servers)}`);
       // Each change gives slots to other servers; without the memory their streams would break (below).
-      await dp.apply({ services: svc([1, 1, 2]) });
-      await dp.apply({ services: svc([1, 1, 0]) });
+      await dp.apply({ services: streamDr([1, 1, 2]) });
+      await dp.apply({ services: streamDr([1, 1, 0]) });
       // While rs3's streams go on, it takes no new connection.
       const fresh = await runTestClient<TcpOnceResult>(lab.topology, CLIENT.host, ['tcp-once', '--target', `${DR_VIP.ipv4}:${STREAM}`, '--count', '30']);
       assert.equal(fresh.ok, 30, JSON.stringify(fresh.errors));
       assert.ok(!fresh.sequence.includes('rs3'), `the drained rs3 took new connections: ${fresh.sequence.join(', ')}`);
-      await streams.exited;
-      const r = streams.lastJson<StreamResult>()!;
-      const broken = r.perConnection.filter((c) => c.error !== null);
-      assert.deepEqual(broken.map((c) => `${c.server}: ${c.error}`), [], `streams broke through weights 1,1,1 -> 1,1,2 -> 1,1,0 (${JSON.stringify(r.servers)})`);
-    } finally {
-      await streams.stop(2000);
-    }
+    });
+    const broken = r.perConnection.filter((c) => c.error !== null);
+    assert.deepEqual(broken.map((c) => `${c.server}: ${c.error}`), [], `streams broke through weights 1,1,1 -> 1,1,2 -> 1,1,0 (${JSON.stringify(r.servers)})`);
   });
 
   it('a director without the memory (emptied here, as on the director a failover moves flows to) sends each flow by the table: after a weight change, the flows in the slots that changed hands break, the rest live on', async () => {
-    const svc = (w: number[]): readonly Service[] => services([{ name: 'stream-dr', vip: DR_VIP.ipv4, port: STREAM, realServers: weights(w) }]);
-    await dp.apply({ services: svc([1, 1, 1]) });
-    const streams = spawnTestClient(lab.topology, CLIENT.host, ['stream', '--target', `${DR_VIP.ipv4}:${STREAM}`, '--connections', '60', '--duration-ms', '8000', '--stall-ms', '2000']);
-    try {
-      const ready = await streams.waitForJson<ReadyReport>((v) => 'ready' in v, 20_000);
-      assert.equal(ready.ready, true, JSON.stringify(ready));
+    const r = await streamsThrough(async () => {
       // rs3 goes from 1 to 2: Maglev gives it slots from rs1 and rs2, and only the streams hashed to those move.
-      await dp.apply({ services: svc([1, 1, 2]) });
+      await dp.apply({ services: streamDr([1, 1, 2]) });
       await lab.topology.exec(DIRECTOR.host, 'nft', ['flush', 'map', 'ip', 'lbd', 'dr_flows_tcp']);
-      await streams.exited;
-      const r = streams.lastJson<StreamResult>()!;
-      // rs3 only gains slots: its own streams stay, and of rs1's and rs2's, those in the slots it gained
-      // break (about a sixth of all: Maglev moves little more than the share that changed).
-      const broken = r.perConnection.filter((c) => c.error !== null);
-      assert.deepEqual(broken.filter((c) => c.server === 'rs3'), [], 'a connection of the server that only gained slots broke');
-      assert.ok(broken.length > 0 && broken.length <= r.connections * 0.4,
-        `${broken.length} of ${r.connections} streams broke when rs3's weight went from 1 to 2 with no memory (expected about a sixth): ${JSON.stringify(r.servers)}`);
-    } finally {
-      await streams.stop(2000);
-    }
+    });
+    // rs3 only gains slots: its own streams stay, and of rs1's and rs2's, those in the slots it gained
+    // break (about a sixth of all: Maglev moves little more than the share that changed).
+    const broken = r.perConnection.filter((c) => c.error !== null);
+    assert.deepEqual(broken.filter((c) => c.server === 'rs3'), [], 'a connection of the server that only gained slots broke');
+    assert.ok(broken.length > 0 && broken.length <= r.connections * 0.4,
+      `${broken.length} of ${r.connections} streams broke when rs3's weight went from 1 to 2 with no memory (expected about a sixth): ${JSON.stringify(r.servers)}`);
   });
 
   it('an IPv6 dr service works', async () => {
