@@ -106,7 +106,7 @@ router bgp ${ECMP_ASN.router}
  exit-address-family
 `;
 
-/** The tier's cluster config: `web` (HTTP), `stream` (long-lived TCP) and `udp`, all on the one vip. */
+/** The tier's cluster config: `web` (HTTP), `stream` (long-lived TCP) and `udp` on the fullnat vip, and `stream-dr` on the dr vip. */
 export function ecmpClusterConfig(o: { sync?: boolean; slots?: number } = {}): string {
   const servers = (port: number): string => [11, 12, 13].map((h) => `      - { address: 198.19.1.${h}, port: ${port} }\n`).join('');
   // Short web connections are not copied (minAgeMs): every director syncs to two peers and receives from
