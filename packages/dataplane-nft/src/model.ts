@@ -250,9 +250,15 @@ const DR_SENT_CHAIN = 'dr_sent';
 
 function drFlowKey(family: NftFamily): string {
   if (family === 'ip') return 'ip saddr . ip daddr . th sport . th dport';
-  const hash = (seed: number): string => `jhash ip6 saddr . ip6 daddr mod 4294967295 seed 0x${seed.toString(16)}`;
-  return `${DR_FLOW_SEEDS.map(hash).join(' . ')} . th sport . th dport`;
+  return `${hash64('ip6 saddr . ip6 daddr', DR_FLOW_SEEDS)} . th sport . th dport`;
 }
+
+/** `expr` as two 32-bit jhashes with different seeds: a 64-bit stand-in for a key too long for nft 1.0.6. */
+function hash64(expr: string, seeds: readonly [number, number]): string {
+  return seeds.map((seed) => `jhash ${expr} mod 4294967295 seed 0x${seed.toString(16)}`).join(' . ');
+}
+/** One of hash64's halves in rendered text. */
+const HASH64_PART = /jhash .*? mod 4294967295 seed 0x[0-9a-f]+/g;
 
 /**
  * A map's `typeof` for a key with hashes in it. nft 1.0.6 lists a map declared `typeof jhash ...` by crashing
@@ -260,7 +266,7 @@ function drFlowKey(family: NftFamily): string {
  * and lists, as the slot tables' `typeof ... numgen inc mod 2` always did.
  */
 function hashedTypeof(key: string): string {
-  return key.replace(/jhash .*? mod 4294967295 seed 0x[0-9a-f]+/g, 'numgen inc mod 2');
+  return key.replace(HASH64_PART, 'numgen inc mod 2');
 }
 
 /**
@@ -305,7 +311,7 @@ function drSentRules(family: NftFamily): string[] {
 function persistKey(family: NftFamily): string {
   const tuple = `${family} saddr . ${family} daddr . meta l4proto . th dport`;
   if (family === 'ip') return tuple;
-  return PERSIST_SEEDS.map((seed) => `jhash ${tuple} mod 4294967295 seed 0x${seed.toString(16)}`).join(' . ');
+  return hash64(tuple, PERSIST_SEEDS);
 }
 const PERSIST_SEEDS = [0x4c424434, 0x4c424435] as const;
 
