@@ -373,13 +373,19 @@ export async function runUdp(cmd: UdpCommand): Promise<UdpResult> {
   return { ok, failed, servers, peers, errors };
 }
 
-type UdpSock = ReturnType<typeof createSocket>;
+export type UdpSock = ReturnType<typeof createSocket>;
 /** Fresh-port sockets a udp run keeps open at once. */
 const MAX_OPEN_UDP_SOCKETS = 1024;
 
-function openUdp(type: 'udp4' | 'udp6', port: number): Promise<UdpSock> {
+/**
+ * Binds a UDP socket to `port`, or to a fresh port when it is 0. Only a fixed port sets SO_REUSEADDR:
+ * Linux's ephemeral-port search skips no port held by sockets that all set it, so fresh sockets with it
+ * share a port now and then (24 of 1000 here), and two "fresh" flows are then one flow to conntrack
+ * (stop 35's CI: an rr split of 30 datagrams came out 10/11/9).
+ */
+export function openUdp(type: 'udp4' | 'udp6', port: number): Promise<UdpSock> {
   return new Promise((resolve, reject) => {
-    const sock = createSocket({ type, reuseAddr: true });
+    const sock = createSocket({ type, reuseAddr: port !== 0 });
     sock.once('error', reject);
     sock.bind(port, () => {
       sock.off('error', reject);
