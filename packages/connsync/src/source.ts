@@ -1,4 +1,4 @@
-import { connectionKey, sameBinding, type ConnectionEvent, type ConnectionTable, type ConnectionWatch, type SyncedConnection } from '@lbd/dataplane';
+import { connectionKey, sameBinding, sameProxyState, type ConnectionEvent, type ConnectionTable, type ConnectionWatch, type SyncedConnection } from '@lbd/dataplane';
 import type { Logger } from '@lbd/log';
 import type { LedSlots } from './slots.js';
 import type { WireChange } from './wire.js';
@@ -279,10 +279,10 @@ export class ConnectionSource {
     const out: SourceChange[] = [];
     const now = performance.now();
     for (const e of events) {
-      const f = e.connection;
+      const key = connectionKey(e.connection);
+      const f = e.kind === 'update' ? withKnown(e.connection, (this.copied.get(key) ?? this.young.get(key) ?? this.held.get(key))?.connection) : e.connection;
       const service = serviceKeyOfConnection(f);
       const s = this.scope.get(service);
-      const key = connectionKey(f);
       if (e.kind === 'destroy') {
         this.destroyedDuringDump?.add(key);
         this.firstSeen.delete(key);
@@ -321,7 +321,9 @@ export class ConnectionSource {
       this.young.delete(key);
       const had = this.copied.get(key);
       if (had !== undefined) {
-        if (!sameBinding(had.connection, f)) {
+        // A copy goes again when its binding changed, or a SYN-proxied one's numbers: the kernel reports the
+        // sequence adjustment in an update of its own, after the one that made the connection ESTABLISHED.
+        if (!sameBinding(had.connection, f) || !sameProxyState(had.connection, f)) {
           this.copied.set(key, { connection: f, service });
           out.push({ change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs });
         }
@@ -390,6 +392,21 @@ export class ConnectionSource {
   private emitResnapshot(reason: string): void {
     for (const l of this.listeners) l.resnapshot(reason);
   }
+}
+
+/**
+ * An update event says only what changed, so what it leaves out comes from an earlier event of the same
+ * connection (same binding): a SYN-proxied connection's cookie (in its NEW event) and sequence adjustment (in an
+ * update of its own, which has no TCP state: seen in the lab as NEW SYN_SENT with the cookie, then ESTABLISHED,
+ * then a stateless update with the adjustment). A dump has them all.
+ */
+function withKnown(f: SyncedConnection, known: SyncedConnection | undefined): SyncedConnection {
+  if (known === undefined || !sameBinding(known, f)) return f;
+  const state = f.state === '' ? known.state : f.state;
+  const synProxy = f.synProxy ?? known.synProxy;
+  const seqAdjust = f.seqAdjust ?? known.seqAdjust;
+  if (state === f.state && synProxy === f.synProxy && seqAdjust === f.seqAdjust) return f;
+  return { ...f, state, ...(synProxy ? { synProxy } : {}), ...(seqAdjust ? { seqAdjust } : {}) };
 }
 
 /**

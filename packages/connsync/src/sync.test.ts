@@ -266,6 +266,24 @@ describe('connection sync: sender, source and receiver', () => {
     assert.equal(p.source.handOverYoung('g'), 0);
   });
 
+  it('a SYN-proxied connection reaches the standby with the cookie of its first event and the adjustment of a later one; a changed adjustment goes again', async () => {
+    const p = await start();
+    await until('caught up', () => p.sender.drained());
+    const synProxy = { isn: 3_000_000_000, its: 0, tsoff: 0 };
+    const adjust = (offset: number): SyncedConnection['seqAdjust'] => ({ original: { correctionPos: 0, offsetBefore: 0, offsetAfter: 0 }, reply: { correctionPos: 0, offsetBefore: offset, offsetAfter: offset } });
+    // As the kernel reports one (seen with lbd-ctnl in the lab): its NEW event (the proxy's SYN to the real server)
+    // has the cookie, the update that makes it ESTABLISHED neither, and an update without a TCP state the adjustment.
+    p.leader.open(connection(1, { state: 'SYN_SENT', synProxy }));
+    p.leader.open(connection(1), 'update');
+    p.leader.open(connection(1, { state: '', seqAdjust: adjust(1000) }), 'update');
+    await until('the proxied one copied with its adjustment', () => p.standby.connections.get(connectionKey(connection(1)))?.seqAdjust !== undefined);
+    const got = p.standby.connections.get(connectionKey(connection(1)))!;
+    assert.deepEqual([got.state, got.synProxy, got.seqAdjust], ['ESTABLISHED', synProxy, adjust(1000)]);
+    p.leader.open(connection(1, { state: '', seqAdjust: adjust(2000) }), 'update');
+    await until('the new adjustment at the standby', () => p.standby.connections.get(connectionKey(connection(1)))?.seqAdjust?.reply.offsetAfter === 2000);
+    assert.deepEqual(p.standby.connections.get(connectionKey(connection(1)))!.synProxy, synProxy, 'the cookie kept');
+  });
+
   it('a connection that is over (TIME_WAIT, CLOSE) leaves the standby at once, not when the leader\'s kernel forgets it', async () => {
     const p = await start({ initial: [1, 2].map((i) => connection(i)) });
     await until('caught up', () => p.sender.drained() && p.standby.connections.size === 2);

@@ -35,6 +35,23 @@ describe('connections on the wire', () => {
       { op: 'upsert', connection: conn({ localAddress: null, protocol: 'udp', state: 'ASSURED', mark: 0 }) });
   });
 
+  it('a SYN-proxied connection goes with its proxy numbers and sequence adjustment; one without goes without', () => {
+    const proxied = conn({
+      synProxy: { isn: 4_000_000_000, its: 0, tsoff: 0 },
+      seqAdjust: { original: { correctionPos: 0, offsetBefore: 0, offsetAfter: 0 }, reply: { correctionPos: 0, offsetBefore: 123_456, offsetAfter: 123_456 } },
+    });
+    assert.deepEqual(fromWireChange(received(proxied), 'changes[0]'), { op: 'upsert', connection: { ...proxied, mark: 0 } });
+    const half = conn({ synProxy: { isn: 9, its: 0, tsoff: 0 } });
+    assert.deepEqual(fromWireChange(received(half), 'changes[0]'), { op: 'upsert', connection: { ...half, mark: 0 } });
+    const plain = fromWireChange(received(conn(), (u) => { u.synProxy = null; u.seqAdjust = null; }), 'changes[0]');
+    assert.ok(plain.op === 'upsert' && !('synProxy' in plain.connection) && !('seqAdjust' in plain.connection));
+    const refusals: Array<[(u: Record<string, any>) => void, string]> = [
+      [(u) => { u.seqAdjust.reply = null; }, 'changes[3].upsert.seqAdjust.reply: null is missing (an adjustment has both directions)'],
+      [(u) => { u.id.protocol = 'udp'; u.state = 'ASSURED'; }, 'changes[3].upsert.synProxy: {"isn":4000000000,"its":0,"tsoff":0} is SYN-proxy state on a udp connection, which no proxy opens'],
+    ];
+    for (const [patch, message] of refusals) assert.equal(refusal(received(proxied, patch)), message);
+  });
+
   it('an IPv6 address arrives in its one canonical spelling; a timeout in its last second goes as 1 s', () => {
     const v6 = conn({
       client: { address: 'fd00:0:0::2', port: 40_000 }, vip: { address: 'FD00::10', port: 80 },

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { canonicalAddress } from '@lbd/config';
-import type { Endpoint, ConnectionIdentity, SyncedConnection } from '@lbd/dataplane';
-import type { Change, Change__Output, SyncedConnection__Output, ConnectionId__Output, Endpoint__Output } from '@lbd/proto';
+import type { Endpoint, ConnectionIdentity, SeqAdjust, SyncedConnection, SynProxyState } from '@lbd/dataplane';
+import type { Change, Change__Output, SyncedConnection__Output, ConnectionId__Output, Endpoint__Output, SeqAdjustDirection__Output } from '@lbd/proto';
 
 /**
  * Connections on the wire, both ways. What comes from a peer is checked field by field before anything is
@@ -43,6 +43,8 @@ export function toWireChange(c: WireChange): Change {
     upsert: {
       id: connectionIdOut(f), realServer: endpointOut(f.realServer), localAddress: f.localAddress ? endpointOut(f.localAddress) : null,
       state: f.state, timeoutSec: wireTimeoutSec(f.timeoutSec),
+      ...(f.synProxy ? { synProxy: { ...f.synProxy } } : {}),
+      ...(f.seqAdjust ? { seqAdjust: { original: { ...f.seqAdjust.original }, reply: { ...f.seqAdjust.reply } } } : {}),
     },
   };
 }
@@ -98,10 +100,28 @@ function upsertIn(f: SyncedConnection__Output, path: string): WireChange {
   if (localAddress !== null && isIP(localAddress.address) !== family) {
     throw new MalformedMessage(`${path}.localAddress.address`, localAddress.address, 'is not of the vip\'s address family');
   }
+  const proxy = proxyStateIn(f, path, id.protocol);
   return {
     op: 'upsert',
-    connection: { protocol: id.protocol, client: id.client, vip: id.vip, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 },
+    connection: { protocol: id.protocol, client: id.client, vip: id.vip, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0, ...proxy },
   };
+}
+
+/** A SYN-proxied connection's state: TCP only, both directions of an adjustment, u32 numbers (protobuf's uint32 holds no other). */
+function proxyStateIn(f: SyncedConnection__Output, path: string, protocol: string): Pick<SyncedConnection, 'synProxy' | 'seqAdjust'> {
+  const out: { synProxy?: SynProxyState; seqAdjust?: SeqAdjust } = {};
+  if ((f.synProxy || f.seqAdjust) && protocol !== 'tcp') {
+    throw new MalformedMessage(`${path}.${f.synProxy ? 'synProxy' : 'seqAdjust'}`, f.synProxy ?? f.seqAdjust, 'is SYN-proxy state on a udp connection, which no proxy opens');
+  }
+  if (f.synProxy) out.synProxy = { isn: f.synProxy.isn, its: f.synProxy.its, tsoff: f.synProxy.tsoff };
+  if (f.seqAdjust) {
+    const { original, reply } = f.seqAdjust;
+    if (!original) throw new MalformedMessage(`${path}.seqAdjust.original`, null, 'is missing (an adjustment has both directions)');
+    if (!reply) throw new MalformedMessage(`${path}.seqAdjust.reply`, null, 'is missing (an adjustment has both directions)');
+    const dir = (d: SeqAdjustDirection__Output) => ({ correctionPos: d.correctionPos, offsetBefore: d.offsetBefore, offsetAfter: d.offsetAfter });
+    out.seqAdjust = { original: dir(original), reply: dir(reply) };
+  }
+  return out;
 }
 
 export function connectionIdIn(f: ConnectionId__Output, path: string): ConnectionIdentity {

@@ -8,14 +8,14 @@
  *   A <microseconds>         the lines up to the next A were read from the kernel, the first this long ago
  *   L ENOBUFS                the kernel dropped events (one line per failed read)
  *   <N|U|D> <injected 0|1> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
- *           <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark>
+ *           <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark> <synproxy|-> <seqadj|->
  *
  * `lbd-ctnl write BYTES` makes inserts, updates and deletes asked for on stdin, each answered on its own
  * (write_mode, below).
  *
  * `lbd-ctnl dump` lists the whole table once and exits (dump_mode, below), a line per tcp and udp entry:
  *
- *   E <status> <tcp|udp> <orig src> ... <state|-> <timeout s> <mark>   (as an event line; status: CTA_STATUS)
+ *   E <status> <tcp|udp> <orig src> ... <mark> <synproxy|-> <seqadj|->   (as an event line; status: CTA_STATUS)
  *
  * It replaces `conntrack -L`'s text for the agent's listings (conntrack -L stays where lbd-ctnl was not built).
  *
@@ -49,7 +49,12 @@
 #endif
 
 enum { NFNL_SUBSYS_CTNETLINK = 1, IPCTNL_MSG_CT_NEW = 0, IPCTNL_MSG_CT_GET = 1, IPCTNL_MSG_CT_DELETE = 2 };
-enum { CTA_TUPLE_ORIG = 1, CTA_TUPLE_REPLY = 2, CTA_STATUS = 3, CTA_PROTOINFO = 4, CTA_TIMEOUT = 7, CTA_MARK = 8, CTA_MAX_USED = 8 };
+enum {
+  CTA_TUPLE_ORIG = 1, CTA_TUPLE_REPLY = 2, CTA_STATUS = 3, CTA_PROTOINFO = 4, CTA_TIMEOUT = 7, CTA_MARK = 8,
+  CTA_SEQ_ADJ_ORIG = 15, CTA_SEQ_ADJ_REPLY = 16, CTA_SYNPROXY = 24, CTA_MAX_USED = 24,
+};
+enum { CTA_SEQADJ_CORRECTION_POS = 1, CTA_SEQADJ_OFFSET_BEFORE = 2, CTA_SEQADJ_OFFSET_AFTER = 3 };
+enum { CTA_SYNPROXY_ISN = 1, CTA_SYNPROXY_ITS = 2, CTA_SYNPROXY_TSOFF = 3 };
 enum { CTA_TUPLE_IP = 1, CTA_TUPLE_PROTO = 2 };
 enum { CTA_IP_V4_SRC = 1, CTA_IP_V4_DST = 2, CTA_IP_V6_SRC = 3, CTA_IP_V6_DST = 4 };
 enum { CTA_PROTO_NUM = 1, CTA_PROTO_SRC_PORT = 2, CTA_PROTO_DST_PORT = 3 };
@@ -139,6 +144,32 @@ static void out_line(const char *fmt, ...) {
   if (n > 0) out_len += (size_t)n;
 }
 
+/* Three be32 attributes 1..3 of a nested attribute, as "a,b,c"; 0 when one is missing. */
+static int three_u32(const struct attr *nested, char *buf, size_t size) {
+  if (nested->p == NULL) return 0;
+  struct attr in[4];
+  attrs(nested->p, nested->len, in, 3);
+  for (unsigned i = 1; i <= 3; i++) if (in[i].len < 4) return 0;
+  snprintf(buf, size, "%u,%u,%u", be32(&in[1]), be32(&in[2]), be32(&in[3]));
+  return 1;
+}
+
+/*
+ * A SYN-proxied connection's two fields: CTA_SYNPROXY as "isn,its,tsoff" and CTA_SEQ_ADJ_ORIG, _REPLY as six
+ * numbers, each "-" when the message lacks it. An event has them only when they changed (the proxy's SYN to the
+ * real server, its answer); a dump always has them (a synproxy extension of zeros on every entry ctnetlink made,
+ * which the agent reads as none).
+ */
+static void proxy_fields(const struct attr *a, char *synproxy, size_t sp_size, char *seqadj, size_t sa_size) {
+  if (!three_u32(&a[CTA_SYNPROXY], synproxy, sp_size)) snprintf(synproxy, sp_size, "-");
+  char orig[40], reply[40];
+  if (three_u32(&a[CTA_SEQ_ADJ_ORIG], orig, sizeof orig) && three_u32(&a[CTA_SEQ_ADJ_REPLY], reply, sizeof reply)) {
+    snprintf(seqadj, sa_size, "%s,%s", orig, reply);
+  } else {
+    snprintf(seqadj, sa_size, "-");
+  }
+}
+
 /*
  * One ctnetlink message (after its nlmsghdr) as a line: an event line when sync can use it, or (`dumped`) a dump's
  * E line for every tcp and udp entry, marked or not (a mark-0 entry with a connection's tuple still blocks its
@@ -173,8 +204,10 @@ static void entry_line(const struct nlmsghdr *h, bool dumped) {
   /* An event says whether a program made it; a dump's entry, its status bits (seen reply, assured). */
   uint32_t second = dumped ? status : h->nlmsg_pid != 0;
   uint32_t timeout = a[CTA_TIMEOUT].len >= 4 ? be32(&a[CTA_TIMEOUT]) : 0;
-  out_line("%c %u %s %s %u %s %u %s %u %s %u %s %u %u\n", kind, second, o.proto == 6 ? "tcp" : "udp",
-           o.src, o.sport, o.dst, o.dport, r.src, r.sport, r.dst, r.dport, state, timeout, mark);
+  char synproxy[40], seqadj[80];
+  proxy_fields(a, synproxy, sizeof synproxy, seqadj, sizeof seqadj);
+  out_line("%c %u %s %s %u %s %u %s %u %s %u %s %u %u %s %s\n", kind, second, o.proto == 6 ? "tcp" : "udp",
+           o.src, o.sport, o.dst, o.dport, r.src, r.sport, r.dst, r.dport, state, timeout, mark, synproxy, seqadj);
 }
 
 /*
@@ -381,8 +414,11 @@ static int events(int bytes) {
  * (ctnetlink.ts documents the protocol). Requests on stdin, one a line, in batches ended by a line `.`:
  *
  *   D <tcp|udp> <src> <sport> <dst> <dport>                                    delete by original tuple
- *   U <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1>
+ *   U <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1> <synproxy|-> <seqadj|->
  *   I <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1> <dnat addr> <dnat port> <snat addr|-> <snat port|->
+ *     <synproxy|-> <seqadj|->
+ * (synproxy and seqadj as an event line has them: CTA_SYNPROXY and CTA_SEQ_ADJ_ORIG, _REPLY, for tcp only; at
+ * most 424 bytes a request, an IPv6 insert with both, within MAX_REQUEST)
  *
  * A delete is IPCTNL_MSG_CT_DELETE, an update IPCTNL_MSG_CT_NEW without NLM_F_CREATE, an insert one with
  * NLM_F_CREATE | NLM_F_EXCL carrying both tuples and the NAT binding (CTA_NAT_DST, then CTA_NAT_SRC for
@@ -432,6 +468,22 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *v) {
   *v = strtoul(s, &e, 10);
   return *e == '\0' && errno == 0 && *v <= max && s[0] != '-';
 }
+/* "a,b,c,..." of exactly `count` u32s; 0 otherwise. */
+static int parse_u32_list(const char *s, uint32_t *v, unsigned count) {
+  char buf[128];
+  size_t len = strlen(s);
+  /* strtok_r would pass over an empty number: "1,,2" is not a list of three. */
+  if (len == 0 || len >= sizeof buf || s[0] == ',' || s[len - 1] == ',' || strstr(s, ",,") != NULL) return 0;
+  strcpy(buf, s);
+  unsigned n = 0;
+  for (char *save = NULL, *t = strtok_r(buf, ",", &save); t != NULL; t = strtok_r(NULL, ",", &save)) {
+    unsigned long x;
+    if (n == count || !parse_uint(t, 0xffffffffUL, &x)) return 0;
+    v[n++] = (uint32_t)x;
+  }
+  return n == count;
+}
+
 static void put_ip(struct msgbuf *m, const struct addr *src, const struct addr *dst) {
   nest(m, CTA_TUPLE_IP);
   size_t len = src->family == AF_INET ? 4 : 16;
@@ -463,12 +515,12 @@ static void put_nat(struct msgbuf *m, uint16_t type, const struct addr *a, unsig
 
 /* One request line as a message after the nlmsghdr's place; 0 when the line is not a request. */
 static int request(char *line, struct msgbuf *m, uint16_t *type, uint16_t *flags) {
-  char *f[15];
+  char *f[17];
   int n = 0;
-  for (char *save = NULL, *t = strtok_r(line, " ", &save); t != NULL && n < 15; t = strtok_r(NULL, " ", &save)) f[n++] = t;
-  for (int i = n; i < 15; i++) f[i] = NULL;
+  for (char *save = NULL, *t = strtok_r(line, " ", &save); t != NULL && n < 17; t = strtok_r(NULL, " ", &save)) f[n++] = t;
+  for (int i = n; i < 17; i++) f[i] = NULL;
   char op = f[0] && f[0][1] == '\0' ? f[0][0] : 0;
-  if (!(((op == 'D' || op == 'X') && n == 6) || (op == 'U' && n == 10) || (op == 'I' && n == 14))) return 0;
+  if (!(((op == 'D' || op == 'X') && n == 6) || (op == 'U' && n == 12) || (op == 'I' && n == 16))) return 0;
   uint8_t proto = strcmp(f[1], "tcp") == 0 ? 6 : strcmp(f[1], "udp") == 0 ? 17 : 0;
   struct addr src, dst;
   unsigned long sport, dport;
@@ -514,6 +566,27 @@ static int request(char *line, struct msgbuf *m, uint16_t *type, uint16_t *flags
     put_u8(m, CTA_PROTOINFO_TCP_STATE, (uint8_t)state);
     end(m);
     end(m);
+  }
+  /* The SYN proxy's fields, last two of U and I: "-" or numbers as an event line has them. */
+  const char *sp = f[op == 'I' ? 14 : 10], *sa = f[op == 'I' ? 15 : 11];
+  uint32_t v[6];
+  if (strcmp(sp, "-") != 0) {
+    if (proto != 6 || !parse_u32_list(sp, v, 3)) return 0;
+    nest(m, CTA_SYNPROXY);
+    put_be32(m, CTA_SYNPROXY_ISN, v[0]);
+    put_be32(m, CTA_SYNPROXY_ITS, v[1]);
+    put_be32(m, CTA_SYNPROXY_TSOFF, v[2]);
+    end(m);
+  }
+  if (strcmp(sa, "-") != 0) {
+    if (proto != 6 || !parse_u32_list(sa, v, 6)) return 0;
+    for (unsigned d = 0; d < 2; d++) {
+      nest(m, d == 0 ? CTA_SEQ_ADJ_ORIG : CTA_SEQ_ADJ_REPLY);
+      put_be32(m, CTA_SEQADJ_CORRECTION_POS, v[3 * d]);
+      put_be32(m, CTA_SEQADJ_OFFSET_BEFORE, v[3 * d + 1]);
+      put_be32(m, CTA_SEQADJ_OFFSET_AFTER, v[3 * d + 2]);
+      end(m);
+    }
   }
   return 1;
 }

@@ -270,6 +270,31 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
       }
     });
 
+    it(`apply writes a SYN-proxied connection's cookie and sequence adjustment, IPv4 and IPv6, and a refresh adds them to a copy made without (${helper})`, async () => {
+      const t = table(X, helper);
+      const synProxy = { isn: 4_000_000_001, its: 0, tsoff: 0 };
+      const seqAdjust = { original: { correctionPos: 0, offsetBefore: 0, offsetAfter: 0 }, reply: { correctionPos: 0, offsetBefore: 4_000_000_000, offsetAfter: 4_000_000_000 } };
+      const fullnat: SyncedConnection = {
+        protocol: 'tcp', client: { address: CLIENT, port: 45001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
+        localAddress: { address: LIP, port: 25001 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300, synProxy, seqAdjust,
+      };
+      const v6: SyncedConnection = { ...fullnat, client: { address: CLIENT6, port: 45002 }, vip: { address: VIP6, port: 80 }, realServer: { address: RS6, port: 8080 }, localAddress: { address: LIP6, port: 25002 } };
+      // A nat copy made while the proxy's handshake was under way: the cookie, no adjustment yet.
+      const young: SyncedConnection = { ...fullnat, client: { address: CLIENT, port: 45003 }, localAddress: null, state: 'SYN_SENT', synProxy };
+      delete (young as { seqAdjust?: unknown }).seqAdjust;
+      assert.deepEqual(await t.apply([fullnat, v6, young].map((connection) => ({ op: 'upsert' as const, connection }))), { inserted: 3, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
+      const dumped = async (): Promise<Map<number, SyncedConnection>> => new Map((await table(X).dump()).map((f) => [f.client.port, f]));
+      let now = await dumped();
+      for (const want of [fullnat, v6, young]) {
+        const got = now.get(want.client.port);
+        assert.deepEqual([got?.synProxy, got?.seqAdjust], [want.synProxy, want.seqAdjust], connectionKey(want));
+      }
+      // The server answered the proxy: the copy gets its adjustment.
+      assert.equal((await t.apply([{ op: 'upsert', connection: { ...young, state: 'ESTABLISHED', seqAdjust } }])).refreshed, 1);
+      now = await dumped();
+      assert.deepEqual([now.get(45003)?.state, now.get(45003)?.synProxy, now.get(45003)?.seqAdjust], ['ESTABLISHED', synProxy, seqAdjust]);
+    });
+
     it(`apply with a conflicting entry and a remove of an absent connection still makes the rest, and counts each (${helper})`, async () => {
       const t = table(X, helper);
       const connection = (port: number, rs = RS): SyncedConnection => ({

@@ -5,7 +5,7 @@ import { createInterface } from 'node:readline';
 import { PassThrough } from 'node:stream';
 import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
 import { ConntrackConnectionTable, NATIVE_CTNL_HELPER, connectionFromEntry, invalidConnection, needsRefresh } from './connection-table.js';
-import { TCP_STATE_NAMES } from './ctnetlink.js';
+import { TCP_STATE_NAMES, parseProxyFields, renderProxyFields } from './ctnetlink.js';
 import { parseConntrack } from './conntrack.js';
 import type { CommandResult, CommandRunner } from './runner.js';
 
@@ -44,6 +44,19 @@ describe('ConntrackConnectionTable: checking connections', () => {
     const udp: SyncedConnection = { ...fullnat, protocol: 'udp', state: 'REPLIED' };
     assert.equal(needsRefresh({ ...udp, state: 'ASSURED' }, udp), false, 'status bits cannot be taken back');
     assert.equal(needsRefresh({ ...udp, state: 'UNREPLIED' }, udp), true);
+  });
+
+  it('refreshes a SYN-proxied connection whose numbers the kernel lacks or has otherwise; refuses numbers that are not u32, or on udp', () => {
+    const seqAdjust = { original: { correctionPos: 0, offsetBefore: 0, offsetAfter: 0 }, reply: { correctionPos: 0, offsetBefore: 77, offsetAfter: 77 } };
+    const proxied: SyncedConnection = { ...fullnat, synProxy: { isn: 12345, its: 0, tsoff: 0 }, seqAdjust };
+    assert.equal(needsRefresh(fullnat, proxied), true, 'a copy made before the server answered the proxy');
+    assert.equal(needsRefresh({ ...proxied, seqAdjust: { ...seqAdjust, reply: { correctionPos: 0, offsetBefore: 78, offsetAfter: 78 } } }, proxied), true);
+    assert.equal(needsRefresh(proxied, proxied), false);
+    assert.equal(needsRefresh(proxied, fullnat), false, 'nothing to say of the numbers: they stay');
+    assert.equal(invalidConnection(proxied), null);
+    assert.match(invalidConnection({ ...proxied, protocol: 'udp', state: 'ASSURED' })!, /udp/);
+    assert.match(invalidConnection({ ...proxied, synProxy: { isn: -1, its: 0, tsoff: 0 } })!, /synProxy/);
+    assert.match(invalidConnection({ ...proxied, seqAdjust: { ...seqAdjust, original: { correctionPos: 2 ** 32, offsetBefore: 0, offsetAfter: 0 } } })!, /seqAdjust/);
   });
 });
 
@@ -108,7 +121,11 @@ class FakeConntrack implements CommandRunner {
     return child as unknown as ChildProcessWithoutNullStreams;
   }
 
-  private request([op, protocol, src, sport, dst, dport, , timeout, mark, state, dnat, dnatPort, snat, snatPort]: readonly string[]): string {
+  private request(fields: readonly string[]): string {
+    const [op, protocol, src, sport, dst, dport, , timeout, mark, state, dnat, dnatPort, snat, snatPort] = fields;
+    // The SYN proxy's two fields end an update and an insert.
+    const proxy = fields.length >= 12 ? parseProxyFields(fields[fields.length - 2]!, fields[fields.length - 1]!) : {};
+    if (proxy === undefined) return '!';
     if (op === 'X') {
       // By reply tuple: the real server, then the local address (or the client).
       const holder = [...this.table.entries()].find(([, c]) => c.protocol === protocol && c.realServer.address === src && c.realServer.port === Number(sport)
@@ -124,7 +141,7 @@ class FakeConntrack implements CommandRunner {
     if (op === 'I') {
       const f: SyncedConnection = {
         ...id, realServer: { address: dnat!, port: Number(dnatPort) }, localAddress: snat === '-' ? null : { address: snat!, port: Number(snatPort) },
-        mark: Number(mark), state: tcpState ?? 'ASSURED', timeoutSec: Number(timeout),
+        mark: Number(mark), state: tcpState ?? 'ASSURED', timeoutSec: Number(timeout), ...proxy,
       };
       const reply = (c: SyncedConnection): string => JSON.stringify([c.protocol, c.realServer, c.localAddress ?? c.client]);
       if (had || [...this.table.values()].some((c) => reply(c) === reply(f))) return '=';
@@ -134,7 +151,7 @@ class FakeConntrack implements CommandRunner {
     }
     if (!had) return '-';
     if (op === 'D') this.table.delete(key);
-    else this.table.set(key, { ...had, timeoutSec: Number(timeout), mark: Number(mark), state: tcpState ?? had.state });
+    else this.table.set(key, { ...had, timeoutSec: Number(timeout), mark: Number(mark), state: tcpState ?? had.state, ...proxy });
     return '+';
   }
 }
@@ -143,7 +160,7 @@ class FakeConntrack implements CommandRunner {
 function dumpLine(f: SyncedConnection): string {
   const back = f.localAddress ?? f.client;
   return `E 14 ${f.protocol} ${f.client.address} ${f.client.port} ${f.vip.address} ${f.vip.port} `
-    + `${f.realServer.address} ${f.realServer.port} ${back.address} ${back.port} ${f.state} ${f.timeoutSec} ${f.mark}`;
+    + `${f.realServer.address} ${f.realServer.port} ${back.address} ${back.port} ${f.state} ${f.timeoutSec} ${f.mark} ${renderProxyFields(f)}`;
 }
 
 function line(f: SyncedConnection): string {
@@ -345,7 +362,7 @@ describe('ConntrackConnectionTable.watch against a fake events helper', () => {
       run: async (command, args) => {
         assert.equal(command, 'conntrack');
         const sport = args[args.indexOf('--sport') + 1];
-        child!.stdout.write(`N 0 udp 127.0.0.1 ${sport} 127.0.0.1 9 127.0.0.1 9 127.0.0.1 ${sport} UNREPLIED 1 0\n`);
+        child!.stdout.write(`N 0 udp 127.0.0.1 ${sport} 127.0.0.1 9 127.0.0.1 9 127.0.0.1 ${sport} UNREPLIED 1 0 - -\n`);
         setTimeout(() => child!.stdout.write(then), 5);
         return { code: 0, stdout: '', stderr: '' };
       },
@@ -361,7 +378,7 @@ describe('ConntrackConnectionTable.watch against a fake events helper', () => {
       },
     };
   }
-  const event = (port: number): string => `U 0 tcp 198.18.0.2 ${port} 198.18.0.10 80 198.19.1.11 8080 198.19.1.100 ${20_000 + port} ESTABLISHED 300 65537\n`;
+  const event = (port: number): string => `U 0 tcp 198.18.0.2 ${port} 198.18.0.10 80 198.19.1.11 8080 198.19.1.100 ${20_000 + port} ESTABLISHED 300 65537 - -\n`;
 
   it('dates events by the helper\'s A line (when it read them), not by when they reached the agent', async () => {
     const got: Array<{ port: number; ageMs: number }> = [];

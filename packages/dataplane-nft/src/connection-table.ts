@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
-  DataPlaneError, connectionKey, sameBinding, type ConnectionBinding, type Endpoint, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
+  DataPlaneError, connectionKey, sameBinding, sameProxyState, type ConnectionBinding, type Endpoint, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
   type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection,
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
@@ -76,7 +76,10 @@ const MAX_CONFLICTS = 2;
 
 /** The connection conntrack's entry stands for: original = client → vip, reply = realServer → (local address | client). */
 export function connectionFromEntry(e: ConntrackEntry): SyncedConnection {
-  return connectionOf(e.protocol, e.original, e.reply, { mark: e.mark, state: e.state, timeoutSec: e.expiresInSec });
+  return connectionOf(e.protocol, e.original, e.reply, {
+    mark: e.mark, state: e.state, timeoutSec: e.expiresInSec,
+    ...(e.synProxy ? { synProxy: e.synProxy } : {}), ...(e.seqAdjust ? { seqAdjust: e.seqAdjust } : {}),
+  });
 }
 
 /** Why the kernel (or the helper) would refuse the connection, or null: such a change fails alone, before it is sent. */
@@ -94,6 +97,13 @@ export function invalidConnection(f: ConnectionIdentity & Partial<SyncedConnecti
   if (f.timeoutSec !== undefined && !(f.timeoutSec >= 1)) return `timeoutSec ${f.timeoutSec} is less than 1`;
   if (f.state !== undefined && f.protocol === 'tcp' && !TCP_STATES.has(f.state)) return `tcp state ${f.state} is not one conntrack can set`;
   if (f.state !== undefined && f.protocol === 'udp' && UDP_RANK[f.state] === undefined) return `udp state ${f.state} is not ASSURED, REPLIED or UNREPLIED`;
+  if ((f.synProxy || f.seqAdjust) && f.protocol !== 'tcp') return 'SYN-proxy state on a udp connection';
+  const u32 = (v: number): boolean => Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
+  if (f.synProxy && ![f.synProxy.isn, f.synProxy.its, f.synProxy.tsoff].every(u32)) return `synProxy ${JSON.stringify(f.synProxy)} has a number that is not a 32-bit unsigned integer`;
+  const a = f.seqAdjust;
+  if (a && ![a.original, a.reply].every((d) => [d.correctionPos, d.offsetBefore, d.offsetAfter].every(u32))) {
+    return `seqAdjust ${JSON.stringify(a)} has a number that is not a 32-bit unsigned integer`;
+  }
   return null;
 }
 
@@ -107,6 +117,8 @@ const tupleArgs = (f: ConnectionIdentity): string[] =>
  */
 export function needsRefresh(kernel: SyncedConnection, desired: SyncedConnection): boolean {
   if (kernel.mark !== desired.mark) return true;
+  // A proxied connection's numbers (a copy made before the real server answered the proxy has none yet).
+  if ((desired.synProxy !== undefined || desired.seqAdjust !== undefined) && !sameProxyState(kernel, desired)) return true;
   if (desired.protocol === 'tcp' ? kernel.state !== desired.state : (UDP_RANK[desired.state] ?? 0) > (UDP_RANK[kernel.state] ?? 0)) return true;
   return kernel.timeoutSec < desired.timeoutSec - Math.max(10, desired.timeoutSec / 10);
 }

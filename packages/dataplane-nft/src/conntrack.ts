@@ -1,5 +1,5 @@
 import type { Protocol } from '@lbd/config';
-import type { Endpoint } from '@lbd/dataplane';
+import type { Endpoint, SeqAdjust, SynProxyState } from '@lbd/dataplane';
 
 /** One conntrack entry as `conntrack -L` prints it, before lbd attributes it to a service. */
 export interface ConntrackEntry {
@@ -11,6 +11,9 @@ export interface ConntrackEntry {
   readonly unreplied: boolean;
   readonly assured: boolean;
   readonly mark: number;
+  /** A SYN-proxied connection's state (lbd-ctnl's dump has it; conntrack -L's text does not show it). */
+  readonly synProxy?: SynProxyState;
+  readonly seqAdjust?: SeqAdjust;
 }
 
 /** One line of `conntrack -L` or `conntrack -E` output. */

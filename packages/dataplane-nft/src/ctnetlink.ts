@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { DataPlaneError, type Endpoint, type ConnectionBinding, type ConnectionEvent, type ConnectionEventKind, type ConnectionIdentity, type SyncedConnection } from '@lbd/dataplane';
+import { DataPlaneError, type Endpoint, type SeqAdjust, type SynProxyState, type ConnectionBinding, type ConnectionEvent, type ConnectionEventKind, type ConnectionIdentity, type SyncedConnection } from '@lbd/dataplane';
 import type { ConntrackEntry } from './conntrack.js';
 import { OneAtATime } from './one-at-a-time.js';
 
@@ -23,21 +23,24 @@ import { OneAtATime } from './one-at-a-time.js';
  *                                           gather for 2 ms before it writes them (one wake-up of the agent
  *                                           per window, not per event), and the agent dates them by this
  *   <N|U|D> <injected 0|1> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
- *           <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark>
+ *           <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark> <synproxy|-> <seqadj|->
  * N is a CT_NEW message with NLM_F_CREATE, U one without, D a CT_DELETE. injected = the message's nlmsg_pid
  * is not 0 (the netlink port of the program whose request caused it), the rule conntrack uses for
  * [USERSPACE]. state: the TCP state by conntrack-tools' names (9 = LISTEN, the kernel's SYN_SENT2), for udp
  * UNREPLIED / ASSURED / REPLIED from the status bits, `-` when the message has none. Entries with mark 0 and
- * other protocols are dropped in perl, except udp 127.0.0.1 → 127.0.0.1:9: watch's probe. The program exits
- * on EOF on stdin, so it never outlives the agent.
+ * other protocols are dropped in perl, except udp 127.0.0.1 → 127.0.0.1:9: watch's probe. synproxy is
+ * CTA_SYNPROXY as `isn,its,tsoff`, seqadj CTA_SEQ_ADJ_ORIG and _REPLY as `pos,before,after,pos,before,after`
+ * (a SYN-proxied connection's numbers: parseProxyFields); an event has them only when they changed. The
+ * program exits on EOF on stdin, so it never outlives the agent.
  *
  * Mode `write BYTES`: requests on stdin, one a line, in batches ended by a line `.`:
  *   D <tcp|udp> <src> <sport> <dst> <dport>                                   delete by original tuple
  *   X <tcp|udp> <src> <sport> <dst> <dport>                                   delete by reply tuple (after NAT:
  *                                                                               the real server, then the local address or client)
- *   U <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1>  update an entry
+ *   U <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1> <synproxy|-> <seqadj|->
+ *                                                                             update an entry
  *   I <tcp|udp> <src> <sport> <dst> <dport> <status> <timeout> <mark> <tcp state|-1>
- *     <dnat addr> <dnat port> <snat addr|-> <snat port|->                     insert an entry with its binding
+ *     <dnat addr> <dnat port> <snat addr|-> <snat port|-> <synproxy|-> <seqadj|->  insert an entry with its binding
  * A delete is IPCTNL_MSG_CT_DELETE and an update IPCTNL_MSG_CT_NEW without NLM_F_CREATE (the kernel changes
  * the entry with that original tuple, or answers ENOENT); status 0 = leave the status bits (set bits can
  * only be added). An insert is IPCTNL_MSG_CT_NEW with NLM_F_CREATE | NLM_F_EXCL, both tuples (the reply one
@@ -53,7 +56,7 @@ import { OneAtATime } from './one-at-a-time.js';
  * Mode `dump` (lbd-ctnl only; its reference is `conntrack -L`, which it replaces where it was built): one
  * netlink dump of the whole table, both families, then exit 0 (exit 1 with the reason on stderr otherwise):
  *   E <status> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
- *     <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark>
+ *     <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark> <synproxy|-> <seqadj|->
  * for every tcp and udp entry, marked or not; status is CTA_STATUS (IPS_SEEN_REPLY 2, IPS_ASSURED 4).
  */
 export const CTNL_SCRIPT = String.raw`
@@ -91,8 +94,10 @@ sub event {
   elsif (defined $a->{4}) { my $tcp = attrs(attrs($a->{4})->{1} // ''); $state = $TCP[unpack('C', $tcp->{1})] // '-' if defined $tcp->{1}; }
   my $kind = $msg == 2 ? 'D' : ($flags & 0x400) ? 'N' : 'U';
   my $timeout = defined $a->{7} ? unpack('N', $a->{7}) : 0;
-  return join(' ', $kind, $pid ? 1 : 0, $o[0] == 6 ? 'tcp' : 'udp', @o[1..4], @r[1..4], $state, $timeout, $mark) . "\n";
+  my ($sp, $so, $sr) = (three($a->{24}), three($a->{15}), three($a->{16}));
+  return join(' ', $kind, $pid ? 1 : 0, $o[0] == 6 ? 'tcp' : 'udp', @o[1..4], @r[1..4], $state, $timeout, $mark, $sp, $so ne '-' && $sr ne '-' ? "$so,$sr" : '-') . "\n";
 }
+sub three { return '-' unless defined $_[0]; my $n = attrs($_[0]); return '-' if grep { !defined $n->{$_} || length $n->{$_} < 4 } 1..3; return join(',', map { unpack('N', $n->{$_}) } 1..3); }
 if ($mode eq 'events') {
   my $got = unpack('i', getsockopt($s, SOL_SOCKET, SO_RCVBUF));
   out("R $got\n");
@@ -169,14 +174,20 @@ if ($mode eq 'events') {
       ($chunk, $count, $base) = ('', 0, 0);
       next;
     }
-    my ($op, $proto, $src, $sport, $dst, $dport, $status, $timeout, $mark, $state, $dnat, $dnatp, $snat, $snatp) = split(/ /, $line);
+    my @f = split(/ /, $line);
+    my ($op, $proto, $src, $sport, $dst, $dport, $status, $timeout, $mark, $state) = @f;
+    my ($dnat, $dnatp, $snat, $snatp) = ($op // '') eq 'I' ? @f[10..13] : ();
+    my ($sp, $sa) = ($op // '') eq 'I' ? @f[14, 15] : ($op // '') eq 'U' ? @f[10, 11] : ('-', '-');
+    my @spv = ($sp // '') =~ /^(\d{1,10}),(\d{1,10}),(\d{1,10})$/; my @sav = ($sa // '') =~ /^(\d{1,10}),(\d{1,10}),(\d{1,10}),(\d{1,10}),(\d{1,10}),(\d{1,10})$/;
+    @spv = () if grep { $_ > 4294967295 } @spv; @sav = () if grep { $_ > 4294967295 } @sav;
     my $f = ($src // '') =~ /:/ ? AF_INET6 : AF_INET;
     my ($x, $y) = (inet_pton($f, $src // ''), inet_pton($f, $dst // ''));
     my ($dn, $sn) = (inet_pton($f, $dnat // ''), ($snat // '-') eq '-' ? '' : inet_pton($f, $snat));
     my $p = ($proto // '') eq 'tcp' ? 6 : ($proto // '') eq 'udp' ? 17 : 0;
     my $del = $op eq 'D' || $op eq 'X';
     if (!defined $x || !defined $y || !$p || (!$del && $op ne 'U' && $op ne 'I') || (!$del && !defined $state)
-        || ($op eq 'I' && (!defined $dn || !defined $sn || !defined $snatp))) {
+        || ($op eq 'I' && (!defined $dn || !defined $sn || !defined $snatp))
+        || (!$del && (!defined $sp || !defined $sa || ($sp ne '-' && (!@spv || $p != 6)) || ($sa ne '-' && (!@sav || $p != 6))))) {
       $flush->(); push @codes, '!'; $first //= "0 bad request: $line"; $base = @codes; next;
     }
     my $ipt = $f == AF_INET6 ? 3 : 1;
@@ -192,6 +203,8 @@ if ($mode eq 'events') {
       $body .= nla(3, pack('N', $status)) if $status;
       $body .= nla(7, pack('N', $timeout)) . nla(8, pack('N', $mark));
       $body .= nla(0x8004, nla(0x8001, nla(1, pack('C', $state)))) if $state >= 0;
+      $body .= nla(0x8018, join('', map { nla($_ + 1, pack('N', $spv[$_])) } 0..2)) if @spv;
+      $body .= nla(0x800f, join('', map { nla($_ + 1, pack('N', $sav[$_])) } 0..2)) . nla(0x8010, join('', map { nla($_ - 2, pack('N', $sav[$_])) } 3..5)) if @sav;
     }
     my $len = 16 + length $body;
     $flush->() if length($chunk) + $len > 65536;
@@ -214,7 +227,7 @@ const IPS_CONFIRMED = 8;
  */
 export function connectionOf(
   protocol: SyncedConnection['protocol'], original: { src: Endpoint; dst: Endpoint }, reply: { src: Endpoint; dst: Endpoint },
-  rest: Pick<SyncedConnection, 'mark' | 'state' | 'timeoutSec'>,
+  rest: Pick<SyncedConnection, 'mark' | 'state' | 'timeoutSec' | 'synProxy' | 'seqAdjust'>,
 ): SyncedConnection {
   const back = reply.dst;
   const nat = back.address === original.src.address && back.port === original.src.port;
@@ -238,6 +251,43 @@ export type EventLine =
 
 const KINDS: Record<string, ConnectionEventKind> = { N: 'new', U: 'update', D: 'destroy' };
 
+const U32 = /^\d{1,10}$/;
+
+/**
+ * The two SYN-proxy fields of an event or dump line: `isn,its,tsoff` (CTA_SYNPROXY; all zero, as on every
+ * entry ctnetlink made, is none) and `opos,obefore,oafter,rpos,rbefore,rafter` (CTA_SEQ_ADJ_ORIG and _REPLY),
+ * each `-` when the message had none. undefined: not such fields.
+ */
+export function parseProxyFields(synProxy: string, seqAdjust: string): Pick<SyncedConnection, 'synProxy' | 'seqAdjust'> | undefined {
+  const nums = (text: string, n: number): number[] | null => {
+    const t = text.split(',');
+    return t.length === n && t.every((x) => U32.test(x) && Number(x) <= 0xffffffff) ? t.map(Number) : null;
+  };
+  const out: { synProxy?: SynProxyState; seqAdjust?: SeqAdjust } = {};
+  if (synProxy !== '-') {
+    const v = nums(synProxy, 3);
+    if (!v) return undefined;
+    if (v.some((x) => x !== 0)) out.synProxy = { isn: v[0]!, its: v[1]!, tsoff: v[2]! };
+  }
+  if (seqAdjust !== '-') {
+    const v = nums(seqAdjust, 6);
+    if (!v) return undefined;
+    out.seqAdjust = {
+      original: { correctionPos: v[0]!, offsetBefore: v[1]!, offsetAfter: v[2]! },
+      reply: { correctionPos: v[3]!, offsetBefore: v[4]!, offsetAfter: v[5]! },
+    };
+  }
+  return out;
+}
+
+/** The two SYN-proxy fields of a `write` request (as parseProxyFields reads them); `- -` for a connection without. */
+export function renderProxyFields(f: Pick<SyncedConnection, 'synProxy' | 'seqAdjust'>): string {
+  const sp = f.synProxy ? `${f.synProxy.isn},${f.synProxy.its},${f.synProxy.tsoff}` : '-';
+  const a = f.seqAdjust;
+  const sa = a ? [a.original, a.reply].map((d) => `${d.correctionPos},${d.offsetBefore},${d.offsetAfter}`).join(',') : '-';
+  return `${sp} ${sa}`;
+}
+
 /** One line of CTNL_SCRIPT's `events` mode (see the top of this file); null for anything else. */
 export function parseEventLine(line: string, seenAtMs: number): EventLine | null {
   const t = line.split(' ');
@@ -248,12 +298,14 @@ export function parseEventLine(line: string, seenAtMs: number): EventLine | null
   }
   if (t[0] === 'L') return { type: 'loss', reason: t.slice(1).join(' ') || 'loss' };
   const kind = KINDS[t[0] ?? ''];
-  if (!kind || t.length !== 14) return null;
+  if (!kind || t.length !== 16) return null;
   const protocol = t[2];
   if (protocol !== 'tcp' && protocol !== 'udp') return null;
+  const proxy = parseProxyFields(t[14]!, t[15]!);
+  if (!proxy) return null;
   const ep = (i: number): Endpoint => ({ address: t[i]!, port: Number(t[i + 1]) });
   const connection = connectionOf(protocol, { src: ep(3), dst: ep(5) }, { src: ep(7), dst: ep(9) }, {
-    mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]),
+    mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]), ...proxy,
   });
   return { type: 'event', event: { kind, connection, injected: t[1] === '1', seenAtMs } };
 }
@@ -264,9 +316,11 @@ export function parseEventLine(line: string, seenAtMs: number): EventLine | null
  */
 export function parseDumpLine(line: string): ConntrackEntry | null {
   const t = line.split(' ');
-  if (t[0] !== 'E' || t.length !== 14) return null;
+  if (t[0] !== 'E' || t.length !== 16) return null;
   const protocol = t[2];
   if (protocol !== 'tcp' && protocol !== 'udp') return null;
+  const proxy = parseProxyFields(t[14]!, t[15]!);
+  if (!proxy) return null;
   const status = Number(t[1]);
   const unreplied = (status & IPS_SEEN_REPLY) === 0;
   const assured = (status & IPS_ASSURED) !== 0;
@@ -274,7 +328,7 @@ export function parseDumpLine(line: string): ConntrackEntry | null {
   return {
     protocol, state: protocol === 'udp' ? (unreplied ? 'UNREPLIED' : assured ? 'ASSURED' : 'REPLIED') : t[11] === '-' ? '' : t[11]!,
     expiresInSec: Number(t[12]), unreplied, assured, mark: Number(t[13]),
-    original: { src: ep(3), dst: ep(5) }, reply: { src: ep(7), dst: ep(9) },
+    original: { src: ep(3), dst: ep(5) }, reply: { src: ep(7), dst: ep(9) }, ...proxy,
   };
 }
 
@@ -303,7 +357,7 @@ export function renderInsertRequest(f: SyncedConnection): string {
   const { replied, assured } = impliedStatus(f);
   const state = f.protocol === 'tcp' ? TCP_STATE_NAMES.indexOf(f.state) : -1;
   const snat = f.localAddress ? `${f.localAddress.address} ${f.localAddress.port}` : '- -';
-  return `I ${tupleFields(f)} ${statusValue(replied, assured)} ${Math.ceil(f.timeoutSec)} ${f.mark} ${state} ${f.realServer.address} ${f.realServer.port} ${snat}`;
+  return `I ${tupleFields(f)} ${statusValue(replied, assured)} ${Math.ceil(f.timeoutSec)} ${f.mark} ${state} ${f.realServer.address} ${f.realServer.port} ${snat} ${renderProxyFields(f)}`;
 }
 
 /** A `write` request that deletes the connection's entry. */
@@ -328,7 +382,7 @@ export function renderUpdateRequest(f: SyncedConnection, kernel: SyncedConnectio
   const has = kernel ? impliedStatus(kernel) : { replied: false, assured: false };
   const status = statusValue(want.replied || has.replied, want.assured || has.assured);
   const state = f.protocol === 'tcp' ? TCP_STATE_NAMES.indexOf(f.state) : -1;
-  return `U ${tupleFields(f)} ${status} ${Math.ceil(f.timeoutSec)} ${f.mark} ${state}`;
+  return `U ${tupleFields(f)} ${status} ${Math.ceil(f.timeoutSec)} ${f.mark} ${state} ${renderProxyFields(f)}`;
 }
 
 export interface WriteResult {

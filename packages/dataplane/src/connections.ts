@@ -27,6 +27,45 @@ export interface SyncedConnection {
   readonly state: string;
   /** Seconds until the kernel expires the entry if it sees no packet. */
   readonly timeoutSec: number;
+  /** A connection the kernel's SYN proxy opened (synProxy services): its cookie numbers; absent otherwise. */
+  readonly synProxy?: SynProxyState;
+  /** Its sequence-number adjustment, once the real server has answered the proxy; absent otherwise. */
+  readonly seqAdjust?: SeqAdjust;
+}
+
+/**
+ * A SYN-proxied connection has two sets of sequence numbers: the client's side got the proxy's syncookie ISN,
+ * the real server's side the server's own ISN. conntrack moves every packet's numbers by the difference
+ * (its seqadj extension, one per direction), and the proxy keeps its cookie ISN and timestamp offset (its
+ * synproxy extension) to finish the handshake. A copy on another director without them breaks on its first
+ * packet there: every number is off by the difference. Both are u32 as the kernel keeps them.
+ */
+export interface SynProxyState {
+  /** The syncookie's ISN: the sequence number the client's side starts from. */
+  readonly isn: number;
+  /** The timestamp the proxy offered the client, and the offset it adds to the server's (0 without timestamps). */
+  readonly its: number;
+  readonly tsoff: number;
+}
+
+/** conntrack's seqadj: per direction, numbers after correctionPos move by offsetAfter, others by offsetBefore. */
+export interface SeqAdjust {
+  readonly original: SeqAdjustDirection;
+  readonly reply: SeqAdjustDirection;
+}
+
+export interface SeqAdjustDirection {
+  readonly correctionPos: number;
+  readonly offsetBefore: number;
+  readonly offsetAfter: number;
+}
+
+/** Whether two connections carry the same SYN-proxy state (both none counts as the same). */
+export function sameProxyState(a: Pick<SyncedConnection, 'synProxy' | 'seqAdjust'>, b: Pick<SyncedConnection, 'synProxy' | 'seqAdjust'>): boolean {
+  const sp = (x: SynProxyState | undefined): string => (x ? `${x.isn},${x.its},${x.tsoff}` : '-');
+  const dir = (d: SeqAdjustDirection): string => `${d.correctionPos},${d.offsetBefore},${d.offsetAfter}`;
+  const sa = (x: SeqAdjust | undefined): string => (x ? `${dir(x.original)},${dir(x.reply)}` : '-');
+  return sp(a.synProxy) === sp(b.synProxy) && sa(a.seqAdjust) === sa(b.seqAdjust);
 }
 
 /** What identifies a connection in conntrack: protocol and original tuple. */

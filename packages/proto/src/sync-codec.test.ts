@@ -52,6 +52,11 @@ const CASES: Array<[string, SyncMessage]> = [
   ['changes: a full batch, IPv4', { seq: 6, changes: { changes: Array.from({ length: 512 }, (_, i) => upsert(i)) } }],
   ['changes: a full batch, IPv6 (each change over 127 bytes)', { seq: 7, changes: { changes: Array.from({ length: 512 }, (_, i) => upsert(i, true)) } }],
   ['a seq past 32 bits, and ports and timeouts at their largest', { seq: 2 ** 40 + 3, changes: { changes: [{ upsert: { id: { protocol: 'tcp', client: endpoint('198.18.0.1', 0xffffffff) }, timeoutSec: 0xffffffff } }] } }],
+  ['changes: SYN-proxied connections (numbers at 0 and at the top of u32; an adjustment with one direction)', { seq: 10, changes: { changes: [
+    { upsert: { ...upsert(1).upsert, synProxy: { isn: 0xffffffff, its: 0, tsoff: 7 }, seqAdjust: { original: { correctionPos: 0, offsetBefore: 0, offsetAfter: 0 }, reply: { correctionPos: 1, offsetBefore: 0xfffffffe, offsetAfter: 0xffffffff } } } },
+    { upsert: { ...upsert(2, true).upsert, synProxy: { isn: 5 } } },
+    { upsert: { ...upsert(4).upsert, seqAdjust: { original: { offsetAfter: 3 } } } },
+  ] } }],
   ['text that is not ASCII', { seq: 8, snapshotBegin: { groups: ['grüppe', '組'], reason: 'Übergabe — ok' } }],
   ['seq as a string (proto-loader takes one)', { seq: '12', snapshotEnd: {} }],
 ];
@@ -72,9 +77,12 @@ describe('sync-codec: SyncMessage by hand, against proto-loader', () => {
     const text = (): string => pick(['', 'tcp', 'udp', 'ESTABLISHED', '198.18.0.1', 'fd00::1:2', 'é', 'x'.repeat(200)]);
     const ep = (): { address: string; port: number } | null => (r() < 0.2 ? null : endpoint(text(), pick([0, 1, 80, 65535, 70000, 2 ** 31])));
     const id = (): Change['remove'] => (r() < 0.1 ? null : { protocol: text(), client: ep(), vip: ep() });
+    const u32 = (): number => pick([0, 1, 0x7fffffff, 0xffffffff, Math.floor(r() * 2 ** 32)]);
+    const dir = (): { correctionPos: number; offsetBefore: number; offsetAfter: number } | null => (r() < 0.2 ? null : { correctionPos: u32(), offsetBefore: u32(), offsetAfter: u32() });
     const change = (): Change => pick<() => Change>([
       () => ({}),
       () => ({ upsert: { id: id(), realServer: ep(), localAddress: ep(), state: text(), timeoutSec: pick([0, 1, 432000]) } }),
+      () => ({ upsert: { id: id(), state: text(), synProxy: r() < 0.2 ? null : { isn: u32(), its: u32(), tsoff: u32() }, seqAdjust: r() < 0.2 ? null : { original: dir(), reply: dir() } } }),
       () => ({ remove: id() }),
       () => ({ remove: id(), removedRealServer: ep(), removedLocalAddress: ep() }),
     ])();
@@ -106,7 +114,7 @@ describe('sync-codec: SyncMessage by hand, against proto-loader', () => {
     const msg = Buffer.concat([Buffer.from([1 << 3, 7]), unknown, field(4, changes), field(5, unknown)]);
     const expected = {
       seq: 7, body: 'changes',
-      changes: { changes: [{ op: 'upsert', upsert: { id: { protocol: 'tcp', client: { address: '198.18.0.1', port: 80 }, vip: null }, realServer: null, localAddress: null, state: 'ESTABLISHED', timeoutSec: 0 }, removedRealServer: null, removedLocalAddress: null }] },
+      changes: { changes: [{ op: 'upsert', upsert: { id: { protocol: 'tcp', client: { address: '198.18.0.1', port: 80 }, vip: null }, realServer: null, localAddress: null, state: 'ESTABLISHED', timeoutSec: 0, synProxy: null, seqAdjust: null }, removedRealServer: null, removedLocalAddress: null }] },
     };
     // The message holds a snapshotEnd last too (field 5, with unknown fields in it): the oneof's last one wins.
     assert.deepEqual(decodeSyncMessage(msg), { seq: 7, body: 'snapshotEnd', snapshotEnd: {} });

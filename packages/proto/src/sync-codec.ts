@@ -1,7 +1,7 @@
 import type { Long } from '@grpc/proto-loader';
 import type {
-  Change, Change__Output, ConnectionId, ConnectionId__Output, Endpoint, Endpoint__Output, Hello__Output, SnapshotBegin__Output, SyncedConnection,
-  SyncedConnection__Output, SyncMessage, SyncMessage__Output,
+  Change, Change__Output, ConnectionId, ConnectionId__Output, Endpoint, Endpoint__Output, Hello__Output, SeqAdjust__Output, SeqAdjustDirection,
+  SeqAdjustDirection__Output, SnapshotBegin__Output, SyncedConnection, SyncedConnection__Output, SynProxyState__Output, SyncMessage, SyncMessage__Output,
 } from './gen/index.js';
 
 /*
@@ -160,6 +160,27 @@ function writeSyncedConnection(field: number, c: SyncedConnection): void {
   if (c.localAddress) writeEndpoint(3, c.localAddress);
   out.str(4, c.state ?? '');
   out.uint(5, checkedUint(c.timeoutSec, 'timeoutSec', 0xffffffff));
+  if (c.synProxy) {
+    const sp = out.begin(7);
+    out.uint(1, checkedUint(c.synProxy.isn, 'synProxy.isn', 0xffffffff));
+    out.uint(2, checkedUint(c.synProxy.its, 'synProxy.its', 0xffffffff));
+    out.uint(3, checkedUint(c.synProxy.tsoff, 'synProxy.tsoff', 0xffffffff));
+    out.end(sp);
+  }
+  if (c.seqAdjust) {
+    const sa = out.begin(8);
+    if (c.seqAdjust.original) writeSeqAdjustDirection(1, c.seqAdjust.original, 'seqAdjust.original');
+    if (c.seqAdjust.reply) writeSeqAdjustDirection(2, c.seqAdjust.reply, 'seqAdjust.reply');
+    out.end(sa);
+  }
+  out.end(at);
+}
+
+function writeSeqAdjustDirection(field: number, d: SeqAdjustDirection, name: string): void {
+  const at = out.begin(field);
+  out.uint(1, checkedUint(d.correctionPos, `${name}.correctionPos`, 0xffffffff));
+  out.uint(2, checkedUint(d.offsetBefore, `${name}.offsetBefore`, 0xffffffff));
+  out.uint(3, checkedUint(d.offsetAfter, `${name}.offsetAfter`, 0xffffffff));
   out.end(at);
 }
 
@@ -304,7 +325,7 @@ function readConnectionId(r: In, end: number): ConnectionId__Output {
 }
 
 function readSyncedConnection(r: In, end: number): SyncedConnection__Output {
-  const c: SyncedConnection__Output = { id: null, realServer: null, localAddress: null, state: '', timeoutSec: 0 };
+  const c: SyncedConnection__Output = { id: null, realServer: null, localAddress: null, state: '', timeoutSec: 0, synProxy: null, seqAdjust: null };
   while (r.pos < end) {
     const key = r.varint();
     const wire = key & 7;
@@ -314,11 +335,60 @@ function readSyncedConnection(r: In, end: number): SyncedConnection__Output {
       case 3: expect(wire, LEN, 'localAddress'); c.localAddress = readEndpoint(r, r.span()); break;
       case 4: expect(wire, LEN, 'state'); c.state = r.str(); break;
       case 5: expect(wire, VARINT, 'timeoutSec'); c.timeoutSec = uint32(r.varint()); break;
+      case 7: expect(wire, LEN, 'synProxy'); c.synProxy = readSynProxyState(r, r.span()); break;
+      case 8: expect(wire, LEN, 'seqAdjust'); c.seqAdjust = readSeqAdjust(r, r.span()); break;
       default: r.skip(wire);
     }
   }
   ended(r, end, 'a SyncedConnection');
   return c;
+}
+
+function readSynProxyState(r: In, end: number): SynProxyState__Output {
+  const s: SynProxyState__Output = { isn: 0, its: 0, tsoff: 0 };
+  while (r.pos < end) {
+    const key = r.varint();
+    const wire = key & 7;
+    switch (key >>> 3) {
+      case 1: expect(wire, VARINT, 'isn'); s.isn = uint32(r.varint()); break;
+      case 2: expect(wire, VARINT, 'its'); s.its = uint32(r.varint()); break;
+      case 3: expect(wire, VARINT, 'tsoff'); s.tsoff = uint32(r.varint()); break;
+      default: r.skip(wire);
+    }
+  }
+  ended(r, end, 'a SynProxyState');
+  return s;
+}
+
+function readSeqAdjust(r: In, end: number): SeqAdjust__Output {
+  const s: SeqAdjust__Output = { original: null, reply: null };
+  while (r.pos < end) {
+    const key = r.varint();
+    const wire = key & 7;
+    switch (key >>> 3) {
+      case 1: expect(wire, LEN, 'original'); s.original = readSeqAdjustDirection(r, r.span()); break;
+      case 2: expect(wire, LEN, 'reply'); s.reply = readSeqAdjustDirection(r, r.span()); break;
+      default: r.skip(wire);
+    }
+  }
+  ended(r, end, 'a SeqAdjust');
+  return s;
+}
+
+function readSeqAdjustDirection(r: In, end: number): SeqAdjustDirection__Output {
+  const d: SeqAdjustDirection__Output = { correctionPos: 0, offsetBefore: 0, offsetAfter: 0 };
+  while (r.pos < end) {
+    const key = r.varint();
+    const wire = key & 7;
+    switch (key >>> 3) {
+      case 1: expect(wire, VARINT, 'correctionPos'); d.correctionPos = uint32(r.varint()); break;
+      case 2: expect(wire, VARINT, 'offsetBefore'); d.offsetBefore = uint32(r.varint()); break;
+      case 3: expect(wire, VARINT, 'offsetAfter'); d.offsetAfter = uint32(r.varint()); break;
+      default: r.skip(wire);
+    }
+  }
+  ended(r, end, 'a SeqAdjustDirection');
+  return d;
 }
 
 function readChange(r: In, end: number): Change__Output {

@@ -15,8 +15,11 @@ import type { GroupConnectionsReply as _lbd_peer_v1_GroupConnectionsReply, Group
 import type { GroupConnectionsRequest as _lbd_peer_v1_GroupConnectionsRequest, GroupConnectionsRequest__Output as _lbd_peer_v1_GroupConnectionsRequest__Output } from './lbd/peer/v1/GroupConnectionsRequest.js';
 import type { Hello as _lbd_peer_v1_Hello, Hello__Output as _lbd_peer_v1_Hello__Output } from './lbd/peer/v1/Hello.js';
 import type { Resync as _lbd_peer_v1_Resync, Resync__Output as _lbd_peer_v1_Resync__Output } from './lbd/peer/v1/Resync.js';
+import type { SeqAdjust as _lbd_peer_v1_SeqAdjust, SeqAdjust__Output as _lbd_peer_v1_SeqAdjust__Output } from './lbd/peer/v1/SeqAdjust.js';
+import type { SeqAdjustDirection as _lbd_peer_v1_SeqAdjustDirection, SeqAdjustDirection__Output as _lbd_peer_v1_SeqAdjustDirection__Output } from './lbd/peer/v1/SeqAdjustDirection.js';
 import type { SnapshotBegin as _lbd_peer_v1_SnapshotBegin, SnapshotBegin__Output as _lbd_peer_v1_SnapshotBegin__Output } from './lbd/peer/v1/SnapshotBegin.js';
 import type { SnapshotEnd as _lbd_peer_v1_SnapshotEnd, SnapshotEnd__Output as _lbd_peer_v1_SnapshotEnd__Output } from './lbd/peer/v1/SnapshotEnd.js';
+import type { SynProxyState as _lbd_peer_v1_SynProxyState, SynProxyState__Output as _lbd_peer_v1_SynProxyState__Output } from './lbd/peer/v1/SynProxyState.js';
 import type { SyncMessage as _lbd_peer_v1_SyncMessage, SyncMessage__Output as _lbd_peer_v1_SyncMessage__Output } from './lbd/peer/v1/SyncMessage.js';
 import type { SyncReply as _lbd_peer_v1_SyncReply, SyncReply__Output as _lbd_peer_v1_SyncReply__Output } from './lbd/peer/v1/SyncReply.js';
 import type { SyncedConnection as _lbd_peer_v1_SyncedConnection, SyncedConnection__Output as _lbd_peer_v1_SyncedConnection__Output } from './lbd/peer/v1/SyncedConnection.js';
@@ -44,8 +47,11 @@ export interface ProtoGrpcType {
         GroupConnectionsRequest: MessageTypeDefinition<_lbd_peer_v1_GroupConnectionsRequest, _lbd_peer_v1_GroupConnectionsRequest__Output>
         Hello: MessageTypeDefinition<_lbd_peer_v1_Hello, _lbd_peer_v1_Hello__Output>
         Resync: MessageTypeDefinition<_lbd_peer_v1_Resync, _lbd_peer_v1_Resync__Output>
+        SeqAdjust: MessageTypeDefinition<_lbd_peer_v1_SeqAdjust, _lbd_peer_v1_SeqAdjust__Output>
+        SeqAdjustDirection: MessageTypeDefinition<_lbd_peer_v1_SeqAdjustDirection, _lbd_peer_v1_SeqAdjustDirection__Output>
         SnapshotBegin: MessageTypeDefinition<_lbd_peer_v1_SnapshotBegin, _lbd_peer_v1_SnapshotBegin__Output>
         SnapshotEnd: MessageTypeDefinition<_lbd_peer_v1_SnapshotEnd, _lbd_peer_v1_SnapshotEnd__Output>
+        SynProxyState: MessageTypeDefinition<_lbd_peer_v1_SynProxyState, _lbd_peer_v1_SynProxyState__Output>
         SyncMessage: MessageTypeDefinition<_lbd_peer_v1_SyncMessage, _lbd_peer_v1_SyncMessage__Output>
         SyncReply: MessageTypeDefinition<_lbd_peer_v1_SyncReply, _lbd_peer_v1_SyncReply__Output>
         SyncedConnection: MessageTypeDefinition<_lbd_peer_v1_SyncedConnection, _lbd_peer_v1_SyncedConnection__Output>
