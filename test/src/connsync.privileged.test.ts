@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { LBD_VERSION } from '@lbd/config';
 import { AdminApi, type ClusterStatus__Output } from '@lbd/proto';
 import {
-  removeOrphans, requireRoot, runPrefix, spawnTestClient, startHaLab, waitFor, waitSteady, type BackgroundProcess, type DirectorName, type HaLab,
+  BusyLoops, removeOrphans, requireRoot, runPrefix, spawnTestClient, startHaLab, waitFor, waitSteady, type BackgroundProcess, type DirectorName, type HaLab,
 } from '@lbd/testkit';
 
 /**
@@ -17,12 +17,15 @@ import {
  */
 
 const LBADM_BIN = fileURLToPath(new URL('../../packages/lbadm/dist/bin/lbadm.js', import.meta.url));
+const LBD_CTNL = fileURLToPath(new URL('../../packages/dataplane-nft/dist/lbd-ctnl', import.meta.url));
 const GROUP = 'default';
 const TCP_STREAMS = 200;
 const UDP_CONNECTIONS = 50;
 
-function syncConfig(enabled: boolean): string {
+/** `synProxy`: the two TCP services answer SYNs with syncookies (the UDP ones cannot). */
+function syncConfig(enabled: boolean, synProxy = false): string {
   const sync = `    sync: { enabled: ${enabled} }\n`;
+  const proxy = synProxy ? '    synProxy: true\n' : '';
   const servers = (port: number): string => [11, 12, 13].map((h) => `      - { address: 198.19.1.${h}, port: ${port} }\n`).join('');
   return `vipGroups:
   - name: ${GROUP}
@@ -37,13 +40,13 @@ services:
     mode: fullnat
     scheduler: rr
     localAddresses: [198.19.1.100-198.19.1.103]
-${sync}    realServers:
+${sync}${proxy}    realServers:
 ${servers(9000)}  - name: stream-nat
     vip: 198.18.0.11
     port: 9000
     mode: nat
     scheduler: rr
-${sync}    realServers:
+${sync}${proxy}    realServers:
 ${servers(9000)}  - name: udp-fullnat
     vip: 198.18.0.10
     port: 53
@@ -306,6 +309,60 @@ describe('connection sync: established connections survive a failover @privilege
       await streams.stop(2000).catch(() => undefined);
     }
   });
+
+  for (const busy of [false, true]) {
+    it(`SYN-proxied services are synced too: streams the proxy opened (fullnat and nat) survive a switchover, failback, the leader's box dying, and failback again${busy ? ', beside a busy loop on every core' : ''}`, async function () {
+      await lab.api('dir1').apply({ configText: syncConfig(true, true), source: 'synproxy-on', author: 'test' }, { timeoutMs: 10_000 });
+      let loops: BusyLoops | undefined;
+      try {
+        assert.equal(await waitSteady(lab), 'dir1');
+        const streams = TCP_STREAMS / 4;
+        const loads = await startLoad(streams, UDP_CONNECTIONS / 5, 120_000, busy ? 51_000 : 49_000);
+        try {
+          await caughtUp('dir1', 2 * streams);
+          // The standby's copies carry what the proxy made: its cookie and the sequence adjustment (lbd-ctnl's dump
+          // shows them as its last two fields). Without the adjustment every copied stream would break below.
+          const streamEntries = async (d: DirectorName): Promise<string[]> => (await lab.cluster.topology.exec(d, LBD_CTNL, ['dump'])).stdout.split('\n')
+            .filter((l) => / 198\.18\.0\.1[01] 9000 \S+ \S+ \S+ \S+ ESTABLISHED /.test(l));
+          const proxied = async (d: DirectorName): Promise<number> => (await streamEntries(d)).filter((l) => / \d+,\d+,\d+ \d+(,\d+){5}$/.test(l)).length;
+          await waitFor(`dir2 to hold ${2 * streams} proxied copies with their adjustment`, 20_000, async () => ((await proxied('dir2')) >= 2 * streams ? true : undefined))
+            .catch(async (e: Error) => {
+              throw new Error(`${e.message}: dir1 has ${await proxied('dir1')}, dir2 ${await proxied('dir2')}; entries:\n${(await streamEntries('dir1')).slice(0, 3).join('\n')}\n${(await streamEntries('dir2')).slice(0, 3).join('\n')}`);
+            });
+          const log: string[] = [];
+          const mark = async (what: string): Promise<void> => { log.push(`${what}: leader ${await lab.leader()}`); };
+          if (busy) loops = BusyLoops.start(120_000);
+          await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
+          await leaderIs('dir2', 5000);
+          await mark('switchover');
+          await leaderIs('dir1', 30_000);
+          await mark('failback');
+          await caughtUp('dir1', 2 * streams);
+          await lab.cluster.killBox('dir1');
+          await leaderIs('dir2', 10_000);
+          await mark('box death');
+          await lab.cluster.reviveBox('dir1');
+          await lab.cluster.topology.exec('dir1', 'conntrack', ['-F']).catch(() => undefined);
+          await lab.startAgent('dir1');
+          await leaderIs('dir1', 30_000);
+          await mark('failback after box death');
+          await new Promise((r) => setTimeout(r, 2000));
+          const results = await finish(loads);
+          for (const r of results) {
+            assert.equal(r.broken, 0, `${r.name}: ${r.broken} of ${r.total} broke: ${r.errors.join(' | ')}\n${log.join('\n')}\n${lab.logs(30)}`);
+          }
+          console.log(`      synProxy with sync${busy ? ` (${loops!.count} busy cores)` : ''}: ${results.map((r) => `${r.name} ${r.total - r.broken}/${r.total} intact`).join('; ')}`);
+        } finally {
+          await loops?.stop();
+          await Promise.all(loads.map((l) => l.process.stop(2000).catch(() => undefined)));
+        }
+      } finally {
+        await loops?.stop();
+        const leader = (await lab.leader()) ?? 'dir1';
+        await lab.api(leader).apply({ configText: syncConfig(true), source: 'synproxy-off', author: 'test' }, { timeoutMs: 10_000 }).catch(() => undefined);
+      }
+    });
+  }
 
   it('without sync (disabled per service): the same switchover breaks them, so the test above cannot pass by accident', async function () {
     await lab.api('dir1').apply({ configText: syncConfig(false), source: 'sync-off', author: 'test' }, { timeoutMs: 10_000 });

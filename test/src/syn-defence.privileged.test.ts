@@ -24,8 +24,6 @@ function services(list: Svc[]): readonly Service[] {
     services: list.map((s) => ({
       scheduler: 'mh', ...s,
       ...(s.mode === 'fullnat' ? { localAddresses: [s.vip.includes(':') ? LOCAL_ADDRESSES.ipv6Range : LOCAL_ADDRESSES.ipv4Range] } : {}),
-      // A SYN-proxied connection's sequence offsets are not synced: validation insists sync is off.
-      ...(s.synProxy ? { sync: { enabled: false } } : {}),
       realServers: [1, 2, 3].map((k) => ({ address: s.vip.includes(':') ? `fd00:0:0:2::${10 + k}` : `198.19.1.${10 + k}`, port: s.port })),
     })),
   }), 'test').services;

@@ -171,7 +171,7 @@ export interface Service {
   /**
    * SYN-flood defence: the kernel answers the service's SYNs with syncookies (nftables synproxy) and only a
    * completed handshake gets a conntrack entry, a real server and a connection to it. TCP, fullnat or nat,
-   * not ECMP, and not synced (a proxied connection's sequence offsets are not copied to the standbys).
+   * not ECMP. Synced like any other (the copies carry the proxy's sequence-number adjustment).
    */
   readonly synProxy: boolean;
   /**

@@ -661,7 +661,7 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
   }
   const sync = checkServiceSync(c, `${path}.sync`, raw.sync);
   if (mode === 'dr') checkDirectRouting(c, path, raw, { scheduler, persistenceSec, port, realServers, sorryServer, fallback });
-  const synProxy = checkSynProxy(c, path, raw, { protocol, mode, ecmp, sync });
+  const synProxy = checkSynProxy(c, path, raw, { protocol, mode, ecmp });
   const connectionLimit = checkConnectionLimit(c, path, raw, mode);
   if (slowStartMs === undefined || onDown === undefined || fallback === undefined || vipGroup === undefined || sync === undefined || ecmp === undefined) return undefined;
   if (synProxy === undefined || connectionLimit === undefined) return undefined;
@@ -679,7 +679,7 @@ function checkService(c: Collector, path: string, raw: unknown): Service | undef
  * opens the connection to the real server itself. Where that cannot work, it is refused rather than half done.
  */
 function checkSynProxy(c: Collector, path: string, raw: Record<string, unknown>, svc: {
-  protocol: Protocol | undefined; mode: ForwardingMode | undefined; ecmp: boolean | undefined; sync: ServiceSync | undefined;
+  protocol: Protocol | undefined; mode: ForwardingMode | undefined; ecmp: boolean | undefined;
 }): boolean | undefined {
   const p = `${path}.synProxy`;
   if (raw.synProxy === undefined) return false;
@@ -700,10 +700,6 @@ function checkSynProxy(c: Collector, path: string, raw: Record<string, unknown>,
   if (svc.ecmp) {
     c.add(p, true, 'is set on an ECMP service, but the proxy\'s own connection to the real server arrives on no slot interface, so no slot\'s local address could take it',
       'remove synProxy, or serve the service from a vip group (ecmp: false)');
-  }
-  if (svc.sync?.enabled) {
-    c.add(p, true, 'is set while sync is enabled, but a proxied connection carries sequence-number offsets that connection sync does not copy: on a failover it would break even though synced',
-      'add sync: {enabled: false} to this service (its connections then end on a failover, which they would anyway), or remove synProxy');
   }
   return c.problems.length === before ? true : undefined;
 }

@@ -172,8 +172,7 @@ commands:
               [--local-addresses A,B|FIRST-LAST] [--vip-group G] [--syn-proxy on|off]
               [--connection-limit N|none] [--dry-run]
   service edit NAME [the same flags; --local-addresses none removes them] [--dry-run]
-                                  --syn-proxy on answers the service's SYNs with syncookies (and turns
-                                  its connection sync off: proxied connections cannot be synced)
+                                  --syn-proxy on answers the service's SYNs with syncookies
   service remove NAME [--dry-run]
   service list [--names]          the services of the running config (--names: names only)
                                   --dry-run (server, service) prints the config diff and the rule

@@ -129,18 +129,18 @@ describe('editConfig', () => {
     assert.match(edit({ kind: 'server remove', service: 'bulk', server: '198.19.1.31:80' }, text).summary, /a dr flow goes only to a server of the service: its connections move to the other servers now, and break\)$/);
   });
 
-  it('service edit --syn-proxy on also turns the service\'s sync off (validation insists), and sets or removes a connection limit', () => {
+  it('service edit --syn-proxy on leaves the service\'s sync as it is (proxied connections are synced too), and sets or removes a connection limit', () => {
     const on = edit({ kind: 'service edit', name: 'web', fields: { synProxy: true, connectionLimit: 5000 } });
-    assert.equal(on.summary, 'service web: synProxy false -> true, connectionLimit (none) -> 5000, sync enabled true -> false (a proxied connection\'s sequence offsets are not synced: its connections end on a failover)');
+    assert.equal(on.summary, 'service web: synProxy false -> true, connectionLimit (none) -> 5000');
     const svc = parseConfig(on.text, 'on').services[0]!;
-    assert.deepEqual([svc.synProxy, svc.sync.enabled, svc.connectionLimit], [true, false, 5000]);
-    assert.match(on.text, /^ {4}sync: \{ enabled: false \}$/m);
+    assert.deepEqual([svc.synProxy, svc.sync.enabled, svc.connectionLimit], [true, true, 5000]);
+    assert.doesNotMatch(on.text, /sync:/);
     const off = edit({ kind: 'service edit', name: 'web', fields: { synProxy: false, connectionLimit: null } }, on.text);
     assert.equal(off.summary, 'service web: synProxy true -> false, connectionLimit 5000 -> (none)');
     const after = parseConfig(off.text, 'off').services[0]!;
     assert.deepEqual([after.synProxy, after.connectionLimit], [false, null]);
     const added = edit({ kind: 'service add', name: 'api', fields: { vip: '198.18.0.30', port: 443, mode: 'nat', synProxy: true } });
-    assert.deepEqual(parseConfig(added.text, 'added').services.map((s) => [s.name, s.synProxy, s.sync.enabled]), [['web', false, true], ['app', false, true], ['api', true, false]]);
+    assert.deepEqual(parseConfig(added.text, 'added').services.map((s) => [s.name, s.synProxy, s.sync.enabled]), [['web', false, true], ['app', false, true], ['api', true, true]]);
   });
 
   const errors: [string, EditOp, string][] = [

@@ -168,9 +168,6 @@ function editServer(
 /** The service's fields the flags set (each named as in the config), in the order a new service writes them. */
 const SERVICE_KEYS: readonly (keyof ServiceFields)[] = ['vip', 'port', 'protocol', 'mode', 'scheduler', 'localAddresses', 'vipGroup', 'synProxy', 'connectionLimit'];
 
-/** `sync: {enabled: false}`: what a SYN-proxied service needs (its connections' sequence offsets are not synced). */
-const SYNC_OFF = { enabled: false };
-
 function addService(doc: Document, config: Pick<Config, 'services'>, name: string, fields: ServiceFields): { changed: boolean; text: string } {
   const same = config.services.findIndex((s) => s.name === name);
   if (same >= 0) {
@@ -182,7 +179,6 @@ function addService(doc: Document, config: Pick<Config, 'services'>, name: strin
     if (v === undefined || v === null) continue;
     item.set(key, valueNode(doc, v));
   }
-  if (fields.synProxy === true) item.set('sync', flowMap(doc, SYNC_OFF));
   item.set('realServers', doc.createNode([]));
   const list = doc.getIn(['services']);
   if (isSeq(list)) list.add(item);
@@ -206,13 +202,6 @@ function editService(doc: Document, i: number, svc: Service, fields: ServiceFiel
     else doc.setIn(['services', i, key], valueNode(doc, v));
     changes.push(`${key} ${show(was)} -> ${v === null ? '(none)' : show(v)}`);
   }
-  if (fields.synProxy === true && svc.sync.enabled) {
-    // Validation refuses a synced SYN-proxied service: say so by doing what it asks, in the same edit.
-    const sync = doc.getIn(['services', i, 'sync']);
-    if (isMap(sync)) sync.set('enabled', false);
-    else doc.setIn(['services', i, 'sync'], flowMap(doc, SYNC_OFF));
-    changes.push('sync enabled true -> false (a proxied connection\'s sequence offsets are not synced: its connections end on a failover)');
-  }
   if (changes.length === 0) return { changed: false, text: `service ${svc.name} already has those settings; nothing to change` };
   return { changed: true, text: `service ${svc.name}: ${changes.join(', ')}` };
 }
@@ -224,12 +213,6 @@ function show(v: unknown): string {
 
 function valueNode(doc: Document, v: string | number | boolean | readonly string[]): unknown {
   return Array.isArray(v) ? flowSeq(doc, v) : v;
-}
-
-function flowMap(doc: Document, v: Record<string, unknown>): YAMLMap {
-  const node = doc.createNode(v) as YAMLMap;
-  node.flow = true;
-  return node;
 }
 
 function flowSeq(doc: Document, items: readonly unknown[]): YAMLSeq {

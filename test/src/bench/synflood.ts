@@ -180,7 +180,7 @@ function buildServices(synProxy: boolean, realServers: Array<{ address: string; 
   const result = validateConfig({
     services: [{
       name: 'web', vip: VIPS.ipv4, port: HTTP_PORT, mode: 'fullnat', scheduler: 'mh', localAddresses: [LOCAL_ADDRESSES.ipv4Range], realServers,
-      ...(synProxy ? { synProxy: true, sync: { enabled: false } } : {}),
+      ...(synProxy ? { synProxy: true } : {}),
     }],
   });
   if (!result.ok) throw new Error(`benchmark config is invalid: ${result.problems.map((p) => `${p.path}: ${p.rule}`).join('; ')}`);
