@@ -196,6 +196,26 @@ describe('direct routing (mode: dr) in namespaces @privileged', function () {
     }
   });
 
+  it('lbadm doctor probes IPv6 dr vips too: a real server that answers neighbour solicitations for the vip (it holds it on eth0, not lo), and one without the vip', async () => {
+    const config = { ...parseConfig('services: []\n', 'test'), services: services([{ name: 'web-dr6', vip: DR_VIP.ipv6, port: HTTP, realServers: [1, 2, 3].map((k) => ({ address: rsV6(k) })) }]) };
+    const judged = async (check: string): Promise<string[]> => diagnose(config, await dp.kernelFacts([], arpProbes(config)), []).filter((f) => f.check === check).map((f) => `${f.severity} ${f.subject}`);
+    assert.deepEqual([await judged('dr-arp'), await judged('dr-vip')], [['ok dr vips'], ['ok dr real servers']], 'the lab\'s real servers hold the IPv6 vip on lo');
+    const subject = (k: number): string => `real server [${rsV6(k)}]:80 of service "web-dr6" ([${DR_VIP.ipv6}]:80/tcp)`;
+    // rs2 holds the vip on its network interface as well: there Linux answers neighbour solicitations for it.
+    await lab.topology.exec('rs2', 'ip', ['-6', 'addr', 'add', `${DR_VIP.ipv6}/128`, 'dev', 'eth0', 'nodad']);
+    try {
+      assert.deepEqual(await judged('dr-arp'), [`error ${subject(2)}`]);
+    } finally {
+      await lab.topology.exec('rs2', 'ip', ['-6', 'addr', 'del', `${DR_VIP.ipv6}/128`, 'dev', 'eth0']);
+    }
+    await lab.topology.exec('rs3', 'ip', ['-6', 'addr', 'del', `${DR_VIP.ipv6}/128`, 'dev', 'lo']);
+    try {
+      assert.deepEqual(await judged('dr-vip'), [`error ${subject(3)}`]);
+    } finally {
+      await lab.topology.exec('rs3', 'ip', ['-6', 'addr', 'add', `${DR_VIP.ipv6}/128`, 'dev', 'lo', 'nodad']);
+    }
+  });
+
   it('with every real server out: fallback drop times out, fallback reject resets at once', async () => {
     await dp.apply({ services: services([{ name: 'web-dr', vip: DR_VIP.ipv4, port: HTTP, fallback: 'reject', realServers: weights([0, 0, 0]) }]) });
     const refused = await http(`http://${DR_VIP.ipv4}/`, 3, ['--new-connection']);

@@ -195,7 +195,7 @@ function limitSetBody(family: NftFamily): string {
  * server's SYN-ACK retransmission then passes this director is taken for the proxy's own: answered with an
  * ACK of wrong numbers, it breaks (in the connsync test, 4 or 5 of the 20 handshakes a planned switchover caught).
  * So the hooks run only on a director that has SYN-proxied services, where the README says so. (A copy of a
- * proxied connection carries the proxy's own numbers, synced with it: the hooks treat it as the original.)
+ * proxied connection carries the proxy's cookie and sequence adjustment, synced with it.)
  */
 const SYNPROXY_CHAIN = 'syn_proxy';
 

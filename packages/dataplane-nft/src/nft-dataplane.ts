@@ -501,14 +501,13 @@ export class NftDataPlane implements DataPlane {
         }
       }
     }
-    const v4Probes = arpProbes.filter((p) => familyOf(p.vip) === 4);
     // Each dr real server's route, looked up once for both probes.
     const routes = new Map<string, string>();
-    await Promise.all([...new Set(v4Probes.flatMap((p) => p.realServers))].map(async (rs) => {
+    await Promise.all([...new Set(arpProbes.flatMap((p) => p.realServers))].map(async (rs) => {
       routes.set(rs, (await this.runner.run('ip', ['route', 'get', rs])).stdout);
     }));
-    const vipArpAnswers = (await Promise.all(v4Probes.map((p) => this.arpAnswers(p, routes)))).flat();
-    const vipOnRealServer = (await Promise.all(v4Probes.map((p) => this.vipEchoes(p, routes)))).flat();
+    const vipArpAnswers = (await Promise.all(arpProbes.map((p) => this.arpAnswers(p, routes)))).flat();
+    const vipOnRealServer = (await Promise.all(arpProbes.map((p) => this.vipEchoes(p, routes)))).flat();
     return {
       ipv4Forwarding: fwd4.trim() === '1',
       ipv6Forwarding: fwd6.trim() === '1',
@@ -526,25 +525,32 @@ export class NftDataPlane implements DataPlane {
   }
 
   /**
-   * The MACs of these IPv4 addresses on `dev` (address → lower-case MAC), from the neighbour table; one the
-   * director has not talked to yet (a UDP real server, a doctor run before any traffic) is asked with arping.
+   * The MACs of these addresses on `dev` (address → lower-case MAC), from the neighbour table; one the director
+   * has not talked to yet (a UDP real server, a doctor run before any traffic) is asked: IPv4 with arping, IPv6
+   * with one ping (the kernel's neighbour solicitation fills the table).
    */
   private async neighbours(dev: string, addresses: readonly string[]): Promise<Map<string, string>> {
     const read = async (): Promise<Map<string, string>> => {
       const neigh = await this.runner.run('ip', ['-j', 'neigh', 'show', 'dev', dev]);
       const m = new Map<string, string>();
       for (const n of JSON.parse(neigh.stdout || '[]') as Array<{ dst?: string; lladdr?: string; state?: string[] }>) {
-        if (n.dst && n.lladdr && familyOf(n.dst) === 4 && !(n.state ?? []).includes('FAILED')) m.set(n.dst, n.lladdr.toLowerCase());
+        if (n.dst && n.lladdr && !(n.state ?? []).includes('FAILED')) m.set(canonicalAddress(n.dst), n.lladdr.toLowerCase());
       }
       return m;
     };
     const known = await read();
+    const unknown = addresses.filter((a) => !known.has(a));
     // arping reads the answer itself (the kernel learns no entry from a reply to a packet socket's request).
-    await Promise.all(addresses.filter((a) => !known.has(a)).map(async (a) => {
+    await Promise.all(unknown.filter((a) => familyOf(a) === 4).map(async (a) => {
       const res = await this.runner.run('arping', ['-c', '1', '-w', '1', '-I', dev, a]);
       const mac = /reply from \S+ \[([0-9A-Fa-f:]{17})\]/.exec(res.stdout)?.[1];
       if (mac !== undefined) known.set(a, mac.toLowerCase());
     }));
+    const v6 = unknown.filter((a) => familyOf(a) === 6);
+    if (v6.length > 0) {
+      await Promise.all(v6.map((a) => this.runner.run('ping', ['-c', '1', '-W', '1', '-I', dev, a])));
+      for (const [a, mac] of await read()) if (v6.includes(a)) known.set(a, mac);
+    }
     return known;
   }
 
@@ -572,7 +578,8 @@ export class NftDataPlane implements DataPlane {
       const asked = targets.filter((t) => macs.has(t.rs));
       for (const t of targets) if (!macs.has(t.rs)) out.push({ vip: p.vip, realServer: t.rs, answered: null, why: `no MAC for it on ${dev}` });
       if (asked.length === 0) continue;
-      const res = await this.runner.run('perl', ['-e', VIP_ECHO_SCRIPT, dev, asked[0]!.src, p.vip, ...asked.map((t) => `${t.rs}=${macs.get(t.rs)!}`)]);
+      const script = familyOf(p.vip) === 6 ? VIP_ECHO6_SCRIPT : VIP_ECHO_SCRIPT;
+      const res = await this.runner.run('perl', ['-e', script, dev, asked[0]!.src, p.vip, ...asked.map((t) => `${t.rs}=${macs.get(t.rs)!}`)]);
       const answered = new Set(res.stdout.split('\n').filter((l) => l.startsWith('answered ')).map((l) => l.slice('answered '.length).trim()));
       for (const t of asked) {
         out.push(res.code === 0 ? { vip: p.vip, realServer: t.rs, answered: answered.has(t.rs) } : { vip: p.vip, realServer: t.rs, answered: null, why: `the probe failed: ${res.stderr.trim().slice(0, 200)}` });
@@ -582,21 +589,36 @@ export class NftDataPlane implements DataPlane {
   }
 
   /**
-   * Who answers ARP for a dr vip where its real servers are: arping from the interface the director reaches
-   * them through (the director's own address as sender; its own kernel does not answer itself on the wire).
+   * Who answers ARP (IPv4) or a neighbour solicitation (IPv6) for a dr vip where its real servers are: asked
+   * from the interface the director reaches them through, with the director's own address there as sender (its
+   * own kernel does not answer itself on the wire).
    */
   private async arpAnswers(p: ArpProbe, routes: ReadonlyMap<string, string>): Promise<KernelFacts['vipArpAnswers'][number][]> {
-    const devs = new Set<string>();
+    const devs = new Map<string, string>();
     for (const rs of p.realServers) {
-      const dev = / dev (\S+)/.exec(routes.get(rs) ?? '')?.[1];
-      if (dev !== undefined) devs.add(dev);
+      const route = routes.get(rs) ?? '';
+      const dev = / dev (\S+)/.exec(route)?.[1];
+      if (dev !== undefined) devs.set(dev, / src (\S+)/.exec(route)?.[1] ?? '');
     }
     const out: KernelFacts['vipArpAnswers'][number][] = [];
-    for (const dev of devs) {
-      const res = await this.runner.run('arping', ['-c', '2', '-w', '2', '-I', dev, p.vip]);
-      const macs = new Set([...res.stdout.matchAll(/reply from \S+ \[([0-9A-Fa-f:]{17})\]/g)].map((m) => m[1]!.toLowerCase()));
+    for (const [dev, src] of devs) {
+      let macs: Set<string>;
+      if (familyOf(p.vip) === 4) {
+        const res = await this.runner.run('arping', ['-c', '2', '-w', '2', '-I', dev, p.vip]);
+        macs = new Set([...res.stdout.matchAll(/reply from \S+ \[([0-9A-Fa-f:]{17})\]/g)].map((m) => m[1]!.toLowerCase()));
+      } else {
+        if (src === '') continue;
+        const res = await this.runner.run('perl', ['-e', NEIGHBOUR_SOLICIT_SCRIPT, dev, src, p.vip]);
+        macs = new Set(res.stdout.split('\n').filter((l) => l.startsWith('answer ')).map((l) => l.slice('answer '.length).trim()));
+      }
       if (macs.size === 0) continue;
-      const byMac = new Map([...await this.neighbours(dev, p.realServers)].map(([address, mac]) => [mac, address]));
+      // The neighbour table has both families (and link-local addresses): a MAC goes by the vip's family,
+      // by a real server's address where one has it.
+      const byMac = new Map<string, string>();
+      for (const [address, mac] of await this.neighbours(dev, p.realServers)) {
+        if (familyOf(address) !== familyOf(p.vip) || (byMac.has(mac) && !p.realServers.includes(address))) continue;
+        byMac.set(mac, address);
+      }
       for (const mac of macs) out.push({ vip: p.vip, ifname: dev, mac, address: byMac.get(mac) ?? null });
     }
     return out;
@@ -646,6 +668,85 @@ while (keys(%seen) < @targets) {
   $seen{$seq} = 1;
 }
 print "answered $who{$_}\n" for sort keys %seen;
+`;
+
+/**
+ * `perl -e VIP_ECHO6_SCRIPT DEV SRC VIP RS=MAC...`: VIP_ECHO_SCRIPT for IPv6: an ICMPv6 echo from SRC to VIP in a
+ * frame to each MAC on DEV, then up to a second of listening for echo replies from VIP.
+ */
+const VIP_ECHO6_SCRIPT = String.raw`use strict; use Socket qw(AF_INET6 inet_pton); use Time::HiRes qw(time);
+my ($dev, $src, $vip, @targets) = @ARGV;
+my ($idx, $mine);
+if (open my $f, '<', "/sys/class/net/$dev/ifindex") { $idx = 0 + <$f>; }
+if (open my $f, '<', "/sys/class/net/$dev/address") { my $m = <$f>; chomp $m; $mine = pack 'H12', join '', split /:/, $m; }
+die "no interface $dev\n" if !defined $idx || !defined $mine;
+my ($s6, $v6) = (inet_pton(AF_INET6, $src), inet_pton(AF_INET6, $vip));
+die "not IPv6: $src $vip\n" if !defined $s6 || !defined $v6;
+my $proto = unpack('S', pack('n', 0x86dd));
+socket(my $s, 17, 3, $proto) or die "packet socket: $!\n";
+bind($s, pack('S n i S C C a8', 17, 0x86dd, $idx, 0, 0, 0, '')) or die "bind: $!\n";
+sub csum { my $d = shift; $d .= "\0" if length($d) % 2; my $c = 0; $c += $_ for unpack('n*', $d); $c = ($c >> 16) + ($c & 0xffff) while $c >> 16; return ~$c & 0xffff; }
+my $id = $$ & 0xffff;
+my %who;
+for my $i (0 .. $#targets) {
+  my ($rs, $mac) = split /=/, $targets[$i], 2;
+  $who{$i + 1} = $rs;
+  my $icmp = pack('CCnnn', 128, 0, 0, $id, $i + 1) . 'lbd doctor: is the vip here?';
+  substr($icmp, 2, 2) = pack('n', csum($s6 . $v6 . pack('N', length $icmp) . pack('x3 C', 58) . $icmp));
+  my $ip = pack('N n C C', 0x60000000, length $icmp, 58, 64) . $s6 . $v6;
+  my $frame = pack('H12', join '', split /:/, $mac) . $mine . pack('n', 0x86dd) . $ip . $icmp;
+  send($s, $frame, 0, pack('S n i S C C a8', 17, 0x86dd, $idx, 0, 0, 6, pack('H12', join '', split /:/, $mac))) or die "send: $!\n";
+}
+my $end = time + 1.2;
+my %seen;
+while (keys(%seen) < @targets) {
+  my $left = $end - time; last if $left <= 0;
+  my $rin = ''; vec($rin, fileno($s), 1) = 1;
+  last if !select(my $rout = $rin, undef, undef, $left);
+  my $buf; recv($s, $buf, 2048, 0) or next;
+  next if length($buf) < 62 || unpack('n', substr($buf, 12, 2)) != 0x86dd || unpack('C', substr($buf, 20, 1)) != 58 || substr($buf, 22, 16) ne $v6;
+  my ($type, $code, $sum, $rid, $seq) = unpack('CCnnn', substr($buf, 54, 8));
+  next if $type != 129 || $rid != $id || !defined $who{$seq};
+  $seen{$seq} = 1;
+}
+print "answered $who{$_}\n" for sort keys %seen;
+`;
+
+/**
+ * `perl -e NEIGHBOUR_SOLICIT_SCRIPT DEV SRC VIP`: IPv6's arping: a neighbour solicitation for VIP from SRC to
+ * VIP's solicited-node multicast group on DEV, then a second of listening for neighbour advertisements of VIP;
+ * prints `answer MAC` (the advertiser's, lower case) for each host that answered. Exit 1 with the reason otherwise.
+ */
+const NEIGHBOUR_SOLICIT_SCRIPT = String.raw`use strict; use Socket qw(AF_INET6 inet_pton); use Time::HiRes qw(time);
+my ($dev, $src, $vip) = @ARGV;
+my ($idx, $mine);
+if (open my $f, '<', "/sys/class/net/$dev/ifindex") { $idx = 0 + <$f>; }
+if (open my $f, '<', "/sys/class/net/$dev/address") { my $m = <$f>; chomp $m; $mine = pack 'H12', join '', split /:/, $m; }
+die "no interface $dev\n" if !defined $idx || !defined $mine;
+my ($s6, $v6) = (inet_pton(AF_INET6, $src), inet_pton(AF_INET6, $vip));
+die "not IPv6: $src $vip\n" if !defined $s6 || !defined $v6;
+my $proto = unpack('S', pack('n', 0x86dd));
+socket(my $s, 17, 3, $proto) or die "packet socket: $!\n";
+bind($s, pack('S n i S C C a8', 17, 0x86dd, $idx, 0, 0, 0, '')) or die "bind: $!\n";
+sub csum { my $d = shift; $d .= "\0" if length($d) % 2; my $c = 0; $c += $_ for unpack('n*', $d); $c = ($c >> 16) + ($c & 0xffff) while $c >> 16; return ~$c & 0xffff; }
+my $group = pack('H26', 'ff0200000000000000000001ff') . substr($v6, 13, 3);
+my $gmac = pack('H6', '3333ff') . substr($v6, 13, 3);
+my $icmp = pack('CCnN', 135, 0, 0, 0) . $v6 . pack('CC', 1, 1) . $mine;
+substr($icmp, 2, 2) = pack('n', csum($s6 . $group . pack('N', length $icmp) . pack('x3 C', 58) . $icmp));
+my $frame = $gmac . $mine . pack('n', 0x86dd) . pack('N n C C', 0x60000000, length $icmp, 58, 255) . $s6 . $group . $icmp;
+for (1 .. 2) { send($s, $frame, 0, pack('S n i S C C a8', 17, 0x86dd, $idx, 0, 0, 6, $gmac)) or die "send: $!\n"; }
+my $end = time + 1.2;
+my %seen;
+while (1) {
+  my $left = $end - time; last if $left <= 0;
+  my $rin = ''; vec($rin, fileno($s), 1) = 1;
+  last if !select(my $rout = $rin, undef, undef, $left);
+  my $buf; recv($s, $buf, 2048, 0) or next;
+  next if length($buf) < 78 || unpack('n', substr($buf, 12, 2)) != 0x86dd || unpack('C', substr($buf, 20, 1)) != 58;
+  next if unpack('C', substr($buf, 54, 1)) != 136 || substr($buf, 62, 16) ne $v6 || substr($buf, 6, 6) eq $mine;
+  $seen{join ':', unpack('(H2)6', substr($buf, 6, 6))} = 1;
+}
+print "answer $_\n" for sort keys %seen;
 `;
 
 function nftError(op: string, res: CommandResult): DataPlaneError {

@@ -277,8 +277,14 @@ const CASES: readonly Case[] = [
     check: 'dr-arp', want: ['warning host with MAC 02:00:00:00:00:99'], mentions: ['another director holding the vip'],
   },
   {
-    name: 'no host answers ARP for the dr vips -> ok, saying IPv6 ones are not probed', config: DR_CONFIG,
-    check: 'dr-arp', want: ['ok dr vips'], mentions: ['the 1 IPv4 dr vip where', '1 IPv6 dr vip is not probed'],
+    name: 'no host answers ARP or a neighbour solicitation for the dr vips -> ok, saying what was asked', config: DR_CONFIG,
+    check: 'dr-arp', want: ['ok dr vips'], mentions: ['no host answered ARP for the 1 IPv4 dr vip or a neighbour solicitation for the 1 IPv6 dr vip where'],
+  },
+  {
+    name: 'an IPv6 dr real server that answers neighbour solicitations for the vip -> error: move the vip to lo', config: DR_CONFIG,
+    facts: { vipArpAnswers: [{ vip: 'fd00::30', ifname: 'eth1', mac: '02:00:00:00:00:31', address: 'fd00:1::31' }] },
+    check: 'dr-arp', want: ['error real server [fd00:1::31]:443 of service "edge6" ([fd00::30]:443/tcp)'],
+    mentions: ['answers neighbour solicitations for the dr vip fd00::30 on eth1', 'ip -6 addr add fd00::30/128 dev lo'],
   },
   // (j) dr real servers without the vip
   {
@@ -294,7 +300,12 @@ const CASES: readonly Case[] = [
   {
     name: 'every dr real server answers for its vip -> ok', config: DR_CONFIG,
     facts: { vipOnRealServer: [{ vip: '198.18.0.30', realServer: '198.19.1.31', answered: true }, { vip: '198.18.0.30', realServer: '198.19.1.32', answered: true }] },
-    check: 'dr-vip', want: ['ok dr real servers'], mentions: ['all 2 real servers of IPv4 dr vips answered'],
+    check: 'dr-vip', want: ['ok dr real servers'], mentions: ['all 2 real servers of dr vips answered'],
+  },
+  {
+    name: 'an IPv6 dr real server without the vip -> error with the ip -6 addr that fixes it', config: DR_CONFIG,
+    facts: { vipOnRealServer: [{ vip: 'fd00::30', realServer: 'fd00:1::31', answered: false }] },
+    check: 'dr-vip', want: ['error real server [fd00:1::31]:443 of service "edge6" ([fd00::30]:443/tcp)'], mentions: ['ip -6 addr add fd00::30/128 dev lo'],
   },
   // (h) plain etcd
   {
@@ -329,8 +340,8 @@ describe('diagnose', () => {
 });
 
 describe('arpProbes', () => {
-  it('asks about each IPv4 dr vip once, towards its real servers', () => {
-    assert.deepEqual(arpProbes(DR_CONFIG), [{ vip: '198.18.0.30', realServers: ['198.19.1.31', '198.19.1.32'] }]);
+  it('asks about each dr vip once, IPv4 and IPv6, towards its real servers', () => {
+    assert.deepEqual(arpProbes(DR_CONFIG), [{ vip: '198.18.0.30', realServers: ['198.19.1.31', '198.19.1.32'] }, { vip: 'fd00::30', realServers: ['fd00:1::31'] }]);
     assert.deepEqual(arpProbes(CONFIG), []);
   });
 });

@@ -41,11 +41,11 @@ export function probeTargets(config: Config): Endpoint[] {
   return [...seen.values()];
 }
 
-/** The dr vips (IPv4: ARP) whose ARP answers doctor wants, each with the real servers it is asked towards. */
+/** The dr vips whose neighbours doctor asks about (ARP for IPv4, neighbour solicitation for IPv6), each with the real servers it is asked towards. */
 export function arpProbes(config: Config): ArpProbe[] {
   const byVip = new Map<string, Set<string>>();
   for (const svc of config.services) {
-    if (svc.mode !== 'dr' || svc.family !== 4) continue;
+    if (svc.mode !== 'dr') continue;
     const set = byVip.get(svc.vip) ?? new Set<string>();
     for (const rs of svc.realServers) set.add(rs.address);
     byVip.set(svc.vip, set);
@@ -84,7 +84,8 @@ function checkDrVip(config: Config, facts: KernelFacts): Finding[] {
       ? {
         severity: 'error', check: 'dr-vip', subject,
         problem: `did not answer an ICMP echo to the dr vip ${e.vip} sent to its MAC (as the director sends it the vip's packets): it does not hold the vip, so it drops them (or it drops ICMP echo)`,
-        fix: `on that real server: ip addr add ${e.vip}/32 dev lo, with sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2`,
+        fix: familyOf(e.vip) === 6 ? `on that real server: ip -6 addr add ${e.vip}/128 dev lo (on lo only: there it answers no neighbour solicitation for it)`
+          : `on that real server: ip addr add ${e.vip}/32 dev lo, with sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2`,
       }
       : {
         severity: 'warning', check: 'dr-vip', subject,
@@ -95,7 +96,7 @@ function checkDrVip(config: Config, facts: KernelFacts): Finding[] {
   if (out.length === 0) {
     const n = facts.vipOnRealServer.length;
     out.push(ok('dr-vip', 'dr real servers', dr.length === 0 ? 'no service uses dr mode'
-      : `all ${n} real server${n === 1 ? '' : 's'} of IPv4 dr vips answered for their vip (IPv6 ones are not probed)`));
+      : `all ${n} real server${n === 1 ? '' : 's'} of dr vips answered for their vip`));
   }
   return out;
 }
@@ -113,17 +114,20 @@ function checkDrArp(config: Config, facts: KernelFacts): Finding[] {
     const who = rs ? rsSubject(rs.s, rs.r) : a.address !== null ? `host ${a.address}` : `host with MAC ${a.mac}`;
     // Not a real server of the vip: another director that holds the vip answers so too (unless its arp_ignore
     // is 1), which is harmless; anything else is worth a look, not an alarm.
+    const v6 = familyOf(a.vip) === 6;
     out.push({
       severity: rs ? 'error' : 'warning', check: 'dr-arp', subject: who,
-      problem: `answers ARP for the dr vip ${a.vip} on ${a.ifname} (MAC ${a.mac}): a router or host on that network may send the vip's traffic to it instead of a director${rs ? '' : ' (if it is another director holding the vip, that is harmless)'}`,
-      fix: 'on that real server: sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 (and put them in /etc/sysctl.d/), and keep the vip on lo only (ip addr add VIP/32 dev lo)',
+      problem: `answers ${v6 ? 'neighbour solicitations' : 'ARP'} for the dr vip ${a.vip} on ${a.ifname} (MAC ${a.mac}): a router or host on that network may send the vip's traffic to it instead of a director${rs ? '' : ' (if it is another director holding the vip, that is harmless)'}`,
+      fix: v6 ? `on that real server: move the vip to lo (ip -6 addr del ${a.vip}/128 dev <the interface that has it>; ip -6 addr add ${a.vip}/128 dev lo): Linux answers a neighbour solicitation only for an address of the interface it came in on`
+        : 'on that real server: sysctl -w net.ipv4.conf.all.arp_ignore=1 net.ipv4.conf.all.arp_announce=2 (and put them in /etc/sysctl.d/), and keep the vip on lo only (ip addr add VIP/32 dev lo)',
     });
   }
   if (out.length === 0) {
-    const v4 = arpProbes(config).length;
-    const v6 = new Set(dr.filter((s) => s.family === 6).map((s) => s.vip)).size;
-    out.push(ok('dr-arp', 'dr vips', dr.length === 0 ? 'no service uses dr mode'
-      : `no host answered ARP for the ${v4} IPv4 dr vip${v4 === 1 ? '' : 's'} where their real servers are${v6 > 0 ? ` (${v6} IPv6 dr vip${v6 === 1 ? ' is' : 's are'} not probed: neighbour discovery is not checked)` : ''}`));
+    const probes = arpProbes(config);
+    const v4 = probes.filter((p) => familyOf(p.vip) === 4).length;
+    const v6 = probes.length - v4;
+    const asked = [v4 > 0 ? `ARP for the ${v4} IPv4 dr vip${v4 === 1 ? '' : 's'}` : '', v6 > 0 ? `a neighbour solicitation for the ${v6} IPv6 dr vip${v6 === 1 ? '' : 's'}` : ''].filter(Boolean).join(' or ');
+    out.push(ok('dr-arp', 'dr vips', dr.length === 0 ? 'no service uses dr mode' : `no host answered ${asked} where their real servers are`));
   }
   return out;
 }
