@@ -17,7 +17,7 @@
  *
  *   E <status> <tcp|udp> <orig src> ... <mark> <synproxy|-> <seqadj|->   (as an event line; status: CTA_STATUS)
  *
- * It replaces `conntrack -L`'s text for the agent's listings (conntrack -L stays where lbd-ctnl was not built).
+ * It replaces `conntrack -L`'s text for the agent's listings (the perl helper's dump, where lbd-ctnl was not built).
  *
  * Why C: the perl reader decoded every update of every connection at about 0.4 of a core at the connsync
  * benchmark's load, and `conntrack -R` cost a standby a process start per batch (docs/kernel-io.md has

@@ -270,7 +270,7 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
       }
     });
 
-    it(`apply writes a SYN-proxied connection's cookie and sequence adjustment, IPv4 and IPv6, and a refresh adds them to a copy made without (${helper})`, async () => {
+    it(`apply writes a SYN-proxied connection's cookie and sequence adjustment, IPv4 and IPv6, the dump reads them back, and a refresh adds them to a copy made without (${helper})`, async () => {
       const t = table(X, helper);
       const synProxy = { isn: 4_000_000_001, its: 0, tsoff: 0 };
       const seqAdjust = { original: { correctionPos: 0, offsetBefore: 0, offsetAfter: 0 }, reply: { correctionPos: 0, offsetBefore: 4_000_000_000, offsetAfter: 4_000_000_000 } };
@@ -283,7 +283,7 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
       const young: SyncedConnection = { ...fullnat, client: { address: CLIENT, port: 45003 }, localAddress: null, state: 'SYN_SENT', synProxy };
       delete (young as { seqAdjust?: unknown }).seqAdjust;
       assert.deepEqual(await t.apply([fullnat, v6, young].map((connection) => ({ op: 'upsert' as const, connection }))), { inserted: 3, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
-      const dumped = async (): Promise<Map<number, SyncedConnection>> => new Map((await table(X).dump()).map((f) => [f.client.port, f]));
+      const dumped = async (): Promise<Map<number, SyncedConnection>> => new Map((await table(X, helper).dump()).map((f) => [f.client.port, f]));
       let now = await dumped();
       for (const want of [fullnat, v6, young]) {
         const got = now.get(want.client.port);
@@ -379,7 +379,7 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
     assert.deepEqual(ports, [43002], 'the leftover went, the current connection is in');
   });
 
-  it('lists the table through lbd-ctnl\'s dump as conntrack -L lists it: tcp states, nat and fullnat, udp by its status bits, IPv6, mark 0', async () => {
+  it('lists the table through lbd-ctnl\'s dump, and through the perl helper\'s, as conntrack -L lists it: tcp states, nat and fullnat, udp by its status bits, IPv6, mark 0', async () => {
     const t = table(X, 'native');
     const tcp: SyncedConnection = {
       protocol: 'tcp', client: { address: CLIENT, port: 42001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
@@ -408,9 +408,11 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
     const byKey = (entries: Awaited<ReturnType<typeof listConntrack>>): Map<string, unknown> =>
       new Map(entries.map((e) => [connectionKey(connectionFromEntry(e)), { ...e, expiresInSec: Math.round(e.expiresInSec / 10) }]));
     const dumped = await listConntrack(netnsRunner(X), 'native', 'test');
-    const listed = await listConntrack(netnsRunner(X), 'perl', 'test');
+    const perlDumped = await listConntrack(netnsRunner(X), 'perl', 'test');
+    const listed = parseConntrack(inNs(X, 'conntrack', '-L', '-o', 'extended'));
     assert.equal(dumped.length, connections.length + 1);
     assert.deepEqual(byKey(dumped), byKey(listed));
+    assert.deepEqual(byKey(perlDumped), byKey(listed));
     // What the table makes of them is what was injected (the udp states read back from the status bits).
     const got = new Map(dumped.map((e) => [connectionKey(connectionFromEntry(e)), connectionFromEntry(e)]));
     for (const c of connections) assert.deepEqual({ ...got.get(connectionKey(c)), timeoutSec: 0 }, { ...c, timeoutSec: 0 }, connectionKey(c));

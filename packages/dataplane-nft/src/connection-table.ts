@@ -6,7 +6,7 @@ import {
   DataPlaneError, connectionKey, sameBinding, sameProxyState, type ConnectionBinding, type Endpoint, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
   type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection,
 } from '@lbd/dataplane';
-import { parseConntrack, type ConntrackEntry } from './conntrack.js';
+import type { ConntrackEntry } from './conntrack.js';
 import {
   CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, parseDump, parseEventLine, renderDeleteBindingRequest, renderDeleteRequest, renderInsertRequest, renderUpdateRequest,
 } from './ctnetlink.js';
@@ -16,7 +16,7 @@ import { OneAtATime } from './one-at-a-time.js';
 /*
  * How this file reaches the kernel: every change (insert, delete, update) and every event goes through the
  * ctnetlink helper (lbd-ctnl, or its perl twin), one long-lived process per table and one netlink socket, each
- * request answered on its own. conntrack-tools 1.4.7 is left for dumps (`-L`) and watch's probe (`-I`): its
+ * request answered on its own, and every dump. conntrack-tools 1.4.7 is left for watch's probe (`-I`): its
  * `-R` batches stop at the first line they cannot make without naming it, `-D`/`-U` walk the whole table,
  * and `-E -b` sizes the wrong socket (docs/measurements/conntrack-tools.md); a batch of it was a process
  * start, a file and, on a conflict, a dump (docs/kernel-io.md has what that cost a standby).
@@ -52,19 +52,16 @@ export function defaultCtnlHelper(): CtnlHelper {
 
 /**
  * Every tcp and udp entry of conntrack's table, both families: one netlink dump through `lbd-ctnl dump` with the
- * compiled helper, `conntrack -L -o extended` parsed otherwise (the perl helper has no dump; conntrack's listing
- * is what lbd-ctnl's is tested against). At 100 000 entries the dump and its parsing take about half of
- * conntrack -L's time (docs/kernel-io.md); a status, a metrics scrape, `lbadm conns` and apply's replanning read it.
+ * compiled helper, through the perl helper's `dump` otherwise. Not `conntrack -L`: its text lacks a SYN-proxied
+ * connection's numbers, and a resend read from it would copy such connections without them (they break on a
+ * move). conntrack's listing stays what both dumps are tested against. At 100 000 entries lbd-ctnl's dump and
+ * its parsing take about half of conntrack -L's time (docs/kernel-io.md); a status, a metrics scrape,
+ * `lbadm conns` and apply's replanning read it.
  */
 export async function listConntrack(runner: CommandRunner, helper: CtnlHelper, op: string): Promise<ConntrackEntry[]> {
-  if (helper === 'native') {
-    const res = await runner.run(NATIVE_CTNL_HELPER, ['dump']);
-    if (res.code !== 0) throw kernelError(op, res, 'lbd-ctnl');
-    return parseDump(res.stdout);
-  }
-  const res = await runner.run('conntrack', ['-L', '-o', 'extended']);
-  if (res.code !== 0) throw kernelError(op, res, 'conntrack');
-  return parseConntrack(res.stdout);
+  const res = helper === 'native' ? await runner.run(NATIVE_CTNL_HELPER, ['dump']) : await runner.run('perl', ['-e', CTNL_SCRIPT, 'dump']);
+  if (res.code !== 0) throw kernelError(op, res, helper === 'native' ? 'lbd-ctnl' : 'perl');
+  return parseDump(res.stdout);
 }
 
 /** TCP states `conntrack --state` accepts. */
@@ -439,7 +436,8 @@ function pushError(errors: string[], msg: string): void {
 function kernelError(op: string, res: CommandResult, command: string, hint?: string): DataPlaneError {
   const detail = res.stderr.trim() || `${command} exited ${res.code}`;
   if (res.code === 127) {
-    const fix = command === 'lbd-ctnl' ? `${NATIVE_CTNL_HELPER} is gone: reinstall the lbd package (or run pnpm run build)` : `install the ${command === 'sysctl' ? 'procps' : 'conntrack'} package`;
+    const fix = command === 'lbd-ctnl' ? `${NATIVE_CTNL_HELPER} is gone: reinstall the lbd package (or run pnpm run build)`
+      : `install the ${command === 'sysctl' ? 'procps' : command === 'perl' ? 'perl-base' : 'conntrack'} package`;
     return new DataPlaneError('CommandMissing', op, { detail: `${command} not found: ${fix}` });
   }
   if (/not permitted|must be root|permission denied/i.test(detail)) return new DataPlaneError('PermissionDenied', op, { detail: `${detail} (lbd-agent needs CAP_NET_ADMIN)` });

@@ -53,7 +53,7 @@ import { OneAtATime } from './one-at-a-time.js';
  * ! failed ("." for none). Acks wait at most 5 s (SO_RCVTIMEO); a request without one is failed.
  * dist/lbd-ctnl speaks the same protocol in this mode too.
  *
- * Mode `dump` (lbd-ctnl only; its reference is `conntrack -L`, which it replaces where it was built): one
+ * Mode `dump` (its reference is `conntrack -L`, whose text lacks a SYN-proxied connection's numbers): one
  * netlink dump of the whole table, both families, then exit 0 (exit 1 with the reason on stderr otherwise):
  *   E <status> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
  *     <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark> <synproxy|-> <seqadj|->
@@ -81,21 +81,25 @@ sub tuple {
 }
 sub event {
   my ($body, $msg, $flags, $pid) = @_;
+  return entry($body, $msg == 2 ? 'D' : ($flags & 0x400) ? 'N' : 'U', $pid ? 1 : 0, 0);
+}
+sub entry {
+  my ($body, $kind, $second, $dumped) = @_;
   my $a = attrs($body);
   my $mark = defined $a->{8} ? unpack('N', $a->{8}) : 0;
   my @o = tuple($a->{1});
   return '' unless @o && ($o[0] == 6 || $o[0] == 17);
-  return '' unless $mark || ($o[0] == 17 && $o[1] eq '127.0.0.1' && $o[3] eq '127.0.0.1' && $o[4] == 9);
+  return '' unless $dumped || $mark || ($o[0] == 17 && $o[1] eq '127.0.0.1' && $o[3] eq '127.0.0.1' && $o[4] == 9);
   my @r = tuple($a->{2});
   return '' unless @r;
   my $status = defined $a->{3} ? unpack('N', $a->{3}) : 0;
   my $state = '-';
   if ($o[0] == 17) { $state = !($status & 2) ? 'UNREPLIED' : ($status & 4) ? 'ASSURED' : 'REPLIED'; }
   elsif (defined $a->{4}) { my $tcp = attrs(attrs($a->{4})->{1} // ''); $state = $TCP[unpack('C', $tcp->{1})] // '-' if defined $tcp->{1}; }
-  my $kind = $msg == 2 ? 'D' : ($flags & 0x400) ? 'N' : 'U';
+  $second = $status if $dumped;
   my $timeout = defined $a->{7} ? unpack('N', $a->{7}) : 0;
   my ($sp, $so, $sr) = (three($a->{24}), three($a->{15}), three($a->{16}));
-  return join(' ', $kind, $pid ? 1 : 0, $o[0] == 6 ? 'tcp' : 'udp', @o[1..4], @r[1..4], $state, $timeout, $mark, $sp, $so ne '-' && $sr ne '-' ? "$so,$sr" : '-') . "\n";
+  return join(' ', $kind, $second, $o[0] == 6 ? 'tcp' : 'udp', @o[1..4], @r[1..4], $state, $timeout, $mark, $sp, $so ne '-' && $sr ne '-' ? "$so,$sr" : '-') . "\n";
 }
 sub three { return '-' unless defined $_[0]; my $n = attrs($_[0]); return '-' if grep { !defined $n->{$_} || length $n->{$_} < 4 } 1..3; return join(',', map { unpack('N', $n->{$_}) } 1..3); }
 if ($mode eq 'events') {
@@ -211,7 +215,24 @@ if ($mode eq 'events') {
     $base = @codes if !$count;
     $chunk .= pack('L S S L L', $len, $del ? 0x102 : 0x100, $op eq 'I' ? 0x605 : 5, ++$seq, 0) . $body; $count++; push @codes, undef;
   }
-} else { die "usage: perl -e SCRIPT events BYTES | write BYTES\n"; }
+} elsif ($mode eq 'dump') {
+  # IPCTNL_MSG_CT_GET with NLM_F_REQUEST | NLM_F_DUMP, family AF_UNSPEC: every entry of both families.
+  send($s, pack('L S S L L', 20, 0x101, 0x301, 1, 0) . pack('C C n', 0, 0, 0), 0, pack('S x2 L L', 16, 0, 0)) or die "send: $!\n";
+  my $buf;
+  while (1) {
+    if (!defined recv($s, $buf, 1 << 20, 0)) { next if $!{EINTR}; die "recv: $!\n"; }
+    my ($o, $len, $text) = (0, length $buf, '');
+    while ($o + 16 <= $len) {
+      my ($l, $type) = unpack('L S', substr($buf, $o, 6));
+      last if $l < 16 || $o + $l > $len;
+      if ($type == 3) { out($text); exit 0; }
+      if ($type == 2) { my $err = -unpack('l', substr($buf, $o + 16, 4)); if ($err) { $! = $err; die "dump: $!\n"; } }
+      $text .= entry(substr($buf, $o + 20, $l - 20), 'E', 0, 1) if $type == 0x100;
+      $o += ($l + 3) & ~3;
+    }
+    out($text);
+  }
+} else { die "usage: perl -e SCRIPT events BYTES | write BYTES | dump\n"; }
 `;
 
 /** conntrack-tools' names of the kernel's TCP states, by number (9 is the kernel's SYN_SENT2). */

@@ -338,10 +338,14 @@ function benchCodec(connections: readonly SyncedConnection[]): CodecResult {
   return result;
 }
 
-/** Listing the table just filled, listed and parsed as the agent does (listConntrack), both ways, interleaved. */
+/**
+ * Listing the table just filled, listed and parsed as the agent does (listConntrack: lbd-ctnl's dump, or the perl
+ * helper's where it was not built), and by `conntrack -L -o extended` as a reference, interleaved.
+ */
 interface ListingResult {
-  /** `lbd-ctnl dump` runs (none where lbd-ctnl was not built), and `conntrack -L -o extended` runs, ms. */
+  /** `lbd-ctnl dump` runs (none where lbd-ctnl was not built), the perl helper's dump, `conntrack -L -o extended`, ms. */
   readonly dumpMs: readonly number[];
+  readonly perlMs: readonly number[];
   readonly conntrackMs: readonly number[];
   /** Entries a listing returned that differ from the kernel's count (none expected). */
   readonly mismatches: readonly string[];
@@ -349,19 +353,22 @@ interface ListingResult {
 
 async function benchListing(ns: string, expected: number): Promise<ListingResult> {
   const dumpMs: number[] = [];
+  const perlMs: number[] = [];
   const conntrackMs: number[] = [];
   const mismatches: string[] = [];
-  const helpers = defaultCtnlHelper() === 'native' ? (['native', 'perl'] as const) : (['perl'] as const);
+  const ways = defaultCtnlHelper() === 'native' ? (['native', 'perl', 'conntrack'] as const) : (['perl', 'conntrack'] as const);
+  const runner = netnsRunner(ns);
   for (let i = 0; i < 3; i++) {
-    for (const helper of helpers) {
+    for (const way of ways) {
       const t0 = performance.now();
-      const n = (await listConntrack(netnsRunner(ns), helper, 'bench')).length;
-      (helper === 'native' ? dumpMs : conntrackMs).push(performance.now() - t0);
-      if (n !== expected) mismatches.push(`${helper === 'native' ? 'lbd-ctnl dump' : 'conntrack -L'} listed ${n} of ${expected}`);
+      const n = way === 'conntrack' ? parseConntrack((await runner.run('conntrack', ['-L', '-o', 'extended'])).stdout).length
+        : (await listConntrack(runner, way, 'bench')).length;
+      (way === 'native' ? dumpMs : way === 'perl' ? perlMs : conntrackMs).push(performance.now() - t0);
+      if (n !== expected) mismatches.push(`${way === 'native' ? 'lbd-ctnl dump' : way === 'perl' ? 'the perl dump' : 'conntrack -L'} listed ${n} of ${expected}`);
     }
   }
-  log(`bulk (a): listing ${formatNumber(expected)} entries: lbd-ctnl dump ${dumpMs.map(formatMs).join(', ') || 'not built'}; conntrack -L ${conntrackMs.map(formatMs).join(', ')}`);
-  return { dumpMs, conntrackMs, mismatches };
+  log(`bulk (a): listing ${formatNumber(expected)} entries: lbd-ctnl dump ${dumpMs.map(formatMs).join(', ') || 'not built'}; perl dump ${perlMs.map(formatMs).join(', ')}; conntrack -L ${conntrackMs.map(formatMs).join(', ')}`);
+  return { dumpMs, perlMs, conntrackMs, mismatches };
 }
 
 interface WholePathContext {
@@ -957,7 +964,7 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   out(`the stream's codec, per change (3 runs each, interleaved), serialize / parse: lbd's ${us(bulk.codec.lbd.serializeUs)} / ${us(bulk.codec.lbd.parseUs)}; `
     + `proto-loader's ${us(bulk.codec.protoLoader.serializeUs)} / ${us(bulk.codec.protoLoader.parseUs)}`);
   out(`listing the kernel-alone table back, listed and parsed as the agent does (3 runs each, interleaved): lbd-ctnl dump ${runs(bulk.listing.dumpMs)}; `
-    + `conntrack -L -o extended ${runs(bulk.listing.conntrackMs)}${bulk.listing.mismatches.length > 0 ? `; MISMATCH: ${bulk.listing.mismatches.join(', ')}` : ''}`);
+    + `the perl helper's dump (without lbd-ctnl) ${runs(bulk.listing.perlMs)}; conntrack -L -o extended ${runs(bulk.listing.conntrackMs)}${bulk.listing.mismatches.length > 0 ? `; MISMATCH: ${bulk.listing.mismatches.join(', ')}` : ''}`);
   out(`\n== 2. incremental sync under new connections (wrk -c${WRK_CONNECTIONS} -H 'Connection: close', paced with a ${load.delayMs} ms delay per request, ${s.loadSec} s)`);
   out(`calibration run: ${formatNumber(load.calibration.requestsPerSec)} connections/s`);
   const rows: string[][] = [];
