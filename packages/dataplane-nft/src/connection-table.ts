@@ -6,7 +6,7 @@ import {
   DataPlaneError, connectionKey, sameBinding, sameProxyState, type ConnectionBinding, type Endpoint, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
   type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection,
 } from '@lbd/dataplane';
-import type { ConntrackEntry } from './conntrack.js';
+import { parseConntrack, type ConntrackEntry } from './conntrack.js';
 import {
   CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, parseDump, parseEventLine, renderDeleteBindingRequest, renderDeleteRequest, renderInsertRequest, renderUpdateRequest,
 } from './ctnetlink.js';
@@ -16,7 +16,8 @@ import { OneAtATime } from './one-at-a-time.js';
 /*
  * How this file reaches the kernel: every change (insert, delete, update) and every event goes through the
  * ctnetlink helper (lbd-ctnl, or its perl twin), one long-lived process per table and one netlink socket, each
- * request answered on its own, and every dump. conntrack-tools 1.4.7 is left for watch's probe (`-I`): its
+ * request answered on its own. conntrack-tools 1.4.7 is left for listings without lbd-ctnl (`-L`; sync's own
+ * reading of the table then takes the perl helper's dump) and watch's probe (`-I`): its
  * `-R` batches stop at the first line they cannot make without naming it, `-D`/`-U` walk the whole table,
  * and `-E -b` sizes the wrong socket (docs/measurements/conntrack-tools.md); a batch of it was a process
  * start, a file and, on a conflict, a dump (docs/kernel-io.md has what that cost a standby).
@@ -52,16 +53,22 @@ export function defaultCtnlHelper(): CtnlHelper {
 
 /**
  * Every tcp and udp entry of conntrack's table, both families: one netlink dump through `lbd-ctnl dump` with the
- * compiled helper, through the perl helper's `dump` otherwise. Not `conntrack -L`: its text lacks a SYN-proxied
- * connection's numbers, and a resend read from it would copy such connections without them (they break on a
- * move). conntrack's listing stays what both dumps are tested against. At 100 000 entries lbd-ctnl's dump and
- * its parsing take about half of conntrack -L's time (docs/kernel-io.md); a status, a metrics scrape,
- * `lbadm conns` and apply's replanning read it.
+ * compiled helper. Without it, `conntrack -L -o extended` parsed, unless the caller needs SYN-proxied
+ * connections' numbers (`proxyNumbers`: sync's reading of the table, which it copies), which conntrack's text
+ * lacks: then the perl helper's `dump`, which has them at three times conntrack -L's time (2.7 s against 0.9 s
+ * for 100 000 entries in `pnpm bench connsync`). conntrack's listing is what both dumps are tested against. At
+ * 100 000 entries lbd-ctnl's dump and its parsing take half to two thirds of conntrack -L's time
+ * (docs/kernel-io.md); a status, a metrics scrape, `lbadm conns` and apply's replanning read it.
  */
-export async function listConntrack(runner: CommandRunner, helper: CtnlHelper, op: string): Promise<ConntrackEntry[]> {
-  const res = helper === 'native' ? await runner.run(NATIVE_CTNL_HELPER, ['dump']) : await runner.run('perl', ['-e', CTNL_SCRIPT, 'dump']);
-  if (res.code !== 0) throw kernelError(op, res, helper === 'native' ? 'lbd-ctnl' : 'perl');
-  return parseDump(res.stdout);
+export async function listConntrack(runner: CommandRunner, helper: CtnlHelper, op: string, opts: { readonly proxyNumbers?: boolean } = {}): Promise<ConntrackEntry[]> {
+  if (helper === 'native' || opts.proxyNumbers) {
+    const res = helper === 'native' ? await runner.run(NATIVE_CTNL_HELPER, ['dump']) : await runner.run('perl', ['-e', CTNL_SCRIPT, 'dump']);
+    if (res.code !== 0) throw kernelError(op, res, helper === 'native' ? 'lbd-ctnl' : 'perl');
+    return parseDump(res.stdout);
+  }
+  const res = await runner.run('conntrack', ['-L', '-o', 'extended']);
+  if (res.code !== 0) throw kernelError(op, res, 'conntrack');
+  return parseConntrack(res.stdout);
 }
 
 /** TCP states `conntrack --state` accepts. */
@@ -203,7 +210,9 @@ export class ConntrackConnectionTable implements ConnectionTable {
   }
 
   async dump(): Promise<SyncedConnection[]> {
-    return [...(await this.kernelTable('dump')).values()].filter((f) => f.mark !== 0);
+    // What sync copies: a SYN-proxied connection with its numbers (apply's replanning does without: a copy
+    // whose numbers it cannot see is refreshed with them).
+    return [...(await this.kernelTable('dump', true)).values()].filter((f) => f.mark !== 0);
   }
 
   async watch(handlers: ConnectionWatchHandlers): Promise<ConnectionWatch> {
@@ -396,9 +405,9 @@ export class ConntrackConnectionTable implements ConnectionTable {
   }
 
   /** Every tcp and udp entry (any mark: a mark-0 entry with a connection's tuple still blocks its insert). */
-  private async kernelTable(op: string): Promise<KernelTable> {
+  private async kernelTable(op: string, proxyNumbers = false): Promise<KernelTable> {
     const table: KernelTable = new Map();
-    for (const e of await listConntrack(this.runner, this.ctnlHelper, op)) {
+    for (const e of await listConntrack(this.runner, this.ctnlHelper, op, { proxyNumbers })) {
       const f = connectionFromEntry(e);
       table.set(connectionKey(f), f);
     }
