@@ -626,20 +626,29 @@ export class NftDataPlane implements DataPlane {
 }
 
 /**
+ * The start the doctor's packet-socket probes share (perl, after `my ($dev, ...) = @ARGV`): $idx and $mine (the
+ * interface's index and MAC), $s (a packet socket bound to it for `ethertype`), and csum (the internet checksum).
+ */
+function packetSocket(ethertype: number): string {
+  const type = `0x${ethertype.toString(16).padStart(4, '0')}`;
+  return String.raw`my ($idx, $mine);
+if (open my $f, '<', "/sys/class/net/$dev/ifindex") { $idx = 0 + <$f>; }
+if (open my $f, '<', "/sys/class/net/$dev/address") { my $m = <$f>; chomp $m; $mine = pack 'H12', join '', split /:/, $m; }
+die "no interface $dev\n" if !defined $idx || !defined $mine;
+my $proto = unpack('S', pack('n', ${type}));
+socket(my $s, 17, 3, $proto) or die "packet socket: $!\n";
+bind($s, pack('S n i S C C a8', 17, ${type}, $idx, 0, 0, 0, '')) or die "bind: $!\n";
+sub csum { my $d = shift; $d .= "\0" if length($d) % 2; my $c = 0; $c += $_ for unpack('n*', $d); $c = ($c >> 16) + ($c & 0xffff) while $c >> 16; return ~$c & 0xffff; }`;
+}
+
+/**
  * `perl -e VIP_ECHO_SCRIPT DEV SRC VIP RS=MAC...`: an ICMP echo from SRC to VIP in a frame to each MAC on DEV
  * (sequence numbers tell them apart), then up to a second of listening on a packet socket for echo replies
  * from VIP; prints `answered RS` for each real server whose reply came. Exit 1 with the reason otherwise.
  */
 const VIP_ECHO_SCRIPT = String.raw`use strict; use Socket qw(inet_aton); use Time::HiRes qw(time);
 my ($dev, $src, $vip, @targets) = @ARGV;
-my ($idx, $mine);
-if (open my $f, '<', "/sys/class/net/$dev/ifindex") { $idx = 0 + <$f>; }
-if (open my $f, '<', "/sys/class/net/$dev/address") { my $m = <$f>; chomp $m; $mine = pack 'H12', join '', split /:/, $m; }
-die "no interface $dev\n" if !defined $idx || !defined $mine;
-my $proto = unpack('S', pack('n', 0x0800));
-socket(my $s, 17, 3, $proto) or die "packet socket: $!\n";
-bind($s, pack('S n i S C C a8', 17, 0x0800, $idx, 0, 0, 0, '')) or die "bind: $!\n";
-sub csum { my $d = shift; $d .= "\0" if length($d) % 2; my $c = 0; $c += $_ for unpack('n*', $d); $c = ($c >> 16) + ($c & 0xffff) while $c >> 16; return ~$c & 0xffff; }
+${packetSocket(0x0800)}
 my $id = $$ & 0xffff;
 my %who;
 for my $i (0 .. $#targets) {
@@ -676,16 +685,9 @@ print "answered $who{$_}\n" for sort keys %seen;
  */
 const VIP_ECHO6_SCRIPT = String.raw`use strict; use Socket qw(AF_INET6 inet_pton); use Time::HiRes qw(time);
 my ($dev, $src, $vip, @targets) = @ARGV;
-my ($idx, $mine);
-if (open my $f, '<', "/sys/class/net/$dev/ifindex") { $idx = 0 + <$f>; }
-if (open my $f, '<', "/sys/class/net/$dev/address") { my $m = <$f>; chomp $m; $mine = pack 'H12', join '', split /:/, $m; }
-die "no interface $dev\n" if !defined $idx || !defined $mine;
 my ($s6, $v6) = (inet_pton(AF_INET6, $src), inet_pton(AF_INET6, $vip));
 die "not IPv6: $src $vip\n" if !defined $s6 || !defined $v6;
-my $proto = unpack('S', pack('n', 0x86dd));
-socket(my $s, 17, 3, $proto) or die "packet socket: $!\n";
-bind($s, pack('S n i S C C a8', 17, 0x86dd, $idx, 0, 0, 0, '')) or die "bind: $!\n";
-sub csum { my $d = shift; $d .= "\0" if length($d) % 2; my $c = 0; $c += $_ for unpack('n*', $d); $c = ($c >> 16) + ($c & 0xffff) while $c >> 16; return ~$c & 0xffff; }
+${packetSocket(0x86dd)}
 my $id = $$ & 0xffff;
 my %who;
 for my $i (0 .. $#targets) {
@@ -719,16 +721,9 @@ print "answered $who{$_}\n" for sort keys %seen;
  */
 const NEIGHBOUR_SOLICIT_SCRIPT = String.raw`use strict; use Socket qw(AF_INET6 inet_pton); use Time::HiRes qw(time);
 my ($dev, $src, $vip) = @ARGV;
-my ($idx, $mine);
-if (open my $f, '<', "/sys/class/net/$dev/ifindex") { $idx = 0 + <$f>; }
-if (open my $f, '<', "/sys/class/net/$dev/address") { my $m = <$f>; chomp $m; $mine = pack 'H12', join '', split /:/, $m; }
-die "no interface $dev\n" if !defined $idx || !defined $mine;
 my ($s6, $v6) = (inet_pton(AF_INET6, $src), inet_pton(AF_INET6, $vip));
 die "not IPv6: $src $vip\n" if !defined $s6 || !defined $v6;
-my $proto = unpack('S', pack('n', 0x86dd));
-socket(my $s, 17, 3, $proto) or die "packet socket: $!\n";
-bind($s, pack('S n i S C C a8', 17, 0x86dd, $idx, 0, 0, 0, '')) or die "bind: $!\n";
-sub csum { my $d = shift; $d .= "\0" if length($d) % 2; my $c = 0; $c += $_ for unpack('n*', $d); $c = ($c >> 16) + ($c & 0xffff) while $c >> 16; return ~$c & 0xffff; }
+${packetSocket(0x86dd)}
 my $group = pack('H26', 'ff0200000000000000000001ff') . substr($v6, 13, 3);
 my $gmac = pack('H6', '3333ff') . substr($v6, 13, 3);
 my $icmp = pack('CCnN', 135, 0, 0, 0) . $v6 . pack('CC', 1, 1) . $mine;
