@@ -364,6 +364,40 @@ describe('connection sync: established connections survive a failover @privilege
     });
   }
 
+  it('a planned switchover carries the SYN proxy\'s handshakes under way: connections whose real server\'s SYN-ACK the move caught (held back) complete on the new holder', async function () {
+    await lab.api('dir1').apply({ configText: syncConfig(true, true), source: 'synproxy-on', author: 'test' }, { timeoutMs: 10_000 });
+    const t = lab.cluster.topology;
+    const servers = ['rs1', 'rs2', 'rs3'] as const;
+    // The real servers' SYN-ACKs to the proxy are held back: the proxy has answered the client (whose handshake is
+    // done) and sent its own SYN, and waits in SYN_SENT with its cookie; the servers retransmit their SYN-ACK.
+    const hold = ['add', 'rule', 'ip', 'lbdhold', 'out', 'tcp', 'sport', '9000', 'tcp', 'flags', '&', '(syn|ack)', '==', 'syn|ack', 'counter', 'drop'];
+    let streams: BackgroundProcess | undefined;
+    try {
+      assert.equal(await waitSteady(lab), 'dir1');
+      for (const rs of servers) {
+        await t.exec(rs, 'nft', ['add', 'table', 'ip', 'lbdhold']);
+        await t.exec(rs, 'nft', ['add', 'chain', 'ip', 'lbdhold', 'out', '{ type filter hook output priority 0; }']);
+        await t.exec(rs, 'nft', hold);
+      }
+      streams = spawnTestClient(t, 'client', ['stream', '--target', '198.18.0.10:9000', '--connections', '20', '--duration-ms', '15000', '--timeout-ms', '12000', '--stall-ms', '3000']);
+      const proxySynSent = async (): Promise<number> => (await t.exec('dir1', LBD_CTNL, ['dump'])).stdout.split('\n')
+        .filter((l) => / 198\.18\.0\.10 9000 \S+ \S+ \S+ \S+ SYN_SENT \d+ [1-9]\d* \d+,\d+,\d+ -$/.test(l) && !/ 0,0,0 -$/.test(l)).length;
+      await waitFor('20 proxy handshakes in SYN_SENT on dir1', 10_000, async () => ((await proxySynSent()) >= 20 ? true : undefined));
+      await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
+      await leaderIs('dir2', 5000);
+      for (const rs of servers) await t.exec(rs, 'nft', ['delete', 'table', 'ip', 'lbdhold']);
+      // A server's next SYN-ACK retransmission reaches dir2, whose copy has the proxy's cookie: dir2's proxy
+      // acknowledges it and sets up the sequence adjustment as dir1's would have, and the server's first line flows.
+      const ready = await streams.waitForJson<{ ready: boolean; started: number; failures?: unknown[] }>((v) => 'ready' in v, 20_000);
+      assert.equal(ready.started, 20, `every caught proxy handshake completed on dir2: ${JSON.stringify(ready)}\n${lab.logs(20)}`);
+    } finally {
+      for (const rs of servers) await t.exec(rs, 'nft', ['delete', 'table', 'ip', 'lbdhold'], { allowFailure: true });
+      await streams?.stop(2000).catch(() => undefined);
+      const leader = (await lab.leader()) ?? 'dir1';
+      await lab.api(leader).apply({ configText: syncConfig(true), source: 'synproxy-off', author: 'test' }, { timeoutMs: 10_000 }).catch(() => undefined);
+    }
+  });
+
   it('without sync (disabled per service): the same switchover breaks them, so the test above cannot pass by accident', async function () {
     await lab.api('dir1').apply({ configText: syncConfig(false), source: 'sync-off', author: 'test' }, { timeoutMs: 10_000 });
     assert.equal(await waitSteady(lab), 'dir1');
