@@ -62,6 +62,8 @@ export interface SeqAdjustDirection {
 
 /** Whether two connections carry the same SYN-proxy state (both none counts as the same). */
 export function sameProxyState(a: Pick<SyncedConnection, 'synProxy' | 'seqAdjust'>, b: Pick<SyncedConnection, 'synProxy' | 'seqAdjust'>): boolean {
+  // The usual case, on the source's path for every update event: neither was proxied; nothing to compare.
+  if (!a.synProxy && !a.seqAdjust && !b.synProxy && !b.seqAdjust) return true;
   const sp = (x: SynProxyState | undefined): string => (x ? `${x.isn},${x.its},${x.tsoff}` : '-');
   const dir = (d: SeqAdjustDirection): string => `${d.correctionPos},${d.offsetBefore},${d.offsetAfter}`;
   const sa = (x: SeqAdjust | undefined): string => (x ? `${dir(x.original)},${dir(x.reply)}` : '-');
