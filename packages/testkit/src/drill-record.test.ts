@@ -10,6 +10,7 @@ describe('drillRecord', () => {
     scenario: 'box-death', pauseMs: null, thawedAtMs: null, busyCores: 0, failedAt: Date.UTC(2026, 11, 1, 10, 0, 0), injectMs: 3, oldLeader: 'dir1', newLeader: 'dir2', moved: true,
     worstCaseTakeoverMs: 340, noServiceMs: 352, restoredAfterMs: 355, outageEndMs: 355, recovered: true, requests: 900, failedRequests: 60,
     failedStartsMs: [], inFlightAtFailure: 1, errors: { timeout: 60 }, streams: 10, brokenConnections: 0, streamErrors: [],
+    drStreams: 10, brokenDrStreams: 0, drStreamErrors: [],
     forwarded: { dir1: none, dir2: { packets: 2400, firstMs: 351.2, lastMs: 1830.4 } }, arpSent: { dir1: none, dir2: { packets: 9, firstMs: 345.1, lastMs: 1750 } },
     dualForwarding: 0, dualForwardingMs: 0, dualAnswering: 0, dualAnsweringMs: 0, capturedPackets: 3000, unattributedPackets: 0,
     leaderChanges: 1, flapped: false,
@@ -31,6 +32,7 @@ describe('drillRecord', () => {
     ['dual ARP answering', { dualAnswering: 3, dualAnsweringMs: 1000 }, /both directors answered ARP for the vip: dir1 still 3 ARP packets/, 'dual-answering'],
     ['service not back', { recovered: false }, /service did not come back/, 'no-service'],
     ['service back too late', { restoredAfterMs: 1341, outageEndMs: 1341 }, /service back after 1341 ms, beyond the worst-case takeover 340 ms \+ 1000 ms/, 'service-late'],
+    ['a broken dr stream', { brokenDrStreams: 1, drStreamErrors: ['ECONNRESET after 40 lines'] }, /1 of 10 streams through the dr vip broke \(the first: ECONNRESET after 40 lines\)/, 'dr-streams'],
     ['a flap', { leaderChanges: 3, flapped: true }, /the leader changed 3 times/, 'flap'],
     ['leader changes unknown', { leaderChanges: null }, /leader changes unknown/, 'leader-unknown'],
   ];

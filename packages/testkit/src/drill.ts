@@ -46,6 +46,10 @@ import { ArpProbe, VipCapture, dualFigures, sentFigures, type SentFigures, type 
  *   broke or stalled. Reported, not judged here: a drill judges forwarding and service, while whether
  *   connection sync keeps streams whole across a move is test/src/connsync.privileged.test.ts's to judge
  *   (the HA test asserts none break where nothing moves).
+ * - brokenDrStreams: of `drStreams` long-lived connections through the dr vip (`drTarget`, the lab's
+ *   198.18.0.13:9000), those that broke or stalled. Judged: a director keeps nothing of a dr flow and every
+ *   director hashes it to the same real server, so a dr stream needs only that somebody serves the vip;
+ *   one that breaks in any drill is a failure of the move, with or without connection sync.
  *
  * Address holding (OwnershipWatch: the kernel's address and link events; for comparison, not judged: a
  * director frozen under a kernel lease keeps the address but neither forwards nor answers):
@@ -90,6 +94,10 @@ export interface DrillOptions {
   readonly requestTimeoutMs?: number;
   /** Long-lived stream connections (default 10; 0 for none). */
   readonly streams?: number;
+  /** Long-lived stream connections through a dr vip (default 10; 0 for none): the lab's config serves one. */
+  readonly drStreams?: number;
+  /** Where they go (default the lab's dr vip, CLUSTER.drVip, port 9000: lbd-testserver's stream port). */
+  readonly drTarget?: string;
   readonly sampleIntervalMs?: number;
   /** Undo the failure and wait until the cluster is steady (default true). */
   readonly restore?: boolean;
@@ -141,6 +149,10 @@ export interface DrillResult {
   readonly streams: number;
   readonly brokenConnections: number;
   readonly streamErrors: readonly string[];
+  /** Streams through the dr vip (0: none ran), those of them that broke or stalled, and their errors. */
+  readonly drStreams: number;
+  readonly brokenDrStreams: number;
+  readonly drStreamErrors: readonly string[];
   /** Per director, IPv4 packets from the vip that reached the router after the failure. */
   readonly forwarded: Readonly<Record<DirectorName, SentFigures>>;
   /** Per director, ARP packets with the vip as sender that reached the router after the failure. */
@@ -193,7 +205,7 @@ interface RelInterval {
 
 const DEFAULTS = {
   baselineMs: 500, etcdOutageMs: 3000, pauseMs: DRILL_PAUSE_MS.default, busyCores: 0, arpProbeIntervalMs: 250,
-  requestIntervalMs: 5, requestTimeoutMs: 500, streams: 10, sampleIntervalMs: 10,
+  requestIntervalMs: 5, requestTimeoutMs: 500, streams: 10, drStreams: 10, drTarget: `${CLUSTER.drVip.ipv4}:9000`, sampleIntervalMs: 10,
 };
 /** Watching after a timed failure (etcd outage, agent pause) ends, or after the worst-case takeover. */
 const OBSERVE_AFTER_MS = 1500;
@@ -251,6 +263,7 @@ export async function runDrill(target: DrillTarget, scenario: DrillScenario, opt
   let busy: BusyLoops | undefined;
   let load: BackgroundProcess | undefined;
   let streams: BackgroundProcess | undefined;
+  let drStreams: BackgroundProcess | undefined;
   const sampler = new HolderSampler(target.cluster, target.vip, o.sampleIntervalMs, expectedMs + LOAD_SLACK_MS);
   let watch: OwnershipWatch | undefined;
   let capture: VipCapture | undefined;
@@ -273,12 +286,15 @@ export async function runDrill(target: DrillTarget, scenario: DrillScenario, opt
       '--interval-ms', String(o.requestIntervalMs), '--timeout-ms', String(o.requestTimeoutMs), '--duration-ms', String(expectedMs + LOAD_SLACK_MS),
       '--max-in-flight', '200', '--max-requests', String(Math.ceil((expectedMs + LOAD_SLACK_MS) / o.requestIntervalMs) + 10)], 'client:drill-load');
     await load.waitForJson((v) => 'started' in v, 10_000);
-    if (o.streams > 0) {
-      streams = spawnTestClient(topology, 'client', ['stream', '--target', `${target.vip}:9000`, '--connections', String(o.streams),
-        '--duration-ms', String(expectedMs + LOAD_SLACK_MS), '--stall-ms', '2000']);
-      const ready = await streams.waitForJson<ReadyReport>((v) => 'ready' in v, STREAM_READY_MS);
-      if (!ready.ready) log(`drill: only ${ready.started} of ${ready.connections} streams started`);
-    }
+    const startStreams = async (to: string, n: number, what: string): Promise<BackgroundProcess> => {
+      const p = spawnTestClient(topology, 'client', ['stream', '--target', to, '--connections', String(n),
+        '--duration-ms', String(expectedMs + LOAD_SLACK_MS), '--stall-ms', '2000'], `client:drill-${what}`);
+      const ready = await p.waitForJson<ReadyReport>((v) => 'ready' in v, STREAM_READY_MS);
+      if (!ready.ready) log(`drill: only ${ready.started} of ${ready.connections} ${what} started`);
+      return p;
+    };
+    if (o.streams > 0) streams = await startStreams(`${target.vip}:9000`, o.streams, 'streams');
+    if (o.drStreams > 0) drStreams = await startStreams(o.drTarget, o.drStreams, 'dr streams');
     watch = await OwnershipWatch.start(topology, CLUSTER.hosts.frontSwitch, target.vip, DIRECTOR_NAMES.map((d) => ({
       // Topology.attach names a host's port on a switch p-<host>.
       name: d, host: d, ifname: CLUSTER.interfaces.front, port: `p-${d}`,
@@ -324,7 +340,7 @@ export async function runDrill(target: DrillTarget, scenario: DrillScenario, opt
     }
     await delay(Math.max(0, failedAt + observeMs - Date.now()));
   } catch (e) {
-    await Promise.all([stopAside(), watch?.abort(), capture?.abort(), load?.stop(), streams?.stop()]);
+    await Promise.all([stopAside(), watch?.abort(), capture?.abort(), load?.stop(), streams?.stop(), drStreams?.stop()]);
     await undo().catch(() => undefined);
     throw e;
   }
@@ -338,14 +354,16 @@ export async function runDrill(target: DrillTarget, scenario: DrillScenario, opt
   let after: Map<DirectorName, ClusterStatusView>;
   let m: ReturnType<typeof measureLoad>;
   let streamResult: StreamResult | undefined;
+  let drStreamResult: StreamResult | undefined;
   try {
     // Asked until the directors agree (bounded): on a busy machine a status call can time out, or the old
     // leader still be between its fence and its release, and a single look would report no leader.
     newLeader = (await waitFor('the leader after the drill', 10_000, () => leaderOf(api, group)).catch(() => undefined)) ?? null;
     after = await statuses(target);
-    await Promise.all([load.stop(3000), streams?.stop(3000)]);
+    await Promise.all([load.stop(3000), streams?.stop(3000), drStreams?.stop(3000)]);
     m = measureLoad(parseLoad(load), failedAt, o.requestIntervalMs, worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS);
     streamResult = streams?.lastJson<StreamResult>();
+    drStreamResult = drStreams?.lastJson<StreamResult>();
   } catch (e) {
     await undo().catch(() => undefined);
     throw e;
@@ -366,7 +384,10 @@ export async function runDrill(target: DrillTarget, scenario: DrillScenario, opt
     ...m,
     streams: o.streams,
     brokenConnections: streamResult ? streamResult.broken : o.streams,
-    streamErrors: streamResult ? streamResult.perConnection.map((c) => c.error).filter((x): x is string => x !== null) : ['no stream report'],
+    streamErrors: streamErrorsOf(streamResult),
+    drStreams: o.drStreams,
+    brokenDrStreams: drStreamResult ? drStreamResult.broken : o.drStreams,
+    drStreamErrors: o.drStreams === 0 ? [] : streamErrorsOf(drStreamResult),
     ...forwardingFigures(captured.value, failedAt, oldLeader, other),
     ...leaderFigures(before, after, group, oldLeader, newLeader, failedAt,
       preemptFromMs(holding.claimedAtMs, paused === oldLeader && thawedAt !== null ? thawedAt - failedAt : null)),
@@ -379,6 +400,10 @@ export async function runDrill(target: DrillTarget, scenario: DrillScenario, opt
   };
   log(`drill ${scenario}: ${summary(result)}`);
   return result;
+}
+
+function streamErrorsOf(r: StreamResult | undefined): string[] {
+  return r ? r.perConnection.map((c) => c.error).filter((x): x is string => x !== null) : ['no stream report'];
 }
 
 /** Undoes what `scenario` did to `leader` (pause scenarios: to `paused`). Idempotent. */
@@ -868,7 +893,7 @@ async function readStart(topology: Topology, switchHost: string, s: OwnershipSub
 
 /** One reason a drill failed: a short code (the event log's `failedOn` field) and the words. */
 interface DrillProblem {
-  readonly code: 'dual-forwarding' | 'dual-answering' | 'no-service' | 'service-late' | 'leader-unknown' | 'flap';
+  readonly code: 'dual-forwarding' | 'dual-answering' | 'no-service' | 'service-late' | 'dr-streams' | 'leader-unknown' | 'flap';
   readonly text: string;
 }
 
@@ -885,6 +910,9 @@ function problemsOf(r: DrillResult): DrillProblem[] {
   else if (r.outageEndMs !== null && r.outageEndMs > r.worstCaseTakeoverMs + SERVICE_BACK_SLACK_MS) {
     out.push({ code: 'service-late', text: `service back after ${r.outageEndMs} ms, beyond the worst-case takeover ${r.worstCaseTakeoverMs} ms + ${SERVICE_BACK_SLACK_MS} ms` });
   }
+  if (r.brokenDrStreams > 0) {
+    out.push({ code: 'dr-streams', text: `${r.brokenDrStreams} of ${r.drStreams} streams through the dr vip broke (the first: ${r.drStreamErrors[0] ?? 'no error text'})` });
+  }
   if (r.leaderChanges === null) out.push({ code: 'leader-unknown', text: 'no director reported the group\'s term: leader changes unknown' });
   else if (r.flapped) out.push({ code: 'flap', text: `the leader changed ${r.leaderChanges} times during the observation (a flap)` });
   return out;
@@ -893,7 +921,7 @@ function problemsOf(r: DrillResult): DrillProblem[] {
 /**
  * Why a drill failed, in words; empty when it passed. A drill passes on forwarding and answering: at no
  * instant did two directors forward or answer ARP for the vip, service was back within the worst-case
- * takeover plus SERVICE_BACK_SLACK_MS, and the leader did not flap. Address holding is not judged (a
+ * takeover plus SERVICE_BACK_SLACK_MS, no stream through the dr vip broke, and the leader did not flap. Address holding is not judged (a
  * frozen director under a kernel lease keeps the address, harmlessly).
  */
 export function drillProblems(r: DrillResult): string[] {
@@ -917,6 +945,7 @@ export function drillRecord(r: DrillResult): { scenario: string; result: DrillRe
     failedAt: new Date(r.failedAt).toISOString(), oldLeader: r.oldLeader, newLeader: r.newLeader ?? '', moved: String(r.moved),
     noServiceMs: String(r.noServiceMs), restoredAfterMs: String(r.restoredAfterMs), recovered: String(r.recovered),
     requests: String(r.requests), failedRequests: String(r.failedRequests), streams: String(r.streams), brokenConnections: String(r.brokenConnections),
+    ...(r.drStreams === 0 ? {} : { drStreams: String(r.drStreams), brokenDrStreams: String(r.brokenDrStreams) }),
     dualForwarding: String(r.dualForwarding), dualForwardingMs: r.dualForwardingMs.toFixed(3),
     dualAnswering: String(r.dualAnswering), dualAnsweringMs: r.dualAnsweringMs.toFixed(3),
     leaderChanges: r.leaderChanges === null ? '' : String(r.leaderChanges),
@@ -941,6 +970,7 @@ export function summary(r: DrillResult): string {
     + `no service ${r.noServiceMs} ms (restored after ${r.restoredAfterMs} ms${r.recovered ? '' : ', NOT recovered'}), `
     + `${r.failedRequests}/${r.requests} requests failed, ${r.brokenConnections}/${r.streams} streams broken`
     + `${r.streamErrors.length === 0 ? '' : ` (the first: ${r.streamErrors[0]})`}, `
+    + (r.drStreams === 0 ? '' : `${r.brokenDrStreams}/${r.drStreams} dr streams broken${r.drStreamErrors.length === 0 ? '' : ` (the first: ${r.drStreamErrors[0]})`}, `)
     + `dual forwarding ${r.dualForwarding} (${r.dualForwardingMs.toFixed(1)} ms), dual ARP ${r.dualAnswering} (${r.dualAnsweringMs.toFixed(1)} ms), `
     + `after the failure forwarded dir1 ${f.dir1.packets} dir2 ${f.dir2.packets}, ARP dir1 ${a.dir1.packets} dir2 ${a.dir2.packets}, `
     + `leader changes ${r.leaderChanges ?? '?'}${r.flapped ? ' (FLAP)' : ''}; `
@@ -960,7 +990,7 @@ function percentile(values: readonly number[], p: number): number {
  * figures, dual forwarding and dual ARP answering (packets, and the longest span), address holding.
  */
 export function formatDrill(results: readonly DrillResult[]): string {
-  const header = ['drill', 'n', 'pass', 'moved', 'noService p50', 'p99', 'max', 'restored p50', 'max', 'failed req (max)', 'broken conns',
+  const header = ['drill', 'n', 'pass', 'moved', 'noService p50', 'p99', 'max', 'restored p50', 'max', 'failed req (max)', 'broken conns', 'broken dr',
     'fwd dual', 'fwd dual ms', 'arp dual', 'arp dual ms', 'flaps', 'holding dual (ms)', 'release->claim max'];
   const rows: string[][] = [header];
   const labels = [...new Set(results.map(drillLabel))].sort((x, y) => order(x) - order(y) || x.localeCompare(y, 'en', { numeric: true }));
@@ -974,6 +1004,7 @@ export function formatDrill(results: readonly DrillResult[]): string {
       `${percentile(ra, 50)} ms`, `${Math.max(...ra)} ms`,
       `${sum(rs.map((r) => r.failedRequests))} (${Math.max(...rs.map((r) => r.failedRequests))})`,
       `${sum(rs.map((r) => r.brokenConnections))}/${sum(rs.map((r) => r.streams))}`,
+      `${sum(rs.map((r) => r.brokenDrStreams))}/${sum(rs.map((r) => r.drStreams))}`,
       String(sum(rs.map((r) => r.dualForwarding))), Math.max(...rs.map((r) => r.dualForwardingMs)).toFixed(1),
       String(sum(rs.map((r) => r.dualAnswering))), Math.max(...rs.map((r) => r.dualAnsweringMs)).toFixed(1),
       String(rs.filter((r) => r.flapped).length),
