@@ -293,6 +293,7 @@ export class ClusterMember {
       },
       directors: () => [self, ...this.o.settings.peers.map((p) => p.id)],
       holdingsUnavailable: () => (this.sync === null ? `connection sync is off on ${self}: ${this.syncOff}` : null),
+      drServices: (g) => (this.config?.services ?? []).filter((s) => s.vipGroup === g && s.mode === 'dr').map((s) => s.name),
       now: () => Date.now(),
       sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
     });

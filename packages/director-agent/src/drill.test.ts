@@ -100,6 +100,16 @@ describe('drill switchover: what a move did, from both directors', () => {
     assert.match(r.summary, /back dir2 -> dir1 by preemption, before the drill asked: 30 ms without a holder/);
   });
 
+  it('names the group\'s dr services among what it did not measure: their flows are in no connection table', async () => {
+    const h = new FakeCluster();
+    h.drServices = ['stream-dr', 'bulk-dr'];
+    const r = await runSwitchoverDrill('web', '', h.deps());
+    assert.equal(r.result, 'pass', r.summary);
+    assert.match(r.summary, /\(not measured: the flows of dr services stream-dr, bulk-dr: no director holds a connection of theirs, and every director sends them to the real server its slot table hashes them to\)$/);
+    assert.equal(r.fields.drServices, 'stream-dr,bulk-dr');
+    assert.doesNotMatch((await runSwitchoverDrill('web', '', new FakeCluster().deps())).summary, /not measured/);
+  });
+
   it('refuses a group nobody leads, or a move to its own leader, before moving anything', async () => {
     const h = new FakeCluster();
     await assert.rejects(runSwitchoverDrill('nobody', '', h.deps()), /nobody leads nobody now/);
@@ -115,6 +125,8 @@ class FakeCluster {
   polls = 0;
   /** The leader takes the group back by itself as soon as its copy is complete (preempt: after-sync). */
   preemptsBack = false;
+  /** The group's dr services. */
+  drServices: string[] = [];
   /** Each kernel's lease drops: a move drops 4 packets at the old holder (sent to it after its release) and 1 at the new. */
   private readonly drops = new Map([['dir1', 100], ['dir2', 7]]);
   private clock = T0;
@@ -168,6 +180,7 @@ class FakeCluster {
       },
       directors: () => ['dir1', 'dir2'],
       holdingsUnavailable: () => null,
+      drServices: (g) => (g === 'web' ? this.drServices : []),
       now: () => this.clock,
       sleep: async (ms) => { this.clock += ms; },
     };

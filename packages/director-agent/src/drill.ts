@@ -96,6 +96,8 @@ export interface DrillDeps {
   directors(): readonly string[];
   /** Why holdings cannot be read at all (connection sync is off here), or null. */
   holdingsUnavailable(): string | null;
+  /** The group's dr services: no director holds a connection of theirs, so no figure here counts their flows. */
+  drServices(group: string): readonly string[];
   /** Wall clock (Unix ms) and a pause (the wait for the visited director's copy: a bounded poll). */
   now(): number;
   sleep(ms: number): Promise<void>;
@@ -183,11 +185,16 @@ export async function runSwitchoverDrill(group: string, to: string, d: DrillDeps
   }
   // Claims and releases since the group reached the visited director: a preemption may come before the drill asks.
   const back = await move(visited, leader, beforeBack, there.dropsAfter, there.doneAtUnixMs);
-  return drillResult(group, leader, visited, [there.m, back.m]);
+  return drillResult(group, leader, visited, [there.m, back.m], d.drServices(group));
 }
 
-/** The verdict and the one line: a drill passes when both moves happened and no established connection was missing. */
-export function drillResult(group: string, leader: string, visited: string, moves: readonly DrillMove[]): DrillResult {
+/**
+ * The verdict and the one line: a drill passes when both moves happened and no established connection was
+ * missing. The group's dr services are named among what was not measured: their flows are in no director's
+ * connection table, and they keep their real servers by the slot table every director computes alike (a flow
+ * the old holder's flow memory kept off that table, on a server drained since, moves).
+ */
+export function drillResult(group: string, leader: string, visited: string, moves: readonly DrillMove[], drServices: readonly string[] = []): DrillResult {
   const missing = moves.reduce((n, m) => n + Math.max(0, m.establishedMissing), 0);
   // Unmeasured is not a pass: a drill that could not see the connections has not shown that they survive.
   const pass = moves.length === 2 && moves.every((m) => m.establishedMissing === 0);
@@ -196,8 +203,13 @@ export function drillResult(group: string, leader: string, visited: string, move
     + `${figure(m.establishedMissing)} of ${figure(m.establishedBefore)} established connections missing, ${figure(m.youngCaught)} too young to be copied caught, `
     + `${figure(m.droppedPackets)} packets dropped by the kernels for an address not held`);
   const notMeasured = [...new Set(moves.map((m) => m.notMeasured).filter((w) => w !== ''))];
+  if (drServices.length > 0) {
+    notMeasured.push(`the flows of dr service${drServices.length === 1 ? '' : 's'} ${drServices.join(', ')}: no director holds a connection of theirs, `
+      + 'and every director sends them to the real server its slot table hashes them to');
+  }
   const summary = `switchover of ${group}: ${pass ? 'pass' : 'FAIL'}; ${words.join('; back ')}${notMeasured.length > 0 ? ` (not measured: ${notMeasured.join('; ')})` : ''}`;
   const fields: Record<string, string> = { group, oldLeader: leader, newLeader: visited, brokenConnections: String(missing) };
+  if (drServices.length > 0) fields.drServices = drServices.join(',');
   moves.forEach((m, i) => {
     const p = i === 0 ? 'there' : 'back';
     fields[`${p}TookMs`] = String(Math.round(m.tookMs));
