@@ -10,6 +10,7 @@ import {
 } from '@lbd/dataplane';
 import { parseDeletedCount } from './conntrack.js';
 import { defaultCtnlHelper, listConntrack, type CtnlHelper } from './connection-table.js';
+import { NEIGHBOUR_SOLICIT_SCRIPT, vipEchoScript } from './dr-probes.js';
 import { diffTables, renderFullScript, serviceMark, tableElements, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
 import { ElementEncodingError, encodeElementBatch, frameParts, NFBATCH_HELPER, type ElementBatch, type ElementPart } from './nft-netlink.js';
 import { parseLimitStats, parseListings, parseSynProxyStats, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
@@ -558,7 +559,7 @@ export class NftDataPlane implements DataPlane {
    * Whether each real server of a dr vip holds the vip: an ICMP echo to the vip, from the director's address
    * on the way to it, sent in a frame to the real server's MAC (as a dr packet reaches it). Its reply comes
    * from the vip, an address of the director's own, so the director's stack drops it; the probe reads it from
-   * a packet socket (VIP_ECHO_SCRIPT).
+   * a packet socket (dr-probes.ts's vipEchoScript).
    */
   private async vipEchoes(p: ArpProbe, routes: ReadonlyMap<string, string>): Promise<KernelFacts['vipOnRealServer'][number][]> {
     const out: KernelFacts['vipOnRealServer'][number][] = [];
@@ -578,8 +579,7 @@ export class NftDataPlane implements DataPlane {
       const asked = targets.filter((t) => macs.has(t.rs));
       for (const t of targets) if (!macs.has(t.rs)) out.push({ vip: p.vip, realServer: t.rs, answered: null, why: `no MAC for it on ${dev}` });
       if (asked.length === 0) continue;
-      const script = familyOf(p.vip) === 6 ? VIP_ECHO6_SCRIPT : VIP_ECHO_SCRIPT;
-      const res = await this.runner.run('perl', ['-e', script, dev, asked[0]!.src, p.vip, ...asked.map((t) => `${t.rs}=${macs.get(t.rs)!}`)]);
+      const res = await this.runner.run('perl', ['-e', vipEchoScript(familyOf(p.vip) === 6 ? 6 : 4), dev, asked[0]!.src, p.vip, ...asked.map((t) => `${t.rs}=${macs.get(t.rs)!}`)]);
       const answered = new Set(res.stdout.split('\n').filter((l) => l.startsWith('answered ')).map((l) => l.slice('answered '.length).trim()));
       for (const t of asked) {
         out.push(res.code === 0 ? { vip: p.vip, realServer: t.rs, answered: answered.has(t.rs) } : { vip: p.vip, realServer: t.rs, answered: null, why: `the probe failed: ${res.stderr.trim().slice(0, 200)}` });
@@ -624,125 +624,6 @@ export class NftDataPlane implements DataPlane {
     return out;
   }
 }
-
-/**
- * The start the doctor's packet-socket probes share (perl, after `my ($dev, ...) = @ARGV`): $idx and $mine (the
- * interface's index and MAC), $s (a packet socket bound to it for `ethertype`), and csum (the internet checksum).
- */
-function packetSocket(ethertype: number): string {
-  const type = `0x${ethertype.toString(16).padStart(4, '0')}`;
-  return String.raw`my ($idx, $mine);
-if (open my $f, '<', "/sys/class/net/$dev/ifindex") { $idx = 0 + <$f>; }
-if (open my $f, '<', "/sys/class/net/$dev/address") { my $m = <$f>; chomp $m; $mine = pack 'H12', join '', split /:/, $m; }
-die "no interface $dev\n" if !defined $idx || !defined $mine;
-my $proto = unpack('S', pack('n', ${type}));
-socket(my $s, 17, 3, $proto) or die "packet socket: $!\n";
-bind($s, pack('S n i S C C a8', 17, ${type}, $idx, 0, 0, 0, '')) or die "bind: $!\n";
-sub csum { my $d = shift; $d .= "\0" if length($d) % 2; my $c = 0; $c += $_ for unpack('n*', $d); $c = ($c >> 16) + ($c & 0xffff) while $c >> 16; return ~$c & 0xffff; }`;
-}
-
-/**
- * `perl -e VIP_ECHO_SCRIPT DEV SRC VIP RS=MAC...`: an ICMP echo from SRC to VIP in a frame to each MAC on DEV
- * (sequence numbers tell them apart), then up to a second of listening on a packet socket for echo replies
- * from VIP; prints `answered RS` for each real server whose reply came. Exit 1 with the reason otherwise.
- */
-const VIP_ECHO_SCRIPT = String.raw`use strict; use Socket qw(inet_aton); use Time::HiRes qw(time);
-my ($dev, $src, $vip, @targets) = @ARGV;
-${packetSocket(0x0800)}
-my $id = $$ & 0xffff;
-my %who;
-for my $i (0 .. $#targets) {
-  my ($rs, $mac) = split /=/, $targets[$i], 2;
-  $who{$i + 1} = $rs;
-  my $icmp = pack('CCnnn', 8, 0, 0, $id, $i + 1) . 'lbd doctor: is the vip here?';
-  substr($icmp, 2, 2) = pack('n', csum($icmp));
-  my $ip = pack('CCnnnCCn', 0x45, 0, 20 + length($icmp), 0, 0x4000, 64, 1, 0) . inet_aton($src) . inet_aton($vip);
-  substr($ip, 10, 2) = pack('n', csum($ip));
-  my $frame = pack('H12', join '', split /:/, $mac) . $mine . pack('n', 0x0800) . $ip . $icmp;
-  send($s, $frame, 0, pack('S n i S C C a8', 17, 0x0800, $idx, 0, 0, 6, pack('H12', join '', split /:/, $mac))) or die "send: $!\n";
-}
-my $want = inet_aton($vip);
-my $end = time + 1.2;
-my %seen;
-while (keys(%seen) < @targets) {
-  my $left = $end - time; last if $left <= 0;
-  my $rin = ''; vec($rin, fileno($s), 1) = 1;
-  last if !select(my $rout = $rin, undef, undef, $left);
-  my $buf; recv($s, $buf, 2048, 0) or next;
-  next if length($buf) < 42 || unpack('n', substr($buf, 12, 2)) != 0x0800;
-  my $ihl = (unpack('C', substr($buf, 14, 1)) & 15) * 4;
-  next if unpack('C', substr($buf, 23, 1)) != 1 || substr($buf, 26, 4) ne $want;
-  my ($type, $code, $sum, $rid, $seq) = unpack('CCnnn', substr($buf, 14 + $ihl, 8));
-  next if $type != 0 || $rid != $id || !defined $who{$seq};
-  $seen{$seq} = 1;
-}
-print "answered $who{$_}\n" for sort keys %seen;
-`;
-
-/**
- * `perl -e VIP_ECHO6_SCRIPT DEV SRC VIP RS=MAC...`: VIP_ECHO_SCRIPT for IPv6: an ICMPv6 echo from SRC to VIP in a
- * frame to each MAC on DEV, then up to a second of listening for echo replies from VIP.
- */
-const VIP_ECHO6_SCRIPT = String.raw`use strict; use Socket qw(AF_INET6 inet_pton); use Time::HiRes qw(time);
-my ($dev, $src, $vip, @targets) = @ARGV;
-my ($s6, $v6) = (inet_pton(AF_INET6, $src), inet_pton(AF_INET6, $vip));
-die "not IPv6: $src $vip\n" if !defined $s6 || !defined $v6;
-${packetSocket(0x86dd)}
-my $id = $$ & 0xffff;
-my %who;
-for my $i (0 .. $#targets) {
-  my ($rs, $mac) = split /=/, $targets[$i], 2;
-  $who{$i + 1} = $rs;
-  my $icmp = pack('CCnnn', 128, 0, 0, $id, $i + 1) . 'lbd doctor: is the vip here?';
-  substr($icmp, 2, 2) = pack('n', csum($s6 . $v6 . pack('N', length $icmp) . pack('x3 C', 58) . $icmp));
-  my $ip = pack('N n C C', 0x60000000, length $icmp, 58, 64) . $s6 . $v6;
-  my $frame = pack('H12', join '', split /:/, $mac) . $mine . pack('n', 0x86dd) . $ip . $icmp;
-  send($s, $frame, 0, pack('S n i S C C a8', 17, 0x86dd, $idx, 0, 0, 6, pack('H12', join '', split /:/, $mac))) or die "send: $!\n";
-}
-my $end = time + 1.2;
-my %seen;
-while (keys(%seen) < @targets) {
-  my $left = $end - time; last if $left <= 0;
-  my $rin = ''; vec($rin, fileno($s), 1) = 1;
-  last if !select(my $rout = $rin, undef, undef, $left);
-  my $buf; recv($s, $buf, 2048, 0) or next;
-  next if length($buf) < 62 || unpack('n', substr($buf, 12, 2)) != 0x86dd || unpack('C', substr($buf, 20, 1)) != 58 || substr($buf, 22, 16) ne $v6;
-  my ($type, $code, $sum, $rid, $seq) = unpack('CCnnn', substr($buf, 54, 8));
-  next if $type != 129 || $rid != $id || !defined $who{$seq};
-  $seen{$seq} = 1;
-}
-print "answered $who{$_}\n" for sort keys %seen;
-`;
-
-/**
- * `perl -e NEIGHBOUR_SOLICIT_SCRIPT DEV SRC VIP`: IPv6's arping: a neighbour solicitation for VIP from SRC to
- * VIP's solicited-node multicast group on DEV, then a second of listening for neighbour advertisements of VIP;
- * prints `answer MAC` (the advertiser's, lower case) for each host that answered. Exit 1 with the reason otherwise.
- */
-const NEIGHBOUR_SOLICIT_SCRIPT = String.raw`use strict; use Socket qw(AF_INET6 inet_pton); use Time::HiRes qw(time);
-my ($dev, $src, $vip) = @ARGV;
-my ($s6, $v6) = (inet_pton(AF_INET6, $src), inet_pton(AF_INET6, $vip));
-die "not IPv6: $src $vip\n" if !defined $s6 || !defined $v6;
-${packetSocket(0x86dd)}
-my $group = pack('H26', 'ff0200000000000000000001ff') . substr($v6, 13, 3);
-my $gmac = pack('H6', '3333ff') . substr($v6, 13, 3);
-my $icmp = pack('CCnN', 135, 0, 0, 0) . $v6 . pack('CC', 1, 1) . $mine;
-substr($icmp, 2, 2) = pack('n', csum($s6 . $group . pack('N', length $icmp) . pack('x3 C', 58) . $icmp));
-my $frame = $gmac . $mine . pack('n', 0x86dd) . pack('N n C C', 0x60000000, length $icmp, 58, 255) . $s6 . $group . $icmp;
-for (1 .. 2) { send($s, $frame, 0, pack('S n i S C C a8', 17, 0x86dd, $idx, 0, 0, 6, $gmac)) or die "send: $!\n"; }
-my $end = time + 1.2;
-my %seen;
-while (1) {
-  my $left = $end - time; last if $left <= 0;
-  my $rin = ''; vec($rin, fileno($s), 1) = 1;
-  last if !select(my $rout = $rin, undef, undef, $left);
-  my $buf; recv($s, $buf, 2048, 0) or next;
-  next if length($buf) < 78 || unpack('n', substr($buf, 12, 2)) != 0x86dd || unpack('C', substr($buf, 20, 1)) != 58;
-  next if unpack('C', substr($buf, 54, 1)) != 136 || substr($buf, 62, 16) ne $v6 || substr($buf, 6, 6) eq $mine;
-  $seen{join ':', unpack('(H2)6', substr($buf, 6, 6))} = 1;
-}
-print "answer $_\n" for sort keys %seen;
-`;
 
 function nftError(op: string, res: CommandResult): DataPlaneError {
   const detail = res.stderr.trim().split('\n').slice(0, 12).join('\n');
