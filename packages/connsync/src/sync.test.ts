@@ -284,6 +284,18 @@ describe('connection sync: sender, source and receiver', () => {
     assert.deepEqual(p.standby.connections.get(connectionKey(connection(1)))!.synProxy, synProxy, 'the cookie kept');
   });
 
+  it('an update without a TCP state of a copied connection that is not proxied keeps the state it had: nothing is sent again, nothing removed', async () => {
+    const p = await start({ initial: [1].map((i) => connection(i)) });
+    await until('caught up', () => p.sender.drained() && p.standby.connections.size === 1);
+    const sent = p.sender.status().connectionsSent;
+    p.leader.open(connection(1, { state: '' }), 'update');
+    // A later connection is the sign that the update before it was handled (events go in order).
+    p.leader.open(connection(2));
+    await until('the later connection at the standby', () => p.standby.connections.size === 2);
+    assert.equal(p.sender.status().connectionsSent, sent + 1, 'only the later connection was sent');
+    assert.equal(p.standby.connections.get(connectionKey(connection(1)))?.state, 'ESTABLISHED');
+  });
+
   it('a connection that is over (TIME_WAIT, CLOSE) leaves the standby at once, not when the leader\'s kernel forgets it', async () => {
     const p = await start({ initial: [1, 2].map((i) => connection(i)) });
     await until('caught up', () => p.sender.drained() && p.standby.connections.size === 2);
