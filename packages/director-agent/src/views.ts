@@ -222,7 +222,7 @@ export function healthResponse(entries: readonly HealthEntry[], merge: Merge, st
     }),
     scheduler: {
       checks: stats.checks, running: stats.running, waiting: stats.waiting, started: stats.started, completed: stats.completed,
-      timedOut: stats.timedOut, late: stats.late, skipped: stats.skipped,
+      timedOut: stats.timedOut, late: stats.late, skipped: stats.skipped, askedAgain: stats.askedAgain,
       startDelayP50Ms: stats.dueToStartDelayMs.p50, startDelayP99Ms: stats.dueToStartDelayMs.p99, startDelayMaxMs: stats.dueToStartDelayMs.max,
     },
   };

@@ -114,7 +114,11 @@ export function attempt(target: ProbeTarget, opts: ProbeOptions, body: (ctx: Att
     const onAbort = (): void => {
       if (opts.signal) settle(...abortedOutcome(target, opts.signal, opts.timeoutMs, phase));
     };
-    const timer = setTimeout(() => settle('timeout', timeoutMessage(target, opts.timeoutMs, phase)), opts.timeoutMs);
+    // The timeout's verdict waits for node to read its sockets once more (setImmediate runs after that): after a
+    // stall of the event loop (a busy box, a long garbage collection) node runs the timers that fell due before
+    // it reads its sockets, so an answer that came in during the stall would lose to the timer unread, and a
+    // busy director would take healthy real servers out.
+    const timer = setTimeout(() => setImmediate(() => settle('timeout', timeoutMessage(target, opts.timeoutMs, phase))), opts.timeoutMs);
     if (opts.signal?.aborted) {
       onAbort();
       return;

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { DEFAULT_FLAP_POLICY } from './health.js';
 import { HealthScheduler, checkKey, type CheckSpec, type ResultEvent, type TransitionEvent } from './scheduler.js';
-import { FakeClock, FakeProber } from './testing/index.js';
+import { createServer, type AddressInfo } from 'node:net';
+import { TcpProber } from './probers/tcp.js';
+import { FakeClock, FakeProber, holdUpEventLoop } from './testing/index.js';
+import type { ProbeOptions, ProbeTarget, Prober } from './types.js';
 
 /**
  * The scheduler in simulated time: FakeClock drives its one timer, FakeProber answers probes (instantly,
@@ -274,6 +277,55 @@ describe('HealthScheduler', () => {
     assert.ok(stats.running + stats.waiting <= 2);
   });
 
+  describe('a held-up event loop (a busy box) is not a dead server', () => {
+    /** Runs until the check's first probe has started, then holds the loop up for `ms` (no timer runs meanwhile). */
+    async function startedThenHeldUp(s: CheckSpec, ms: number): Promise<void> {
+      while (h.prober.callsTo(where(s)).length === 0) await h.clock.advance(10);
+      h.clock.holdUp(ms);
+    }
+
+    it('a timeout decided late by a held-up loop is asked again at once; its answer counts (up stays up)', async () => {
+      h = harness();
+      const s = spec(0, { timeoutMs: 500, thresholds: { rise: 1, fall: 1 } });
+      h.prober.set(where(s), ['hang', { ok: true }]);
+      h.scheduler.set([s]);
+      await startedThenHeldUp(s, 2000);
+      await h.clock.advance(10);
+      const calls = h.prober.callsTo(where(s));
+      assert.equal(calls.length, 2, 'asked again');
+      assert.equal(calls[1]!.at, calls[0]!.abortedAt, 'at once, when the first was given up');
+      assert.deepEqual(h.results.map((r) => r.result.reason), ['ok'], 'only the second answer counts');
+      assert.deepEqual(h.transitions, []);
+      assert.equal(h.scheduler.stats().askedAgain, 1);
+    });
+
+    it('the answer asked again counts even when the loop is held up again: a dead server is found one probe later', async () => {
+      h = harness();
+      const s = spec(0, { timeoutMs: 500, thresholds: { rise: 1, fall: 1 } });
+      h.prober.set(where(s), 'hang');
+      h.scheduler.set([s]);
+      await startedThenHeldUp(s, 2000);
+      await h.clock.advance(1);
+      h.clock.holdUp(2000);
+      await h.clock.advance(10);
+      assert.equal(h.prober.callsTo(where(s)).length, 2);
+      assert.deepEqual(h.transitions.map((t) => [t.from, t.to]), [['up', 'down']]);
+      assert.equal(h.scheduler.stats().askedAgain, 1);
+    });
+
+    it('a loop held up for less than half a timeout past the deadline: the timeout counts as it is', async () => {
+      h = harness();
+      const s = spec(0, { timeoutMs: 500, thresholds: { rise: 1, fall: 1 } });
+      h.prober.set(where(s), 'hang');
+      h.scheduler.set([s]);
+      await startedThenHeldUp(s, 700);
+      await h.clock.advance(10);
+      assert.equal(h.prober.callsTo(where(s)).length, 1);
+      assert.deepEqual(h.transitions.map((t) => [t.from, t.to]), [['up', 'down']]);
+      assert.equal(h.scheduler.stats().askedAgain, 0);
+    });
+  });
+
   it('aborts a probe at its timeout: the signal fires, the result is a timeout, and late answers are ignored', async () => {
     h = harness();
     const s = spec(0, { timeoutMs: 500, thresholds: { rise: 1, fall: 2 } });
@@ -356,6 +408,50 @@ describe('HealthScheduler', () => {
     h = harness();
     assert.throws(() => h.scheduler.set([spec(0, { intervalMs: 0 })]), /intervalMs 0 must be a positive number/);
     assert.throws(() => h.scheduler.set([spec(0, { thresholds: { rise: 0, fall: 1 } })]), /rise 0 must be a whole number/);
+  });
+});
+
+describe('HealthScheduler on the real clock, with a real tcp probe', () => {
+  it('a probe whose exchange a held-up loop cut short (busy past its timeout) is asked again: the server stays up', async () => {
+    // The server answers `ping` with `pong` 20 ms later, well within the 500 ms timeout.
+    const server = createServer((s) => {
+      s.on('error', () => {});
+      s.once('data', () => setTimeout(() => s.end('pong'), 20));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const tcp = new TcpProber({ connector: 'node' });
+    // The first probe is held up (a busy box, a long garbage collection) as it starts, beyond its timeout: its
+    // exchange with the server only begins when the timeout is already due.
+    let heldUp = false;
+    const prober: Prober = {
+      probe(target: ProbeTarget, opts: ProbeOptions) {
+        const p = tcp.probe(target, opts);
+        if (!heldUp) {
+          heldUp = true;
+          holdUpEventLoop(1000);
+        }
+        return p;
+      },
+    };
+    const scheduler = new HealthScheduler({ prober });
+    const results: ResultEvent[] = [];
+    const transitions: TransitionEvent[] = [];
+    const first = new Promise<void>((resolve) => scheduler.on('result', (e: ResultEvent) => { results.push(e); resolve(); }));
+    scheduler.on('transition', (e: TransitionEvent) => transitions.push(e));
+    try {
+      scheduler.set([{
+        key: 'tcp held-up', target: { kind: 'tcp', address: '127.0.0.1', port: (server.address() as AddressInfo).port, send: 'ping', expect: 'pong' },
+        intervalMs: 1000, timeoutMs: 500, jitterMs: 0, thresholds: { rise: 1, fall: 1 }, flap: DEFAULT_FLAP_POLICY, startState: 'up',
+      }]);
+      await first;
+      assert.deepEqual(results.map((r) => [r.result.reason, r.state]), [['ok', 'up']], results[0]?.result.message);
+      assert.deepEqual(transitions, []);
+      assert.equal(scheduler.stats().askedAgain, 1);
+    } finally {
+      scheduler.stop();
+      tcp.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
 

@@ -25,7 +25,10 @@ import type { ProbeResult, ProbeTarget, Prober } from './types.js';
  *   next is due, that round is skipped (counted), never stacked;
  * - at most `maxConcurrent` probes run at once; a due probe that finds no free slot waits in a FIFO and is
  *   counted as late; its timeout runs from its actual start;
- * - due times and timeouts share one min-heap and one Clock timer, rather than a timer per target.
+ * - due times and timeouts share one min-heap and one Clock timer, rather than a timer per target;
+ * - a busy box is not a dead server: a deadline handled late waits one turn of the event loop for an answer
+ *   that came in meanwhile, and a timeout decided long after its probe began (the loop held up) is asked again
+ *   at once, that answer counting (onDeadline, finish).
  */
 
 export interface CheckSpec {
@@ -76,6 +79,8 @@ export interface SchedulerStats {
   late: number;
   /** Rounds skipped because the check's previous probe was still running or waiting. */
   skipped: number;
+  /** Probes asked again at once because their timeout came from a held-up event loop, not the server. */
+  askedAgain: number;
   /** Delay from due time to start, over the most recent `delaySamples` probes. */
   dueToStartDelayMs: { p50: number; p99: number; max: number; samples: number };
 }
@@ -109,6 +114,10 @@ interface Running {
   controller: AbortController;
   startedAt: number;
   dueAt: number;
+  /** Its deadline came late and was put off for one turn of the event loop (see onDeadline). */
+  deadlinePutOff: boolean;
+  /** It asks again after a timeout that a held-up event loop decided (see finish): its answer counts. */
+  askedAgain: boolean;
 }
 
 interface Check {
@@ -125,6 +134,11 @@ interface Check {
   /** Whether any result was applied (setInitialState only applies before the first). */
   probed: boolean;
 }
+
+/** A probe's deadline handled this much after it fell due came from a held-up event loop (see onDeadline). */
+const LATE_DEADLINE_MS = 1;
+/** A timeout decided later than this many timeouts after its probe began was the event loop's (see finish). */
+const STALLED = 1.5;
 
 interface Entry {
   at: number;
@@ -149,7 +163,7 @@ export class HealthScheduler extends EventEmitter<HealthSchedulerEvents> {
   private ticking = false;
   private readonly waitQueue: Check[] = [];
   private running = 0;
-  private counters = { started: 0, completed: 0, timedOut: 0, late: 0, skipped: 0 };
+  private counters = { started: 0, completed: 0, timedOut: 0, late: 0, skipped: 0, askedAgain: 0 };
   private readonly delays: Float64Array;
   private delayCount = 0;
 
@@ -242,7 +256,7 @@ export class HealthScheduler extends EventEmitter<HealthSchedulerEvents> {
       dueToStartDelayMs: { p50: pct(50), p99: pct(99), max: sorted[n - 1] ?? 0, samples: n },
     };
     if (opts.reset) {
-      this.counters = { started: 0, completed: 0, timedOut: 0, late: 0, skipped: 0 };
+      this.counters = { started: 0, completed: 0, timedOut: 0, late: 0, skipped: 0, askedAgain: 0 };
       this.delayCount = 0;
     }
     return out;
@@ -298,7 +312,7 @@ export class HealthScheduler extends EventEmitter<HealthSchedulerEvents> {
       for (let e = this.heap[0]; e !== undefined && e.at <= now; e = this.heap[0]) {
         this.pop();
         if (e.kind === 'due') this.onDue(e, now);
-        else this.onDeadline(e);
+        else this.onDeadline(e, now);
       }
     } finally {
       this.ticking = false;
@@ -325,8 +339,8 @@ export class HealthScheduler extends EventEmitter<HealthSchedulerEvents> {
     this.waitQueue.push(check);
   }
 
-  private start(check: Check, dueAt: number, now: number): void {
-    const run: Running = { controller: new AbortController(), startedAt: now, dueAt };
+  private start(check: Check, dueAt: number, now: number, askedAgain = false): void {
+    const run: Running = { controller: new AbortController(), startedAt: now, dueAt, deadlinePutOff: false, askedAgain };
     check.running = run;
     this.running++;
     this.counters.started++;
@@ -348,10 +362,18 @@ export class HealthScheduler extends EventEmitter<HealthSchedulerEvents> {
     );
   }
 
-  private onDeadline(e: Entry): void {
+  private onDeadline(e: Entry, now: number): void {
     const check = e.check;
     const run = e.token as Running;
     if (check.running !== run) return; // finished in time, or removed
+    // A deadline handled late means the event loop was held up (a busy box, a long garbage collection), and
+    // node runs the timers that fell due before it reads its sockets: an answer that came in meanwhile is still
+    // unread. The verdict is put off once, to a timer that runs after that read (its answer then wins).
+    if (now - e.at >= LATE_DEADLINE_MS && !run.deadlinePutOff) {
+      run.deadlinePutOff = true;
+      this.push({ at: now + 1, order: this.order++, check, kind: 'deadline', token: run });
+      return;
+    }
     this.counters.timedOut++;
     const { target, timeoutMs } = check.spec;
     const message = timeoutMessage(target, timeoutMs);
@@ -366,6 +388,17 @@ export class HealthScheduler extends EventEmitter<HealthSchedulerEvents> {
     this.running--;
     this.counters.completed++;
     const now = this.clock.now();
+    // A timeout decided long after the probe began (over STALLED × its timeout) was the event loop's, held up (a
+    // busy box, a long garbage collection), not the real server's: the probe had less time than it was given,
+    // its request may have gone out late, its answer been read late. It is asked again at once, in the slot it
+    // frees, and that answer counts whatever it is (as @lbd/clock's askAgainIfStalled): a server that is down is
+    // found one probe later, never missed, and a busy director does not take healthy servers out.
+    if (result.reason === 'timeout' && !run.askedAgain && now - run.startedAt > STALLED * check.spec.timeoutMs) {
+      this.counters.askedAgain++;
+      this.start(check, now, now, true);
+      this.arm();
+      return;
+    }
     const { record, transition } = nextHealth(check.record, result, check.spec.thresholds, check.spec.flap, now);
     check.record = record;
     check.probed = true;

@@ -163,7 +163,7 @@ const HEALTH: GetHealthResponse__Output = {
     },
   ],
   scheduler: {
-    checks: 5, running: 1, waiting: 0, started: 1234, completed: 1233, timedOut: 7, late: 0, skipped: 1,
+    checks: 5, running: 1, waiting: 0, started: 1234, completed: 1233, timedOut: 7, late: 0, skipped: 1, askedAgain: 2,
     startDelayP50Ms: 0.4, startDelayP99Ms: 2.25, startDelayMaxMs: 9,
   },
 };
@@ -178,7 +178,7 @@ describe('formatHealth', () => {
       'stream  198.19.1.11:9000 tcp @198.19.1.11:9001 down (removed)   2h03m tcp connect to 198.19.1.11:9001: refused 0.3 ms',
       'dns     198.19.1.11:5353 udp                   up               0s    no result yet                            -',
       '',
-      'scheduler: 5 checks; probes started 1234, timed out 7, late 0, skipped 1; start delay p50 0.4 ms, p99 2.3 ms',
+      'scheduler: 5 checks; probes started 1234, timed out 7, late 0, skipped 1, asked again after a stall 2; start delay p50 0.4 ms, p99 2.3 ms',
       '',
     ].join('\n'));
   });

@@ -407,7 +407,7 @@ export function formatHealth(h: GetHealthResponse__Output): string {
     // The scheduler's figures are the director's, whatever --service shows: a shared check counts once.
     lines.push('');
     lines.push(`scheduler: ${plural(s.checks, 'check')}; probes started ${s.started}, timed out ${s.timedOut}, late ${s.late}, `
-      + `skipped ${s.skipped}; start delay p50 ${latency(s.startDelayP50Ms)}, p99 ${latency(s.startDelayP99Ms)}`);
+      + `skipped ${s.skipped}, asked again after a stall ${s.askedAgain}; start delay p50 ${latency(s.startDelayP50Ms)}, p99 ${latency(s.startDelayP99Ms)}`);
   }
   return `${lines.join('\n')}\n`;
 }

@@ -117,7 +117,7 @@ describe('lbadm health', () => {
       'web     198.19.1.11:8080 http GET / up    1m05s http GET /: got 200                                         1 ms',
       'dns     198.19.1.11:5353 udp        down  3s    udp 198.19.1.11:5353: timeout after 500 ms (sent, no reply) 500 ms',
       '',
-      'scheduler: 2 checks; probes started 130, timed out 3, late 0, skipped 0; start delay p50 0 ms, p99 1 ms',
+      'scheduler: 2 checks; probes started 130, timed out 3, late 0, skipped 0, asked again after a stall 0; start delay p50 0 ms, p99 1 ms',
       '',
     ].join('\n'));
   });

@@ -66,7 +66,7 @@ export interface MetricsSource {
   cluster(): { status(): Promise<ClusterStatus>; readonly counters: ClusterCounters } | null;
   /** Every checked real server of `config`, the probe scheduler's counts, and the health clock's now. */
   checkedServers(config: Config): readonly CheckedServer[];
-  probeStats(): { readonly checks: number; readonly started: number; readonly timedOut: number; readonly late: number; readonly skipped: number };
+  probeStats(): { readonly checks: number; readonly started: number; readonly timedOut: number; readonly late: number; readonly skipped: number; readonly askedAgain: number };
   healthNow(): number;
   /** Calls each handler as it happens; returns the unsubscribe. */
   subscribe(h: {
@@ -176,6 +176,7 @@ export class Metrics {
     this.m.checks.set(stats.checks);
     for (const [c, v] of [
       [this.m.probesStarted, stats.started], [this.m.probesTimedOut, stats.timedOut], [this.m.probesLate, stats.late], [this.m.probesSkipped, stats.skipped],
+      [this.m.probesAskedAgain, stats.askedAgain],
     ] as const) {
       c.reset();
       c.inc(v);
@@ -392,6 +393,7 @@ function defineMetrics(registry: Registry, withTransitions: boolean) {
     probesTimedOut: counter('lbd_health_probes_timed_out_total', 'Health probes that did not answer within their timeout.'),
     probesLate: counter('lbd_health_probes_late_total', 'Health probes that started late because the concurrency limit was reached.'),
     probesSkipped: counter('lbd_health_probes_skipped_total', 'Health probe rounds skipped because the previous probe of the check was still running.'),
+    probesAskedAgain: counter('lbd_health_probes_asked_again_total', 'Health probes asked again at once because a held-up event loop (a busy director), not the real server, decided their timeout.'),
 
     configRevision: gauge('lbd_config_revision', 'Revision of the config this director runs (the cluster config revision in a cluster; 0 before the first apply).'),
     applyDuration: new Histogram({

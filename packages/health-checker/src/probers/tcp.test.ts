@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { createServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { holdUpEventLoop } from '../testing/index.js';
 import { TcpProber } from './tcp.js';
 
 /**
@@ -115,6 +116,19 @@ for (const connector of ['native', 'node'] as const) describe(`TcpProber (${conn
     const s = await listen('127.0.0.1', (sock) => sock.once('data', () => sock.resetAndDestroy()));
     const r = await prober.probe({ kind: 'tcp', address: '127.0.0.1', port: s.port, send: 'PING\r\n', expect: '+PONG' }, { timeoutMs: 1000 });
     assert.deepEqual([r.reason, r.message], ['reset', `tcp connect to 127.0.0.1:${s.port}: connection reset`]);
+  });
+
+  it('an answer that came in while the event loop was held up past the timeout wins over the timeout (a busy box)', async () => {
+    const s = await listen('127.0.0.1');
+    const probe = prober.probe({ kind: 'tcp', address: '127.0.0.1', port: s.port }, { timeoutMs: 50 });
+    // The connect goes out on the next tick (Node's, or the request to lbd-probe); then the loop is held up (a
+    // busy box, a long garbage collection) beyond the timeout: the handshake completes in the kernel meanwhile,
+    // and node then runs the due timer before it reads the socket. (A probe held up before it went out is the
+    // scheduler's to ask again.)
+    await new Promise((resolve) => process.nextTick(resolve));
+    holdUpEventLoop(300);
+    const r = await probe;
+    assert.deepEqual([r.ok, r.reason], [true, 'ok'], r.message);
   });
 
   it('abort: a TimeoutError abort is a timeout, any other abort an error; the socket is closed', async () => {

@@ -29,6 +29,10 @@ export interface HealthSchedulerStats {
   'startDelayP50Ms'?: (number | string);
   'startDelayP99Ms'?: (number | string);
   'startDelayMaxMs'?: (number | string);
+  /**
+   * Probes asked again at once because a held-up event loop (a busy box), not the server, decided their timeout.
+   */
+  'askedAgain'?: (number | string | Long);
 }
 
 export interface HealthSchedulerStats__Output {
@@ -55,4 +59,8 @@ export interface HealthSchedulerStats__Output {
   'startDelayP50Ms': (number);
   'startDelayP99Ms': (number);
   'startDelayMaxMs': (number);
+  /**
+   * Probes asked again at once because a held-up event loop (a busy box), not the server, decided their timeout.
+   */
+  'askedAgain': (number);
 }
