@@ -4,7 +4,9 @@ import { buildSlotTable, type Selector } from './schedule.js';
 
 /**
  * The kernel model: what lbd's nftables table holds, as plain data. `renderTables` (pure) turns desired
- * services into models; `parseTable` turns `nft -j list table` into the same form; `diffTables` turns two
+ * services into models; `parseListings` turns nft's JSON listings of the table's maps and sets (the agent lists
+ * them one by one, never the ones the packet path fills: NftDataPlane's WRITTEN_OBJECTS) into the same form,
+ * as `parseTable` does a whole table's listing; `diffTables` turns two
  * models into the nft commands that move one into the other. Element keys and values are kept in nft's
  * text syntax, canonicalised the same way on both paths, so "unchanged" is plain string equality.
  *
@@ -65,6 +67,10 @@ export const MAP_NAMES = [
 export type MapName = (typeof MAP_NAMES)[number];
 /** Sets among MAP_NAMES: their elements have no value (stored as ''). */
 const SETS: ReadonlySet<MapName> = new Set(['eligible', 'ecmp_services', 'dr_services', 'synproxy_services']);
+/** Whether `nft list` names one of MAP_NAMES a set or a map. */
+export function objectKind(name: MapName): 'set' | 'map' {
+  return SETS.has(name) ? 'set' : 'map';
+}
 /**
  * The table-wide map of the ECMP tier: slot interface → the slot's local addresses of the table's family.
  * (Not the `slots` map above, which holds the schedulers' slot tables: those slots share a word, not a meaning.)

@@ -101,6 +101,46 @@ describe('NftDataPlane in a namespace @privileged', function () {
     assert.deepEqual(text(own), text(fresh));
   });
 
+  it('a restarted agent reads its table map by map, never what the packet path fills (a million remembered dr flows list in tens of seconds)', async () => {
+    await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices() });
+    // Remembered dr flows, as the dr chains make them.
+    const flows = Array.from({ length: 2000 }, (_, i) => `198.18.${8 + Math.floor(i / 250)}.${(i % 250) + 1} . 198.18.0.13 . ${1024 + i} . 80 timeout 900s : 0x${(0x10001).toString(16)}`);
+    nft('add', 'element', 'ip', 'lbd', 'dr_flows_tcp', `{ ${flows.join(', ')} }`);
+    const listings: string[] = [];
+    const inner = netnsRunner(ns);
+    const recording = {
+      run: (c: string, a: readonly string[]) => {
+        if (c === 'nft' && a.includes('list')) listings.push(a.slice(a.indexOf('list') + 1).join(' '));
+        return inner.run(c, a);
+      },
+      spawn: inner.spawn!.bind(inner),
+    };
+    const events: string[] = [];
+    const restarted = new NftDataPlane({ runner: recording, onEvent: (msg) => events.push(msg) });
+    assert.deepEqual((await restarted.apply({ services: goldenServices() })).operations, [], 're-adopted without a write');
+    assert.ok(events.includes('re-adopted existing nft table'), events.join('; '));
+    const fresh = await new NftDataPlane({ runner: recording }).observe();
+    assert.ok(fresh.services.some((svc) => svc.key === '198.18.0.13:80/tcp'));
+    assert.ok(listings.length > 0);
+    const whole = listings.filter((l) => /^(table|tables|ruleset)\b/.test(l));
+    const filled = listings.filter((l) => /\b(dr_flows_tcp|dr_flows_udp|persist|conns_\d+)$/.test(l));
+    assert.deepEqual([whole, filled], [[], []], `listed: ${[...new Set(listings)].join(', ')}`);
+    nft('flush', 'map', 'ip', 'lbd', 'dr_flows_tcp');
+  });
+
+  it('a table of another schema is rebuilt whole by a restarted agent', async () => {
+    await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices() });
+    nft('flush', 'set', 'ip', 'lbd', 'schema');
+    nft('add', 'element', 'ip', 'lbd', 'schema', '{ 6 }');
+    const events: Array<[string, Record<string, unknown>]> = [];
+    const restarted = new NftDataPlane({ runner: netnsRunner(ns), onEvent: (msg, fields) => events.push([msg, fields]) });
+    const r = await restarted.apply({ services: goldenServices() });
+    assert.equal(r.fullRebuild, true);
+    assert.deepEqual(events.find(([m]) => m === 'nft table has another schema; it will be rebuilt'), ['nft table has another schema; it will be rebuilt', { family: 'ip', schema: 6 }]);
+    assert.match(nft('list', 'set', 'ip', 'lbd', 'schema'), /elements = \{ 0x0*7 \}/);
+    assert.equal((await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices() })).changed, false);
+  });
+
   it('kernel facts name the box\'s permanent addresses, not addresses with a lifetime (what floating addresses have)', async () => {
     ip('-n', ns, 'link', 'add', 'fx0', 'type', 'veth', 'peer', 'name', 'fx1');
     ip('-n', ns, 'addr', 'add', '198.18.7.1/24', 'dev', 'fx0');

@@ -11,9 +11,11 @@ import {
 import { parseDeletedCount } from './conntrack.js';
 import { defaultCtnlHelper, listConntrack, type CtnlHelper } from './connection-table.js';
 import { NEIGHBOUR_SOLICIT_SCRIPT, vipEchoScript } from './dr-probes.js';
-import { diffTables, renderFullScript, serviceMark, tableElements, TABLE_NAME, type NftFamily, type TableModel } from './model.js';
+import {
+  diffTables, MAP_NAMES, objectKind, renderFullScript, serviceMark, SLOT_SNAT_MAP, tableElements, TABLE_NAME, type NftFamily, type TableModel,
+} from './model.js';
 import { ElementEncodingError, encodeElementBatch, frameParts, NFBATCH_HELPER, type ElementBatch, type ElementPart } from './nft-netlink.js';
-import { parseLimitStats, parseListings, parseSynProxyStats, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
+import { parseLimitStats, parseListings, parseSynProxyStats, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
 import { planTables, type Leaving } from './plan.js';
 import { NftSession } from './nft-session.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
@@ -26,6 +28,17 @@ const SESSION_MAX_BYTES = 3500;
 const FAMILIES: readonly NftFamily[] = ['ip', 'ip6'];
 /** The maps observe() lists (with the sets schema, eligible and the two counter sets). */
 const OBSERVED_MAPS = ['dispatch', 'dr_dispatch', 'service_tuple', 'service_snat', 'backend_dnat'] as const;
+/**
+ * Everything of a table that says what lbd wrote and what it counted, as `nft list` names it: the schema, the
+ * per-service maps and sets, the ECMP tier's map, the counters. Never the sets and maps the packet path fills
+ * (the dr flow memory, persistence, connection limits' counts): they can hold a million entries, and nft
+ * 1.0.6 fetches every element of every set to list a table (even for `list tables`): 5.9 s and 22 MB of JSON
+ * for a table with 200 000 remembered dr flows, where one map of it lists in 24 ms.
+ */
+const WRITTEN_OBJECTS: ReadonlyArray<readonly ['set' | 'map', string]> = [
+  ['set', 'schema'], ...MAP_NAMES.map((m) => [objectKind(m), m] as const), ['map', SLOT_SNAT_MAP],
+  ['set', 'backend_stats'], ['set', 'service_stats'], ['set', 'limit_stats'],
+];
 /** The maps that send packets to scheduling chains: written last, once what they lead to is in place. */
 const DISPATCH_MAPS: ReadonlySet<string> = new Set(['dispatch', 'dr_dispatch']);
 
@@ -276,31 +289,32 @@ export class NftDataPlane implements DataPlane {
     throw new DataPlaneError('InvalidRuleset', 'apply', { detail });
   }
 
-  private async listTable(family: NftFamily): Promise<string | null> {
-    const res = await this.runner.run('nft', ['-j', 'list', 'table', family, TABLE_NAME]);
-    if (res.code !== 0) {
-      if (/No such file or directory|does not exist/i.test(res.stderr)) return null;
-      throw nftError('observe', res);
-    }
-    return res.stdout;
-  }
-
-  /** The family's whole table, parsed; null without one (or with another schema). */
-  private async listParsed(family: NftFamily): Promise<ParsedTable | null> {
-    const json = await this.listTable(family);
-    return json === null ? null : parseTable(family, json);
-  }
-
-  /** Every map and set of the family's table that observe() reads (not the slots: see there); null without a table. */
-  private async listServing(family: NftFamily): Promise<ParsedTable | null> {
-    const objects = [['set', 'schema'], ...OBSERVED_MAPS.map((m) => ['map', m] as const), ['set', 'eligible'], ['set', 'backend_stats'], ['set', 'service_stats'],
-      ['set', 'synproxy_services'], ['set', 'limit_stats']] as const;
-    const listed = await Promise.all(objects.map(async ([kind, name]) => {
+  /** nft's JSON listing of each of `objects` of the family's table, object by object; null for one that does not exist. */
+  private listObjects(family: NftFamily, objects: ReadonlyArray<readonly ['set' | 'map', string]>): Promise<Array<string | null>> {
+    return Promise.all(objects.map(async ([kind, name]) => {
       const res = await this.runner.run('nft', ['-j', 'list', kind, family, TABLE_NAME, name]);
       if (res.code === 0) return res.stdout;
       if (/No such file or directory|does not exist/i.test(res.stderr)) return null;
       throw nftError('observe', res);
     }));
+  }
+
+  /** The listings of WRITTEN_OBJECTS that exist; null when none does (no table of lbd's). */
+  private async listWritten(family: NftFamily): Promise<string[] | null> {
+    const listed = (await this.listObjects(family, WRITTEN_OBJECTS)).filter((json): json is string => json !== null);
+    return listed.length === 0 ? null : listed;
+  }
+
+  /** The family's table as lbd wrote it, parsed; null without one (or with another schema). */
+  private async listParsed(family: NftFamily): Promise<ParsedTable | null> {
+    const listed = await this.listWritten(family);
+    return listed === null ? null : parseListings(family, listed);
+  }
+
+  /** Every map and set of the family's table that observe() reads (not the slots: see there); null without a table. */
+  private async listServing(family: NftFamily): Promise<ParsedTable | null> {
+    const listed = await this.listObjects(family, [['set', 'schema'], ...OBSERVED_MAPS.map((m) => ['map', m] as const), ['set', 'eligible'],
+      ['set', 'backend_stats'], ['set', 'service_stats'], ['set', 'synproxy_services'], ['set', 'limit_stats']]);
     // Without the schema set there is no table of ours (parseListings says so); a missing map is empty.
     return parseListings(family, listed.filter((json): json is string => json !== null));
   }
@@ -309,14 +323,14 @@ export class NftDataPlane implements DataPlane {
   private async readKernel(): Promise<KernelState> {
     const models: Record<NftFamily, TableModel | null> = { ip: null, ip6: null };
     const otherSchema = new Set<NftFamily>();
-    // Both listings at once: each is a process start (under `ip netns exec`, two) and mostly waiting.
-    const listed = await Promise.all(FAMILIES.map((f) => this.listTable(f)));
+    // Both families at once: each listing is a process start (under `ip netns exec`, two) and mostly waiting.
+    const listed = await Promise.all(FAMILIES.map((f) => this.listWritten(f)));
     for (const [i, f] of FAMILIES.entries()) {
-      const json = listed[i]!;
-      if (json === null) continue;
-      let parsed: ReturnType<typeof parseTable>;
+      const jsons = listed[i]!;
+      if (jsons === null) continue;
+      let parsed: ParsedTable | null;
       try {
-        parsed = parseTable(f, json);
+        parsed = parseListings(f, jsons);
       } catch (err) {
         // Something lbd never writes is in its table (a hand-made element, another tool): lbd does not guess
         // what it meant. The apply fails, the rules in the kernel stay, and the director is unfit until someone
@@ -328,7 +342,7 @@ export class NftDataPlane implements DataPlane {
         });
       }
       if (parsed === null) {
-        this.onEvent('nft table has another schema; it will be rebuilt', { family: f, schema: tableSchema(json) });
+        this.onEvent('nft table has another schema; it will be rebuilt', { family: f, schema: jsons.map(tableSchema).find((v) => v !== null) ?? null });
         otherSchema.add(f);
         continue;
       }
