@@ -4,9 +4,9 @@ import { buildSlotTable, type Selector } from './schedule.js';
 
 /**
  * The kernel model: what lbd's nftables table holds, as plain data. `renderTables` (pure) turns desired
- * services into models; `parseListings` turns nft's JSON listings of the table's maps and sets (the agent lists
- * them one by one, never the ones the packet path fills: NftDataPlane's WRITTEN_OBJECTS) into the same form,
- * as `parseTable` does a whole table's listing; `diffTables` turns two
+ * services into models; `parseListings` turns nft's JSON listings of the table's maps and sets (a restarted
+ * agent lists them one by one, never the ones the packet path fills: NftDataPlane's WRITTEN_OBJECTS) into the
+ * same form, as `parseTable` does a whole table's listing; `diffTables` turns two
  * models into the nft commands that move one into the other. Element keys and values are kept in nft's
  * text syntax, canonicalised the same way on both paths, so "unchanged" is plain string equality.
  *

@@ -15,7 +15,7 @@ import {
   diffTables, MAP_NAMES, objectKind, renderFullScript, serviceMark, SLOT_SNAT_MAP, tableElements, TABLE_NAME, type NftFamily, type TableModel,
 } from './model.js';
 import { ElementEncodingError, encodeElementBatch, frameParts, NFBATCH_HELPER, type ElementBatch, type ElementPart } from './nft-netlink.js';
-import { parseLimitStats, parseListings, parseSynProxyStats, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
+import { parseLimitStats, parseListings, parseSynProxyStats, parseTable, persistEntriesFor, tableSchema, type ParsedTable } from './parse.js';
 import { planTables, type Leaving } from './plan.js';
 import { NftSession } from './nft-session.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
@@ -305,10 +305,18 @@ export class NftDataPlane implements DataPlane {
     return listed.length === 0 ? null : listed;
   }
 
-  /** The family's table as lbd wrote it, parsed; null without one (or with another schema). */
+  /**
+   * The family's whole table, parsed; null without one (or with another schema). For an observer that never
+   * applied (a test, a tool, an agent before its first apply): one listing, where WRITTEN_OBJECTS one by one
+   * are 18 process starts a family, too many for an observer that polls. It lists the maps the packet path
+   * fills too, so with a large dr flow memory it takes seconds; the agent itself reads its table so only once,
+   * on a restart (readKernel).
+   */
   private async listParsed(family: NftFamily): Promise<ParsedTable | null> {
-    const listed = await this.listWritten(family);
-    return listed === null ? null : parseListings(family, listed);
+    const res = await this.runner.run('nft', ['-j', 'list', 'table', family, TABLE_NAME]);
+    if (res.code === 0) return parseTable(family, res.stdout);
+    if (/No such file or directory|does not exist/i.test(res.stderr)) return null;
+    throw nftError('observe', res);
   }
 
   /** Every map and set of the family's table that observe() reads (not the slots: see there); null without a table. */
