@@ -26,8 +26,15 @@ import { prepareSlotInterfaces } from './slot-interfaces.js';
 const SESSION_MAX_BYTES = 3500;
 
 const FAMILIES: readonly NftFamily[] = ['ip', 'ip6'];
-/** The maps observe() lists (with the sets schema, eligible and the two counter sets). */
-const OBSERVED_MAPS = ['dispatch', 'dr_dispatch', 'service_tuple', 'service_snat', 'backend_dnat'] as const;
+/** A set or map of lbd's table, as `nft list` names it. */
+type TableObject = readonly ['set' | 'map', string];
+/** The counters: packets and bytes per real server, per service, and connection limits' drops per service. */
+const COUNTER_SETS: readonly TableObject[] = [['set', 'backend_stats'], ['set', 'service_stats'], ['set', 'limit_stats']];
+/** What the observe() of a data plane that applied lists (not the slots: see observe). */
+const OBSERVED_OBJECTS: readonly TableObject[] = [
+  ['set', 'schema'], ...(['dispatch', 'dr_dispatch', 'service_tuple', 'service_snat', 'backend_dnat'] as const).map((m) => ['map', m] as const),
+  ['set', 'eligible'], ['set', 'synproxy_services'], ...COUNTER_SETS,
+];
 /**
  * Everything of a table that says what lbd wrote and what it counted, as `nft list` names it: the schema, the
  * per-service maps and sets, the ECMP tier's map, the counters. Never the sets and maps the packet path fills
@@ -35,9 +42,8 @@ const OBSERVED_MAPS = ['dispatch', 'dr_dispatch', 'service_tuple', 'service_snat
  * 1.0.6 fetches every element of every set to list a table (even for `list tables`): 5.9 s and 22 MB of JSON
  * for a table with 200 000 remembered dr flows, where one map of it lists in 24 ms.
  */
-const WRITTEN_OBJECTS: ReadonlyArray<readonly ['set' | 'map', string]> = [
-  ['set', 'schema'], ...MAP_NAMES.map((m) => [objectKind(m), m] as const), ['map', SLOT_SNAT_MAP],
-  ['set', 'backend_stats'], ['set', 'service_stats'], ['set', 'limit_stats'],
+const WRITTEN_OBJECTS: readonly TableObject[] = [
+  ['set', 'schema'], ...MAP_NAMES.map((m) => [objectKind(m), m] as const), ['map', SLOT_SNAT_MAP], ...COUNTER_SETS,
 ];
 /** The maps that send packets to scheduling chains: written last, once what they lead to is in place. */
 const DISPATCH_MAPS: ReadonlySet<string> = new Set(['dispatch', 'dr_dispatch']);
@@ -289,19 +295,20 @@ export class NftDataPlane implements DataPlane {
     throw new DataPlaneError('InvalidRuleset', 'apply', { detail });
   }
 
-  /** nft's JSON listing of each of `objects` of the family's table, object by object; null for one that does not exist. */
-  private listObjects(family: NftFamily, objects: ReadonlyArray<readonly ['set' | 'map', string]>): Promise<Array<string | null>> {
-    return Promise.all(objects.map(async ([kind, name]) => {
+  /** nft's JSON listings of those of `objects` of the family's table that exist, object by object (all at once). */
+  private async listObjects(family: NftFamily, objects: readonly TableObject[]): Promise<string[]> {
+    const listed = await Promise.all(objects.map(async ([kind, name]) => {
       const res = await this.runner.run('nft', ['-j', 'list', kind, family, TABLE_NAME, name]);
       if (res.code === 0) return res.stdout;
-      if (/No such file or directory|does not exist/i.test(res.stderr)) return null;
+      if (NOT_THERE.test(res.stderr)) return null;
       throw nftError('observe', res);
     }));
+    return listed.filter((json): json is string => json !== null);
   }
 
   /** The listings of WRITTEN_OBJECTS that exist; null when none does (no table of lbd's). */
   private async listWritten(family: NftFamily): Promise<string[] | null> {
-    const listed = (await this.listObjects(family, WRITTEN_OBJECTS)).filter((json): json is string => json !== null);
+    const listed = await this.listObjects(family, WRITTEN_OBJECTS);
     return listed.length === 0 ? null : listed;
   }
 
@@ -315,16 +322,14 @@ export class NftDataPlane implements DataPlane {
   private async listParsed(family: NftFamily): Promise<ParsedTable | null> {
     const res = await this.runner.run('nft', ['-j', 'list', 'table', family, TABLE_NAME]);
     if (res.code === 0) return parseTable(family, res.stdout);
-    if (/No such file or directory|does not exist/i.test(res.stderr)) return null;
+    if (NOT_THERE.test(res.stderr)) return null;
     throw nftError('observe', res);
   }
 
   /** Every map and set of the family's table that observe() reads (not the slots: see there); null without a table. */
   private async listServing(family: NftFamily): Promise<ParsedTable | null> {
-    const listed = await this.listObjects(family, [['set', 'schema'], ...OBSERVED_MAPS.map((m) => ['map', m] as const), ['set', 'eligible'],
-      ['set', 'backend_stats'], ['set', 'service_stats'], ['set', 'synproxy_services'], ['set', 'limit_stats']]);
     // Without the schema set there is no table of ours (parseListings says so); a missing map is empty.
-    return parseListings(family, listed.filter((json): json is string => json !== null));
+    return parseListings(family, await this.listObjects(family, OBSERVED_OBJECTS));
   }
 
   /** What the kernel has: each family's table, or null if absent or of another schema. */
@@ -441,7 +446,7 @@ export class NftDataPlane implements DataPlane {
     for (const f of FAMILIES) {
       const res = await this.runner.run('nft', ['-j', 'list', 'set', f, TABLE_NAME, 'limit_stats']);
       if (res.code !== 0) {
-        if (/No such file or directory|does not exist/i.test(res.stderr)) continue;
+        if (NOT_THERE.test(res.stderr)) continue;
         throw nftError('observe', res);
       }
       for (const [tuple, c] of parseLimitStats(res.stdout)) {
@@ -646,6 +651,9 @@ export class NftDataPlane implements DataPlane {
     return out;
   }
 }
+
+/** What nft says when a listed table, set or map does not exist. */
+const NOT_THERE = /No such file or directory|does not exist/i;
 
 function nftError(op: string, res: CommandResult): DataPlaneError {
   const detail = res.stderr.trim().split('\n').slice(0, 12).join('\n');
