@@ -238,25 +238,41 @@ export class ConnectionSource {
     this.emitResnapshot('vip groups changed');
   }
 
-  /** Reads the kernel's connections of the scope into the map (events keep running meanwhile). */
+  /**
+   * Reads the kernel's connections of the scope into the map (events keep running meanwhile), and forgets the
+   * copied and held connections that ended unseen: not listed, or listed as over (an ended TCP connection's
+   * destroy is not reported, its update into TIME_WAIT or CLOSE is: when that update was lost, this is where
+   * its end is learnt). One that changed during the dump is left to its events.
+   */
   private rebuild(): Promise<void> {
     this.rebuilding = this.rebuilding.then(async () => {
       this.destroyedDuringDump = new Set();
+      const copiedBefore = new Map(this.copied);
+      const heldBefore = new Map(this.held);
       let connections: SyncedConnection[];
+      let read = true;
       try {
         connections = await this.table.dump();
       } catch (err) {
         this.log.error('connection sync: reading the connection table failed', { error: err });
         connections = [];
+        read = false;
       }
       const destroyed = this.destroyedDuringDump;
       this.destroyedDuringDump = null;
+      const alive = new Set<string>();
       for (const f of connections) {
         const key = connectionKey(f);
+        if (copiable(f)) alive.add(key);
         const service = serviceKeyOfConnection(f);
         // A connection found in the kernel has no known age: old enough.
         if (groupIn(this.scope.get(service), f) === null || destroyed.has(key) || !copiable(f) || this.copied.has(key)) continue;
         this.copied.set(key, { connection: f, service });
+      }
+      if (!read) return;
+      for (const [key, c] of copiedBefore) if (!alive.has(key) && this.copied.get(key) === c) this.copied.delete(key);
+      for (const [key, h] of heldBefore) {
+        if (!alive.has(key) && this.held.get(key) === h) { this.held.delete(key); this.firstSeen.delete(key); }
       }
     });
     return this.rebuilding;
@@ -303,7 +319,9 @@ export class ConnectionSource {
         this.young.delete(key);
         continue;
       }
-      if (e.kind === 'new' && s.minAgeMs > 0) this.firstSeen.set(key, e.seenAtMs);
+      // Its age counts from its first event here: the NEW one, or (lbd-ctnl keeps handshakes back) the first
+      // update after the handshake, one round trip later.
+      if (s.minAgeMs > 0 && (e.kind === 'new' || !this.firstSeen.has(key)) && !this.copied.has(key)) this.firstSeen.set(key, e.seenAtMs);
       if (!copiable(f)) {
         if (f.protocol === 'tcp' && ENDED_TCP_STATES.has(f.state)) {
           // Over before it was due (minAgeMs): never sent, as if destroyed. Its held form is older than its end
@@ -348,7 +366,9 @@ export class ConnectionSource {
    * same binding there instead of being scheduled afresh. One that completed meanwhile is sent as it is now.
    * Returns how many were sent.
    */
-  handOverYoung(group: string): number {
+  async handOverYoung(group: string): Promise<number> {
+    // The handshakes the watch kept back (lbd-ctnl's keep-young) join those reported as they came (the perl helper).
+    for (const e of (await this.watch?.takeYoung?.()) ?? []) this.keepYoung(e);
     const out: SourceChange[] = [];
     const now = performance.now();
     for (const [key, y] of this.young) {
@@ -361,6 +381,16 @@ export class ConnectionSource {
     }
     this.emit(out);
     return out.length;
+  }
+
+  /** A handshake the watch kept back, now the source's to follow (as young, if its service and group are copied). */
+  private keepYoung(e: ConnectionEvent): void {
+    const key = connectionKey(e.connection);
+    if (this.copied.has(key)) return; // established since, and copied
+    const f = withKnown(e.connection, this.young.get(key)?.connection);
+    const service = serviceKeyOfConnection(f);
+    if (groupIn(this.scope.get(service), f) === null || !YOUNG_STATES.has(f.state)) return;
+    if (this.young.has(key) || this.young.size < MAX_YOUNG) this.young.set(key, { connection: f, service });
   }
 
   private releaseHeld(): void {

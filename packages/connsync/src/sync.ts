@@ -229,7 +229,7 @@ export class ConnectionSync {
   }
 
   /** Before a planned handover of `group`: sends its young connections too (ConnectionSource.handOverYoung); returns how many. */
-  handOverYoung(group: string): number {
+  handOverYoung(group: string): Promise<number> {
     return this.source.handOverYoung(group);
   }
 

@@ -2,13 +2,18 @@
  * lbd-ctnl: the agent's conversation with ctnetlink, in C. Three modes; events and write are the compiled form of
  * the modes of ctnetlink.ts's `perl -e CTNL_SCRIPT`, speaking the same protocol (ctnetlink.ts documents them):
  *
- * `lbd-ctnl events BYTES` prints the kernel's conntrack events, one line each (parseEventLine reads them):
+ * `lbd-ctnl events BYTES [keep-young]` prints the kernel's conntrack events, one line each (parseEventLine reads
+ * them):
  *
  *   R <rcvbuf>               the subscription is live (SO_RCVBUF as the kernel set it)
  *   A <microseconds>         the lines up to the next A were read from the kernel, the first this long ago
  *   L ENOBUFS                the kernel dropped events (one line per failed read)
  *   <N|U|D> <injected 0|1> <tcp|udp> <orig src> <orig sport> <orig dst> <orig dport>
  *           <reply src> <reply sport> <reply dst> <reply dport> <state|-> <timeout s> <mark> <synproxy|-> <seqadj|->
+ *
+ * With keep-young, the events of TCP handshakes stay here (young_keep, below) and go up only when the agent
+ * asks with a line `Y` on stdin, before a planned handover: each as its latest event line with the kind `Y`,
+ * then a line `K <count>`.
  *
  * `lbd-ctnl write BYTES` makes inserts, updates and deletes asked for on stdin, each answered on its own
  * (write_mode, below).
@@ -171,6 +176,85 @@ static void proxy_fields(const struct attr *a, char *synproxy, size_t sp_size, c
 }
 
 /*
+ * keep-young: the TCP handshakes under way (SYN_SENT, SYN_RECV, SYN_SENT2) of marked connections, by original
+ * tuple, each as its latest event line. Sync copies a TCP connection once it is established and sends a
+ * handshake only when its group is handed over (ConnectionSource.handOverYoung); at 5 000 new connections a
+ * second the two handshake events of each were two fifths of the lines the agent parsed for nothing. They
+ * are kept here instead, and the agent reads them when it needs them (`Y`). A connection leaves when it is
+ * established, ends or is handed over. Bounded as the agent's own young map was: past YOUNG_MAX (a SYN flood)
+ * new handshakes are not kept. A loss of events (ENOBUFS) empties it: what it holds may have ended unseen.
+ *
+ * Also dropped with keep-young: the destroy of an established (assured) TCP connection in TIME_WAIT or CLOSE.
+ * Its update into that state went up already, and sync removed its copies then (TIME_WAIT lasts two minutes);
+ * the destroy says nothing new. (A handshake refused by a reset is destroyed in CLOSE without such an update:
+ * not assured, so that destroy goes up.) After a loss the agent reads the whole table, which tells it what
+ * ended unseen.
+ */
+static bool keep_young;
+#define YOUNG_MAX 65536
+#define YOUNG_BUCKETS 131072u /* a power of two */
+struct young { struct young *next; uint32_t hash; char *line; char key[]; };
+static struct young *young_buckets[YOUNG_BUCKETS];
+static size_t young_count;
+
+static uint32_t young_hash(const char *key) {
+  uint32_t h = 2166136261u; /* FNV-1a */
+  for (const unsigned char *c = (const unsigned char *)key; *c; c++) h = (h ^ *c) * 16777619u;
+  return h;
+}
+
+/* The slot that points at `key`'s entry, or at the NULL that ends its bucket. */
+static struct young **young_slot(const char *key, uint32_t hash) {
+  struct young **y = &young_buckets[hash & (YOUNG_BUCKETS - 1)];
+  while (*y != NULL && ((*y)->hash != hash || strcmp((*y)->key, key) != 0)) y = &(*y)->next;
+  return y;
+}
+
+static void young_keep(const char *key, const char *line) {
+  uint32_t hash = young_hash(key);
+  struct young **y = young_slot(key, hash);
+  char *copy = strdup(line);
+  if (copy == NULL) { perror("strdup"); exit(1); }
+  if (*y != NULL) { free((*y)->line); (*y)->line = copy; return; }
+  if (young_count >= YOUNG_MAX) { free(copy); return; }
+  struct young *n = malloc(sizeof *n + strlen(key) + 1);
+  if (n == NULL) { perror("malloc"); exit(1); }
+  n->next = NULL;
+  n->hash = hash;
+  n->line = copy;
+  strcpy(n->key, key);
+  *y = n;
+  young_count++;
+}
+
+static void young_forget(const char *key) {
+  if (young_count == 0) return;
+  struct young **y = young_slot(key, young_hash(key));
+  if (*y == NULL) return;
+  struct young *gone = *y;
+  *y = gone->next;
+  free(gone->line);
+  free(gone);
+  young_count--;
+}
+
+/* Each kept handshake as a Y line (when `print`), then forgotten: the agent holds what it read. */
+static void young_take(bool print) {
+  size_t n = 0;
+  for (size_t b = 0; b < YOUNG_BUCKETS && young_count > 0; b++) {
+    while (young_buckets[b] != NULL) {
+      struct young *y = young_buckets[b];
+      young_buckets[b] = y->next;
+      if (print) { out_line("Y%s", y->line + 1); n++; }
+      free(y->line);
+      free(y);
+      young_count--;
+    }
+  }
+  if (print) out_line("K %zu\n", n);
+}
+
+/*
  * One ctnetlink message (after its nlmsghdr) as a line: an event line when sync can use it, or (`dumped`) a dump's
  * E line for every tcp and udp entry, marked or not (a mark-0 entry with a connection's tuple still blocks its
  * insert, so apply must see those too).
@@ -206,6 +290,26 @@ static void entry_line(const struct nlmsghdr *h, bool dumped) {
   uint32_t timeout = a[CTA_TIMEOUT].len >= 4 ? be32(&a[CTA_TIMEOUT]) : 0;
   char synproxy[40], seqadj[80];
   proxy_fields(a, synproxy, sizeof synproxy, seqadj, sizeof seqadj);
+  if (keep_young && !dumped && o.proto == 6 && mark != 0) {
+    char key[2 * INET6_ADDRSTRLEN + 16];
+    snprintf(key, sizeof key, "%s %u %s %u", o.src, o.sport, o.dst, o.dport);
+    bool handshake = strcmp(state, "SYN_SENT") == 0 || strcmp(state, "SYN_RECV") == 0 || strcmp(state, "LISTEN") == 0;
+    /* A SYN-proxied connection's numbers come in its handshake's events: those go up as they come. (An entry
+     * ctnetlink made has a synproxy extension of zeros: none.) */
+    bool numbers = (strcmp(synproxy, "-") != 0 && strcmp(synproxy, "0,0,0") != 0) || strcmp(seqadj, "-") != 0;
+    if (kind != 'D' && handshake && !numbers) {
+      char line[512];
+      snprintf(line, sizeof line, "%c %u tcp %s %u %s %u %s %u %s %u %s %u %u - -\n", kind, second,
+               o.src, o.sport, o.dst, o.dport, r.src, r.sport, r.dst, r.dport, state, timeout, mark);
+      young_keep(key, line);
+      return;
+    }
+    /* A stateless update of a kept handshake (its status, its timeout) says nothing sync reads. */
+    if (kind == 'U' && strcmp(state, "-") == 0 && !numbers && *young_slot(key, young_hash(key)) != NULL) return;
+    young_forget(key);
+    /* Assured: it was established, so its update into the ended state went up (a handshake refused is not). */
+    if (kind == 'D' && (status & IPS_ASSURED) && (strcmp(state, "TIME_WAIT") == 0 || strcmp(state, "CLOSE") == 0)) return;
+  }
   out_line("%c %u %s %s %u %s %u %s %u %s %u %s %u %u %s %s\n", kind, second, o.proto == 6 ? "tcp" : "udp",
            o.src, o.sport, o.dst, o.dport, r.src, r.sport, r.dst, r.dport, state, timeout, mark, synproxy, seqadj);
 }
@@ -326,7 +430,7 @@ static int drain(int s) {
   for (int i = 0; i < 512; i++) {
     ssize_t n = recv(s, buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0) {
-      if (errno == ENOBUFS) { out_line("L ENOBUFS\n"); continue; }
+      if (errno == ENOBUFS) { out_line("L ENOBUFS\n"); young_take(false); continue; }
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return 0;
       perror("recv");
       return -1;
@@ -402,6 +506,14 @@ static int events(int bytes) {
       char x[4096];
       ssize_t n = read(STDIN_FILENO, x, sizeof x);
       if (n <= 0 && !(n < 0 && errno == EINTR)) return 0;
+      /* `Y`: the kept handshakes, after the events read before the question (so the agent reads them in order). */
+      if (n > 0 && memchr(x, 'Y', (size_t)n) != NULL) {
+        if (out_len == 0) clock_gettime(CLOCK_MONOTONIC, &first);
+        if (drain(s) < 0) return 1;
+        if (out_len > 0) flush_events(&first);
+        young_take(true);
+        out_flush();
+      }
     }
     if (!(fds[0].revents & POLLIN)) continue;
     clock_gettime(CLOCK_MONOTONIC, &first);
@@ -746,6 +858,10 @@ static int dump_mode(void) {
 }
 
 int main(int argc, char **argv) {
+  if (argc == 4 && strcmp(argv[1], "events") == 0 && strcmp(argv[3], "keep-young") == 0) {
+    keep_young = true;
+    argc = 3;
+  }
   if (argc == 3 && (strcmp(argv[1], "events") == 0 || strcmp(argv[1], "write") == 0)) {
     char *end;
     long bytes = strtol(argv[2], &end, 10);
@@ -753,6 +869,6 @@ int main(int argc, char **argv) {
     return argv[1][0] == 'e' ? events((int)bytes) : write_mode((int)bytes);
   }
   if (argc == 2 && strcmp(argv[1], "dump") == 0) return dump_mode();
-  fprintf(stderr, "usage: lbd-ctnl events BYTES | write BYTES | dump\n");
+  fprintf(stderr, "usage: lbd-ctnl events BYTES [keep-young] | write BYTES | dump\n");
   return 2;
 }

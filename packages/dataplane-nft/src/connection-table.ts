@@ -39,6 +39,12 @@ export interface ConntrackConnectionTableOptions {
    * or `perl` (CTNL_SCRIPT); both speak the same protocol. Default: native when it is built, else perl.
    */
   readonly ctnlHelper?: CtnlHelper;
+  /**
+   * With lbd-ctnl: a watch leaves TCP handshakes (and the destroy of an established connection that ended in
+   * TIME_WAIT or CLOSE) in the helper instead of reporting them, and takeYoung reads the handshakes (lbd-ctnl's
+   * keep-young). Default true; false reports every event as the perl helper does (a test compares the two).
+   */
+  readonly keepYoung?: boolean;
 }
 
 export type CtnlHelper = 'native' | 'perl';
@@ -75,6 +81,11 @@ export async function listConntrack(runner: CommandRunner, helper: CtnlHelper, o
 const TCP_STATES = new Set(TCP_STATE_NAMES);
 const UDP_RANK: Record<string, number> = { UNREPLIED: 0, REPLIED: 1, ASSURED: 2 };
 const MAX_ERRORS = 5;
+/**
+ * How long takeYoung waits for lbd-ctnl's kept handshakes. It delays a planned switchover by at most this; past
+ * it the handshakes are not handed over (they are copied once established, as any connection).
+ */
+const YOUNG_ANSWER_MS = 1000;
 /** An insert the kernel answers EEXIST this many times while no entry has its original tuple is given up. */
 const MAX_CONFLICTS = 2;
 
@@ -175,8 +186,10 @@ export class ConntrackConnectionTable implements ConnectionTable {
     this.watchReadyTimeoutMs = opts.watchReadyTimeoutMs ?? 3000;
     this.ctnlHelper = opts.ctnlHelper ?? defaultCtnlHelper();
     const spawn = this.runner.spawn?.bind(this.runner);
+    const keepYoung = opts.keepYoung ?? true;
     const start = (mode: 'events' | 'write', bytes: number): ChildProcessWithoutNullStreams => (this.ctnlHelper === 'native'
-      ? spawn!(NATIVE_CTNL_HELPER, [mode, String(bytes)])
+      // keep-young: handshakes stay in lbd-ctnl until takeYoung asks (docs/kernel-io.md).
+      ? spawn!(NATIVE_CTNL_HELPER, mode === 'events' && keepYoung ? [mode, String(bytes), 'keep-young'] : [mode, String(bytes)])
       : spawn!('perl', ['-e', CTNL_SCRIPT, mode, String(bytes)]));
     this.startHelper = spawn ? start : null;
     this.writer = spawn ? new CtnlWriter(() => start('write', 8 * 1024 * 1024), {
@@ -236,6 +249,8 @@ export class ConntrackConnectionTable implements ConnectionTable {
     let partial = '';
     // When the helper read the events now arriving (its A lines; the perl helper has none: when they arrive).
     let readAtMs: number | null = null;
+    // takeYoung's question in flight: the kept handshakes read so far, and what settles it.
+    let young: { readonly events: ConnectionEvent[]; readonly done: (events: readonly ConnectionEvent[]) => void } | null = null;
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
       const arrivedAtMs = performance.now();
@@ -248,6 +263,8 @@ export class ConntrackConnectionTable implements ConnectionTable {
         if (p.type === 'age') readAtMs = arrivedAtMs - p.ageMs;
         else if (p.type === 'ready') subscribed?.();
         else if (p.type === 'loss') loss(`ctnetlink events: the kernel dropped events (${p.reason}: the event socket buffer of ${this.eventBufferBytes} bytes overflowed)`);
+        else if (p.type === 'kept') young?.done(young.events);
+        else if (p.type === 'young') young?.events.push(p.event);
         else if (p.event.connection.mark !== 0) events.push(p.event);
         else if (probed && probes.has(connectionKey(p.event.connection))) probed();
       }
@@ -299,7 +316,16 @@ export class ConntrackConnectionTable implements ConnectionTable {
       await stop();
       throw err;
     }
-    return { close: stop };
+    const youngTurns = new OneAtATime();
+    const takeYoung = (): Promise<readonly ConnectionEvent[]> => youngTurns.run(() => new Promise<readonly ConnectionEvent[]>((resolve) => {
+      // The perl helper reports handshakes as they come: nothing kept.
+      if (this.ctnlHelper !== 'native' || closing || lost) { resolve([]); return; }
+      const timer = setTimeout(() => { young = null; resolve([]); }, YOUNG_ANSWER_MS);
+      young = { events: [], done: (events) => { clearTimeout(timer); young = null; resolve(events); } };
+      void exited.then(() => young?.done([]));
+      child.stdin.write('Y\n');
+    }));
+    return { close: stop, takeYoung };
   }
 
   apply(changes: readonly ConnectionChange[], opts: ConnectionApplyOptions = {}): Promise<ConnectionApplyResult> {

@@ -36,7 +36,14 @@ describe('ctnetlink helper: line protocol', () => {
     assert.deepEqual(parseEventLine('R 33554432', 0), { type: 'ready', rcvbufBytes: 33554432 });
     assert.deepEqual(parseEventLine('L ENOBUFS', 0), { type: 'loss', reason: 'ENOBUFS' });
     assert.deepEqual(parseEventLine('A 2150', 0), { type: 'age', ageMs: 2.15 });
-    for (const line of ['A', 'A -3', 'A x', '', 'N 1 tcp 1.2.3.4', 'N 1 icmp 1 2 3 4 5 6 7 8 9 10 11', 'Use of uninitialized value at -e line 3.']) assert.equal(parseEventLine(line, 0), null, line);
+    for (const line of ['A', 'A -3', 'A x', '', 'N 1 tcp 1.2.3.4', 'N 1 icmp 1 2 3 4 5 6 7 8 9 10 11', 'K', 'K -1', 'K x', 'Use of uninitialized value at -e line 3.']) assert.equal(parseEventLine(line, 0), null, line);
+  });
+
+  it('keep-young\'s answer: a kept handshake (Y) reads as an update of its own type, then K with the count', () => {
+    const y = parseEventLine('Y 0 tcp 198.18.0.2 40000 198.18.0.10 80 198.19.1.11 8080 198.19.1.100 20001 SYN_RECV 60 65537 - -', 3);
+    assert.ok(y && y.type === 'young');
+    assert.deepEqual([y.event.kind, y.event.connection.state, y.event.connection.realServer, y.event.seenAtMs], ['update', 'SYN_RECV', { address: '198.19.1.11', port: 8080 }, 3]);
+    assert.deepEqual(parseEventLine('K 2', 0), { type: 'kept', count: 2 });
   });
 
   it('a dump line is the entry conntrack -L lists: tcp state, udp state and flags from the status bits, mark 0 kept', () => {

@@ -32,6 +32,11 @@ import { OneAtATime } from './one-at-a-time.js';
  * CTA_SYNPROXY as `isn,its,tsoff`, seqadj CTA_SEQ_ADJ_ORIG and _REPLY as `pos,before,after,pos,before,after`
  * (a SYN-proxied connection's numbers: parseProxyFields); an event has them only when they changed. The
  * program exits on EOF on stdin, so it never outlives the agent.
+ * lbd-ctnl only, `events BYTES keep-young`: the events of marked TCP handshakes (SYN_SENT, SYN_RECV, LISTEN)
+ * are kept in lbd-ctnl, not written, and so is the destroy of an assured TCP connection in TIME_WAIT or
+ * CLOSE (its update into that state was written). A line `Y` on stdin asks for the kept handshakes:
+ *   Y <injected> tcp ...                    a kept handshake, its latest event line with the kind Y (then forgotten)
+ *   K <count>                               the end of the answer
  *
  * Mode `write BYTES`: requests on stdin, one a line, in batches ended by a line `.`:
  *   D <tcp|udp> <src> <sport> <dst> <dport>                                   delete by original tuple
@@ -268,9 +273,12 @@ export type EventLine =
   /** The events that follow were read this long before the line arrived. */
   | { readonly type: 'age'; readonly ageMs: number }
   /** Every event line; mark 0 only for watch's probe (the caller drops those). */
-  | { readonly type: 'event'; readonly event: ConnectionEvent };
+  | { readonly type: 'event'; readonly event: ConnectionEvent }
+  /** lbd-ctnl keep-young's answer to `Y`: a handshake it kept (as an update), then `kept` saying how many there were. */
+  | { readonly type: 'young'; readonly event: ConnectionEvent }
+  | { readonly type: 'kept'; readonly count: number };
 
-const KINDS: Record<string, ConnectionEventKind> = { N: 'new', U: 'update', D: 'destroy' };
+const KINDS: Record<string, ConnectionEventKind> = { N: 'new', U: 'update', D: 'destroy', Y: 'update' };
 
 const U32 = /^\d{1,10}$/;
 
@@ -318,6 +326,7 @@ export function parseEventLine(line: string, seenAtMs: number): EventLine | null
     return Number.isFinite(us) && us >= 0 ? { type: 'age', ageMs: us / 1000 } : null;
   }
   if (t[0] === 'L') return { type: 'loss', reason: t.slice(1).join(' ') || 'loss' };
+  if (t[0] === 'K' && t.length === 2) return U32.test(t[1]!) ? { type: 'kept', count: Number(t[1]) } : null;
   const kind = KINDS[t[0] ?? ''];
   if (!kind || t.length !== 16) return null;
   const protocol = t[2];
@@ -328,7 +337,7 @@ export function parseEventLine(line: string, seenAtMs: number): EventLine | null
   const connection = connectionOf(protocol, { src: ep(3), dst: ep(5) }, { src: ep(7), dst: ep(9) }, {
     mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]), ...proxy,
   });
-  return { type: 'event', event: { kind, connection, injected: t[1] === '1', seenAtMs } };
+  return { type: t[0] === 'Y' ? 'young' : 'event', event: { kind, connection, injected: t[1] === '1', seenAtMs } };
 }
 
 /**

@@ -114,6 +114,12 @@ export interface ConnectionWatchHandlers {
 
 export interface ConnectionWatch {
   close(): Promise<void>;
+  /**
+   * The TCP handshakes under way that the watch kept back instead of reporting (lbd-ctnl's keep-young), as
+   * updates, each once: taken, they are the caller's to follow (their later events are reported). A watch
+   * that reports handshakes as they come, or that cannot answer within its deadline, gives none.
+   */
+  takeYoung?(): Promise<readonly ConnectionEvent[]>;
 }
 
 export type ConnectionChange =

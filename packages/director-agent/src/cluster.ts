@@ -570,7 +570,7 @@ export class ClusterMember {
     if (this.sync === null) return;
     const started = performance.now();
     // Handshakes under way (and UDP flows not yet assured) go too: the target completes them with the same binding.
-    const young = this.sync.handOverYoung(group);
+    const young = await this.sync.handOverYoung(group);
     const drained = await this.sync.drain(to, HANDOVER_DRAIN_MS);
     if (!drained) this.o.log.warn('connection sync: switching over before the target acknowledged every connection', { group, to, young, waitedMs: HANDOVER_DRAIN_MS });
     else this.o.log.info('connection sync: target caught up before the switchover', { group, to, young, waitedMs: Math.round(performance.now() - started) });

@@ -15,6 +15,12 @@ export class FakeConnectionTable implements ConnectionTable {
   /** The next this many watches fail to start (as the real one does when no probe event comes back in time). */
   failWatches = 0;
   watchStarts = 0;
+  /**
+   * As lbd-ctnl's keep-young: the events of TCP handshakes (SYN_SENT, SYN_RECV) from `open` are kept, not
+   * reported, until a watch's takeYoung takes them; a later event of the connection forgets its handshake.
+   */
+  keepYoung = false;
+  private readonly keptYoung = new Map<string, ConnectionEvent>();
 
   async prepare(): Promise<void> {
     this.prepared = true;
@@ -27,7 +33,14 @@ export class FakeConnectionTable implements ConnectionTable {
       throw new Error('watch: no conntrack event within 3000 ms of a test entry');
     }
     this.watchers.add(handlers);
-    return { close: async () => { this.watchers.delete(handlers); } };
+    return {
+      close: async () => { this.watchers.delete(handlers); },
+      takeYoung: async () => {
+        const kept = [...this.keptYoung.values()];
+        this.keptYoung.clear();
+        return kept;
+      },
+    };
   }
 
   async dump(): Promise<SyncedConnection[]> {
@@ -58,12 +71,20 @@ export class FakeConnectionTable implements ConnectionTable {
 
   /** A connection the kernel made from traffic (or changed: a state change is an update). */
   open(connection: SyncedConnection, kind: 'new' | 'update' = 'new'): void {
-    this.connections.set(connectionKey(connection), connection);
+    const key = connectionKey(connection);
+    this.connections.set(key, connection);
+    if (this.keepYoung && connection.protocol === 'tcp' && (connection.state === 'SYN_SENT' || connection.state === 'SYN_RECV')) {
+      this.keptYoung.set(key, this.event('update', connection, false));
+      return;
+    }
+    this.keptYoung.delete(key);
     this.emit([this.event(kind, connection, false)]);
   }
 
   close(connection: SyncedConnection): void {
-    this.connections.delete(connectionKey(connection));
+    const key = connectionKey(connection);
+    this.connections.delete(key);
+    this.keptYoung.delete(key);
     this.emit([this.event('destroy', connection, false)]);
   }
 
