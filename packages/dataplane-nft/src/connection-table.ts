@@ -155,6 +155,20 @@ interface Op {
   holder: SyncedConnection | null;
 }
 
+/** What one request of a change is: a change becomes one or two (a replace deletes, then inserts). */
+type Part = 'delete' | 'delete-binding' | 'delete-holder' | 'update' | 'insert';
+
+function renderPart(o: Op, part: Part): string {
+  const f = o.change.connection;
+  switch (part) {
+    case 'delete': return renderDeleteRequest(f);
+    case 'delete-binding': return renderDeleteBindingRequest(f as ConnectionBinding);
+    case 'delete-holder': return renderDeleteRequest(o.holder!);
+    case 'update': return renderUpdateRequest(f as SyncedConnection, o.kernel);
+    case 'insert': return renderInsertRequest(f as SyncedConnection);
+  }
+}
+
 /** A kernel entry as apply sees it: the connection and when it was read. */
 type KernelTable = Map<string, SyncedConnection>;
 
@@ -369,20 +383,21 @@ export class ConntrackConnectionTable implements ConnectionTable {
         pushError(errors, `${pending.length} change(s) not made after ${this.maxRounds} rounds`);
         break;
       }
-      const requests: string[] = [];
-      const parts: Array<{ readonly op: Op; readonly part: 'delete' | 'update' | 'insert' }> = [];
+      // The requests, as what each is of which change: rendered only as the writer sends them (CtnlWriter.feed).
+      const partOps: Op[] = [];
+      const parts: Part[] = [];
       for (const o of pending) {
-        const f = o.change.connection;
-        if (o.intent === 'remove' || o.intent === 'replace') { requests.push(renderDeleteRequest(f)); parts.push({ op: o, part: 'delete' }); }
-        if (o.intent === 'remove-binding') { requests.push(renderDeleteBindingRequest(f as ConnectionBinding)); parts.push({ op: o, part: 'delete' }); }
-        if (o.intent === 'evict') { requests.push(renderDeleteRequest(o.holder!)); parts.push({ op: o, part: 'delete' }); }
-        if (o.intent === 'refresh') { requests.push(renderUpdateRequest(f as SyncedConnection, o.kernel)); parts.push({ op: o, part: 'update' }); }
-        if (o.intent === 'insert' || o.intent === 'replace' || o.intent === 'evict') { requests.push(renderInsertRequest(f as SyncedConnection)); parts.push({ op: o, part: 'insert' }); }
+        if (o.intent === 'remove' || o.intent === 'replace') { partOps.push(o); parts.push('delete'); }
+        if (o.intent === 'remove-binding') { partOps.push(o); parts.push('delete-binding'); }
+        if (o.intent === 'evict') { partOps.push(o); parts.push('delete-holder'); }
+        if (o.intent === 'refresh') { partOps.push(o); parts.push('update'); }
+        if (o.intent === 'insert' || o.intent === 'replace' || o.intent === 'evict') { partOps.push(o); parts.push('insert'); }
       }
-      const res = await this.writer.run(requests);
+      const res = await this.writer.run(parts.length, (i) => renderPart(partOps[i]!, parts[i]!));
       const again: Op[] = [];
-      parts.forEach(({ op: o, part }, i) => {
+      partOps.forEach((o, i) => {
         const code = res.codes[i] ?? '!';
+        const part = parts[i] === 'update' || parts[i] === 'insert' ? parts[i] : 'delete';
         if (o.outcome !== null) return; // a replace whose delete failed
         if (part === 'delete') {
           if (o.intent === 'remove' || o.intent === 'remove-binding') o.outcome = code === '+' ? 'removed' : code === '-' ? 'skipped' : 'failed';
@@ -395,7 +410,7 @@ export class ConntrackConnectionTable implements ConnectionTable {
         else if (code === '=') again.push(o);
         else o.outcome = 'failed';
       });
-      if (res.failed > 0) pushError(errors, `ctnetlink: ${res.failed} of ${requests.length} request(s) failed, the first with ${res.firstError ?? 'no answer'}`);
+      if (res.failed > 0) pushError(errors, `ctnetlink: ${res.failed} of ${parts.length} request(s) failed, the first with ${res.firstError ?? 'no answer'}`);
       if (again.length === 0) break;
       const kernel = await this.kernelTable('apply');
       let byReply: Map<string, SyncedConnection> | null = null;

@@ -448,6 +448,9 @@ export function helperError(op: string, stderr: string, what: string): DataPlane
  * One long-lived helper in `write` mode (lbd-ctnl or CTNL_SCRIPT, as `start` makes it), started on first use
  * and ended (EOF on its stdin) after idleMs without a batch, or by close(). Batches run one at a time.
  */
+/** Requests rendered and written at a time by CtnlWriter (about 100 KiB of inserts). */
+const WRITE_CHUNK = 1024;
+
 export class CtnlWriter {
   private child: ChildProcessWithoutNullStreams | null = null;
   private exited: Promise<void> = Promise.resolve();
@@ -458,28 +461,31 @@ export class CtnlWriter {
 
   constructor(private readonly startHelper: () => ChildProcessWithoutNullStreams, private readonly opts: { readonly idleMs: number; readonly timeoutMs: (requests: number) => number }) {}
 
-  /** Sends the requests as one batch; resolves with its result, rejects when the helper fails or is too slow. */
-  run(requests: readonly string[]): Promise<WriteResult> {
-    return this.turns.run(() => this.runNow(requests));
+  /**
+   * Sends `count` requests as one batch, rendered as they are written: `render(i)` gives request i. Resolves with
+   * the batch's result, rejects when the helper fails or is too slow.
+   */
+  run(count: number, render: (i: number) => string): Promise<WriteResult> {
+    return this.turns.run(() => this.runNow(count, render));
   }
 
-  private async runNow(requests: readonly string[]): Promise<WriteResult> {
-    if (requests.length === 0) return { done: 0, absent: 0, failed: 0, codes: '', firstError: null };
+  private async runNow(count: number, render: (i: number) => string): Promise<WriteResult> {
+    if (count === 0) return { done: 0, absent: 0, failed: 0, codes: '', firstError: null };
     if (this.idleTimer) { clearTimeout(this.idleTimer); this.idleTimer = null; }
     const child = this.child ?? this.start();
-    const timeoutMs = this.opts.timeoutMs(requests.length);
+    const timeoutMs = this.opts.timeoutMs(count);
     try {
       return await new Promise<WriteResult>((resolve, reject) => {
         const timer = setTimeout(() => {
           this.waiting = null;
-          reject(new DataPlaneError('Unknown', 'apply', { detail: `ctnetlink helper: no answer to ${requests.length} request(s) within ${timeoutMs} ms` }));
+          reject(new DataPlaneError('Unknown', 'apply', { detail: `ctnetlink helper: no answer to ${count} request(s) within ${timeoutMs} ms` }));
           child.kill('SIGKILL');
         }, timeoutMs);
         this.waiting = {
           resolve: (r) => { clearTimeout(timer); resolve(r); },
           reject: (e) => { clearTimeout(timer); reject(e); },
         };
-        child.stdin.write(`${requests.join('\n')}\n.\n`);
+        void this.feed(child, count, render);
       });
     } finally {
       this.waiting = null;
@@ -493,6 +499,30 @@ export class CtnlWriter {
         }, this.opts.idleMs);
         this.idleTimer.unref();
       }
+    }
+  }
+
+  /**
+   * Writes a batch's requests a chunk at a time, each rendered just before it is written, waiting for the pipe
+   * when it is full: the helper and the kernel work on one chunk while the next is rendered, and no request's
+   * text outlives its chunk. (Rendered whole and kept until written, 100 000 inserts cost this process several
+   * times as much, most of it the garbage collector moving strings that lived too long: docs/kernel-io.md.)
+   */
+  private async feed(child: ChildProcessWithoutNullStreams, count: number, render: (i: number) => string): Promise<void> {
+    for (let from = 0; from < count; from += WRITE_CHUNK) {
+      const to = Math.min(count, from + WRITE_CHUNK);
+      let text = '';
+      for (let i = from; i < to; i++) text += `${render(i)}\n`;
+      if (to === count) text += '.\n';
+      if (child.stdin.write(text) || to === count) continue;
+      // Full: wait until it drains, or for the helper's end (its close rejects the batch).
+      const gone = await new Promise<boolean>((resolve) => {
+        const drained = (): void => { child.off('close', closed); resolve(false); };
+        const closed = (): void => { child.stdin.off('drain', drained); resolve(true); };
+        child.stdin.once('drain', drained);
+        child.once('close', closed);
+      });
+      if (gone) return;
     }
   }
 
