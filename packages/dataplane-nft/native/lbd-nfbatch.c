@@ -24,6 +24,11 @@
  * (nft's listing fetches its cache again whenever the ruleset's generation changed, and every lease renewal
  * changes it). FAMILY is inet, ip, ip6 or arp. An error answer prints `failed <errno text>` and exits 1
  * (ENOENT: no such table or counter); no answer within 2 s exits 1 too.
+ *
+ * `lbd-nfbatch table FAMILY TABLE` asks whether the table exists (NFT_MSG_GETTABLE): `table` and exit 0, or
+ * `failed <errno text>` and exit 1 (ENOENT: it does not). nft 1.0.6 fetches every element of every set for any
+ * listing of a table, even `list tables`, and the packet path fills some of lbd's (a million remembered dr
+ * flows take tens of seconds): this is how the data plane learns, without them, that it has no table yet.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -44,6 +49,9 @@
 #endif
 #define NFNL_MSG_BATCH_BEGIN 0x10
 #define NFNL_SUBSYS_NFTABLES 10
+#define NFT_MSG_NEWTABLE 0
+#define NFT_MSG_GETTABLE 1
+#define NFTA_TABLE_NAME 1
 #define NFT_MSG_NEWOBJ 18
 #define NFT_MSG_GETOBJ 19
 #define NFTA_OBJ_TABLE 1
@@ -231,9 +239,46 @@ static int counter_mode(int s, const char *family, const char *table, const char
   }
 }
 
+/* Whether a table exists: see the top of the file. */
+static int table_mode(int s, const char *family, const char *table) {
+  int fam = !strcmp(family, "inet") ? 1 : !strcmp(family, "ip") ? 2 : !strcmp(family, "ip6") ? 10 : !strcmp(family, "arp") ? 3 : -1;
+  if (fam < 0) { fprintf(stderr, "lbd-nfbatch: family %s is not inet, ip, ip6 or arp\n", family); return 2; }
+  if (strlen(table) > 255) { fprintf(stderr, "lbd-nfbatch: a table name is longer than 255 bytes\n"); return 2; }
+  static uint8_t req[512];
+  size_t off = NLMSG_HDRLEN;
+  struct { uint8_t family, version; uint16_t res_id; } nfg = { (uint8_t)fam, 0, 0 };
+  memcpy(req + off, &nfg, sizeof nfg);
+  off += sizeof nfg;
+  put_attr(req, &off, NFTA_TABLE_NAME, table, strlen(table) + 1);
+  struct nlmsghdr h = { .nlmsg_len = (uint32_t)off, .nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 };
+  memcpy(req, &h, sizeof h);
+  struct timeval tv = { .tv_sec = 2 };
+  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
+  if (sendto(s, req, off, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) { printf("failed %s\n", strerror(errno)); return 1; }
+  static uint8_t buf[1 << 16];
+  for (;;) {
+    ssize_t got = recv(s, buf, sizeof buf, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) { printf("failed no answer from the kernel: %s\n", strerror(errno)); return 1; }
+    int len = (int)got;
+    for (const struct nlmsghdr *m = (const struct nlmsghdr *)buf; NLMSG_OK(m, len); m = NLMSG_NEXT(m, len)) {
+      if (m->nlmsg_seq != 1) continue;
+      if (m->nlmsg_type == NLMSG_ERROR && m->nlmsg_len >= NLMSG_HDRLEN + 4) {
+        int err;
+        memcpy(&err, NLMSG_DATA(m), 4);
+        printf("failed %s\n", strerror(-err));
+        return 1;
+      }
+      if (m->nlmsg_type == ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE)) { printf("table\n"); return 0; }
+    }
+  }
+}
+
 int main(int argc, char **argv) {
   int counter = argc == 5 && !strcmp(argv[1], "counter");
-  if (argc != 1 && !counter) { fprintf(stderr, "usage: lbd-nfbatch < FRAMES | lbd-nfbatch counter FAMILY TABLE NAME\n"); return 2; }
+  int table = argc == 4 && !strcmp(argv[1], "table");
+  if (argc != 1 && !counter && !table) { fprintf(stderr, "usage: lbd-nfbatch < FRAMES | lbd-nfbatch counter FAMILY TABLE NAME | lbd-nfbatch table FAMILY TABLE\n"); return 2; }
   int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
   if (s < 0) { perror("lbd-nfbatch: netlink socket"); return 1; }
   int one = 1;
@@ -245,6 +290,7 @@ int main(int argc, char **argv) {
   struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
   if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("lbd-nfbatch: bind"); return 1; }
   if (counter) return counter_mode(s, argv[2], argv[3], argv[4]);
+  if (table) return table_mode(s, argv[2], argv[3]);
 
   uint8_t *batch = NULL;
   size_t cap = 0;

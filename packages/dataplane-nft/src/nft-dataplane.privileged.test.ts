@@ -128,6 +128,22 @@ describe('NftDataPlane in a namespace @privileged', function () {
     nft('flush', 'map', 'ip', 'lbd', 'dr_flows_tcp');
   });
 
+  it('a first apply where there is no table lists nothing: one netlink question a family finds none (nft lists at 18 process starts a family)', async () => {
+    nft('flush', 'ruleset');
+    const commands: string[] = [];
+    const inner = netnsRunner(ns);
+    const recording = {
+      run: (c: string, a: readonly string[]) => { commands.push([c.replace(/.*\//, ''), ...a].join(' ')); return inner.run(c, a); },
+      spawn: inner.spawn!.bind(inner),
+    };
+    const events: string[] = [];
+    const first = await new NftDataPlane({ runner: recording, onEvent: (msg) => events.push(msg) }).apply({ services: goldenServices() });
+    assert.ok(first.fullRebuild);
+    assert.ok(!events.includes('re-adopted existing nft table'), events.join('; '));
+    const asked = commands.filter((c) => !/^nft -f /.test(c));
+    assert.deepEqual(asked.sort(), ['lbd-nfbatch table ip lbd', 'lbd-nfbatch table ip6 lbd'], commands.join('\n'));
+  });
+
   it('a table of another schema is rebuilt whole by a restarted agent', async () => {
     await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices() });
     nft('flush', 'set', 'ip', 'lbd', 'schema');

@@ -306,8 +306,22 @@ export class NftDataPlane implements DataPlane {
     return listed.filter((json): json is string => json !== null);
   }
 
-  /** The listings of WRITTEN_OBJECTS that exist; null when none does (no table of lbd's). */
+  /**
+   * The listings of WRITTEN_OBJECTS that exist; null when none does (no table of lbd's). Where lbd-nfbatch was
+   * built, whether the table is there is asked first, in one netlink request: an agent's first start finds
+   * none, and its object-by-object listing was 18 nft starts a family for nothing (at 10 000 services, 0.7 s
+   * of the first apply's 1.2 s). Not `nft list tables`: nft fetches every set's elements for that too.
+   */
   private async listWritten(family: NftFamily): Promise<string[] | null> {
+    if (this.elementBatches) {
+      const res = await this.runner.run(NFBATCH_HELPER, ['table', family, TABLE_NAME]);
+      if (res.code !== 0 && /No such file or directory/.test(res.stdout)) return null;
+      if (res.code !== 0) {
+        const said = `${res.stdout}${res.stderr}`.trim();
+        const kind = /Operation not permitted/.test(said) ? 'PermissionDenied' : 'Unknown';
+        throw new DataPlaneError(kind, 'read', { detail: `${NFBATCH_HELPER} table ${family} ${TABLE_NAME}: ${said || `exit ${res.code}`}${kind === 'PermissionDenied' ? ' (lbd-agent needs CAP_NET_ADMIN)' : ''}` });
+      }
+    }
     const listed = await this.listObjects(family, WRITTEN_OBJECTS);
     return listed.length === 0 ? null : listed;
   }
