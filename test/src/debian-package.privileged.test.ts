@@ -133,12 +133,12 @@ describe('lbd\'s Debian package, installed into a clean Debian root @privileged'
     const ctnl = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-ctnl -type f'])).stdout.trim();
     assert.match(ctnl, /\/dist\/lbd-ctnl$/, 'lbd-ctnl is in the package');
     const usage = await inRoot([ctnl], { allowFailure: true });
-    assert.deepEqual([usage.code, usage.stderr.trim()], [2, 'usage: lbd-ctnl events BYTES | write BYTES | dump']);
+    assert.deepEqual([usage.code, usage.stderr.trim()], [2, 'usage: lbd-ctnl events BYTES [keep-young] | write BYTES | dump']);
     // And the nf_tables batch sender, which loads a new table's elements.
     const nfbatch = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-nfbatch -type f'])).stdout.trim();
     assert.match(nfbatch, /\/dist\/lbd-nfbatch$/, 'lbd-nfbatch is in the package');
     const nfbatchUsage = await inRoot([nfbatch, 'x'], { allowFailure: true });
-    assert.deepEqual([nfbatchUsage.code, nfbatchUsage.stderr.trim()], [2, 'usage: lbd-nfbatch < FRAMES | lbd-nfbatch counter FAMILY TABLE NAME']);
+    assert.deepEqual([nfbatchUsage.code, nfbatchUsage.stderr.trim()], [2, 'usage: lbd-nfbatch < FRAMES | lbd-nfbatch counter FAMILY TABLE NAME | lbd-nfbatch table FAMILY TABLE']);
     // And the health checker's connect prober.
     const probe = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-probe -type f'])).stdout.trim();
     assert.match(probe, /\/dist\/lbd-probe$/, 'lbd-probe is in the package');
