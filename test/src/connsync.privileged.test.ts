@@ -157,6 +157,27 @@ describe('connection sync: established connections survive a failover @privilege
     });
   }
 
+  /**
+   * A planned switchover to `to`, and its sign: `to`'s log says it took the group over, handed over by the
+   * switchover, after `since`. Not leaderIs: dir1 (priority 150, preempt after-sync, 1 s delay) takes the group
+   * back a second after it has dir2's copy, and a poll of the lab on a busy box can miss that whole second.
+   */
+  async function switchOver(to: DirectorName): Promise<void> {
+    const since = new Date().toISOString();
+    await lab.api(to === 'dir2' ? 'dir1' : 'dir2').failover(GROUP, to, { timeoutMs: 5000 });
+    const tookOver = (): boolean => lab.agentLog(to, 5000).split('\n').some((line) => {
+      if (!line.includes('"msg":"vip group transition"') || !line.includes(`lbadm failover --to ${to}`)) return false;
+      try {
+        const e = JSON.parse(line) as { time: string; to: string };
+        return e.to === 'leader' && e.time >= since;
+      } catch {
+        return false; // the first line of a kept tail, cut
+      }
+    });
+    await waitFor(`${to} to take the group over from the switchover`, 5000, async () => (tookOver() ? true : undefined))
+      .catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(30)}`); });
+  }
+
   async function leaderIs(d: DirectorName, withinMs: number): Promise<void> {
     await waitFor(`${d} to lead and hold the vips`, withinMs, async () => ((await lab.leader()) === d && (await lab.holders()).join() === d ? true : undefined))
       .catch((e: Error) => { throw new Error(`${e.message}\n${lab.logs(30)}`); });
@@ -172,8 +193,7 @@ describe('connection sync: established connections survive a failover @privilege
       const mark = async (what: string): Promise<void> => { log.push(`${what}: leader ${await lab.leader()}`); };
 
       // 1. Planned switchover to dir2.
-      await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
-      await leaderIs('dir2', 5000);
+      await switchOver('dir2');
       await mark('switchover');
       // 2. Failback: dir1 takes the group back only once it holds dir2's copy (after-sync).
       await leaderIs('dir1', 30_000);
@@ -297,8 +317,7 @@ describe('connection sync: established connections survive a failover @privilege
       const synRecv = async (): Promise<number> => (await t.exec('dir1', 'conntrack', ['-L', '-p', 'tcp', '--orig-dst', '198.18.0.10', '--dport', '9000', '--state', 'SYN_RECV'], { allowFailure: true })).stdout
         .split('\n').filter((l) => l.includes('SYN_RECV')).length;
       await waitFor('20 handshakes in SYN_RECV on dir1', 10_000, async () => ((await synRecv()) >= 20 ? true : undefined));
-      await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
-      await leaderIs('dir2', 5000);
+      await switchOver('dir2');
       await t.exec('client', 'nft', ['delete', 'table', 'ip', 'lbdhold']);
       // The server's next SYN-ACK retransmit reaches the client through dir2, whose copy of the handshake has the
       // same binding; the client's ACK completes it there, and the server sends its first line.
@@ -332,8 +351,7 @@ describe('connection sync: established connections survive a failover @privilege
           const log: string[] = [];
           const mark = async (what: string): Promise<void> => { log.push(`${what}: leader ${await lab.leader()}`); };
           if (busy) loops = BusyLoops.start(120_000);
-          await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
-          await leaderIs('dir2', 5000);
+          await switchOver('dir2');
           await mark('switchover');
           await leaderIs('dir1', 30_000);
           await mark('failback');
@@ -383,8 +401,7 @@ describe('connection sync: established connections survive a failover @privilege
       const proxySynSent = async (): Promise<number> => (await t.exec('dir1', LBD_CTNL, ['dump'])).stdout.split('\n')
         .filter((l) => / 198\.18\.0\.10 9000 \S+ \S+ \S+ \S+ SYN_SENT \d+ [1-9]\d* \d+,\d+,\d+ -$/.test(l) && !/ 0,0,0 -$/.test(l)).length;
       await waitFor('20 proxy handshakes in SYN_SENT on dir1', 10_000, async () => ((await proxySynSent()) >= 20 ? true : undefined));
-      await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
-      await leaderIs('dir2', 5000);
+      await switchOver('dir2');
       for (const rs of servers) await t.exec(rs, 'nft', ['delete', 'table', 'ip', 'lbdhold']);
       // A server's next SYN-ACK retransmission reaches dir2, whose copy has the proxy's cookie: dir2's proxy
       // acknowledges it and sets up the sequence adjustment as dir1's would have, and the server's first line flows.
@@ -414,8 +431,7 @@ describe('connection sync: established connections survive a failover @privilege
       const total = 2 * (TCP_STREAMS / 4) + 2 * UDP_CONNECTIONS;
       assert.ok(result.moves[0]!.establishedMissing >= total / 3, `the drill saw ${result.moves[0]!.establishedMissing} of ${total} missing: ${result.summary}`);
       await leaderIs('dir1', 5000);
-      await lab.api('dir1').failover(GROUP, 'dir2', { timeoutMs: 5000 });
-      await leaderIs('dir2', 5000);
+      await switchOver('dir2');
       await new Promise((r) => setTimeout(r, 3000));
       const results = await finish(loads);
       for (const r of results) {
