@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
 import { AdminApi, type HealthEvent__Output } from '@lbd/proto';
-import { CLUSTER, adminListeners, removeOrphans, requireRoot, runPrefix, startHaLab, waitFor, type HaLab } from '@lbd/testkit';
+import { CLUSTER, adminListeners, removeOrphans, requireRoot, runPrefix, startHaLab, waitFor, waitSteady, type HaLab } from '@lbd/testkit';
 import { artifactsDir, connectChromiumInNamespace, requireChromium, type NamespacedBrowser } from './browser.js';
 
 /**
@@ -103,11 +103,17 @@ describe('dashboard in Chromium, served by the agent over mutual TLS, on a two-d
   });
 
   it('shows the cluster, then, without a reload, a real server the health checker takes out, and back in once mended', async function () {
+    // dir1 leads once it has preempted (after-sync, with its delay): on a busy box that can be later than the page's wait.
+    assert.equal(await waitSteady(lab), 'dir1');
     const answer = await page.goto(url);
     assert.equal(answer?.status(), 200, `GET ${url} with the viewer certificate`);
     await page.locator('#conn[data-state="live"]').waitFor({ timeout: 10_000 });
     for (const s of WEB_SERVERS) await page.locator(tile(s, 'up')).waitFor({ timeout: 15_000 });
-    await page.locator('.director[data-director="dir1"] .badge[data-role="leader"]').waitFor({ timeout: 10_000 });
+    await page.locator('.director[data-director="dir1"] .badge[data-role="leader"]').waitFor({ timeout: 10_000 }).catch(async (err: Error) => {
+      // What the page showed instead, and who the lab says leads: a page that never got the role, or another leader.
+      const shown = await page.locator('#topology-section').innerText().catch((e: Error) => `(unreadable: ${e.message})`);
+      throw new Error(`${err.message}\nthe page shows:\n${shown}\nthe lab's leader: ${String(await lab.leader())}\n${lab.logs(30)}`);
+    });
     await page.locator('.director[data-director="dir2"] .badge[data-role="standby"]').waitFor({ timeout: 10_000 });
     // The group's row as the page shows it once dir1's record is read (a loaded etcd can miss a status's
     // 500 ms read, which the page shows as vacant until the next poll).
