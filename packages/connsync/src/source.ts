@@ -260,16 +260,18 @@ export class ConnectionSource {
       }
       const destroyed = this.destroyedDuringDump;
       this.destroyedDuringDump = null;
+      // What ended unseen is looked for only among what was copied or held before (none at a first read).
+      const prune = read && (copiedBefore.size > 0 || heldBefore.size > 0);
       const alive = new Set<string>();
       for (const f of connections) {
         const key = connectionKey(f);
-        if (copiable(f)) alive.add(key);
+        if (prune && copiable(f)) alive.add(key);
         const service = serviceKeyOfConnection(f);
         // A connection found in the kernel has no known age: old enough.
         if (groupIn(this.scope.get(service), f) === null || destroyed.has(key) || !copiable(f) || this.copied.has(key)) continue;
         this.copied.set(key, { connection: f, service });
       }
-      if (!read) return;
+      if (!prune) return;
       for (const [key, c] of copiedBefore) if (!alive.has(key) && this.copied.get(key) === c) this.copied.delete(key);
       for (const [key, h] of heldBefore) {
         if (!alive.has(key) && this.held.get(key) === h) { this.held.delete(key); this.firstSeen.delete(key); }
