@@ -72,11 +72,11 @@ export function fromWireChange(c: Change__Output, path: string): WireChange {
   if (c.op === 'remove' && c.remove) {
     const connection = connectionIdIn(c.remove, `${path}.remove`);
     if (!c.removedRealServer) return { op: 'remove', connection };
-    const family = isIP(connection.vip.address);
+    const v6 = isV6(connection.vip.address);
     const realServer = endpointIn(c.removedRealServer, `${path}.removedRealServer`);
     const localAddress = c.removedLocalAddress ? endpointIn(c.removedLocalAddress, `${path}.removedLocalAddress`) : null;
-    if (isIP(realServer.address) !== family) throw new MalformedMessage(`${path}.removedRealServer.address`, realServer.address, 'is not of the vip\'s address family');
-    if (localAddress !== null && isIP(localAddress.address) !== family) {
+    if (isV6(realServer.address) !== v6) throw new MalformedMessage(`${path}.removedRealServer.address`, realServer.address, 'is not of the vip\'s address family');
+    if (localAddress !== null && isV6(localAddress.address) !== v6) {
       throw new MalformedMessage(`${path}.removedLocalAddress.address`, localAddress.address, 'is not of the vip\'s address family');
     }
     return { op: 'remove', connection, binding: { realServer, localAddress } };
@@ -95,9 +95,9 @@ function upsertIn(f: SyncedConnection__Output, path: string): WireChange {
   if (!Number.isInteger(f.timeoutSec) || f.timeoutSec < 1 || f.timeoutSec > MAX_TIMEOUT_SEC) {
     throw new MalformedMessage(`${path}.timeoutSec`, f.timeoutSec, `is not a timeout from 1 to ${MAX_TIMEOUT_SEC} seconds`);
   }
-  const family = isIP(id.vip.address);
-  if (isIP(realServer.address) !== family) throw new MalformedMessage(`${path}.realServer.address`, realServer.address, 'is not of the vip\'s address family');
-  if (localAddress !== null && isIP(localAddress.address) !== family) {
+  const v6 = isV6(id.vip.address);
+  if (isV6(realServer.address) !== v6) throw new MalformedMessage(`${path}.realServer.address`, realServer.address, 'is not of the vip\'s address family');
+  if (localAddress !== null && isV6(localAddress.address) !== v6) {
     throw new MalformedMessage(`${path}.localAddress.address`, localAddress.address, 'is not of the vip\'s address family');
   }
   const proxy = proxyStateIn(f, path, id.protocol);
@@ -130,16 +130,26 @@ export function connectionIdIn(f: ConnectionId__Output, path: string): Connectio
   if (!f.vip) throw new MalformedMessage(`${path}.vip`, null, 'is missing');
   const client = endpointIn(f.client, `${path}.client`);
   const vip = endpointIn(f.vip, `${path}.vip`);
-  if (isIP(client.address) !== isIP(vip.address)) throw new MalformedMessage(`${path}.client.address`, client.address, 'is not of the vip\'s address family');
+  if (isV6(client.address) !== isV6(vip.address)) throw new MalformedMessage(`${path}.client.address`, client.address, 'is not of the vip\'s address family');
   return { protocol: f.protocol, client, vip };
 }
 
 export function endpointIn(h: Endpoint__Output, path: string): Endpoint {
   // Only plain addresses: a scope id or a name would reach conntrack's command line.
-  if (typeof h.address !== 'string' || isIP(h.address) === 0 || h.address.includes('%')) {
+  const family = typeof h.address === 'string' ? isIP(h.address) : 0;
+  if (family === 0 || h.address.includes('%')) {
     throw new MalformedMessage(`${path}.address`, h.address, 'is not an IP address');
   }
   if (!Number.isInteger(h.port) || h.port < 1 || h.port > 65535) throw new MalformedMessage(`${path}.port`, h.port, 'is not a port from 1 to 65535');
   // isIP accepts only the one dotted-quad spelling of an IPv4 address; IPv6 has many (compressed or not).
-  return { address: isIP(h.address) === 4 ? h.address : canonicalAddress(h.address), port: h.port };
+  return { address: family === 4 ? h.address : canonicalAddress(h.address), port: h.port };
+}
+
+/**
+ * Whether an address endpointIn let through is IPv6 (it holds a colon; an IPv4 address never does). isIP is a
+ * regular expression or two, and a change has four addresses to compare: at 100 000 changes that was 5% of a
+ * standby's bulk.
+ */
+function isV6(address: string): boolean {
+  return address.includes(':');
 }
