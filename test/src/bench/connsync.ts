@@ -1,6 +1,7 @@
 import { appendFile, mkdtemp, readFile } from 'node:fs/promises';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey, type Service } from '@lbd/config';
 import { ConnectionSync, SyncReceiver, realServerName, toWireChange } from '@lbd/connsync';
@@ -15,6 +16,7 @@ import {
   Topology, freePort, makeClusterPki, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, waitFor,
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
+import type { BulkLeaderData, BulkLeaderMessage } from './bulk-leader.js';
 import { cpuDelta, cpuSample } from './cpu.js';
 import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, parseProcStat, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
@@ -30,12 +32,14 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } fr
  * 1. Bulk: 100 000 fullnat tcp connections.
  *    a. The kernel alone (the baseline): one ConntrackConnectionTable.apply of 100 000 upserts into a fresh
  *       namespace, and `conntrack -C` there to confirm.
- *    b. The whole path: two ConnectionSync instances in this process, on loopback gRPC with mutual TLS
- *       (a throwaway PKI): the leader's table a FakeConnectionTable holding the connections (no kernel on that side, so
- *       the figure is the standby's), the standby's a ConntrackConnectionTable in another fresh namespace. Timed
- *       from the leader's setLeading until the standby's receiver has caught up and its kernel holds every
- *       connection. Both ends share this one Node process (in the agents they are two).
- *    c. (b) again, into another fresh namespace: the figure's spread on this machine.
+ *    b. The whole path: two ConnectionSync instances, on loopback gRPC with mutual TLS (a throwaway PKI): the
+ *       leader's in a worker thread (bulk-leader.ts: its own event loop and heap, as the leader's agent has on its
+ *       own director), its table a FakeConnectionTable holding the connections (no kernel on that side, so the
+ *       figure is the standby's); the standby's on this process's main thread, a ConntrackConnectionTable in
+ *       another fresh namespace. Timed from the leader's setLeading until the standby's receiver has caught up
+ *       and its kernel holds every connection.
+ *    c. (b) with both ends on the main thread, as the figure was measured until 5 December: the leader's work
+ *       then adds to the standby's on one thread, which two agents never do.
  *    d. The standby's receive-and-inject path alone (reported next to 2, whose lag it isolates): a
  *       SyncReceiver over a ConntrackConnectionTable in a fresh namespace, fed in this process as a sender would
  *       (hello, an empty snapshot, then every 5 ms a `changes` message of 25 new fullnat tcp connections, 5 000/s,
@@ -140,7 +144,8 @@ interface BulkResult {
   readonly kernelErrors: readonly string[];
   readonly whole: WholePathResult;
   /** Diagnostic: the same with the standby's own event watch stubbed out. */
-  readonly again: WholePathResult;
+  /** The whole path with both ends on this process's one thread (how it was measured until 5 December). */
+  readonly oneThread: WholePathResult;
   /** Listing the kernel-alone table back (the agent's status, metrics and replanning read it so). */
   readonly listing: ListingResult;
   /** The bulk's changes through the stream's codec, lbd's and proto-loader's. */
@@ -286,16 +291,16 @@ async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promis
   await t.destroy();
   scope.topology = undefined;
 
-  // b. The whole path, twice.
+  // b. The whole path; c. the same on one thread.
   const pki = await makeClusterPki(join(scope.tmp!, 'pki'), ['dir1', 'dir2']);
   const security = async (id: string): Promise<PeerSecurity> => ({
     kind: 'tls', ca: await readFile(pki.ca.certPath), cert: await readFile(pki.certs[id]!.certPath), key: await readFile(pki.certs[id]!.keyPath),
   });
   const ctx: WholePathContext = { scope, prefix, connections, leaderSec: await security('dir1'), standbySec: await security('dir2') };
-  const whole = await wholePath(ctx, 'bulkb', false);
-  const again = await wholePath(ctx, 'bulkc', true);
+  const whole = await wholePath(ctx, 'bulkb', true);
+  const oneThread = await wholePath(ctx, 'bulkc', false);
   const codec = benchCodec(connections);
-  return { entries: s.bulk, kernelMs, kernelInserted: applied.inserted, kernelCount, kernelErrors: applied.errors, listing, whole, again, codec };
+  return { entries: s.bulk, kernelMs, kernelInserted: applied.inserted, kernelCount, kernelErrors: applied.errors, listing, whole, oneThread, codec };
 }
 
 /** µs per change to serialize and to parse a SyncMessage stream of the bulk, per codec (3 runs each, interleaved). */
@@ -376,38 +381,123 @@ interface WholePathContext {
   readonly standbySec: PeerSecurity;
 }
 
+/** The bulk's leader, wherever it runs: told to lead, described when the standby does not catch up, closed. */
+interface BulkLeader {
+  lead(): Promise<void>;
+  describe(): string;
+  close(): Promise<{ readonly warnings: readonly string[]; readonly warnCount: number }>;
+}
+
+/** The leader on this thread, beside the standby. */
+class InProcessLeader implements BulkLeader {
+  private constructor(private readonly sync: ConnectionSync) {}
+
+  static async start(ctx: WholePathContext, standbyPort: number, log: Logger): Promise<InProcessLeader> {
+    const fake = new FakeConnectionTable();
+    for (const f of ctx.connections) fake.connections.set(connectionKey(f), f);
+    const sync = new ConnectionSync({ self: 'dir1', peers: [{ id: 'dir2', address: '127.0.0.1', port: standbyPort }], security: ctx.leaderSec, table: fake, log });
+    await sync.start();
+    await sync.setConfig(parseConfig(BULK_CONFIG, 'bench connsync', { cluster: true }).services);
+    return new InProcessLeader(sync);
+  }
+
+  lead(): Promise<void> { return this.sync.setLeading(new Set([GROUP])); }
+  describe(): string { return JSON.stringify(this.sync.status().senders); }
+  async close(): Promise<{ warnings: string[]; warnCount: number }> {
+    await this.sync.close();
+    return { warnings: [], warnCount: 0 }; // its warnings went to the run's log directly
+  }
+}
+
+/** The leader in a worker thread (bulk-leader.ts). */
+class BulkLeaderThread implements BulkLeader {
+  private readonly waiters: Array<(m: BulkLeaderMessage) => boolean> = [];
+  private failed: string | null = null;
+
+  private constructor(private readonly worker: Worker) {
+    worker.on('message', (m: BulkLeaderMessage) => {
+      if ('error' in m) this.failed = m.error;
+      for (const w of [...this.waiters]) if (w(m)) this.waiters.splice(this.waiters.indexOf(w), 1);
+    });
+    worker.on('error', (err) => { this.failed = String(err); for (const w of [...this.waiters]) w({ error: String(err) }); });
+  }
+
+  static async start(ctx: WholePathContext, standbyPort: number): Promise<BulkLeaderThread> {
+    const sec = ctx.leaderSec;
+    if (sec.kind !== 'tls') throw new Error('the bulk leader runs with TLS');
+    const data: BulkLeaderData = { connections: ctx.connections, peerPort: standbyPort, ca: sec.ca, cert: sec.cert, key: sec.key, configText: BULK_CONFIG, group: GROUP };
+    const worker = new Worker(new URL('./bulk-leader.js', import.meta.url), { workerData: data });
+    const t = new BulkLeaderThread(worker);
+    try {
+      await t.next((m) => 'ready' in m);
+    } catch (err) {
+      await worker.terminate();
+      throw err;
+    }
+    return t;
+  }
+
+  async lead(): Promise<void> {
+    const leading = this.next((m) => 'leading' in m);
+    this.worker.postMessage({ lead: true });
+    await leading;
+  }
+
+  describe(): string { return this.failed === null ? 'the leader thread runs' : `the leader thread failed: ${this.failed}`; }
+
+  async close(): Promise<{ warnings: readonly string[]; warnCount: number }> {
+    const closed = this.next((m) => 'closed' in m).catch(() => null);
+    this.worker.postMessage({ close: true });
+    const m = await Promise.race([closed, new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);
+    await this.worker.terminate();
+    return m !== null && 'closed' in m ? { warnings: m.warnings, warnCount: m.warnCount } : { warnings: ['the leader thread did not close within 10 s'], warnCount: 1 };
+  }
+
+  /** The next message `match` accepts; rejects on the worker's error. */
+  private next(match: (m: BulkLeaderMessage) => boolean): Promise<BulkLeaderMessage> {
+    return new Promise((resolve, reject) => {
+      if (this.failed !== null) { reject(new Error(this.failed)); return; }
+      this.waiters.push((m) => {
+        if ('error' in m) { reject(new Error(m.error)); return true; }
+        if (!match(m)) return false;
+        resolve(m);
+        return true;
+      });
+    });
+  }
+}
+
 /**
- * One whole-path run into a fresh namespace `host`; `again` names the second, which shows the figure's spread on
- * this machine. (Until 5 December the second run had the standby's event watch stubbed out, to show what its
- * own injections' events cost. The standby leads nothing here, so its source never watches: the two runs were
- * the same, and their difference was noise.)
+ * One whole-path run into a fresh namespace `host`. `leaderThread`: the leader's ConnectionSync runs in a worker
+ * thread (bulk-leader.ts), with its own event loop and heap as on its own director; otherwise both ends share
+ * this process's one thread, as the figure was measured until 5 December (which adds the leader's work to the
+ * standby's). (Until then the second run had the standby's event watch stubbed out, to show what its own
+ * injections' events cost. The standby leads nothing here, so its source never watches: the two runs were the
+ * same, and their difference was noise.)
  */
-async function wholePath(ctx: WholePathContext, host: string, again: boolean): Promise<WholePathResult> {
+async function wholePath(ctx: WholePathContext, host: string, leaderThread: boolean): Promise<WholePathResult> {
   const t = (ctx.scope.topology = new Topology(ctx.prefix));
   const n = ctx.connections.length;
   const warnings: string[] = [];
   const keep = (msg: string, f?: Readonly<Record<string, unknown>>): void => { if (warnings.length < 5) warnings.push(`${msg} ${JSON.stringify(f ?? {})}`); };
   let warnCount = 0;
   const syncLog: Logger = { debug: () => undefined, info: () => undefined, warn: (m, f) => { warnCount++; keep(m, f); }, error: (m, f) => { warnCount++; keep(m, f); } };
-  log(`bulk (b${again ? ', again' : ''}): leader (FakeConnectionTable, ${formatNumber(n)} connections) -> gRPC + mutual TLS on loopback -> standby (conntrack in ${t.ns(host)})`);
+  const label = `bulk (${leaderThread ? 'b' : 'c'}, ${leaderThread ? 'the leader in a thread of its own' : 'both ends on one thread'})`;
+  log(`${label}: leader (FakeConnectionTable, ${formatNumber(n)} connections) -> gRPC + mutual TLS on loopback -> standby (conntrack in ${t.ns(host)})`);
   await t.addHost(host);
   const standbyPort = await freePort();
   const services: readonly Service[] = parseConfig(BULK_CONFIG, 'bench connsync', { cluster: true }).services;
   const marks = new Map<string, number>();
   for (const svc of services) svc.realServers.forEach((rs, i) => marks.set(realServerName(serviceKey(svc), rs), (1 << 16) | (i + 1)));
 
-  const fake = new FakeConnectionTable();
-  for (const f of ctx.connections) fake.connections.set(connectionKey(f), f);
   const sinkTable = new ConntrackConnectionTable({ runner: netnsRunner(t.ns(host)) });
   const sink = new TimedConnectionTable(sinkTable);
-  const leader = new ConnectionSync({ self: 'dir1', peers: [{ id: 'dir2', address: '127.0.0.1', port: standbyPort }], security: ctx.leaderSec, table: fake, log: syncLog });
+  const leader = leaderThread ? await BulkLeaderThread.start(ctx, standbyPort) : await InProcessLeader.start(ctx, standbyPort, syncLog);
   const standby = new ConnectionSync({ self: 'dir2', peers: [{ id: 'dir1', address: '127.0.0.1', port: 1 }], security: ctx.standbySec, table: sink, log: syncLog });
   const server = new grpc.Server();
   ctx.scope.onCleanup(() => server.forceShutdown());
   try {
-    await leader.start();
     await standby.start();
-    await leader.setConfig(services);
     await standby.setConfig(services);
     standby.setMarks(marks);
     server.addService(connSyncServiceDefinition(), standby.handlers());
@@ -417,9 +507,9 @@ async function wholePath(ctx: WholePathContext, host: string, again: boolean): P
     const children0 = await kernelIoCpuSec(t.ns(host));
     const t0 = performance.now();
     sink.reset();
-    await leader.setLeading(new Set([GROUP]));
+    await leader.lead();
     await waitFor('the standby caught up with the leader', 60_000 + n, async () => standby.notCaughtUp(GROUP) === null, 5)
-      .catch((e: Error) => { throw new Error(`${e.message}: ${JSON.stringify(standby.status().receivers)} ${JSON.stringify(leader.status().senders)} ${warnings.join(' | ')}`); });
+      .catch((e: Error) => { throw new Error(`${e.message}: ${JSON.stringify(standby.status().receivers)} ${leader.describe()} ${warnings.join(' | ')}`); });
     const caughtUpMs = performance.now() - t0;
     let count = 0;
     // The watch's probe entry (mark 0, 1 s) may be counted too: at least n.
@@ -432,13 +522,15 @@ async function wholePath(ctx: WholePathContext, host: string, again: boolean): P
     const r = standby.status().receivers[0];
     const st = sink.stats();
     const lossEvents = standby.status().source.lossEvents;
-    log(`bulk (b${again ? ', again' : ''}): caught up after ${formatMs(caughtUpMs)}, kernel holds ${count} after ${formatMs(wholeMs)}; `
+    log(`${label}: caught up after ${formatMs(caughtUpMs)}, kernel holds ${count} after ${formatMs(wholeMs)}; `
       + `${st.applies} applies (${formatMs(st.applyMs)}), ${st.dumps} dumps (${formatMs(st.dumpMs)}), standby event losses ${lossEvents}, CPU ${processCpuSec.toFixed(1)} s + ctnetlink helpers and conntrack runs ${childrenCpuSec.toFixed(1)} s`);
     return {
       caughtUpMs, wholeMs, count, inserted: r?.inserted ?? 0, failed: r?.failed ?? 0, processCpuSec, childrenCpuSec, sink: st, lossEvents, warnings, warnCount,
     };
   } finally {
-    await leader.close().catch(() => undefined);
+    const left = await leader.close().catch(() => ({ warnings: [], warnCount: 0 }));
+    for (const w of left.warnings) keep(w);
+    warnCount += left.warnCount;
     await standby.close().catch(() => undefined);
     server.forceShutdown();
     await sinkTable.dispose();
@@ -936,7 +1028,7 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
 
   out(`\n== 1. bulk sync of ${formatNumber(bulk.entries)} fullnat tcp connections`);
   const bw = bulk.whole;
-  const u = bulk.again;
+  const u = bulk.oneThread;
   const perSec = (ms: number): string => formatNumber(bulk.entries / (ms / 1000));
   out(table(['path', 'time', 'entries/s', 'vs kernel alone', 'in the kernel'], [
     ['kernel alone: ConntrackConnectionTable.apply, one call, fresh namespace', formatMs(bulk.kernelMs), perSec(bulk.kernelMs), '1.00',
@@ -944,12 +1036,12 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     ['whole path: setLeading -> standby caught up', formatMs(bw.caughtUpMs), perSec(bw.caughtUpMs), formatRatio(bw.caughtUpMs / bulk.kernelMs), ''],
     ['whole path: setLeading -> standby kernel holds all', formatMs(bw.wholeMs), perSec(bw.wholeMs), formatRatio(bw.wholeMs / bulk.kernelMs),
       `${formatNumber(bw.count)} (inserted ${formatNumber(bw.inserted)}, failed ${bw.failed})`],
-    ['whole path again, a second run (its spread on this machine)', formatMs(u.wholeMs), perSec(u.wholeMs), formatRatio(u.wholeMs / bulk.kernelMs),
+    ['the same, both ends on one thread (as measured until 5 December)', formatMs(u.wholeMs), perSec(u.wholeMs), formatRatio(u.wholeMs / bulk.kernelMs),
       `${formatNumber(u.count)} (inserted ${formatNumber(u.inserted)}, failed ${u.failed})`],
   ]));
   out('whole path: leader FakeConnectionTable -> ConnectionSync -> gRPC, mutual TLS, loopback -> ConnectionSync -> ConntrackConnectionTable (the ctnetlink helper); '
-    + 'both ends in this one Node process');
-  for (const [name, r] of [['whole path', bw], ['second run', u]] as const) {
+    + 'the leader in a worker thread of this process (its own event loop and heap, as the leader\'s agent on its own director), the standby on the main thread');
+  for (const [name, r] of [['whole path', bw], ['one thread', u]] as const) {
     const sz = [...r.sink.applySizes].sort((a, b) => a - b);
     out(`${name}: the standby's ${r.sink.applies} ConnectionTable.apply calls (changes each: min ${sz[0] ?? 0}, median ${sz[sz.length >> 1] ?? 0}, max ${sz.at(-1) ?? 0}) `
       + `took ${formatMs(r.sink.applyMs)}; ${r.sink.dumps} dump(s) ${formatMs(r.sink.dumpMs)} (overlapping); the standby's own event stream lost events `

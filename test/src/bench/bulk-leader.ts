@@ -1,0 +1,65 @@
+/**
+ * The leader's side of `pnpm bench connsync`'s bulk, in a worker thread of its own: its own event loop and heap,
+ * as the leader's agent has on its own director, so that what the standby's side costs is not added to it on one
+ * thread. A ConnectionSync over a FakeConnectionTable holding the connections it is given, sending them to the
+ * standby at `peerPort` once told to lead.
+ *
+ * Messages: in, `{ lead: true }` then `{ close: true }`; out, `{ ready: true }`, `{ leading: true }`, then
+ * `{ closed: true, warnings, warnCount }`, or `{ error }` at any point.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { parseConfig } from '@lbd/config';
+import { ConnectionSync } from '@lbd/connsync';
+import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
+import { FakeConnectionTable } from '@lbd/dataplane/testing';
+import type { Logger } from '@lbd/director-agent';
+
+export interface BulkLeaderData {
+  readonly connections: readonly SyncedConnection[];
+  readonly peerPort: number;
+  /** The leader's TLS material (structured clone turns Buffers into Uint8Arrays). */
+  readonly ca: Uint8Array;
+  readonly cert: Uint8Array;
+  readonly key: Uint8Array;
+  readonly configText: string;
+  readonly group: string;
+}
+
+export type BulkLeaderMessage =
+  | { readonly ready: true }
+  | { readonly leading: true }
+  | { readonly closed: true; readonly warnings: readonly string[]; readonly warnCount: number }
+  | { readonly error: string };
+
+async function main(): Promise<void> {
+  const port = parentPort!;
+  const d = workerData as BulkLeaderData;
+  const warnings: string[] = [];
+  let warnCount = 0;
+  const keep = (msg: string, f?: Readonly<Record<string, unknown>>): void => {
+    warnCount++;
+    if (warnings.length < 5) warnings.push(`${msg} ${JSON.stringify(f ?? {})}`);
+  };
+  const log: Logger = { debug: () => undefined, info: () => undefined, warn: keep, error: keep };
+  const table = new FakeConnectionTable();
+  for (const f of d.connections) table.connections.set(connectionKey(f), f);
+  const security = { kind: 'tls', ca: Buffer.from(d.ca), cert: Buffer.from(d.cert), key: Buffer.from(d.key) } as const;
+  const leader = new ConnectionSync({ self: 'dir1', peers: [{ id: 'dir2', address: '127.0.0.1', port: d.peerPort }], security, table, log });
+  await leader.start();
+  await leader.setConfig(parseConfig(d.configText, 'bench connsync', { cluster: true }).services);
+  port.on('message', (m: { lead?: true; close?: true }) => {
+    if (m.lead) {
+      leader.setLeading(new Set([d.group])).then(() => port.postMessage({ leading: true } satisfies BulkLeaderMessage),
+        (err: unknown) => port.postMessage({ error: String(err) } satisfies BulkLeaderMessage));
+    }
+    if (m.close) {
+      void leader.close().catch(() => undefined).then(() => {
+        port.postMessage({ closed: true, warnings, warnCount } satisfies BulkLeaderMessage);
+        port.close();
+      });
+    }
+  });
+  port.postMessage({ ready: true } satisfies BulkLeaderMessage);
+}
+
+main().catch((err: unknown) => parentPort?.postMessage({ error: err instanceof Error ? err.stack ?? err.message : String(err) } satisfies BulkLeaderMessage));
