@@ -263,8 +263,10 @@ export class ConntrackConnectionTable implements ConnectionTable {
     let partial = '';
     // When the helper read the events now arriving (its A lines; the perl helper has none: when they arrive).
     let readAtMs: number | null = null;
-    // takeYoung's question in flight: the kept handshakes read so far, and what settles it.
+    // takeYoung's question in flight: the kept handshakes read so far, and what settles it. Answers to questions
+    // given up on (too slow) still come, in order: that many are skipped.
     let young: { readonly events: ConnectionEvent[]; readonly done: (events: readonly ConnectionEvent[]) => void } | null = null;
+    let lateAnswers = 0;
     child.stdout.setEncoding('utf8');
     child.stdout.on('data', (chunk: string) => {
       const arrivedAtMs = performance.now();
@@ -277,8 +279,8 @@ export class ConntrackConnectionTable implements ConnectionTable {
         if (p.type === 'age') readAtMs = arrivedAtMs - p.ageMs;
         else if (p.type === 'ready') subscribed?.();
         else if (p.type === 'loss') loss(`ctnetlink events: the kernel dropped events (${p.reason}: the event socket buffer of ${this.eventBufferBytes} bytes overflowed)`);
-        else if (p.type === 'kept') young?.done(young.events);
-        else if (p.type === 'young') young?.events.push(p.event);
+        else if (p.type === 'kept') { if (lateAnswers > 0) lateAnswers--; else young?.done(young.events); }
+        else if (p.type === 'young') { if (lateAnswers === 0) young?.events.push(p.event); }
         else if (p.event.connection.mark !== 0) events.push(p.event);
         else if (probed && probes.has(connectionKey(p.event.connection))) probed();
       }
@@ -334,7 +336,7 @@ export class ConntrackConnectionTable implements ConnectionTable {
     const takeYoung = (): Promise<readonly ConnectionEvent[]> => youngTurns.run(() => new Promise<readonly ConnectionEvent[]>((resolve) => {
       // The perl helper reports handshakes as they come: nothing kept.
       if (this.ctnlHelper !== 'native' || closing || lost) { resolve([]); return; }
-      const timer = setTimeout(() => { young = null; resolve([]); }, YOUNG_ANSWER_MS);
+      const timer = setTimeout(() => { young = null; lateAnswers++; resolve([]); }, YOUNG_ANSWER_MS);
       young = { events: [], done: (events) => { clearTimeout(timer); young = null; resolve(events); } };
       void exited.then(() => young?.done([]));
       child.stdin.write('Y\n');

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import type { SyncedConnection } from '@lbd/dataplane';
 import { parseConntrackLine } from './conntrack.js';
-import { CTNL_SCRIPT, parseDump, parseDumpLine, parseEventLine, parseWriteResult, renderDeleteRequest, renderInsertRequest, renderUpdateRequest } from './ctnetlink.js';
+import { CTNL_SCRIPT, CtnlWriter, parseDump, parseDumpLine, parseEventLine, parseWriteResult, renderDeleteRequest, renderInsertRequest, renderUpdateRequest } from './ctnetlink.js';
 
 const fullnat: SyncedConnection = {
   protocol: 'tcp', client: { address: '198.18.0.2', port: 40000 }, vip: { address: '198.18.0.10', port: 80 },
@@ -127,6 +127,47 @@ describe('ctnetlink helper: line protocol', () => {
     } catch (e) {
       if ((e as NodeJS.ErrnoException).code === 'ENOENT') this.skip();
       throw e;
+    }
+  });
+});
+
+/**
+ * A write helper that speaks the protocol's answer without a kernel: every request of a batch made (`+`).
+ */
+const ANSWERING_HELPER = `
+let n = 0; let partial = '';
+process.stdin.setEncoding('utf8').on('data', (d) => {
+  const lines = (partial + d).split('\\n'); partial = lines.pop();
+  for (const l of lines) {
+    if (l !== '.') { n++; continue; }
+    process.stdout.write('R ' + n + ' 0 0 ' + (n > 0 ? '+'.repeat(n) : '.') + ' -\\n');
+    n = 0;
+  }
+});`;
+
+describe('CtnlWriter', () => {
+  const writer = (): CtnlWriter => new CtnlWriter(() => spawn(process.execPath, ['-e', ANSWERING_HELPER], { stdio: 'pipe' }), { idleMs: 50, timeoutMs: () => 10_000 });
+
+  it('renders a batch a chunk at a time as it writes it, and reads one answer for it all', async () => {
+    const w = writer();
+    try {
+      const rendered: number[] = [];
+      const r = await w.run(5000, (i) => { rendered.push(i); return renderDeleteRequest({ ...fullnat, client: { address: '198.18.0.2', port: 1 + i } }); });
+      assert.deepEqual([r.done, r.codes.length, r.failed], [5000, 5000, 0]);
+      assert.deepEqual(rendered, Array.from({ length: 5000 }, (_, i) => i), 'each request rendered once, in order');
+    } finally {
+      await w.close();
+    }
+  });
+
+  it('a request that cannot be rendered fails its batch with the reason, and the next batch goes to a new helper', async () => {
+    const w = writer();
+    try {
+      await assert.rejects(w.run(3000, (i) => { if (i === 2500) throw new Error('request 2500 cannot be rendered'); return renderDeleteRequest(fullnat); }), /request 2500 cannot be rendered/);
+      const r = await w.run(3, () => renderDeleteRequest(fullnat));
+      assert.deepEqual([r.done, r.codes], [3, '+++'], 'none of the cut batch\'s requests counted in the next one');
+    } finally {
+      await w.close();
     }
   });
 });

@@ -485,7 +485,13 @@ export class CtnlWriter {
           resolve: (r) => { clearTimeout(timer); resolve(r); },
           reject: (e) => { clearTimeout(timer); reject(e); },
         };
-        void this.feed(child, count, render);
+        this.feed(child, count, render).catch((err: unknown) => {
+          // A request that cannot be rendered: the batch is cut short, so the helper goes (the next batch starts
+          // another) and the batch fails with the reason.
+          if (this.child === child) this.child = null;
+          child.kill('SIGKILL');
+          this.waiting?.reject(err instanceof Error ? err : new Error(String(err)));
+        });
       });
     } finally {
       this.waiting = null;
