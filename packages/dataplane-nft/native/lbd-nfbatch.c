@@ -176,103 +176,109 @@ static uint64_t be64(const uint8_t *p) {
   return v;
 }
 
-/* One read of a named counter: see the top of the file. */
-static int counter_mode(int s, const char *family, const char *table, const char *name) {
+/* The nf_tables family number of `family`, or -1 (said on stderr). */
+static int family_number(const char *family) {
   int fam = !strcmp(family, "inet") ? 1 : !strcmp(family, "ip") ? 2 : !strcmp(family, "ip6") ? 10 : !strcmp(family, "arp") ? 3 : -1;
-  if (fam < 0) { fprintf(stderr, "lbd-nfbatch: family %s is not inet, ip, ip6 or arp\n", family); return 2; }
-  if (strlen(table) > 255 || strlen(name) > 255) { fprintf(stderr, "lbd-nfbatch: a table or counter name is longer than 255 bytes\n"); return 2; }
-  static uint8_t req[1024];
-  size_t off = NLMSG_HDRLEN;
-  struct { uint8_t family, version; uint16_t res_id; } nfg = { (uint8_t)fam, 0, 0 };
-  memcpy(req + off, &nfg, sizeof nfg);
-  off += sizeof nfg;
-  put_attr(req, &off, NFTA_OBJ_TABLE, table, strlen(table) + 1);
-  put_attr(req, &off, NFTA_OBJ_NAME, name, strlen(name) + 1);
-  uint32_t type = htonl(NFT_OBJECT_COUNTER);
-  put_attr(req, &off, NFTA_OBJ_TYPE, &type, sizeof type);
-  struct nlmsghdr h = { .nlmsg_len = (uint32_t)off, .nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETOBJ, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 };
-  memcpy(req, &h, sizeof h);
+  if (fam < 0) fprintf(stderr, "lbd-nfbatch: family %s is not inet, ip, ip6 or arp\n", family);
+  return fam;
+}
+
+/*
+ * Sends one request (sequence 1) and returns the kernel's answer to it, or NULL after printing `failed <why>`:
+ * an error answer (its errno text), or none within 2 s.
+ */
+static const struct nlmsghdr *ask(int s, const uint8_t *req, size_t len) {
   struct timeval tv = { .tv_sec = 2 };
   setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-  if (sendto(s, req, off, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) { printf("failed %s\n", strerror(errno)); return 1; }
+  if (sendto(s, req, len, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) { printf("failed %s\n", strerror(errno)); return NULL; }
   static uint8_t buf[1 << 16];
   for (;;) {
     ssize_t got = recv(s, buf, sizeof buf, 0);
     if (got < 0 && errno == EINTR) continue;
-    if (got < 0) { printf("failed no answer from the kernel: %s\n", strerror(errno)); return 1; }
-    int len = (int)got;
-    for (const struct nlmsghdr *m = (const struct nlmsghdr *)buf; NLMSG_OK(m, len); m = NLMSG_NEXT(m, len)) {
+    if (got < 0) { printf("failed no answer from the kernel: %s\n", strerror(errno)); return NULL; }
+    int left = (int)got;
+    for (const struct nlmsghdr *m = (const struct nlmsghdr *)buf; NLMSG_OK(m, left); m = NLMSG_NEXT(m, left)) {
       if (m->nlmsg_seq != 1) continue;
       if (m->nlmsg_type == NLMSG_ERROR && m->nlmsg_len >= NLMSG_HDRLEN + 4) {
         int err;
         memcpy(&err, NLMSG_DATA(m), 4);
         printf("failed %s\n", strerror(-err));
-        return 1;
+        return NULL;
       }
-      if (m->nlmsg_type != ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWOBJ)) continue;
-      /* The object's attributes, then NFTA_OBJ_DATA's: the counter's packets and bytes, 64 bits in network order. */
-      int have_packets = 0;
-      uint64_t packets = 0, bytes = 0;
-      const uint8_t *end = (const uint8_t *)m + m->nlmsg_len;
-      for (const uint8_t *a = (const uint8_t *)NLMSG_DATA(m) + sizeof nfg; a + NLA_HDRLEN <= end;) {
-        const struct nlattr *at = (const struct nlattr *)a;
-        if (at->nla_len < NLA_HDRLEN || a + at->nla_len > end) break;
-        if ((at->nla_type & NLA_TYPE_MASK) == NFTA_OBJ_DATA) {
-          const uint8_t *in_end = a + at->nla_len;
-          for (const uint8_t *b = a + NLA_HDRLEN; b + NLA_HDRLEN <= in_end;) {
-            const struct nlattr *bt = (const struct nlattr *)b;
-            if (bt->nla_len < NLA_HDRLEN || b + bt->nla_len > in_end) break;
-            if (bt->nla_len == NLA_HDRLEN + 8) {
-              if ((bt->nla_type & NLA_TYPE_MASK) == NFTA_COUNTER_PACKETS) { packets = be64(b + NLA_HDRLEN); have_packets = 1; }
-              if ((bt->nla_type & NLA_TYPE_MASK) == NFTA_COUNTER_BYTES) bytes = be64(b + NLA_HDRLEN);
-            }
-            b += NLA_ALIGN(bt->nla_len);
-          }
-        }
-        a += NLA_ALIGN(at->nla_len);
-      }
-      if (!have_packets) { printf("failed the answer holds no packet count\n"); return 1; }
-      printf("packets %llu bytes %llu\n", (unsigned long long)packets, (unsigned long long)bytes);
-      return 0;
+      return m;
     }
   }
 }
 
-/* Whether a table exists: see the top of the file. */
-static int table_mode(int s, const char *family, const char *table) {
-  int fam = !strcmp(family, "inet") ? 1 : !strcmp(family, "ip") ? 2 : !strcmp(family, "ip6") ? 10 : !strcmp(family, "arp") ? 3 : -1;
-  if (fam < 0) { fprintf(stderr, "lbd-nfbatch: family %s is not inet, ip, ip6 or arp\n", family); return 2; }
-  if (strlen(table) > 255) { fprintf(stderr, "lbd-nfbatch: a table name is longer than 255 bytes\n"); return 2; }
-  static uint8_t req[512];
+/* The request's header and nfgenmsg for `type` in family `fam`; returns the offset of its first attribute. */
+static size_t start_request(uint8_t *req, int fam) {
   size_t off = NLMSG_HDRLEN;
   struct { uint8_t family, version; uint16_t res_id; } nfg = { (uint8_t)fam, 0, 0 };
   memcpy(req + off, &nfg, sizeof nfg);
-  off += sizeof nfg;
-  put_attr(req, &off, NFTA_TABLE_NAME, table, strlen(table) + 1);
-  struct nlmsghdr h = { .nlmsg_len = (uint32_t)off, .nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETTABLE, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 };
+  return off + sizeof nfg;
+}
+
+static void finish_request(uint8_t *req, size_t len, uint16_t type) {
+  struct nlmsghdr h = { .nlmsg_len = (uint32_t)len, .nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | type, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 };
   memcpy(req, &h, sizeof h);
-  struct timeval tv = { .tv_sec = 2 };
-  setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
-  if (sendto(s, req, off, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) { printf("failed %s\n", strerror(errno)); return 1; }
-  static uint8_t buf[1 << 16];
-  for (;;) {
-    ssize_t got = recv(s, buf, sizeof buf, 0);
-    if (got < 0 && errno == EINTR) continue;
-    if (got < 0) { printf("failed no answer from the kernel: %s\n", strerror(errno)); return 1; }
-    int len = (int)got;
-    for (const struct nlmsghdr *m = (const struct nlmsghdr *)buf; NLMSG_OK(m, len); m = NLMSG_NEXT(m, len)) {
-      if (m->nlmsg_seq != 1) continue;
-      if (m->nlmsg_type == NLMSG_ERROR && m->nlmsg_len >= NLMSG_HDRLEN + 4) {
-        int err;
-        memcpy(&err, NLMSG_DATA(m), 4);
-        printf("failed %s\n", strerror(-err));
-        return 1;
+}
+
+/* One read of a named counter: see the top of the file. */
+static int counter_mode(int s, const char *family, const char *table, const char *name) {
+  int fam = family_number(family);
+  if (fam < 0) return 2;
+  if (strlen(table) > 255 || strlen(name) > 255) { fprintf(stderr, "lbd-nfbatch: a table or counter name is longer than 255 bytes\n"); return 2; }
+  static uint8_t req[1024];
+  size_t off = start_request(req, fam);
+  put_attr(req, &off, NFTA_OBJ_TABLE, table, strlen(table) + 1);
+  put_attr(req, &off, NFTA_OBJ_NAME, name, strlen(name) + 1);
+  uint32_t type = htonl(NFT_OBJECT_COUNTER);
+  put_attr(req, &off, NFTA_OBJ_TYPE, &type, sizeof type);
+  finish_request(req, off, NFT_MSG_GETOBJ);
+  const struct nlmsghdr *m = ask(s, req, off);
+  if (m == NULL) return 1;
+  if (m->nlmsg_type != ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWOBJ)) { printf("failed the answer is not an object\n"); return 1; }
+  /* The object's attributes, then NFTA_OBJ_DATA's: the counter's packets and bytes, 64 bits in network order. */
+  int have_packets = 0;
+  uint64_t packets = 0, bytes = 0;
+  const uint8_t *end = (const uint8_t *)m + m->nlmsg_len;
+  for (const uint8_t *a = (const uint8_t *)NLMSG_DATA(m) + 4; a + NLA_HDRLEN <= end;) {
+    const struct nlattr *at = (const struct nlattr *)a;
+    if (at->nla_len < NLA_HDRLEN || a + at->nla_len > end) break;
+    if ((at->nla_type & NLA_TYPE_MASK) == NFTA_OBJ_DATA) {
+      const uint8_t *in_end = a + at->nla_len;
+      for (const uint8_t *b = a + NLA_HDRLEN; b + NLA_HDRLEN <= in_end;) {
+        const struct nlattr *bt = (const struct nlattr *)b;
+        if (bt->nla_len < NLA_HDRLEN || b + bt->nla_len > in_end) break;
+        if (bt->nla_len == NLA_HDRLEN + 8) {
+          if ((bt->nla_type & NLA_TYPE_MASK) == NFTA_COUNTER_PACKETS) { packets = be64(b + NLA_HDRLEN); have_packets = 1; }
+          if ((bt->nla_type & NLA_TYPE_MASK) == NFTA_COUNTER_BYTES) bytes = be64(b + NLA_HDRLEN);
+        }
+        b += NLA_ALIGN(bt->nla_len);
       }
-      if (m->nlmsg_type == ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE)) { printf("table\n"); return 0; }
     }
+    a += NLA_ALIGN(at->nla_len);
   }
+  if (!have_packets) { printf("failed the answer holds no packet count\n"); return 1; }
+  printf("packets %llu bytes %llu\n", (unsigned long long)packets, (unsigned long long)bytes);
+  return 0;
+}
+
+/* Whether a table exists: see the top of the file. */
+static int table_mode(int s, const char *family, const char *table) {
+  int fam = family_number(family);
+  if (fam < 0) return 2;
+  if (strlen(table) > 255) { fprintf(stderr, "lbd-nfbatch: a table name is longer than 255 bytes\n"); return 2; }
+  static uint8_t req[512];
+  size_t off = start_request(req, fam);
+  put_attr(req, &off, NFTA_TABLE_NAME, table, strlen(table) + 1);
+  finish_request(req, off, NFT_MSG_GETTABLE);
+  const struct nlmsghdr *m = ask(s, req, off);
+  if (m == NULL) return 1;
+  if (m->nlmsg_type != ((NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_NEWTABLE)) { printf("failed the answer is not a table\n"); return 1; }
+  printf("table\n");
+  return 0;
 }
 
 int main(int argc, char **argv) {
