@@ -54,6 +54,15 @@ describe('drill switchover: what a move did, from both directors', () => {
     assert.deepEqual([m.establishedBefore, m.establishedMissing], [3, 1]);
   });
 
+  it('one that ended during the move through the old holder (TIME_WAIT or CLOSE there, its copies removed on purpose) is not missing', () => {
+    const m = measureMove({
+      ...base,
+      oldAfter: holding('dir1', { a: 'TIME_WAIT', b: 'CLOSE', u: 'ASSURED' }, { released: T0 + 40 }),
+      newAfter: holding('dir2', { u: 'ASSURED' }, { claimed: T0 + 75 }),
+    });
+    assert.deepEqual([m.establishedBefore, m.establishedMissing], [3, 0]);
+  });
+
   it('a connection the new holder holds with another binding (picked up mid-stream, scheduled afresh) is missing too', () => {
     const m = measureMove({ ...base, newAfter: holding('dir2', { a: 'ESTABLISHED@rs2', b: 'ESTABLISHED', u: 'ASSURED', h: 'SYN_RECV@rs3' }, { claimed: T0 + 75 }) });
     assert.deepEqual([m.establishedMissing, m.youngCaught], [1, 2]);
