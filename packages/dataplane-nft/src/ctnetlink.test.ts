@@ -149,12 +149,20 @@ describe('CtnlWriter', () => {
   const writer = (): CtnlWriter => new CtnlWriter(() => spawn(process.execPath, ['-e', ANSWERING_HELPER], { stdio: 'pipe' }), { idleMs: 50, timeoutMs: () => 10_000 });
 
   it('renders a batch a chunk at a time as it writes it, and reads one answer for it all', async () => {
-    const w = writer();
+    // How many requests were rendered when each write to the helper happened.
+    const renderedAtWrite: number[] = [];
+    const rendered: number[] = [];
+    const w = new CtnlWriter(() => {
+      const child = spawn(process.execPath, ['-e', ANSWERING_HELPER], { stdio: 'pipe' });
+      const write = child.stdin.write.bind(child.stdin) as (chunk: string) => boolean;
+      child.stdin.write = ((chunk: string) => { renderedAtWrite.push(rendered.length); return write(chunk); }) as typeof child.stdin.write;
+      return child;
+    }, { idleMs: 50, timeoutMs: () => 10_000 });
     try {
-      const rendered: number[] = [];
       const r = await w.run(5000, (i) => { rendered.push(i); return renderDeleteRequest({ ...fullnat, client: { address: '198.18.0.2', port: 1 + i } }); });
       assert.deepEqual([r.done, r.codes.length, r.failed], [5000, 5000, 0]);
       assert.deepEqual(rendered, Array.from({ length: 5000 }, (_, i) => i), 'each request rendered once, in order');
+      assert.deepEqual(renderedAtWrite, [1024, 2048, 3072, 4096, 5000], 'each chunk written as soon as it is rendered');
     } finally {
       await w.close();
     }

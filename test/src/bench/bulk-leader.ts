@@ -7,12 +7,13 @@
  * Messages: in, `{ lead: true }` then `{ close: true }`; out, `{ ready: true }`, `{ leading: true }`, then
  * `{ closed: true, warnings, warnCount }`, or `{ error }` at any point.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { parseConfig } from '@lbd/config';
 import { ConnectionSync } from '@lbd/connsync';
 import { connectionKey, type SyncedConnection } from '@lbd/dataplane';
 import { FakeConnectionTable } from '@lbd/dataplane/testing';
 import type { Logger } from '@lbd/director-agent';
+import type { PeerSecurity } from '@lbd/proto';
 
 export interface BulkLeaderData {
   readonly connections: readonly SyncedConnection[];
@@ -31,6 +32,16 @@ export type BulkLeaderMessage =
   | { readonly closed: true; readonly warnings: readonly string[]; readonly warnCount: number }
   | { readonly error: string };
 
+/** The bulk's leader, ready to lead: a ConnectionSync over a FakeConnectionTable holding `connections` (on either thread). */
+export async function startBulkLeader(connections: readonly SyncedConnection[], peerPort: number, security: PeerSecurity, configText: string, log: Logger): Promise<ConnectionSync> {
+  const table = new FakeConnectionTable();
+  for (const f of connections) table.connections.set(connectionKey(f), f);
+  const leader = new ConnectionSync({ self: 'dir1', peers: [{ id: 'dir2', address: '127.0.0.1', port: peerPort }], security, table, log });
+  await leader.start();
+  await leader.setConfig(parseConfig(configText, 'bench connsync', { cluster: true }).services);
+  return leader;
+}
+
 async function main(): Promise<void> {
   const port = parentPort!;
   const d = workerData as BulkLeaderData;
@@ -41,12 +52,8 @@ async function main(): Promise<void> {
     if (warnings.length < 5) warnings.push(`${msg} ${JSON.stringify(f ?? {})}`);
   };
   const log: Logger = { debug: () => undefined, info: () => undefined, warn: keep, error: keep };
-  const table = new FakeConnectionTable();
-  for (const f of d.connections) table.connections.set(connectionKey(f), f);
   const security = { kind: 'tls', ca: Buffer.from(d.ca), cert: Buffer.from(d.cert), key: Buffer.from(d.key) } as const;
-  const leader = new ConnectionSync({ self: 'dir1', peers: [{ id: 'dir2', address: '127.0.0.1', port: d.peerPort }], security, table, log });
-  await leader.start();
-  await leader.setConfig(parseConfig(d.configText, 'bench connsync', { cluster: true }).services);
+  const leader = await startBulkLeader(d.connections, d.peerPort, security, d.configText, log);
   port.on('message', (m: { lead?: true; close?: true }) => {
     if (m.lead) {
       leader.setLeading(new Set([d.group])).then(() => port.postMessage({ leading: true } satisfies BulkLeaderMessage),
@@ -62,4 +69,5 @@ async function main(): Promise<void> {
   port.postMessage({ ready: true } satisfies BulkLeaderMessage);
 }
 
-main().catch((err: unknown) => parentPort?.postMessage({ error: err instanceof Error ? err.stack ?? err.message : String(err) } satisfies BulkLeaderMessage));
+// Imported on the main thread for startBulkLeader (the one-thread run), it runs nothing.
+if (!isMainThread) main().catch((err: unknown) => parentPort?.postMessage({ error: err instanceof Error ? err.stack ?? err.message : String(err) } satisfies BulkLeaderMessage));

@@ -5,8 +5,7 @@ import { Worker } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey, type Service } from '@lbd/config';
 import { ConnectionSync, SyncReceiver, realServerName, toWireChange } from '@lbd/connsync';
-import { connectionKey, type ConnectionApplyResult, type ConnectionChange, type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection } from '@lbd/dataplane';
-import { FakeConnectionTable } from '@lbd/dataplane/testing';
+import { type ConnectionApplyResult, type ConnectionChange, type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection } from '@lbd/dataplane';
 import { silentLogger, type Logger } from '@lbd/director-agent';
 import { ConntrackConnectionTable, defaultCtnlHelper, listConntrack, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
 import {
@@ -16,7 +15,7 @@ import {
   Topology, freePort, makeClusterPki, privilegeProblem, removeOrphans, runPrefix, spawnTestClient, waitFor,
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
-import type { BulkLeaderData, BulkLeaderMessage } from './bulk-leader.js';
+import { startBulkLeader, type BulkLeaderData, type BulkLeaderMessage } from './bulk-leader.js';
 import { cpuDelta, cpuSample } from './cpu.js';
 import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, parseProcStat, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
@@ -393,12 +392,7 @@ class InProcessLeader implements BulkLeader {
   private constructor(private readonly sync: ConnectionSync) {}
 
   static async start(ctx: WholePathContext, standbyPort: number, log: Logger): Promise<InProcessLeader> {
-    const fake = new FakeConnectionTable();
-    for (const f of ctx.connections) fake.connections.set(connectionKey(f), f);
-    const sync = new ConnectionSync({ self: 'dir1', peers: [{ id: 'dir2', address: '127.0.0.1', port: standbyPort }], security: ctx.leaderSec, table: fake, log });
-    await sync.start();
-    await sync.setConfig(parseConfig(BULK_CONFIG, 'bench connsync', { cluster: true }).services);
-    return new InProcessLeader(sync);
+    return new InProcessLeader(await startBulkLeader(ctx.connections, standbyPort, ctx.leaderSec, BULK_CONFIG, log));
   }
 
   lead(): Promise<void> { return this.sync.setLeading(new Set([GROUP])); }
