@@ -18,7 +18,7 @@ import type {
   ListConnectionsResponse__Output, PeerClient, PeerDefinition, PeerProtoGrpcType, Problem__Output, ProtoGrpcType,
   ConnSyncClient, ConnSyncDefinition, SyncProtoGrpcType,
 } from './gen/index.js';
-import { decodeSyncMessage, encodeSyncMessage } from './sync-codec.js';
+import { decodeSyncMessage, decodeSyncReply, encodeSyncMessage, encodeSyncReply } from './sync-codec.js';
 
 export type * from './gen/index.js';
 export { decodeSyncMessage, encodeSyncMessage, SyncCodecError } from './sync-codec.js';
@@ -190,14 +190,19 @@ let connSyncDefinition: ConnSyncDefinition | undefined;
 
 /**
  * The ConnSync service definition, for `server.addService(connSyncServiceDefinition(), handlers)`: proto-
- * loader's, except that the stream's SyncMessages are written and read by sync-codec.ts (the same bytes,
+ * loader's, except that the stream's SyncMessages and SyncReplies are written and read by sync-codec.ts (the same bytes,
  * the same objects, without proto-loader's conversions). `syncProto().ConnSync.service` is proto-loader's
  * own, which tests and the bench compare against.
  */
 export function connSyncServiceDefinition(): ConnSyncDefinition {
   if (connSyncDefinition === undefined) {
     const loaded = syncProto().ConnSync.service;
-    connSyncDefinition = { ...loaded, Stream: { ...loaded.Stream, requestSerialize: encodeSyncMessage, requestDeserialize: decodeSyncMessage } };
+    connSyncDefinition = {
+      ...loaded,
+      Stream: {
+        ...loaded.Stream, requestSerialize: encodeSyncMessage, requestDeserialize: decodeSyncMessage, responseSerialize: encodeSyncReply, responseDeserialize: decodeSyncReply,
+      },
+    };
   }
   return connSyncDefinition;
 }

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
-import { decodeSyncMessage, encodeSyncMessage, SyncCodecError } from './sync-codec.js';
-import { syncProto, type Change, type SyncMessage } from './index.js';
+import { decodeSyncMessage, decodeSyncReply, encodeSyncMessage, encodeSyncReply, SyncCodecError } from './sync-codec.js';
+import { syncProto, type Change, type SyncMessage, type SyncReply } from './index.js';
 
 /**
  * The hand-written SyncMessage codec against proto-loader's (what every earlier lbd sent and read): the
@@ -160,5 +160,42 @@ describe('sync-codec: SyncMessage by hand, against proto-loader', () => {
     assert.throws(() => encodeSyncMessage({ seq: 1, changes: { changes: [{ upsert: { timeoutSec: 2 ** 32 } }] } }), /timeoutSec: 4294967296 is not an integer from 0 to 4294967295/);
     // The encoder's buffer is shared: a refused message leaves nothing behind for the next one.
     assert.deepEqual(decodeSyncMessage(encodeSyncMessage({ seq: 2, snapshotEnd: {} })), { seq: 2, body: 'snapshotEnd', snapshotEnd: {} });
+  });
+});
+
+describe('sync-codec: SyncReply by hand, against proto-loader', () => {
+  const viaLoaderReply = (m: SyncReply): unknown => loader.responseDeserialize(loader.responseSerialize(m));
+  const REPLIES: Array<[string, SyncReply]> = [
+    ['an ack', { ack: { seq: 41, injected: 1_000_000, failed: 2 } }],
+    ['an ack of zeros', { ack: { seq: 0, injected: 0, failed: 0 } }],
+    ['an ack past 32 bits', { ack: { seq: 2 ** 40 + 1, injected: 2 ** 52, failed: 0 } }],
+    ['an empty ack', { ack: {} }],
+    ['a resync', { resync: { expected: 17, reason: 'message 19 came after 16: 17 and 18 are missing' } }],
+    ['a resync, not ASCII', { resync: { expected: 1, reason: 'Lücke — 組' } }],
+    ['nothing', {}],
+  ];
+  for (const [name, m] of REPLIES) {
+    it(`${name}: each reads the other's bytes as proto-loader reads its own`, () => {
+      const mine = encodeSyncReply(m);
+      assert.deepEqual(loader.responseDeserialize(mine), viaLoaderReply(m), 'proto-loader reading the codec\'s bytes');
+      assert.deepEqual(decodeSyncReply(loader.responseSerialize(m)), viaLoaderReply(m), 'the codec reading proto-loader\'s bytes');
+      assert.deepEqual(decodeSyncReply(mine), viaLoaderReply(m), 'the codec reading its own bytes');
+    });
+  }
+
+  it('skips unknown fields, takes the last of two bodies, and refuses what is not a SyncReply', () => {
+    const unknown = Buffer.from([15 << 3 | 0, 0xac, 0x02, 13 << 3 | 2, 1, 0x61]);
+    const ack = Buffer.from([1 << 3, 5, ...unknown]);
+    const withUnknown = Buffer.concat([unknown, Buffer.from([1 << 3 | 2, ack.length]), ack]);
+    assert.deepEqual(decodeSyncReply(withUnknown), { body: 'ack', ack: { seq: 5, injected: 0, failed: 0 } });
+    assert.deepEqual(loader.responseDeserialize(withUnknown), decodeSyncReply(withUnknown), 'and proto-loader reads it so too');
+    const both = Buffer.concat([encodeSyncReply({ resync: { expected: 3 } }), encodeSyncReply({ ack: { seq: 9 } })]);
+    // Protobuf's rule: the last one on the wire. (proto-loader keeps both, and names the one declared last.)
+    assert.deepEqual(decodeSyncReply(both), { body: 'ack', ack: { seq: 9, injected: 0, failed: 0 } });
+    const good = encodeSyncReply({ ack: { seq: 300, injected: 7 } });
+    for (let cut = 1; cut < good.length; cut++) assert.throws(() => decodeSyncReply(good.subarray(0, cut)), SyncCodecError, `cut at ${cut} of ${good.length}`);
+    assert.throws(() => decodeSyncReply(Buffer.from([1 << 3 | 2, 2, 1 << 3 | 2, 0])), /field ack.seq has wire type 2, not 0/);
+    assert.throws(() => decodeSyncReply(Buffer.from([2 << 3 | 0, 1])), /field resync has wire type 0, not 2/);
+    assert.throws(() => encodeSyncReply({ ack: { seq: -1 } }), /ack.seq: -1 is not an integer/);
   });
 });

@@ -2,6 +2,7 @@ import type { Long } from '@grpc/proto-loader';
 import type {
   Change, Change__Output, ConnectionId, ConnectionId__Output, Endpoint, Endpoint__Output, Hello__Output, SeqAdjust__Output, SeqAdjustDirection,
   SeqAdjustDirection__Output, SnapshotBegin__Output, SyncedConnection, SyncedConnection__Output, SynProxyState__Output, SyncMessage, SyncMessage__Output,
+  SyncReply, SyncReply__Output,
 } from './gen/index.js';
 
 /*
@@ -25,6 +26,12 @@ import type {
  * then found as well; protobuf says a oneof holds one).
  * Scalars at their default value are not written (as protobuf's canonical encoding), message fields are
  * written when not null, so an empty SnapshotEnd still says which body the message has.
+ *
+ * lbd.peer.v1.SyncReply (the standby's Ack for every batch it applied, or a Resync) is written and read here
+ * too: a leader reads one for every message it sends, and proto-loader's reader (a message object, then
+ * toObject, uint64 through Long) cost it about as much per ack as the rest of the reply path together.
+ * A reply with both bodies (none is sent) reads as the last one on the wire, protobuf's rule; proto-loader
+ * there keeps both and names the one declared last.
  */
 
 const VARINT = 0;
@@ -492,6 +499,78 @@ export function decodeSyncMessage(buf: Buffer): SyncMessage__Output {
         r.pos = r.span(); // SnapshotEnd has no fields: whatever a newer peer put in it is skipped
         body('snapshotEnd');
         m.snapshotEnd = {};
+        break;
+      }
+      default: r.skip(wire);
+    }
+  }
+  return m;
+}
+
+/** A SyncReply as protobuf bytes (what proto-loader's serializer gives for it). */
+export function encodeSyncReply(m: SyncReply): Buffer {
+  out.n = 0;
+  if (m.ack) {
+    const at = out.begin(1);
+    out.uint(1, checkedUint(m.ack.seq, 'ack.seq', Number.MAX_SAFE_INTEGER));
+    out.uint(2, checkedUint(m.ack.injected, 'ack.injected', Number.MAX_SAFE_INTEGER));
+    out.uint(3, checkedUint(m.ack.failed, 'ack.failed', Number.MAX_SAFE_INTEGER));
+    out.end(at);
+  }
+  if (m.resync) {
+    const at = out.begin(2);
+    out.uint(1, checkedUint(m.resync.expected, 'resync.expected', Number.MAX_SAFE_INTEGER));
+    out.str(2, m.resync.reason ?? '');
+    out.end(at);
+  }
+  return Buffer.from(out.buf.subarray(0, out.n));
+}
+
+/** A SyncReply from protobuf bytes, as proto-loader's deserializer gives it with LOADER_OPTIONS. */
+export function decodeSyncReply(buf: Buffer): SyncReply__Output {
+  const r = new In(buf, 0, buf.length);
+  const m: SyncReply__Output = {};
+  while (r.pos < r.end) {
+    const key = r.varint();
+    const wire = key & 7;
+    switch (key >>> 3) {
+      case 1: {
+        expect(wire, LEN, 'ack');
+        const end = r.span();
+        const a = { seq: 0, injected: 0, failed: 0 };
+        while (r.pos < end) {
+          const k = r.varint();
+          const w = k & 7;
+          switch (k >>> 3) {
+            case 1: expect(w, VARINT, 'ack.seq'); a.seq = r.varint(); break;
+            case 2: expect(w, VARINT, 'ack.injected'); a.injected = r.varint(); break;
+            case 3: expect(w, VARINT, 'ack.failed'); a.failed = r.varint(); break;
+            default: r.skip(w);
+          }
+        }
+        ended(r, end, 'an Ack');
+        if (m.resync !== undefined) delete m.resync;
+        m.ack = a;
+        m.body = 'ack';
+        break;
+      }
+      case 2: {
+        expect(wire, LEN, 'resync');
+        const end = r.span();
+        const s = { expected: 0, reason: '' };
+        while (r.pos < end) {
+          const k = r.varint();
+          const w = k & 7;
+          switch (k >>> 3) {
+            case 1: expect(w, VARINT, 'resync.expected'); s.expected = r.varint(); break;
+            case 2: expect(w, LEN, 'resync.reason'); s.reason = r.str(); break;
+            default: r.skip(w);
+          }
+        }
+        ended(r, end, 'a Resync');
+        if (m.ack !== undefined) delete m.ack;
+        m.resync = s;
+        m.body = 'resync';
         break;
       }
       default: r.skip(wire);
