@@ -1,4 +1,3 @@
-import { connectionKey } from '@lbd/dataplane';
 import type { SyncMessage, SyncReply__Output } from '@lbd/proto';
 import { nanoid } from 'nanoid';
 import type { Logger } from '@lbd/log';
@@ -7,7 +6,8 @@ import { toWireChange, type WireChange } from './wire.js';
 
 /**
  * The leader's stream to one standby: Hello, a snapshot of every copied connection, then changes, each message
- * numbered. At most `windowMessages` are unacknowledged at a time; changes wait behind them in a queue
+ * numbered. At most `windowMessages` are unacknowledged at a time, and a message of changes that is not full
+ * goes only when none is (the peer's ack clocks it); changes wait behind them in a queue
  * that folds repeated changes to one connection into one, and that is thrown away for a fresh snapshot when it
  * outgrows `maxQueuedChanges` — so a slow or stuck peer costs bounded memory, never the leader's health.
  * A Resync from the peer, an ack that does not come within `ackTimeoutMs`, and a broken stream all end in
@@ -40,8 +40,9 @@ export interface SenderOptions {
   readonly maxQueuedChanges?: number;
   readonly ackTimeoutMs?: number;
   /**
-   * Changes wait this long for company before a message goes out (fewer, fuller messages). The default, 2 ms,
-   * matches lbd-ctnl's own 2 ms event window: events already arrive in batches, so waiting longer adds lag only.
+   * Changes wait this long for company before a message goes out when none is unacknowledged (fewer, fuller
+   * messages). The default, 2 ms, matches lbd-ctnl's own 2 ms event window: events already arrive in batches, so
+   * waiting longer adds lag only. While one is unacknowledged, they wait for its ack instead.
    */
   readonly flushMs?: number;
   /** Fault injection for tests: may drop, delay or reorder outgoing messages. */
@@ -163,11 +164,10 @@ export class SyncSender implements SourceListener {
     // Before the snapshot is taken, what changed is in it anyway.
     if (this.link === null || this.needSnapshot !== null) return;
     for (const c of changes) {
-      const key = connectionKey(c.change.connection);
-      const had = this.queue.get(key);
+      const had = this.queue.get(c.key);
       // Keep the first event's time: the lag of a folded change is that of its oldest part.
-      if (had !== undefined) this.queue.delete(key);
-      this.queue.set(key, had === undefined ? c : { change: c.change, seenAtMs: had.seenAtMs });
+      if (had !== undefined) this.queue.delete(c.key);
+      this.queue.set(c.key, had === undefined ? c : { key: c.key, change: c.change, seenAtMs: had.seenAtMs });
     }
     if (this.queue.size > this.o.maxQueuedChanges) {
       this.counters.overflows++;
@@ -309,6 +309,11 @@ export class SyncSender implements SourceListener {
         continue;
       }
       if (this.queue.size === 0) break;
+      // While a message is unacknowledged, changes wait for its ack unless a full message's worth is queued: the
+      // peer's acks clock the stream (as Nagle's algorithm does TCP's), so a busy peer gets fewer, fuller messages.
+      // Each message costs both ends about as much as tens of changes in it (gRPC, TLS, an ack, a kernel batch on the
+      // peer), and the peer would not apply this one before the one in flight anyway.
+      if (this.inFlight.length > 0 && this.queue.size < this.o.changesPerMessage) break;
       const part: SourceChange[] = [];
       for (const [key, c] of this.queue) {
         this.queue.delete(key);

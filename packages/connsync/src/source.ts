@@ -32,6 +32,8 @@ export interface CopiedConnection {
 }
 
 export interface SourceChange {
+  /** connectionKey of the change's connection (every peer's sender folds its queue by it). */
+  readonly key: string;
   readonly change: WireChange;
   /** When the kernel event behind it was read (performance.now()). */
   readonly seenAtMs: number;
@@ -307,7 +309,7 @@ export class ConnectionSource {
         this.held.delete(key);
         this.young.delete(key);
         const had = this.copied.get(key);
-        if (had !== undefined && this.copied.delete(key)) out.push({ change: removal(f, had), seenAtMs: e.seenAtMs });
+        if (had !== undefined && this.copied.delete(key)) out.push({ key, change: removal(f, had), seenAtMs: e.seenAtMs });
         continue;
       }
       if (s === undefined) continue;
@@ -332,7 +334,7 @@ export class ConnectionSource {
           this.firstSeen.delete(key);
           this.young.delete(key);
           const had = this.copied.get(key);
-          if (had !== undefined && this.copied.delete(key)) out.push({ change: removal(f, had), seenAtMs: e.seenAtMs });
+          if (had !== undefined && this.copied.delete(key)) out.push({ key, change: removal(f, had), seenAtMs: e.seenAtMs });
           continue;
         }
         if (YOUNG_STATES.has(f.state) && (this.young.has(key) || this.young.size < MAX_YOUNG)) this.young.set(key, { connection: f, service });
@@ -345,7 +347,7 @@ export class ConnectionSource {
         // sequence adjustment in an update of its own, after the one that made the connection ESTABLISHED.
         if (!sameBinding(had.connection, f) || !sameProxyState(had.connection, f)) {
           this.copied.set(key, { connection: f, service });
-          out.push({ change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs });
+          out.push({ key, change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs });
         }
         continue;
       }
@@ -356,7 +358,7 @@ export class ConnectionSource {
       }
       this.firstSeen.delete(key);
       this.copied.set(key, { connection: f, service });
-      out.push({ change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs });
+      out.push({ key, change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs });
     }
     this.emit(out);
   }
@@ -379,7 +381,7 @@ export class ConnectionSource {
       if (this.copied.has(key)) continue;
       this.held.delete(key);
       this.copied.set(key, y);
-      out.push({ change: { op: 'upsert', connection: y.connection }, seenAtMs: now });
+      out.push({ key, change: { op: 'upsert', connection: y.connection }, seenAtMs: now });
     }
     this.emit(out);
     return out.length;
@@ -406,7 +408,7 @@ export class ConnectionSource {
       if (this.groupOf(h) === null) continue;
       this.copied.set(key, { connection: h.connection, service: h.service });
       // Its lag counts from when it became due, not from when it was first seen.
-      out.push({ change: { op: 'upsert', connection: h.connection }, seenAtMs: h.dueAt });
+      out.push({ key, change: { op: 'upsert', connection: h.connection }, seenAtMs: h.dueAt });
     }
     this.emit(out);
   }

@@ -149,6 +149,40 @@ describe('connection sync: sender, source and receiver', () => {
     assert.ok(p.receivers[0]!.status().resyncs >= 2);
   });
 
+  it('changes that do not fill a message wait while one is unacknowledged and go on its ack; a full message goes on its own', async () => {
+    const sent: number[] = [];
+    const faults: OutgoingFaults = {
+      fate: (m) => {
+        const n = m.changes?.changes?.length ?? 0;
+        if (n > 0) sent.push(n);
+        return 'send';
+      },
+    };
+    const p = await start({ sender: { faults, changesPerMessage: 20, flushMs: 1 } });
+    await until('caught up', () => p.sender.drained());
+    sent.length = 0;
+    let release: () => void = () => {};
+    const released = new Promise<void>((r) => { release = r; });
+    let applying = 0;
+    const apply = p.standby.apply.bind(p.standby);
+    p.standby.apply = async (c) => { applying++; await released; return apply(c); };
+    // A timer of the sender's flushMs set after its flush timer fires after it: the flush has had its turn then.
+    const afterFlush = (): Promise<void> => new Promise((r) => setTimeout(r, 1));
+    p.leader.open(connection(0));
+    await until('the first change is being applied', () => applying === 1);
+    assert.deepEqual(sent, [1]);
+    for (let i = 1; i <= 5; i++) p.leader.open(connection(i));
+    await afterFlush();
+    assert.deepEqual(sent, [1], 'five changes wait for the ack of the message in flight');
+    for (let i = 6; i <= 25; i++) p.leader.open(connection(i));
+    await afterFlush();
+    assert.deepEqual(sent, [1, 20], 'a full message goes without waiting');
+    release();
+    await until('caught up', () => p.sender.drained() && p.standby.connections.size === 26);
+    assert.deepEqual(sent, [1, 20, 5], 'the rest goes once both are acknowledged');
+    assertMirrored(p);
+  });
+
   it('a message lost at the tail (nothing after it shows the gap) is found by the ack timeout', async () => {
     let drop = false;
     const p = await start({ sender: { faults: { fate: (m) => (drop && m.changes ? 'drop' : 'send') }, ackTimeoutMs: 200 } });

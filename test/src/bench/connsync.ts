@@ -53,8 +53,9 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } fr
  *    sender lag (kernel event to the standby's ack, over its last 2 048 changes) is sampled every 500 ms;
  *    CPU is every process in each director's namespace (the agent, its ctnetlink helpers and the conntrack
  *    runs it waits for), from /proc/PID/stat, in cores over the load window; the same load with sync disabled
- *    per service (`sync: { enabled: false }`, applied through the admin API) is the baseline (the agents
- *    still watch conntrack then). Leader changes during the load are counted: they are a figure too.
+ *    per service (`sync: { enabled: false }`, applied through the admin API) is the baseline (with nothing
+ *    to copy, the agents do not follow conntrack's events then). Leader changes during the load are counted:
+ *    they are a figure too.
  * 3. Drills: --count N times (default 3; --quick 1) each of a planned switchover (admin failover) and a box
  *    death (killBox; then reviveBox, `conntrack -F` as after a reboot, a new agent, steady again), with 100
  *    TCP streams and 20 UDP connections through round-robin fullnat vips (a director without the connection's entry
@@ -719,6 +720,9 @@ interface LoadRun {
   readonly worstP99Ms: number;
   readonly samples: number;
   readonly injected: number;
+  /** Messages the standby received, and changes the leader sent (lower bounds when the leader changed). */
+  readonly messages: number;
+  readonly changesSent: number;
   readonly standbyFailed: number;
   readonly snapshots: number;
   readonly resyncs: number;
@@ -833,7 +837,7 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
   if (leaderAfter !== leader) leaderChanges = Math.max(leaderChanges, 1);
   const total = (st: Record<DirectorName, ClusterStatus__Output | undefined>, f: (x: ClusterStatus__Output) => number): number =>
     (['dir1', 'dir2'] as const).reduce((a, d) => a + (st[d] ? f(st[d]!) : 0), 0);
-  const fromSum = (k: 'injected' | 'failed') => (x: ClusterStatus__Output): number => Number(peerOf(x, 'from')?.[k] ?? 0);
+  const fromSum = (k: 'injected' | 'failed' | 'received') => (x: ClusterStatus__Output): number => Number(peerOf(x, 'from')?.[k] ?? 0);
   const toSum = (k: 'snapshots' | 'resyncs') => (x: ClusterStatus__Output): number => Number(peerOf(x, 'to')?.[k] ?? 0);
   const run: LoadRun = {
     sync, wrk: result, leader, cpu: { dir1: cpuDelta(cpu0.dir1, cpu1.dir1), dir2: cpuDelta(cpu0.dir2, cpu1.dir2) },
@@ -841,6 +845,8 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
     // Counters restart with a new stream: these are lower bounds when the leader changed.
     injected: Math.max(0, total(after, fromSum('injected')) - total(before, fromSum('injected'))),
     standbyFailed: Math.max(0, total(after, fromSum('failed')) - total(before, fromSum('failed'))),
+    messages: Math.max(0, total(after, fromSum('received')) - total(before, fromSum('received'))),
+    changesSent: Math.max(0, total(after, (x) => Number(peerOf(x, 'to')?.sent ?? 0)) - total(before, (x) => Number(peerOf(x, 'to')?.sent ?? 0))),
     snapshots: Math.max(0, total(end, toSum('snapshots')) - total(before, toSum('snapshots'))),
     resyncs: Math.max(0, total(end, toSum('resyncs')) - total(before, toSum('resyncs'))),
     lossEvents: total(end, (x) => Number(x.sync?.lossEvents ?? 0)) - total(before, (x) => Number(x.sync?.lossEvents ?? 0)),
@@ -1071,7 +1077,7 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   };
   out(`what sync costs, both directors together: ${cost >= 0 ? '+' : ''}${cost.toFixed(2)} cores (${(w.cpu.dir1.cores + w.cpu.dir2.cores).toFixed(2)} with, `
     + `${(wo.cpu.dir1.cores + wo.cpu.dir2.cores).toFixed(2)} without) at ${formatNumber(w.wrk.requestsPerSec)} / ${formatNumber(wo.wrk.requestsPerSec)} new connections/s`);
-  out('  (the baseline disables sync per service: the agents still run their conntrack -E watch, and dump the table on every event loss)');
+  out('  (the baseline disables sync per service: with nothing to copy, the agents do not follow conntrack\'s events either)');
   for (const r of [wo, w]) {
     for (const d of ['dir1', 'dir2'] as const) {
       const parts = Object.entries(r.cpu[d].byComm).filter(([, c]) => c >= 0.005).sort((x, y) => y[1] - x[1]).map(([c, v]) => `${c} ${v.toFixed(2)}`);
@@ -1082,6 +1088,7 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   for (const r of [wo, w]) {
     out(`sync ${r.sync ? 'on' : 'off'}: ${formatNumber(r.wrk.requests)} connections (errors: ${describeErrors(r.wrk)}); kernel event losses (ENOBUFS, both directors) ${r.lossEvents}; `
       + `leader changes during the load ${r.leaderChanges}, vip group transitions logged ${r.transitions}${r.sync ? `; ${count(r.injected)} connections injected on the standby${r.leaderChanges > 0 ? ' (at least: the counters restart with a new stream)' : ''}, failed ${r.standbyFailed}; `
+      + `${count(r.changesSent)} changes in ${count(r.messages)} messages (${r.messages > 0 ? (r.changesSent / r.messages).toFixed(1) : '-'} each); `
       + `sender snapshots ${r.snapshots}, resyncs ${r.resyncs}, max queued ${count(r.maxQueued)}, sender state at the end ${r.toState}` : ''}`);
   }
   out(`conntrack entries after the sync-on load: dir1 ${formatNumber(load.conntrackAfter.dir1)}, dir2 ${formatNumber(load.conntrackAfter.dir2)}`);
