@@ -278,7 +278,11 @@ export class ConntrackConnectionTable implements ConnectionTable {
         if (!p) continue;
         if (p.type === 'age') readAtMs = arrivedAtMs - p.ageMs;
         else if (p.type === 'ready') subscribed?.();
-        else if (p.type === 'loss') loss(`ctnetlink events: the kernel dropped events (${p.reason}: the event socket buffer of ${this.eventBufferBytes} bytes overflowed)`);
+        else if (p.type === 'loss') {
+          loss(p.reason === 'TRUNCATED'
+            ? 'ctnetlink events: an event was larger than lbd-ctnl reads one (8 KiB) and was cut short'
+            : `ctnetlink events: the kernel dropped events (${p.reason}: the event socket buffer of ${this.eventBufferBytes} bytes overflowed)`);
+        }
         else if (p.type === 'kept') { if (lateAnswers > 0) lateAnswers--; else young?.done(young.events); }
         else if (p.type === 'young') { if (lateAnswers === 0) young?.events.push(p.event); }
         else if (p.event.connection.mark !== 0) events.push(p.event);

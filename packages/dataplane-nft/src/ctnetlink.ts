@@ -18,6 +18,7 @@ import { OneAtATime } from './one-at-a-time.js';
  * Lines on stdout, written once per burst of reads:
  *   R <rcvbuf>                              the subscription is live (SO_RCVBUF as the kernel set it)
  *   L ENOBUFS                               the kernel dropped events (one line per failed read)
+ *   L TRUNCATED                             (lbd-ctnl only) an event was cut short: lost as well
  *   A <microseconds>                        (lbd-ctnl only) the events up to the next A line were read from
  *                                           the kernel, the first of them this long ago: lbd-ctnl lets events
  *                                           gather for 2 ms before it writes them (one wake-up of the agent
@@ -281,6 +282,7 @@ export type EventLine =
 const KINDS: Record<string, ConnectionEventKind> = { N: 'new', U: 'update', D: 'destroy', Y: 'update' };
 
 const U32 = /^\d{1,10}$/;
+const NO_PROXY: Pick<SyncedConnection, 'synProxy' | 'seqAdjust'> = Object.freeze({});
 
 /**
  * The two SYN-proxy fields of an event or dump line: `isn,its,tsoff` (CTA_SYNPROXY; all zero, as on every
@@ -288,6 +290,8 @@ const U32 = /^\d{1,10}$/;
  * each `-` when the message had none. undefined: not such fields.
  */
 export function parseProxyFields(synProxy: string, seqAdjust: string): Pick<SyncedConnection, 'synProxy' | 'seqAdjust'> | undefined {
+  // Nearly every connection: no SYN proxy (one object for all of them, none made per event).
+  if (seqAdjust === '-' && (synProxy === '-' || synProxy === '0,0,0')) return NO_PROXY;
   const nums = (text: string, n: number): number[] | null => {
     const t = text.split(',');
     return t.length === n && t.every((x) => U32.test(x) && Number(x) <= 0xffffffff) ? t.map(Number) : null;
