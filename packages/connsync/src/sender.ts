@@ -2,6 +2,7 @@ import type { SyncMessage, SyncReply__Output } from '@lbd/proto';
 import { nanoid } from 'nanoid';
 import type { Logger } from '@lbd/log';
 import type { ConnectionSource, SourceChange, SourceListener } from './source.js';
+import { FoldingQueue } from './churn.js';
 import { toWireChange, type WireChange } from './wire.js';
 
 /**
@@ -102,7 +103,7 @@ export class SyncSender implements SourceListener {
   private seq = 0;
   private acked = 0;
   private readonly inFlight: InFlight[] = [];
-  private readonly queue = new Map<string, SourceChange>();
+  private readonly queue = new FoldingQueue<SourceChange>();
   private needSnapshot: string | null = null;
   private snapshotRest: WireChange[] | null = null;
   private snapshotEndSeq = 0;
@@ -163,12 +164,9 @@ export class SyncSender implements SourceListener {
   changes(changes: readonly SourceChange[]): void {
     // Before the snapshot is taken, what changed is in it anyway.
     if (this.link === null || this.needSnapshot !== null) return;
-    for (const c of changes) {
-      const had = this.queue.get(c.key);
-      // Keep the first event's time: the lag of a folded change is that of its oldest part.
-      if (had !== undefined) this.queue.delete(c.key);
-      this.queue.set(c.key, had === undefined ? c : { key: c.key, change: c.change, seenAtMs: had.seenAtMs });
-    }
+    // A connection's change replaces the one queued for it, in its place (changes of different connections are
+    // independent), keeping its time: the lag of a folded change is that of its oldest part.
+    for (const c of changes) this.queue.put(c.key, c, foldChange);
     if (this.queue.size > this.o.maxQueuedChanges) {
       this.counters.overflows++;
       this.queue.clear();
@@ -314,13 +312,9 @@ export class SyncSender implements SourceListener {
       // Each message costs both ends about as much as tens of changes in it (gRPC, TLS, an ack, a kernel batch on the
       // peer), and the peer would not apply this one before the one in flight anyway.
       if (this.inFlight.length > 0 && this.queue.size < this.o.changesPerMessage) break;
-      const part: SourceChange[] = [];
-      for (const [key, c] of this.queue) {
-        this.queue.delete(key);
-        part.push(c);
-        if (part.length >= this.o.changesPerMessage) break;
-      }
-      const oldest = Math.min(...part.map((c) => c.seenAtMs));
+      const part = this.queue.take(this.o.changesPerMessage);
+      let oldest = Infinity;
+      for (const c of part) oldest = Math.min(oldest, c.seenAtMs);
       this.counters.connectionsSent += part.length;
       this.send({ changes: { changes: part.map((c) => toWireChange(c.change)) } }, oldest);
     }
@@ -355,4 +349,8 @@ export class SyncSender implements SourceListener {
     for (const t of [this.flushTimer, this.ackTimer, this.retryTimer]) if (t !== undefined) clearTimeout(t);
     this.flushTimer = this.ackTimer = this.retryTimer = undefined;
   }
+}
+
+function foldChange(queued: SourceChange, c: SourceChange): SourceChange {
+  return { key: c.key, change: c.change, seenAtMs: queued.seenAtMs };
 }

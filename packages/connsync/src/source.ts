@@ -1,5 +1,6 @@
 import { connectionKey, sameBinding, sameProxyState, type ConnectionEvent, type ConnectionTable, type ConnectionWatch, type SyncedConnection } from '@lbd/dataplane';
 import type { Logger } from '@lbd/log';
+import { ChurnTable } from './churn.js';
 import type { LedSlots } from './slots.js';
 import type { WireChange } from './wire.js';
 
@@ -107,13 +108,13 @@ export interface ConnectionSourceStats {
 
 export class ConnectionSource {
   /** Connections being copied, by connectionKey. */
-  private readonly copied = new Map<string, CopiedConnection>();
+  private readonly copied = new ChurnTable<CopiedConnection>();
   /** Connections held back by minAgeMs: key → when the connection was first seen, its latest form, and when it is due. */
-  private readonly held = new Map<string, CopiedConnection & { dueAt: number; seenAt: number }>();
+  private readonly held = new ChurnTable<CopiedConnection & { dueAt: number; seenAt: number }>();
   /** Young connections of the scope (YOUNG_STATES), by connectionKey: sent only by handOverYoung. */
-  private readonly young = new Map<string, CopiedConnection>();
+  private readonly young = new ChurnTable<CopiedConnection>();
   /** When each connection of a service with minAgeMs was first seen (its `new` event). */
-  private readonly firstSeen = new Map<string, number>();
+  private readonly firstSeen = new ChurnTable<number>();
   private scope: SyncScope = new Map();
   private readonly listeners = new Set<SourceListener>();
   private watch: ConnectionWatch | undefined;
@@ -206,7 +207,7 @@ export class ConnectionSource {
 
   /** The connections to copy now, for a snapshot. */
   snapshot(): CopiedConnection[] {
-    return [...this.copied.values()];
+    return this.copied.values();
   }
 
   /** The groups (vip groups and slots) whose connections this source copies. */
