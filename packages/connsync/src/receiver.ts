@@ -1,5 +1,5 @@
 import { slotOfGroup } from '@lbd/config';
-import { connectionKey, type ConnectionChange, type ConnectionTable, type SyncedConnection, type Endpoint } from '@lbd/dataplane';
+import { connectionKey, withProxyState, type ConnectionChange, type ConnectionTable, type SyncedConnection, type Endpoint } from '@lbd/dataplane';
 import type { SyncMessage__Output, SyncReply } from '@lbd/proto';
 import type { Logger } from '@lbd/log';
 import { serviceKeyOfConnection } from './source.js';
@@ -250,7 +250,11 @@ export class SyncReceiver {
         }
         const mark = this.ctx.markOf(service, w.connection.realServer);
         if (mark === null) { this.counts.failed++; continue; }
-        batch.push({ op: 'upsert', connection: { ...w.connection, mark } });
+        const f = w.connection;
+        batch.push({
+          op: 'upsert',
+          connection: withProxyState<SyncedConnection>({ protocol: f.protocol, client: f.client, vip: f.vip, realServer: f.realServer, localAddress: f.localAddress, mark, state: f.state, timeoutSec: f.timeoutSec }, f),
+        });
         this.snapshot?.keys.add(connectionKey(w.connection));
       }
       return true;
@@ -342,5 +346,7 @@ export class SyncReceiver {
 /** A peer's remove as a change to the table: by the binding the peer removed when it says (see source.ts, removal). */
 function removeChange(w: WireChange & { op: 'remove' }): ConnectionChange {
   if (w.binding === undefined) return { op: 'remove', connection: w.connection };
-  return { op: 'remove-binding', connection: { ...w.connection, ...w.binding } };
+  // Field by field, as the upsert above: see withProxyState.
+  const c = w.connection;
+  return { op: 'remove-binding', connection: { protocol: c.protocol, client: c.client, vip: c.vip, realServer: w.binding.realServer, localAddress: w.binding.localAddress } };
 }

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { canonicalAddress } from '@lbd/config';
-import type { Endpoint, ConnectionIdentity, SeqAdjust, SyncedConnection, SynProxyState } from '@lbd/dataplane';
+import { withProxyState, type Endpoint, type ConnectionIdentity, type SeqAdjust, type SyncedConnection, type SynProxyState } from '@lbd/dataplane';
 import type { Change, Change__Output, SyncedConnection__Output, ConnectionId__Output, Endpoint__Output, SeqAdjustDirection__Output } from '@lbd/proto';
 
 /**
@@ -36,17 +36,22 @@ const MAX_TIMEOUT_SEC = 10 * 24 * 3600;
 export function toWireChange(c: WireChange): Change {
   if (c.op === 'remove') {
     const b = c.binding;
-    return { remove: connectionIdOut(c.connection), ...(b ? { removedRealServer: endpointOut(b.realServer), removedLocalAddress: b.localAddress ? endpointOut(b.localAddress) : null } : {}) };
+    // (Fields set one by one, here and below: spreads into a literal take V8's slow path, per change.)
+    const remove: Change = { remove: connectionIdOut(c.connection) };
+    if (b) {
+      remove.removedRealServer = endpointOut(b.realServer);
+      remove.removedLocalAddress = b.localAddress ? endpointOut(b.localAddress) : null;
+    }
+    return remove;
   }
   const f = c.connection;
-  return {
-    upsert: {
-      id: connectionIdOut(f), realServer: endpointOut(f.realServer), localAddress: f.localAddress ? endpointOut(f.localAddress) : null,
-      state: f.state, timeoutSec: wireTimeoutSec(f.timeoutSec),
-      ...(f.synProxy ? { synProxy: { ...f.synProxy } } : {}),
-      ...(f.seqAdjust ? { seqAdjust: { original: { ...f.seqAdjust.original }, reply: { ...f.seqAdjust.reply } } } : {}),
-    },
+  const upsert: Change['upsert'] & object = {
+    id: connectionIdOut(f), realServer: endpointOut(f.realServer), localAddress: f.localAddress ? endpointOut(f.localAddress) : null,
+    state: f.state, timeoutSec: wireTimeoutSec(f.timeoutSec),
   };
+  if (f.synProxy) upsert.synProxy = { isn: f.synProxy.isn, its: f.synProxy.its, tsoff: f.synProxy.tsoff };
+  if (f.seqAdjust) upsert.seqAdjust = { original: { ...f.seqAdjust.original }, reply: { ...f.seqAdjust.reply } };
+  return { upsert };
 }
 
 /**
@@ -103,7 +108,7 @@ function upsertIn(f: SyncedConnection__Output, path: string): WireChange {
   const proxy = proxyStateIn(f, path, id.protocol);
   return {
     op: 'upsert',
-    connection: { protocol: id.protocol, client: id.client, vip: id.vip, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0, ...proxy },
+    connection: withProxyState<SyncedConnection>({ protocol: id.protocol, client: id.client, vip: id.vip, realServer, localAddress, state: f.state, timeoutSec: f.timeoutSec, mark: 0 }, proxy),
   };
 }
 

@@ -1,5 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { DataPlaneError, type Endpoint, type SeqAdjust, type SynProxyState, type ConnectionBinding, type ConnectionEvent, type ConnectionEventKind, type ConnectionIdentity, type SyncedConnection } from '@lbd/dataplane';
+import { DataPlaneError, withProxyState, type Endpoint, type SeqAdjust, type SynProxyState, type ConnectionBinding, type ConnectionEvent, type ConnectionEventKind, type ConnectionIdentity, type SyncedConnection } from '@lbd/dataplane';
 import type { ConntrackEntry } from './conntrack.js';
 import { OneAtATime } from './one-at-a-time.js';
 
@@ -258,7 +258,9 @@ export function connectionOf(
 ): SyncedConnection {
   const back = reply.dst;
   const nat = back.address === original.src.address && back.port === original.src.port;
-  return { protocol, client: original.src, vip: original.dst, realServer: reply.src, localAddress: nat ? null : back, ...rest };
+  return withProxyState<SyncedConnection>({
+    protocol, client: original.src, vip: original.dst, realServer: reply.src, localAddress: nat ? null : back, mark: rest.mark, state: rest.state, timeoutSec: rest.timeoutSec,
+  }, rest);
 }
 
 /** The status bits a connection's state implies: an unreplied connection has none (conntrack shows it [UNREPLIED]). */
@@ -338,9 +340,9 @@ export function parseEventLine(line: string, seenAtMs: number): EventLine | null
   const proxy = parseProxyFields(t[14]!, t[15]!);
   if (!proxy) return null;
   const ep = (i: number): Endpoint => ({ address: t[i]!, port: Number(t[i + 1]) });
-  const connection = connectionOf(protocol, { src: ep(3), dst: ep(5) }, { src: ep(7), dst: ep(9) }, {
-    mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]), ...proxy,
-  });
+  const connection = withProxyState(connectionOf(protocol, { src: ep(3), dst: ep(5) }, { src: ep(7), dst: ep(9) }, {
+    mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]),
+  }), proxy);
   return { type: t[0] === 'Y' ? 'young' : 'event', event: { kind, connection, injected: t[1] === '1', seenAtMs } };
 }
 
@@ -359,11 +361,11 @@ export function parseDumpLine(line: string): ConntrackEntry | null {
   const unreplied = (status & IPS_SEEN_REPLY) === 0;
   const assured = (status & IPS_ASSURED) !== 0;
   const ep = (i: number): Endpoint => ({ address: t[i]!, port: Number(t[i + 1]) });
-  return {
+  return withProxyState<ConntrackEntry>({
     protocol, state: protocol === 'udp' ? (unreplied ? 'UNREPLIED' : assured ? 'ASSURED' : 'REPLIED') : t[11] === '-' ? '' : t[11]!,
     expiresInSec: Number(t[12]), unreplied, assured, mark: Number(t[13]),
-    original: { src: ep(3), dst: ep(5) }, reply: { src: ep(7), dst: ep(9) }, ...proxy,
-  };
+    original: { src: ep(3), dst: ep(5) }, reply: { src: ep(7), dst: ep(9) },
+  }, proxy);
 }
 
 /** Every entry of a `dump` run's output (lines other than E lines are skipped). */

@@ -70,6 +70,19 @@ export function sameProxyState(a: Pick<SyncedConnection, 'synProxy' | 'seqAdjust
   return sp(a.synProxy) === sp(b.synProxy) && sa(a.seqAdjust) === sa(b.seqAdjust);
 }
 
+/**
+ * `connection` given `proxy`'s SYN-proxy fields, each only where present (a connection without them has no such
+ * keys), in place. Per-connection paths build connections this way rather than with object spreads: a spread
+ * into a literal with fields of its own takes V8's slow path, and on a standby's receive path that made every
+ * change outlive the young generation's collections (docs/kernel-io.md, "Object spreads").
+ */
+export function withProxyState<T extends Pick<SyncedConnection, 'synProxy' | 'seqAdjust'>>(connection: T, proxy: Pick<SyncedConnection, 'synProxy' | 'seqAdjust'>): T {
+  const c = connection as { synProxy?: SynProxyState; seqAdjust?: SeqAdjust };
+  if (proxy.synProxy) c.synProxy = proxy.synProxy;
+  if (proxy.seqAdjust) c.seqAdjust = proxy.seqAdjust;
+  return connection;
+}
+
 /** What identifies a connection in conntrack: protocol and original tuple. */
 export type ConnectionIdentity = Pick<SyncedConnection, 'protocol' | 'client' | 'vip'>;
 
@@ -78,10 +91,10 @@ export function connectionKey(f: ConnectionIdentity): string {
   return `${f.protocol} ${endpointText(f.client)} ${endpointText(f.vip)}`;
 }
 
-/** Whether two connections have the same NAT binding (real server and local address). */
 /** A connection as far as its NAT binding: what names one conntrack entry by its reply tuple. */
 export type ConnectionBinding = ConnectionIdentity & Pick<SyncedConnection, 'realServer' | 'localAddress'>;
 
+/** Whether two connections have the same NAT binding (real server and local address). */
 export function sameBinding(a: ConnectionBinding, b: ConnectionBinding): boolean {
   return a.realServer.address === b.realServer.address && a.realServer.port === b.realServer.port
     && (a.localAddress?.address ?? '') === (b.localAddress?.address ?? '') && (a.localAddress?.port ?? 0) === (b.localAddress?.port ?? 0);
