@@ -190,9 +190,9 @@ let connSyncDefinition: ConnSyncDefinition | undefined;
 
 /**
  * The ConnSync service definition, for `server.addService(connSyncServiceDefinition(), handlers)`: proto-
- * loader's, except that the stream's SyncMessages and SyncReplies are written and read by sync-codec.ts (the same bytes,
- * the same objects, without proto-loader's conversions). `syncProto().ConnSync.service` is proto-loader's
- * own, which tests and the bench compare against.
+ * loader's, except that the stream's SyncMessages and SyncReplies are written and read by sync-codec.ts (the
+ * same bytes, the same objects, without proto-loader's conversions). `syncProto().ConnSync.service` is
+ * proto-loader's own, which tests and the bench compare against.
  */
 export function connSyncServiceDefinition(): ConnSyncDefinition {
   if (connSyncDefinition === undefined) {
