@@ -52,14 +52,14 @@ const COPIED_TCP_STATES = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAS
  * flood the peers), but kept, so that a planned handover sends them to the target just before it claims
  * (handOverYoung): a handshake under way then completes on the new holder, with the same real server.
  */
-const YOUNG_STATES = new Set(['SYN_SENT', 'SYN_RECV', 'SYN_SENT2', 'UNREPLIED', 'REPLIED']);
+export const YOUNG_STATES: ReadonlySet<string> = new Set(['SYN_SENT', 'SYN_RECV', 'SYN_SENT2', 'UNREPLIED', 'REPLIED']);
 /**
  * A TCP connection that is over. Its copies go as soon as the kernel says so, not when it forgets the entry
  * (TIME_WAIT lasts 2 minutes): a copy left ESTABLISHED on a peer is a ghost that a new connection from the
  * same client port (reused by then) can meet after a slot or group moved there, whose SYN the ghost's old
  * binding sends to the old real server and local address, and whose handshake then fails.
  */
-const ENDED_TCP_STATES = new Set(['TIME_WAIT', 'CLOSE']);
+export const ENDED_TCP_STATES: ReadonlySet<string> = new Set(['TIME_WAIT', 'CLOSE']);
 /** The most young connections kept: past it (a flood), new ones are not kept, and a handover sends what is. */
 const MAX_YOUNG = 65_536;
 /** How often connections held back by minAgeMs are looked at. */

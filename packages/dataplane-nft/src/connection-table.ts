@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import {
-  DataPlaneError, connectionKey, sameBinding, sameProxyState, withProxyState, type ConnectionBinding, type Endpoint, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
+  DataPlaneError, connectionKey, sameBinding, sameProxyState, type ConnectionBinding, type Endpoint, type ConnectionApplyOptions, type ConnectionApplyResult, type ConnectionChange, type ConnectionEvent, type ConnectionIdentity,
   type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection,
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
@@ -91,7 +91,7 @@ const MAX_CONFLICTS = 2;
 
 /** The connection conntrack's entry stands for: original = client → vip, reply = realServer → (local address | client). */
 export function connectionFromEntry(e: ConntrackEntry): SyncedConnection {
-  return withProxyState(connectionOf(e.protocol, e.original, e.reply, { mark: e.mark, state: e.state, timeoutSec: e.expiresInSec }), e);
+  return connectionOf(e.protocol, e.original, e.reply, { mark: e.mark, state: e.state, timeoutSec: e.expiresInSec, synProxy: e.synProxy, seqAdjust: e.seqAdjust });
 }
 
 /** Why the kernel (or the helper) would refuse the connection, or null: such a change fails alone, before it is sent. */

@@ -340,9 +340,9 @@ export function parseEventLine(line: string, seenAtMs: number): EventLine | null
   const proxy = parseProxyFields(t[14]!, t[15]!);
   if (!proxy) return null;
   const ep = (i: number): Endpoint => ({ address: t[i]!, port: Number(t[i + 1]) });
-  const connection = withProxyState(connectionOf(protocol, { src: ep(3), dst: ep(5) }, { src: ep(7), dst: ep(9) }, {
-    mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]),
-  }), proxy);
+  const connection = connectionOf(protocol, { src: ep(3), dst: ep(5) }, { src: ep(7), dst: ep(9) }, {
+    mark: Number(t[13]), state: t[11] === '-' ? '' : t[11]!, timeoutSec: Number(t[12]), synProxy: proxy.synProxy, seqAdjust: proxy.seqAdjust,
+  });
   return { type: t[0] === 'Y' ? 'young' : 'event', event: { kind, connection, injected: t[1] === '1', seenAtMs } };
 }
 

@@ -1,4 +1,4 @@
-import type { GroupHolding } from '@lbd/connsync';
+import { ENDED_TCP_STATES, YOUNG_STATES, type GroupHolding } from '@lbd/connsync';
 import type { DrillMove__Output as DrillMove, DrillResult__Output as DrillResult } from '@lbd/proto';
 
 /**
@@ -13,15 +13,6 @@ import type { DrillMove__Output as DrillMove, DrillResult__Output as DrillResult
 
 /** TCP states a synced copy exists for (connsync's copiable), and UDP's assured: a client's flow in progress. */
 const ESTABLISHED_STATES: ReadonlySet<string> = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'ASSURED']);
-/** Too young to be copied: a TCP connection mid-handshake, a UDP flow not yet assured (connsync copies neither). */
-const YOUNG_STATES: ReadonlySet<string> = new Set(['SYN_SENT', 'SYN_RECV', 'SYN_SENT2', 'UNREPLIED', 'REPLIED']);
-/**
- * A TCP connection that is over: sync removes its copies as soon as the kernel says so (connsync's source), so a
- * connection that reached these on the old holder during the move is rightly absent from the new one. Counted
- * as missing, a short connection that closed in the move's few hundred ms failed the drill (suites 48 and 69:
- * 1 of 23 and 2 of 40, with an HTTP probe beside the load).
- */
-const ENDED_STATES: ReadonlySet<string> = new Set(['TIME_WAIT', 'CLOSE']);
 
 /** One move's samples: the old holder before it, and both directors after it. Null: not readable (why in `notMeasured`). */
 export interface MoveSamples {
@@ -64,9 +55,11 @@ export function measureMove(s: MoveSamples): DrillMove {
     for (const [key, c] of s.before.connections) {
       if (!ESTABLISHED_STATES.has(c.state)) continue;
       establishedBefore++;
-      // Ended meanwhile through the old holder (TIME_WAIT or CLOSE there): its copies were removed on purpose.
+      // Ended meanwhile through the old holder (TIME_WAIT or CLOSE there): sync removed its copies on purpose, as
+      // soon as the kernel said so. Counted as missing, a short connection that closed during the move failed the
+      // drill (suites 48 and 69: 1 of 23 and 2 of 40, with an HTTP probe beside the load).
       const was = old.get(key);
-      if (was !== undefined && !ENDED_STATES.has(was.state) && now.get(key)?.binding !== c.binding) missing++;
+      if (was !== undefined && !ENDED_TCP_STATES.has(was.state) && now.get(key)?.binding !== c.binding) missing++;
     }
     caught = 0;
     for (const [key, c] of old) if (YOUNG_STATES.has(c.state) && now.get(key)?.binding !== c.binding) caught++;
