@@ -467,46 +467,62 @@ export function effectiveRealServers(svc: Service): Service['realServers'] {
   return [...svc.realServers, { address: svc.sorryServer.address, port: svc.sorryServer.port, weight: 1, healthCheck: null }];
 }
 
-export function renderService(svc: Service, serviceId: number, marks: ReadonlyMap<string, number>): ServiceFragment {
-  const key = serviceKey(svc);
-  const maps = emptyMaps();
+/**
+ * A fragment's maps that it puts no element in: one shared empty map, never written (fragments are
+ * read-only). At 10 000 services, eight or so empty Maps per service were most of what planning allocated.
+ */
+const NO_ELEMENTS: ReadonlyMap<string, string> = new Map();
+
+function one(key: string, value: string): ReadonlyMap<string, string> {
+  return new Map<string, string>().set(key, value);
+}
+
+/** `key`: serviceKey(svc), when the caller has it already. */
+export function renderService(svc: Service, serviceId: number, marks: ReadonlyMap<string, number>, key = serviceKey(svc)): ServiceFragment {
   const svcTuple = `${svc.vip} . ${svc.protocol} . ${svc.port}`;
   const realServers = effectiveRealServers(svc);
   const table = buildSlotTable({ scheduler: svc.scheduler, realServers });
   const dr = svc.mode === 'dr';
+  const persistent = svc.persistenceSec > 0;
   const chain = (dr ? DR_CHAIN_PREFIX : '') + schedulingChainName(table.selector, table.length, svc.persistenceSec, svc.fallback);
-  if (dr) {
-    maps.dr_dispatch.set(svcTuple, `jump ${chain}`);
-    maps.dr_services.set(svcTuple, '');
-  } else {
-    maps.dispatch.set(svcTuple, `jump ${chain}`);
-  }
-  if (svc.synProxy) {
-    maps.synproxy_services.set(svcTuple, '');
-    maps.synproxy_dispatch.set(svcTuple, `jump ${SYNPROXY_CHAIN}`);
-  }
   const limitChain = svc.connectionLimit === null ? null : limitChainName(svc.connectionLimit);
-  if (limitChain !== null) maps.limit_dispatch.set(svcTuple, `jump ${limitChain}`);
   const svcMark = String(serviceMark(serviceId));
-  maps.service_tuple.set(svcMark, svcTuple);
-  if (svc.localAddresses) maps.service_snat.set(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`);
-  // A dr service on the ECMP tier has no connection to tie to a slot: every director hashes its packets alike.
-  if (svc.ecmp && !dr) maps.ecmp_services.set(svcMark, '');
+  const backendDnat = new Map<string, string>();
+  const drTarget = dr ? new Map<string, string>() : NO_ELEMENTS;
+  const eligible = persistent ? new Map<string, string>() : NO_ELEMENTS;
   const ids = realServers.map((rs) => {
     const mark = marks.get(realServerKey(key, rs.address, rs.port));
     if (mark === undefined) throw new Error(`no mark for ${realServerKey(key, rs.address, rs.port)}`);
     const id = String(mark);
-    maps.backend_dnat.set(id, `${rs.address} . ${rs.port}`);
-    if (dr) maps.dr_target.set(id, rs.address);
+    backendDnat.set(id, `${rs.address} . ${rs.port}`);
+    if (dr) (drTarget as Map<string, string>).set(id, rs.address);
     // Only persistence needs the eligible set (to refuse affinity to a quiescent real server); elsewhere
     // a real server takes new connections exactly when it owns slots.
-    if (rs.weight > 0 && svc.persistenceSec > 0) maps.eligible.set(id, '');
+    if (rs.weight > 0 && persistent) (eligible as Map<string, string>).set(id, '');
     return id;
   });
   // One exact element per slot, not interval runs: a hash lookup is cheaper than an interval lookup
   // per new connection, and nft 1.0.6 prints some concatenated ranges byte-swapped, which would defeat re-adoption.
-  table.slots.forEach((server, slot) => maps.slots.set(`${svcTuple} . ${slot}`, ids[server]!));
-  return { source: svc, key, serviceId, realServerMarks: marks, chain, limitChain, synProxy: svc.synProxy, elements: maps };
+  const slots = new Map<string, string>();
+  table.slots.forEach((server, slot) => slots.set(`${svcTuple} . ${slot}`, ids[server]!));
+  // Every map named, in one shape for all fragments; the ones this service leaves empty share NO_ELEMENTS.
+  const elements: Elements = {
+    dispatch: dr ? NO_ELEMENTS : one(svcTuple, `jump ${chain}`),
+    slots,
+    eligible,
+    service_snat: svc.localAddresses ? one(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`) : NO_ELEMENTS,
+    backend_dnat: backendDnat,
+    service_tuple: one(svcMark, svcTuple),
+    // A dr service on the ECMP tier has no connection to tie to a slot: every director hashes its packets alike.
+    ecmp_services: svc.ecmp && !dr ? one(svcMark, '') : NO_ELEMENTS,
+    dr_dispatch: dr ? one(svcTuple, `jump ${chain}`) : NO_ELEMENTS,
+    dr_services: dr ? one(svcTuple, '') : NO_ELEMENTS,
+    dr_target: drTarget,
+    synproxy_services: svc.synProxy ? one(svcTuple, '') : NO_ELEMENTS,
+    synproxy_dispatch: svc.synProxy ? one(svcTuple, `jump ${SYNPROXY_CHAIN}`) : NO_ELEMENTS,
+    limit_dispatch: limitChain === null ? NO_ELEMENTS : one(svcTuple, `jump ${limitChain}`),
+  };
+  return { source: svc, key, serviceId, realServerMarks: marks, chain, limitChain, synProxy: svc.synProxy, elements };
 }
 
 export function emptyTable(family: NftFamily): TableModel {

@@ -192,7 +192,7 @@ function renderAnew(svc: Service, key: string, p: ServiceFragment | undefined, s
   }
   const rsIds = new IdAllocator(used, `real servers in ${key}`);
   for (const bk of fresh.sort()) marks.set(bk, base + rsIds.take());
-  return renderService(svc, serviceId, marks);
+  return renderService(svc, serviceId, marks, key);
 }
 
 function leaving(previous: Record<NftFamily, TableModel | null>, models: Record<NftFamily, TableModel>, changed: Record<NftFamily, ReadonlySet<string>>): Leaving {
