@@ -8,5 +8,6 @@ export { SyncSender, SENDER_DEFAULTS, type Dial, type SenderLink, type SenderLin
 export { SyncReceiver, type ReceiverStatus, type ReceiverContext, type ReceiverLink } from './receiver.js';
 export { ConnectionSource, serviceKeyOfConnection, copiable, YOUNG_STATES, ENDED_TCP_STATES, type CopiedConnection, type SyncScope, type ScopeEntry, type ConnectionSourceStats } from './source.js';
 export { SlotMap, type LedSlots } from './slots.js';
+export { LagWindow, LAG_WINDOW_MS, type LagQuantiles } from './lag-window.js';
 export { bindingOf, holdingFromReplies, holdingReplies, type GroupHolding, type GroupState, type HeldConnection } from './holding.js';
 export { MalformedMessage, fromWireChange, toWireChange, type WireChange } from './wire.js';

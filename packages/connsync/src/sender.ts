@@ -3,6 +3,7 @@ import { nanoid } from 'nanoid';
 import type { Logger } from '@lbd/log';
 import type { ConnectionSource, SourceChange, SourceListener } from './source.js';
 import { FoldingQueue } from './churn.js';
+import { LagWindow } from './lag-window.js';
 import { toWireChange, type WireChange } from './wire.js';
 
 /**
@@ -62,8 +63,6 @@ export const SENDER_DEFAULTS = {
 
 const RETRY_MIN_MS = 100;
 const RETRY_MAX_MS = 2000;
-/** Lag samples kept for percentiles. */
-const LAG_SAMPLES = 2048;
 
 export type SenderState = 'connecting' | 'snapshot' | 'streaming' | 'down' | 'closed';
 
@@ -82,7 +81,7 @@ export interface SenderStatus {
   readonly overflows: number;
   readonly injected: number;
   readonly failed: number;
-  /** Kernel event on this director to the peer's acknowledgement, over the last samples (ms). */
+  /** Kernel event on this director to the peer's acknowledgement, over the messages acknowledged in the last LAG_WINDOW_MS (ms; 0 with none). */
   readonly lagP50Ms: number;
   readonly lagP99Ms: number;
   readonly lastError: string;
@@ -115,7 +114,7 @@ export class SyncSender implements SourceListener {
   /** The failure last logged; null once the stream has worked since. */
   private reportedError: string | null = null;
   private unsubscribe: (() => void) | undefined;
-  private readonly lags: number[] = [];
+  private readonly lags = new LagWindow();
   private counters = { connectionsSent: 0, snapshots: 0, resyncs: 0, overflows: 0, injected: 0, failed: 0 };
   private lastError = '';
   private lastSnapshotReason = '';
@@ -140,11 +139,10 @@ export class SyncSender implements SourceListener {
   }
 
   status(): SenderStatus {
-    const sorted = [...this.lags].sort((a, b) => a - b);
-    const pct = (p: number): number => (sorted.length === 0 ? 0 : Math.round(sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]! * 10) / 10);
+    const lag = this.lags.quantiles(performance.now());
     return {
       peer: this.o.peer, state: this.state, session: this.session, caughtUp: this.caughtUp(), sentSeq: this.seq, ackedSeq: this.acked,
-      queued: this.queue.size, ...this.counters, lagP50Ms: pct(0.5), lagP99Ms: pct(0.99), lastError: this.lastError,
+      queued: this.queue.size, ...this.counters, lagP50Ms: lag.p50, lagP99Ms: lag.p99, lastError: this.lastError,
       lastSnapshotReason: this.lastSnapshotReason,
     };
   }
@@ -241,7 +239,7 @@ export class SyncSender implements SourceListener {
         const now = performance.now();
         while (this.inFlight.length > 0 && this.inFlight[0]!.seq <= seq) {
           const m = this.inFlight.shift()!;
-          if (m.oldestEventAt !== null) this.sample(now - m.oldestEventAt);
+          if (m.oldestEventAt !== null) this.lags.add(now, now - m.oldestEventAt);
         }
         this.retryMs = RETRY_MIN_MS;
         this.reportedError = null;
@@ -259,11 +257,6 @@ export class SyncSender implements SourceListener {
       this.queue.clear();
       this.requestSnapshot(`resync: ${r.resync.reason}`);
     }
-  }
-
-  private sample(ms: number): void {
-    if (this.lags.length >= LAG_SAMPLES) this.lags.shift();
-    this.lags.push(ms);
   }
 
   private requestSnapshot(reason: string): void {

@@ -437,7 +437,7 @@ function defineMetrics(registry: Registry, withTransitions: boolean) {
     syncSnapshots: counter('lbd_sync_snapshots_total', 'Full snapshots sent to the peer.', ['peer']),
     syncResyncs: counter('lbd_sync_resyncs_total', 'Resyncs after a gap in the stream.', ['peer', 'direction']),
     syncQueued: gauge('lbd_sync_queued_connections', 'Connection changes waiting behind the peer\'s window.', ['peer']),
-    syncLag: gauge('lbd_sync_lag_seconds', 'From a kernel event on this director to the peer\'s acknowledgement, over recent changes (quantile 0.5 and 0.99).', ['peer', 'quantile']),
+    syncLag: gauge('lbd_sync_lag_seconds', 'From a kernel event on this director to the peer\'s acknowledgement, over the messages acknowledged in the last 10 s (quantile 0.5 and 0.99; 0 with none).', ['peer', 'quantile']),
     syncCaughtUp: gauge('lbd_sync_caught_up', 'Whether the stream is caught up (to: the peer acknowledged a whole snapshot; from: a group\'s snapshot completed).', ['peer', 'direction']),
   };
 }

@@ -38,7 +38,8 @@ export interface ConnSyncPeer {
    */
   'queued'?: (number | string | Long);
   /**
-   * to: from the kernel event here to the peer's acknowledgement, over recent changes.
+   * to: from the kernel event here to the peer's acknowledgement, over the messages acknowledged in the last
+   * 10 s (0 with none).
    */
   'lagP50Ms'?: (number | string);
   'lagP99Ms'?: (number | string);
@@ -78,7 +79,8 @@ export interface ConnSyncPeer__Output {
    */
   'queued': (number);
   /**
-   * to: from the kernel event here to the peer's acknowledgement, over recent changes.
+   * to: from the kernel event here to the peer's acknowledgement, over the messages acknowledged in the last
+   * 10 s (0 with none).
    */
   'lagP50Ms': (number);
   'lagP99Ms': (number);
