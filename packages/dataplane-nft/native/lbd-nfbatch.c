@@ -25,8 +25,9 @@
  * changes it). FAMILY is inet, ip, ip6 or arp. An error answer prints `failed <errno text>` and exits 1
  * (ENOENT: no such table or counter); no answer within 2 s exits 1 too.
  *
- * `lbd-nfbatch table FAMILY TABLE` asks whether the table exists (NFT_MSG_GETTABLE): `table` and exit 0, or
- * `failed <errno text>` and exit 1 (ENOENT: it does not). nft 1.0.6 fetches every element of every set for any
+ * `lbd-nfbatch table FAMILY TABLE [FAMILY TABLE]...` asks whether each table exists (NFT_MSG_GETTABLE), one
+ * line each in order: `table`, or `failed <errno text>` (ENOENT: it does not); exit 0 when all exist, else 1.
+ * Several in one run because each run is a process start, which costs the agent's main thread 10-25 ms here. nft 1.0.6 fetches every element of every set for any
  * listing of a table, even `list tables`, and the packet path fills some of lbd's (a million remembered dr
  * flows take tens of seconds): this is how the data plane learns, without them, that it has no table yet.
  */
@@ -184,10 +185,11 @@ static int family_number(const char *family) {
 }
 
 /*
- * Sends one request (sequence 1) and returns the kernel's answer to it, or NULL after printing `failed <why>`:
+ * Sends one request and returns the kernel's answer to it, or NULL after printing `failed <why>`:
  * an error answer (its errno text), or none within 2 s.
  */
 static const struct nlmsghdr *ask(int s, const uint8_t *req, size_t len) {
+  const uint32_t seq = ((const struct nlmsghdr *)req)->nlmsg_seq;
   struct timeval tv = { .tv_sec = 2 };
   setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
   struct sockaddr_nl kernel = { .nl_family = AF_NETLINK };
@@ -199,7 +201,7 @@ static const struct nlmsghdr *ask(int s, const uint8_t *req, size_t len) {
     if (got < 0) { printf("failed no answer from the kernel: %s\n", strerror(errno)); return NULL; }
     int left = (int)got;
     for (const struct nlmsghdr *m = (const struct nlmsghdr *)buf; NLMSG_OK(m, left); m = NLMSG_NEXT(m, left)) {
-      if (m->nlmsg_seq != 1) continue;
+      if (m->nlmsg_seq != seq) continue; /* a late answer to an earlier request */
       if (m->nlmsg_type == NLMSG_ERROR && m->nlmsg_len >= NLMSG_HDRLEN + 4) {
         int err;
         memcpy(&err, NLMSG_DATA(m), 4);
@@ -219,8 +221,11 @@ static size_t start_request(uint8_t *req, int fam) {
   return off + sizeof nfg;
 }
 
+/* Each request its own sequence number, so that ask() never takes an answer to an earlier one. */
+static uint32_t request_seq;
+
 static void finish_request(uint8_t *req, size_t len, uint16_t type) {
-  struct nlmsghdr h = { .nlmsg_len = (uint32_t)len, .nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | type, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = 1 };
+  struct nlmsghdr h = { .nlmsg_len = (uint32_t)len, .nlmsg_type = (NFNL_SUBSYS_NFTABLES << 8) | type, .nlmsg_flags = NLM_F_REQUEST, .nlmsg_seq = ++request_seq };
   memcpy(req, &h, sizeof h);
 }
 
@@ -283,8 +288,8 @@ static int table_mode(int s, const char *family, const char *table) {
 
 int main(int argc, char **argv) {
   int counter = argc == 5 && !strcmp(argv[1], "counter");
-  int table = argc == 4 && !strcmp(argv[1], "table");
-  if (argc != 1 && !counter && !table) { fprintf(stderr, "usage: lbd-nfbatch < FRAMES | lbd-nfbatch counter FAMILY TABLE NAME | lbd-nfbatch table FAMILY TABLE\n"); return 2; }
+  int table = argc >= 4 && argc % 2 == 0 && !strcmp(argv[1], "table");
+  if (argc != 1 && !counter && !table) { fprintf(stderr, "usage: lbd-nfbatch < FRAMES | lbd-nfbatch counter FAMILY TABLE NAME | lbd-nfbatch table FAMILY TABLE [FAMILY TABLE]...\n"); return 2; }
   int s = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_NETFILTER);
   if (s < 0) { perror("lbd-nfbatch: netlink socket"); return 1; }
   int one = 1;
@@ -296,7 +301,15 @@ int main(int argc, char **argv) {
   struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
   if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("lbd-nfbatch: bind"); return 1; }
   if (counter) return counter_mode(s, argv[2], argv[3], argv[4]);
-  if (table) return table_mode(s, argv[2], argv[3]);
+  if (table) {
+    int all = 0;
+    for (int i = 2; i + 1 < argc; i += 2) {
+      int r = table_mode(s, argv[i], argv[i + 1]);
+      if (r == 2) return 2;
+      all |= r;
+    }
+    return all;
+  }
 
   uint8_t *batch = NULL;
   size_t cap = 0;

@@ -128,7 +128,7 @@ describe('NftDataPlane in a namespace @privileged', function () {
     nft('flush', 'map', 'ip', 'lbd', 'dr_flows_tcp');
   });
 
-  it('a first apply where there is no table lists nothing: one netlink question a family finds none (nft lists at 18 process starts a family)', async () => {
+  it('a first apply where there is no table lists nothing: one run of lbd-nfbatch, a netlink question a family, finds none (nft lists at 18 process starts a family)', async () => {
     nft('flush', 'ruleset');
     const commands: string[] = [];
     const inner = netnsRunner(ns);
@@ -141,7 +141,35 @@ describe('NftDataPlane in a namespace @privileged', function () {
     assert.ok(first.fullRebuild);
     assert.ok(!events.includes('re-adopted existing nft table'), events.join('; '));
     const asked = commands.filter((c) => !/^nft -f /.test(c));
-    assert.deepEqual(asked.sort(), ['lbd-nfbatch table ip lbd', 'lbd-nfbatch table ip6 lbd'], commands.join('\n'));
+    assert.deepEqual(asked, ['lbd-nfbatch table ip lbd ip6 lbd'], commands.join('\n'));
+  });
+
+  it('lbd-nfbatch answers for each table asked, in order: present, absent, present', () => {
+    nft('flush', 'ruleset');
+    nft('add', 'table', 'ip', 'lbd');
+    nft('add', 'table', 'inet', 'lbd');
+    const asked = ['table', 'ip', 'lbd', 'ip6', 'lbd', 'inet', 'lbd'];
+    let out = '';
+    let status = 0;
+    try {
+      out = execFileSync('ip', ['netns', 'exec', ns, NFBATCH_HELPER, ...asked], { encoding: 'utf8' });
+    } catch (err) {
+      const e = err as { status: number; stdout: string };
+      [out, status] = [e.stdout, e.status];
+    }
+    assert.deepEqual([out.split('\n'), status], [['table', 'failed No such file or directory', 'table', ''], 1]);
+    nft('flush', 'ruleset');
+  });
+
+  it('a restarted data plane with only an IPv4 table re-reads it and builds the IPv6 one', async () => {
+    nft('flush', 'ruleset');
+    await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices() });
+    const ipTable = nft('-s', 'list', 'table', 'ip', 'lbd');
+    nft('delete', 'table', 'ip6', 'lbd');
+    const restarted = await new NftDataPlane({ runner: netnsRunner(ns) }).apply({ services: goldenServices() });
+    assert.ok(restarted.fullRebuild, 'the IPv6 table is built afresh');
+    assert.equal(nft('-s', 'list', 'table', 'ip', 'lbd'), ipTable, 'the IPv4 table is as it was');
+    assert.match(nft('-s', 'list', 'table', 'ip6', 'lbd'), /map dispatch/);
   });
 
   it('a table of another schema is rebuilt whole by a restarted agent', async () => {
