@@ -27,9 +27,10 @@
  *
  * `lbd-nfbatch table FAMILY TABLE [FAMILY TABLE]...` asks whether each table exists (NFT_MSG_GETTABLE), one
  * line each in order: `table`, or `failed <errno text>` (ENOENT: it does not); exit 0 when all exist, else 1.
- * Several in one run because each run is a process start, which costs the agent's main thread 10-25 ms here. nft 1.0.6 fetches every element of every set for any
- * listing of a table, even `list tables`, and the packet path fills some of lbd's (a million remembered dr
- * flows take tens of seconds): this is how the data plane learns, without them, that it has no table yet.
+ * nft 1.0.6 fetches every element of every set for any listing of a table, even `list tables`, and the packet
+ * path fills some of lbd's (a million remembered dr flows take tens of seconds): this is how the data plane
+ * learns, without them, that it has no table yet. Several tables in one run, because each run is a process
+ * start, which costs the agent's main thread 10-25 ms on a virtual machine.
  */
 #define _GNU_SOURCE
 #include <errno.h>

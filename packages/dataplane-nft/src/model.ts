@@ -488,17 +488,17 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   const limitChain = svc.connectionLimit === null ? null : limitChainName(svc.connectionLimit);
   const svcMark = String(serviceMark(serviceId));
   const backendDnat = new Map<string, string>();
-  const drTarget = dr ? new Map<string, string>() : NO_ELEMENTS;
-  const eligible = persistent ? new Map<string, string>() : NO_ELEMENTS;
+  const drTarget = dr ? new Map<string, string>() : null;
+  const eligible = persistent ? new Map<string, string>() : null;
   const ids = realServers.map((rs) => {
     const mark = marks.get(realServerKey(key, rs.address, rs.port));
     if (mark === undefined) throw new Error(`no mark for ${realServerKey(key, rs.address, rs.port)}`);
     const id = String(mark);
     backendDnat.set(id, `${rs.address} . ${rs.port}`);
-    if (dr) (drTarget as Map<string, string>).set(id, rs.address);
+    drTarget?.set(id, rs.address);
     // Only persistence needs the eligible set (to refuse affinity to a quiescent real server); elsewhere
     // a real server takes new connections exactly when it owns slots.
-    if (rs.weight > 0 && persistent) (eligible as Map<string, string>).set(id, '');
+    if (rs.weight > 0) eligible?.set(id, '');
     return id;
   });
   // One exact element per slot, not interval runs: a hash lookup is cheaper than an interval lookup
@@ -509,7 +509,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   const elements: Elements = {
     dispatch: dr ? NO_ELEMENTS : one(svcTuple, `jump ${chain}`),
     slots,
-    eligible,
+    eligible: eligible ?? NO_ELEMENTS,
     service_snat: svc.localAddresses ? one(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`) : NO_ELEMENTS,
     backend_dnat: backendDnat,
     service_tuple: one(svcMark, svcTuple),
@@ -517,7 +517,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
     ecmp_services: svc.ecmp && !dr ? one(svcMark, '') : NO_ELEMENTS,
     dr_dispatch: dr ? one(svcTuple, `jump ${chain}`) : NO_ELEMENTS,
     dr_services: dr ? one(svcTuple, '') : NO_ELEMENTS,
-    dr_target: drTarget,
+    dr_target: drTarget ?? NO_ELEMENTS,
     synproxy_services: svc.synProxy ? one(svcTuple, '') : NO_ELEMENTS,
     synproxy_dispatch: svc.synProxy ? one(svcTuple, `jump ${SYNPROXY_CHAIN}`) : NO_ELEMENTS,
     limit_dispatch: limitChain === null ? NO_ELEMENTS : one(svcTuple, `jump ${limitChain}`),
