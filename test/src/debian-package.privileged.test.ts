@@ -138,7 +138,7 @@ describe('lbd\'s Debian package, installed into a clean Debian root @privileged'
     const nfbatch = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-nfbatch -type f'])).stdout.trim();
     assert.match(nfbatch, /\/dist\/lbd-nfbatch$/, 'lbd-nfbatch is in the package');
     const nfbatchUsage = await inRoot([nfbatch, 'x'], { allowFailure: true });
-    assert.deepEqual([nfbatchUsage.code, nfbatchUsage.stderr.trim()], [2, 'usage: lbd-nfbatch < FRAMES | lbd-nfbatch counter FAMILY TABLE NAME | lbd-nfbatch table FAMILY TABLE']);
+    assert.deepEqual([nfbatchUsage.code, nfbatchUsage.stderr.trim()], [2, 'usage: lbd-nfbatch < FRAMES | lbd-nfbatch counter FAMILY TABLE NAME | lbd-nfbatch table FAMILY TABLE [FAMILY TABLE]...']);
     // And the health checker's connect prober.
     const probe = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name lbd-probe -type f'])).stdout.trim();
     assert.match(probe, /\/dist\/lbd-probe$/, 'lbd-probe is in the package');
