@@ -6,7 +6,7 @@
 export { ConnectionSync, realServerName, type ConnectionSyncOptions, type SyncStatus } from './sync.js';
 export { SyncSender, SENDER_DEFAULTS, type Dial, type SenderLink, type SenderLinkHandlers, type SenderStatus, type OutgoingFaults } from './sender.js';
 export { SyncReceiver, type ReceiverStatus, type ReceiverContext, type ReceiverLink } from './receiver.js';
-export { ConnectionSource, serviceKeyOfConnection, copiable, YOUNG_STATES, ENDED_TCP_STATES, type CopiedConnection, type SyncScope, type ScopeEntry, type ConnectionSourceStats } from './source.js';
+export { ConnectionSource, serviceKeyOfConnection, copiable, COPIED_TCP_STATES, YOUNG_STATES, ENDED_TCP_STATES, type CopiedConnection, type SyncScope, type ScopeEntry, type ConnectionSourceStats } from './source.js';
 export { SlotMap, type LedSlots } from './slots.js';
 export { LagWindow, LAG_WINDOW_MS, type LagQuantiles } from './lag-window.js';
 export { bindingOf, holdingFromReplies, holdingReplies, type GroupHolding, type GroupState, type HeldConnection } from './holding.js';

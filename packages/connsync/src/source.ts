@@ -46,7 +46,7 @@ export interface SourceListener {
   resnapshot(reason: string): void;
 }
 
-const COPIED_TCP_STATES = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK']);
+export const COPIED_TCP_STATES: ReadonlySet<string> = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK']);
 /**
  * Too young to be copied: a TCP handshake, a UDP flow not yet assured. Not sent as they come (a SYN flood would
  * flood the peers), but kept, so that a planned handover sends them to the target just before it claims

@@ -1,4 +1,4 @@
-import { ENDED_TCP_STATES, YOUNG_STATES, type GroupHolding } from '@lbd/connsync';
+import { COPIED_TCP_STATES, ENDED_TCP_STATES, YOUNG_STATES, type GroupHolding } from '@lbd/connsync';
 import type { DrillMove__Output as DrillMove, DrillResult__Output as DrillResult } from '@lbd/proto';
 
 /**
@@ -12,7 +12,7 @@ import type { DrillMove__Output as DrillMove, DrillResult__Output as DrillResult
  */
 
 /** TCP states a synced copy exists for (connsync's copiable), and UDP's assured: a client's flow in progress. */
-const ESTABLISHED_STATES: ReadonlySet<string> = new Set(['ESTABLISHED', 'FIN_WAIT', 'CLOSE_WAIT', 'LAST_ACK', 'ASSURED']);
+const ESTABLISHED_STATES: ReadonlySet<string> = new Set([...COPIED_TCP_STATES, 'ASSURED']);
 
 /** One move's samples: the old holder before it, and both directors after it. Null: not readable (why in `notMeasured`). */
 export interface MoveSamples {
