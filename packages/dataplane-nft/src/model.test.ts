@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { parseConfig, type Service } from '@lbd/config';
-import { diffTables, renderFullScript } from './model.js';
+import { diffTables, MAP_NAMES, renderFullScript } from './model.js';
 import { planTables } from './plan.js';
 
 /** The sample services behind the golden rulesets (testdata/*.nft); also loaded by the privileged tests. */
@@ -160,6 +160,37 @@ describe('rendering', () => {
         assert.doesNotMatch(key!.replace(/jhash .*? mod 4294967295 seed 0x[0-9a-f]+/g, 'H'), /ip6 (saddr|daddr)/, `${family}: ${key}`);
       }
     }
+  });
+
+  it('a fragment\'s element maps answer as Maps do: size, get, has, forEach and iteration agree, and a near key misses', () => {
+    const { models } = planTables(goldenServices(), none);
+    let slotMaps = 0;
+    for (const model of [models.ip, models.ip6]) {
+      for (const frag of model.services.values()) {
+        for (const name of MAP_NAMES) {
+          const m = frag.elements[name];
+          const entries = [...m];
+          const where = `${frag.key} @${name}`;
+          assert.equal(m.size, entries.length, where);
+          assert.deepEqual([...m.entries()], entries, where);
+          assert.deepEqual([...m.keys()], entries.map(([k]) => k), where);
+          assert.deepEqual([...m.values()], entries.map(([, v]) => v), where);
+          const seen: Array<[string, string]> = [];
+          m.forEach((v, k, map) => { seen.push([k, v]); assert.equal(map, m, where); });
+          assert.deepEqual(seen, entries, where);
+          for (const [k, v] of entries) assert.ok(m.get(k) === v && m.has(k), `${where}: ${k}`);
+          assert.ok(!m.has('') && m.get('nothing') === undefined, where);
+          if (name !== 'slots' || m.size === 0) continue;
+          slotMaps++;
+          const tuple = entries[0]![0].slice(0, entries[0]![0].lastIndexOf(' . '));
+          assert.deepEqual(entries.map(([k]) => k), entries.map((_, i) => `${tuple} . ${i}`), where);
+          for (const near of [`${tuple} . 01`, `${tuple} . ${m.size}`, `${tuple} . -1`, `${tuple} . 0 `, `${tuple}. 0`, `${tuple} . `, tuple, `x${tuple} . 0`]) {
+            assert.ok(!m.has(near) && m.get(near) === undefined, `${where}: ${JSON.stringify(near)}`);
+          }
+        }
+      }
+    }
+    assert.ok(slotMaps >= 4, `slots maps looked at: ${slotMaps}`);
   });
 
   it('renders the same table whatever the order of services (same marks, same elements)', () => {

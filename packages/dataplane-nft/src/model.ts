@@ -131,9 +131,13 @@ export function familyName(f: AddressFamily): NftFamily {
   return f === 4 ? 'ip' : 'ip6';
 }
 
-/** Identity of a real server within a service. */
+/**
+ * Identity of a real server within a service. Joined, not a template literal: V8 keeps a template's result
+ * longer than 12 characters as a rope (an object a `+`), and strings a table keeps are cheaper flat (see
+ * CompactElements).
+ */
 export function realServerKey(service: string, address: string, port: number): string {
-  return `${service}|${address}#${port}`;
+  return [service, '|', address, '#', port].join('');
 }
 
 function selectorExpr(family: NftFamily, selector: Selector, length: number): string {
@@ -473,13 +477,77 @@ export function effectiveRealServers(svc: Service): Service['realServers'] {
  */
 const NO_ELEMENTS: ReadonlyMap<string, string> = new Map();
 
+/** `jump CHAIN` verdicts, one string a chain for all the services that jump to it (chains are few). */
+const JUMPS = new Map<string, string>();
+
+function jumpTo(chain: string): string {
+  let verdict = JUMPS.get(chain);
+  if (verdict === undefined) {
+    verdict = `jump ${chain}`;
+    if (JUMPS.size < 1000) JUMPS.set(chain, verdict);
+  }
+  return verdict;
+}
+
+/**
+ * A fragment's element map in fewer objects than a Map: a table keeps its fragments for as long as it is
+ * the kernel's, and what a plan keeps is what garbage collection copies while it plans (at 10 000 services,
+ * most of the plan's time). Written once, read by the encoder (forEach) and the diff; iterating one makes a
+ * Map for the while. Values are never undefined, so `get` answers `has` too.
+ */
+abstract class CompactElements implements ReadonlyMap<string, string> {
+  abstract readonly size: number;
+  abstract get(key: string): string | undefined;
+  abstract forEach(fn: (value: string, key: string, map: ReadonlyMap<string, string>) => void, thisArg?: unknown): void;
+  has(key: string): boolean { return this.get(key) !== undefined; }
+  entries(): MapIterator<[string, string]> { return this.asMap().entries(); }
+  keys(): MapIterator<string> { return this.asMap().keys(); }
+  values(): MapIterator<string> { return this.asMap().values(); }
+  [Symbol.iterator](): MapIterator<[string, string]> { return this.asMap().entries(); }
+  private asMap(): Map<string, string> {
+    const map = new Map<string, string>();
+    this.forEach((value, key) => map.set(key, value));
+    return map;
+  }
+}
+
+/** A map of one element, what most of a fragment's maps hold: one object of two fields (a Map is ~170 bytes). */
+class OneElement extends CompactElements {
+  constructor(private readonly key: string, private readonly value: string) { super(); }
+  get size(): number { return 1; }
+  get(key: string): string | undefined { return key === this.key ? this.value : undefined; }
+  forEach(fn: (value: string, key: string, map: ReadonlyMap<string, string>) => void, thisArg?: unknown): void {
+    fn.call(thisArg, this.value, this.key, this);
+  }
+}
+
+/**
+ * A service's @slots elements, `VIP . PROTO . PORT . SLOT` → the mark of the slot's real server: the tuple
+ * and a mark a slot; each key is made when it is asked for. As Map entries, the slots' keys were a fifth of
+ * what a plan keeps.
+ */
+class SlotElements extends CompactElements {
+  constructor(private readonly svcTuple: string, private readonly marks: readonly string[]) { super(); }
+  get size(): number { return this.marks.length; }
+  get(key: string): string | undefined {
+    const at = this.svcTuple.length;
+    if (!key.startsWith(this.svcTuple) || !key.startsWith(' . ', at)) return undefined;
+    const slot = key.slice(at + 3);
+    return /^(?:0|[1-9][0-9]*)$/.test(slot) ? this.marks[Number(slot)] : undefined;
+  }
+  forEach(fn: (value: string, key: string, map: ReadonlyMap<string, string>) => void, thisArg?: unknown): void {
+    for (let slot = 0; slot < this.marks.length; slot++) fn.call(thisArg, this.marks[slot]!, `${this.svcTuple} . ${slot}`, this);
+  }
+}
+
 function one(key: string, value: string): ReadonlyMap<string, string> {
-  return new Map<string, string>().set(key, value);
+  return new OneElement(key, value);
 }
 
 /** `key`: serviceKey(svc), when the caller has it already. */
 export function renderService(svc: Service, serviceId: number, marks: ReadonlyMap<string, number>, key = serviceKey(svc)): ServiceFragment {
-  const svcTuple = `${svc.vip} . ${svc.protocol} . ${svc.port}`;
+  // Joined, flat: it is kept in three of the fragment's maps (see realServerKey).
+  const svcTuple = [svc.vip, svc.protocol, svc.port].join(' . ');
   const realServers = effectiveRealServers(svc);
   const table = buildSlotTable({ scheduler: svc.scheduler, realServers });
   const dr = svc.mode === 'dr';
@@ -494,7 +562,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
     const mark = marks.get(realServerKey(key, rs.address, rs.port));
     if (mark === undefined) throw new Error(`no mark for ${realServerKey(key, rs.address, rs.port)}`);
     const id = String(mark);
-    backendDnat.set(id, `${rs.address} . ${rs.port}`);
+    backendDnat.set(id, [rs.address, rs.port].join(' . '));
     drTarget?.set(id, rs.address);
     // Only persistence needs the eligible set (to refuse affinity to a quiescent real server); elsewhere
     // a real server takes new connections exactly when it owns slots.
@@ -503,11 +571,10 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
   });
   // One exact element per slot, not interval runs: a hash lookup is cheaper than an interval lookup
   // per new connection, and nft 1.0.6 prints some concatenated ranges byte-swapped, which would defeat re-adoption.
-  const slots = new Map<string, string>();
-  table.slots.forEach((server, slot) => slots.set(`${svcTuple} . ${slot}`, ids[server]!));
+  const slots = new SlotElements(svcTuple, table.slots.map((server) => ids[server]!));
   // Every map named, in one shape for all fragments; the ones this service leaves empty share NO_ELEMENTS.
   const elements: Elements = {
-    dispatch: dr ? NO_ELEMENTS : one(svcTuple, `jump ${chain}`),
+    dispatch: dr ? NO_ELEMENTS : one(svcTuple, jumpTo(chain)),
     slots,
     eligible: eligible ?? NO_ELEMENTS,
     service_snat: svc.localAddresses ? one(svcMark, `${svc.localAddresses.first}-${svc.localAddresses.last}`) : NO_ELEMENTS,
@@ -515,12 +582,12 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
     service_tuple: one(svcMark, svcTuple),
     // A dr service on the ECMP tier has no connection to tie to a slot: every director hashes its packets alike.
     ecmp_services: svc.ecmp && !dr ? one(svcMark, '') : NO_ELEMENTS,
-    dr_dispatch: dr ? one(svcTuple, `jump ${chain}`) : NO_ELEMENTS,
+    dr_dispatch: dr ? one(svcTuple, jumpTo(chain)) : NO_ELEMENTS,
     dr_services: dr ? one(svcTuple, '') : NO_ELEMENTS,
     dr_target: drTarget ?? NO_ELEMENTS,
     synproxy_services: svc.synProxy ? one(svcTuple, '') : NO_ELEMENTS,
     synproxy_dispatch: svc.synProxy ? one(svcTuple, `jump ${SYNPROXY_CHAIN}`) : NO_ELEMENTS,
-    limit_dispatch: limitChain === null ? NO_ELEMENTS : one(svcTuple, `jump ${limitChain}`),
+    limit_dispatch: limitChain === null ? NO_ELEMENTS : one(svcTuple, jumpTo(limitChain)),
   };
   return { source: svc, key, serviceId, realServerMarks: marks, chain, limitChain, synProxy: svc.synProxy, elements };
 }
