@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { readFile } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { AdminApi } from '@lbd/proto';
 import {
@@ -340,9 +341,14 @@ class FlightRecorder {
   }
 }
 
-/** How long the box-death load runs, and how long without a line breaks a stream. */
-const LOAD_MS = 60_000;
+/**
+ * How long without a line breaks a stream, and how long the load may run at most: it ends AFTER_MOVES_MS
+ * after the last move (the clients are stopped and report), so every stream a move broke or stalled has
+ * been silent longer than STALL_MS by then. LOAD_MS bounds a test whose moves overrun (asserted below).
+ */
 const STALL_MS = 3000;
+const AFTER_MOVES_MS = STALL_MS + 1000;
+const LOAD_MS = 60_000;
 /** Long-lived TCP streams through the dr vip beside the fullnat load. */
 const DR_STREAMS = 60;
 
@@ -411,8 +417,11 @@ async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<num
     assert.deepEqual([...await lab.waitSteady()], [...owners], 'no slot moved while the load started');
     await moves(owners);
     const left = started + LOAD_MS - Date.now();
-    assert.ok(left > STALL_MS + 1000, `the last move came ${LOAD_MS - left} ms into a ${LOAD_MS} ms load: too late to tell a stalled stream (${STALL_MS} ms) from a live one`);
-    await Promise.all(loads.map((p) => p.exited));
+    assert.ok(left > AFTER_MOVES_MS, `the last move came ${LOAD_MS - left} ms into a ${LOAD_MS} ms load: too late to tell a stalled stream (${STALL_MS} ms) from a live one`);
+    // A stream the moves broke has errored, or has had no line for more than STALL_MS when its client
+    // ends: the clients end now (SIGTERM: each stops and reports), not at LOAD_MS.
+    await delay(AFTER_MOVES_MS);
+    await Promise.all(loads.map((p) => p.stop(5000)));
     return { streams: streams.lastJson<StreamReport>()!, flows: flows.lastJson<UdpReport>()!, drStreams: drStreams.lastJson<StreamReport>()!, recorder };
   } finally {
     await Promise.all(loads.map((p) => p.stop(2000).catch(() => undefined)));
