@@ -87,6 +87,8 @@ interface PathDef {
 
 interface Settings {
   readonly reps: number;
+  /** Full applies timed per size and repetition (each into a flushed director): the median is over reps × this. */
+  readonly fullApplies: number;
   readonly durationSec: number;
   readonly scaleCounts: readonly number[];
   readonly changes: number;
@@ -100,8 +102,8 @@ interface Settings {
 
 function settingsFor(opts: DataplaneBenchOptions): Settings {
   return opts.quick
-    ? { reps: 1, durationSec: 2, scaleCounts: [1, 100, 1000], changes: 10, retryBudget: 5, waitBudgetMs: 20_000, renewals: { netlink: 100, nft: 10 } }
-    : { reps: 3, durationSec: 5, scaleCounts: [1, 100, 1000, 10_000], changes: 10, retryBudget: 15, waitBudgetMs: 120_000, renewals: { netlink: 500, nft: 30 } };
+    ? { reps: 1, fullApplies: 1, durationSec: 2, scaleCounts: [1, 100, 1000], changes: 10, retryBudget: 5, waitBudgetMs: 20_000, renewals: { netlink: 100, nft: 10 } }
+    : { reps: 3, fullApplies: 3, durationSec: 5, scaleCounts: [1, 100, 1000, 10_000], changes: 10, retryBudget: 15, waitBudgetMs: 120_000, renewals: { netlink: 500, nft: 30 } };
 }
 
 const log = (msg: string): void => {
@@ -446,7 +448,8 @@ async function ruleScale(ctx: Context, s: Settings): Promise<void> {
   const overhead = await runnerOverheadMs(topology);
   out('== Rule scale: N services, each fullnat, wrr over rs1..rs3 (weights 3/2/1), IPv4, one lbd table ==');
   out('Service #0 is 198.18.0.10:80, the others 198.18.64.0:80 upwards; all share the local addresses.');
-  out(`full apply: NftDataPlane.apply() into dir1 with no lbd table (median of ${s.reps}); unchanged apply: the same array again;`);
+  out(`full apply: NftDataPlane.apply() into dir1 with no lbd table (median of ${s.reps * s.fullApplies}, ${s.fullApplies} a repetition; the fastest and slowest in brackets);`);
+  out('unchanged apply: the same array again;');
   out(`one-server change: weight of one real server in one service (3 <-> 4), every other Service object the same, median of ${s.changes};`);
   out(`req/s: one request per connection (${closeWorkload.connections} connections, ${s.durationSec} s, median of ${s.reps}) to service #0 over its 3 real servers;`);
   out('the sizes are interleaved in each repetition (1, 100, ..., then again), so drift hits every size alike.');
@@ -467,12 +470,16 @@ async function ruleScale(ctx: Context, s: Settings): Promise<void> {
     for (const n of s.scaleCounts) {
       log(`rule scale ${rep + 1}/${s.reps}: ${n} service(s)`);
       const z = sizes.get(n)!;
-      await resetDirector(ctx);
-      const dp = new NftDataPlane({ runner: netnsRunner(ns) });
-      const t0 = performance.now();
-      const first = await dp.apply({ services: z.services });
-      z.full.push(performance.now() - t0);
-      if (!first.changed || !first.fullRebuild) throw new Error(`${n} services: the first apply did not build the table`);
+      // The last of the full applies is the table the rest of the repetition works on.
+      let dp!: NftDataPlane;
+      for (let k = 0; k < s.fullApplies; k++) {
+        await resetDirector(ctx);
+        dp = new NftDataPlane({ runner: netnsRunner(ns) });
+        const t0 = performance.now();
+        const first = await dp.apply({ services: z.services });
+        z.full.push(performance.now() - t0);
+        if (!first.changed || !first.fullRebuild) throw new Error(`${n} services: the first apply did not build the table`);
+      }
       await assertUnchanged(dp, z, n);
 
       const warm = await runWrk(topology, CLIENT.host, ctx.wrkScript, { url: url(VIPS.ipv4, SMALL_OBJECT), connections: 2, durationSec: 1, closeEach: false, cpus: PLACEMENT.client });
@@ -504,7 +511,7 @@ async function ruleScale(ctx: Context, s: Settings): Promise<void> {
   const base = median(rows[0]!.rps);
   out(table(
     ['services', 'validate', 'full apply', 'one-server change (median / max)', 'nft commands', 'unchanged apply', 'req/s svc #0', '× 1 service'],
-    rows.map((r) => [r.n.toLocaleString('en-US'), formatMs(r.validateMs), formatMs(median(r.full)), `${formatMs(median(r.changes))} / ${formatMs(Math.max(...r.changes))}`,
+    rows.map((r) => [r.n.toLocaleString('en-US'), formatMs(r.validateMs), `${formatMs(median(r.full))}${r.full.length > 1 ? ` (${formatMs(Math.min(...r.full))} to ${formatMs(Math.max(...r.full))})` : ''}`, `${formatMs(median(r.changes))} / ${formatMs(Math.max(...r.changes))}`,
       String(r.ops), `${formatMs(median(r.unchanged))} (wrote nothing)`,
       `${formatNumber(median(r.rps))}${s.reps > 1 ? ` ±${(spread(r.rps) * 100).toFixed(0)}%` : ''}${r.disturbed ? '*' : ''}`, formatRatio(median(r.rps) / base)]),
   ));
