@@ -586,7 +586,7 @@ export function renderService(svc: Service, serviceId: number, marks: ReadonlyMa
     dr_services: dr ? one(svcTuple, '') : NO_ELEMENTS,
     dr_target: drTarget ?? NO_ELEMENTS,
     synproxy_services: svc.synProxy ? one(svcTuple, '') : NO_ELEMENTS,
-    synproxy_dispatch: svc.synProxy ? one(svcTuple, `jump ${SYNPROXY_CHAIN}`) : NO_ELEMENTS,
+    synproxy_dispatch: svc.synProxy ? one(svcTuple, jumpTo(SYNPROXY_CHAIN)) : NO_ELEMENTS,
     limit_dispatch: limitChain === null ? NO_ELEMENTS : one(svcTuple, jumpTo(limitChain)),
   };
   return { source: svc, key, serviceId, realServerMarks: marks, chain, limitChain, synProxy: svc.synProxy, elements };
