@@ -492,23 +492,30 @@ function jumpTo(chain: string): string {
 /**
  * A fragment's element map in fewer objects than a Map: a table keeps its fragments for as long as it is
  * the kernel's, and what a plan keeps is what garbage collection copies while it plans (at 10 000 services,
- * most of the plan's time). Written once, read by the encoder (forEach) and the diff; iterating one makes a
- * Map for the while. Values are never undefined, so `get` answers `has` too.
+ * most of the plan's time). Written once, read by the encoder (forEach), the diff and observe (iterating one
+ * lists its entries for the while). Values are never undefined, so `get` answers `has` too.
  */
 abstract class CompactElements implements ReadonlyMap<string, string> {
   abstract readonly size: number;
   abstract get(key: string): string | undefined;
   abstract forEach(fn: (value: string, key: string, map: ReadonlyMap<string, string>) => void, thisArg?: unknown): void;
   has(key: string): boolean { return this.get(key) !== undefined; }
-  entries(): MapIterator<[string, string]> { return this.asMap().entries(); }
-  keys(): MapIterator<string> { return this.asMap().keys(); }
-  values(): MapIterator<string> { return this.asMap().values(); }
-  [Symbol.iterator](): MapIterator<[string, string]> { return this.asMap().entries(); }
-  private asMap(): Map<string, string> {
-    const map = new Map<string, string>();
-    this.forEach((value, key) => map.set(key, value));
-    return map;
+  entries(): MapIterator<[string, string]> {
+    const out: Array<[string, string]> = [];
+    this.forEach((value, key) => out.push([key, value]));
+    return out[Symbol.iterator]();
   }
+  keys(): MapIterator<string> {
+    const out: string[] = [];
+    this.forEach((_, key) => out.push(key));
+    return out[Symbol.iterator]();
+  }
+  values(): MapIterator<string> {
+    const out: string[] = [];
+    this.forEach((value) => out.push(value));
+    return out[Symbol.iterator]();
+  }
+  [Symbol.iterator](): MapIterator<[string, string]> { return this.entries(); }
 }
 
 /** A map of one element, what most of a fragment's maps hold: one object of two fields (a Map is ~170 bytes). */
@@ -538,6 +545,7 @@ class SlotElements extends CompactElements {
   forEach(fn: (value: string, key: string, map: ReadonlyMap<string, string>) => void, thisArg?: unknown): void {
     for (let slot = 0; slot < this.marks.length; slot++) fn.call(thisArg, this.marks[slot]!, `${this.svcTuple} . ${slot}`, this);
   }
+  override values(): MapIterator<string> { return this.marks[Symbol.iterator](); }
 }
 
 function one(key: string, value: string): ReadonlyMap<string, string> {
