@@ -421,7 +421,10 @@ async function underLoad(lab: EcmpLab<AdminApi>, moves: (owners: ReadonlyMap<num
     // A stream the moves broke has errored, or has had no line for more than STALL_MS when its client
     // ends: the clients end now (SIGTERM: each stops and reports), not at LOAD_MS.
     await delay(AFTER_MOVES_MS);
-    await Promise.all(loads.map((p) => p.stop(5000)));
+    const exits = await Promise.all(loads.map((p) => p.stop(5000)));
+    // A client killed after the grace has printed only its ready line: its verdict would be missing, not clean.
+    const names = ['fullnat streams', 'udp flows', 'dr streams'];
+    exits.forEach((e, i) => assert.ok(e.code === 0 && e.signal === null, `the ${names[i]} client did not end with its report on SIGTERM: ${JSON.stringify(e)}`));
     return { streams: streams.lastJson<StreamReport>()!, flows: flows.lastJson<UdpReport>()!, drStreams: drStreams.lastJson<StreamReport>()!, recorder };
   } finally {
     await Promise.all(loads.map((p) => p.stop(2000).catch(() => undefined)));
