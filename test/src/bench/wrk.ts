@@ -9,16 +9,51 @@ export interface CommandHost {
 
 /**
  * wrk as the benchmarks' load generator. A Lua `done` hook prints exact totals (requests, bytes, duration
- * in microseconds, errors) on one line, so nothing is parsed from wrk's rounded human units.
+ * in microseconds, errors, latency p50 and p99) on one line, so nothing is parsed from wrk's rounded human units.
+ *
+ * A run with a `rate` is paced by a schedule, as wrk2 paces (wrk itself only offers a `delay` hook): request
+ * n of a thread is due n / rate seconds after its first, and `delay` returns the time until it is due, read
+ * from CLOCK_MONOTONIC through LuaJIT's ffi (Lua's own clocks are seconds or CPU time). A thread behind its
+ * schedule sends as fast as its connections let it until it has caught up, so a run reaches the rate unless
+ * the path cannot carry it, and never exceeds it. A delay of a fixed length per request, which this replaced,
+ * made the rate depend on the round trip: a slower path was offered less.
  */
 
 const MARK = 'LBDBENCH';
+const RATE_ENV = 'LBD_WRK_RATE';
 
-const DONE_SCRIPT = `-- written by lbd's benchmark: exact totals on one line
+const SCRIPT = `-- written by lbd's benchmark: exact totals on one line; paced when ${RATE_ENV} is set
 done = function(summary, latency, requests)
   local e = summary.errors
-  io.write(string.format("${MARK} %d %d %d %d %d %d %d %d\\n",
-    summary.duration, summary.requests, summary.bytes, e.connect, e.read, e.write, e.status, e.timeout))
+  io.write(string.format("${MARK} %d %d %d %d %d %d %d %d %d %d\\n",
+    summary.duration, summary.requests, summary.bytes, e.connect, e.read, e.write, e.status, e.timeout,
+    latency:percentile(50), latency:percentile(99)))
+end
+
+local rate = tonumber(os.getenv("${RATE_ENV}") or "0")
+if rate > 0 then
+  local ffi = require("ffi")
+  ffi.cdef[[
+    typedef struct { long tv_sec; long tv_nsec; } lbd_timespec;
+    int clock_gettime(int clk_id, lbd_timespec *tp);
+  ]]
+  local CLOCK_MONOTONIC = 1
+  local ts = ffi.new("lbd_timespec")
+  local function now_ms()
+    ffi.C.clock_gettime(CLOCK_MONOTONIC, ts)
+    return tonumber(ts.tv_sec) * 1000 + tonumber(ts.tv_nsec) / 1e6
+  end
+  local interval_ms = 1000 / rate
+  local due = nil
+  -- wrk waits a whole number of milliseconds; the schedule is absolute, so what one wait rounds off the next makes up.
+  delay = function()
+    local now = now_ms()
+    if due == nil then due = now end
+    local wait = due - now
+    due = due + interval_ms
+    if wait < 1 then return 0 end
+    return math.floor(wait)
+  end
 end
 `;
 
@@ -38,6 +73,9 @@ export interface WrkResult {
   readonly errors: WrkErrors;
   readonly requestsPerSec: number;
   readonly mibPerSec: number;
+  /** wrk's latency percentiles (from a request's write to its response), in ms. */
+  readonly latencyP50Ms: number;
+  readonly latencyP99Ms: number;
 }
 
 export interface WrkRun {
@@ -50,12 +88,14 @@ export interface WrkRun {
   readonly cpus?: string;
   /** wrk threads (-t); default 1. */
   readonly threads?: number;
+  /** Requests/s to pace the run at (all threads together), or undefined for as fast as it goes. */
+  readonly rate?: number;
 }
 
 /** Writes the Lua hook into `dir` and returns its path. */
 export async function writeWrkScript(dir: string): Promise<string> {
   const path = join(dir, 'wrk-done.lua');
-  await writeFile(path, DONE_SCRIPT, { mode: 0o644 });
+  await writeFile(path, SCRIPT, { mode: 0o644 });
   return path;
 }
 
@@ -64,19 +104,24 @@ export async function writeWrkScript(dir: string): Promise<string> {
  * client, director and servers) from `host`. wrk stops itself after `durationSec`; the command is killed if it overruns by 20 s.
  */
 export async function runWrk(topology: CommandHost, host: string, script: string, run: WrkRun): Promise<WrkResult> {
-  const args = [`-t${run.threads ?? 1}`, `-c${run.connections}`, `-d${run.durationSec}s`, '--timeout', '2s', '-s', script];
+  const threads = run.threads ?? 1;
+  if (run.rate !== undefined && !(run.rate > 0 && Number.isFinite(run.rate))) throw new Error(`wrk rate ${run.rate}: must be a positive number of requests/s`);
+  const args = [`-t${threads}`, `-c${run.connections}`, `-d${run.durationSec}s`, '--timeout', '2s', '-s', script];
   if (run.closeEach) args.push('-H', 'Connection: close');
   args.push(run.url);
-  const [cmd, argv] = run.cpus === undefined ? ['wrk', args] : ['taskset', ['-c', run.cpus, 'wrk', ...args]];
-  const { stdout } = await topology.exec(host, cmd, argv, { timeoutMs: (run.durationSec + 20) * 1000 });
+  let argv = ['wrk', ...args];
+  if (run.cpus !== undefined) argv = ['taskset', '-c', run.cpus, ...argv];
+  // Each thread runs the script in a Lua state of its own and keeps its own schedule: its share of the rate.
+  if (run.rate !== undefined) argv = ['env', `${RATE_ENV}=${run.rate / threads}`, ...argv];
+  const { stdout } = await topology.exec(host, argv[0]!, argv.slice(1), { timeoutMs: (run.durationSec + 20) * 1000 });
   const line = stdout.split('\n').find((l) => l.startsWith(`${MARK} `));
   if (line === undefined) throw new Error(`wrk ${args.join(' ')}: no summary line in its output: ${stdout.slice(-500)}`);
-  const [durationUs, requests, bytes, connect, read, write, status, timeout] = line.slice(MARK.length + 1).trim().split(/\s+/).map(Number) as
-    [number, number, number, number, number, number, number, number];
+  const [durationUs, requests, bytes, connect, read, write, status, timeout, p50Us, p99Us] = line.slice(MARK.length + 1).trim().split(/\s+/).map(Number) as
+    [number, number, number, number, number, number, number, number, number, number];
   const durationSec = durationUs / 1e6;
   return {
     requests, bytes, durationSec, errors: { connect, read, write, status, timeout },
-    requestsPerSec: requests / durationSec, mibPerSec: bytes / 2 ** 20 / durationSec,
+    requestsPerSec: requests / durationSec, mibPerSec: bytes / 2 ** 20 / durationSec, latencyP50Ms: p50Us / 1000, latencyP99Ms: p99Us / 1000,
   };
 }
 
