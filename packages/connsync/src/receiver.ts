@@ -64,8 +64,6 @@ const MAX_BUFFERED_MESSAGES = 256;
 const MIN_APPLY_GAP_MS = 2;
 /** Changes per kernel run when several messages are waiting. */
 const MAX_CHANGES_PER_APPLY = 20_000;
-/** Changes waiting that make the next batch be taken while a kernel run is still in progress (4 full messages). */
-const PIPELINE_CHANGES = 2048;
 
 export class SyncReceiver {
   private peer = '';
@@ -76,9 +74,6 @@ export class SyncReceiver {
   private resyncFloor = 0;
   private readonly buffer: SyncMessage__Output[] = [];
   private working = false;
-  /** The kernel run in progress (or the last one) and its ack; apply() never rejects. */
-  private applying: Promise<void> = Promise.resolve();
-  private applyRunning = false;
   private lastApplyAt = -Infinity;
   /**
    * The snapshot being received: its groups, the connections it named, and what this director held of those
@@ -141,18 +136,11 @@ export class SyncReceiver {
     this.working = true;
     try {
       while (this.buffer.length > 0 && !this.ended) {
-        // While a kernel run is in progress, the next batch is taken only once a backlog has built up (a snapshot,
-        // a peer catching up): checking and converting it then overlaps the kernel's work on the one before, which
-        // took the bulk of a snapshot from the sum of the two towards the larger. A trickle waits for the run to end
-        // and goes in one batch with whatever came meanwhile. Each message, and the run's end, look again.
-        if (this.applyRunning && this.bufferedChanges() < PIPELINE_CHANGES) return;
-        if (!this.applyRunning) {
-          // Each kernel run is a round trip to the ctnetlink writer and a wake-up of this loop: under a steady
-          // trickle of new connections, gather for 2 ms instead of running once per message. 2 ms (was 10, when a
-          // run started a process) halved lag p50 at the connsync bench's load without costing the standby more.
-          const since = performance.now() - this.lastApplyAt;
-          if (since < MIN_APPLY_GAP_MS) await new Promise((r) => setTimeout(r, MIN_APPLY_GAP_MS - since));
-        }
+        // Each kernel run is a round trip to the ctnetlink writer and a wake-up of this loop: under a steady
+        // trickle of new connections, gather for 2 ms instead of running once per message. 2 ms (was 10, when a
+        // run started a process) halved lag p50 at the connsync bench's load without costing the standby more.
+        const since = performance.now() - this.lastApplyAt;
+        if (since < MIN_APPLY_GAP_MS) await new Promise((r) => setTimeout(r, MIN_APPLY_GAP_MS - since));
         const batch: ConnectionChange[] = [];
         let lastSeq = 0;
         // Take messages up to (not past) a snapshot's begin or end: each sees every change before it applied.
@@ -169,40 +157,22 @@ export class SyncReceiver {
           this.expected = seq + 1;
           this.counts.received++;
           if (!this.take(m, batch)) return;
-          if (m.snapshotBegin || m.snapshotEnd) await this.applying;
           if (m.snapshotBegin) await this.readBefore();
           if (m.snapshotEnd) {
             await this.finishSnapshot();
             break;
           }
         }
-        // One kernel run at a time, each acknowledged when it is done, in order.
-        await this.applying;
+        if (batch.length > 0) {
+          await this.apply(batch);
+          this.lastApplyAt = performance.now();
+        }
         if (this.ended) return;
-        this.startApply(batch, lastSeq);
+        if (lastSeq > 0) this.link.write({ ack: { seq: lastSeq, injected: this.counts.inserted + this.counts.replaced + this.counts.refreshed, failed: this.counts.failed } });
       }
     } finally {
       this.working = false;
     }
-  }
-
-  /** Applies `batch` after the run before it, then acknowledges up to `lastSeq` (0: nothing to acknowledge). */
-  private startApply(batch: ConnectionChange[], lastSeq: number): void {
-    this.applyRunning = true;
-    this.applying = (batch.length > 0 ? this.apply(batch) : Promise.resolve()).then(() => {
-      if (batch.length > 0) this.lastApplyAt = performance.now();
-      this.applyRunning = false;
-      if (this.ended) return;
-      if (lastSeq > 0) this.link.write({ ack: { seq: lastSeq, injected: this.counts.inserted + this.counts.replaced + this.counts.refreshed, failed: this.counts.failed } });
-      if (this.buffer.length > 0) void this.work();
-    });
-  }
-
-  /** Changes in the messages waiting to be taken. */
-  private bufferedChanges(): number {
-    let n = 0;
-    for (const m of this.buffer) n += m.changes?.changes.length ?? 0;
-    return n;
   }
 
   /** Whether `m` is the next message to apply. */

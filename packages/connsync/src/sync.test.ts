@@ -514,54 +514,6 @@ describe('connection sync: sender, source and receiver', () => {
     assert.equal(standby.connections.has(connectionKey(live)), false, 'the remove of its own binding left it');
   });
 
-  it('takes a backlog while a kernel run is in progress, runs the kernel one batch at a time and acknowledges each after its run', async () => {
-    const standby = new FakeConnectionTable();
-    // Each kernel run waits until the test lets it finish.
-    const runs: Array<{ size: number; finish: () => void }> = [];
-    let running = 0;
-    let overlapped = false;
-    const table: ConnectionTable = {
-      prepare: () => standby.prepare(), watch: (h) => standby.watch(h), dump: () => standby.dump(),
-      apply: async (changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult> => {
-        if (running > 0) overlapped = true;
-        running++;
-        await new Promise<void>((resolve) => runs.push({ size: changes.length, finish: resolve }));
-        running--;
-        return standby.apply(changes);
-      },
-    };
-    const acked: number[] = [];
-    const r = new SyncReceiver({ table, log: quiet, markOf: () => 0x10001, groupOf: () => 'g', leads: () => false }, {
-      write: (reply) => { if (reply.ack) acked.push(Number(reply.ack.seq)); }, fail: () => undefined,
-    }, new Set(['dir1']));
-    let port = 10_000;
-    const upserts = (n: number): SyncMessage['changes'] => ({
-      changes: Array.from({ length: n }, () => ({ upsert: {
-        id: { protocol: 'tcp', client: { address: '198.18.5.1', port: port++ }, vip: { address: '198.18.0.10', port: 80 } },
-        realServer: { address: '198.19.1.11', port: 8080 }, state: 'ESTABLISHED', timeoutSec: 300,
-      } })),
-    });
-    const send = (m: SyncMessage): void => r.onMessage(roundTripMessage(m));
-    send({ seq: 1, hello: { from: 'dir1', session: 's', groups: ['g'] } });
-    send({ seq: 2, changes: upserts(1) });
-    await until('the first kernel run', () => runs.length === 1);
-    // A trickle waits for the run; four full messages behind it make a backlog, taken while the run goes on.
-    send({ seq: 3, changes: upserts(10) });
-    for (let seq = 4; seq <= 7; seq++) send({ seq, changes: upserts(512) });
-    await until('the backlog taken', () => r.status().received === 7);
-    assert.equal(runs.length, 1, 'a second kernel run started before the first ended');
-    assert.deepEqual(acked, [1], 'acknowledged before its kernel run ended');
-    runs[0]!.finish();
-    await until('the second kernel run', () => runs.length === 2);
-    assert.deepEqual(acked, [1, 2]);
-    assert.equal(runs[1]!.size, 10 + 4 * 512, 'the trickle went on its own, not with the backlog behind it');
-    runs[1]!.finish();
-    await until('the backlog acknowledged', () => acked.includes(7));
-    assert.deepEqual(acked, [1, 2, 7]);
-    assert.equal(overlapped, false);
-    assert.equal(standby.connections.size, 1 + 10 + 4 * 512);
-  });
-
   it('lets an entry holding a copy\'s reply tuple go only when it is not of a group this director leads, and says when copies fail', async () => {
     const standby = new FakeConnectionTable();
     // The kernel's answer to what the receiver lets go: each holder offered, per group.
