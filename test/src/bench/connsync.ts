@@ -274,6 +274,37 @@ async function conntrackCount(t: Topology, host: string): Promise<number> {
   return Number(stdout.trim());
 }
 
+/** The client's TCP retransmission counters and each director's conntrack statistics (summed over CPUs). */
+interface StallCounters {
+  readonly client: Record<string, number>;
+  readonly conntrack: Record<DirectorName, Record<string, number>>;
+}
+
+const CLIENT_TCP_COUNTERS = ['TcpExtTCPSynRetrans', 'TcpRetransSegs'] as const;
+const CONNTRACK_STATS = ['invalid', 'insert_failed', 'drop', 'early_drop', 'error', 'clash_resolve', 'chaintoolong'] as const;
+
+async function stallCounters(t: Topology): Promise<StallCounters> {
+  // -a: absolute values, -s: without touching nstat's history file.
+  const { stdout } = await t.exec('client', 'nstat', ['-asz', ...CLIENT_TCP_COUNTERS], { timeoutMs: 10_000 });
+  const client: Record<string, number> = {};
+  for (const name of CLIENT_TCP_COUNTERS) client[name] = Number(new RegExp(`^${name}\\s+(\\d+)`, 'm').exec(stdout)?.[1] ?? Number.NaN);
+  const conntrack = { dir1: {}, dir2: {} } as Record<DirectorName, Record<string, number>>;
+  for (const d of ['dir1', 'dir2'] as const) {
+    const { stdout: stats } = await t.exec(d, 'conntrack', ['-S'], { timeoutMs: 10_000 });
+    for (const name of CONNTRACK_STATS) {
+      conntrack[d][name] = [...stats.matchAll(new RegExp(`\\b${name}=(\\d+)`, 'g'))].reduce((sum, m) => sum + Number(m[1]), 0);
+    }
+  }
+  return { client, conntrack };
+}
+
+/** What changed between two readings, the counters that moved only. */
+function describeStalls(a: StallCounters, b: StallCounters): string {
+  const moved = (x: Record<string, number>, y: Record<string, number>): string =>
+    Object.keys(y).filter((k) => y[k] !== x[k]).map((k) => `${k} ${y[k]! - x[k]!}`).join(', ') || 'none';
+  return `client ${moved(a.client, b.client)}; conntrack dir1 ${moved(a.conntrack.dir1, b.conntrack.dir1)}, dir2 ${moved(a.conntrack.dir2, b.conntrack.dir2)}`;
+}
+
 async function benchBulk(scope: BenchScope, prefix: string, s: Settings): Promise<BulkResult> {
   const t = (scope.topology = new Topology(prefix));
   const connections = Array.from({ length: s.bulk }, (_, i) => bulkConnection(i));
@@ -748,6 +779,8 @@ interface LoadRun {
   readonly leaderChanges: number;
   /** `vip group transition` lines both agents logged during the load (a fenced leader that resumes: two). */
   readonly transitions: number;
+  /** What held connections up during the load (stalls()): the client's retransmissions, conntrack's drops. */
+  readonly stalls: string;
 }
 
 /** The same load unpaced: what the lab's 2 CPUs carry, shared by wrk, nginx, etcd and both directors. */
@@ -756,6 +789,7 @@ interface CapacityRun {
   readonly wrk: WrkResult;
   readonly leader: DirectorName;
   readonly cpu: Record<DirectorName, { cores: number; byComm: Record<string, number> }>;
+  readonly stalls: string;
 }
 
 interface LoadResult {
@@ -800,11 +834,13 @@ async function capacityRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk
   const t = lab.cluster.topology;
   log(`capacity with sync ${sync ? 'on' : 'off'}: ${s.loadSec} s of new connections, unpaced, ${leader} leading`);
   const cpu0 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
+  const stalls0 = await stallCounters(t);
   const result = await wrk(s.loadSec);
+  const stalls = describeStalls(stalls0, await stallCounters(t));
   const cpu1 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
   log(`capacity with sync ${sync ? 'on' : 'off'}: ${formatNumber(result.requestsPerSec)} connections/s, errors ${describeErrors(result)}, `
-    + `CPU dir1 ${cpuDelta(cpu0.dir1, cpu1.dir1).cores.toFixed(2)} dir2 ${cpuDelta(cpu0.dir2, cpu1.dir2).cores.toFixed(2)} cores`);
-  return { sync, wrk: result, leader, cpu: { dir1: cpuDelta(cpu0.dir1, cpu1.dir1), dir2: cpuDelta(cpu0.dir2, cpu1.dir2) } };
+    + `CPU dir1 ${cpuDelta(cpu0.dir1, cpu1.dir1).cores.toFixed(2)} dir2 ${cpuDelta(cpu0.dir2, cpu1.dir2).cores.toFixed(2)} cores; ${stalls}`);
+  return { sync, wrk: result, leader, cpu: { dir1: cpuDelta(cpu0.dir1, cpu1.dir1), dir2: cpuDelta(cpu0.dir2, cpu1.dir2) }, stalls };
 }
 
 async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (sec: number) => Promise<WrkResult>): Promise<LoadRun> {
@@ -852,6 +888,7 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
       }
     }
   })();
+  const stalls0 = await stallCounters(t);
   let result: WrkResult;
   try {
     result = await wrk(s.loadSec);
@@ -859,6 +896,7 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
     sampling = false;
     await sampler;
   }
+  const stalls = describeStalls(stalls0, await stallCounters(t));
   if (sync) log(`lag p99 samples, every ${LAG_SAMPLE_MS} ms (ms): ${lagSamples.map((x) => x.p99Ms.toFixed(0)).join(' ')}`);
   // Samples taken LAG_WINDOW_MS or more into the load are each a p99 over a whole window of it. The earlier
   // ones are over its first seconds only: at 500 ms, a p99 of some 70 messages, which is nearly their maximum.
@@ -894,7 +932,7 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
     snapshots: Math.max(0, total(end, toSum('snapshots')) - total(before, toSum('snapshots'))),
     resyncs: Math.max(0, total(end, toSum('resyncs')) - total(before, toSum('resyncs'))),
     lossEvents: total(end, (x) => Number(x.sync?.lossEvents ?? 0)) - total(before, (x) => Number(x.sync?.lossEvents ?? 0)),
-    maxQueued, toState: to?.state ?? 'none', leaderAfter, leaderChanges, transitions: transitionsSince(lab, since),
+    maxQueued, toState: to?.state ?? 'none', leaderAfter, leaderChanges, transitions: transitionsSince(lab, since), stalls,
   };
   if (leaderChanges > 0) log(`WARNING: the leader changed during the load (${leader} at the start, ${leaderAfter} at the end)\n${lab.logs(15)}`);
   log(`load with sync ${sync ? 'on' : 'off'}: ${formatNumber(result.requestsPerSec)} connections/s, errors ${describeErrors(result)}, `
@@ -1141,11 +1179,12 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   out(`lag: kernel event on the leader to the standby's ack (over the messages the sender saw acknowledged in the last ${LAG_WINDOW_MS / 1000} s; p50/p99 read right after the load, worst p99 of ${w.samples} samples taken every ${LAG_SAMPLE_MS} ms during it)`);
   out(`each load run came after a ${WARMUP_SEC} s warm-up load and ${LAG_WINDOW_MS / 1000} s for the lag window to forget it; the warm-up is sync's first seconds in fresh agents (lag p99 ${formatMs(w.coldP99Ms)}), a figure of its own`);
   for (const r of [wo, w]) {
-    out(`sync ${r.sync ? 'on' : 'off'}: ${formatNumber(r.wrk.requests)} connections (errors: ${describeErrors(r.wrk)}); kernel event losses (ENOBUFS, both directors) ${r.lossEvents}; `
+    out(`sync ${r.sync ? 'on' : 'off'}: ${formatNumber(r.wrk.requests)} connections (errors: ${describeErrors(r.wrk)}); held up: ${r.stalls}; kernel event losses (ENOBUFS, both directors) ${r.lossEvents}; `
       + `leader changes during the load ${r.leaderChanges}, vip group transitions logged ${r.transitions}${r.sync ? `; ${count(r.injected)} connections injected on the standby${r.leaderChanges > 0 ? ' (at least: the counters restart with a new stream)' : ''}, failed ${r.standbyFailed}; `
       + `${count(r.changesSent)} changes in ${count(r.messages)} messages (${r.messages > 0 ? (r.changesSent / r.messages).toFixed(1) : '-'} each); `
       + `sender snapshots ${r.snapshots}, resyncs ${r.resyncs}, max queued ${count(r.maxQueued)}, sender state at the end ${r.toState}` : ''}`);
   }
+  for (const r of [load.capacityWithoutSync, load.capacityWithSync]) out(`sync ${r.sync ? 'on' : 'off'}, unpaced: held up: ${r.stalls}`);
   out(`conntrack entries after the sync-on load: dir1 ${formatNumber(load.conntrackAfter.dir1)}, dir2 ${formatNumber(load.conntrackAfter.dir2)}`);
   const spRate = sp.fed / (sp.feedMs / 1000);
   out(`\nthe lab's lag (above) next to the standby path alone (no wrk, no lab: section 1d, run before the lab existed, ${s.standbySec} s)`);
