@@ -779,7 +779,7 @@ interface LoadRun {
   readonly leaderChanges: number;
   /** `vip group transition` lines both agents logged during the load (a fenced leader that resumes: two). */
   readonly transitions: number;
-  /** What held connections up during the load (stalls()): the client's retransmissions, conntrack's drops. */
+  /** What held connections up during the load (stallCounters): the client's retransmissions, conntrack's drops. */
   readonly stalls: string;
 }
 
@@ -1140,21 +1140,22 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   out(`\n== 2. incremental sync under new connections (wrk -c${WRK_CONNECTIONS} -H 'Connection: close', paced at ${formatNumber(TARGETS.rate)} requests/s by a schedule, ${s.loadSec} s; then the same unpaced)`);
   const rows: string[][] = [];
   const latency = (r: WrkResult): string => `${formatMs(r.latencyP50Ms)} / ${formatMs(r.latencyP99Ms)}`;
+  const wrkCores = (r: WrkResult): string => r.cores.toFixed(2);
   for (const r of [load.withSync, load.withoutSync]) {
     rows.push([
-      r.sync ? 'sync on' : 'sync off (baseline)', formatNumber(r.wrk.requestsPerSec), String(errorCount(r.wrk)), latency(r.wrk),
+      r.sync ? 'sync on' : 'sync off (baseline)', formatNumber(r.wrk.requestsPerSec), String(errorCount(r.wrk)), latency(r.wrk), wrkCores(r.wrk),
       r.sync ? formatMs(r.lagP50Ms) : '-', r.sync ? formatMs(r.lagP99Ms) : '-', r.sync ? formatMs(r.worstP99Ms) : '-',
       r.sync ? `${count(r.injected)}${r.leaderChanges > 0 ? ' (at least)' : ''}` : '-', r.cpu.dir1.cores.toFixed(2), r.cpu.dir2.cores.toFixed(2), `${r.leader}${r.leaderChanges > 0 ? ` (changed, ${r.leaderAfter} at the end)` : ''}`,
     ]);
   }
   for (const r of [load.capacityWithSync, load.capacityWithoutSync]) {
     rows.push([
-      `${r.sync ? 'sync on' : 'sync off'}, unpaced`, formatNumber(r.wrk.requestsPerSec), String(errorCount(r.wrk)), latency(r.wrk),
+      `${r.sync ? 'sync on' : 'sync off'}, unpaced`, formatNumber(r.wrk.requestsPerSec), String(errorCount(r.wrk)), latency(r.wrk), wrkCores(r.wrk),
       '-', '-', '-', '-', r.cpu.dir1.cores.toFixed(2), r.cpu.dir2.cores.toFixed(2), r.leader,
     ]);
   }
-  out(table(['run', 'conn/s', 'errors', 'wrk latency p50 / p99', 'lag p50', 'lag p99', 'worst p99', 'injected', 'dir1 cores', 'dir2 cores', 'leader'], rows));
-  out('wrk latency: from a request\'s write to its response (the connection is opened before; the pace holds the request, not the connect)');
+  out(table(['run', 'conn/s', 'errors', 'wrk latency p50 / p99', 'wrk cores', 'lag p50', 'lag p99', 'worst p99', 'injected', 'dir1 cores', 'dir2 cores', 'leader'], rows));
+  out('wrk latency: from a request\'s write to its response (the connection is opened before; the pace holds the request, not the connect); wrk cores: its own CPU (one thread), user + system');
   const w = load.withSync;
   const wo = load.withoutSync;
   const cost = (w.cpu.dir1.cores + w.cpu.dir2.cores) - (wo.cpu.dir1.cores + wo.cpu.dir2.cores);
@@ -1185,7 +1186,7 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
       + `sender snapshots ${r.snapshots}, resyncs ${r.resyncs}, max queued ${count(r.maxQueued)}, sender state at the end ${r.toState}` : ''}`);
   }
   for (const r of [load.capacityWithoutSync, load.capacityWithSync]) out(`sync ${r.sync ? 'on' : 'off'}, unpaced: held up: ${r.stalls}`);
-  out(`conntrack entries after the sync-on load: dir1 ${formatNumber(load.conntrackAfter.dir1)}, dir2 ${formatNumber(load.conntrackAfter.dir2)}`);
+  out(`conntrack entries after the sync-on loads (paced, then unpaced): dir1 ${formatNumber(load.conntrackAfter.dir1)}, dir2 ${formatNumber(load.conntrackAfter.dir2)}`);
   const spRate = sp.fed / (sp.feedMs / 1000);
   out(`\nthe lab's lag (above) next to the standby path alone (no wrk, no lab: section 1d, run before the lab existed, ${s.standbySec} s)`);
   out(table(['incremental lag', 'connections/s', 'lag p50', 'lag p99', 'lag max', 'CPU (cores)', 'in the kernel'], [

@@ -76,6 +76,8 @@ export interface WrkResult {
   /** wrk's latency percentiles (from a request's write to its response), in ms. */
   readonly latencyP50Ms: number;
   readonly latencyP99Ms: number;
+  /** CPU wrk used (user + system), in cores over its run: whether the load generator itself was the limit. */
+  readonly cores: number;
 }
 
 export interface WrkRun {
@@ -94,7 +96,7 @@ export interface WrkRun {
 
 /** Writes the Lua hook into `dir` and returns its path. */
 export async function writeWrkScript(dir: string): Promise<string> {
-  const path = join(dir, 'wrk-done.lua');
+  const path = join(dir, 'wrk-bench.lua');
   await writeFile(path, SCRIPT, { mode: 0o644 });
   return path;
 }
@@ -109,7 +111,8 @@ export async function runWrk(topology: CommandHost, host: string, script: string
   const args = [`-t${threads}`, `-c${run.connections}`, `-d${run.durationSec}s`, '--timeout', '2s', '-s', script];
   if (run.closeEach) args.push('-H', 'Connection: close');
   args.push(run.url);
-  let argv = ['wrk', ...args];
+  // bash's `times` reports its children's CPU, wrk's, after wrk has exited.
+  let argv = ['bash', '-c', 'wrk "$@"; status=$?; times; exit $status', 'wrk', ...args];
   if (run.cpus !== undefined) argv = ['taskset', '-c', run.cpus, ...argv];
   // Each thread runs the script in a Lua state of its own and keeps its own schedule: its share of the rate.
   if (run.rate !== undefined) argv = ['env', `${RATE_ENV}=${run.rate / threads}`, ...argv];
@@ -119,9 +122,13 @@ export async function runWrk(topology: CommandHost, host: string, script: string
   const [durationUs, requests, bytes, connect, read, write, status, timeout, p50Us, p99Us] = line.slice(MARK.length + 1).trim().split(/\s+/).map(Number) as
     [number, number, number, number, number, number, number, number, number, number];
   const durationSec = durationUs / 1e6;
+  // The last line of `times`: the children's user and system time, as 0m1.234s 0m0.567s.
+  const times = stdout.trimEnd().split('\n').at(-1) ?? '';
+  const cpuSec = [...times.matchAll(/(\d+)m([\d.]+)s/g)].reduce((sum, m) => sum + Number(m[1]) * 60 + Number(m[2]), 0);
   return {
     requests, bytes, durationSec, errors: { connect, read, write, status, timeout },
     requestsPerSec: requests / durationSec, mibPerSec: bytes / 2 ** 20 / durationSec, latencyP50Ms: p50Us / 1000, latencyP99Ms: p99Us / 1000,
+    cores: cpuSec / durationSec,
   };
 }
 
