@@ -16,7 +16,7 @@ import {
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
 import { startBulkLeader, type BulkLeaderData, type BulkLeaderMessage } from './bulk-leader.js';
-import { cpuDelta, cpuSample } from './cpu.js';
+import { cpuDelta, cpuSample, systemCpuTimes } from './cpu.js';
 import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, parseProcStat, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { SMALL_OBJECT } from './servers.js';
@@ -296,6 +296,10 @@ async function stallCounters(t: Topology): Promise<StallCounters> {
     }
   }
   return { client, conntrack };
+}
+
+function busyShare(a: { busy: number; total: number }, b: { busy: number; total: number }): number {
+  return b.total > a.total ? (b.busy - a.busy) / (b.total - a.total) : Number.NaN;
 }
 
 /** What changed between two readings, the counters that moved only. */
@@ -781,6 +785,8 @@ interface LoadRun {
   readonly transitions: number;
   /** What held connections up during the load (stallCounters): the client's retransmissions, conntrack's drops. */
   readonly stalls: string;
+  /** The machine's CPUs, all of them, busy over the load (0 to 1). */
+  readonly boxBusy: number;
 }
 
 /** The same load unpaced: what the lab's 2 CPUs carry, shared by wrk, nginx, etcd and both directors. */
@@ -790,6 +796,7 @@ interface CapacityRun {
   readonly leader: DirectorName;
   readonly cpu: Record<DirectorName, { cores: number; byComm: Record<string, number> }>;
   readonly stalls: string;
+  readonly boxBusy: number;
 }
 
 interface LoadResult {
@@ -835,12 +842,14 @@ async function capacityRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk
   log(`capacity with sync ${sync ? 'on' : 'off'}: ${s.loadSec} s of new connections, unpaced, ${leader} leading`);
   const cpu0 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
   const stalls0 = await stallCounters(t);
+  const box0 = await systemCpuTimes();
   const result = await wrk(s.loadSec);
+  const boxBusy = busyShare(box0, await systemCpuTimes());
   const stalls = describeStalls(stalls0, await stallCounters(t));
   const cpu1 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
   log(`capacity with sync ${sync ? 'on' : 'off'}: ${formatNumber(result.requestsPerSec)} connections/s, errors ${describeErrors(result)}, `
     + `CPU dir1 ${cpuDelta(cpu0.dir1, cpu1.dir1).cores.toFixed(2)} dir2 ${cpuDelta(cpu0.dir2, cpu1.dir2).cores.toFixed(2)} cores; ${stalls}`);
-  return { sync, wrk: result, leader, cpu: { dir1: cpuDelta(cpu0.dir1, cpu1.dir1), dir2: cpuDelta(cpu0.dir2, cpu1.dir2) }, stalls };
+  return { sync, wrk: result, leader, cpu: { dir1: cpuDelta(cpu0.dir1, cpu1.dir1), dir2: cpuDelta(cpu0.dir2, cpu1.dir2) }, stalls, boxBusy };
 }
 
 async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (sec: number) => Promise<WrkResult>): Promise<LoadRun> {
@@ -889,6 +898,7 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
     }
   })();
   const stalls0 = await stallCounters(t);
+  const box0 = await systemCpuTimes();
   let result: WrkResult;
   try {
     result = await wrk(s.loadSec);
@@ -896,6 +906,7 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
     sampling = false;
     await sampler;
   }
+  const boxBusy = busyShare(box0, await systemCpuTimes());
   const stalls = describeStalls(stalls0, await stallCounters(t));
   if (sync) log(`lag p99 samples, every ${LAG_SAMPLE_MS} ms (ms): ${lagSamples.map((x) => x.p99Ms.toFixed(0)).join(' ')}`);
   // Samples taken LAG_WINDOW_MS or more into the load are each a p99 over a whole window of it. The earlier
@@ -932,7 +943,7 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
     snapshots: Math.max(0, total(end, toSum('snapshots')) - total(before, toSum('snapshots'))),
     resyncs: Math.max(0, total(end, toSum('resyncs')) - total(before, toSum('resyncs'))),
     lossEvents: total(end, (x) => Number(x.sync?.lossEvents ?? 0)) - total(before, (x) => Number(x.sync?.lossEvents ?? 0)),
-    maxQueued, toState: to?.state ?? 'none', leaderAfter, leaderChanges, transitions: transitionsSince(lab, since), stalls,
+    maxQueued, toState: to?.state ?? 'none', leaderAfter, leaderChanges, transitions: transitionsSince(lab, since), stalls, boxBusy,
   };
   if (leaderChanges > 0) log(`WARNING: the leader changed during the load (${leader} at the start, ${leaderAfter} at the end)\n${lab.logs(15)}`);
   log(`load with sync ${sync ? 'on' : 'off'}: ${formatNumber(result.requestsPerSec)} connections/s, errors ${describeErrors(result)}, `
@@ -1141,21 +1152,22 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
   const rows: string[][] = [];
   const latency = (r: WrkResult): string => `${formatMs(r.latencyP50Ms)} / ${formatMs(r.latencyP99Ms)}`;
   const wrkCores = (r: WrkResult): string => r.cores.toFixed(2);
+  const busy = (x: number): string => `${(x * 100).toFixed(0)}%`;
   for (const r of [load.withSync, load.withoutSync]) {
     rows.push([
-      r.sync ? 'sync on' : 'sync off (baseline)', formatNumber(r.wrk.requestsPerSec), String(errorCount(r.wrk)), latency(r.wrk), wrkCores(r.wrk),
+      r.sync ? 'sync on' : 'sync off (baseline)', formatNumber(r.wrk.requestsPerSec), String(errorCount(r.wrk)), latency(r.wrk), wrkCores(r.wrk), busy(r.boxBusy),
       r.sync ? formatMs(r.lagP50Ms) : '-', r.sync ? formatMs(r.lagP99Ms) : '-', r.sync ? formatMs(r.worstP99Ms) : '-',
       r.sync ? `${count(r.injected)}${r.leaderChanges > 0 ? ' (at least)' : ''}` : '-', r.cpu.dir1.cores.toFixed(2), r.cpu.dir2.cores.toFixed(2), `${r.leader}${r.leaderChanges > 0 ? ` (changed, ${r.leaderAfter} at the end)` : ''}`,
     ]);
   }
   for (const r of [load.capacityWithSync, load.capacityWithoutSync]) {
     rows.push([
-      `${r.sync ? 'sync on' : 'sync off'}, unpaced`, formatNumber(r.wrk.requestsPerSec), String(errorCount(r.wrk)), latency(r.wrk), wrkCores(r.wrk),
+      `${r.sync ? 'sync on' : 'sync off'}, unpaced`, formatNumber(r.wrk.requestsPerSec), String(errorCount(r.wrk)), latency(r.wrk), wrkCores(r.wrk), busy(r.boxBusy),
       '-', '-', '-', '-', r.cpu.dir1.cores.toFixed(2), r.cpu.dir2.cores.toFixed(2), r.leader,
     ]);
   }
-  out(table(['run', 'conn/s', 'errors', 'wrk latency p50 / p99', 'wrk cores', 'lag p50', 'lag p99', 'worst p99', 'injected', 'dir1 cores', 'dir2 cores', 'leader'], rows));
-  out('wrk latency: from a request\'s write to its response (the connection is opened before; the pace holds the request, not the connect); wrk cores: its own CPU (one thread), user + system');
+  out(table(['run', 'conn/s', 'errors', 'wrk latency p50 / p99', 'wrk cores', 'CPUs busy', 'lag p50', 'lag p99', 'worst p99', 'injected', 'dir1 cores', 'dir2 cores', 'leader'], rows));
+  out('wrk latency: from a request\'s write to its response (the connection is opened before; the pace holds the request, not the connect); wrk cores: its own CPU (one thread), user + system; CPUs busy: all of the machine\'s, over the load (/proc/stat)');
   const w = load.withSync;
   const wo = load.withoutSync;
   const cost = (w.cpu.dir1.cores + w.cpu.dir2.cores) - (wo.cpu.dir1.cores + wo.cpu.dir2.cores);
