@@ -16,7 +16,8 @@ import {
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
 import { startBulkLeader, type BulkLeaderData, type BulkLeaderMessage } from './bulk-leader.js';
-import { cpuDelta, cpuSample, systemCpuTimes } from './cpu.js';
+import { busyShare, cpuDelta, cpuSample, systemCpuTimes, type CpuSample } from './cpu.js';
+import { conntrackStatistics } from './kernel-counters.js';
 import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, parseProcStat, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { SMALL_OBJECT } from './servers.js';
@@ -290,16 +291,10 @@ async function stallCounters(t: Topology): Promise<StallCounters> {
   for (const name of CLIENT_TCP_COUNTERS) client[name] = Number(new RegExp(`^${name}\\s+(\\d+)`, 'm').exec(stdout)?.[1] ?? Number.NaN);
   const conntrack = { dir1: {}, dir2: {} } as Record<DirectorName, Record<string, number>>;
   for (const d of ['dir1', 'dir2'] as const) {
-    const { stdout: stats } = await t.exec(d, 'conntrack', ['-S'], { timeoutMs: 10_000 });
-    for (const name of CONNTRACK_STATS) {
-      conntrack[d][name] = [...stats.matchAll(new RegExp(`\\b${name}=(\\d+)`, 'g'))].reduce((sum, m) => sum + Number(m[1]), 0);
-    }
+    const all = await conntrackStatistics(t, d);
+    for (const name of CONNTRACK_STATS) conntrack[d][name] = all[name] ?? 0;
   }
   return { client, conntrack };
-}
-
-function busyShare(a: { busy: number; total: number }, b: { busy: number; total: number }): number {
-  return b.total > a.total ? (b.busy - a.busy) / (b.total - a.total) : Number.NaN;
 }
 
 /** What changed between two readings, the counters that moved only. */
@@ -751,12 +746,9 @@ function peerOf(st: ClusterStatus__Output | undefined, direction: 'to' | 'from')
 
 // ---- 2. incremental lag and CPU ---------------------------------------------------------------------
 
-interface LoadRun {
+interface LoadRun extends LoadMeasure {
   readonly sync: boolean;
-  readonly wrk: WrkResult;
   readonly leader: DirectorName;
-  /** Cores per director over the window, and per command name. */
-  readonly cpu: Record<DirectorName, { cores: number; byComm: Record<string, number> }>;
   /** Leader's sender right after the warm-up: the first WARMUP_SEC of sync in fresh agents (sync on only). */
   readonly coldP99Ms: number;
   /** Leader's sender, read right after the load (the messages acknowledged in its last LAG_WINDOW_MS). */
@@ -783,6 +775,13 @@ interface LoadRun {
   readonly leaderChanges: number;
   /** `vip group transition` lines both agents logged during the load (a fenced leader that resumes: two). */
   readonly transitions: number;
+}
+
+/** What measureLoad() measures around one wrk run. */
+interface LoadMeasure {
+  readonly wrk: WrkResult;
+  /** Cores per director over the window, and per command name. */
+  readonly cpu: Record<DirectorName, { cores: number; byComm: Record<string, number> }>;
   /** What held connections up during the load (stallCounters): the client's retransmissions, conntrack's drops. */
   readonly stalls: string;
   /** The machine's CPUs, all of them, busy over the load (0 to 1). */
@@ -790,13 +789,9 @@ interface LoadRun {
 }
 
 /** The same load unpaced: what the lab's 2 CPUs carry, shared by wrk, nginx, etcd and both directors. */
-interface CapacityRun {
+interface CapacityRun extends LoadMeasure {
   readonly sync: boolean;
-  readonly wrk: WrkResult;
   readonly leader: DirectorName;
-  readonly cpu: Record<DirectorName, { cores: number; byComm: Record<string, number> }>;
-  readonly stalls: string;
-  readonly boxBusy: number;
 }
 
 interface LoadResult {
@@ -840,16 +835,26 @@ async function capacityRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk
   const leader = await waitSteady(lab);
   const t = lab.cluster.topology;
   log(`capacity with sync ${sync ? 'on' : 'off'}: ${s.loadSec} s of new connections, unpaced, ${leader} leading`);
-  const cpu0 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
+  const m = await measureLoad(t, () => wrk(s.loadSec));
+  log(`capacity with sync ${sync ? 'on' : 'off'}: ${formatNumber(m.wrk.requestsPerSec)} connections/s, errors ${describeErrors(m.wrk)}, `
+    + `CPU dir1 ${m.cpu.dir1.cores.toFixed(2)} dir2 ${m.cpu.dir2.cores.toFixed(2)} cores; ${m.stalls}`);
+  return { sync, leader, ...m };
+}
+
+/**
+ * What every load run measures around its wrk: each director's namespace's CPU, what held connections up
+ * (stallCounters) and how busy the machine's CPUs were.
+ */
+async function measureLoad(t: Topology, load: () => Promise<WrkResult>): Promise<LoadMeasure> {
+  const directors = async (): Promise<Record<DirectorName, CpuSample>> => ({ dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) });
+  const cpu0 = await directors();
   const stalls0 = await stallCounters(t);
   const box0 = await systemCpuTimes();
-  const result = await wrk(s.loadSec);
+  const wrk = await load();
   const boxBusy = busyShare(box0, await systemCpuTimes());
   const stalls = describeStalls(stalls0, await stallCounters(t));
-  const cpu1 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
-  log(`capacity with sync ${sync ? 'on' : 'off'}: ${formatNumber(result.requestsPerSec)} connections/s, errors ${describeErrors(result)}, `
-    + `CPU dir1 ${cpuDelta(cpu0.dir1, cpu1.dir1).cores.toFixed(2)} dir2 ${cpuDelta(cpu0.dir2, cpu1.dir2).cores.toFixed(2)} cores; ${stalls}`);
-  return { sync, wrk: result, leader, cpu: { dir1: cpuDelta(cpu0.dir1, cpu1.dir1), dir2: cpuDelta(cpu0.dir2, cpu1.dir2) }, stalls, boxBusy };
+  const cpu1 = await directors();
+  return { wrk, cpu: { dir1: cpuDelta(cpu0.dir1, cpu1.dir1), dir2: cpuDelta(cpu0.dir2, cpu1.dir2) }, stalls, boxBusy };
 }
 
 async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (sec: number) => Promise<WrkResult>): Promise<LoadRun> {
@@ -872,7 +877,6 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
   const before = await bothStatuses(lab, 10_000);
   const since = new Date().toISOString();
   log(`load with sync ${sync ? 'on' : 'off'}: ${s.loadSec} s of new connections from the client, ${leader} leading`);
-  const cpu0 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
   let sampling = true;
   const loadStart = performance.now();
   /** The sender's p99 at each sample, and how far into the load it was taken. */
@@ -897,23 +901,20 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
       }
     }
   })();
-  const stalls0 = await stallCounters(t);
-  const box0 = await systemCpuTimes();
-  let result: WrkResult;
-  try {
-    result = await wrk(s.loadSec);
-  } finally {
-    sampling = false;
-    await sampler;
-  }
-  const boxBusy = busyShare(box0, await systemCpuTimes());
-  const stalls = describeStalls(stalls0, await stallCounters(t));
+  const measured = await measureLoad(t, async () => {
+    try {
+      return await wrk(s.loadSec);
+    } finally {
+      sampling = false;
+      await sampler;
+    }
+  });
+  const result = measured.wrk;
   if (sync) log(`lag p99 samples, every ${LAG_SAMPLE_MS} ms (ms): ${lagSamples.map((x) => x.p99Ms.toFixed(0)).join(' ')}`);
   // Samples taken LAG_WINDOW_MS or more into the load are each a p99 over a whole window of it. The earlier
   // ones are over its first seconds only: at 500 ms, a p99 of some 70 messages, which is nearly their maximum.
   const whole = lagSamples.filter((x) => x.intoMs >= LAG_WINDOW_MS);
   const worst = (xs: typeof lagSamples): number => (xs.length > 0 ? Math.max(...xs.map((x) => x.p99Ms)) : Number.NaN);
-  const cpu1 = { dir1: await cpuSample(t.ns('dir1')), dir2: await cpuSample(t.ns('dir2')) };
   // A leader that was fenced for a moment has no sender until it resumes: wait (bounded) for one.
   let end = await bothStatuses(lab, 10_000);
   for (let i = 0; i < 20 && !(['dir1', 'dir2'] as const).some((d) => peerOf(end[d], 'to') !== undefined); i++) {
@@ -932,7 +933,7 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
   const fromSum = (k: 'injected' | 'failed' | 'received') => (x: ClusterStatus__Output): number => Number(peerOf(x, 'from')?.[k] ?? 0);
   const toSum = (k: 'snapshots' | 'resyncs') => (x: ClusterStatus__Output): number => Number(peerOf(x, 'to')?.[k] ?? 0);
   const run: LoadRun = {
-    sync, wrk: result, leader, cpu: { dir1: cpuDelta(cpu0.dir1, cpu1.dir1), dir2: cpuDelta(cpu0.dir2, cpu1.dir2) },
+    sync, leader, ...measured,
     lagP50Ms: to?.lagP50Ms ?? Number.NaN, lagP99Ms: to?.lagP99Ms ?? Number.NaN, worstP99Ms: worst(lagSamples), samples: lagSamples.length,
     coldP99Ms: cold?.lagP99Ms ?? Number.NaN, worstFullP99Ms: worst(whole), fullSamples: whole.length,
     // Counters restart with a new stream: these are lower bounds when the leader changed.
@@ -943,7 +944,7 @@ async function loadRun(lab: HaLab<AdminApi>, sync: boolean, s: Settings, wrk: (s
     snapshots: Math.max(0, total(end, toSum('snapshots')) - total(before, toSum('snapshots'))),
     resyncs: Math.max(0, total(end, toSum('resyncs')) - total(before, toSum('resyncs'))),
     lossEvents: total(end, (x) => Number(x.sync?.lossEvents ?? 0)) - total(before, (x) => Number(x.sync?.lossEvents ?? 0)),
-    maxQueued, toState: to?.state ?? 'none', leaderAfter, leaderChanges, transitions: transitionsSince(lab, since), stalls, boxBusy,
+    maxQueued, toState: to?.state ?? 'none', leaderAfter, leaderChanges, transitions: transitionsSince(lab, since),
   };
   if (leaderChanges > 0) log(`WARNING: the leader changed during the load (${leader} at the start, ${leaderAfter} at the end)\n${lab.logs(15)}`);
   log(`load with sync ${sync ? 'on' : 'off'}: ${formatNumber(result.requestsPerSec)} connections/s, errors ${describeErrors(result)}, `

@@ -10,6 +10,11 @@ export async function systemCpuTimes(): Promise<{ busy: number; total: number }>
   return { busy: total - (f[3] ?? 0) - (f[4] ?? 0), total };
 }
 
+/** The share of all CPUs' time spent busy between two systemCpuTimes() readings (NaN when no time passed). */
+export function busyShare(a: { busy: number; total: number }, b: { busy: number; total: number }): number {
+  return b.total > a.total ? (b.busy - a.busy) / (b.total - a.total) : Number.NaN;
+}
+
 /** CPU of every process in a network namespace, as the benchmarks sample it. */
 
 export interface CpuSample {

@@ -8,7 +8,7 @@ import {
   CLIENT, DIRECTOR, HOSTS, LOCAL_ADDRESSES, VIPS, directorTopology, realServer, removeOrphans, runCommand, runPrefix, setUpDrRealServer,
   type BackgroundProcess, type RealServerHost, type Topology,
 } from '@lbd/testkit';
-import { systemCpuTimes } from './cpu.js';
+import { busyShare, systemCpuTimes } from './cpu.js';
 import { ForeignLoad } from './foreign-load.js';
 import { formatMs, formatNumber, formatRatio, median, passMiss, spread, table } from './report.js';
 import { BULK_OBJECT, SMALL_OBJECT, startHaproxy, startNginx, writeDocroot } from './servers.js';
@@ -683,9 +683,7 @@ async function haproxyVersion(): Promise<string> {
 async function cpuBusy(ms: number): Promise<number> {
   const a = await systemCpuTimes();
   await new Promise((r) => setTimeout(r, ms));
-  const b = await systemCpuTimes();
-  const total = b.total - a.total;
-  return total > 0 ? (b.busy - a.busy) / total : 0;
+  return busyShare(a, await systemCpuTimes()) || 0;
 }
 
 /** Cumulative [busy, total] jiffies per CPU from /proc/stat. */

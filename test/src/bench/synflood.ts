@@ -7,7 +7,8 @@ import {
   CLIENT, DIRECTOR, LOCAL_ADDRESSES, SPOOFED_SOURCES, VIPS, directorTopology, removeOrphans, runCommand, runPrefix, synFlood, tcpExtCounter,
   type SynFloodResult, type Topology,
 } from '@lbd/testkit';
-import { systemCpuTimes } from './cpu.js';
+import { busyShare, systemCpuTimes } from './cpu.js';
+import { conntrackStatistics } from './kernel-counters.js';
 import { formatNumber, formatRatio, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { SMALL_OBJECT, startNginx, writeDocroot } from './servers.js';
@@ -169,7 +170,7 @@ async function runPhase(topology: Topology, dp: NftDataPlane, script: string, ph
   const listed = await topology.exec(DIRECTOR.host, 'conntrack', ['-L', '-s', SPOOFED_SOURCES.prefix], { allowFailure: true, timeoutMs: 120_000 });
   const floodEntries = Number(/(\d+) flow entries have been shown/.exec(listed.stderr)?.[1] ?? NaN);
   const statsAfter = await conntrackStats(topology);
-  const cores = (busyAfter.busy - busyBefore.busy) / ((busyAfter.total - busyBefore.total) / cpus().length);
+  const cores = busyShare(busyBefore, busyAfter) * cpus().length;
   return {
     wrk, flood, entries, floodEntries, tableDrops: statsAfter - statsBefore, cores,
     synRetrans: retransAfter - retransBefore, backlogDrops: backlogAfter - backlogBefore,
@@ -189,10 +190,8 @@ function buildServices(synProxy: boolean, realServers: Array<{ address: string; 
 
 /** conntrack -S: drop + insert_failed + early_drop, summed over the CPUs. */
 async function conntrackStats(topology: Topology): Promise<number> {
-  const { stdout } = await topology.exec(DIRECTOR.host, 'conntrack', ['-S']);
-  let n = 0;
-  for (const m of stdout.matchAll(/\b(drop|insert_failed|early_drop)=(\d+)/g)) n += Number(m[2]);
-  return n;
+  const s = await conntrackStatistics(topology, DIRECTOR.host);
+  return (s.drop ?? 0) + (s.insert_failed ?? 0) + (s.early_drop ?? 0);
 }
 
 interface FloodCost {
