@@ -53,6 +53,7 @@ const kinds = (actions: readonly ElectionAction[]): string[] => actions.map((a) 
 
 describe('decide: the election as a pure step', () => {
   describe('fence (leader ticks; last confirmed send at 1000)', () => {
+    const refused = 'b reaches etcd: the leader is the one cut off';
     const cases: Array<{ name: string; s?: Partial<ElectionState>; now: number; w?: Partial<World>; actions: ElectionAction[]; role: string }> = [
       { name: 'fresh: nothing to do', now: 1050, actions: [], role: 'leader' },
       {
@@ -89,16 +90,27 @@ describe('decide: the election as a pure step', () => {
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 1000 ms, not every peer vouches (b: not asked yet)' }],
       },
       {
-        name: 'window closed, peer refused: fences with its reason', now: 1250, role: 'standby',
-        s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240, peerAnswers: new Map([['b', 'b reaches etcd: the leader is the one cut off']]), answeredAt: new Map([['b', 1130]]) },
+        name: 'window closed, peer refused (and again on a fresh look): fences with its reason', now: 1250, role: 'standby',
+        s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240, peerAnswers: new Map([['b', refused]]), answeredAt: new Map([['b', 1130]]), refusals: new Map([['b', { firstAt: 1088, confirmed: true }]]) },
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 250 ms, not every peer vouches (b: b reaches etcd: the leader is the one cut off)' }],
+      },
+      {
+        // Its refusal may describe etcd from just before it failed for everyone (checkFence).
+        name: 'window closed, peer refused once: waits for its next answer', now: 1250, role: 'leader',
+        s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240, peerAnswers: new Map([['b', refused]]), answeredAt: new Map([['b', 1130]]), refusals: new Map([['b', { firstAt: 1130, confirmed: false }]]) },
+        actions: [],
+      },
+      {
+        name: 'peer refused once, no confirmation within four windows: fences', now: 2000, role: 'standby',
+        s: { beatsInFlight: 1, lastBeatAt: 1950, lastPromiseAsk: 1990, peerAnswers: new Map([['b', refused]]), answeredAt: new Map([['b', 1130]]), refusals: new Map([['b', { firstAt: 1130, confirmed: false }]]) },
+        actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: `fenced: no etcd confirmation for 1000 ms, not every peer vouches (b: ${refused})` }],
       },
       {
         name: 'no peers: fences', w: { peers: [] }, s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240 }, now: 1250, role: 'standby',
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 250 ms, no peers to vouch' }],
       },
       {
-        name: 'a promise that ran out is no promise', now: 1250, role: 'standby', s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240, coverage: new Map([['b', 1250]]), answeredAt: new Map([['b', 1100]]) },
+        name: 'a promise that ran out is no promise', now: 1250, role: 'standby', s: { beatsInFlight: 1, lastBeatAt: 1200, lastPromiseAsk: 1240, coverage: new Map([['b', 1250]]), answeredAt: new Map([['b', 1100]]), grantedLast: new Set(['b']) },
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'leader', reason: 'fenced: no etcd confirmation for 250 ms, not every peer vouches (b: not asked yet)' }],
       },
       {
@@ -127,7 +139,7 @@ describe('decide: the election as a pure step', () => {
       },
       {
         name: 'fail-static, b\'s promise ran out and its last reply refused: fences at once', now: 1700, role: 'standby',
-        s: { role: 'fail-static', beatsInFlight: 1, lastBeatAt: 1650, lastPromiseAsk: 1690, coverage: new Map([['b', 1600]]), answeredAt: new Map([['b', 1650]]), grantedLast: new Set(), leaseUntil: 1585, peerAnswers: new Map([['b', 'b reaches etcd: the leader is the one cut off']]) },
+        s: { role: 'fail-static', beatsInFlight: 1, lastBeatAt: 1650, lastPromiseAsk: 1690, coverage: new Map([['b', 1600]]), answeredAt: new Map([['b', 1650]]), grantedLast: new Set(), leaseUntil: 1585, peerAnswers: new Map([['b', refused]]), refusals: new Map([['b', { firstAt: 1650, confirmed: true }]]) },
         actions: [{ kind: 'fenced' }, { kind: 'fence', from: 'fail-static', reason: 'fenced: no etcd confirmation for 700 ms, not every peer vouches (b: b reaches etcd: the leader is the one cut off)' }],
       },
       { name: 'handing over: no fence, no beat', s: { handingOver: true }, now: 2000, actions: [], role: 'leader' },
@@ -373,6 +385,30 @@ describe('decide: the election as a pure step', () => {
       assert.equal(s.peerAnswers.get('c'), 'no answer: peer unreachable');
       s = run(s, { kind: 'promise-answer', peer: 'b', sent: 1000, durationMs: 500, reply: { granted: true, etcdReachable: false, reason: 'y' } }, 1350).state;
       assert.equal(s.coverage.get('b'), 1590, 'an older promise never shortens a newer one');
+    });
+
+    it('a refusal decides the fence once a later one answers an ask sent a probe\'s freshness after it came', () => {
+      // T: beats every 75 ms, so a probe's success stands 37.5 ms; this episode began at 1085.
+      const no = { granted: false, etcdReachable: true, reason: 'b reaches etcd: the leader is the one cut off' };
+      const yes = { granted: true, etcdReachable: false, reason: 'b cannot reach etcd either' };
+      const answer = (s: ElectionState, sent: number, at: number, reply: typeof no): ElectionState =>
+        run(s, { kind: 'promise-answer', peer: 'b', sent, durationMs: 250, reply }, at).state;
+      let s = answer(leader(), 1086, 1090, no);
+      assert.deepEqual(s.refusals.get('b'), { firstAt: 1090, confirmed: false }, 'the first refusal of the episode');
+      s = answer(s, 1116, 1118, no);
+      assert.deepEqual(s.refusals.get('b'), { firstAt: 1090, confirmed: false }, 'asked 26 ms after it came: the same probe may have answered');
+      s = answer(s, 1128, 1130, no);
+      assert.deepEqual(s.refusals.get('b'), { firstAt: 1090, confirmed: true }, 'asked 38 ms after: a probe of its own');
+      s = answer(s, 1146, 1270, yes);
+      assert.equal(s.refusals.has('b'), false, 'a promise ends the run');
+      s = answer(s, 1280, 1282, no);
+      assert.deepEqual(s.refusals.get('b'), { firstAt: 1282, confirmed: true }, 'a refusal after a promise of this episode is news from after the failure');
+      // A later episode (a beat confirmed at 1400): the old run does not confirm a new refusal.
+      s = { ...s, lastConfirmedSend: 1400, grantedLast: new Set() };
+      s = answer(s, 1486, 1490, no);
+      assert.deepEqual(s.refusals.get('b'), { firstAt: 1490, confirmed: false });
+      s = run(s, { kind: 'promise-answer', peer: 'b', sent: 1530, durationMs: 250, error: 'peer unreachable' }, 2030).state;
+      assert.deepEqual(s.refusals.get('b'), { firstAt: 1490, confirmed: false }, 'no answer changes nothing');
     });
 
     it('a promise renews the kernel lease at once when the lease written ends within a beat, else once it gains a beat', () => {

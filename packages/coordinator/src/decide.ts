@@ -1,6 +1,6 @@
 import type { GroupRole, PreemptPolicy } from '@lbd/config';
 import type { DirectorRecord, HandoffRequest, LeaderRecord } from './records.js';
-import { kernelLeaseMs, type ElectionTiming } from './timing.js';
+import { kernelLeaseMs, probeFreshMs, type ElectionTiming } from './timing.js';
 
 /**
  * One vip group's election decisions, as a pure step (STYLE.md section 10): `decide(state, observation, now,
@@ -80,6 +80,11 @@ export interface ElectionState {
   readonly answeredAt: ReadonlyMap<string, number>;
   /** The peers whose last reply was a promise (a refusal takes a peer out; an error leaves it as it was). */
   readonly grantedLast: ReadonlySet<string>;
+  /**
+   * Each peer's current run of refusals (a promise ends it): when its first refusal came, and whether a later
+   * one answered a request sent a probe's freshness after that, so the peer looked at etcd again (checkFence).
+   */
+  readonly refusals: ReadonlyMap<string, { readonly firstAt: number; readonly confirmed: boolean }>;
   readonly lastPromiseAsk: number;
   /** Until when we promised a leader not to take over. */
   readonly promisedUntil: number;
@@ -238,7 +243,7 @@ const MAX_BEATS_IN_FLIGHT = 3;
 export function initialState(now: number): ElectionState {
   return {
     role: 'standby', observed: null, mine: null, lastConfirmedSend: 0, leaseUntil: 0, confirmedBeat: 0, beatsInFlight: 0, sending: null, lastBeatAt: 0,
-    coverage: new Map(), peerAnswers: new Map(), answeredAt: new Map(), grantedLast: new Set(), lastPromiseAsk: 0, promisedUntil: 0,
+    coverage: new Map(), peerAnswers: new Map(), answeredAt: new Map(), grantedLast: new Set(), refusals: new Map(), lastPromiseAsk: 0, promisedUntil: 0,
     etcd: { failing: false, failingSince: 0, backAt: now, recoveredAt: Number.NEGATIVE_INFINITY },
     vacantSince: null, preemptSince: null, preemptWaitReason: null, attempting: false, handingOver: false, lastTransition: null,
   };
@@ -549,9 +554,14 @@ class Step {
     // after the window. Wait for it, at most PROMISE_WAIT_WINDOWS windows: the kernel lease ends on time
     // whatever the agent does, and a promise that comes late is still good (the peer granted it while not
     // leading, and takes nothing over while it runs), so the lease is written again and fail-static holds.
-    // A peer that refuses (it reaches etcd: we are the one cut off) replies quickly: no delay then.
-    const episode = s.lastConfirmedSend + t.beatIntervalMs + t.fenceCheckMs;
-    const awaited = peers.filter((p) => (s.answeredAt.get(p) ?? Number.NEGATIVE_INFINITY) < episode);
+    // A peer that refuses (it reaches etcd: we are the one cut off) replies quickly, but its first refusal
+    // may describe etcd from just before it failed: members stop one by one, and a probe's success stands
+    // for half a beat. Then the peer's next answers are promises, each a probe's timeout later, and fencing
+    // on the old refusal left a group nobody could take over until etcd came back (2.9 s without service in
+    // an etcd-outage drill beside a busy core). So a refusal decides only once confirmed (promiseAnswer):
+    // a delay of a round trip and half a beat, within the window when the peer is quick.
+    const episode = this.episodeStart();
+    const awaited = peers.filter((p) => (s.answeredAt.get(p) ?? Number.NEGATIVE_INFINITY) < episode || (!s.grantedLast.has(p) && !(s.refusals.get(p)?.confirmed ?? false)));
     if (awaited.length > 0 && age < PROMISE_WAIT_WINDOWS * t.safetyWindowMs) return;
     const missing = peers.filter((p) => !((s.coverage.get(p) ?? 0) > now));
     // Fail-static, and a peer's promise ran out while its next answer is still out (we ask every half beat;
@@ -564,6 +574,11 @@ class Step {
     const from = s.role;
     s.role = 'standby'; // stop beating at once; the release follows immediately
     this.actions.push({ kind: 'fenced' }, { kind: 'fence', from, reason: `fenced: no etcd confirmation for ${Math.round(age)} ms, ${why}` });
+  }
+
+  /** When this episode of unconfirmed beats began: one beat overdue, when the first promise request goes. */
+  private episodeStart(): number {
+    return this.s.lastConfirmedSend + this.t.beatIntervalMs + this.t.fenceCheckMs;
   }
 
   private askPromises(): void {
@@ -590,6 +605,7 @@ class Step {
       answers.set(e.peer, `no answer: ${e.error}`);
     } else {
       answers.set(e.peer, e.reply.reason);
+      this.noteRefusal(e.peer, e.sent, e.reply.granted);
       if (e.reply.granted) this.s.coverage = new Map(this.s.coverage).set(e.peer, Math.max(this.s.coverage.get(e.peer) ?? 0, e.sent + e.durationMs));
       const granted = new Set(this.s.grantedLast);
       if (e.reply.granted) granted.add(e.peer);
@@ -601,6 +617,29 @@ class Step {
     if (!('error' in e)) this.s.answeredAt = new Map(this.s.answeredAt).set(e.peer, this.now);
     // The lease now, not at the next tick: a busy box's next tick can come after the lease ran out.
     this.leaseFromPromises();
+  }
+
+  /**
+   * A refusal is confirmed when it answers a request sent a probe's freshness after the peer's first refusal
+   * (of this episode) came: the probe behind that answer began after the first refusal was sent, so it saw
+   * etcd anew. A refusal right after a promise in this episode is confirmed at once: the peer saw etcd fail
+   * (or our beats land) and now sees it working, which is news from after the failure.
+   */
+  private noteRefusal(peer: string, sent: number, granted: boolean): void {
+    const refusals = new Map(this.s.refusals);
+    if (granted) {
+      refusals.delete(peer);
+    } else {
+      const episode = this.episodeStart();
+      const run = refusals.get(peer);
+      if (run !== undefined && run.firstAt >= episode) {
+        refusals.set(peer, { firstAt: run.firstAt, confirmed: run.confirmed || sent >= run.firstAt + probeFreshMs(this.t) });
+      } else {
+        const afterPromise = this.s.grantedLast.has(peer) && (this.s.answeredAt.get(peer) ?? Number.NEGATIVE_INFINITY) >= episode;
+        refusals.set(peer, { firstAt: this.now, confirmed: afterPromise });
+      }
+    }
+    this.s.refusals = refusals;
   }
 
   /** A leader asks us (a standby) to promise not to take over while etcd is unreachable. */

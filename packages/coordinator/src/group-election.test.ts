@@ -260,6 +260,32 @@ describe('GroupElection scenarios (MemoryKv, FakeClock: no etcd, no sleeps)', ()
     assert.deepEqual(h.transitionsOf('b'), [], 'b never led');
   });
 
+  it('etcd fails just after the peer\'s probe succeeded (its first refusal predates the outage): a waits for a fresh look, goes fail-static, nothing moves', async () => {
+    // An etcd outage does not reach every client at once (members stop one by one). Here a is cut first, b
+    // refuses a's first request on a probe that etcd still answered, then etcd is gone for b too. b is busy
+    // (its replies come 50 ms late), so its promises come after the window: a fenced on the old refusal,
+    // and with etcd gone nobody could take over (2.9 s without service in an etcd-outage drill beside a
+    // busy core). A refusal decides the fence only once a later request, sent after b's probe had to be
+    // fresh again, was refused too.
+    await aLeadsBStandsBy();
+    h.replyDelayMs = 50;
+    h.node('a').kv.setFault({ kind: 'unreachable' });
+    await h.until(() => /reaches etcd/.test(h.node('a').election.state().peerAnswers.get('b') ?? ''), 1000, 'b to refuse a');
+    h.store.setStoreFault({ kind: 'unreachable' });
+    await h.until(() => h.node('a').election.view().role === 'fail-static', 1000, 'a fail-static');
+    assert.match(h.transitionsOf('a').at(-1)!.reason, /^etcd unreachable for \d+ ms; peers b cannot reach it either, keeping the vips$/);
+    for (let i = 0; i < 1000; i += 10) {
+      await h.run(10);
+      assert.deepEqual(h.leased(), ['a'], `a's lease at ${h.clock.now()}`);
+    }
+    h.store.setStoreFault(null);
+    h.node('a').kv.setFault(null);
+    await h.until(() => h.node('a').election.view().role === 'leader', 1000, 'a leading on etcd again');
+    await h.beats('a', 10);
+    assert.deepEqual(h.held(), ['a']);
+    assert.deepEqual(h.transitionsOf('b'), [], 'b never led');
+  });
+
   it('a frozen leader (no timers, no answers) loses its kernel lease on time; the standby takes over only after it ended', async () => {
     await aLeadsBStandsBy();
     const lastSend = h.node('a').election.state().lastConfirmedSend;

@@ -8,7 +8,7 @@ import type { Entry, Kv, KvWatch, SwapResult } from './kv.js';
 import {
   isHandoff, isLeaderRecord, parseJson, type DirectorRecord, type GroupView, type HandoffRequest, type LeaderRecord,
 } from './records.js';
-import type { ElectionTiming } from './timing.js';
+import { probeFreshMs, type ElectionTiming } from './timing.js';
 
 export type { BeatOutcome, GroupSettings, PromiseReply, PromiseRequest } from './decide.js';
 
@@ -118,9 +118,9 @@ export class EtcdProbe {
     const t = this.timing;
     const last = this.last;
     const probe = (): Promise<boolean> => (this.probing ??= this.run().finally(() => { this.probing = null; }));
-    if (last !== null && last.ok && now - last.startedAt < t.beatIntervalMs / 2) return Promise.resolve(true);
+    if (last !== null && last.ok && now - last.startedAt < probeFreshMs(t)) return Promise.resolve(true);
     if (last !== null && !last.ok && now - last.endedAt < t.safetyWindowMs / 2) {
-      if (now - last.startedAt >= t.beatIntervalMs / 2) void probe();
+      if (now - last.startedAt >= probeFreshMs(t)) void probe();
       return Promise.resolve(false);
     }
     return probe();

@@ -131,3 +131,11 @@ export function worstCaseTakeoverMs(t: ElectionTiming): number {
 export function kernelLeaseMs(t: ElectionTiming): number {
   return t.safetyWindowMs + t.fenceCheckMs + t.maxReleaseMs;
 }
+
+/**
+ * How long a director's successful etcd probe stands for further promise requests (EtcdProbe): half a beat,
+ * so a burst of requests costs one probe. A refusal it gives describes etcd as it was up to this long before.
+ */
+export function probeFreshMs(t: ElectionTiming): number {
+  return t.beatIntervalMs / 2;
+}
