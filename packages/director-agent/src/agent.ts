@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
 import { LBD_VERSION, configSha256, parseConfig, type Config } from '@lbd/config';
 import { EtcdCoordinator, TIMING_PROFILES, type Coordinator, type EtcdTlsMaterial } from '@lbd/coordinator';
-import type { AddressOwner, DataPlane, ConnectionTable } from '@lbd/dataplane';
+import type { AddressOwner, DataPlane } from '@lbd/dataplane';
 import { ProberSet, systemClock, type FlapPolicy, type Prober, type Clock } from '@lbd/health-checker';
 import { silentLogger, type Logger } from '@lbd/log';
 import type { Liveness, OpsLimits, OpsSurfaces } from '@lbd/operator-surfaces';
@@ -16,6 +16,7 @@ import type { ClusterMember } from './cluster.js';
 import { readConfigText } from './config-file.js';
 import type { ConfigSource } from './config-source.js';
 import { inProcessElection, type ElectionHostFactory } from './election-thread.js';
+import type { SyncHostFactory } from './sync-host.js';
 import { ClusterEventHistory, LocalEventHistory, type EventHistory } from './event-query.js';
 import { goBgpAnnouncers, type AnnouncerFactory } from './ecmp.js';
 import { EventLog } from './events.js';
@@ -65,8 +66,11 @@ export interface AgentOptions {
   readonly coordinator?: Coordinator;
   /** Reported to the cluster (default: the package version). */
   readonly version?: string;
-  /** The kernel's connection table: connection sync between directors (with agent.cluster.tls). */
-  readonly connectionTable?: ConnectionTable;
+  /**
+   * Connection sync between directors (with agent.cluster.tls): where it runs and over which connection table.
+   * lbd-agent's main runs it in a thread of its own (`syncThread`); tests in-process over a fake table (`inProcessSync`).
+   */
+  readonly connectionSync?: SyncHostFactory;
   /** The kernel lease's drop counter, for drills (default: none, the figure unmeasured). */
   readonly leaseDrops?: () => Promise<number | null>;
   /** The ECMP tier's BGP speaker (with agent.cluster.ecmp; default: GoBGP, gobgpd run here if so configured). */
@@ -188,7 +192,7 @@ export class Agent extends EventEmitter<AgentEvents> {
         member: {
           settings: cluster, etcdTls, version: this.version, election, log: this.log, events: this.events,
           dataPlaneProblem: () => this.reconciler.dataPlaneProblem(),
-          ...(opts.connectionTable ? { connectionTable: opts.connectionTable } : {}),
+          ...(opts.connectionSync ? { connectionSync: opts.connectionSync } : {}),
           ...(opts.leaseDrops ? { leaseDrops: opts.leaseDrops } : {}),
           marks: () => this.reconciler.realServerMarks(),
           ...(cluster.ecmp === null ? {} : { announcer: opts.announcer ?? this.defaultAnnouncer() }),

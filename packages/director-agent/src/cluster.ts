@@ -1,14 +1,13 @@
-import * as grpc from '@grpc/grpc-js';
 import { askAgainIfStalled } from '@lbd/clock';
-import { ConnectionSync, type SyncStatus } from '@lbd/connsync';
+import type { SyncStatus } from '@lbd/connsync';
 import {
   DEFAULT_PRIORITY, addressToBigInt, bigIntToAddress, connSyncPort, slotGroup, type ClusterSettings, type Config, type VipGroup,
 } from '@lbd/config';
 import { TIMING_PROFILES, type BeatOutcome, type Coordinator, type EtcdTlsMaterial, type FailoverResult, type StoredConfig, type Transition } from '@lbd/coordinator';
-import type { ConnectionTable, FloatingAddress } from '@lbd/dataplane';
+import type { FloatingAddress } from '@lbd/dataplane';
 import { DEFAULT_FLAP_POLICY, HealthScheduler, ProberSet, type CheckSpec, type Prober } from '@lbd/health-checker';
 import {
-  bindServer, connSyncServiceDefinition, createPeerClient, peerServerCredentials, stopServer, type ClusterStatus, type ConnSyncStatus, type DrillResult__Output as DrillResult, type EcmpStatus,
+  createPeerClient, type ClusterStatus, type ConnSyncStatus, type DrillResult__Output as DrillResult, type EcmpStatus,
   type PeerClient, type PeerSecurity,
 } from '@lbd/proto';
 import type { Logger } from '@lbd/log';
@@ -17,6 +16,7 @@ import type { ElectionHost, ElectionHostFactory } from './election-thread.js';
 import { runSwitchoverDrill, type DrillDeps } from './drill.js';
 import type { EventLog } from './events.js';
 import { EcmpSpeaker, slotPlans, type AnnouncerFactory } from './ecmp.js';
+import type { SyncHost, SyncHostFactory } from './sync-host.js';
 import { readTlsFiles } from './tls-files.js';
 
 /**
@@ -45,8 +45,8 @@ export interface ClusterMemberOptions {
   dataPlaneProblem(): string | null;
   /** Runs track checks (default: the real exec prober). */
   readonly prober?: Prober;
-  /** The kernel's connection table, for connection sync (which also needs agent.cluster.tls). */
-  readonly connectionTable?: ConnectionTable;
+  /** Where connection sync runs (which also needs agent.cluster.tls): lbd-agent's is a thread of its own. */
+  readonly connectionSync?: SyncHostFactory;
   /** The kernel lease's drop counter (lease.ts readLeaseDrops): what a drill reads around each move. */
   readonly leaseDrops?: () => Promise<number | null>;
   /** This director's ct mark per real server of each service (keys from connsync's realServerName). */
@@ -128,7 +128,6 @@ export class ClusterMember {
   private lastSynced = '';
   /** The problems the election last heard from here (null: none sent yet). */
   private lastAgentProblems: string | null = null;
-  private server: grpc.Server | undefined;
   private config: Config | null = null;
   private groups = new Map<string, VipGroup>();
   private readonly leading = new Set<string>();
@@ -141,8 +140,10 @@ export class ClusterMember {
   private readonly trackDown = new Map<string, string>();
   private security: PeerSecurity = { kind: 'insecure' };
   /** Null when off: then `syncOff` says why. */
-  private sync: ConnectionSync | null = null;
+  private sync: SyncHost | null = null;
   private syncOff = '';
+  /** A report asked of sync and not answered yet: the next check does not ask again meanwhile. */
+  private syncReporting = false;
   /** Per vip group: the floating addresses claimed, and why it last changed role (for the vip events). */
   private readonly held = new Map<string, Set<string>>();
   private readonly roleReason = new Map<string, string>();
@@ -184,12 +185,16 @@ export class ClusterMember {
     await this.loadSecurity();
     for (const p of this.o.settings.peers) this.peers.set(p.id, createPeerClient(p.address, p.port, this.security, p.id));
     if (this.security.kind === 'insecure') this.syncOff = 'agent.cluster.tls is not set (connection sync needs mutual TLS)';
-    else if (!this.o.connectionTable) this.syncOff = 'no connection table given to the agent';
+    else if (!this.o.connectionSync) this.syncOff = 'no connection table given to the agent';
     else {
-      // Connection sync has a listener of its own (peerListen's port + 1): promises stay on the election's.
-      this.sync = new ConnectionSync({
+      // Connection sync has a listener of its own (peerListen's port + 1): promises stay on the election's, and a
+      // flood of connections there never delays them.
+      const { address, port } = this.o.settings.peerListen;
+      this.sync = this.o.connectionSync({
         self: this.o.settings.director, peers: this.o.settings.peers.map((p) => ({ ...p, port: connSyncPort(p.port) })), security: this.security,
-        table: this.o.connectionTable, log: this.o.log,
+        listen: { address, port: connSyncPort(port) },
+      }, {
+        log: this.o.log,
         groupState: async (group) => ({
           role: (await this.snapshot()).groups.find((g) => g.name === group)?.view.role ?? 'none',
           claimedAtUnixMs: this.claimedAt.get(group) ?? 0, releasedAtUnixMs: this.releasedAt.get(group) ?? 0,
@@ -203,7 +208,6 @@ export class ClusterMember {
       intervalMs: t.intervalMs, timeoutMs: t.timeoutMs, jitterMs: 0, thresholds: { rise: t.rise, fall: t.fall },
       flap: DEFAULT_FLAP_POLICY, startState: 'down',
     })));
-    await this.listenSync();
     const s = this.o.settings;
     this.election = this.o.election({
       self: s.director, endpoints: s.etcd, etcdTls: this.o.etcdTls ?? null, prefix: s.prefix, timing: TIMING_PROFILES[s.timing], peers: s.peers,
@@ -262,7 +266,6 @@ export class ClusterMember {
     this.stopCopyingEvents();
     await this.sync?.close();
     for (const c of this.peers.values()) c.close();
-    await stopServer(this.server, 1000);
   }
 
   /** A planned switchover of `group` (to `to`, or the best other director), through the coordinator. */
@@ -283,7 +286,7 @@ export class ClusterMember {
       failover,
       holding: (director, g) => {
         if (this.sync === null) return Promise.reject(new Error(`connection sync is off on ${self}`));
-        return director === self ? this.sync.holding(g) : this.sync.peerHolding(director, g, DRILL_SAMPLE_TIMEOUT_MS);
+        return director === self ? this.sync.holding(g, false) : this.sync.peerHolding(director, g, DRILL_SAMPLE_TIMEOUT_MS, false);
       },
       leaseDrops: async (director, g) => {
         if (this.sync === null) throw new Error(`connection sync is off on ${self}`);
@@ -361,7 +364,7 @@ export class ClusterMember {
       clustered: true, self: st.self, etcdReachable: st.etcd.reachable, etcdEndpoints: [...st.etcd.endpoints],
       worstCaseTakeoverMs: st.worstCaseTakeoverMs, timingProfile: this.o.settings.timing,
       beatIntervalMs: t.beatIntervalMs, safetyWindowMs: t.safetyWindowMs, takeoverAfterMs: t.takeoverAfterMs,
-      configRevision, sync: this.syncStatus(),
+      configRevision, sync: await this.syncStatus(),
       electionPlacement: snap.placement, electionTickLateP99Ms: snap.tickLateMs.p99, electionTickLateMaxMs: snap.tickLateMs.max,
       directors: st.directors.map((d) => ({
         id: d.id, version: d.version, healthy: d.healthy, problems: [...d.problems], priorities: { ...d.priorities },
@@ -391,9 +394,14 @@ export class ClusterMember {
     return this.election.snapshot().catch((err: unknown) => ({ ...none, placement: `unavailable: ${err instanceof Error ? err.message : String(err)}` }));
   }
 
-  private syncStatus(): ConnSyncStatus {
+  private async syncStatus(): Promise<ConnSyncStatus> {
     if (this.sync === null) return { enabled: false, disabledReason: this.syncOff, connections: 0, lossEvents: 0, peers: [] };
-    const st: SyncStatus = this.sync.status();
+    let st: SyncStatus;
+    try {
+      st = (await this.sync.report([])).status;
+    } catch (err) {
+      return { enabled: false, disabledReason: err instanceof Error ? err.message : String(err), connections: 0, lossEvents: 0, peers: [] };
+    }
     return {
       enabled: true, disabledReason: '', connections: st.source.connections, lossEvents: st.source.lossEvents,
       peers: [
@@ -456,20 +464,39 @@ export class ClusterMember {
   private syncTick(): void {
     // The data plane's verdict has no event of its own here: look at it as often as at sync.
     this.healthMayHaveChanged();
-    // Every group is reported, sync or not (the election counts a group it has no report on as not synced).
-    const sync = this.sync;
-    const synced: Record<string, string | null> = {};
-    for (const g of this.groups.keys()) synced[g] = sync === null ? null : sync.notCaughtUp(g);
     const tier = this.o.settings.ecmp === null ? null : this.config?.ecmp ?? null;
     // A slot's connections are its ECMP services' synced ones: with none, there is nothing to wait for.
     const slotsSynced = this.config?.services.some((s) => s.ecmp && s.sync.enabled) ?? false;
-    for (let i = 0; i < (tier?.slots ?? 0); i++) synced[slotGroup(i)] = sync !== null && slotsSynced ? sync.notCaughtUp(slotGroup(i)) : null;
+    const slots = Array.from({ length: tier?.slots ?? 0 }, (_, i) => slotGroup(i));
+    const groups = [...this.groups.keys()];
+    const sync = this.sync;
+    if (sync === null) {
+      this.setSynced(groups, slots, null);
+      return;
+    }
+    if (this.syncReporting) return;
+    this.syncReporting = true;
+    sync.report(slotsSynced ? [...groups, ...slots] : groups).then((r) => {
+      if (this.closed) return;
+      this.setSynced(groups, slots, (g) => r.notCaughtUp[g] ?? null, slotsSynced);
+      this.recordSyncStates(r.status);
+    }, (err: unknown) => {
+      // The thread is gone (it said so in the log): every group counts as not caught up.
+      this.setSynced(groups, slots, () => `connection sync unavailable: ${err instanceof Error ? err.message : String(err)}`, slotsSynced);
+    }).finally(() => { this.syncReporting = false; });
+  }
+
+  /** Tells the election how far sync has caught up for every group and slot, when that changed. */
+  private setSynced(groups: readonly string[], slots: readonly string[], notCaughtUp: ((g: string) => string | null) | null, slotsSynced = false): void {
+    // Every group is reported, sync or not (the election counts a group it has no report on as not synced).
+    const synced: Record<string, string | null> = {};
+    for (const g of groups) synced[g] = notCaughtUp === null ? null : notCaughtUp(g);
+    for (const g of slots) synced[g] = notCaughtUp !== null && slotsSynced ? notCaughtUp(g) : null;
     const key = JSON.stringify(synced);
     if (key !== this.lastSynced) {
       this.lastSynced = key;
       this.election?.setSynced(synced);
     }
-    this.recordSyncStates();
   }
 
   /**
@@ -477,9 +504,7 @@ export class ClusterMember {
    * change, with the stream's own reason. `connecting` and `waiting` are passing states: a stream that
    * retries a dead peer stays `down` rather than adding an event per retry.
    */
-  private recordSyncStates(): void {
-    if (this.sync === null) return;
-    const st = this.sync.status();
+  private recordSyncStates(st: SyncStatus): void {
     const now = new Map<string, { state: string; reason: string }>();
     for (const x of st.senders) {
       const reason = x.state === 'down' ? x.lastError : x.state === 'snapshot' ? `sending a snapshot: ${x.lastSnapshotReason}` : x.state === 'streaming' ? `snapshot sent (${x.lastSnapshotReason}); streaming changes` : '';
@@ -586,18 +611,5 @@ export class ClusterMember {
     if (t.from !== t.to) this.roleReason.set(t.group, t.reason);
     if (this.releasing.delete(t.group)) this.recordAddresses(t.group, new Set(), `vip group ${t.group} released: ${t.reason}`);
     this.o.events.record('role', t.group, t.from, t.to, t.reason, { group: t.group });
-  }
-
-  /**
-   * Serves connection sync to the peers on peerListen's address, the next port. The peer service
-   * (promises, pings) is the election's, on peerListen itself: a flood of connections here never delays it.
-   */
-  private async listenSync(): Promise<void> {
-    if (this.sync === null) return;
-    const server = new grpc.Server();
-    server.addService(connSyncServiceDefinition(), this.sync.handlers());
-    const { address, port } = this.o.settings.peerListen;
-    await bindServer(server, address, connSyncPort(port), peerServerCredentials(this.security));
-    this.server = server;
   }
 }

@@ -46,7 +46,7 @@ export function tcpConnectorFromEnv(env: NodeJS.ProcessEnv): 'native' | 'node' |
 }
 
 /** The production connection table for connection sync: conntrack events, dumps and injection. */
-export async function createDefaultConnectionTable(log: Logger, ctnlHelper?: CtnlHelper): Promise<ConnectionTable> {
+export async function createDefaultConnectionTable(log: Logger, ctnlHelper?: CtnlHelper): Promise<ConnectionTable & { dispose(): Promise<void> }> {
   const { ConntrackConnectionTable } = await import('@lbd/dataplane-nft');
   const table = new ConntrackConnectionTable(ctnlHelper === undefined ? {} : { ctnlHelper });
   log.info('connection sync talks ctnetlink', { helper: table.ctnlHelper === 'native' ? 'lbd-ctnl (compiled)' : 'perl' });

@@ -15,6 +15,8 @@ export {
 // AgentOptions.log takes one: the agent's callers need not depend on @lbd/log themselves.
 export { createLogger, silentLogger, LOG_LEVELS, type Logger, type LogLevel, type LogFields } from '@lbd/log';
 export { run, main, parseAgentArgs, type RunDeps, type AgentArgs } from './main.js';
+export { inProcessSync, SyncService, type SyncHost, type SyncHostFactory, type SyncHostOptions, type SyncHostCallbacks, type SyncReport } from './sync-host.js';
+export { syncThread } from './sync-thread.js';
 export {
   serviceStatuses, serviceStats, toWireConnection, resolveService, healthResponse, wireHealthEvent, healthFlags,
 } from './views.js';

@@ -4,10 +4,12 @@ import { AgentError } from '@lbd/operator-surfaces';
 import { createLogger, type Logger, type LogLevel } from '@lbd/log';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
-import { createDefaultDataPlane, createDefaultConnectionTable, createDefaultLeaseDrops, ctnlHelperFromEnv, EnvError, tcpConnectorFromEnv } from './default-dataplane.js';
+import { createDefaultDataPlane, createDefaultLeaseDrops, ctnlHelperFromEnv, EnvError, tcpConnectorFromEnv } from './default-dataplane.js';
 import { ProberSet, TcpProber } from '@lbd/health-checker';
 import { electionThread, type ElectionHostFactory } from './election-thread.js';
 import { operatorSurfaces } from './operator-surfaces.js';
+import { inProcessSync } from './sync-host.js';
+import { syncThread } from './sync-thread.js';
 
 /**
  * lbd-agent's command line: flags, start-up order, signals and exit codes. `run` returns the exit code
@@ -147,14 +149,16 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     const cluster = initial.config.agent.cluster;
     // A clustered director's election runs in a thread of its own, which owns the floating addresses.
     const election = cluster === null ? undefined : (deps.createElection ?? electionThread)();
-    // Connection sync needs the peer link's TLS: without it there is nothing to read the table for.
-    const connectionTable = cluster?.tls ? await (deps.createConnectionTable ?? ((l: Logger) => createDefaultConnectionTable(l, ctnlHelper)))(log) : undefined;
+    // Connection sync needs the peer link's TLS: without it there is nothing to read the table for. It runs in a
+    // thread of its own with the kernel's table, or in-process over the table a test gives.
+    const connectionSync = !cluster?.tls ? undefined
+      : deps.createConnectionTable ? inProcessSync(await deps.createConnectionTable(log)) : syncThread(ctnlHelper === undefined ? {} : { ctnlHelper });
     const leaseDrops = cluster === null || deps.createDataPlane ? undefined : await createDefaultLeaseDrops();
     try {
       agent = await Agent.start({
         configPath, dataPlane, adminSocket, log, initial, opsRoutes: (a) => operatorSurfaces(a, log),
         ...(tcpConnector ? { health: { prober: new ProberSet({ tcp: new TcpProber({ connector: tcpConnector }) }) } } : {}),
-        ...(election ? { election } : {}), ...(connectionTable ? { connectionTable } : {}), ...(leaseDrops ? { leaseDrops } : {}),
+        ...(election ? { election } : {}), ...(connectionSync ? { connectionSync } : {}), ...(leaseDrops ? { leaseDrops } : {}),
       });
     } catch (err) {
       return startFailure(err, writeError);

@@ -10,6 +10,7 @@ import { createConnSyncClient, createPeerClient, type ConnSyncStatus__Output, ty
 import { silentLogger } from '@lbd/log';
 import { LoopbackCluster, clusterAgentYaml, freePort, frontConfig, issueCert, makeCa, makeClusterPki, type ClusterPki } from '@lbd/testkit';
 import { Agent } from './agent.js';
+import { inProcessSync } from './sync-host.js';
 import { startClusterPair, stopClusterPair, type PairMember } from './testing/cluster-pair.js';
 
 /**
@@ -125,7 +126,7 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
       pki: { ...pki, ca: { ...pki.ca, certPath: missing } },
     }));
     await assert.rejects(
-      Agent.start({ configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: new FakeAddressOwner(), connectionTable: new FakeConnectionTable(), log: silentLogger }),
+      Agent.start({ configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: new FakeAddressOwner(), connectionSync: inProcessSync(new FakeConnectionTable()), log: silentLogger }),
       { message: `agent.cluster.tls.ca: cannot read ${missing} (ENOENT); give a readable PEM file` },
     );
   });

@@ -3,6 +3,7 @@ import { FakeAnnouncer } from '@lbd/announcer/testing';
 import { FakeAddressOwner, FakeDataPlane, FakeConnectionTable } from '@lbd/dataplane/testing';
 import { silentLogger } from '@lbd/log';
 import { Agent } from '../agent.js';
+import { inProcessSync } from '../sync-host.js';
 
 /**
  * A director's files, as @lbd/testkit's LoopbackCluster.writePairConfigs writes them (its PairFiles; not
@@ -55,7 +56,7 @@ export async function startClusterPair(files: readonly PairMemberFiles[], o: Clu
     const socket = o.adminSockets ? f.configPath.replace(/\.yaml$/, '.sock') : undefined;
     const agent = await Agent.start({
       configPath: f.configPath, dataPlane: dp, watch: false, addressOwner: owner, log: silentLogger, announcer: () => Promise.resolve(announcer),
-      ...(socket === undefined ? { serve: false } : { adminSocket: socket }), ...(o.connectionTable ? { connectionTable: table } : {}),
+      ...(socket === undefined ? { serve: false } : { adminSocket: socket }), ...(o.connectionTable ? { connectionSync: inProcessSync(table) } : {}),
     });
     const failTrack = async (): Promise<void> => {
       if (f.trackFile === undefined) throw new Error(`failTrack: ${f.id}'s config was written without track: true`);
