@@ -50,4 +50,28 @@ describe('syncThread: connection sync in a worker thread of its own', function (
     await assert.rejects(host.report([]), /^Error: the connection-sync thread exited \(\d+\)$/);
     assert.ok(!lines.some((l) => l.startsWith('error')), `a close is not an error: ${JSON.stringify(lines)}`);
   });
+
+  it('a thread that ends on its own is started again and told what the last one was; calls fail until then', async () => {
+    const lines: string[] = [];
+    const keep = (level: string) => (msg: string): void => { lines.push(`${level} ${msg}`); };
+    const log: Logger = { debug: keep('debug'), info: keep('info'), warn: keep('warn'), error: keep('error') };
+    const groupState = async (): Promise<GroupState> => ({ role: 'leader', claimedAtUnixMs: 0, releasedAtUnixMs: 0, leaseDroppedPackets: -1 });
+    const host = syncThread({ ctnlHelper: 'perl', workerUrl: new URL('./sync-worker.fixture.js', import.meta.url) })(
+      { ...options, peers: [] }, { log, groupState });
+    try {
+      await host.setConfig([], null);
+      await host.setLeading(new Set(['g1']));
+      // The fixture ends the thread as an exception nothing caught would.
+      await assert.rejects(host.report(['end-the-thread']), /^Error: the connection-sync thread exited \(3\)$/);
+      assert.ok(lines.includes('error the connection-sync thread ended; starting it again'), JSON.stringify(lines));
+      // Asked in the same turn as the failure, before any timer (the restart's) can run.
+      await assert.rejects(host.report([]), /^Error: the connection-sync thread exited \(3\)$/);
+      for (let i = 0; i < 400 && !lines.includes('info the connection-sync thread started again'); i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok(lines.includes('info the connection-sync thread started again'), `no restart within 20 s: ${JSON.stringify(lines)}`);
+      const r = await host.report(['g1']);
+      assert.deepEqual(r.status.leading, ['g1'], 'the new thread was told the groups led');
+    } finally {
+      await host.close();
+    }
+  });
 });

@@ -35,21 +35,56 @@ export type SyncThreadMessage =
 type Call = SyncRequest extends infer R ? (R extends { id: number; op: string } ? R : never) : never;
 type CallBody = Call extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
-/** Sync in a worker thread running sync-worker.ts, which makes the kernel's connection table with `ctnlHelper`. */
-export function syncThread(o: { readonly ctnlHelper?: 'native' | 'perl' } = {}): SyncHostFactory {
-  return (host, c) => new SyncThread({ ...host, ...(o.ctnlHelper === undefined ? {} : { ctnlHelper: o.ctnlHelper }) }, c);
+export interface SyncThreadOptions {
+  /** `native` (lbd-ctnl) or `perl`; absent: the table's default. */
+  readonly ctnlHelper?: 'native' | 'perl';
+  /** The thread's program (tests: a fixture around sync-worker.js). */
+  readonly workerUrl?: URL;
 }
 
+/** A thread that ended is started again after this long, doubling while it keeps ending soon after a start. */
+const RESTART_FIRST_MS = 1000;
+const RESTART_MAX_MS = 30_000;
+/** A thread that ran this long before it ended starts the doubling afresh. */
+const RESTART_RESET_MS = 60_000;
+
+/** Sync in a worker thread running sync-worker.ts, which makes the kernel's connection table with `ctnlHelper`. */
+export function syncThread(o: SyncThreadOptions = {}): SyncHostFactory {
+  const url = o.workerUrl ?? new URL('./sync-worker.js', import.meta.url);
+  return (host, c) => new SyncThread(url, { ...host, ...(o.ctnlHelper === undefined ? {} : { ctnlHelper: o.ctnlHelper }) }, c);
+}
+
+/**
+ * The main thread's side of the sync thread. A thread that ends on its own (a bug in sync: an exception nothing
+ * caught) is started again, with what it was last told (started, the config, the marks, the groups led): the
+ * election and the data path run on meanwhile, and the standbys' copies are rebuilt by the snapshot every new
+ * stream begins with. Until then calls fail, and status says why.
+ */
 class SyncThread implements SyncHost {
-  private readonly worker: Worker;
+  private worker!: Worker;
   private readonly calls = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   private nextId = 1;
   private closing = false;
+  /** Why calls fail now: the thread ended and has not been started again yet. */
   private gone: Error | null = null;
+  /** What a new thread is told first, as the last one was. */
+  private started = false;
+  private config: { services: readonly Service[]; ecmp: EcmpTier | null } | null = null;
+  private marks: ReadonlyMap<string, number> | null = null;
+  private leading: ReadonlySet<string> | null = null;
+  private restartMs = RESTART_FIRST_MS;
+  private startedAt = 0;
+  private restartTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(data: SyncWorkerData, private readonly c: SyncHostCallbacks) {
-    this.worker = new Worker(new URL('./sync-worker.js', import.meta.url), { workerData: data });
-    this.worker.on('message', (m: SyncThreadMessage) => {
+  constructor(private readonly url: URL, private readonly data: SyncWorkerData, private readonly c: SyncHostCallbacks) {
+    this.spawn();
+  }
+
+  private spawn(): void {
+    this.startedAt = performance.now();
+    const worker = new Worker(this.url, { workerData: this.data });
+    this.worker = worker;
+    worker.on('message', (m: SyncThreadMessage) => {
       if ('log' in m) {
         this.c.log[m.log.level](m.log.msg, m.log.fields);
       } else if ('ask' in m) {
@@ -65,21 +100,62 @@ class SyncThread implements SyncHost {
         else call.reject(new Error(m.error));
       }
     });
+    let ended = false;
     const fail = (why: string): void => {
-      this.gone ??= new Error(`the connection-sync thread ${why}`);
+      if (ended) return;
+      ended = true;
+      this.gone = new Error(`the connection-sync thread ${why}`);
       for (const call of this.calls.values()) call.reject(this.gone);
       this.calls.clear();
-      // Sync stops; the election and the data path do not depend on it. Status says so through the failed calls.
-      if (!this.closing) this.c.log.error('the connection-sync thread ended: no connection is synced until the agent restarts', { why });
+      if (this.closing) return;
+      // Sync stops until the restart; the election and the data path do not depend on it.
+      if (performance.now() - this.startedAt >= RESTART_RESET_MS) this.restartMs = RESTART_FIRST_MS;
+      this.c.log.error('the connection-sync thread ended; starting it again', { why, inMs: this.restartMs });
+      this.restartTimer = setTimeout(() => { this.restartTimer = undefined; void this.restart(); }, this.restartMs);
+      this.restartMs = Math.min(RESTART_MAX_MS, this.restartMs * 2);
     };
-    this.worker.on('error', (e) => fail(`failed: ${e.message}`));
-    this.worker.on('exit', (code) => fail(`exited (${code})`));
+    worker.on('error', (e) => fail(`failed: ${e.message}`));
+    worker.on('exit', (code) => fail(`exited (${code})`));
   }
 
-  start(): Promise<void> { return this.call({ op: 'start' }) as Promise<void>; }
-  setConfig(services: readonly Service[], ecmp: EcmpTier | null): Promise<void> { return this.call({ op: 'setConfig', services, ecmp }) as Promise<void>; }
-  setMarks(marks: ReadonlyMap<string, number>): void { this.post({ id: 0, op: 'setMarks', marks }); }
-  setLeading(groups: ReadonlySet<string>): Promise<void> { return this.call({ op: 'setLeading', groups }) as Promise<void>; }
+  /** A new thread, told what the last one was; a failure there ends it, and the next restart follows. */
+  private async restart(): Promise<void> {
+    if (this.closing) return;
+    this.spawn();
+    this.gone = null;
+    try {
+      // In the order the agent's start tells them.
+      if (this.started) await this.call({ op: 'start' });
+      if (this.marks !== null) this.post({ id: 0, op: 'setMarks', marks: this.marks });
+      if (this.config !== null) await this.call({ op: 'setConfig', services: this.config.services, ecmp: this.config.ecmp });
+      if (this.leading !== null) await this.call({ op: 'setLeading', groups: this.leading });
+      this.c.log.info('the connection-sync thread started again', { leading: [...(this.leading ?? [])] });
+    } catch (err) {
+      this.c.log.error('the connection-sync thread did not start again', { error: err });
+      if (this.gone === null) await this.worker.terminate();
+    }
+  }
+
+  async start(): Promise<void> {
+    await this.call({ op: 'start' });
+    this.started = true;
+  }
+
+  setConfig(services: readonly Service[], ecmp: EcmpTier | null): Promise<void> {
+    this.config = { services, ecmp };
+    return this.call({ op: 'setConfig', services, ecmp }) as Promise<void>;
+  }
+
+  setMarks(marks: ReadonlyMap<string, number>): void {
+    this.marks = marks;
+    this.post({ id: 0, op: 'setMarks', marks });
+  }
+
+  setLeading(groups: ReadonlySet<string>): Promise<void> {
+    this.leading = new Set(groups);
+    return this.call({ op: 'setLeading', groups }) as Promise<void>;
+  }
+
   report(groups: readonly string[]): Promise<SyncReport> { return this.call({ op: 'report', groups }) as Promise<SyncReport>; }
   handOverYoung(group: string): Promise<number> { return this.call({ op: 'handOverYoung', group }) as Promise<number>; }
   drain(peer: string, timeoutMs: number): Promise<boolean> { return this.call({ op: 'drain', peer, timeoutMs }) as Promise<boolean>; }
@@ -90,6 +166,7 @@ class SyncThread implements SyncHost {
 
   async close(): Promise<void> {
     this.closing = true;
+    if (this.restartTimer !== undefined) clearTimeout(this.restartTimer);
     if (this.gone === null) await this.call({ op: 'close' }).catch(() => { /* the thread is ending anyway: terminate() below */ });
     await this.worker.terminate();
   }
