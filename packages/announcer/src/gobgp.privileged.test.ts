@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FrrRouter, Topology, removeOrphans, requireRoot, runPrefix, waitFor } from '@lbd/testkit';
 import { AnnouncerError, type Route } from './announcer.js';
+import { gobgpClient, packAny } from './gobgp-api.js';
 import { GoBgpAnnouncer } from './gobgp.js';
 import { GobgpdProcess } from './gobgpd.js';
 
@@ -132,6 +133,27 @@ describe('GoBgpAnnouncer against gobgpd and an FRR router @privileged', function
     await assert.rejects(d1.a.announce([r(VIP4, slot(1), 1), r(VIP4, 'fd00:9::11', 2)]),
       (e: unknown) => e instanceof AnnouncerError && e.kind === 'InvalidRoute' && /route 1 .*an IPv4 vip needs an IPv4 next hop/.test(e.message));
     assert.deepEqual(d1.a.announced(), [r(VIP4, slot(1), 1)], 'a refused change applies nothing');
+  });
+
+  it('a path gone from gobgpd before its withdraw (a DeletePath done after its deadline) is withdrawn all the same, and the rest of the change goes on', async () => {
+    await d1.a.announce([r(VIP4, slot(1), 1), r(VIP4, slot(6), 6), r(VIP4, slot(7), 7)]);
+    await router.waitForNextHops(VIP4, [slot(1), slot(2), slot(4), slot(6), slot(7)]);
+    // As when a busy gobgpd did a DeletePath whose call had timed out: the path is gone, the announcer still holds it.
+    const raw = gobgpClient(`unix://${join(sockets, 'dir1.sock')}`);
+    try {
+      const family = { afi: 'AFI_IP', safi: 'SAFI_UNICAST' } as const;
+      const path = {
+        family, identifier: 6, nlri: packAny('IPAddressPrefix', { prefixLen: 32, prefix: VIP4 }),
+        pattrs: [packAny('OriginAttribute', { origin: 0 }), packAny('NextHopAttribute', { nextHop: slot(6) })],
+      };
+      await new Promise<void>((resolve, reject) => raw.deletePath({ tableType: 'GLOBAL', family, path }, { deadline: new Date(Date.now() + 5000) }, (e) => (e ? reject(e) : resolve())));
+    } finally {
+      raw.close();
+    }
+    await router.waitForNextHops(VIP4, [slot(1), slot(2), slot(4), slot(7)]);
+    await d1.a.announce([r(VIP4, slot(1), 1)]);
+    await router.waitForNextHops(VIP4, [slot(1), slot(2), slot(4)]);
+    assert.deepEqual(d1.a.announced(), [r(VIP4, slot(1), 1)]);
   });
 
   it('connecting as another AS than a running gobgpd has is refused with both named', async () => {

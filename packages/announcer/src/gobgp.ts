@@ -38,6 +38,8 @@ export interface GoBgpAnnouncerOptions {
 }
 
 const ORIGIN = { igp: 0, egp: 1, incomplete: 2 } as const;
+/** GoBGP's answer to a DeletePath whose path it does not hold (pkg/server: "can't find a specified path"). */
+const PATH_GONE = /can't find a specified path/;
 /** Most paths a session sends per prefix (add-path send-max): the ECMP tier's slots are at most this many. */
 export const MAX_PATHS_PER_PREFIX = 64;
 
@@ -136,7 +138,14 @@ export class GoBgpAnnouncer implements Announcer {
       if (readded.has(`${r.prefix} id ${r.pathId}`)) continue;
       const held = this.current.get(routeKey(r));
       if (!held) continue;
-      await this.call((c, d, cb) => c.deletePath({ tableType: 'GLOBAL', uuid: held.uuid }, { deadline: d }, cb), `DeletePath ${routeKey(r)}`);
+      try {
+        await this.call((c, d, cb) => c.deletePath({ tableType: 'GLOBAL', uuid: held.uuid }, { deadline: d }, cb), `DeletePath ${routeKey(r)}`);
+      } catch (err) {
+        // Gone already: a DeletePath whose answer never came (a busy gobgpd past the call's deadline) may have been
+        // done all the same, and its retry finds nothing. Failing on it kept the director's other paths announced
+        // for good, a director withdrawing because it could blackhole among them (an ECMP drill under load).
+        if (!(err instanceof AnnouncerError && err.kind === 'SpeakerRefused' && PATH_GONE.test(err.message))) throw err;
+      }
       this.current.delete(routeKey(r));
     }
   }
