@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import type { PeerSecurity } from '@lbd/proto';
 import { ElectionCore, type ElectionCoreOptions, type ElectionNotice } from './election-core.js';
+import { securityFromWorkerData } from './tls-files.js';
 import type { ElectionReply, ElectionRequest } from './election-thread.js';
 
 /**
@@ -11,10 +11,7 @@ import type { ElectionReply, ElectionRequest } from './election-thread.js';
 const port = parentPort;
 if (port === null) throw new Error('election-worker.js runs as a worker thread (election-thread.ts starts it)');
 const raw = workerData as ElectionCoreOptions;
-// Buffers arrive as plain Uint8Arrays.
-const security: PeerSecurity = raw.security.kind === 'tls'
-  ? { kind: 'tls', ca: Buffer.from(raw.security.ca), cert: Buffer.from(raw.security.cert), key: Buffer.from(raw.security.key) }
-  : raw.security;
+const security = securityFromWorkerData(raw.security);
 const o: ElectionCoreOptions = { ...raw, security };
 const notify = (notice: ElectionNotice): void => port.postMessage({ notice } satisfies ElectionReply);
 

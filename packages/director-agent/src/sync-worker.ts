@@ -1,10 +1,10 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { GroupState } from '@lbd/connsync';
 import type { LogFields, LogLevel, Logger } from '@lbd/log';
-import type { PeerSecurity } from '@lbd/proto';
 import { createDefaultConnectionTable } from './default-dataplane.js';
 import { SyncService } from './sync-host.js';
 import type { SyncRequest, SyncThreadMessage, SyncWorkerData } from './sync-thread.js';
+import { securityFromWorkerData } from './tls-files.js';
 
 /**
  * The connection-sync thread's entry (sync-thread.ts starts it): makes the kernel's connection table (its own
@@ -14,10 +14,7 @@ import type { SyncRequest, SyncThreadMessage, SyncWorkerData } from './sync-thre
 const port = parentPort;
 if (port === null) throw new Error('sync-worker.js runs as a worker thread (sync-thread.ts starts it)');
 const raw = workerData as SyncWorkerData;
-// Buffers arrive as plain Uint8Arrays.
-const security: PeerSecurity = raw.security.kind === 'tls'
-  ? { kind: 'tls', ca: Buffer.from(raw.security.ca), cert: Buffer.from(raw.security.cert), key: Buffer.from(raw.security.key) }
-  : raw.security;
+const security = securityFromWorkerData(raw.security);
 
 const send = (m: SyncThreadMessage): void => port.postMessage(m);
 /** A field that cannot cross to the main thread as it is (an Error's class, a function) goes as text. */

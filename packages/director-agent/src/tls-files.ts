@@ -1,6 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import type { PeerTls } from '@lbd/config';
 import { AgentError, type TlsMaterial } from '@lbd/operator-surfaces';
+import type { PeerSecurity } from '@lbd/proto';
 
 /**
  * Reads a TLS section's PEM files at start. A missing or unreadable one stops the start with the
@@ -15,4 +16,9 @@ export async function readTlsFiles(tls: PeerTls, setting: string): Promise<TlsMa
     }
   };
   return { ca: await read('ca'), cert: await read('cert'), key: await read('key') };
+}
+
+/** The peer link's TLS material as a worker thread receives it: Buffers arrive as plain Uint8Arrays. */
+export function securityFromWorkerData(s: PeerSecurity): PeerSecurity {
+  return s.kind === 'tls' ? { kind: 'tls', ca: Buffer.from(s.ca), cert: Buffer.from(s.cert), key: Buffer.from(s.key) } : s;
 }
