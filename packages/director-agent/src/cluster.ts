@@ -115,6 +115,8 @@ const HANDOVER_DRAIN_MS = 250;
 const SYNC_CHECK_MS = 100;
 /** How long a status waits for each peer's ping before it shows the peer unreachable. */
 const PEER_PING_MS = 300;
+/** How long a status call waits for connection sync's report: a sync thread that does not answer must not hang `lbadm cluster status`. */
+const SYNC_REPORT_WAIT_MS = 2000;
 
 export class ClusterMember {
   private readonly coordinator: Coordinator;
@@ -397,10 +399,16 @@ export class ClusterMember {
   private async syncStatus(): Promise<ConnSyncStatus> {
     if (this.sync === null) return { enabled: false, disabledReason: this.syncOff, connections: 0, lossEvents: 0, peers: [] };
     let st: SyncStatus;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`connection sync did not answer within ${SYNC_REPORT_WAIT_MS} ms`)), SYNC_REPORT_WAIT_MS);
+    });
     try {
-      st = (await this.sync.report([])).status;
+      st = (await Promise.race([this.sync.report([]), late])).status;
     } catch (err) {
       return { enabled: false, disabledReason: err instanceof Error ? err.message : String(err), connections: 0, lossEvents: 0, peers: [] };
+    } finally {
+      clearTimeout(timer);
     }
     return {
       enabled: true, disabledReason: '', connections: st.source.connections, lossEvents: st.source.lossEvents,
@@ -481,6 +489,7 @@ export class ClusterMember {
       this.setSynced(groups, slots, (g) => r.notCaughtUp[g] ?? null, slotsSynced);
       this.recordSyncStates(r.status);
     }, (err: unknown) => {
+      if (this.closed) return;
       // The thread is gone (it said so in the log): every group counts as not caught up.
       this.setSynced(groups, slots, () => `connection sync unavailable: ${err instanceof Error ? err.message : String(err)}`, slotsSynced);
     }).finally(() => { this.syncReporting = false; });

@@ -10,7 +10,7 @@ import { createConnSyncClient, createPeerClient, type ConnSyncStatus__Output, ty
 import { silentLogger } from '@lbd/log';
 import { LoopbackCluster, clusterAgentYaml, freePort, frontConfig, issueCert, makeCa, makeClusterPki, type ClusterPki } from '@lbd/testkit';
 import { Agent } from './agent.js';
-import { inProcessSync } from './sync-host.js';
+import { inProcessSync, type SyncHost, type SyncHostFactory } from './sync-host.js';
 import { startClusterPair, stopClusterPair, type PairMember } from './testing/cluster-pair.js';
 
 /**
@@ -129,6 +129,25 @@ describe('clustered lbd-agents: connection sync over mutual TLS (real etcd and g
       Agent.start({ configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: new FakeAddressOwner(), connectionSync: inProcessSync(new FakeConnectionTable()), log: silentLogger }),
       { message: `agent.cluster.tls.ca: cannot read ${missing} (ENOENT); give a readable PEM file` },
     );
+  });
+
+  it('a connection sync that does not answer leaves cluster status answering: sync shown off, with why', async () => {
+    const configPath = join(dir, 'stuck-sync.yaml');
+    await writeFile(configPath, clusterAgentYaml({
+      director: 'dir3', etcdEndpoint: cluster.endpoint, prefix: '/lbd-sync-stuck', peerListenPort: await freePort(), peers: [], pki,
+    }));
+    // As a sync thread whose event loop is stuck: everything works but its report, which never comes.
+    const stuck: SyncHostFactory = (o, c) => Object.assign(Object.create(inProcessSync(new FakeConnectionTable())(o, c)) as SyncHost, {
+      report: () => new Promise<never>(() => undefined),
+    });
+    const agent = await Agent.start({ configPath, dataPlane: new FakeDataPlane(), serve: false, watch: false, addressOwner: new FakeAddressOwner(), connectionSync: stuck, log: silentLogger });
+    try {
+      const st = await agent.admin.clusterStatus();
+      assert.equal(st.sync?.enabled, false);
+      assert.equal(st.sync?.disabledReason, 'connection sync did not answer within 2000 ms');
+    } finally {
+      await agent.stop();
+    }
   });
 
   it('a client certificate from another CA, one naming a director that is not a peer, and no certificate are all refused; a peer is asked to wait for the config', async () => {
