@@ -1,13 +1,14 @@
 import { Worker } from 'node:worker_threads';
 import type { EcmpTier, Service } from '@lbd/config';
 import type { GroupHolding, GroupState } from '@lbd/connsync';
+import type { CtnlHelper } from '@lbd/dataplane-nft';
 import type { LogLevel } from '@lbd/log';
 import type { SyncHost, SyncHostCallbacks, SyncHostFactory, SyncHostOptions, SyncReport } from './sync-host.js';
 
 /** What the sync thread is started with: the host's options and which ctnetlink helper its table uses. */
 export interface SyncWorkerData extends SyncHostOptions {
   /** `native` (lbd-ctnl) or `perl`; absent: the table's default. */
-  readonly ctnlHelper?: 'native' | 'perl';
+  readonly ctnlHelper?: CtnlHelper;
 }
 
 /** Requests to the sync thread (answered with a reply of the same id), one-way updates (id 0), and answers to its asks. */
@@ -36,8 +37,7 @@ type Call = SyncRequest extends infer R ? (R extends { id: number; op: string } 
 type CallBody = Call extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
 
 export interface SyncThreadOptions {
-  /** `native` (lbd-ctnl) or `perl`; absent: the table's default. */
-  readonly ctnlHelper?: 'native' | 'perl';
+  readonly ctnlHelper?: CtnlHelper;
   /** The thread's program (tests: a fixture around sync-worker.js). */
   readonly workerUrl?: URL;
 }
