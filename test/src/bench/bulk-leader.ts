@@ -15,8 +15,8 @@ import { FakeConnectionTable } from '@lbd/dataplane/testing';
 import type { Logger } from '@lbd/director-agent';
 import type { PeerSecurity } from '@lbd/proto';
 
-export interface BulkLeaderData {
-  readonly connections: readonly SyncedConnection[];
+/** What a bench's leader thread needs to lead `group` and reach the standby at `peerPort`. */
+export interface LeaderThreadData {
   readonly peerPort: number;
   /** The leader's TLS material (structured clone turns Buffers into Uint8Arrays). */
   readonly ca: Uint8Array;
@@ -24,6 +24,10 @@ export interface BulkLeaderData {
   readonly key: Uint8Array;
   readonly configText: string;
   readonly group: string;
+}
+
+export interface BulkLeaderData extends LeaderThreadData {
+  readonly connections: readonly SyncedConnection[];
 }
 
 export type BulkLeaderMessage =

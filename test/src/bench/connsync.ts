@@ -16,12 +16,13 @@ import {
   waitSteady, type BackgroundProcess, type DirectorName, type HaLab, type ReadyReport, type StreamResult, type UdpFlowsReadyReport, type UdpFlowsResult,
 } from '@lbd/testkit';
 import { startBulkLeader, type BulkLeaderData, type BulkLeaderMessage } from './bulk-leader.js';
-import { busyShare, cpuDelta, cpuSample, systemCpuTimes, type CpuSample } from './cpu.js';
+import { busyShare, cpuDelta, cpuSample, kernelIoCpuSec, systemCpuTimes, type CpuSample } from './cpu.js';
 import { conntrackStatistics } from './kernel-counters.js';
-import { clockTicks, formatCount as count, formatMs, formatNumber, formatRatio, parseProcStat, passMiss, sum, table } from './report.js';
+import { formatCount as count, formatMs, formatNumber, formatRatio, passMiss, sum, table } from './report.js';
 import { BenchScope } from './scope.js';
 import { SMALL_OBJECT } from './servers.js';
-import { GROUP, LOCAL_ADDRESSES, RS_HOSTS, VIP, applyConfig, other, startLab, type SyncLabUser } from './sync-lab.js';
+import { benchSyncPath, reportSyncPath, type SyncPathResult } from './sync-path.js';
+import { GROUP, LOCAL_ADDRESSES, ONE_SERVICE_CONFIG, RS_HOSTS, VIP, applyConfig, other, startLab, type SyncLabUser } from './sync-lab.js';
 import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } from './wrk.js';
 
 /**
@@ -47,6 +48,10 @@ import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } fr
  *       is from the moment each message was due in that pace to its (cumulative) ack; CPU is this process's
  *       (process.cpuUsage) and that of the ctnetlink helper in the namespace and of any conntrack runs (dumps)
  *       it waited for (/proc/PID/stat; /proc/self/stat cutime + cstime).
+ *    e. The whole sync path alone (sync-path.ts): the leader's ConnectionSync in a worker thread reading lbd-ctnl's
+ *       event lines at 5 000 new connections/s, gRPC + mutual TLS, the standby's into conntrack through
+ *       lbd-ctnl; the CPU of each end's thread, with the machine to itself, and the lag, two rounds of 10 s (the
+ *       sender's lag window: it then holds the round's messages and none of the warm-up's).
  * 2. Incremental lag: the HA lab (startHaLab: two directors running lbd-agent with mutual TLS, three etcd
  *    members, three real servers running nginx), wrk in the client namespace opening a new connection per
  *    request (`Connection: close`) at 5 000/s for a bounded time (paced by a schedule: wrk.ts). Each connection
@@ -99,13 +104,18 @@ interface Settings {
   readonly loadSec: number;
   /** How long the standby path alone (1d) is fed. */
   readonly standbySec: number;
+  /** The whole path alone (1e): how long each sender is fed, and how many rounds of the two. */
+  readonly pathSec: number;
+  readonly pathRounds: number;
   readonly count: number;
 }
 
 function settingsFor(opts: ConnsyncBenchOptions): Settings {
   const count = opts.count ?? (opts.quick ? 1 : DEFAULT_COUNT);
   if (!Number.isInteger(count) || count < 1 || count > MAX_COUNT) throw new Error(`--count must be 1..${MAX_COUNT}`);
-  return opts.quick ? { bulk: 10_000, loadSec: 4, standbySec: 2, count } : { bulk: 100_000, loadSec: 15, standbySec: 10, count };
+  return opts.quick
+    ? { bulk: 10_000, loadSec: 4, standbySec: 2, pathSec: 2, pathRounds: 1, count }
+    : { bulk: 100_000, loadSec: 15, standbySec: 10, pathSec: LAG_WINDOW_MS / 1000, pathRounds: 2, count };
 }
 
 const log = (msg: string): void => { process.stderr.write(`[connsync] ${msg}\n`); };
@@ -130,12 +140,13 @@ export async function benchConnsync(opts: ConnsyncBenchOptions): Promise<number>
     const bulk = await benchBulk(scope, prefix, s);
     // Before the lab exists: nothing else runs on the machine meanwhile.
     const standbyPath = await benchStandbyPath(scope, prefix, s);
+    const syncPath = await benchSyncPath(scope, prefix, s.pathSec, s.pathRounds, log);
     const lab = await startLab(LAB_USER, scope, prefix);
     // Drills first, on a fresh lab: the load leaves tens of thousands of entries (and, see the report, can
     // cost failovers of its own), which would weigh on every drill after it.
     const drills = await benchDrills(lab, s);
     const load = await benchLoad(lab, scope.tmp, s);
-    report(s, bulk, standbyPath, load, drills, opts.quick, loadAtStart);
+    report(s, bulk, standbyPath, syncPath, load, drills, opts.quick, loadAtStart);
     out(`\ntotal time ${((performance.now() - started) / 1000).toFixed(0)} s`);
     return 0;
   } finally {
@@ -236,20 +247,6 @@ class TimedConnectionTable implements ConnectionTable {
     }
   }
 }
-
-const BULK_CONFIG = `vipGroups:
-  - name: ${GROUP}
-    gateways: [198.19.1.250]
-services:
-  - name: web
-    vip: ${VIP}
-    port: 80
-    mode: fullnat
-    scheduler: rr
-    localAddresses: [${LOCAL_ADDRESSES[0]}-${LOCAL_ADDRESSES.at(-1)}]
-    realServers:
-${RS_HOSTS.map((a) => `      - { address: ${a}, port: 8080 }`).join('\n')}
-`;
 
 /**
  * Connection i of the bulk set: distinct clients in 198.18.0.0/15 (250 addresses x ports from 10 000), round
@@ -432,7 +429,7 @@ class InProcessLeader implements BulkLeader {
   private constructor(private readonly sync: ConnectionSync) {}
 
   static async start(ctx: WholePathContext, standbyPort: number, log: Logger): Promise<InProcessLeader> {
-    return new InProcessLeader(await startBulkLeader(ctx.connections, standbyPort, ctx.leaderSec, BULK_CONFIG, log));
+    return new InProcessLeader(await startBulkLeader(ctx.connections, standbyPort, ctx.leaderSec, ONE_SERVICE_CONFIG, log));
   }
 
   lead(): Promise<void> { return this.sync.setLeading(new Set([GROUP])); }
@@ -459,7 +456,7 @@ class BulkLeaderThread implements BulkLeader {
   static async start(ctx: WholePathContext, standbyPort: number): Promise<BulkLeaderThread> {
     const sec = ctx.leaderSec;
     if (sec.kind !== 'tls') throw new Error('the bulk leader runs with TLS');
-    const data: BulkLeaderData = { connections: ctx.connections, peerPort: standbyPort, ca: sec.ca, cert: sec.cert, key: sec.key, configText: BULK_CONFIG, group: GROUP };
+    const data: BulkLeaderData = { connections: ctx.connections, peerPort: standbyPort, ca: sec.ca, cert: sec.cert, key: sec.key, configText: ONE_SERVICE_CONFIG, group: GROUP };
     const worker = new Worker(new URL('./bulk-leader.js', import.meta.url), { workerData: data });
     const t = new BulkLeaderThread(worker);
     try {
@@ -520,7 +517,7 @@ async function wholePath(ctx: WholePathContext, host: string, leaderThread: bool
   log(`${label}: leader (FakeConnectionTable, ${formatNumber(n)} connections) -> gRPC + mutual TLS on loopback -> standby (conntrack in ${t.ns(host)})`);
   await t.addHost(host);
   const standbyPort = await freePort();
-  const services: readonly Service[] = parseConfig(BULK_CONFIG, 'bench connsync', { cluster: true }).services;
+  const services: readonly Service[] = parseConfig(ONE_SERVICE_CONFIG, 'bench connsync', { cluster: true }).services;
   const marks = new Map<string, number>();
   for (const svc of services) svc.realServers.forEach((rs, i) => marks.set(realServerName(serviceKey(svc), rs), (1 << 16) | (i + 1)));
 
@@ -723,17 +720,6 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
     await t.destroy();
     scope.topology = undefined;
   }
-}
-
-/**
- * CPU seconds so far of the standby's kernel I/O outside this process: the ctnetlink helpers running in
- * `ns` (the table starts them there) and the conntrack runs this process has waited for (its cutime + cstime,
- * from /proc/self/stat, which also holds a helper that exited).
- */
-async function kernelIoCpuSec(ns: string): Promise<number> {
-  const st = parseProcStat(await readFile('/proc/self/stat', 'utf8'));
-  const running = [...(await cpuSample(ns)).byPid.values()].reduce((sum, p) => sum + p.sec, 0);
-  return (st.cutime + st.cstime) / (await clockTicks()) + running;
 }
 
 // ---- the lab (sync-lab.ts) ---------------------------------------------------------------------
@@ -1115,7 +1101,7 @@ async function kernelConnections(t: Topology, host: string): Promise<Map<string,
 
 // ---- report -----------------------------------------------------------------------------------------
 
-function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: LoadResult, drills: DrillsResult, quick: boolean, loadAtStart: string): void {
+function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, path: SyncPathResult, load: LoadResult, drills: DrillsResult, quick: boolean, loadAtStart: string): void {
   out(`lbd connection-sync benchmark${quick ? ' (--quick smoke run: small sizes, one drill each; the targets apply to the full run)' : ''}`);
   out(`${cpus().length} CPUs shared by everything (directors, etcd, real servers, client, this process), kernel ${release()}; `
     + `load average at the start ${loadAtStart} (anything above 0 is other work on the machine)`);
@@ -1149,6 +1135,8 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     + `proto-loader's ${us(bulk.codec.protoLoader.serializeUs)} / ${us(bulk.codec.protoLoader.parseUs)}`);
   out(`listing the kernel-alone table back, listed and parsed as the agent does (3 runs each, interleaved): lbd-ctnl dump ${runs(bulk.listing.dumpMs)}; `
     + `the perl helper's dump (without lbd-ctnl) ${runs(bulk.listing.perlMs)}; conntrack -L -o extended ${runs(bulk.listing.conntrackMs)}${bulk.listing.mismatches.length > 0 ? `; MISMATCH: ${bulk.listing.mismatches.join(', ')}` : ''}`);
+  const pathTargets = reportSyncPath(path, out, TARGETS);
+
   out(`\n== 2. incremental sync under new connections (wrk -c${WRK_CONNECTIONS} -H 'Connection: close', paced at ${formatNumber(TARGETS.rate)} requests/s by a schedule, ${s.loadSec} s; then the same unpaced)`);
   const rows: string[][] = [];
   const latency = (r: WrkResult): string => `${formatMs(r.latencyP50Ms)} / ${formatMs(r.latencyP99Ms)}`;
@@ -1261,6 +1249,7 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, load: Load
     ['standby path alone (no wrk, no lab): ack lag p99', formatMs(sp.lagP99Ms), `<= ${TARGETS.lagP99Ms} ms`,
       passMiss(sp.problem === '' && sp.acked === sp.messages && sp.lagP99Ms <= TARGETS.lagP99Ms)],
     ['standby path alone (no wrk, no lab): conntrack -C = connections fed', `${count(sp.kernelCount)} / ${count(sp.fed)}`, '=', passMiss(sp.kernelCount === sp.fed)],
+    ...pathTargets,
     [`new connections/s through the leader at ${formatNumber(TARGETS.rate)}/s offered, sync on / sync off (same run)`,
       `${formatNumber(w.wrk.requestsPerSec)} / ${formatNumber(wo.wrk.requestsPerSec)} = ${ratio.toFixed(3)}${baselineReached ? '' : ' (the baseline fell short of the rate)'}`,
       `>= ${TARGETS.syncOnOffRatio}`, passMiss(baselineReached && ratio >= TARGETS.syncOnOffRatio)],

@@ -50,3 +50,14 @@ export function cpuDelta(a: CpuSample, b: CpuSample): { cores: number; byComm: R
   }
   return { cores: total / wallSec, byComm };
 }
+
+/**
+ * CPU seconds so far of the standby's kernel I/O outside this process: the ctnetlink helpers running in
+ * `ns` (the table starts them there) and the conntrack runs this process has waited for (its cutime + cstime,
+ * from /proc/self/stat, which also holds a helper that exited).
+ */
+export async function kernelIoCpuSec(ns: string): Promise<number> {
+  const st = parseProcStat(await readFile('/proc/self/stat', 'utf8'));
+  const running = [...(await cpuSample(ns)).byPid.values()].reduce((sum, p) => sum + p.sec, 0);
+  return (st.cutime + st.cstime) / (await clockTicks()) + running;
+}

@@ -16,6 +16,23 @@ export const GROUP = 'default';
 export const VIP = '198.18.0.10';
 export const RS_HOSTS = [11, 12, 13].map((h) => `198.19.1.${h}`);
 export const LOCAL_ADDRESSES = [100, 101, 102, 103].map((h) => `198.19.1.${h}`);
+/**
+ * A cluster config of one fullnat tcp service on the vip (port 80, round robin over the real servers at 8080, the
+ * local addresses above), for connection sync without the lab: the bulk's and the whole path's (connsync 1b, 1e).
+ */
+export const ONE_SERVICE_CONFIG = `vipGroups:
+  - name: ${GROUP}
+    gateways: [198.19.1.250]
+services:
+  - name: web
+    vip: ${VIP}
+    port: 80
+    mode: fullnat
+    scheduler: rr
+    localAddresses: [${LOCAL_ADDRESSES[0]}-${LOCAL_ADDRESSES.at(-1)}]
+    realServers:
+${RS_HOSTS.map((a) => `      - { address: ${a}, port: 8080 }`).join('\n')}
+`;
 /** nginx on every real server for the load (lbd-testserver's HTTP is a Node process: too slow for 5 000/s). */
 const NGINX_PORT = 8081;
 /** The services of labConfig, each with every real server. */
