@@ -187,7 +187,7 @@ export class ClusterMember {
     await this.loadSecurity();
     for (const p of this.o.settings.peers) this.peers.set(p.id, createPeerClient(p.address, p.port, this.security, p.id));
     if (this.security.kind === 'insecure') this.syncOff = 'agent.cluster.tls is not set (connection sync needs mutual TLS)';
-    else if (!this.o.connectionSync) this.syncOff = 'no connection table given to the agent';
+    else if (!this.o.connectionSync) this.syncOff = 'no connection sync given to the agent';
     else {
       // Connection sync has a listener of its own (peerListen's port + 1): promises stay on the election's, and a
       // flood of connections there never delays them.

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
 import type { GroupState } from '@lbd/connsync';
+import { DataPlaneError } from '@lbd/dataplane';
 import type { Logger } from '@lbd/log';
 import type { SyncHostOptions } from './sync-host.js';
-import { syncThread } from './sync-thread.js';
+import { crossableLogFields, syncThread } from './sync-thread.js';
 
 /**
  * The sync thread's plumbing, without a kernel: nothing here starts following conntrack (start() would), so the
@@ -49,6 +50,14 @@ describe('syncThread: connection sync in a worker thread of its own', function (
     }
     await assert.rejects(host.report([]), /^Error: the connection-sync thread exited \(\d+\)$/);
     assert.ok(!lines.some((l) => l.startsWith('error')), `a close is not an error: ${JSON.stringify(lines)}`);
+  });
+
+  it('a log line\'s fields cross as the main logger writes them: an Error with its kind, a function as text', () => {
+    const err = new DataPlaneError('CommandMissing', 'watch', { detail: 'perl not found: install perl-base' });
+    const fields = crossableLogFields({ error: err, plain: new Error('no such group here'), fn: () => 1, peers: ['dir2'], n: 3 });
+    assert.deepEqual(structuredClone(fields), {
+      error: { kind: 'CommandMissing', message: err.message }, plain: 'no such group here', fn: '() => 1', peers: ['dir2'], n: 3,
+    });
   });
 
   it('a thread that ends on its own is started again and told what the last one was; calls fail until then', async () => {

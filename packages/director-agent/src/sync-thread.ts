@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import type { EcmpTier, Service } from '@lbd/config';
 import type { GroupHolding, GroupState } from '@lbd/connsync';
 import type { CtnlHelper } from '@lbd/dataplane-nft';
-import type { LogLevel } from '@lbd/log';
+import { errorField, type LogFields, type LogLevel } from '@lbd/log';
 import type { SyncHost, SyncHostCallbacks, SyncHostFactory, SyncHostOptions, SyncReport } from './sync-host.js';
 
 /** What the sync thread is started with: the host's options and which ctnetlink helper its table uses. */
@@ -35,6 +35,17 @@ export type SyncThreadMessage =
 
 type Call = SyncRequest extends infer R ? (R extends { id: number; op: string } ? R : never) : never;
 type CallBody = Call extends infer R ? (R extends { id: number } ? Omit<R, 'id'> : never) : never;
+
+/**
+ * A log line's fields as they cross from the sync thread to the main thread's log: what structured clone cannot
+ * carry as it is goes as the main logger writes it, an Error as errorField (its message, with its kind), a
+ * function as text.
+ */
+export function crossableLogFields(fields: LogFields): LogFields {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) out[k] = v instanceof Error ? errorField(v) : typeof v === 'function' ? String(v) : v;
+  return out;
+}
 
 export interface SyncThreadOptions {
   readonly ctnlHelper?: CtnlHelper;

@@ -3,7 +3,7 @@ import type { GroupState } from '@lbd/connsync';
 import type { LogFields, LogLevel, Logger } from '@lbd/log';
 import { createDefaultConnectionTable } from './default-dataplane.js';
 import { SyncService } from './sync-host.js';
-import type { SyncRequest, SyncThreadMessage, SyncWorkerData } from './sync-thread.js';
+import { crossableLogFields, type SyncRequest, type SyncThreadMessage, type SyncWorkerData } from './sync-thread.js';
 import { securityFromWorkerData } from './tls-files.js';
 
 /**
@@ -17,15 +17,9 @@ const raw = workerData as SyncWorkerData;
 const security = securityFromWorkerData(raw.security);
 
 const send = (m: SyncThreadMessage): void => port.postMessage(m);
-/** A field that cannot cross to the main thread as it is (an Error's class, a function) goes as text. */
-const cloneable = (fields: LogFields): LogFields => {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(fields)) out[k] = v instanceof Error ? v.message : typeof v === 'function' ? String(v) : v;
-  return out;
-};
 const line = (level: LogLevel) => (msg: string, fields: LogFields = {}): void => {
   try {
-    send({ log: { level, msg, fields: cloneable(fields) } });
+    send({ log: { level, msg, fields: crossableLogFields(fields) } });
   } catch {
     send({ log: { level, msg, fields: { fields: JSON.stringify(fields, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)) } } });
   }

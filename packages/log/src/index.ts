@@ -39,12 +39,15 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   return { debug: emit('debug'), info: emit('info'), warn: emit('warn'), error: emit('error') };
 }
 
-/** Errors become their message (and kind, for DataPlaneError); bigints become numbers' text. */
+/** An Error as a log line shows it: its message, with its kind when it has one (DataPlaneError's). */
+export function errorField(err: Error): string | { readonly kind: unknown; readonly message: string } {
+  const kind = (err as { kind?: unknown }).kind;
+  return kind === undefined ? err.message : { kind, message: err.message };
+}
+
+/** Errors become errorField's; bigints become numbers' text. */
 function replacer(_key: string, value: unknown): unknown {
-  if (value instanceof Error) {
-    const kind = (value as { kind?: unknown }).kind;
-    return kind === undefined ? value.message : { kind, message: value.message };
-  }
+  if (value instanceof Error) return errorField(value);
   if (typeof value === 'bigint') return value.toString();
   return value;
 }
