@@ -104,7 +104,7 @@ interface Settings {
   readonly loadSec: number;
   /** How long the standby path alone (1d) is fed. */
   readonly standbySec: number;
-  /** The whole path alone (1e): how long each sender is fed, and how many rounds of the two. */
+  /** The whole path alone (1e): how long each round's leader is fed, and how many rounds. */
   readonly pathSec: number;
   readonly pathRounds: number;
   readonly count: number;

@@ -191,7 +191,7 @@ export function reportSyncPath(r: SyncPathResult, out: (line?: string) => void, 
     + 'With the CPUs free, acks come back within a few ms and clock many small messages: the lab (section 2), busier, sends fewer and fuller ones');
   const worst = (f: (x: SyncPathRun) => number): number => Math.max(...r.runs.map(f));
   return [
-    ['whole path alone (no wrk, no lab): sync costs the leader (its thread, worst round, cores)', worst((x) => x.leaderCores).toFixed(3), `<= ${targets.coresPerDirector}`,
+    ['whole path alone (no wrk, no lab): sync costs the leader (its sync thread; lbd-ctnl\'s events reader not in it, worst round, cores)', worst((x) => x.leaderCores).toFixed(3), `<= ${targets.coresPerDirector}`,
       passMiss(worst((x) => x.leaderCores) <= targets.coresPerDirector)],
     ['whole path alone (no wrk, no lab): sync costs the standby (its thread + lbd-ctnl, worst round, cores)', worst((x) => x.standbyCores + x.helperCores).toFixed(3),
       `<= ${targets.coresPerDirector}`, passMiss(worst((x) => x.standbyCores + x.helperCores) <= targets.coresPerDirector)],
