@@ -37,6 +37,7 @@ const PATH = {
 
 interface SyncPathRun {
   readonly round: number;
+  readonly changes: number;
   readonly changesPerSec: number;
   readonly messages: number;
   /** Cores over the run (feed and drain): the leader's thread, the standby's (this one), the standby's lbd-ctnl and conntrack runs. */
@@ -107,7 +108,7 @@ export async function benchSyncPath(scope: BenchScope, prefix: string, seconds: 
         const helperSec = (await kernelIoCpuSec(ns)) - helper0;
         const runSec = fed.runMs / 1000;
         const run: SyncPathRun = {
-          round, changesPerSec: fed.changes / (fed.feedMs / 1000), messages: fed.messages,
+          round, changes: fed.changes, changesPerSec: fed.changes / (fed.feedMs / 1000), messages: fed.messages,
           leaderCores: fed.threadCpuSec / runSec, standbyCores: standbyCpuSec / runSec, helperCores: helperSec / runSec,
           otherCores: ((p.user + p.system) / 1e6 - fed.threadCpuSec - standbyCpuSec) / runSec,
           lagP50Ms: fed.sender.lagP50Ms, lagP99Ms: fed.sender.lagP99Ms, failed: fed.sender.failed, warnings: [...fed.warnings, ...warnings.splice(0)],
@@ -183,7 +184,7 @@ export function reportSyncPath(r: SyncPathResult, out: (line?: string) => void, 
   out(`\n== 1e. the whole sync path alone at ${formatNumber(PATH.rate)} new connections/s (no wrk, no lab), ${r.seconds} s a round`);
   out(table(['round', 'changes/s', 'messages/s', 'changes/message', 'leader thread', 'standby thread', 'standby lbd-ctnl', 'other threads', 'lag p50', 'lag p99', 'injects failed'],
     r.runs.map((x) => [String(x.round + 1), formatNumber(x.changesPerSec), formatNumber(x.messages / r.seconds),
-      ((x.changesPerSec * r.seconds) / x.messages).toFixed(1), x.leaderCores.toFixed(3), x.standbyCores.toFixed(3), x.helperCores.toFixed(3), x.otherCores.toFixed(3),
+      (x.changes / x.messages).toFixed(1), x.leaderCores.toFixed(3), x.standbyCores.toFixed(3), x.helperCores.toFixed(3), x.otherCores.toFixed(3),
       formatMs(x.lagP50Ms), formatMs(x.lagP99Ms), String(x.failed)])));
   out('the leader: ConnectionSync in a worker thread (as lbd-agent\'s sync thread) reading lbd-ctnl\'s event lines it makes itself every 2 ms (ESTABLISHED, then TIME_WAIT 100 ms later: '
     + 'two changes a connection), parsed by the agent\'s code; gRPC + mutual TLS on loopback; the standby: ConnectionSync on this process\'s main thread into conntrack in a fresh '
