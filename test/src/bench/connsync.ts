@@ -1,7 +1,6 @@
 import { mkdtemp, readFile } from 'node:fs/promises';
 import { cpus, loadavg, release, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey, type Service } from '@lbd/config';
 import { ConnectionSync, LAG_WINDOW_MS, SyncReceiver, realServerName, toWireChange } from '@lbd/connsync';
@@ -23,6 +22,7 @@ import { BenchScope } from './scope.js';
 import { SMALL_OBJECT } from './servers.js';
 import { benchSyncPath, reportSyncPath, type SyncPathResult } from './sync-path.js';
 import { GROUP, LOCAL_ADDRESSES, ONE_SERVICE_CONFIG, RS_HOSTS, VIP, applyConfig, other, startLab, type SyncLabUser } from './sync-lab.js';
+import { WorkerLink } from './worker-link.js';
 import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } from './wrk.js';
 
 /**
@@ -442,59 +442,24 @@ class InProcessLeader implements BulkLeader {
 
 /** The leader in a worker thread (bulk-leader.ts). */
 class BulkLeaderThread implements BulkLeader {
-  private readonly waiters: Array<(m: BulkLeaderMessage) => boolean> = [];
-  private failed: string | null = null;
-
-  private constructor(private readonly worker: Worker) {
-    worker.on('message', (m: BulkLeaderMessage) => {
-      if ('error' in m) this.failed = m.error;
-      for (const w of [...this.waiters]) if (w(m)) this.waiters.splice(this.waiters.indexOf(w), 1);
-    });
-    worker.on('error', (err) => { this.failed = String(err); for (const w of [...this.waiters]) w({ error: String(err) }); });
-  }
+  private constructor(private readonly link: WorkerLink<BulkLeaderMessage>) {}
 
   static async start(ctx: WholePathContext, standbyPort: number): Promise<BulkLeaderThread> {
     const sec = ctx.leaderSec;
     if (sec.kind !== 'tls') throw new Error('the bulk leader runs with TLS');
     const data: BulkLeaderData = { connections: ctx.connections, peerPort: standbyPort, ca: sec.ca, cert: sec.cert, key: sec.key, configText: ONE_SERVICE_CONFIG, group: GROUP };
-    const worker = new Worker(new URL('./bulk-leader.js', import.meta.url), { workerData: data });
-    const t = new BulkLeaderThread(worker);
-    try {
-      await t.next((m) => 'ready' in m);
-    } catch (err) {
-      await worker.terminate();
-      throw err;
-    }
-    return t;
+    return new BulkLeaderThread(await WorkerLink.start<BulkLeaderMessage>(new URL('./bulk-leader.js', import.meta.url), data));
   }
 
   async lead(): Promise<void> {
-    const leading = this.next((m) => 'leading' in m);
-    this.worker.postMessage({ lead: true });
-    await leading;
+    await this.link.ask({ lead: true }, (m) => 'leading' in m);
   }
 
-  describe(): string { return this.failed === null ? 'the leader thread runs' : `the leader thread failed: ${this.failed}`; }
+  describe(): string { return this.link.failure === null ? 'the leader thread runs' : `the leader thread failed: ${this.link.failure}`; }
 
   async close(): Promise<{ warnings: readonly string[]; warnCount: number }> {
-    const closed = this.next((m) => 'closed' in m).catch(() => null);
-    this.worker.postMessage({ close: true });
-    const m = await Promise.race([closed, new Promise<null>((r) => setTimeout(() => r(null), 10_000))]);
-    await this.worker.terminate();
+    const m = await this.link.close();
     return m !== null && 'closed' in m ? { warnings: m.warnings, warnCount: m.warnCount } : { warnings: ['the leader thread did not close within 10 s'], warnCount: 1 };
-  }
-
-  /** The next message `match` accepts; rejects on the worker's error. */
-  private next(match: (m: BulkLeaderMessage) => boolean): Promise<BulkLeaderMessage> {
-    return new Promise((resolve, reject) => {
-      if (this.failed !== null) { reject(new Error(this.failed)); return; }
-      this.waiters.push((m) => {
-        if ('error' in m) { reject(new Error(m.error)); return true; }
-        if (!match(m)) return false;
-        resolve(m);
-        return true;
-      });
-    });
   }
 }
 

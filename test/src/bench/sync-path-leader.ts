@@ -16,6 +16,7 @@ import type { ConnectionApplyResult, ConnectionEvent, ConnectionTable, Connectio
 import { parseEventLine } from '@lbd/dataplane-nft';
 import type { Logger } from '@lbd/director-agent';
 import type { LeaderThreadData } from './bulk-leader.js';
+import { clockTicks, parseProcStat } from './report.js';
 
 export interface SyncPathLeaderData extends LeaderThreadData {
   /** New connections a second, each an ESTABLISHED event and, lifeMs later, a TIME_WAIT one. */
@@ -47,11 +48,9 @@ export type SyncPathLeaderMessage =
   | { readonly error: string };
 
 /** This thread's CPU seconds (user + system), from /proc/thread-self/stat. */
-export function threadCpuSec(): number {
-  const stat = readFileSync('/proc/thread-self/stat', 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 a second on Linux).
-  return (Number(f[11]) + Number(f[12])) / 100;
+export async function threadCpuSec(): Promise<number> {
+  const st = parseProcStat(readFileSync('/proc/thread-self/stat', 'utf8'));
+  return (st.utime + st.stime) / (await clockTicks());
 }
 
 /** A ConnectionTable whose only content is the events it is handed as lbd-ctnl's lines. */
@@ -100,10 +99,12 @@ async function main(): Promise<void> {
   await leader.start();
   await leader.setConfig(parseConfig(d.configText, 'bench connsync', { cluster: true }).services);
   await leader.setLeading(new Set([d.group]));
+  // Read once here (it runs getconf), so no feed's CPU holds it.
+  await clockTicks();
 
   const feed = async (seconds: number, from: number): Promise<FeedResult> => {
     const seq0 = leader.status().senders[0]?.sentSeq ?? 0;
-    const cpu0 = threadCpuSec();
+    const cpu0 = await threadCpuSec();
     const t0 = performance.now();
     let opened = from;
     let ended = from;
@@ -127,7 +128,7 @@ async function main(): Promise<void> {
     const feedMs = performance.now() - t0;
     if (!(await leader.drain('dir2', 30_000))) keep('the standby did not acknowledge everything within 30 s of the feed\'s end');
     const runMs = performance.now() - t0;
-    const threadCpu = threadCpuSec() - cpu0;
+    const threadCpu = (await threadCpuSec()) - cpu0;
     const st = leader.status().senders[0];
     if (st === undefined) throw new Error('the leader has no sender');
     return { changes: (opened - from) + (ended - from), messages: st.sentSeq - seq0, feedMs, threadCpuSec: threadCpu, runMs, sender: st, warnings: warnings.splice(0) };

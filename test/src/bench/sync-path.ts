@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { Worker } from 'node:worker_threads';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey } from '@lbd/config';
 import { ConnectionSync, realServerName } from '@lbd/connsync';
@@ -13,6 +12,7 @@ import { formatMs, formatNumber, passMiss, table } from './report.js';
 import type { BenchScope } from './scope.js';
 import { threadCpuSec, type FeedResult, type SyncPathLeaderData, type SyncPathLeaderMessage } from './sync-path-leader.js';
 import { GROUP, LOCAL_ADDRESSES, ONE_SERVICE_CONFIG, RS_HOSTS, VIP } from './sync-lab.js';
+import { WorkerLink } from './worker-link.js';
 
 /**
  * `pnpm bench connsync`, section 1e: the whole sync path alone, with the CPU to itself. The leader's ConnectionSync
@@ -99,11 +99,11 @@ export async function benchSyncPath(scope: BenchScope, prefix: string, seconds: 
       try {
         await waitFor('the standby caught up with a new leader', 30_000, async () => standby.notCaughtUp(GROUP) === null, 10);
         await leader.feed(PATH.warmupSec, PATH.feedStride * feeds++);
-        const standby0 = threadCpuSec();
+        const standby0 = await threadCpuSec();
         const process0 = process.cpuUsage();
         const helper0 = await kernelIoCpuSec(ns);
         const fed = await leader.feed(seconds, PATH.feedStride * feeds++);
-        const standbyCpuSec = threadCpuSec() - standby0;
+        const standbyCpuSec = (await threadCpuSec()) - standby0;
         const p = process.cpuUsage(process0);
         const helperSec = (await kernelIoCpuSec(ns)) - helper0;
         const runSec = fed.runMs / 1000;
@@ -133,49 +133,21 @@ export async function benchSyncPath(scope: BenchScope, prefix: string, seconds: 
 
 /** The leader's worker thread (sync-path-leader.ts). */
 class LeaderThread {
-  private readonly waiters: Array<(m: SyncPathLeaderMessage) => boolean> = [];
-
-  private constructor(private readonly worker: Worker) {
-    worker.on('message', (m: SyncPathLeaderMessage) => { for (const w of [...this.waiters]) if (w(m)) this.waiters.splice(this.waiters.indexOf(w), 1); });
-    worker.on('error', (err) => { for (const w of [...this.waiters]) w({ error: String(err) }); });
-  }
+  private constructor(private readonly link: WorkerLink<SyncPathLeaderMessage>) {}
 
   static async start(data: SyncPathLeaderData): Promise<LeaderThread> {
-    const t = new LeaderThread(new Worker(new URL('./sync-path-leader.js', import.meta.url), { workerData: data }));
-    try {
-      await t.next((m) => 'ready' in m);
-    } catch (err) {
-      await t.worker.terminate();
-      throw err;
-    }
-    return t;
+    return new LeaderThread(await WorkerLink.start<SyncPathLeaderMessage>(new URL('./sync-path-leader.js', import.meta.url), data));
   }
 
   async feed(seconds: number, from: number): Promise<FeedResult> {
-    const fed = this.next((m) => 'fed' in m);
-    this.worker.postMessage({ feed: { seconds, from } });
-    const m = await fed;
+    const m = await this.link.ask({ feed: { seconds, from } }, (x) => 'fed' in x)
+      .catch((err: Error) => { throw new Error(`the sync path's leader thread: ${err.message}`); });
     if (!('fed' in m)) throw new Error('the leader thread did not feed');
     return m.fed;
   }
 
   async close(): Promise<void> {
-    const closed = this.next((m) => 'closed' in m).catch(() => null);
-    this.worker.postMessage({ close: true });
-    await Promise.race([closed, new Promise((r) => setTimeout(r, 10_000))]);
-    await this.worker.terminate();
-  }
-
-  /** The next message `match` accepts; rejects on the worker's error (or an error message). */
-  private next(match: (m: SyncPathLeaderMessage) => boolean): Promise<SyncPathLeaderMessage> {
-    return new Promise((resolve, reject) => {
-      this.waiters.push((m) => {
-        if ('error' in m) { reject(new Error(`the sync path's leader thread: ${m.error}`)); return true; }
-        if (!match(m)) return false;
-        resolve(m);
-        return true;
-      });
-    });
+    await this.link.close();
   }
 }
 
