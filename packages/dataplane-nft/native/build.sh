@@ -14,3 +14,6 @@ for helper in lbd-ctnl lbd-nfbatch; do
   "$cc" -O2 -Wall -Wextra -Werror -std=gnu11 -o "dist/$helper.tmp" "native/$helper.c"
   mv "dist/$helper.tmp" "dist/$helper"
 done
+# The same write mode as a Node addon (dist/ctnl-writer.node, Node-API): a standby's injects on its own thread.
+"$cc" -O2 -Wall -Wextra -Werror -Wno-unused-function -std=gnu11 -shared -fPIC -o dist/ctnl-writer.node.tmp native/ctnl-writer.c
+mv dist/ctnl-writer.node.tmp dist/ctnl-writer.node

@@ -50,6 +50,14 @@
 #include <time.h>
 #include <unistd.h>
 
+/*
+ * The write mode's state (a batch's codes, the chunk, the sequence numbers, the receive buffers): one set in this
+ * program; ctnl-writer.c, the same code as an addon, has one per thread that writes (_Thread_local).
+ */
+#ifndef THREAD_LOCAL
+#define THREAD_LOCAL
+#endif
+
 #ifndef SO_RCVBUFFORCE
 #define SO_RCVBUFFORCE 33
 #endif
@@ -148,6 +156,17 @@ static void out_line(const char *fmt, ...) {
   int n = vsnprintf(out_buf + out_len, out_cap - out_len, fmt, ap);
   va_end(ap);
   if (n > 0) out_len += (size_t)n;
+}
+
+/* Text of any length (an `R` line holds a character per request of its batch). */
+static void out_text(const char *p, size_t n) {
+  if (out_cap - out_len < n) {
+    while (out_cap - out_len < n) out_cap = out_cap ? out_cap * 2 : 1 << 20;
+    out_buf = realloc(out_buf, out_cap);
+    if (out_buf == NULL) { perror("realloc"); exit(1); }
+  }
+  memcpy(out_buf + out_len, p, n);
+  out_len += n;
 }
 
 /* Three be32 attributes 1..3 of a nested attribute, as "a,b,c"; 0 when one is missing. */
@@ -434,9 +453,9 @@ static int64_t ns_since(const struct timespec *t) {
  */
 #define RECV_BATCH 64
 #define RECV_SLOT 8192
-static uint8_t recv_bufs[RECV_BATCH][RECV_SLOT];
-static struct mmsghdr recv_msgs[RECV_BATCH];
-static struct iovec recv_iovs[RECV_BATCH];
+static THREAD_LOCAL uint8_t recv_bufs[RECV_BATCH][RECV_SLOT];
+static THREAD_LOCAL struct mmsghdr recv_msgs[RECV_BATCH];
+static THREAD_LOCAL struct iovec recv_iovs[RECV_BATCH];
 
 /* Up to RECV_BATCH datagrams into recv_bufs (recv_msgs[i].msg_len bytes each); recvmmsg's result. */
 static int recv_batch(int s, int flags) {
@@ -735,9 +754,9 @@ static int request(char *line, struct msgbuf *m, uint16_t *type, uint16_t *flags
 }
 
 /* One batch's answers, one character per request. */
-static char *codes;
-static size_t ncodes, codes_cap;
-static char first_error[256];
+static THREAD_LOCAL char *codes;
+static THREAD_LOCAL size_t ncodes, codes_cap;
+static THREAD_LOCAL char first_error[256];
 
 static void note_error(int err, const char *what) {
   if (first_error[0] == '\0') snprintf(first_error, sizeof first_error, "%d %s", err, what ? what : strerror(err));
@@ -751,11 +770,11 @@ static void push_code(char c) {
   codes[ncodes++] = c;
 }
 
-static uint8_t chunk[CHUNK_BYTES];
-static size_t chunk_len;
+static THREAD_LOCAL uint8_t chunk[CHUNK_BYTES];
+static THREAD_LOCAL size_t chunk_len;
 /* The requests in the chunk: codes [chunk_base, chunk_base + chunk_count), sequence numbers chunk_seq0... */
-static size_t chunk_base, chunk_count;
-static uint32_t seq, chunk_seq0;
+static THREAD_LOCAL size_t chunk_base, chunk_count;
+static THREAD_LOCAL uint32_t seq, chunk_seq0;
 
 static void flush_chunk(int s) {
   if (chunk_count == 0) return;
@@ -797,52 +816,77 @@ static void flush_chunk(int s) {
   chunk_count = 0;
 }
 
-static int write_mode(int bytes) {
+/* The write mode's socket: acks without the request copied back, a 5 s wait at most for one, bound. -1: said on stderr. */
+static int write_socket(int bytes) {
   int s = ctnetlink_socket(bytes);
-  if (s < 0) return 1;
+  if (s < 0) return -1;
   int one = 1;
-  setsockopt(s, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one); /* acks without the request copied back */
+  setsockopt(s, SOL_NETLINK, NETLINK_CAP_ACK, &one, sizeof one);
   struct timeval tv = { .tv_sec = 5 };
-  if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0) { perror("setsockopt"); return 1; }
   struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
-  if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("bind"); return 1; }
+  if (setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) < 0) { perror("setsockopt"); close(s); return -1; }
+  if (bind(s, (struct sockaddr *)&sa, sizeof sa) < 0) { perror("bind"); close(s); return -1; }
+  return s;
+}
 
+/*
+ * One line of a batch (without its newline): a request, queued and sent as the chunk fills, or "." to end the
+ * batch. True for ".": batch_result() then gives the answer.
+ */
+static bool write_line(int s, char *line, size_t got) {
+  static THREAD_LOCAL struct msgbuf m;
+  if (strcmp(line, ".") == 0) {
+    flush_chunk(s);
+    return true;
+  }
+  char copy[MAX_REQUEST];
+  snprintf(copy, sizeof copy, "%s", line);
+  uint16_t type, flags;
+  if (got >= sizeof copy || !request(line, &m, &type, &flags)) {
+    flush_chunk(s); /* keeps the answers in order */
+    push_code('!');
+    char what[sizeof first_error - 16];
+    snprintf(what, sizeof what, "bad request: %.200s", copy);
+    note_error(0, what);
+    return false;
+  }
+  if (chunk_len + m.n > sizeof chunk) flush_chunk(s);
+  if (chunk_count == 0) { chunk_base = ncodes; chunk_seq0 = seq + 1; }
+  struct nlmsghdr h = { .nlmsg_len = (uint32_t)m.n, .nlmsg_type = type, .nlmsg_flags = flags, .nlmsg_seq = ++seq };
+  memcpy(m.b, &h, sizeof h);
+  memcpy(chunk + chunk_len, m.b, m.n);
+  chunk_len += m.n;
+  chunk_count++;
+  push_code('?');
+  return false;
+}
+
+/* Ends the batch: its `R` line (no newline, malloc'd) and a clean slate for the next. */
+static char *batch_result(void) {
+  size_t done = 0, absent = 0, failed = 0;
+  for (size_t i = 0; i < ncodes; i++) done += codes[i] == '+', absent += codes[i] == '-', failed += codes[i] == '!';
+  push_code('\0');
+  char *r = NULL;
+  if (asprintf(&r, "R %zu %zu %zu %s %s", done, absent, failed, ncodes > 1 ? codes : ".", first_error[0] ? first_error : "-") < 0) { perror("asprintf"); exit(1); }
+  ncodes = 0;
+  first_error[0] = '\0';
+  return r;
+}
+
+static int write_mode(int bytes) {
+  int s = write_socket(bytes);
+  if (s < 0) return 1;
   char *line = NULL;
   size_t cap = 0;
   ssize_t got;
-  static struct msgbuf m;
   while ((got = getline(&line, &cap, stdin)) >= 0) {
     if (got > 0 && line[got - 1] == '\n') line[--got] = '\0';
-    if (strcmp(line, ".") == 0) {
-      flush_chunk(s);
-      size_t done = 0, absent = 0, failed = 0;
-      for (size_t i = 0; i < ncodes; i++) done += codes[i] == '+', absent += codes[i] == '-', failed += codes[i] == '!';
-      push_code('\0');
-      out_line("R %zu %zu %zu %s %s\n", done, absent, failed, ncodes > 1 ? codes : ".", first_error[0] ? first_error : "-");
-      out_flush();
-      ncodes = 0;
-      first_error[0] = '\0';
-      continue;
-    }
-    char copy[MAX_REQUEST];
-    snprintf(copy, sizeof copy, "%s", line);
-    uint16_t type, flags;
-    if ((size_t)got >= sizeof copy || !request(line, &m, &type, &flags)) {
-      flush_chunk(s); /* keeps the answers in order */
-      push_code('!');
-      char what[sizeof first_error - 16];
-      snprintf(what, sizeof what, "bad request: %.200s", copy);
-      note_error(0, what);
-      continue;
-    }
-    if (chunk_len + m.n > sizeof chunk) flush_chunk(s);
-    if (chunk_count == 0) { chunk_base = ncodes; chunk_seq0 = seq + 1; }
-    struct nlmsghdr h = { .nlmsg_len = (uint32_t)m.n, .nlmsg_type = type, .nlmsg_flags = flags, .nlmsg_seq = ++seq };
-    memcpy(m.b, &h, sizeof h);
-    memcpy(chunk + chunk_len, m.b, m.n);
-    chunk_len += m.n;
-    chunk_count++;
-    push_code('?');
+    if (!write_line(s, line, (size_t)got)) continue;
+    char *r = batch_result();
+    out_text(r, strlen(r));
+    out_text("\n", 1);
+    out_flush();
+    free(r);
   }
   return 0;
 }
@@ -890,6 +934,7 @@ static int dump_mode(void) {
   }
 }
 
+#ifndef LBD_CTNL_IN_PROCESS
 int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "events") == 0 && strcmp(argv[3], "keep-young") == 0) {
     keep_young = true;
@@ -905,3 +950,4 @@ int main(int argc, char **argv) {
   fprintf(stderr, "usage: lbd-ctnl events BYTES [keep-young] | write BYTES | dump\n");
   return 2;
 }
+#endif

@@ -1,12 +1,13 @@
 import assert from 'node:assert/strict';
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { connectionKey, type ConnectionEvent, type SyncedConnection } from '@lbd/dataplane';
 import { parseConntrack } from './conntrack.js';
-import { ConntrackConnectionTable, NATIVE_CTNL_HELPER, connectionFromEntry, listConntrack, type CtnlHelper } from './connection-table.js';
+import { ConntrackConnectionTable, NATIVE_CTNL_HELPER, connectionFromEntry, listConntrack, type CtnlHelper, type CtnlWriterKind } from './connection-table.js';
+import { CTNL_WRITER_ADDON } from './ctnl-writer.js';
 import { netnsRunner } from './runner.js';
 
 /**
@@ -153,8 +154,8 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
   let dir = '';
   const children: ChildProcessWithoutNullStreams[] = [];
   const tables: ConntrackConnectionTable[] = [];
-  const table = (ns: string, ctnlHelper?: CtnlHelper): ConntrackConnectionTable => {
-    const t = new ConntrackConnectionTable({ runner: netnsRunner(ns), ...(ctnlHelper ? { ctnlHelper } : {}) });
+  const table = (ns: string, ctnlHelper?: CtnlHelper, writer?: CtnlWriterKind): ConntrackConnectionTable => {
+    const t = new ConntrackConnectionTable({ runner: netnsRunner(ns), ...(ctnlHelper ? { ctnlHelper } : {}), ...(writer ? { writer } : {}) });
     tables.push(t);
     return t;
   };
@@ -282,11 +283,12 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
     }
   });
 
-  // Both helpers write: the compiled one by default, perl as its fallback and reference.
-  for (const helper of ['native', 'perl'] as const) {
-    it(`apply injects connections that conntrack -L then shows with the same translation and mark, and watch sees them as injected (${helper})`, async () => {
+  // Three writers: the addon on this thread (the default), the compiled helper, and perl as its fallback and reference.
+  for (const [helper, writer] of [['native', 'in-process'], ['native', 'helper'], ['perl', 'helper']] as const) {
+    const how = writer === 'in-process' ? 'in-process' : helper;
+    it(`apply injects connections that conntrack -L then shows with the same translation and mark, and watch sees them as injected (${how})`, async () => {
       const events: ConnectionEvent[] = [];
-      const watch = await table(X, helper).watch({ onEvents: (e) => events.push(...e), onLoss: () => {} });
+      const watch = await table(X, helper, writer).watch({ onEvents: (e) => events.push(...e), onLoss: () => {} });
       try {
         const fullnat: SyncedConnection = {
           protocol: 'tcp', client: { address: CLIENT, port: 40001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
@@ -294,7 +296,7 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
         };
         const nat: SyncedConnection = { ...fullnat, protocol: 'udp', client: { address: CLIENT, port: 40002 }, localAddress: null, state: 'ASSURED', timeoutSec: 120, mark: 131074 };
         const v6: SyncedConnection = { ...fullnat, client: { address: CLIENT6, port: 40003 }, vip: { address: VIP6, port: 80 }, realServer: { address: RS6, port: 8080 }, localAddress: { address: LIP6, port: 20003 } };
-        const res = await table(X, helper).apply([fullnat, nat, v6].map((connection) => ({ op: 'upsert' as const, connection })));
+        const res = await table(X, helper, writer).apply([fullnat, nat, v6].map((connection) => ({ op: 'upsert' as const, connection })));
         assert.deepEqual(res, { inserted: 3, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
         const listed = new Map(conntrackL(X).map((f) => [connectionKey(f), f]));
         for (const want of [fullnat, nat, v6]) {
@@ -303,15 +305,15 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
           assert.ok(got.timeoutSec > want.timeoutSec - 5 && got.timeoutSec <= want.timeoutSec);
           assert.deepEqual({ ...got, timeoutSec: 0 }, { ...want, timeoutSec: 0 });
         }
-        assert.deepEqual((await table(X, helper).dump()).map(connectionKey).sort(), [fullnat, nat, v6].map(connectionKey).sort());
+        assert.deepEqual((await table(X, helper, writer).dump()).map(connectionKey).sort(), [fullnat, nat, v6].map(connectionKey).sort());
         await eventually(() => events.filter((e) => e.kind === 'new' && e.injected).length === 3, 2000);
       } finally {
         await watch.close();
       }
     });
 
-    it(`apply writes a SYN-proxied connection's cookie and sequence adjustment, IPv4 and IPv6, the dump reads them back, and a refresh adds them to a copy made without (${helper})`, async () => {
-      const t = table(X, helper);
+    it(`apply writes a SYN-proxied connection's cookie and sequence adjustment, IPv4 and IPv6, the dump reads them back, and a refresh adds them to a copy made without (${how})`, async () => {
+      const t = table(X, helper, writer);
       const synProxy = { isn: 4_000_000_001, its: 0, tsoff: 0 };
       const seqAdjust = { original: { correctionPos: 0, offsetBefore: 0, offsetAfter: 0 }, reply: { correctionPos: 0, offsetBefore: 4_000_000_000, offsetAfter: 4_000_000_000 } };
       const fullnat: SyncedConnection = {
@@ -323,7 +325,7 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
       const young: SyncedConnection = { ...fullnat, client: { address: CLIENT, port: 45003 }, localAddress: null, state: 'SYN_SENT', synProxy };
       delete (young as { seqAdjust?: unknown }).seqAdjust;
       assert.deepEqual(await t.apply([fullnat, v6, young].map((connection) => ({ op: 'upsert' as const, connection }))), { inserted: 3, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
-      const dumped = async (): Promise<Map<number, SyncedConnection>> => new Map((await table(X, helper).dump()).map((f) => [f.client.port, f]));
+      const dumped = async (): Promise<Map<number, SyncedConnection>> => new Map((await table(X, helper, writer).dump()).map((f) => [f.client.port, f]));
       let now = await dumped();
       for (const want of [fullnat, v6, young]) {
         const got = now.get(want.client.port);
@@ -335,8 +337,8 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
       assert.deepEqual([now.get(45003)?.state, now.get(45003)?.synProxy, now.get(45003)?.seqAdjust], ['ESTABLISHED', synProxy, seqAdjust]);
     });
 
-    it(`apply with a conflicting entry and a remove of an absent connection still makes the rest, and counts each (${helper})`, async () => {
-      const t = table(X, helper);
+    it(`apply with a conflicting entry and a remove of an absent connection still makes the rest, and counts each (${how})`, async () => {
+      const t = table(X, helper, writer);
       const connection = (port: number, rs = RS): SyncedConnection => ({
         protocol: 'tcp', client: { address: CLIENT, port }, vip: { address: VIP, port: 80 }, realServer: { address: rs, port: 8080 },
         localAddress: { address: LIP, port: 20000 + port }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
@@ -357,8 +359,8 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
       assert.equal(listed.get(3)!.state, 'ESTABLISHED');
     });
 
-    it(`a remove of a binding (by reply tuple) leaves a copy of the same connection with another binding, and removes its own, fullnat, nat and IPv6 (${helper})`, async () => {
-      const t = table(X, helper);
+    it(`a remove of a binding (by reply tuple) leaves a copy of the same connection with another binding, and removes its own, fullnat, nat and IPv6 (${how})`, async () => {
+      const t = table(X, helper, writer);
       const fullnat: SyncedConnection = {
         protocol: 'tcp', client: { address: CLIENT, port: 44001 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
         localAddress: { address: LIP, port: 24001 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
@@ -378,6 +380,35 @@ describe('ConntrackConnectionTable in namespaces @privileged', function () {
       assert.deepEqual(ports(), []);
     });
   }
+
+  it('writes in this process by default, in the runner\'s namespace, leaving the thread in its own; a gone namespace and a request that cannot be rendered fail the batch and name why', async () => {
+    const home = readlinkSync('/proc/thread-self/ns/net');
+    const t = table(X);
+    assert.equal(t.writerKind, 'in-process', `the build makes ${CTNL_WRITER_ADDON}`);
+    const f: SyncedConnection = {
+      protocol: 'tcp', client: { address: CLIENT, port: 40101 }, vip: { address: VIP, port: 80 }, realServer: { address: RS, port: 8080 },
+      localAddress: { address: LIP, port: 20101 }, mark: MARK, state: 'ESTABLISHED', timeoutSec: 300,
+    };
+    assert.deepEqual(await t.apply([{ op: 'upsert', connection: f }]), { inserted: 1, replaced: 0, refreshed: 0, removed: 0, failed: 0, errors: [] });
+    assert.equal(readlinkSync('/proc/thread-self/ns/net'), home);
+    assert.ok(conntrackL(X).some((e) => connectionKey(e) === connectionKey(f)), 'the entry is in the runner\'s namespace');
+
+    const gone = new ConntrackConnectionTable({ runner: netnsRunner(`${X}-gone`), writer: 'in-process' });
+    await assert.rejects(gone.apply([{ op: 'upsert', connection: f }]), /entering the network namespace \/run\/netns\/\S+-gone: No such file or directory/);
+    assert.equal(readlinkSync('/proc/thread-self/ns/net'), home);
+
+    // 1 500 inserts, the 1 200th of which cannot be rendered: the first chunk went, the batch fails with the
+    // reason, and the next batch has a writer again.
+    const many = Array.from({ length: 1500 }, (_, i): SyncedConnection => ({ ...f, client: { address: CLIENT, port: 41000 + i }, localAddress: { address: LIP, port: 21000 + i } }));
+    const bad = many[1199]!;
+    Object.defineProperty(bad, 'state', { get: () => { throw new Error('a state that cannot be read'); } });
+    await assert.rejects(t.apply(many.map((connection) => ({ op: 'upsert' as const, connection }))), /a state that cannot be read/);
+    const rest = many.filter((c) => c !== bad);
+    const again = await t.apply(rest.map((connection) => ({ op: 'upsert' as const, connection })));
+    assert.equal(again.failed, 0, again.errors.join('; '));
+    assert.equal(again.inserted + again.refreshed + again.replaced, rest.length);
+    assert.equal(conntrackL(X).filter((e) => e.client.port >= 41000 && e.client.port < 42500).length, rest.length);
+  });
 
   it('refreshes through ctnetlink: tcp state forwards and back, the mark, udp status bits, the timeout', async () => {
     const t = table(X);

@@ -8,8 +8,9 @@ import {
 } from '@lbd/dataplane';
 import { parseConntrack, type ConntrackEntry } from './conntrack.js';
 import {
-  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, connectionOf, helperError, parseDump, parseEventLine, renderDeleteBindingRequest, renderDeleteRequest, renderInsertRequest, renderUpdateRequest,
+  CTNL_SCRIPT, CtnlWriter, TCP_STATE_NAMES, type BatchWriter, connectionOf, helperError, parseDump, parseEventLine, renderDeleteBindingRequest, renderDeleteRequest, renderInsertRequest, renderUpdateRequest,
 } from './ctnetlink.js';
+import { InProcessCtnlWriter, ctnlWriterAddon } from './ctnl-writer.js';
 import { localRunner, type CommandResult, type CommandRunner } from './runner.js';
 import { OneAtATime } from './one-at-a-time.js';
 
@@ -40,6 +41,12 @@ export interface ConntrackConnectionTableOptions {
    */
   readonly ctnlHelper?: CtnlHelper;
   /**
+   * Where writes go (inserts, updates, deletes): `in-process`, the addon (dist/ctnl-writer.node, lbd-ctnl's write
+   * mode on a socket of the calling thread), or `helper`, the write helper process (lbd-ctnl write, or perl's).
+   * Default: in-process where the addon loads, the helper is lbd-ctnl, and the runner says its namespace; else helper.
+   */
+  readonly writer?: CtnlWriterKind;
+  /**
    * With lbd-ctnl: a watch leaves TCP handshakes (and the destroy of an established connection that ended in
    * TIME_WAIT or CLOSE) in the helper instead of reporting them, and takeYoung reads the handshakes (lbd-ctnl's
    * keep-young). Default true; false reports every event as the perl helper does (a test compares the two).
@@ -48,6 +55,7 @@ export interface ConntrackConnectionTableOptions {
 }
 
 export type CtnlHelper = 'native' | 'perl';
+export type CtnlWriterKind = 'in-process' | 'helper';
 
 /** Where the build puts lbd-ctnl: beside this module in dist/ (a deployed tree keeps that layout). */
 export const NATIVE_CTNL_HELPER = fileURLToPath(new URL('./lbd-ctnl', import.meta.url));
@@ -183,8 +191,12 @@ export class ConntrackConnectionTable implements ConnectionTable {
   readonly ctnlHelper: CtnlHelper;
   /** Starts a helper in a mode (null when the runner cannot spawn: watch and apply then say so). */
   private readonly startHelper: ((mode: 'events' | 'write', bytes: number) => ChildProcessWithoutNullStreams) | null;
-  /** Every change (null when the runner cannot spawn). */
-  private readonly writer: CtnlWriter | null;
+  /** Where writes go (see ConntrackConnectionTableOptions.writer). */
+  readonly writerKind: CtnlWriterKind;
+  /** Why the default went to the helper where it would have written in-process (the addon did not load); else null. */
+  readonly inProcessUnavailable: string | null;
+  /** Every change (null when the runner cannot spawn and the writes are not in-process). */
+  private readonly writer: BatchWriter | null;
   /** Running events helpers, ended by dispose() if their watch was not closed. */
   private readonly children = new Set<ChildProcessWithoutNullStreams>();
   /** Applies are serialised: each reconciles against what the previous one left. */
@@ -203,11 +215,23 @@ export class ConntrackConnectionTable implements ConnectionTable {
       ? spawn!(NATIVE_CTNL_HELPER, mode === 'events' && keepYoung ? [mode, String(bytes), 'keep-young'] : [mode, String(bytes)])
       : spawn!('perl', ['-e', CTNL_SCRIPT, mode, String(bytes)]));
     this.startHelper = spawn ? start : null;
-    this.writer = spawn ? new CtnlWriter(() => start('write', 8 * 1024 * 1024), {
-      idleMs: opts.helperIdleMs ?? 10_000,
-      // The helper waits at most 5 s for each 64 KiB of requests to be acked; this only catches a stuck pipe.
-      timeoutMs: (n) => 30_000 + n,
-    }) : null;
+    // In-process when asked, or by default beside the compiled helper where the runner says its namespace (a
+    // test's fake runner does not: its writes go through the helper it fakes).
+    const netns = this.runner.netns;
+    const wanted = opts.writer === 'in-process' || (opts.writer === undefined && this.ctnlHelper === 'native' && netns !== undefined);
+    const { addon, error } = wanted ? ctnlWriterAddon() : { addon: null, error: null };
+    if (opts.writer === 'in-process') {
+      if (!addon) throw new DataPlaneError('CommandMissing', 'apply', { detail: `writer in-process: ${error ?? 'the addon did not load'} (run pnpm run build, or reinstall the lbd package)` });
+      if (netns === undefined) throw new DataPlaneError('Unknown', 'apply', { detail: 'writer in-process: the command runner does not say which network namespace it runs in' });
+    }
+    this.writerKind = addon && netns !== undefined ? 'in-process' : 'helper';
+    this.inProcessUnavailable = wanted && !addon ? error : null;
+    this.writer = addon && netns !== undefined ? new InProcessCtnlWriter(addon, netns)
+      : spawn ? new CtnlWriter(() => start('write', 8 * 1024 * 1024), {
+        idleMs: opts.helperIdleMs ?? 10_000,
+        // The helper waits at most 5 s for each 64 KiB of requests to be acked; this only catches a stuck pipe.
+        timeoutMs: (n) => 30_000 + n,
+      }) : null;
   }
 
   /**

@@ -455,9 +455,16 @@ export function helperError(op: string, stderr: string, what: string): DataPlane
  * and ended (EOF on its stdin) after idleMs without a batch, or by close(). Batches run one at a time.
  */
 /** Requests rendered and written at a time by CtnlWriter (about 100 KiB of inserts). */
-const WRITE_CHUNK = 1024;
+export const WRITE_CHUNK = 1024;
 
-export class CtnlWriter {
+/** What carries a connection table's write batches to the kernel: the helper (CtnlWriter) or the addon (InProcessCtnlWriter). */
+export interface BatchWriter {
+  /** Sends `count` requests as one batch, `render(i)` giving request i; resolves with the batch's answer. */
+  run(count: number, render: (i: number) => string): Promise<WriteResult>;
+  close(): Promise<void>;
+}
+
+export class CtnlWriter implements BatchWriter {
   private child: ChildProcessWithoutNullStreams | null = null;
   private exited: Promise<void> = Promise.resolve();
   private waiting: { resolve: (r: WriteResult) => void; reject: (e: Error) => void } | null = null;

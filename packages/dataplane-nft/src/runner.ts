@@ -16,6 +16,12 @@ export interface CommandRunner {
   run(command: string, args: readonly string[]): Promise<CommandResult>;
   /** A long-running process with pipes (for `nft -i`); runners without it make every change start nft. */
   spawn?(command: string, args: readonly string[]): ChildProcessWithoutNullStreams;
+  /**
+   * The network namespace the commands run in: null for this process's own, a name under /run/netns for
+   * `ip netns exec`'s. What runs inside this process on the runner's behalf (the connection table's in-process
+   * writer) opens its socket there. Absent: not known (a test's fake), so everything goes through commands.
+   */
+  readonly netns?: string | null;
 }
 
 const MAX_OUTPUT = 512 * 1024 * 1024;
@@ -39,12 +45,13 @@ function execRun(command: string, args: readonly string[]): Promise<CommandResul
 }
 
 export function localRunner(): CommandRunner {
-  return { run: execRun, spawn: (command, args) => spawn(command, [...args], { stdio: 'pipe' }) };
+  return { run: execRun, spawn: (command, args) => spawn(command, [...args], { stdio: 'pipe' }), netns: null };
 }
 
 export function netnsRunner(namespace: string): CommandRunner {
   return {
     run: (command, args) => execRun('ip', ['netns', 'exec', namespace, command, ...args]),
     spawn: (command, args) => spawn('ip', ['netns', 'exec', namespace, command, ...args], { stdio: 'pipe' }),
+    netns: namespace,
   };
 }
