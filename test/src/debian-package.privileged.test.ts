@@ -144,6 +144,11 @@ describe('lbd\'s Debian package, installed into a clean Debian root @privileged'
     assert.match(probe, /\/dist\/lbd-probe$/, 'lbd-probe is in the package');
     const probeUsage = await inRoot([probe, 'x'], { allowFailure: true });
     assert.deepEqual([probeUsage.code, probeUsage.stderr.trim()], [2, 'usage: lbd-probe < REQUESTS']);
+    // And lbd-ctnl's write mode as a Node addon, which the root's node loads (a standby's writes in its sync thread).
+    const addon = (await inRoot(['sh', '-c', 'find /usr/lib/lbd -name ctnl-writer.node -type f'])).stdout.trim();
+    assert.match(addon, /\/dataplane-nft\/dist\/ctnl-writer\.node$/, 'ctnl-writer.node is in the package');
+    const loads = await inRoot(['node', '-e', `process.stdout.write(Object.keys(require(${JSON.stringify(addon)})).join(' '))`]);
+    assert.equal(loads.stdout, 'open begin write end abort close');
     assert.equal((await inRoot(['dpkg-query', '-W', '-f=${Architecture}', 'lbd'])).stdout, (await runCommand('dpkg', ['--print-architecture'])).stdout.trim());
 
     const validate = await inRoot(['lbadm', 'validate', '-f', '/etc/lbd/lbd.yaml.example'], { allowFailure: true });

@@ -13,9 +13,9 @@ import { LBD_VERSION } from '@lbd/config';
  *
  * The package is built for this machine's architecture (`dpkg --print-architecture`) when the tree holds
  * a compiled program (an ELF file: dataplane-nft's lbd-ctnl and lbd-nfbatch, the netlink helpers, and
- * health-checker's lbd-probe, the connect prober; they need libc only), and is `Architecture: all`
- * otherwise. Node addons (`.node`) are refused: none is expected, and each would need its own
- * dependencies named.
+ * health-checker's lbd-probe, the connect prober; dataplane-nft's ctnl-writer.node, lbd-ctnl's write mode
+ * as a Node-API addon; they need libc only), and is `Architecture: all` otherwise. Any other Node addon
+ * (`.node`) is refused: each would need its own dependencies named.
  */
 
 /** Where the deployed tree goes on the director. */
@@ -33,9 +33,11 @@ export const PROGRAMS = [
  * ctnetlink helpers and the announcer; util-linux: setsid) are what the agent starts besides these.
  */
 export const DEPENDS = ['nodejs (>= 20)', 'nftables', 'conntrack', 'iproute2', 'procps'];
-/** What a compiled program in the tree adds (lbd-ctnl, lbd-nfbatch and lbd-probe link libc and nothing else). */
+/** What a compiled program in the tree adds (lbd-ctnl, lbd-nfbatch, lbd-probe and ctnl-writer.node link libc and nothing else). */
 export const NATIVE_DEPENDS = ['libc6'];
 export const RECOMMENDS = ['iputils-arping'];
+/** lbd's own Node addons (Node-API, libc only): the package may hold these. */
+const OWN_ADDONS = ['/@lbd/dataplane-nft/dist/ctnl-writer.node'];
 export const SUGGESTS = ['etcd-client', 'gobgpd'];
 
 export interface ControlFields {
@@ -235,8 +237,8 @@ export function buildDeb(o: BuildOptions): BuildResult {
     // Not proto/compat: the old releases' files are for the compatibility test, not for a director.
     const compat = join(o.repo, 'proto', 'compat');
     cpSync(join(o.repo, 'proto'), join(protoPackage, 'proto'), { recursive: true, dereference: true, filter: (src) => src !== compat });
-    const addons = walk(lib).filter((p) => p.endsWith('.node'));
-    if (addons.length > 0) throw new Error(`Node addons are not expected in the package (each needs its dependencies named in it): ${addons.map((p) => relative(lib, p)).join(', ')}`);
+    const addons = walk(lib).filter((p) => p.endsWith('.node') && !OWN_ADDONS.some((a) => p.endsWith(a)));
+    if (addons.length > 0) throw new Error(`Node addons other than lbd's own are not expected in the package (each needs its dependencies named in it): ${addons.map((p) => relative(lib, p)).join(', ')}`);
     const compiled = walk(lib).filter(isElf);
     log(compiled.length === 0 ? 'no compiled program: Architecture all' : `compiled: ${compiled.map((p) => relative(lib, p)).join(', ')}`);
     for (const p of PROGRAMS) {

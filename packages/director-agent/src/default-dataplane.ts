@@ -1,5 +1,5 @@
 import type { DataPlane, ConnectionTable } from '@lbd/dataplane';
-import type { CtnlHelper } from '@lbd/dataplane-nft';
+import type { CtnlHelper, CtnlWriterKind } from '@lbd/dataplane-nft';
 import type { Logger } from '@lbd/log';
 
 /**
@@ -35,6 +35,18 @@ export function ctnlHelperFromEnv(env: NodeJS.ProcessEnv): CtnlHelper | undefine
 }
 
 /**
+ * LBD_CTNETLINK_WRITER, checked at start: where connection sync's writes to conntrack go, `in-process` (the sync
+ * thread's own netlink socket, through ctnl-writer.node) or `helper` (the lbd-ctnl write process, or perl's);
+ * unset, the table's default (in-process where the addon was built, with the compiled helper). Throws a
+ * message naming the variable, its value and the choices.
+ */
+export function ctnlWriterFromEnv(env: NodeJS.ProcessEnv): CtnlWriterKind | undefined {
+  const asked = env.LBD_CTNETLINK_WRITER;
+  if (asked === undefined || asked === 'in-process' || asked === 'helper') return asked;
+  throw new EnvError(`LBD_CTNETLINK_WRITER is ${JSON.stringify(asked)}: it names where connection sync's writes to conntrack go, in-process or helper; unset it for the default`);
+}
+
+/**
  * LBD_TCP_PROBER, checked at start: `native` has plain tcp connect checks made by lbd-probe (the compiled
  * connect prober), `node` by Node's sockets (to compare them, or to fall back); unset, the default (lbd-probe
  * where it was built). Throws a message naming the variable, its value and the choices.
@@ -46,9 +58,14 @@ export function tcpConnectorFromEnv(env: NodeJS.ProcessEnv): 'native' | 'node' |
 }
 
 /** The production connection table for connection sync: conntrack events, dumps and injection. */
-export async function createDefaultConnectionTable(log: Logger, ctnlHelper?: CtnlHelper): Promise<ConnectionTable & { dispose(): Promise<void> }> {
+export async function createDefaultConnectionTable(log: Logger, ctnlHelper?: CtnlHelper, writer?: CtnlWriterKind): Promise<ConnectionTable & { dispose(): Promise<void> }> {
   const { ConntrackConnectionTable } = await import('@lbd/dataplane-nft');
-  const table = new ConntrackConnectionTable(ctnlHelper === undefined ? {} : { ctnlHelper });
-  log.info('connection sync talks ctnetlink', { helper: table.ctnlHelper === 'native' ? 'lbd-ctnl (compiled)' : 'perl' });
+  const table = new ConntrackConnectionTable({ ...(ctnlHelper === undefined ? {} : { ctnlHelper }), ...(writer === undefined ? {} : { writer }) });
+  log.info('connection sync talks ctnetlink', {
+    helper: table.ctnlHelper === 'native' ? 'lbd-ctnl (compiled)' : 'perl',
+    writes: table.writerKind === 'in-process' ? 'in the sync thread (ctnl-writer.node)' : 'through the helper',
+  });
+  // The default would have written in-process: a build or an install without the addon costs a standby CPU.
+  if (writer === undefined && table.inProcessUnavailable !== null) log.warn('connection sync writes through the helper: the in-process writer did not load', { why: table.inProcessUnavailable });
   return table;
 }

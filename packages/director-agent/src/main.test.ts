@@ -66,6 +66,19 @@ describe('lbd-agent run()', () => {
     assert.equal(errors.join('\n'), 'lbd-agent: LBD_CTNETLINK is "fast": it names the ctnetlink helper (conntrack events and writes), native or perl; unset it for the default');
   });
 
+  it('exits 78 on an LBD_CTNETLINK_WRITER it cannot use, naming the choices, before a data plane exists', async () => {
+    await writeFile(join(dir, 'lbd.yaml'), GOOD);
+    let created = false;
+    const errors: string[] = [];
+    const code = await run(['--config', join(dir, 'lbd.yaml'), '--admin-socket', join(dir, 'a.sock')], {
+      createDataPlane: async () => { created = true; return new FakeDataPlane(); },
+      writeError: (t) => errors.push(t), writeLog: () => {}, signals: new EventEmitter(), env: { LBD_CTNETLINK_WRITER: 'addon' },
+    });
+    assert.equal(code, EXIT.config);
+    assert.equal(created, false);
+    assert.equal(errors.join('\n'), 'lbd-agent: LBD_CTNETLINK_WRITER is "addon": it names where connection sync\'s writes to conntrack go, in-process or helper; unset it for the default');
+  });
+
   it('exits 78 on an LBD_TCP_PROBER it cannot use, naming the choices, before a data plane exists', async () => {
     await writeFile(join(dir, 'lbd.yaml'), GOOD);
     let created = false;

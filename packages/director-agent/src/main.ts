@@ -4,7 +4,7 @@ import { AgentError } from '@lbd/operator-surfaces';
 import { createLogger, type Logger, type LogLevel } from '@lbd/log';
 import { Agent } from './agent.js';
 import { readConfigText } from './config-file.js';
-import { createDefaultDataPlane, createDefaultLeaseDrops, ctnlHelperFromEnv, EnvError, tcpConnectorFromEnv } from './default-dataplane.js';
+import { createDefaultDataPlane, createDefaultLeaseDrops, ctnlHelperFromEnv, ctnlWriterFromEnv, EnvError, tcpConnectorFromEnv } from './default-dataplane.js';
 import { ProberSet, TcpProber } from '@lbd/health-checker';
 import { electionThread, type ElectionHostFactory } from './election-thread.js';
 import { operatorSurfaces } from './operator-surfaces.js';
@@ -89,7 +89,7 @@ export interface RunDeps {
   readonly writeError?: (text: string) => void;
   /** Where signals come from; default the process. */
   readonly signals?: NodeJS.EventEmitter;
-  /** The environment (LBD_CTNETLINK); default the process's. */
+  /** The environment (LBD_CTNETLINK, LBD_CTNETLINK_WRITER, LBD_TCP_PROBER); default the process's. */
   readonly env?: NodeJS.ProcessEnv;
   /** Called once the agent serves (tests use it to reach the agent). */
   readonly onStarted?: (agent: Agent) => void;
@@ -132,11 +132,13 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     // Validate before anything else exists: a bad config at start applies nothing and names every problem.
     let initial;
     let ctnlHelper;
+    let ctnlWriter;
     let tcpConnector;
     try {
       const text = await readConfigText(configPath);
       initial = { text, config: parseConfig(text, configPath) };
       ctnlHelper = ctnlHelperFromEnv(deps.env ?? process.env);
+      ctnlWriter = ctnlWriterFromEnv(deps.env ?? process.env);
       tcpConnector = tcpConnectorFromEnv(deps.env ?? process.env);
     } catch (err) {
       if (err instanceof ConfigError || err instanceof EnvError) {
@@ -152,7 +154,7 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
     // Connection sync needs the peer link's TLS: without it there is nothing to read the table for. It runs in a
     // thread of its own with the kernel's table, or in-process over the table a test gives.
     const connectionSync = !cluster?.tls ? undefined
-      : deps.createConnectionTable ? inProcessSync(await deps.createConnectionTable(log)) : syncThread(ctnlHelper === undefined ? {} : { ctnlHelper });
+      : deps.createConnectionTable ? inProcessSync(await deps.createConnectionTable(log)) : syncThread({ ...(ctnlHelper === undefined ? {} : { ctnlHelper }), ...(ctnlWriter === undefined ? {} : { ctnlWriter }) });
     const leaseDrops = cluster === null || deps.createDataPlane ? undefined : await createDefaultLeaseDrops();
     try {
       agent = await Agent.start({

@@ -1,14 +1,16 @@
 import { Worker } from 'node:worker_threads';
 import type { EcmpTier, Service } from '@lbd/config';
 import type { GroupHolding, GroupState } from '@lbd/connsync';
-import type { CtnlHelper } from '@lbd/dataplane-nft';
+import type { CtnlHelper, CtnlWriterKind } from '@lbd/dataplane-nft';
 import { errorField, type LogFields, type LogLevel } from '@lbd/log';
 import type { SyncHost, SyncHostCallbacks, SyncHostFactory, SyncHostOptions, SyncReport } from './sync-host.js';
 
-/** What the sync thread is started with: the host's options and which ctnetlink helper its table uses. */
+/** What the sync thread is started with: the host's options and how its table talks ctnetlink. */
 export interface SyncWorkerData extends SyncHostOptions {
   /** `native` (lbd-ctnl) or `perl`; absent: the table's default. */
   readonly ctnlHelper?: CtnlHelper;
+  /** `in-process` or `helper`; absent: the table's default. */
+  readonly ctnlWriter?: CtnlWriterKind;
 }
 
 /** Requests to the sync thread (answered with a reply of the same id), one-way updates (id 0), and answers to its asks. */
@@ -49,6 +51,7 @@ export function crossableLogFields(fields: LogFields): LogFields {
 
 export interface SyncThreadOptions {
   readonly ctnlHelper?: CtnlHelper;
+  readonly ctnlWriter?: CtnlWriterKind;
   /** The thread's program (tests: a fixture around sync-worker.js). */
   readonly workerUrl?: URL;
 }
@@ -59,10 +62,11 @@ const RESTART_MAX_MS = 30_000;
 /** A thread that ran this long before it ended starts the doubling afresh. */
 const RESTART_RESET_MS = 60_000;
 
-/** Sync in a worker thread running sync-worker.ts, which makes the kernel's connection table with `ctnlHelper`. */
+/** Sync in a worker thread running sync-worker.ts, which makes the kernel's connection table with `ctnlHelper` and `ctnlWriter`. */
 export function syncThread(o: SyncThreadOptions = {}): SyncHostFactory {
   const url = o.workerUrl ?? new URL('./sync-worker.js', import.meta.url);
-  return (host, c) => new SyncThread(url, { ...host, ...(o.ctnlHelper === undefined ? {} : { ctnlHelper: o.ctnlHelper }) }, c);
+  const ctnl = { ...(o.ctnlHelper === undefined ? {} : { ctnlHelper: o.ctnlHelper }), ...(o.ctnlWriter === undefined ? {} : { ctnlWriter: o.ctnlWriter }) };
+  return (host, c) => new SyncThread(url, { ...host, ...ctnl }, c);
 }
 
 /**

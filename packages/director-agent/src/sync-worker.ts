@@ -34,7 +34,7 @@ const groupState = (group: string): Promise<GroupState> => new Promise((resolve,
   send({ ask: id, group });
 });
 
-const table = await createDefaultConnectionTable(log, raw.ctnlHelper);
+const table = await createDefaultConnectionTable(log, raw.ctnlHelper, raw.ctnlWriter);
 const service = new SyncService({ self: raw.self, peers: raw.peers, security, listen: raw.listen }, table, { log, groupState });
 
 port.on('message', (m: SyncRequest) => {
