@@ -6,7 +6,7 @@ import { parseConfig, serviceKey, type Service } from '@lbd/config';
 import { ConnectionSync, LAG_WINDOW_MS, SyncReceiver, realServerName, toWireChange } from '@lbd/connsync';
 import { type ConnectionApplyResult, type ConnectionChange, type ConnectionTable, type ConnectionWatch, type ConnectionWatchHandlers, type SyncedConnection } from '@lbd/dataplane';
 import { silentLogger, type Logger } from '@lbd/director-agent';
-import { ConntrackConnectionTable, defaultCtnlHelper, listConntrack, netnsRunner, parseConntrack } from '@lbd/dataplane-nft';
+import { ConntrackConnectionTable, defaultCtnlHelper, listConntrack, netnsRunner, parseConntrack, type CtnlWriterKind } from '@lbd/dataplane-nft';
 import {
   AdminApi, connSyncServiceDefinition, peerServerCredentials, syncProto, type Change, type ClusterStatus__Output, type ConnSyncPeer__Output, type PeerSecurity, type SyncMessage,
 } from '@lbd/proto';
@@ -21,7 +21,7 @@ import { formatCount as count, formatMs, formatNumber, formatRatio, passMiss, su
 import { BenchScope } from './scope.js';
 import { SMALL_OBJECT } from './servers.js';
 import { benchSyncPath, reportSyncPath, type SyncPathResult } from './sync-path.js';
-import { GROUP, LOCAL_ADDRESSES, ONE_SERVICE_CONFIG, RS_HOSTS, VIP, applyConfig, other, startLab, type SyncLabUser } from './sync-lab.js';
+import { GROUP, LOCAL_ADDRESSES, ONE_SERVICE_CONFIG, RS_HOSTS, VIP, applyConfig, other, startLab, type SyncLabUser, writesOf } from './sync-lab.js';
 import { WorkerLink } from './worker-link.js';
 import { describeErrors, errorCount, runWrk, writeWrkScript, type WrkResult } from './wrk.js';
 
@@ -189,6 +189,8 @@ interface WholePathResult {
   readonly lossEvents: number;
   readonly warnings: readonly string[];
   readonly warnCount: number;
+  /** Where the standby's table wrote (ConntrackConnectionTable.writerKind). */
+  readonly writer: CtnlWriterKind;
 }
 
 interface TimedStats {
@@ -522,6 +524,7 @@ async function wholePath(ctx: WholePathContext, host: string, leaderThread: bool
       + `${st.applies} applies (${formatMs(st.applyMs)}), ${st.dumps} dumps (${formatMs(st.dumpMs)}), standby event losses ${lossEvents}, CPU ${processCpuSec.toFixed(1)} s + ctnetlink helpers and conntrack runs ${childrenCpuSec.toFixed(1)} s`);
     return {
       caughtUpMs, wholeMs, count, inserted: r?.inserted ?? 0, failed: r?.failed ?? 0, processCpuSec, childrenCpuSec, sink: st, lossEvents, warnings, warnCount,
+      writer: sinkTable.writerKind,
     };
   } finally {
     const left = await leader.close().catch(() => ({ warnings: [], warnCount: 0 }));
@@ -570,6 +573,8 @@ interface StandbyPathResult {
   readonly inserted: number;
   readonly failed: number;
   readonly problem: string;
+  /** Where the table wrote (ConntrackConnectionTable.writerKind). */
+  readonly writer: CtnlWriterKind;
 }
 
 /** Connection i of the standby-path feed: distinct fullnat tcp connections in 198.18.0.0/15, unique reply tuples too. */
@@ -674,7 +679,7 @@ async function benchStandbyPath(scope: BenchScope, prefix: string, s: Settings):
     const r: StandbyPathResult = {
       messages: sent, fed, feedMs, runMs, lagP50Ms: percentile(lags, 0.5), lagP99Ms: percentile(lags, 0.99), lagMaxMs: lags.at(-1) ?? Number.NaN,
       late, windowFull, acked: Math.max(0, acked - first + 1), nodeCores: (cpu.user + cpu.system) / 1000 / runMs, kernelIoCores: (conntrackSec * 1000) / runMs,
-      kernelCount, inserted: st.inserted, failed: st.failed, problem: problem || st.lastError,
+      kernelCount, inserted: st.inserted, failed: st.failed, problem: problem || st.lastError, writer: connectionTable.writerKind,
     };
     log(`standby path alone: ${count(r.fed)} connections in ${formatMs(r.feedMs)} (${formatNumber(r.fed / (r.feedMs / 1000))}/s), ack lag p50 ${formatMs(r.lagP50Ms)} `
       + `p99 ${formatMs(r.lagP99Ms)} max ${formatMs(r.lagMaxMs)}; CPU ${r.nodeCores.toFixed(2)} cores Node + ${r.kernelIoCores.toFixed(2)} ctnetlink helper and conntrack runs; `
@@ -1084,13 +1089,13 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, path: Sync
     ['the same, both ends on one thread (as measured until 5 December)', formatMs(u.wholeMs), perSec(u.wholeMs), formatRatio(u.wholeMs / bulk.kernelMs),
       `${formatNumber(u.count)} (inserted ${formatNumber(u.inserted)}, failed ${u.failed})`],
   ]));
-  out('whole path: leader FakeConnectionTable -> ConnectionSync -> gRPC, mutual TLS, loopback -> ConnectionSync -> ConntrackConnectionTable (the ctnetlink helper); '
+  out(`whole path: leader FakeConnectionTable -> ConnectionSync -> gRPC, mutual TLS, loopback -> ConnectionSync -> ConntrackConnectionTable (${writesOf(bw.writer)}); `
     + 'the leader in a worker thread of this process (its own event loop and heap, as the leader\'s agent on its own director), the standby on the main thread');
   for (const [name, r] of [['whole path', bw], ['one thread', u]] as const) {
     const sz = [...r.sink.applySizes].sort((a, b) => a - b);
     out(`${name}: the standby's ${r.sink.applies} ConnectionTable.apply calls (changes each: min ${sz[0] ?? 0}, median ${sz[sz.length >> 1] ?? 0}, max ${sz.at(-1) ?? 0}) `
       + `took ${formatMs(r.sink.applyMs)}; ${r.sink.dumps} dump(s) ${formatMs(r.sink.dumpMs)} (overlapping); the standby's own event stream lost events `
-      + `${r.lossEvents} time(s) (ENOBUFS: each is a full dump); CPU seconds: ${r.processCpuSec.toFixed(1)} in this process (both ends), ${r.childrenCpuSec.toFixed(1)} in the ctnetlink helper and conntrack runs`);
+      + `${r.lossEvents} time(s) (ENOBUFS: each is a full dump); CPU seconds: ${r.processCpuSec.toFixed(1)} in this process (both ends), ${r.childrenCpuSec.toFixed(1)} in its helper processes (the ctnetlink helper where it writes, conntrack runs)`);
     if (r.warnCount > 0) out(`${name}: ${r.warnCount} sync warning(s), first: ${r.warnings[0] ?? ''}`);
   }
   if (bulk.kernelErrors.length > 0) out(`kernel alone errors: ${bulk.kernelErrors.join(' | ')}`);
@@ -1161,11 +1166,11 @@ function report(s: Settings, bulk: BulkResult, sp: StandbyPathResult, path: Sync
     ['standby path alone (no wrk, no lab): message due -> ack', formatNumber(spRate), formatMs(sp.lagP50Ms), formatMs(sp.lagP99Ms), formatMs(sp.lagMaxMs),
       `${sp.nodeCores.toFixed(2)} Node + ${sp.kernelIoCores.toFixed(2)} helper`, `${count(sp.kernelCount)} of ${count(sp.fed)} fed`],
   ]));
-  out(`standby path alone: SyncReceiver -> ConntrackConnectionTable (the ctnetlink helper) in a fresh namespace, fed in this process as a sender would: a \`changes\` message of `
+  out(`standby path alone: SyncReceiver -> ConntrackConnectionTable (${writesOf(sp.writer)}) in a fresh namespace, fed in this process as a sender would: a \`changes\` message of `
     + `${STANDBY_PATH.perMessage} new fullnat tcp connections every ${STANDBY_PATH.periodMs} ms, each through the protobuf serializer and back, at most ${STANDBY_PATH.window} unacknowledged; `
     + `no gRPC, no TLS, no event watch on the standby's own table, nothing else running. Lag is from when each message was due in the pace to its ack `
     + `(${count(sp.acked)} of ${count(sp.messages)} messages acknowledged; ${sp.late} sent more than ${STANDBY_PATH.periodMs} ms late, window full ${sp.windowFull} time(s)); `
-    + `CPU over ${formatMs(sp.runMs)}: this process (process.cpuUsage) and the ctnetlink helper (with any conntrack runs); inserted ${count(sp.inserted)}, failed ${sp.failed}`
+    + `CPU over ${formatMs(sp.runMs)}: this process (process.cpuUsage) and its helper processes (the ctnetlink helper where it writes, conntrack runs); inserted ${count(sp.inserted)}, failed ${sp.failed}`
     + `${sp.problem ? `; problem: ${sp.problem}` : ''}`);
   out('the lab runs everything (wrk, nginx, etcd, both agents) on the same 2 CPUs, and its lag also holds the leader\'s side (kernel event, gathering, gRPC + TLS) '
     + 'and the standby\'s own event watch; the path alone is what the standby\'s receive-and-inject costs with the CPUs to itself');

@@ -1,5 +1,6 @@
 import { rmSync } from 'node:fs';
 import { AdminApi } from '@lbd/proto';
+import type { CtnlWriterKind } from '@lbd/dataplane-nft';
 import { startHaLab, waitFor, waitSteady, type DirectorName, type HaLab } from '@lbd/testkit';
 import type { BenchScope } from './scope.js';
 import { startNginx, writeDocroot } from './servers.js';
@@ -116,3 +117,8 @@ export async function applyConfig(user: SyncLabUser, lab: HaLab<AdminApi>, sync:
 }
 
 export const other = (d: DirectorName): DirectorName => (d === 'dir1' ? 'dir2' : 'dir1');
+
+/** How a report names where a standby's table wrote (ConntrackConnectionTable.writerKind). */
+export function writesOf(kind: CtnlWriterKind): string {
+  return kind === 'in-process' ? 'writes on its own thread, ctnl-writer.node' : 'writes through the ctnetlink helper, lbd-ctnl';
+}

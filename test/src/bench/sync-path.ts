@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { parseConfig, serviceKey } from '@lbd/config';
 import { ConnectionSync, realServerName } from '@lbd/connsync';
-import { ConntrackConnectionTable, netnsRunner } from '@lbd/dataplane-nft';
+import { ConntrackConnectionTable, netnsRunner, type CtnlWriterKind } from '@lbd/dataplane-nft';
 import type { Logger } from '@lbd/director-agent';
 import { connSyncServiceDefinition, peerServerCredentials, type PeerSecurity } from '@lbd/proto';
 import { Topology, freePort, makeClusterPki, waitFor } from '@lbd/testkit';
@@ -11,14 +11,14 @@ import { kernelIoCpuSec } from './cpu.js';
 import { formatMs, formatNumber, passMiss, table } from './report.js';
 import type { BenchScope } from './scope.js';
 import { threadCpuSec, type FeedResult, type SyncPathLeaderData, type SyncPathLeaderMessage } from './sync-path-leader.js';
-import { GROUP, LOCAL_ADDRESSES, ONE_SERVICE_CONFIG, RS_HOSTS, VIP } from './sync-lab.js';
+import { GROUP, LOCAL_ADDRESSES, ONE_SERVICE_CONFIG, RS_HOSTS, VIP, writesOf } from './sync-lab.js';
 import { WorkerLink } from './worker-link.js';
 
 /**
  * `pnpm bench connsync`, section 1e: the whole sync path alone, with the CPU to itself. The leader's ConnectionSync
  * in a worker thread (sync-path-leader.ts: lbd-ctnl's event lines, parsed as the agent reads them, at 5 000 new
  * connections/s, each ended 100 ms later) -> gRPC + mutual TLS on loopback -> the standby's ConnectionSync on
- * this thread -> lbd-ctnl -> conntrack in a fresh namespace. What sync costs each director, measured per thread
+ * this thread -> conntrack in a fresh namespace (written as the agent's sync thread writes: ctnl-writer.node). What sync costs each director, measured per thread
  * (/proc/thread-self/stat), without wrk, nginx and etcd taking the CPUs: the lab's figures (section 2) move with
  * what else runs. Each round starts a new leader thread; the rounds' spread is this machine's noise.
  */
@@ -40,7 +40,7 @@ interface SyncPathRun {
   readonly changes: number;
   readonly changesPerSec: number;
   readonly messages: number;
-  /** Cores over the run (feed and drain): the leader's thread, the standby's (this one), the standby's lbd-ctnl and conntrack runs. */
+  /** Cores over the run (feed and drain): the leader's thread, the standby's (this one), the standby's helper processes (lbd-ctnl where it writes, conntrack runs). */
   readonly leaderCores: number;
   readonly standbyCores: number;
   readonly helperCores: number;
@@ -55,6 +55,8 @@ interface SyncPathRun {
 
 export interface SyncPathResult {
   readonly seconds: number;
+  /** Where the standby's table wrote (ConntrackConnectionTable.writerKind). */
+  readonly writer: CtnlWriterKind;
   readonly runs: readonly SyncPathRun[];
 }
 
@@ -115,13 +117,13 @@ export async function benchSyncPath(scope: BenchScope, prefix: string, seconds: 
         };
         runs.push(run);
         log(`whole path alone, round ${round + 1}: ${formatNumber(run.changesPerSec)} changes/s in ${formatNumber(run.messages)} messages; `
-          + `cores leader ${run.leaderCores.toFixed(3)}, standby ${run.standbyCores.toFixed(3)} + lbd-ctnl ${run.helperCores.toFixed(3)}, other threads ${run.otherCores.toFixed(3)}; `
+          + `cores leader ${run.leaderCores.toFixed(3)}, standby ${run.standbyCores.toFixed(3)} + helpers ${run.helperCores.toFixed(3)}, other threads ${run.otherCores.toFixed(3)}; `
           + `lag p50 ${formatMs(run.lagP50Ms)} p99 ${formatMs(run.lagP99Ms)}${run.warnings.length ? `; ${run.warnings.join(' | ')}` : ''}`);
       } finally {
         await leader.close();
       }
     }
-    return { seconds, runs };
+    return { seconds, runs, writer: sink.writerKind };
   } finally {
     await standby.close().catch(() => undefined);
     server.forceShutdown();
@@ -154,19 +156,19 @@ class LeaderThread {
 /** Section 1e of the report, and its rows for the targets table. */
 export function reportSyncPath(r: SyncPathResult, out: (line?: string) => void, targets: { readonly lagP99Ms: number; readonly coresPerDirector: number }): string[][] {
   out(`\n== 1e. the whole sync path alone at ${formatNumber(PATH.rate)} new connections/s (no wrk, no lab), ${r.seconds} s a round`);
-  out(table(['round', 'changes/s', 'messages/s', 'changes/message', 'leader thread', 'standby thread', 'standby lbd-ctnl', 'other threads', 'lag p50', 'lag p99', 'injects failed'],
+  out(table(['round', 'changes/s', 'messages/s', 'changes/message', 'leader thread', 'standby thread', 'standby helpers', 'other threads', 'lag p50', 'lag p99', 'injects failed'],
     r.runs.map((x) => [String(x.round + 1), formatNumber(x.changesPerSec), formatNumber(x.messages / r.seconds),
       (x.changes / x.messages).toFixed(1), x.leaderCores.toFixed(3), x.standbyCores.toFixed(3), x.helperCores.toFixed(3), x.otherCores.toFixed(3),
       formatMs(x.lagP50Ms), formatMs(x.lagP99Ms), String(x.failed)])));
   out('the leader: ConnectionSync in a worker thread (as lbd-agent\'s sync thread) reading lbd-ctnl\'s event lines it makes itself every 2 ms (ESTABLISHED, then TIME_WAIT 100 ms later: '
     + 'two changes a connection), parsed by the agent\'s code; gRPC + mutual TLS on loopback; the standby: ConnectionSync on this process\'s main thread into conntrack in a fresh '
-    + 'namespace through lbd-ctnl. Cores per thread from /proc/thread-self/stat over the round (feed and drain); other threads: this process\'s rest (V8\'s collector helpers, libuv\'s pool; both ends). '
+    + `namespace (${writesOf(r.writer)}). Cores per thread from /proc/thread-self/stat over the round (feed and drain); other threads: this process\'s rest (V8\'s collector helpers, libuv\'s pool; both ends). `
     + 'With the CPUs free, acks come back within a few ms and clock many small messages: the lab (section 2), busier, sends fewer and fuller ones');
   const worst = (f: (x: SyncPathRun) => number): number => Math.max(...r.runs.map(f));
   return [
     ['whole path alone (no wrk, no lab): sync costs the leader (its sync thread; lbd-ctnl\'s events reader not in it, worst round, cores)', worst((x) => x.leaderCores).toFixed(3), `<= ${targets.coresPerDirector}`,
       passMiss(worst((x) => x.leaderCores) <= targets.coresPerDirector)],
-    ['whole path alone (no wrk, no lab): sync costs the standby (its thread + lbd-ctnl, worst round, cores)', worst((x) => x.standbyCores + x.helperCores).toFixed(3),
+    ['whole path alone (no wrk, no lab): sync costs the standby (its thread + helper processes, worst round, cores)', worst((x) => x.standbyCores + x.helperCores).toFixed(3),
       `<= ${targets.coresPerDirector}`, passMiss(worst((x) => x.standbyCores + x.helperCores) <= targets.coresPerDirector)],
     ['whole path alone (no wrk, no lab): lag p99 (worst round)', formatMs(worst((x) => x.lagP99Ms)), `<= ${targets.lagP99Ms} ms`, passMiss(worst((x) => x.lagP99Ms) <= targets.lagP99Ms)],
   ];
