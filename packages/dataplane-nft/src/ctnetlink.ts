@@ -450,11 +450,7 @@ export function helperError(op: string, stderr: string, what: string): DataPlane
   return new DataPlaneError('Unknown', op, { detail: `${what}: ${detail}` });
 }
 
-/**
- * One long-lived helper in `write` mode (lbd-ctnl or CTNL_SCRIPT, as `start` makes it), started on first use
- * and ended (EOF on its stdin) after idleMs without a batch, or by close(). Batches run one at a time.
- */
-/** Requests rendered and written at a time by CtnlWriter (about 100 KiB of inserts). */
+/** Requests rendered and written at a time by a BatchWriter (about 100 KiB of inserts). */
 export const WRITE_CHUNK = 1024;
 
 /** What carries a connection table's write batches to the kernel: the helper (CtnlWriter) or the addon (InProcessCtnlWriter). */
@@ -464,6 +460,10 @@ export interface BatchWriter {
   close(): Promise<void>;
 }
 
+/**
+ * One long-lived helper in `write` mode (lbd-ctnl or CTNL_SCRIPT, as `start` makes it), started on first use
+ * and ended (EOF on its stdin) after idleMs without a batch, or by close(). Batches run one at a time.
+ */
 export class CtnlWriter implements BatchWriter {
   private child: ChildProcessWithoutNullStreams | null = null;
   private exited: Promise<void> = Promise.resolve();

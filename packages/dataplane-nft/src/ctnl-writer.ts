@@ -9,8 +9,8 @@ import { parseWriteResult, WRITE_CHUNK, type BatchWriter, type WriteResult } fro
  * lbd-ctnl.c's own code): the same request lines and `R` answer as the helper's, on a netlink socket of the
  * calling thread, with no pipe and no second process to wake per batch. A batch runs synchronously: the
  * thread waits for the kernel's acks (at most 5 s a chunk), as the helper did. For connection sync's thread
- * on a standby, where a batch a message made half of the thread's work a wake-up of the helper and of itself
- * (docs/kernel-io.md, "A standby's injects in its own thread").
+ * on a standby, where a batch a message through the helper was about half of that thread's time, most of it
+ * the wake-ups of the helper and of the thread itself (docs/kernel-io.md, "A standby's injects in its own thread").
  */
 
 interface CtnlWriterAddon {

@@ -9,6 +9,7 @@ export { buildSlotTable, reduceWeights, smoothWeightedSequence, type SlotTable, 
 export { buildMaglevTable, maglevTableSize, nextPrime, type MaglevRealServer } from './maglev.js';
 export { parseConntrack, parseConntrackLine, type ConntrackEntry, type ConntrackLine } from './conntrack.js';
 export { parseEventLine, type EventLine } from './ctnetlink.js';
+export { ctnlWriterAddon } from './ctnl-writer.js';
 export { ConntrackConnectionTable, defaultCtnlHelper, listConntrack, type ConntrackConnectionTableOptions, type CtnlHelper, type CtnlWriterKind } from './connection-table.js';
 export { planTables, type Plan, type Leaving } from './plan.js';
 export { KernelAddressOwner, type KernelAddressOwnerOptions } from './addresses.js';

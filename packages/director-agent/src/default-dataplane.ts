@@ -38,12 +38,23 @@ export function ctnlHelperFromEnv(env: NodeJS.ProcessEnv): CtnlHelper | undefine
  * LBD_CTNETLINK_WRITER, checked at start: where connection sync's writes to conntrack go, `in-process` (the sync
  * thread's own netlink socket, through ctnl-writer.node) or `helper` (the lbd-ctnl write process, or perl's);
  * unset, the table's default (in-process where the addon was built, with the compiled helper). Throws a
- * message naming the variable, its value and the choices.
+ * message naming the variable, its value and the choices; for `in-process`, also when the addon does not load
+ * here (the sync thread would fail at every start).
  */
-export function ctnlWriterFromEnv(env: NodeJS.ProcessEnv): CtnlWriterKind | undefined {
+export async function ctnlWriterFromEnv(env: NodeJS.ProcessEnv, addonError: () => Promise<string | null> = loadAddonError): Promise<CtnlWriterKind | undefined> {
   const asked = env.LBD_CTNETLINK_WRITER;
+  if (asked === 'in-process') {
+    const error = await addonError();
+    if (error !== null) throw new EnvError(`LBD_CTNETLINK_WRITER is "in-process", but ${error}: run pnpm run build (or reinstall the lbd package), or unset it for the default`);
+  }
   if (asked === undefined || asked === 'in-process' || asked === 'helper') return asked;
   throw new EnvError(`LBD_CTNETLINK_WRITER is ${JSON.stringify(asked)}: it names where connection sync's writes to conntrack go, in-process or helper; unset it for the default`);
+}
+
+/** Why the in-process writer does not load here (null: it does). */
+async function loadAddonError(): Promise<string | null> {
+  const { ctnlWriterAddon } = await import('@lbd/dataplane-nft');
+  return ctnlWriterAddon().error;
 }
 
 /**

@@ -138,7 +138,7 @@ export async function run(argv: readonly string[], deps: RunDeps = {}): Promise<
       const text = await readConfigText(configPath);
       initial = { text, config: parseConfig(text, configPath) };
       ctnlHelper = ctnlHelperFromEnv(deps.env ?? process.env);
-      ctnlWriter = ctnlWriterFromEnv(deps.env ?? process.env);
+      ctnlWriter = await ctnlWriterFromEnv(deps.env ?? process.env);
       tcpConnector = tcpConnectorFromEnv(deps.env ?? process.env);
     } catch (err) {
       if (err instanceof ConfigError || err instanceof EnvError) {
