@@ -3,7 +3,7 @@
  * (connection sync's thread on a standby). The same code as the helper (lbd-ctnl.c, included below): the same
  * request lines in, the same `R` line out, parsed by the same functions in ctnetlink.ts.
  *
- * Why: a batch through the helper is a pipe write that wakes it and a pipe read that wakes the agent, twice a
+ * Why: each batch through the helper is a pipe write that wakes it and an answer that wakes the agent, for every
  * message at sync's rate. On this kind of machine (a virtual one, where a wake-up across CPUs traps) that was
  * about half of a standby's sync thread and most of the helper's own time at 5 000 new connections/s
  * (docs/kernel-io.md, "A standby's injects in its own thread"). Here a batch is a sendto and a recvmmsg or two
@@ -62,7 +62,7 @@ static napi_value fail(napi_env env, const char *what, const char *path, int err
   return NULL;
 }
 
-/* The arguments: `want` of them, or a TypeError-like error thrown (NULL returned). */
+/* The arguments: true with `want` of them in argv, or false with an error thrown. */
 static bool args(napi_env env, napi_callback_info info, size_t want, napi_value *argv) {
   size_t argc = want;
   if (napi_get_cb_info(env, info, &argc, argv, NULL, NULL) != 0 || argc < want) {
