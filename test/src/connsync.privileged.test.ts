@@ -185,6 +185,10 @@ describe('connection sync: established connections survive a failover @privilege
 
   it('with sync: 200 TCP streams and 50 UDP connections per vip (fullnat and nat) survive a switchover, failback, the leader\'s box dying, and failback again', async function () {
     assert.equal(await waitSteady(lab), 'dir1');
+    // As a director runs by default: each agent's sync thread writes its copies itself (ctnl-writer.node), not through lbd-ctnl.
+    for (const d of ['dir1', 'dir2'] as const) {
+      assert.ok(lab.agentLog(d, 5000).includes('"writes":"in the sync thread (ctnl-writer.node)"'), `${d} writes its copies in its sync thread:\n${lab.agentLog(d, 20)}`);
+    }
     const loads = await startLoad(TCP_STREAMS, UDP_CONNECTIONS, 180_000, 41_000);
     try {
       const total = 2 * TCP_STREAMS + 2 * UDP_CONNECTIONS;

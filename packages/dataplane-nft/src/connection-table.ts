@@ -191,8 +191,6 @@ export class ConntrackConnectionTable implements ConnectionTable {
   readonly ctnlHelper: CtnlHelper;
   /** Starts a helper in a mode (null when the runner cannot spawn: watch and apply then say so). */
   private readonly startHelper: ((mode: 'events' | 'write', bytes: number) => ChildProcessWithoutNullStreams) | null;
-  /** Where writes go (see ConntrackConnectionTableOptions.writer). */
-  readonly writerKind: CtnlWriterKind;
   /** Why the default went to the helper where it would have written in-process (the addon did not load); else null. */
   readonly inProcessUnavailable: string | null;
   /** Every change (null when the runner cannot spawn and the writes are not in-process). */
@@ -224,7 +222,6 @@ export class ConntrackConnectionTable implements ConnectionTable {
       if (!addon) throw new DataPlaneError('CommandMissing', 'apply', { detail: `writer in-process: ${error ?? 'the addon did not load'} (run pnpm run build, or reinstall the lbd package)` });
       if (netns === undefined) throw new DataPlaneError('Unknown', 'apply', { detail: 'writer in-process: the command runner does not say which network namespace it runs in' });
     }
-    this.writerKind = addon && netns !== undefined ? 'in-process' : 'helper';
     this.inProcessUnavailable = wanted && !addon ? error : null;
     this.writer = addon && netns !== undefined ? new InProcessCtnlWriter(addon, netns)
       : spawn ? new CtnlWriter(() => start('write', 8 * 1024 * 1024), {
@@ -232,6 +229,11 @@ export class ConntrackConnectionTable implements ConnectionTable {
         // The helper waits at most 5 s for each 64 KiB of requests to be acked; this only catches a stuck pipe.
         timeoutMs: (n) => 30_000 + n,
       }) : null;
+  }
+
+  /** Where writes go (see ConntrackConnectionTableOptions.writer). */
+  get writerKind(): CtnlWriterKind {
+    return this.writer instanceof InProcessCtnlWriter ? 'in-process' : 'helper';
   }
 
   /**

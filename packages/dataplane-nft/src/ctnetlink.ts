@@ -453,6 +453,13 @@ export function helperError(op: string, stderr: string, what: string): DataPlane
 /** Requests rendered and written at a time by a BatchWriter (about 100 KiB of inserts). */
 export const WRITE_CHUNK = 1024;
 
+/** Requests [from, to) of a batch as the lines a writer sends: rendered just before they go, so none outlives its chunk. */
+export function renderChunk(from: number, to: number, render: (i: number) => string): string {
+  let text = '';
+  for (let i = from; i < to; i++) text += `${render(i)}\n`;
+  return text;
+}
+
 /** What carries a connection table's write batches to the kernel: the helper (CtnlWriter) or the addon (InProcessCtnlWriter). */
 export interface BatchWriter {
   /** Sends `count` requests as one batch, `render(i)` giving request i; resolves with the batch's answer. */
@@ -530,8 +537,7 @@ export class CtnlWriter implements BatchWriter {
   private async feed(child: ChildProcessWithoutNullStreams, count: number, render: (i: number) => string): Promise<void> {
     for (let from = 0; from < count; from += WRITE_CHUNK) {
       const to = Math.min(count, from + WRITE_CHUNK);
-      let text = '';
-      for (let i = from; i < to; i++) text += `${render(i)}\n`;
+      let text = renderChunk(from, to, render);
       if (to === count) text += '.\n';
       if (child.stdin.write(text) || to === count) continue;
       // Full: wait until it drains, or for the helper's end (its close rejects the batch).

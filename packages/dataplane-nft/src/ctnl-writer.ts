@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { DataPlaneError } from '@lbd/dataplane';
-import { parseWriteResult, WRITE_CHUNK, type BatchWriter, type WriteResult } from './ctnetlink.js';
+import { parseWriteResult, renderChunk, WRITE_CHUNK, type BatchWriter, type WriteResult } from './ctnetlink.js';
 
 /**
  * lbd-ctnl's write mode inside this process (dist/ctnl-writer.node, built from native/ctnl-writer.c with
@@ -76,13 +76,8 @@ export class InProcessCtnlWriter implements BatchWriter {
     }
     a.begin();
     try {
-      // Rendered a chunk at a time, as the helper's pipe took them: no request's text outlives its chunk.
-      for (let from = 0; from < count; from += WRITE_CHUNK) {
-        const to = Math.min(count, from + WRITE_CHUNK);
-        let text = '';
-        for (let i = from; i < to; i++) text += `${render(i)}\n`;
-        a.write(fd, text);
-      }
+      // A chunk at a time, as the helper's pipe takes them.
+      for (let from = 0; from < count; from += WRITE_CHUNK) a.write(fd, renderChunk(from, Math.min(count, from + WRITE_CHUNK), render));
       return a.end(fd);
     } catch (err) {
       // A request that could not be rendered: the batch is cut short, and the socket goes with whatever of it

@@ -53,44 +53,25 @@ describe('lbd-agent run()', () => {
     assert.match(errors.join('\n'), /is invalid \(3 problems\):\n {2}services\[0\]\.vip: .*\n {2}services\[0\]\.port: .*\n {2}services\[0\]\.realServers\[0\]\.weight: /);
   });
 
-  it('exits 78 on an LBD_CTNETLINK it cannot use, naming the choices, before a data plane exists', async () => {
-    await writeFile(join(dir, 'lbd.yaml'), GOOD);
-    let created = false;
-    const errors: string[] = [];
-    const code = await run(['--config', join(dir, 'lbd.yaml'), '--admin-socket', join(dir, 'a.sock')], {
-      createDataPlane: async () => { created = true; return new FakeDataPlane(); },
-      writeError: (t) => errors.push(t), writeLog: () => {}, signals: new EventEmitter(), env: { LBD_CTNETLINK: 'fast' },
+  // Each environment variable the agent reads: a value it cannot use stops it, naming the variable, the value and the choices.
+  for (const [name, value, said] of [
+    ['LBD_CTNETLINK', 'fast', 'it names the ctnetlink helper (conntrack events and writes), native or perl; unset it for the default'],
+    ['LBD_CTNETLINK_WRITER', 'addon', 'it names where connection sync\'s writes to conntrack go, in-process or helper; unset it for the default'],
+    ['LBD_TCP_PROBER', 'c', 'it names how tcp connect checks connect, native (lbd-probe) or node; unset it for the default'],
+  ] as const) {
+    it(`exits 78 on an ${name} it cannot use, naming the choices, before a data plane exists`, async () => {
+      await writeFile(join(dir, 'lbd.yaml'), GOOD);
+      let created = false;
+      const errors: string[] = [];
+      const code = await run(['--config', join(dir, 'lbd.yaml'), '--admin-socket', join(dir, 'a.sock')], {
+        createDataPlane: async () => { created = true; return new FakeDataPlane(); },
+        writeError: (t) => errors.push(t), writeLog: () => {}, signals: new EventEmitter(), env: { [name]: value },
+      });
+      assert.equal(code, EXIT.config);
+      assert.equal(created, false);
+      assert.equal(errors.join('\n'), `lbd-agent: ${name} is "${value}": ${said}`);
     });
-    assert.equal(code, EXIT.config);
-    assert.equal(created, false);
-    assert.equal(errors.join('\n'), 'lbd-agent: LBD_CTNETLINK is "fast": it names the ctnetlink helper (conntrack events and writes), native or perl; unset it for the default');
-  });
-
-  it('exits 78 on an LBD_CTNETLINK_WRITER it cannot use, naming the choices, before a data plane exists', async () => {
-    await writeFile(join(dir, 'lbd.yaml'), GOOD);
-    let created = false;
-    const errors: string[] = [];
-    const code = await run(['--config', join(dir, 'lbd.yaml'), '--admin-socket', join(dir, 'a.sock')], {
-      createDataPlane: async () => { created = true; return new FakeDataPlane(); },
-      writeError: (t) => errors.push(t), writeLog: () => {}, signals: new EventEmitter(), env: { LBD_CTNETLINK_WRITER: 'addon' },
-    });
-    assert.equal(code, EXIT.config);
-    assert.equal(created, false);
-    assert.equal(errors.join('\n'), 'lbd-agent: LBD_CTNETLINK_WRITER is "addon": it names where connection sync\'s writes to conntrack go, in-process or helper; unset it for the default');
-  });
-
-  it('exits 78 on an LBD_TCP_PROBER it cannot use, naming the choices, before a data plane exists', async () => {
-    await writeFile(join(dir, 'lbd.yaml'), GOOD);
-    let created = false;
-    const errors: string[] = [];
-    const code = await run(['--config', join(dir, 'lbd.yaml'), '--admin-socket', join(dir, 'a.sock')], {
-      createDataPlane: async () => { created = true; return new FakeDataPlane(); },
-      writeError: (t) => errors.push(t), writeLog: () => {}, signals: new EventEmitter(), env: { LBD_TCP_PROBER: 'c' },
-    });
-    assert.equal(code, EXIT.config);
-    assert.equal(created, false);
-    assert.equal(errors.join('\n'), 'lbd-agent: LBD_TCP_PROBER is "c": it names how tcp connect checks connect, native (lbd-probe) or node; unset it for the default');
-  });
+  }
 
   it('exits 64 with the usage line on a bad flag', async () => {
     const errors: string[] = [];
