@@ -19,6 +19,9 @@ describe('ChurnTable and FoldingQueue: string-keyed tables for entries that come
       assert.equal(t.get(k), 9, k);
     }
     assert.equal(t.size, 6);
+    // add sets only a key not there yet, and says whether it did.
+    assert.deepEqual([t.add('udp c', 7), t.get('udp c'), t.add('tcp d', 8), t.get('tcp d'), t.size], [false, 3, true, 8, 7]);
+    assert.deepEqual(t.values(), [4, 3, 9, 9, 9, 9, 8]);
     t.clear();
     assert.deepEqual([t.size, [...t]], [0, []]);
   });

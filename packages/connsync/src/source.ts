@@ -271,8 +271,8 @@ export class ConnectionSource {
         if (prune && copiable(f)) alive.add(key);
         const service = serviceKeyOfConnection(f);
         // A connection found in the kernel has no known age: old enough.
-        if (groupIn(this.scope.get(service), f) === null || destroyed.has(key) || !copiable(f) || this.copied.has(key)) continue;
-        this.copied.set(key, { connection: f, service });
+        if (groupIn(this.scope.get(service), f) === null || destroyed.has(key) || !copiable(f)) continue;
+        this.copied.add(key, { connection: f, service });
       }
       if (!prune) return;
       for (const [key, c] of copiedBefore) if (!alive.has(key) && this.copied.get(key) === c) this.copied.delete(key);
