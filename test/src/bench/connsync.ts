@@ -493,7 +493,7 @@ async function wholePath(ctx: WholePathContext, host: string, leaderThread: bool
   const leader = leaderThread ? await BulkLeaderThread.start(ctx, standbyPort) : await InProcessLeader.start(ctx, standbyPort, syncLog);
   const standby = new ConnectionSync({ self: 'dir2', peers: [{ id: 'dir1', address: '127.0.0.1', port: 1 }], security: ctx.standbySec, table: sink, log: syncLog });
   const server = new grpc.Server();
-  ctx.scope.onCleanup(() => server.forceShutdown());
+  const forgetCleanup = ctx.scope.onCleanup(() => server.forceShutdown());
   try {
     await standby.start();
     await standby.setConfig(services);
@@ -532,6 +532,7 @@ async function wholePath(ctx: WholePathContext, host: string, leaderThread: bool
     warnCount += left.warnCount;
     await standby.close().catch(() => undefined);
     server.forceShutdown();
+    forgetCleanup();
     await sinkTable.dispose();
     // The bulk namespaces go at once: their entries would only weigh on the lab's kernel.
     await t.destroy();

@@ -81,7 +81,7 @@ export async function benchSyncPath(scope: BenchScope, prefix: string, seconds: 
   const sink = new ConntrackConnectionTable({ runner: netnsRunner(ns) });
   const standby = new ConnectionSync({ self: 'dir2', peers: [{ id: 'dir1', address: '127.0.0.1', port: 1 }], security: standbySec, table: sink, log: syncLog });
   const server = new grpc.Server();
-  scope.onCleanup(() => server.forceShutdown());
+  const forgetCleanup = scope.onCleanup(() => server.forceShutdown());
   const runs: SyncPathRun[] = [];
   let feeds = 0;
   try {
@@ -127,6 +127,7 @@ export async function benchSyncPath(scope: BenchScope, prefix: string, seconds: 
   } finally {
     await standby.close().catch(() => undefined);
     server.forceShutdown();
+    forgetCleanup();
     await sink.dispose();
     await t.destroy();
     scope.topology = undefined;
