@@ -17,6 +17,7 @@ export { createLogger, silentLogger, LOG_LEVELS, type Logger, type LogLevel, typ
 export { run, main, parseAgentArgs, type RunDeps, type AgentArgs } from './main.js';
 export { inProcessSync, SyncService, type SyncHost, type SyncHostFactory, type SyncHostOptions, type SyncHostCallbacks, type SyncReport } from './sync-host.js';
 export { syncThread } from './sync-thread.js';
+export { AGENT_V8_FLAGS, applyAgentV8Flags } from './heap-flags.js';
 export {
   serviceStatuses, serviceStats, toWireConnection, resolveService, healthResponse, wireHealthEvent, healthFlags,
 } from './views.js';

@@ -7,6 +7,7 @@ import { readConfigText } from './config-file.js';
 import { createDefaultDataPlane, createDefaultLeaseDrops, ctnlHelperFromEnv, ctnlWriterFromEnv, EnvError, tcpConnectorFromEnv } from './default-dataplane.js';
 import { ProberSet, TcpProber } from '@lbd/health-checker';
 import { electionThread, type ElectionHostFactory } from './election-thread.js';
+import { applyAgentV8Flags } from './heap-flags.js';
 import { operatorSurfaces } from './operator-surfaces.js';
 import { inProcessSync } from './sync-host.js';
 import { syncThread } from './sync-thread.js';
@@ -208,6 +209,7 @@ function startFailure(err: unknown, writeError: (text: string) => void): number 
 export async function main(): Promise<never> {
   // Everything the agent creates (admin socket, staged config files) is root-only unless chmod says otherwise.
   process.umask(0o077);
+  applyAgentV8Flags();
   const code = await run(process.argv.slice(2));
   process.exit(code);
 }

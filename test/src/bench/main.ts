@@ -3,6 +3,7 @@
  * in the same run; none asserts speed (that is not what tests are for).
  */
 import { DRILL_SCENARIOS, TIMING_PROFILE_NAMES, type TimingProfileName } from '@lbd/config';
+import { applyAgentV8Flags } from '@lbd/director-agent';
 import { benchConnsync } from './connsync.js';
 import { benchDataplane } from './dataplane.js';
 import { benchEcmp } from './ecmp.js';
@@ -76,6 +77,9 @@ const BENCHES: Record<string, Bench> = {
 };
 
 async function main(argv: readonly string[]): Promise<number> {
+  // The benches run the agent's sync code in this process and its worker threads too (connsync's sections 1):
+  // with the V8 flags the agent sets for itself, or they would measure code the agent does not run.
+  applyAgentV8Flags();
   const [name, ...rest] = argv;
   if (name === '-h' || name === '--help') {
     process.stdout.write(USAGE);
