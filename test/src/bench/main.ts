@@ -78,7 +78,10 @@ const BENCHES: Record<string, Bench> = {
 
 async function main(argv: readonly string[]): Promise<number> {
   // The benches run the agent's sync code in this process and its worker threads too (connsync's sections 1):
-  // with the V8 flags the agent sets for itself, or they would measure code the agent does not run.
+  // with the V8 flags the agent sets for itself, or they would measure code the agent does not run. `pnpm bench`
+  // also gives them on node's command line: set now, they hold for the worker threads made from here on, as in
+  // the agent, but measured less surely for this thread, whose heap exists already (docs/kernel-io.md, "V8's
+  // pretenuring off"); here they cover a bench run without pnpm.
   applyAgentV8Flags();
   const [name, ...rest] = argv;
   if (name === '-h' || name === '--help') {
