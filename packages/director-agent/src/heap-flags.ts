@@ -10,8 +10,8 @@ import { setFlagsFromString } from 'node:v8';
  * live for a few milliseconds, long enough to survive, so the decode, check and inject sites go old; after the
  * snapshot the same sites make 10 000 changes a second that die at once, in the old generation, which only a
  * full (marking) collection frees. Measured in `pnpm bench connsync`'s code (docs/kernel-io.md, "V8's
- * pretenuring"): the bulk of 100 000 went from 1.8-2.1 s to 1.5-1.6 s with 20% less CPU, and a standby's sync
- * thread right after such a bulk cost 0.18-0.25 cores at 5 000 connections/s instead of 0.15-0.17.
+ * pretenuring off"): with the flag the bulk of 100 000 took 1.5-1.6 s instead of 1.8-2.1 s, with 20% less CPU,
+ * and a standby's side right after such a bulk 0.15-0.17 cores at 5 000 connections/s instead of 0.18-0.20.
  */
 export const AGENT_V8_FLAGS: readonly string[] = ['--no-allocation-site-pretenuring'];
 
