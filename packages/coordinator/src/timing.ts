@@ -75,7 +75,8 @@ export interface ElectionTiming {
  * 350 ms target held with no room. 60 / 200 / 250 ms gave p99 271 ms (quiet and loaded alike), but under
  * a saturating load etcd, sharing the lab's two cores, stalled for about 205 ms for both directors a few
  * times in ten minutes: each a fail-static episode (no move) that the 250 ms window had absorbed, and one
- * failed the etcd-member-loss test. 60 / 230 / 280 ms keeps room on both sides (README, "Box death").
+ * failed the etcd-member-loss test. 60 / 230 / 280 ms keeps room on both sides (docs/measurements/ha-history.md,
+ * "Box death after the next two changes").
  *
  * `relaxed` (150 / 500 / 560 ms) is for directors that lead many groups on a small box, as the ECMP tier's
  * slots make them. A director's beats for all its groups are one etcd transaction (beat-batch.ts), so what
