@@ -22,12 +22,15 @@ export class ChurnTable<V extends NonNullable<unknown>> implements Iterable<[str
     return this.count;
   }
 
+  // An empty table answers without a lookup: a leader's source asks its held, young and first-seen tables about
+  // every event, and they are mostly empty (minAgeMs unset, handshakes kept back in lbd-ctnl); a lookup of a
+  // key built for the event still hashes it and probes the object's dictionary.
   get(key: string): V | undefined {
-    return this.entries[key];
+    return this.count === 0 ? undefined : this.entries[key];
   }
 
   has(key: string): boolean {
-    return this.entries[key] !== undefined;
+    return this.count !== 0 && this.entries[key] !== undefined;
   }
 
   set(key: string, value: V): this {
@@ -37,7 +40,7 @@ export class ChurnTable<V extends NonNullable<unknown>> implements Iterable<[str
   }
 
   delete(key: string): boolean {
-    if (this.entries[key] === undefined) return false;
+    if (this.count === 0 || this.entries[key] === undefined) return false;
     delete this.entries[key];
     this.count--;
     return true;
