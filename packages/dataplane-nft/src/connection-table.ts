@@ -105,26 +105,37 @@ export function connectionFromEntry(e: ConntrackEntry): SyncedConnection {
 /** Why the kernel (or the helper) would refuse the connection, or null: such a change fails alone, before it is sent. */
 export function invalidConnection(f: ConnectionIdentity & Partial<SyncedConnection>): string | null {
   if (f.protocol !== 'tcp' && f.protocol !== 'udp') return `protocol ${String(f.protocol)} is not tcp or udp`;
+  // Every change of every apply comes through here (a standby's 10 000 a second): each address is read once,
+  // and nothing is allocated for a connection that passes.
   const family = isIP(f.client.address);
-  const endpoints: Array<[string, Endpoint | null | undefined]> = [['client', f.client], ['vip', f.vip], ['realServer', f.realServer], ['localAddress', f.localAddress]];
-  for (const [name, ep] of endpoints) {
-    if (!ep) continue;
-    if (isIP(ep.address) === 0) return `${name} ${ep.address} is not an IP address`;
-    if (isIP(ep.address) !== family) return `${name} ${ep.address} is not of the client's address family`;
-    if (!Number.isInteger(ep.port) || ep.port < 1 || ep.port > 65535) return `${name} port ${ep.port} is not in 1-65535`;
-  }
+  const endpoint = invalidEndpoint('client', f.client, family) ?? invalidEndpoint('vip', f.vip, family)
+    ?? invalidEndpoint('realServer', f.realServer, family) ?? invalidEndpoint('localAddress', f.localAddress, family);
+  if (endpoint !== null) return endpoint;
   if (f.mark !== undefined && (!Number.isInteger(f.mark) || f.mark < 0 || f.mark > 0xffffffff)) return `mark ${f.mark} is not a 32-bit unsigned integer`;
   if (f.timeoutSec !== undefined && !(f.timeoutSec >= 1)) return `timeoutSec ${f.timeoutSec} is less than 1`;
   if (f.state !== undefined && f.protocol === 'tcp' && !TCP_STATES.has(f.state)) return `tcp state ${f.state} is not one conntrack can set`;
   if (f.state !== undefined && f.protocol === 'udp' && UDP_RANK[f.state] === undefined) return `udp state ${f.state} is not ASSURED, REPLIED or UNREPLIED`;
   if ((f.synProxy || f.seqAdjust) && f.protocol !== 'tcp') return 'SYN-proxy state on a udp connection';
-  const u32 = (v: number): boolean => Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
-  if (f.synProxy && ![f.synProxy.isn, f.synProxy.its, f.synProxy.tsoff].every(u32)) return `synProxy ${JSON.stringify(f.synProxy)} has a number that is not a 32-bit unsigned integer`;
+  if (f.synProxy && ![f.synProxy.isn, f.synProxy.its, f.synProxy.tsoff].every(isU32)) return `synProxy ${JSON.stringify(f.synProxy)} has a number that is not a 32-bit unsigned integer`;
   const a = f.seqAdjust;
-  if (a && ![a.original, a.reply].every((d) => [d.correctionPos, d.offsetBefore, d.offsetAfter].every(u32))) {
+  if (a && ![a.original, a.reply].every((d) => [d.correctionPos, d.offsetBefore, d.offsetAfter].every(isU32))) {
     return `seqAdjust ${JSON.stringify(a)} has a number that is not a 32-bit unsigned integer`;
   }
   return null;
+}
+
+/** What is wrong with one endpoint of a connection whose client is of IP `family`, or null (also when it is absent). */
+function invalidEndpoint(name: string, ep: Endpoint | null | undefined, family: number): string | null {
+  if (!ep) return null;
+  const epFamily = isIP(ep.address);
+  if (epFamily === 0) return `${name} ${ep.address} is not an IP address`;
+  if (epFamily !== family) return `${name} ${ep.address} is not of the client's address family`;
+  if (!Number.isInteger(ep.port) || ep.port < 1 || ep.port > 65535) return `${name} port ${ep.port} is not in 1-65535`;
+  return null;
+}
+
+function isU32(v: number): boolean {
+  return Number.isInteger(v) && v >= 0 && v <= 0xffffffff;
 }
 
 const tupleArgs = (f: ConnectionIdentity): string[] =>
