@@ -106,7 +106,7 @@ export function connectionFromEntry(e: ConntrackEntry): SyncedConnection {
 export function invalidConnection(f: ConnectionIdentity & Partial<SyncedConnection>): string | null {
   if (f.protocol !== 'tcp' && f.protocol !== 'udp') return `protocol ${String(f.protocol)} is not tcp or udp`;
   // Every change of every apply comes through here (a standby's 10 000 a second): each address is read once,
-  // and nothing is allocated for a connection that passes.
+  // and nothing is allocated for one that passes without SYN-proxy state.
   const family = isIP(f.client.address);
   const endpoint = invalidEndpoint('client', f.client, family) ?? invalidEndpoint('vip', f.vip, family)
     ?? invalidEndpoint('realServer', f.realServer, family) ?? invalidEndpoint('localAddress', f.localAddress, family);
