@@ -3,7 +3,7 @@
  * in the same run; none asserts speed (that is not what tests are for).
  */
 import { DRILL_SCENARIOS, TIMING_PROFILE_NAMES, type TimingProfileName } from '@lbd/config';
-import { applyAgentV8Flags } from '@lbd/director-agent';
+import { AGENT_V8_FLAGS, applyAgentV8Flags } from '@lbd/director-agent';
 import { benchConnsync } from './connsync.js';
 import { benchDataplane } from './dataplane.js';
 import { benchEcmp } from './ecmp.js';
@@ -78,10 +78,15 @@ const BENCHES: Record<string, Bench> = {
 
 async function main(argv: readonly string[]): Promise<number> {
   // The benches run the agent's sync code in this process and its worker threads too (connsync's sections 1):
-  // with the V8 flags the agent sets for itself, or they would measure code the agent does not run. `pnpm bench`
-  // also gives them on node's command line: set now, they hold for the worker threads made from here on, as in
-  // the agent, but measured less surely for this thread, whose heap exists already (docs/kernel-io.md, "V8's
-  // pretenuring off"); here they cover a bench run without pnpm.
+  // with the V8 flags the agent sets for itself, or they would measure code the agent does not run. Set now, they
+  // hold for the worker threads made from here on, as in the agent, but measured less surely for this thread,
+  // whose heap exists already (docs/kernel-io.md, "V8's pretenuring off"): `pnpm bench` gives them on node's
+  // command line as well (package.json), and a run without them there says so.
+  const missing = AGENT_V8_FLAGS.filter((flag) => !process.execArgv.includes(flag));
+  if (missing.length > 0) {
+    process.stderr.write(`bench: node runs without ${missing.join(' ')} on its command line (the agent's V8 flags, AGENT_V8_FLAGS): `
+      + 'set now, for the threads to come; this thread\'s figures are less sure. pnpm bench gives them (package.json)\n');
+  }
   applyAgentV8Flags();
   const [name, ...rest] = argv;
   if (name === '-h' || name === '--help') {
