@@ -545,6 +545,53 @@ describe('connection sync: sender, source and receiver', () => {
     assert.deepEqual(warns, ['connection sync: copies from a peer could not be injected tcp x: the kernel has another entry with this connection\'s reply tuple (EEXIST)'], 'said once for two alike');
   });
 
+  it('a standby catching up writes at most 2 048 changes a kernel run, whole messages, with a turn of the event loop between runs', async () => {
+    const standby = new FakeConnectionTable();
+    let release = (): void => undefined;
+    const held = new Promise<void>((r) => { release = r; });
+    const runs: Array<{ changes: number; turned: boolean }> = [];
+    let turned = true;
+    const table: ConnectionTable = {
+      prepare: () => standby.prepare(), watch: (h) => standby.watch(h), dump: () => standby.dump(),
+      apply: async (changes: readonly ConnectionChange[]): Promise<ConnectionApplyResult> => {
+        // The first run is held while the backlog arrives behind it.
+        if (runs.length === 0) await held;
+        runs.push({ changes: changes.length, turned });
+        turned = false;
+        setImmediate(() => { turned = true; });
+        // A kernel run holds the thread (the addon writes on it) longer than the receiver's 2 ms gap between runs.
+        const end = performance.now() + 3;
+        while (performance.now() < end) { /* the kernel's work */ }
+        return standby.apply(changes);
+      },
+    };
+    const acked: number[] = [];
+    const r = new SyncReceiver({ table, log: quiet, markOf: () => 0x10001, groupOf: () => 'g', leads: () => false }, {
+      write: (reply) => { if (reply.ack) acked.push(Number(reply.ack.seq)); }, fail: () => undefined,
+    }, new Set(['dir1']));
+    const PER_MESSAGE = 600;
+    const message = (seq: number): SyncMessage => ({
+      seq, changes: {
+        changes: Array.from({ length: PER_MESSAGE }, (_, i) => ({
+          upsert: {
+            id: { protocol: 'tcp', client: { address: '198.18.5.1', port: 1000 + seq * PER_MESSAGE + i }, vip: { address: '198.18.0.10', port: 80 } },
+            realServer: { address: '198.19.1.11', port: 8080 }, state: 'ESTABLISHED', timeoutSec: 300,
+          },
+        })),
+      },
+    });
+    r.onMessage(roundTripMessage({ seq: 1, hello: { from: 'dir1', session: 's', groups: ['g'] } }));
+    r.onMessage(roundTripMessage(message(2)));
+    await until('the hello acknowledged, the first run under way', () => acked.includes(1));
+    for (let seq = 3; seq <= 12; seq++) r.onMessage(roundTripMessage(message(seq)));
+    release();
+    await until('all acknowledged', () => acked.includes(12));
+    assert.equal(standby.connections.size, 11 * PER_MESSAGE);
+    // 600, then the ten behind it three at a time (a fourth would pass 2 048).
+    assert.deepEqual(runs.map((x) => x.changes), [600, 1800, 1800, 1800, 600]);
+    assert.deepEqual(runs.slice(1).map((x) => x.turned), [true, true, true, true], 'the event loop turned before each run after the first');
+  });
+
   it('a malformed change ends the stream with the field named, and none of its message is injected', async () => {
     const standby = new FakeConnectionTable();
     const refused: string[] = [];
