@@ -44,6 +44,7 @@ extern napi_status napi_create_int32(napi_env, int32_t, napi_value *);
 extern napi_status napi_create_string_utf8(napi_env, const char *, size_t, napi_value *);
 extern napi_status napi_get_undefined(napi_env, napi_value *);
 extern napi_status napi_throw_error(napi_env, const char *, const char *);
+extern napi_status napi_add_env_cleanup_hook(napi_env, void (*)(void *), void *);
 #define NAPI_AUTO_LENGTH SIZE_MAX
 
 /* This thread has begun a batch and not ended it. */
@@ -201,8 +202,31 @@ static napi_value js_close(napi_env env, napi_callback_info info) {
   return undefined(env);
 }
 
+/*
+ * The thread's batch answers, grown to its largest batch (a standby's catch-up: thousands of bytes), go when its
+ * environment does: a worker thread that ended would otherwise leave them allocated, once per sync thread the
+ * agent ever made. Node runs an environment's cleanup hooks on that environment's own thread, so the
+ * thread-locals here are the ending thread's. Registered once per thread: Node refuses a hook added twice.
+ */
+static _Thread_local bool cleanup_registered;
+
+static void free_thread_state(void *arg) {
+  (void)arg;
+  free(codes);
+  codes = NULL;
+  codes_cap = ncodes = 0;
+  batch_open = false;
+#ifdef CTNL_WRITER_TRACE_CLEANUP
+  fprintf(stderr, "ctnl-writer: thread %ld freed its state\n", (long)gettid());
+#endif
+}
+
 napi_value napi_register_module_v1(napi_env env, napi_value exports);
 napi_value napi_register_module_v1(napi_env env, napi_value exports) {
+  if (!cleanup_registered) {
+    if (napi_add_env_cleanup_hook(env, free_thread_state, NULL) != 0) return NULL;
+    cleanup_registered = true;
+  }
   static const struct { const char *name; napi_callback fn; } fns[] = {
     { "open", js_open }, { "begin", js_begin }, { "write", js_write }, { "end", js_end }, { "abort", js_abort }, { "close", js_close },
   };
