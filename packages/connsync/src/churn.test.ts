@@ -56,6 +56,24 @@ describe('ChurnTable and FoldingQueue: string-keyed tables for entries that come
     assert.deepEqual([q.size, q.take(5)], [0, []]);
   });
 
+  it('a FoldingQueue lets a key go when its fold says null; put back, it is queued once, with its new value', () => {
+    const q = new FoldingQueue<string>();
+    const fold = (queued: string, x: string): string | null => (x === 'gone' ? null : `${queued}+${x}`);
+    assert.equal(q.put('a', 'a1', fold), true);
+    assert.equal(q.put('b', 'b1', fold), true);
+    assert.equal(q.put('a', 'gone', fold), false);
+    assert.equal(q.size, 1);
+    assert.equal(q.put('a', 'a2', fold), true);
+    assert.equal(q.put('c', 'c1', fold), true);
+    assert.equal(q.size, 3);
+    // 'a' comes back in its first place (changes of different keys are independent); its second place is empty.
+    assert.deepEqual(q.take(10), ['a2', 'b1', 'c1']);
+    assert.deepEqual([q.size, q.take(10)], [0, []]);
+    q.put('d', 'd1', fold);
+    q.put('d', 'gone', fold);
+    assert.deepEqual([q.size, q.take(10)], [0, []]);
+  });
+
   it('a FoldingQueue stays in order through many puts and takes (its order list is compacted as it goes)', () => {
     const q = new FoldingQueue<number>();
     let next = 0;

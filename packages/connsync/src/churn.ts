@@ -90,11 +90,22 @@ export class FoldingQueue<V extends NonNullable<unknown>> {
     return this.values.size;
   }
 
-  /** Queues `value` under `key`; one already queued becomes `fold(queued, value)` and keeps its place. */
-  put(key: string, value: V, fold: (queued: V, value: V) => V): void {
+  /**
+   * Queues `value` under `key`; one already queued becomes `fold(queued, value)` and keeps its place, or leaves
+   * the queue when that is null. Whether the key is queued after.
+   */
+  put(key: string, value: V, fold: (queued: V, value: V) => V | null): boolean {
     const queued = this.values.get(key);
-    if (queued === undefined) this.order.push(key);
-    this.values.set(key, queued === undefined ? value : fold(queued, value));
+    if (queued === undefined) {
+      this.order.push(key);
+      this.values.set(key, value);
+      return true;
+    }
+    const folded = fold(queued, value);
+    // Its key stays in the order until take passes it (take skips a key with no value, as after clear).
+    if (folded === null) this.values.delete(key);
+    else this.values.set(key, folded);
+    return folded !== null;
   }
 
   /** Takes up to `n` values, oldest first. */
@@ -103,7 +114,8 @@ export class FoldingQueue<V extends NonNullable<unknown>> {
     while (out.length < n && this.head < this.order.length) {
       const key = this.order[this.head++]!;
       const value = this.values.get(key);
-      // (Every key in the order is queued: values leave only here and by clear, which empties the order too.)
+      // A key that left by a fold to nothing (or left and came back: then it is queued in its first place, and its
+      // later place in the order finds nothing).
       if (value === undefined) continue;
       this.values.delete(key);
       out.push(value);

@@ -38,6 +38,12 @@ export interface SourceChange {
   readonly change: WireChange;
   /** When the kernel event behind it was read (performance.now()). */
   readonly seenAtMs: number;
+  /**
+   * An upsert of a connection no peer can hold: it was not copied when a peer's snapshot was read, nor sent since
+   * (the source's first copy of it). Such an upsert and the connection's remove, both still queued for a peer, are
+   * dropped together: it began and ended between two messages.
+   */
+  readonly first?: true;
 }
 
 export interface SourceListener {
@@ -359,7 +365,7 @@ export class ConnectionSource {
       }
       this.firstSeen.delete(key);
       this.copied.set(key, { connection: f, service });
-      out.push({ key, change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs });
+      out.push({ key, change: { op: 'upsert', connection: f }, seenAtMs: e.seenAtMs, first: true });
     }
     this.emit(out);
   }
@@ -382,7 +388,7 @@ export class ConnectionSource {
       if (this.copied.has(key)) continue;
       this.held.delete(key);
       this.copied.set(key, y);
-      out.push({ key, change: { op: 'upsert', connection: y.connection }, seenAtMs: now });
+      out.push({ key, change: { op: 'upsert', connection: y.connection }, seenAtMs: now, first: true });
     }
     this.emit(out);
     return out.length;
@@ -409,7 +415,7 @@ export class ConnectionSource {
       if (this.groupOf(h) === null) continue;
       this.copied.set(key, { connection: h.connection, service: h.service });
       // Its lag counts from when it became due, not from when it was first seen.
-      out.push({ key, change: { op: 'upsert', connection: h.connection }, seenAtMs: h.dueAt });
+      out.push({ key, change: { op: 'upsert', connection: h.connection }, seenAtMs: h.dueAt, first: true });
     }
     this.emit(out);
   }

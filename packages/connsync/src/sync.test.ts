@@ -183,6 +183,32 @@ describe('connection sync: sender, source and receiver', () => {
     assertMirrored(p);
   });
 
+  it('a connection that begins and ends while its first copy waits is never sent; one whose copy went is removed as before', async () => {
+    const p = await start({ initial: [connection(1)], sender: { flushMs: 1 } });
+    await until('caught up', () => p.sender.drained() && p.standby.connections.size === 1);
+    let release: () => void = () => {};
+    const released = new Promise<void>((r) => { release = r; });
+    let applying = 0;
+    const applied: ConnectionChange[][] = [];
+    const apply = p.standby.apply.bind(p.standby);
+    p.standby.apply = async (c) => { applying++; await released; applied.push([...c]); return apply(c); };
+    // Connection 2's copy goes and is held in the standby's kernel: the next changes wait for its ack.
+    p.leader.open(connection(2));
+    await until('the copy of connection 2 is being applied', () => applying === 1);
+    // Connection 3 begins and ends (TIME_WAIT) behind it; connection 4 begins and lives; connection 1 ends.
+    p.leader.open(connection(3));
+    p.leader.open(connection(3, { state: 'TIME_WAIT' }), 'update');
+    p.leader.open(connection(4));
+    p.leader.open(connection(1, { state: 'TIME_WAIT' }), 'update');
+    p.leader.close(connection(3, { state: 'TIME_WAIT' }));
+    release();
+    await until('caught up', () => p.sender.drained() && applying === 2);
+    const ops = applied.map((batch) => batch.map((c) => `${c.op} ${c.connection.client.port - 10_000}`));
+    assert.deepEqual(ops, [['upsert 2'], ['upsert 4', 'remove-binding 1']], 'connection 3 went neither way');
+    assert.deepEqual([...p.standby.connections.values()].map((f) => f.client.port - 10_000).sort(), [2, 4]);
+    assert.equal(p.sender.status().endedUnsent, 1);
+  });
+
   it('a message lost at the tail (nothing after it shows the gap) is found by the ack timeout', async () => {
     let drop = false;
     const p = await start({ sender: { faults: { fate: (m) => (drop && m.changes ? 'drop' : 'send') }, ackTimeoutMs: 200 } });
