@@ -348,9 +348,9 @@ export class SyncSender implements SourceListener {
 
 /**
  * A connection's change put where one is queued for it already. A first copy (the peer cannot hold the connection)
- * and then its remove: neither goes, the connection began and ended between two messages. (At 5 000 short
- * connections a second most do, and each was an insert and a delete in the peer's kernel for nothing.) A first copy
- * whose binding changed before it went is still a first copy.
+ * and then its remove: neither goes, the connection began and ended between two messages, and would have been an
+ * insert and a delete in the peer's kernel for nothing. It matters when a peer falls behind: the longer its queue,
+ * the more short connections end in it. A first copy whose binding changed before it went is still a first copy.
  */
 function foldChange(queued: SourceChange, c: SourceChange): SourceChange | null {
   if (queued.first === true && c.change.op === 'remove') return null;
