@@ -609,13 +609,15 @@ describe('connection sync: sender, source and receiver', () => {
     r.onMessage(roundTripMessage({ seq: 1, hello: { from: 'dir1', session: 's', groups: ['g'] } }));
     r.onMessage(roundTripMessage(message(2)));
     await until('the hello acknowledged, the first run under way', () => acked.includes(1));
-    for (let seq = 3; seq <= 12; seq++) r.onMessage(roundTripMessage(message(seq)));
+    // Thirty behind it: ten runs. (Without the turn, the gap's timer sometimes fires first: one run in a few, so
+    // the more runs, the surer a missing turn shows.)
+    for (let seq = 3; seq <= 32; seq++) r.onMessage(roundTripMessage(message(seq)));
     release();
-    await until('all acknowledged', () => acked.includes(12));
-    assert.equal(standby.connections.size, 11 * PER_MESSAGE);
-    // 600, then the ten behind it three at a time (a fourth would pass 2 048).
-    assert.deepEqual(runs.map((x) => x.changes), [600, 1800, 1800, 1800, 600]);
-    assert.deepEqual(runs.slice(1).map((x) => x.turned), [true, true, true, true], 'the event loop turned before each run after the first');
+    await until('all acknowledged', () => acked.includes(32));
+    assert.equal(standby.connections.size, 31 * PER_MESSAGE);
+    // 600, then the thirty behind it three at a time (a fourth would pass 2 048).
+    assert.deepEqual(runs.map((x) => x.changes), [600, ...Array<number>(10).fill(1800)]);
+    assert.deepEqual(runs.slice(1).map((x) => x.turned), Array<boolean>(10).fill(true), 'the event loop turned before each run after the first');
   });
 
   it('a malformed change ends the stream with the field named, and none of its message is injected', async () => {
